@@ -1,0 +1,3 @@
+module github.com/fpga-faas/faas
+
+go 1.26

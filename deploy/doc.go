@@ -1,3 +1,5 @@
-// Package deploy holds deployment descriptions of the platform: Kubernetes
-// manifests and systemd units. It contains no Go code besides this doc.
+// Package deploy holds deployment descriptions of the platform: the
+// Dockerfile of the registry and faasd image, Kubernetes manifests (k8s/) and
+// systemd units (systemd/). docker-compose.yml at the repository root runs the
+// whole platform on one machine. It contains no Go code besides this doc.
 package deploy

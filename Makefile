@@ -1,0 +1,107 @@
+# Build, test and tooling entry points. `make help` lists the targets.
+#
+# Environment: CI=true turns a missing test dependency into a failure (see
+# internal/testenv); FAAS_PG_BIN and FAAS_MINIO_BIN point tests at binaries
+# installed elsewhere.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+
+# Pinned MinIO server for integration tests; internal/testenv pins the same
+# version (a test keeps them in step). The first build takes about 4 minutes.
+MINIO_MODULE := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
+GOBIN_DIR    := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
+MINIO_BIN    := $(GOBIN_DIR)/minio
+
+# PostgreSQL 15 server binaries (Debian package postgresql-15).
+PG_BIN   ?= $(or $(FAAS_PG_BIN),/usr/lib/postgresql/15/bin)
+PG_DEBPKG := postgresql-15
+
+TEST_TIMEOUT ?= 60m
+BENCHTIME    ?= 1s
+FUZZTIME     ?= 10s
+
+.PHONY: help tools test lint bench fuzz-smoke demo
+
+help:
+	@echo 'make demo        build everything and run what demo exists'
+	@echo 'make test        install test dependencies (tools), go vet, go test -race'
+	@echo 'make tools       install the pinned MinIO server; PostgreSQL 15 and a C compiler (for -race) via apt when root'
+	@echo 'make lint        gofmt check and go vet'
+	@echo 'make bench       benchmarks (see BENCHMARKS.md)'
+	@echo 'make fuzz-smoke  run every fuzz target for FUZZTIME ($(FUZZTIME))'
+
+# tools installs what the tests need. The MinIO server is built with
+# `go install` only when $(MINIO_BIN) is absent. PostgreSQL 15 and a C
+# compiler (for -race) come from Debian packages, installed only when missing
+# and only when running as root; otherwise a note says what is missing.
+tools: $(MINIO_BIN)
+	@pkgs=""; \
+	if [ -x "$(PG_BIN)/initdb" ] && [ -x "$(PG_BIN)/pg_ctl" ] && [ -x "$(PG_BIN)/postgres" ]; then :; \
+	elif [ -n "$(FAAS_PG_BIN)" ]; then echo "tools: FAAS_PG_BIN=$(FAAS_PG_BIN) lacks initdb, pg_ctl or postgres" >&2; exit 1; \
+	else pkgs="$$pkgs $(PG_DEBPKG)"; fi; \
+	if ! command -v "$$($(GO) env CC)" >/dev/null 2>&1; then pkgs="$$pkgs gcc libc6-dev"; fi; \
+	if [ -z "$$pkgs" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "tools: installing$$pkgs"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --no-upgrade $$pkgs; \
+	else \
+		echo "tools: missing Debian packages:$$pkgs (install them as root: apt-get install -y$$pkgs)" >&2; \
+	fi
+
+$(MINIO_BIN):
+	GOBIN="$(GOBIN_DIR)" $(GO) install $(MINIO_MODULE)
+
+# test runs with -race when cgo works (it needs a C compiler, which tools
+# installs when root); otherwise it says so and runs without.
+test: tools
+	$(GO) vet ./...
+	@race=-race; \
+	if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then race=; echo "test: cgo is off (no C compiler?): running without -race"; fi; \
+	set -x; \
+	$(if $(CI),CI=$(CI)) $(GO) test $$race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+lint:
+	@unformatted="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# bench: the bench command writes BENCHMARKS.md once it exists; until then,
+# every Go benchmark once.
+bench:
+	@if [ -d internal/cmd/bench ]; then \
+		set -x; $(GO) run ./internal/cmd/bench; \
+	else \
+		set -x; $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./...; \
+	fi
+
+# fuzz-smoke runs each fuzz target for FUZZTIME (go test -fuzz takes one
+# target of one package at a time).
+fuzz-smoke:
+	@n=0; \
+	for dir in $$($(GO) list -f '{{.Dir}}' ./...); do \
+		for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+			n=$$((n+1)); set -x; \
+			$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) "$$dir"; \
+			{ set +x; } 2>/dev/null; \
+		done; \
+	done; \
+	echo "fuzz-smoke: $$n fuzz targets"
+
+# demo builds everything and runs the most complete demo that exists so far:
+# faasd with a simulated board once services/cmd/faasd exists, else the board
+# simulator's smoke program, else it lists the commands there are.
+demo:
+	$(GO) build ./...
+	@if [ -d services/cmd/faasd ]; then \
+		set -x; $(GO) run ./services/cmd/faasd --sim 1 --demo; \
+	elif [ -d shell/cmd/simboard ]; then \
+		set -x; $(GO) run ./shell/cmd/simboard; \
+	else \
+		echo "demo: nothing to run yet (no services/cmd/faasd, no shell/cmd/simboard); the module builds."; \
+		mains="$$($(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' ./... | sed '/^$$/d')"; \
+		echo "demo: commands so far: $${mains:-none}"; \
+	fi

@@ -22,7 +22,9 @@
 //   - internal/testenv is imported from _test.go files only.
 //   - services/agent never imports a role (bitstreams/... other than
 //     bitstreams/*/isa), and of services/agent only services/agent/device/sim
-//     imports shell/sim; the mains wire role models into the simulator.
+//     imports shell/sim; the mains wire role models into the simulator. The
+//     device conformance suite, services/agent/device/devicetest, is test
+//     support and may import both.
 //   - A package lives in one of the top-level folders above.
 //
 // Imports made only from _test.go files (go list's TestImports and

@@ -1,0 +1,230 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Node is a character device of the Xilinx XDMA driver for one chip, with the
+// driver's semantics, so that code written for /dev/xdmaN_* can be run against
+// the simulator unchanged:
+//
+//   - user, control: pread/pwrite move one 32-bit word at a 4-byte aligned
+//     offset per call (EPROTO otherwise); ReadAt/WriteAt of longer buffers
+//     loop word by word, as os.File does over short transfers.
+//   - h2c_K (write-only), c2h_K (read-only): the offset is the card address;
+//     there is no file position to advance.
+//   - events_K: Read of exactly 4 bytes blocks until IRQ line K has fired,
+//     returns the value 1 and clears the flag; SetReadDeadline bounds it.
+//
+// Errors are *fs.PathError wrapping the driver's errno (or os.ErrClosed,
+// os.ErrDeadlineExceeded), exactly as os.File reports them.
+type Node struct {
+	chip *Chip
+	path string
+	kind string // user, control, h2c, c2h, events
+	num  int
+
+	mu       sync.Mutex
+	deadline time.Time
+	changed  chan struct{} // closed and replaced when the deadline changes
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// Node opens the chip's device node called name, the part of the /dev name
+// after "xdmaN_": "user", "control", "h2c_0", "c2h_1", "events_3".
+func (c *Chip) Node(name string) (*Node, error) {
+	kind, num := name, 0
+	if i := strings.LastIndexByte(name, '_'); i >= 0 {
+		n, err := strconv.Atoi(name[i+1:])
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
+		}
+		kind, num = name[:i], n
+	}
+	valid := false
+	switch kind {
+	case "user", "control":
+		valid = name == kind
+	case "h2c", "c2h":
+		valid = num >= 0 && num < len(c.irq) && num < 2 && name != kind
+	case "events":
+		valid = num >= 0 && num < len(c.irq) && name != kind
+	}
+	path := fmt.Sprintf("sim:%s/chip%d/xdma_%s", c.board.cfg.Serial, c.index, name)
+	if !valid {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: syscall.ENOENT}
+	}
+	return &Node{chip: c, path: path, kind: kind, num: num, closed: make(chan struct{}), changed: make(chan struct{})}, nil
+}
+
+func (n *Node) err(op string, err error) error {
+	var se *Error
+	if errors.As(err, &se) {
+		err = se.Errno
+	}
+	return &fs.PathError{Op: op, Path: n.path, Err: err}
+}
+
+func (n *Node) isClosed() bool {
+	select {
+	case <-n.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// ReadAt implements pread.
+func (n *Node) ReadAt(p []byte, off int64) (int, error) {
+	if n.isClosed() {
+		return 0, n.err("read", os.ErrClosed)
+	}
+	if off < 0 {
+		return 0, n.err("read", syscall.EINVAL)
+	}
+	switch n.kind {
+	case "user", "control":
+		return n.words(p, off, func(o uint64, b []byte) error {
+			var v uint32
+			var err error
+			if n.kind == "user" {
+				v, err = n.chip.ReadUser(o)
+			} else {
+				v, err = n.chip.ReadControl(o)
+			}
+			binary.LittleEndian.PutUint32(b, v)
+			return err
+		}, "read")
+	case "c2h":
+		if err := n.chip.C2H(context.Background(), n.num, p, uint64(off)); err != nil {
+			return 0, n.err("read", err)
+		}
+		return len(p), nil
+	}
+	return 0, n.err("read", syscall.EINVAL)
+}
+
+// WriteAt implements pwrite.
+func (n *Node) WriteAt(p []byte, off int64) (int, error) {
+	if n.isClosed() {
+		return 0, n.err("write", os.ErrClosed)
+	}
+	if off < 0 {
+		return 0, n.err("write", syscall.EINVAL)
+	}
+	switch n.kind {
+	case "user", "control":
+		return n.words(p, off, func(o uint64, b []byte) error {
+			v := binary.LittleEndian.Uint32(b)
+			if n.kind == "user" {
+				return n.chip.WriteUser(o, v)
+			}
+			return n.chip.WriteControl(o, v)
+		}, "write")
+	case "h2c":
+		if err := n.chip.H2C(context.Background(), n.num, p, uint64(off)); err != nil {
+			return 0, n.err("write", err)
+		}
+		return len(p), nil
+	}
+	return 0, n.err("write", syscall.EINVAL)
+}
+
+// words runs one 4-byte register access per word of p. The driver copies a
+// whole word even for shorter buffers; a short buffer is refused here instead
+// of touching memory past it.
+func (n *Node) words(p []byte, off int64, access func(uint64, []byte) error, op string) (int, error) {
+	if len(p) < 4 {
+		return 0, n.err(op, syscall.EINVAL)
+	}
+	done := 0
+	for ; done+4 <= len(p); done += 4 {
+		if err := access(uint64(off)+uint64(done), p[done:done+4]); err != nil {
+			return done, n.err(op, err)
+		}
+	}
+	if done < len(p) {
+		return done, n.err(op, syscall.EINVAL)
+	}
+	return done, nil
+}
+
+// Read implements read(2) on an events node.
+func (n *Node) Read(p []byte) (int, error) {
+	if n.kind != "events" {
+		return 0, n.err("read", syscall.EINVAL)
+	}
+	if len(p) != 4 {
+		return 0, n.err("read", syscall.EPROTO)
+	}
+	for {
+		n.mu.Lock()
+		deadline, changed := n.deadline, n.changed
+		n.mu.Unlock()
+		if n.isClosed() {
+			return 0, n.err("read", os.ErrClosed)
+		}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return 0, n.err("read", os.ErrDeadlineExceeded)
+		}
+		// A new deadline or Close ends this wait; the loop then looks again,
+		// as a blocked read on a pollable file does.
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-n.closed:
+			case <-changed:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		err := n.chip.waitIRQ(ctx, n.num, deadline)
+		cancel()
+		switch {
+		case err == nil:
+			binary.LittleEndian.PutUint32(p, 1)
+			return 4, nil
+		case errors.Is(err, errDeadline):
+			return 0, n.err("read", os.ErrDeadlineExceeded)
+		case errors.Is(err, context.Canceled):
+			continue
+		default:
+			return 0, n.err("read", syscall.ENODEV)
+		}
+	}
+}
+
+// Write on a device node other than user/control/h2c is refused, as by the
+// driver.
+func (n *Node) Write(p []byte) (int, error) { return 0, n.err("write", syscall.EINVAL) }
+
+// SetReadDeadline bounds blocking reads of an events node, including a read
+// already blocked, like os.File.SetReadDeadline on a pollable device.
+func (n *Node) SetReadDeadline(t time.Time) error {
+	n.mu.Lock()
+	n.deadline = t
+	close(n.changed)
+	n.changed = make(chan struct{})
+	n.mu.Unlock()
+	return nil
+}
+
+// Close releases the node and fails blocked reads with os.ErrClosed.
+func (n *Node) Close() error {
+	n.once.Do(func() { close(n.closed) })
+	return nil
+}
+
+// Name returns the node's path.
+func (n *Node) Name() string { return n.path }

@@ -20,8 +20,9 @@
 //   - Nothing outside services imports services: services/cmd/... wires the
 //     services together, services packages may import each other.
 //   - internal/testenv is imported from _test.go files only.
-//   - services/agent never imports a role (bitstreams/... other than
-//     bitstreams/*/isa), and of services/agent only services/agent/device/sim
+//   - services/agent never imports a role model (bitstreams/*/model), only
+//     roles' contracts (bitstreams/<role>, bitstreams/*/isa), and of
+//     services/agent only services/agent/device/sim
 //     imports shell/sim; the mains wire role models into the simulator. The
 //     device conformance suite, services/agent/device/devicetest, is test
 //     support and may import both.

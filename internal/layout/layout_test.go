@@ -37,6 +37,13 @@ func within(rel, prefix string) bool {
 	return rel == prefix || strings.HasPrefix(rel, prefix+"/")
 }
 
+// isModel reports whether rel is a role's functional model,
+// bitstreams/<role>/model or below it.
+func isModel(rel string) bool {
+	e := strings.Split(rel, "/")
+	return len(e) >= 3 && e[0] == "bitstreams" && e[2] == "model"
+}
+
 // isISA reports whether rel is bitstreams/<role>/isa or below it.
 func isISA(rel string) bool {
 	e := strings.Split(rel, "/")
@@ -108,8 +115,8 @@ func checkImport(importer, imported string, testOnly bool) error {
 		if within(imported, "shell/sim") && !within(importer, "services/agent/device/sim") {
 			return errors.New("of services/agent only services/agent/device/sim imports shell/sim")
 		}
-		if within(imported, "bitstreams") && !isISA(imported) {
-			return errors.New("services/agent never imports a role (only bitstreams/*/isa); the mains wire role models into the simulator")
+		if isModel(imported) {
+			return errors.New("services/agent never imports a role model (bitstreams/*/model), only roles' contracts; the mains wire role models into the simulator")
 		}
 	}
 	a, ok := areaOf(importer)
@@ -320,8 +327,9 @@ func TestCheckImport(t *testing.T) {
 		{"services/agent/device/sim", "shell/sim", false, true},
 		{"services/agent/slots", "shell/sim", false, false},
 		{"services/agent/device/devicetest", "shell/sim", false, true},
-		{"services/agent/device/devicetest", "bitstreams/loopback", false, true},
-		{"services/agent/device/xdma", "bitstreams/loopback", false, false},
+		{"services/agent/device/devicetest", "bitstreams/loopback/model", false, true},
+		{"services/agent/device/xdma", "bitstreams/loopback/model", false, false},
+		{"services/agent/selftest", "bitstreams/loopback", false, true},
 		{"services/agent/queue", "bitstreams/alidnn/isa", false, true},
 		{"services/agent/device/sim", "bitstreams/loopback/model", false, false},
 		{"services/agent/slots", "bitstreams/loopback/model", true, true},

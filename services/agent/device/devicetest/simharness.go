@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fpga-faas/faas/bitstreams/loopback"
+	loopbackmodel "github.com/fpga-faas/faas/bitstreams/loopback/model"
 	"github.com/fpga-faas/faas/services/agent/device"
 	"github.com/fpga-faas/faas/shell/sim"
 )
@@ -34,7 +34,7 @@ const DMATimeout = 50 * time.Millisecond
 
 // Open powers up a new simulated board and opens it through the backend.
 func (h *SimHarness) Open(t *testing.T) *device.Board {
-	roles, err := sim.NewRegistry(loopback.Model)
+	roles, err := sim.NewRegistry(loopbackmodel.Model)
 	if err != nil {
 		t.Fatal(err)
 	}

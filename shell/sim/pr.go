@@ -89,27 +89,43 @@ func (c *Chip) prStream(p []byte) error {
 	case c.pr.state != shell.PRBusy:
 		return c.fail("h2c", shell.PRStreamAddr, syscall.EIO, "PR stream port written without BEGIN")
 	}
-	// Feed the parser only the file; what follows it in the last chunk must
-	// be alignment padding.
-	feed := p
-	if limit, ok := c.streamLimit(); ok && int64(len(feed)) > limit-c.pr.bytes {
-		feed, p = feed[:max(limit-c.pr.bytes, 0)], feed[max(limit-c.pr.bytes, 0):]
-		if c.pr.streamLen == 0 && (len(p) > maxPadding || !allZero(p)) {
-			c.pr.bytes += int64(len(feed))
-			fire = c.prFail(fire, shell.PROverflow, fmt.Errorf("%d bytes past the end of the bitstream at offset %d", len(p), c.pr.bytes))
+	for len(p) > 0 && c.pr.state == shell.PRBusy {
+		feed := p
+		limit, known := c.streamLimit()
+		switch {
+		case !known:
+			// Until the header is in, the end of the file is unknown: feed
+			// small pieces so that padding after a short file is never
+			// mistaken for data.
+			feed = p[:min(len(p), headerStep)]
+		case int64(len(p)) > limit-c.pr.bytes:
+			// Feed the parser only the file; what follows it in the last
+			// chunk must be alignment padding.
+			feed = p[:max(limit-c.pr.bytes, 0)]
+			if rest := p[len(feed):]; c.pr.streamLen == 0 && (len(rest) > maxPadding || !allZero(rest)) {
+				c.pr.bytes += int64(len(feed))
+				fire = c.prFail(fire, shell.PROverflow, fmt.Errorf("%d bytes past the end of the bitstream at offset %d", len(rest), c.pr.bytes))
+				return nil
+			}
+			p = feed // the padding is dropped
+		}
+		_, err := c.pr.parser.Write(feed)
+		c.pr.bytes += int64(len(feed))
+		if err == nil {
+			err = c.checkHeader()
+		}
+		if err != nil {
+			fire = c.prFail(fire, prCause(err), err)
 			return nil
 		}
-	}
-	_, err := c.pr.parser.Write(feed)
-	c.pr.bytes += int64(len(feed))
-	if err == nil {
-		err = c.checkHeader()
-	}
-	if err != nil {
-		fire = c.prFail(fire, prCause(err), err)
+		p = p[len(feed):]
 	}
 	return nil
 }
+
+// headerStep is how many bytes the controller feeds the parser at a time
+// while the header is still arriving.
+const headerStep = 64
 
 // streamLimit is the number of bytes of the stream that belong to the file:
 // PR_STREAM_LEN if software set it, else the header's size plus its data

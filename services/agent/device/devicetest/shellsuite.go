@@ -61,6 +61,16 @@ func testProgram(t *testing.T, h Harness) {
 		if v, err := c.Read32(shell.RegPRCount); err != nil || v != 1 {
 			t.Errorf("chip %d: PR_COUNT %d, %v", c.Index(), v, err)
 		}
+		// A bitstream that fits one DMA chunk and whose length is not a
+		// multiple of the DMA granularity: the padding is not data.
+		small, err := loopback.Bitstream(c.Part(), 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(small)%shell.DMAAlign == 0 {
+			t.Fatalf("small bitstream is %d bytes, want a length needing padding", len(small))
+		}
+		program(t, c, small)
 	}
 }
 

@@ -1,0 +1,13 @@
+package main
+
+import (
+	loopbackmodel "github.com/fpga-faas/faas/bitstreams/loopback/model"
+	"github.com/fpga-faas/faas/shell/sim"
+)
+
+// simRoles registers the role models simulated boards can be programmed with.
+// This is the one place the agent binary learns about role models; the agent
+// packages never import them.
+func simRoles() (*sim.Registry, error) {
+	return sim.NewRegistry(loopbackmodel.Model)
+}

@@ -144,7 +144,7 @@ func (c *Chip) checkMMIO(op string, off, size uint64) error {
 		return c.fail(op, off, syscall.EPROTO, "offset not 32-bit aligned")
 	}
 	if off >= size {
-		return c.fail(op, off, syscall.EINVAL, "offset beyond the %d-byte BAR", size)
+		return c.fail(op, off, syscall.ENXIO, "offset beyond the %d-byte BAR", size)
 	}
 	select {
 	case <-c.board.closed:

@@ -205,6 +205,34 @@ func (n *Node) Read(p []byte) (int, error) {
 	}
 }
 
+// WaitReadable blocks until a Read of the events node would return at once,
+// like poll(2) on the driver's node (which, unlike its read, can be
+// abandoned), or until ctx is done or the node is closed.
+func (n *Node) WaitReadable(ctx context.Context) error {
+	if n.kind != "events" {
+		return n.err("poll", syscall.EINVAL)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-n.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	switch err := n.chip.irq[n.num].ready(ctx, n.chip.board.closed); {
+	case err == nil:
+		return nil
+	case n.isClosed():
+		return n.err("poll", os.ErrClosed)
+	case errors.Is(err, errClosed):
+		return n.err("poll", syscall.ENODEV)
+	default:
+		return err
+	}
+}
+
 // Write on a device node other than user/control/h2c is refused, as by the
 // driver.
 func (n *Node) Write(p []byte) (int, error) { return 0, n.err("write", syscall.EINVAL) }

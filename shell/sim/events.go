@@ -32,6 +32,26 @@ func (l *irqLine) reset() {
 	l.mu.Unlock()
 }
 
+// ready blocks until the line has fired since the last wait, without clearing
+// the flag, like poll(2) on the driver's events node.
+func (l *irqLine) ready(ctx context.Context, closed <-chan struct{}) error {
+	for {
+		l.mu.Lock()
+		pending, wake := l.pending, l.wake
+		l.mu.Unlock()
+		if pending {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-closed:
+			return errClosed
+		}
+	}
+}
+
 // wait blocks until the line has fired since the last wait, then clears the
 // flag. It gives up when ctx is done, at deadline (if not zero), or when
 // closed is closed; it returns which of those happened.

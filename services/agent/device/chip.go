@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/fpga-faas/faas/shell"
 )
@@ -62,12 +63,17 @@ func OpenChip(port Port) (*Chip, error) {
 		return nil, err
 	}
 	c.serial = serial
-	av, err := port.ReadControl(shell.XDMAH2CChannel + shell.XDMAAlignments)
-	if err != nil {
-		return nil, FromErrno(err)
+	// Each engine reports its own alignment (0 meaning none); we use the
+	// strictest of channel 0 in both directions for every transfer.
+	c.align = 1
+	for _, base := range []uint32{shell.XDMAH2CChannel, shell.XDMAC2HChannel} {
+		av, err := port.ReadControl(base + shell.XDMAAlignments)
+		if err != nil {
+			return nil, FromErrno(err)
+		}
+		addrAlign, lenGran, _ := shell.ParseXDMAAlignment(av)
+		c.align = max(c.align, uint64(addrAlign), uint64(lenGran))
 	}
-	addrAlign, lenGran, _ := shell.ParseXDMAAlignment(av)
-	c.align = uint64(max(addrAlign, lenGran, 1))
 	return c, nil
 }
 
@@ -168,7 +174,7 @@ func (c *Chip) readString(off uint32, n int) (string, error) {
 
 // Write copies p to card address addr of the chip's DDR.
 func (c *Chip) Write(ctx context.Context, addr uint64, p []byte) error {
-	if err := c.checkDMA(addr, len(p)); err != nil {
+	if err := c.checkDMA(addr, p); err != nil {
 		return err
 	}
 	if err := c.port.H2C(ctx, 0, p, addr); err != nil {
@@ -179,7 +185,7 @@ func (c *Chip) Write(ctx context.Context, addr uint64, p []byte) error {
 
 // Read copies card address addr of the chip's DDR into p.
 func (c *Chip) Read(ctx context.Context, addr uint64, p []byte) error {
-	if err := c.checkDMA(addr, len(p)); err != nil {
+	if err := c.checkDMA(addr, p); err != nil {
 		return err
 	}
 	if err := c.port.C2H(ctx, 0, p, addr); err != nil {
@@ -188,10 +194,19 @@ func (c *Chip) Read(ctx context.Context, addr uint64, p []byte) error {
 	return nil
 }
 
-func (c *Chip) checkDMA(addr uint64, n int) error {
+// checkDMA applies the engine's rules before a transfer. The XDMA driver
+// wants the host buffer and the card address to agree modulo the engine's
+// address alignment (EINVAL otherwise); the shell's engines also move whole
+// words, so lengths are multiples of the granularity too.
+func (c *Chip) checkDMA(addr uint64, p []byte) error {
+	n := len(p)
 	if addr%c.align != 0 || uint64(n)%c.align != 0 {
 		return fmt.Errorf("%w: chip %d: DMA of %d bytes at %#x: address and length must be multiples of %d",
 			ErrMisaligned, c.index, n, addr, c.align)
+	}
+	if n > 0 && uint64(uintptr(unsafe.Pointer(&p[0])))%c.align != 0 {
+		return fmt.Errorf("%w: chip %d: DMA of %d bytes at %#x: host buffer at %p is not %d-byte aligned",
+			ErrMisaligned, c.index, n, addr, &p[0], c.align)
 	}
 	if addr > c.ddr || uint64(n) > c.ddr-addr {
 		return fmt.Errorf("%w: chip %d: DMA of %d bytes at %#x: DDR is %d bytes", ErrOutOfRange, c.index, n, addr, c.ddr)

@@ -76,15 +76,20 @@ func FromErrno(err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &errno):
+		// Chip checks alignment and bounds before it calls the driver, so
+		// these are the driver's second opinion. EINVAL is not mapped to
+		// ErrMisaligned: the driver also uses it for a wrong direction or a
+		// bad device state. ETIMEDOUT from a DMA may also mean a signal
+		// aborted the transfer.
 		switch errno {
-		case syscall.EPROTO, syscall.EINVAL:
+		case syscall.EPROTO:
 			cat = ErrMisaligned
+		case syscall.ENXIO:
+			cat = ErrOutOfRange
 		case syscall.ETIMEDOUT:
 			cat = ErrTimeout
-		case syscall.ENODEV, syscall.ENXIO, syscall.EBADF:
+		case syscall.ENODEV, syscall.EBADF, syscall.EBUSY:
 			cat = ErrClosed
-		case syscall.EFAULT:
-			cat = ErrOutOfRange
 		default:
 			cat = ErrIO
 		}

@@ -201,6 +201,11 @@ func testDMA(t *testing.T, h Harness) {
 			}
 		}
 	}
+	// The driver wants the host buffer aligned like the card address.
+	odd := make([]byte, 4096+8)[1 : 4096+1]
+	if err := b.Chips[0].Write(ctx, 0, odd); !errors.Is(err, device.ErrMisaligned) {
+		t.Errorf("write from a misaligned host buffer = %v, want ErrMisaligned", err)
+	}
 	// A refused transfer wrote nothing.
 	got := make([]byte, 8192)
 	if err := b.Chips[0].Read(ctx, b.Chips[0].DDRSize()-8192, got); err != nil || !bytes.Equal(got, randBytes(8192, 3)) {

@@ -20,19 +20,31 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fpga-faas/faas/services/agent/device"
 	"github.com/fpga-faas/faas/shell"
 )
 
 // File is what the backend needs of an open device node; *os.File has it.
+//
+// An events node must also let the backend wait for its event without
+// consuming it: *os.File does through syscall.Conn (Go's poller and
+// poll(2)), other implementations through ReadyWaiter.
 type File interface {
 	ReadAt(p []byte, off int64) (int, error)
 	WriteAt(p []byte, off int64) (int, error)
 	Read(p []byte) (int, error)
-	SetReadDeadline(t time.Time) error
 	Close() error
+}
+
+// ReadyWaiter is an events node that can block until a read would return at
+// once, like poll(2) on the driver's node, honouring ctx.
+type ReadyWaiter interface {
+	WaitReadable(ctx context.Context) error
 }
 
 // Opener opens the device node at path.
@@ -136,10 +148,12 @@ func write32(f File, off uint32, v uint32) error {
 	return err
 }
 
-// H2C and C2H issue one pwrite/pread: the driver builds a scatter-gather
-// list of the whole buffer and blocks until the engine is done or its timeout
-// passes. A context cannot interrupt a transfer in flight (neither can a
-// signal on the real driver); it is checked before starting.
+// H2C and C2H issue one pwrite/pread: the driver pins the whole buffer,
+// splits it into descriptor chunks and waits for each until the engine is done
+// or h2c_timeout/c2h_timeout (10 s by default) passes. A context cannot stop
+// a transfer in flight, so it is checked before starting. The driver answers
+// a signal during the wait by aborting the transfer with ETIMEDOUT or a short
+// count, which os.File's pread/pwrite loop completes.
 func (p *port) H2C(ctx context.Context, ch int, b []byte, addr uint64) error {
 	if ch < 0 || ch >= len(p.h2c) {
 		return fmt.Errorf("xdma: no h2c channel %d: %w", ch, device.ErrOutOfRange)
@@ -178,9 +192,13 @@ func (p *port) eventFile(line int) (File, error) {
 	return p.events[line], nil
 }
 
-// WaitIRQ reads the line's event node. The read blocks in the driver; the
-// context is honoured through the file's read deadline, which the runtime
-// poller applies to pollable device nodes and FIFOs alike.
+// WaitIRQ waits for the line's event and consumes it.
+//
+// The driver's read of an events node ignores O_NONBLOCK and sleeps in the
+// kernel until the interrupt, where neither a read deadline nor Close reaches
+// it. Its poll does work, so the backend waits for readability first (in Go's
+// poller for real files, which honours ctx through the read deadline) and
+// reads only once the event flag is set.
 func (p *port) WaitIRQ(ctx context.Context, line int) error {
 	f, err := p.eventFile(line)
 	if err != nil {
@@ -189,19 +207,77 @@ func (p *port) WaitIRQ(ctx context.Context, line int) error {
 	mu, _ := p.waiting.LoadOrStore(line, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
+	for {
+		var v uint32
+		switch w := f.(type) {
+		case syscall.Conn:
+			v, err = readPolled(ctx, w)
+		case ReadyWaiter:
+			if err = w.WaitReadable(ctx); err == nil {
+				v, err = readEvent(f)
+			}
+		default:
+			return fmt.Errorf("xdma: events node %s (%T) cannot be polled", p.nodes.Events[line], f)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		// Every open of the node shares one flag: when another reader took
+		// the event first, the driver returns 0. Wait again.
+		if v != 0 {
+			return nil
+		}
+	}
+}
 
-	deadline, _ := ctx.Deadline()
-	if err := f.SetReadDeadline(deadline); err != nil && !errors.Is(err, os.ErrNoDeadline) {
-		return err
-	}
-	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+func readEvent(f File) (uint32, error) {
 	var b [4]byte
-	_, err = f.Read(b[:])
-	if err != nil && ctx.Err() != nil {
-		return ctx.Err()
+	if _, err := f.Read(b[:]); err != nil {
+		return 0, err
 	}
-	return err
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+// readPolled reads one event from a pollable file descriptor without ever
+// blocking in read(2).
+func readPolled(ctx context.Context, f syscall.Conn) (uint32, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	if d, ok := f.(interface{ SetReadDeadline(time.Time) error }); ok {
+		deadline, _ := ctx.Deadline()
+		if err := d.SetReadDeadline(deadline); err != nil {
+			return 0, err
+		}
+		stop := context.AfterFunc(ctx, func() { d.SetReadDeadline(time.Unix(1, 0)) })
+		defer stop()
+	}
+	var (
+		b    [4]byte
+		n    int
+		rerr error
+	)
+	err = rc.Read(func(fd uintptr) bool {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if k, perr := unix.Poll(pfd, 0); perr != nil || k == 0 {
+			return false // not ready: let the poller wait
+		}
+		n, rerr = syscall.Read(int(fd), b[:])
+		return rerr != syscall.EAGAIN
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case rerr != nil:
+		return 0, rerr
+	case n != 4:
+		return 0, fmt.Errorf("xdma: event read returned %d bytes, want 4", n)
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
 }
 
 func (p *port) Close() error {

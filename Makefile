@@ -91,9 +91,6 @@ fuzz-smoke:
 	done; \
 	echo "fuzz-smoke: $$n fuzz targets"
 
-# demo builds everything and runs the most complete demo that exists so far:
-# faasd with a simulated board once services/cmd/faasd exists, else the board
-# simulator's smoke program, else it lists the commands there are.
 # demo brings up what the platform has so far: a simulated dual-chip board,
 # both chips programmed with the loopback role through the shell's PR path and
 # validated end to end (DMA, tenant windows, interrupts, CRC). It grows with

@@ -71,12 +71,11 @@ lint:
 
 # bench: the bench command writes BENCHMARKS.md once it exists; until then,
 # every Go benchmark once.
+# bench runs every Go benchmark BENCH_COUNT times and writes BENCHMARKS.md with
+# medians and same-run baselines (internal/cmd/bench).
+BENCH_COUNT ?= 5
 bench:
-	@if [ -d internal/cmd/bench ]; then \
-		set -x; $(GO) run ./internal/cmd/bench; \
-	else \
-		set -x; $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./...; \
-	fi
+	$(GO) run ./internal/cmd/bench -count $(BENCH_COUNT) -benchtime $(BENCHTIME)
 
 # fuzz-smoke runs each fuzz target for FUZZTIME (go test -fuzz takes one
 # target of one package at a time).

@@ -69,8 +69,6 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# bench: the bench command writes BENCHMARKS.md once it exists; until then,
-# every Go benchmark once.
 # bench runs every Go benchmark BENCH_COUNT times and writes BENCHMARKS.md with
 # medians and same-run baselines (internal/cmd/bench).
 BENCH_COUNT ?= 5

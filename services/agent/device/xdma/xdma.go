@@ -74,27 +74,34 @@ func OpenChip(open Opener, n Nodes) (device.Port, error) {
 		open = OS
 	}
 	p := &port{open: open, nodes: n, events: make([]File, len(n.Events))}
-	var err error
-	if p.user, err = open(n.User, true); err != nil {
-		return nil, fmt.Errorf("xdma: %w", device.FromErrno(err))
-	}
-	if p.control, err = open(n.Control, false); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("xdma: %w", device.FromErrno(err))
-	}
-	for _, path := range n.H2C {
-		f, err := open(path, true)
+	// Only files that opened are stored: an Opener may return a typed nil
+	// with its error, which must not be closed.
+	openOne := func(path string, write bool) (File, error) {
+		f, err := open(path, write)
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("xdma: %w", device.FromErrno(err))
 		}
+		return f, nil
+	}
+	var err error
+	if p.user, err = openOne(n.User, true); err != nil {
+		return nil, err
+	}
+	if p.control, err = openOne(n.Control, false); err != nil {
+		return nil, err
+	}
+	for _, path := range n.H2C {
+		f, err := openOne(path, true)
+		if err != nil {
+			return nil, err
+		}
 		p.h2c = append(p.h2c, f)
 	}
 	for _, path := range n.C2H {
-		f, err := open(path, false)
+		f, err := openOne(path, false)
 		if err != nil {
-			p.Close()
-			return nil, fmt.Errorf("xdma: %w", device.FromErrno(err))
+			return nil, err
 		}
 		p.c2h = append(p.c2h, f)
 	}

@@ -160,3 +160,36 @@ func TestMissingNode(t *testing.T) {
 		t.Errorf("OpenChip without nodes = %v, want not-exist naming %s", err, n.User)
 	}
 }
+
+// TestOpenFailureClosesWhatOpened checks that a failed open closes the nodes
+// already open and never touches the typed nil an Opener returns with its
+// error.
+func TestOpenFailureClosesWhatOpened(t *testing.T) {
+	sb, err := sim.NewBoard(sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	var opened []*sim.Node
+	open := func(path string, write bool) (xdma.File, error) {
+		name := strings.TrimPrefix(filepath.Base(path), "xdma0_")
+		n, err := sb.Chip(0).Node(name)
+		if err != nil || name == "c2h_1" {
+			var none *sim.Node
+			return none, &os.PathError{Op: "open", Path: path, Err: syscall.ENOENT}
+		}
+		opened = append(opened, n)
+		return n, nil
+	}
+	if _, err := xdma.OpenChip(open, nodes("/dev", 0, "")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("OpenChip with a missing c2h_1 = %v, want not-exist", err)
+	}
+	for _, n := range opened {
+		if _, err := n.ReadAt(make([]byte, 4), 0); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("%s still open after the failed OpenChip (%v)", n.Name(), err)
+		}
+	}
+	if len(opened) != 5 {
+		t.Errorf("opened %d nodes before c2h_1, want 5 (user, control, 2 h2c, c2h_0)", len(opened))
+	}
+}

@@ -57,7 +57,8 @@ type Chip struct {
 	dmaStall    bool // fault: DMA hangs until its timeout
 	role        Role
 	model       RoleModel
-	roleGen     uint64 // bumped whenever the role goes away
+	roleGen     uint64 // generation of the loaded role's Env, the only live one
+	genSeq      uint64 // last generation handed out
 }
 
 func newChip(b *Board, index int, part shell.Part) *Chip {
@@ -107,6 +108,11 @@ func (c *Chip) fail(op string, addr uint64, errno syscall.Errno, format string, 
 	return &Error{Chip: c.index, Op: op, Addr: addr, Errno: errno, Detail: fmt.Sprintf(format, args...)}
 }
 
+// failClosed is the error of an access refused because the board is closed.
+func (c *Chip) failClosed(op string, addr uint64) error {
+	return &Error{Chip: c.index, Op: op, Addr: addr, Errno: syscall.ENODEV, Detail: "board closed", closed: true}
+}
+
 // ReadUser reads the 32-bit register at off in the user BAR.
 func (c *Chip) ReadUser(off uint64) (uint32, error) {
 	if err := c.checkMMIO("mmio read", off, shell.UserBARSize); err != nil {
@@ -148,7 +154,7 @@ func (c *Chip) checkMMIO(op string, off, size uint64) error {
 	}
 	select {
 	case <-c.board.closed:
-		return c.fail(op, off, syscall.ENODEV, "board closed")
+		return c.failClosed(op, off)
 	default:
 	}
 	return nil
@@ -512,7 +518,7 @@ func (c *Chip) checkDMA(ctx context.Context, op string, ch int, p []byte, addr u
 	c.mu.Unlock()
 	select {
 	case <-c.board.closed:
-		return c.fail(op, addr, syscall.ENODEV, "board closed")
+		return c.failClosed(op, addr)
 	default:
 	}
 	if !stalled {
@@ -526,7 +532,7 @@ func (c *Chip) checkDMA(ctx context.Context, op string, ch int, p []byte, addr u
 	case <-ctx.Done():
 		return fmt.Errorf("sim: chip %d: %s at %#x: %w", c.index, op, addr, ctx.Err())
 	case <-c.board.closed:
-		return c.fail(op, addr, syscall.ENODEV, "board closed")
+		return c.failClosed(op, addr)
 	}
 }
 
@@ -614,7 +620,8 @@ func (c *Chip) unloadRole() {
 	c.mu.Lock()
 	role := c.role
 	c.role, c.model = nil, RoleModel{}
-	c.roleGen++
+	c.genSeq++
+	c.roleGen = c.genSeq // a generation no Env holds
 	c.mu.Unlock()
 	if role != nil {
 		role.Close()

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/fpga-faas/faas/shell"
 )
 
 // Node is a character device of the Xilinx XDMA driver for one chip, with the
@@ -44,24 +46,27 @@ type Node struct {
 // Node opens the chip's device node called name, the part of the /dev name
 // after "xdmaN_": "user", "control", "h2c_0", "c2h_1", "events_3".
 func (c *Chip) Node(name string) (*Node, error) {
+	path := fmt.Sprintf("sim:%s/chip%d/xdma_%s", c.board.cfg.Serial, c.index, name)
 	kind, num := name, 0
+	numbered := false
 	if i := strings.LastIndexByte(name, '_'); i >= 0 {
 		n, err := strconv.Atoi(name[i+1:])
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
+		// The driver's nodes carry canonical decimal numbers: no sign, no
+		// leading zero ("events_01" does not exist).
+		if err != nil || strconv.Itoa(n) != name[i+1:] {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: syscall.ENOENT}
 		}
-		kind, num = name[:i], n
+		kind, num, numbered = name[:i], n, true
 	}
 	valid := false
 	switch kind {
 	case "user", "control":
-		valid = name == kind
+		valid = !numbered
 	case "h2c", "c2h":
-		valid = num >= 0 && num < len(c.irq) && num < 2 && name != kind
+		valid = numbered && num >= 0 && num < shell.DMAChannels
 	case "events":
-		valid = num >= 0 && num < len(c.irq) && name != kind
+		valid = numbered && num >= 0 && num < len(c.irq)
 	}
-	path := fmt.Sprintf("sim:%s/chip%d/xdma_%s", c.board.cfg.Serial, c.index, name)
 	if !valid {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: syscall.ENOENT}
 	}

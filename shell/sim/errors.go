@@ -16,6 +16,8 @@ type Error struct {
 	Addr   uint64 // BAR offset or card address
 	Detail string
 	Errno  syscall.Errno
+
+	closed bool // refused because the board is closed: also ErrClosed
 }
 
 func (e *Error) Error() string {
@@ -23,6 +25,10 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Errno }
+
+// Is reports a refusal because the board is closed as ErrClosed too (its
+// errno is ENODEV, as the driver's once the device is gone).
+func (e *Error) Is(target error) bool { return target == ErrClosed && e.closed }
 
 var (
 	errDeadline = errors.New("deadline exceeded")

@@ -56,8 +56,11 @@ func (c *Chip) prControl(v uint32) {
 		}
 	case v&shell.PREnd != 0:
 		if c.pr.state == shell.PRBusy {
+			// Take the stream under mu: a power loss may reset the
+			// controller as soon as mu is released.
+			parser, streamed, epoch := c.pr.parser, c.pr.bytes, c.powerCycles
 			c.mu.Unlock()
-			c.prFinish()
+			c.prFinish(parser, streamed, epoch)
 			return
 		}
 	}
@@ -90,25 +93,23 @@ func (c *Chip) prStream(p []byte) error {
 		return c.fail("h2c", shell.PRStreamAddr, syscall.EIO, "PR stream port written without BEGIN")
 	}
 	for len(p) > 0 && c.pr.state == shell.PRBusy {
-		feed := p
+		feed, rest := p, []byte(nil)
 		limit, known := c.streamLimit()
 		switch {
 		case !known:
 			// Until the header is in, the end of the file is unknown: feed
-			// small pieces so that padding after a short file is never
-			// mistaken for data.
-			feed = p[:min(len(p), headerStep)]
+			// it byte by byte so that padding after a file whose data is
+			// shorter than a chunk is never mistaken for data. The header
+			// is small; this costs nothing on the frames.
+			feed, rest = p[:1], p[1:]
 		case int64(len(p)) > limit-c.pr.bytes:
 			// Feed the parser only the file; what follows it in the last
 			// chunk must be alignment padding.
-			feed = p[:max(limit-c.pr.bytes, 0)]
-			if rest := p[len(feed):]; c.pr.streamLen == 0 && (len(rest) > maxPadding || !allZero(rest)) {
-				c.pr.bytes += int64(len(feed))
-				fire = c.prFail(fire, shell.PROverflow, fmt.Errorf("%d bytes past the end of the bitstream at offset %d", len(rest), c.pr.bytes))
-				return nil
-			}
-			p = feed // the padding is dropped
+			n := max(limit-c.pr.bytes, 0)
+			feed, rest = p[:n], p[n:]
 		}
+		// The file first: a fault inside it comes before whatever follows
+		// it, whatever the chunking.
 		_, err := c.pr.parser.Write(feed)
 		c.pr.bytes += int64(len(feed))
 		if err == nil {
@@ -118,14 +119,19 @@ func (c *Chip) prStream(p []byte) error {
 			fire = c.prFail(fire, prCause(err), err)
 			return nil
 		}
-		p = p[len(feed):]
+		if known && len(rest) > 0 {
+			// Past the end of the file (or PR_STREAM_LEN: software declared
+			// how much it streams) the DMA may only round up to its
+			// alignment, with zeros; the padding is dropped.
+			if len(rest) > maxPadding || !allZero(rest) {
+				fire = c.prFail(fire, shell.PROverflow, fmt.Errorf("%d bytes past the end of the bitstream at offset %d", len(rest), c.pr.bytes))
+			}
+			return nil
+		}
+		p = rest
 	}
 	return nil
 }
-
-// headerStep is how many bytes the controller feeds the parser at a time
-// while the header is still arriving.
-const headerStep = 64
 
 // streamLimit is the number of bytes of the stream that belong to the file:
 // PR_STREAM_LEN if software set it, else the header's size plus its data
@@ -181,11 +187,15 @@ func prCause(err error) shell.PRCause {
 }
 
 // prFinish checks a complete stream and, if it is good, replaces the role.
-func (c *Chip) prFinish() {
+// epoch is POWER_CYCLES when END was written: if power is lost meanwhile,
+// the controller was reset and the result is dropped. The previous role
+// stays loaded, decoupled, until the new one has started: if the new one
+// fails, nothing changed.
+func (c *Chip) prFinish(parser *bitfile.Parser, streamed int64, epoch uint32) {
 	c.mu.Lock()
-	parser, streamed := c.pr.parser, c.pr.bytes
 	failProgram := c.failProgram
 	c.failProgram = false
+	overTemp := c.alarm&shell.AlarmOverTemp != 0
 	c.mu.Unlock()
 
 	res, err := parser.Close()
@@ -200,6 +210,8 @@ func (c *Chip) prFinish() {
 		cause = prCause(err)
 	case res.IDCode != c.part.IDCode:
 		cause, err = shell.PRIDCode, fmt.Errorf("IDCODE %#08x written, chip is %#08x", res.IDCode, c.part.IDCode)
+	case overTemp:
+		cause, err = shell.PROverTemp, errors.New("the chip went over temperature during the stream")
 	case failProgram:
 		cause, err = shell.PRConfigError, errors.New("INIT_B asserted by the configuration engine (injected)")
 	}
@@ -212,13 +224,19 @@ func (c *Chip) prFinish() {
 	}
 	duration := time.Duration(float64(streamed) / float64(c.part.ConfigRate) * float64(time.Second))
 	if cause == shell.PROK && c.board.cfg.RealTime {
-		time.Sleep(duration)
+		t := time.NewTimer(duration)
+		select {
+		case <-t.C:
+		case <-c.board.closed:
+			t.Stop()
+		}
 	}
 	if cause == shell.PROK {
-		// The old role goes first: on hardware the region is overwritten.
-		c.unloadRole()
+		// The new role gets a generation of its own; its Env goes live
+		// when it replaces the old role below.
 		c.mu.Lock()
-		gen = c.roleGen
+		c.genSeq++
+		gen = c.genSeq
 		c.mu.Unlock()
 		opts := map[string]string{}
 		for _, o := range res.Header.Options() {
@@ -229,22 +247,34 @@ func (c *Chip) prFinish() {
 			FrameBytes: res.FrameBytes, FrameDigest: res.FrameDigest,
 		})
 		if err != nil {
-			cause = shell.PRRoleFailed
+			cause, role = shell.PRRoleFailed, nil
+			err = fmt.Errorf("role %q: %w", model.Name, err)
 		}
 	}
 
 	c.mu.Lock()
+	gone := c.powerCycles != epoch
+	select {
+	case <-c.board.closed:
+		gone = true
+	default:
+	}
+	if gone {
+		// Power was lost (or the board closed) while the stream was
+		// checked: the region is empty and the controller reset.
+		c.mu.Unlock()
+		if role != nil {
+			role.Close()
+		}
+		return
+	}
 	var fire []int
+	var old Role
 	if cause != shell.PROK {
 		fire = c.prFail(fire, cause, err)
-	} else if gen != c.roleGen {
-		// Power was lost while the role started.
-		c.mu.Unlock()
-		c.fire(fire)
-		role.Close()
-		return
 	} else {
-		c.role, c.model = role, model
+		old = c.role
+		c.role, c.model, c.roleGen = role, model, gen
 		c.digest = [8]uint32{}
 		c.pr.state, c.pr.cause, c.pr.err, c.pr.parser = shell.PRDone, shell.PROK, nil, nil
 		c.pr.crc = res.CRC
@@ -253,6 +283,9 @@ func (c *Chip) prFinish() {
 		fire = c.latchIRQ(fire, shell.IRQPR)
 	}
 	c.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 	c.fire(fire)
 }
 

@@ -26,7 +26,8 @@ import (
 //   - h2c_K (write-only), c2h_K (read-only): the offset is the card address;
 //     there is no file position to advance.
 //   - events_K: Read of exactly 4 bytes blocks until IRQ line K has fired,
-//     returns the value 1 and clears the flag; SetReadDeadline bounds it.
+//     returns the value 1 and clears the flag, ignoring deadlines as the
+//     driver does; WaitReadable is its poll, which a caller can abandon.
 //
 // Errors are *fs.PathError wrapping the driver's errno (or os.ErrClosed,
 // os.ErrDeadlineExceeded), exactly as os.File reports them.
@@ -36,11 +37,8 @@ type Node struct {
 	kind string // user, control, h2c, c2h, events
 	num  int
 
-	mu       sync.Mutex
-	deadline time.Time
-	changed  chan struct{} // closed and replaced when the deadline changes
-	closed   chan struct{}
-	once     sync.Once
+	closed chan struct{}
+	once   sync.Once
 }
 
 // Node opens the chip's device node called name, the part of the /dev name
@@ -70,7 +68,7 @@ func (c *Chip) Node(name string) (*Node, error) {
 	if !valid {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: syscall.ENOENT}
 	}
-	return &Node{chip: c, path: path, kind: kind, num: num, closed: make(chan struct{}), changed: make(chan struct{})}, nil
+	return &Node{chip: c, path: path, kind: kind, num: num, closed: make(chan struct{})}, nil
 }
 
 func (n *Node) err(op string, err error) error {
@@ -165,7 +163,11 @@ func (n *Node) words(p []byte, off int64, access func(uint64, []byte) error, op 
 	return done, nil
 }
 
-// Read implements read(2) on an events node.
+// Read implements read(2) on an events node. Like the driver's, it blocks
+// until the line fires and ignores O_NONBLOCK and deadlines: only
+// WaitReadable, the driver's poll, can be abandoned. (Close wakes it, which
+// the driver's read would not; that only matters to a caller that already
+// misuses the node.)
 func (n *Node) Read(p []byte) (int, error) {
 	if n.kind != "events" {
 		return 0, n.err("read", syscall.EINVAL)
@@ -173,40 +175,26 @@ func (n *Node) Read(p []byte) (int, error) {
 	if len(p) != 4 {
 		return 0, n.err("read", syscall.EPROTO)
 	}
-	for {
-		n.mu.Lock()
-		deadline, changed := n.deadline, n.changed
-		n.mu.Unlock()
-		if n.isClosed() {
-			return 0, n.err("read", os.ErrClosed)
-		}
-		if !deadline.IsZero() && !time.Now().Before(deadline) {
-			return 0, n.err("read", os.ErrDeadlineExceeded)
-		}
-		// A new deadline or Close ends this wait; the loop then looks again,
-		// as a blocked read on a pollable file does.
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			select {
-			case <-n.closed:
-			case <-changed:
-			case <-ctx.Done():
-			}
+	if n.isClosed() {
+		return 0, n.err("read", os.ErrClosed)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.closed:
 			cancel()
-		}()
-		err := n.chip.waitIRQ(ctx, n.num, deadline)
-		cancel()
-		switch {
-		case err == nil:
-			binary.LittleEndian.PutUint32(p, 1)
-			return 4, nil
-		case errors.Is(err, errDeadline):
-			return 0, n.err("read", os.ErrDeadlineExceeded)
-		case errors.Is(err, context.Canceled):
-			continue
-		default:
-			return 0, n.err("read", syscall.ENODEV)
+		case <-ctx.Done():
 		}
+	}()
+	switch err := n.chip.waitIRQ(ctx, n.num, time.Time{}); {
+	case err == nil:
+		binary.LittleEndian.PutUint32(p, 1)
+		return 4, nil
+	case n.isClosed():
+		return 0, n.err("read", os.ErrClosed)
+	default:
+		return 0, n.err("read", syscall.ENODEV)
 	}
 }
 
@@ -241,17 +229,6 @@ func (n *Node) WaitReadable(ctx context.Context) error {
 // Write on a device node other than user/control/h2c is refused, as by the
 // driver.
 func (n *Node) Write(p []byte) (int, error) { return 0, n.err("write", syscall.EINVAL) }
-
-// SetReadDeadline bounds blocking reads of an events node, including a read
-// already blocked, like os.File.SetReadDeadline on a pollable device.
-func (n *Node) SetReadDeadline(t time.Time) error {
-	n.mu.Lock()
-	n.deadline = t
-	close(n.changed)
-	n.changed = make(chan struct{})
-	n.mu.Unlock()
-	return nil
-}
 
 // Close releases the node and fails blocked reads with os.ErrClosed.
 func (n *Node) Close() error {

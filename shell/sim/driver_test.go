@@ -272,6 +272,16 @@ func TestNodeDMATimeout(t *testing.T) {
 	}
 }
 
+// notPending checks that no event is waiting on ev, through its poll.
+func notPending(t *testing.T, ev *sim.Node, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	if err := ev.WaitReadable(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("%s: WaitReadable = %v, want no event pending", what, err)
+	}
+}
+
 func TestNodeEvents(t *testing.T) {
 	b, _ := newBoard(t, sim.Config{DDRSize: smallDDR})
 	c := b.Chip(0)
@@ -282,98 +292,39 @@ func TestNodeEvents(t *testing.T) {
 	if n, err := ev.Read(buf); n != 4 || err != nil || !bytes.Equal(buf, []byte{1, 0, 0, 0}) {
 		t.Fatalf("events read: %d %x, %v; want 4 bytes 01000000", n, buf, err)
 	}
-	// The read cleared the flag.
-	ev.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-	_, err := ev.Read(buf)
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("second read: %v, want os.ErrDeadlineExceeded", err)
-	}
-	var pe *fs.PathError
-	if !errors.As(err, &pe) || pe.Op != "read" {
-		t.Errorf("timeout %v is not a read PathError", err)
-	}
+	notPending(t, ev, "after the read cleared the flag")
 
 	// Interrupts before a read coalesce into one event.
-	ev.SetReadDeadline(time.Time{})
 	for range 3 {
 		c.Interrupt(5)
 	}
 	if _, err := ev.Read(buf); err != nil {
 		t.Fatalf("read after 3 interrupts: %v", err)
 	}
-	ev.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-	if _, err := ev.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("read after the coalesced event: %v, want a timeout", err)
-	}
+	notPending(t, ev, "after reading the coalesced event")
 
 	// Lines are independent, and so are chips.
-	ev.SetReadDeadline(time.Time{})
 	c.Interrupt(6)
 	b.Chip(1).Interrupt(5)
-	ev.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-	if _, err := ev.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("events_5 of chip 0 woke for line 6 or chip 1: %v", err)
-	}
-	// A deadline in the past fails at once, even with an event pending.
-	ev.SetReadDeadline(time.Now().Add(-time.Second))
-	c.Interrupt(5)
-	if _, err := ev.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("read with a past deadline: %v", err)
-	}
-	ev.SetReadDeadline(time.Time{})
-	if _, err := ev.Read(buf); err != nil {
-		t.Errorf("the event survived the timed-out read: %v", err)
-	}
+	notPending(t, ev, "events_5 of chip 0 after line 6 and chip 1 fired")
 }
 
-// TestNodeEventsDeadlineWhileBlocked sets the deadline of a read that is
-// already blocked, as a poller does on a real events node.
-func TestNodeEventsDeadlineWhileBlocked(t *testing.T) {
+// TestNodeEventsReadBlocks checks that a read waits for the interrupt and
+// nothing else, as the driver's does (it ignores O_NONBLOCK and deadlines).
+func TestNodeEventsReadBlocks(t *testing.T) {
 	b, _ := newBoard(t, sim.Config{DDRSize: smallDDR})
 	c := b.Chip(1)
 	ev := openNode(t, c, "events_9")
-
-	read := func() <-chan error {
-		ch := make(chan error, 1)
-		before := goroutinesIn(frameIRQWait)
-		go func() {
-			_, err := ev.Read(make([]byte, 4))
-			ch <- err
-		}()
-		waitBlocked(t, frameIRQWait, before)
-		return ch
-	}
-
-	done := read()
-	// A later deadline keeps it blocked.
-	// A later deadline wakes it only to block again (the next step shows
-	// it is still waiting and still honours deadlines).
-	ev.SetReadDeadline(time.Now().Add(time.Hour))
-	notYet(t, done, "read with a deadline an hour away")
-	// A deadline that has passed wakes it.
-	ev.SetReadDeadline(time.Now())
-	if err := result(t, done); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("blocked read after SetReadDeadline(now): %v, want os.ErrDeadlineExceeded", err)
-	}
-
-	// A short deadline set while blocked expires on its own.
-	ev.SetReadDeadline(time.Time{})
-	done = read()
-	const d = 20 * time.Millisecond
-	start := time.Now()
-	ev.SetReadDeadline(start.Add(d))
-	if err := result(t, done); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("blocked read with a %v deadline: %v", d, err)
-	}
-	if el := time.Since(start); el < d {
-		t.Errorf("deadline of %v expired after %v", d, el)
-	}
-
-	// A blocked read with a deadline still returns the event that comes in
-	// time.
-	ev.SetReadDeadline(time.Time{})
-	done = read()
-	ev.SetReadDeadline(time.Now().Add(time.Hour))
+	done := make(chan error, 1)
+	before := goroutinesIn(frameIRQWait)
+	go func() {
+		_, err := ev.Read(make([]byte, 4))
+		done <- err
+	}()
+	waitBlocked(t, frameIRQWait, before)
+	c.Interrupt(8)
+	b.Chip(0).Interrupt(9)
+	notYet(t, done, "read of events_9 after other lines fired")
 	c.Interrupt(9)
 	if err := result(t, done); err != nil {
 		t.Fatalf("blocked read woken by the interrupt: %v", err)
@@ -409,7 +360,6 @@ func TestNodeEventsCloseWakesRead(t *testing.T) {
 		t.Errorf("read on a closed node: %v", err)
 	}
 	ev2 := openNode(t, c, "events_3")
-	ev2.SetReadDeadline(time.Now().Add(time.Second))
 	if _, err := ev2.Read(make([]byte, 4)); err != nil {
 		t.Errorf("new node did not see the pending event: %v", err)
 	}
@@ -448,10 +398,7 @@ func TestIRQMaskAndStatus(t *testing.T) {
 	if v := rd(t, c, shell.RegIRQStatus); v != 1<<6 {
 		t.Errorf("IRQ_STATUS %#x after interrupts on masked 5 and enabled 6, want %#x", v, 1<<6)
 	}
-	ev5.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-	if _, err := ev5.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("masked line 5 delivered an event: %v", err)
-	}
+	notPending(t, ev5, "masked line 5")
 	if _, err := ev6.Read(buf); err != nil {
 		t.Errorf("line 6: %v", err)
 	}
@@ -515,7 +462,6 @@ func TestNodeWaitReadable(t *testing.T) {
 	if err := ev.WaitReadable(t.Context()); err != nil {
 		t.Errorf("WaitReadable with an event pending: %v", err)
 	}
-	ev.SetReadDeadline(time.Now().Add(time.Second))
 	if _, err := ev.Read(make([]byte, 4)); err != nil {
 		t.Errorf("the event was consumed by WaitReadable: %v", err)
 	}

@@ -74,3 +74,21 @@ func BenchmarkProgram(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMMIO reads a shell register through the Go API: the cost of one
+// simulated register access, which bounds how fast a doorbell or a status
+// poll can be on a simulated board.
+func BenchmarkMMIO(b *testing.B) {
+	bd, err := sim.NewBoard(sim.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bd.Close()
+	c := bd.Chip(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.ReadUser(shell.RegScratch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"syscall"
@@ -194,13 +193,19 @@ func (c *Chip) readShell(off uint32) uint32 {
 		}
 		return 0, false
 	}
-	if v, ok := word(shell.RegInterfaceID, bytesToWords(shell.InterfaceUUID[:])); ok {
+	text := func(base uint32, n int, s string) (uint32, bool) {
+		if off >= base && off < base+uint32(n) {
+			return textWord(s, int(off-base)), true
+		}
+		return 0, false
+	}
+	if v, ok := text(shell.RegInterfaceID, 16, string(shell.InterfaceUUID[:])); ok {
 		return v
 	}
-	if v, ok := word(shell.RegBoardSerial, bytesToWords(padded(c.board.cfg.Serial, 16))); ok {
+	if v, ok := text(shell.RegBoardSerial, 16, c.board.cfg.Serial); ok {
 		return v
 	}
-	if v, ok := word(shell.RegRoleName, bytesToWords(padded(c.model.Name, roleNameBytes))); ok {
+	if v, ok := text(shell.RegRoleName, roleNameBytes, c.model.Name); ok {
 		return v
 	}
 	if v, ok := word(shell.RegImageDigest, c.digest[:]); ok {
@@ -628,16 +633,14 @@ func (c *Chip) unloadRole() {
 	}
 }
 
-func bytesToWords(b []byte) []uint32 {
-	w := make([]uint32, len(b)/4)
-	for i := range w {
-		w[i] = binary.LittleEndian.Uint32(b[4*i:])
+// textWord is the little-endian word at byte offset i of s padded with NULs.
+func textWord(s string, i int) uint32 {
+	var w uint32
+	for k := 3; k >= 0; k-- {
+		w <<= 8
+		if i+k < len(s) {
+			w |= uint32(s[i+k])
+		}
 	}
 	return w
-}
-
-func padded(s string, n int) []byte {
-	b := make([]byte, n)
-	copy(b, s)
-	return b
 }

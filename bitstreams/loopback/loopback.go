@@ -59,3 +59,20 @@ const (
 	ErrCodeDecoupled = 2
 	ErrCodeBusy      = 3
 )
+
+// Write is one register write, at an offset from the role window.
+type Write struct {
+	Off, Value uint32
+}
+
+// Start returns the register writes that start operation op (Copy or CRC)
+// over n bytes from src to dst through tenant window win, in the order the
+// role needs them: operands first, CONTROL last.
+func Start(op uint32, src, dst, n uint64, win int) []Write {
+	return []Write{
+		{RegSrc, uint32(src)}, {RegSrc + 4, uint32(src >> 32)},
+		{RegDst, uint32(dst)}, {RegDst + 4, uint32(dst >> 32)},
+		{RegLen, uint32(n)}, {RegLen + 4, uint32(n >> 32)},
+		{RegWindow, uint32(win)}, {RegControl, op},
+	}
+}

@@ -181,7 +181,7 @@ func Render(w io.Writer, env Env, cmp []Comparison, stats map[string]Stat) error
 		}
 		sort.Strings(units)
 		for _, u := range units {
-			other = append(other, fmt.Sprintf("%g %s", s.Metrics[u], u))
+			other = append(other, strconv.FormatFloat(s.Metrics[u], 'f', -1, 64)+" "+u)
 		}
 		tput := ""
 		if s.MBPerS > 0 {

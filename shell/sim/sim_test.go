@@ -841,16 +841,8 @@ func TestLoopbackThroughWindow(t *testing.T) {
 
 	run := func(src, dst, n uint64) uint32 {
 		t.Helper()
-		for _, r := range []struct {
-			off uint64
-			v   uint32
-		}{
-			{loopback.RegSrc, uint32(src)}, {loopback.RegSrc + 4, uint32(src >> 32)},
-			{loopback.RegDst, uint32(dst)}, {loopback.RegDst + 4, uint32(dst >> 32)},
-			{loopback.RegLen, uint32(n)}, {loopback.RegLen + 4, uint32(n >> 32)},
-			{loopback.RegWindow, 2}, {loopback.RegControl, loopback.Copy},
-		} {
-			wr(t, c, shell.RoleBase+r.off, r.v)
+		for _, w := range loopback.Start(loopback.Copy, src, dst, n, 2) {
+			wr(t, c, shell.RoleBase+uint64(w.Off), w.Value)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()

@@ -163,13 +163,8 @@ func Run(ctx context.Context, chip *device.Chip, bit []byte, opts Options) (Resu
 // copyWithRole has the loopback role copy n bytes and waits for its
 // interrupt.
 func copyWithRole(ctx context.Context, chip *device.Chip, src, dst, n uint64, win int) (status, crc uint32, err error) {
-	for _, w := range []struct{ off, v uint32 }{
-		{loopback.RegSrc, uint32(src)}, {loopback.RegSrc + 4, uint32(src >> 32)},
-		{loopback.RegDst, uint32(dst)}, {loopback.RegDst + 4, uint32(dst >> 32)},
-		{loopback.RegLen, uint32(n)}, {loopback.RegLen + 4, uint32(n >> 32)},
-		{loopback.RegWindow, uint32(win)}, {loopback.RegControl, loopback.Copy},
-	} {
-		if err := chip.RoleWrite32(w.off, w.v); err != nil {
+	for _, w := range loopback.Start(loopback.Copy, src, dst, n, win) {
+		if err := chip.RoleWrite32(w.Off, w.Value); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -77,13 +77,8 @@ func testProgram(t *testing.T, h Harness) {
 // runLoopback starts a loopback operation and waits for its interrupt.
 func runLoopback(t *testing.T, c *device.Chip, op uint32, src, dst, n uint64, win int) (status, crc uint32) {
 	t.Helper()
-	for _, r := range []struct{ off, v uint32 }{
-		{loopback.RegSrc, uint32(src)}, {loopback.RegSrc + 4, uint32(src >> 32)},
-		{loopback.RegDst, uint32(dst)}, {loopback.RegDst + 4, uint32(dst >> 32)},
-		{loopback.RegLen, uint32(n)}, {loopback.RegLen + 4, uint32(n >> 32)},
-		{loopback.RegWindow, uint32(win)}, {loopback.RegControl, op},
-	} {
-		if err := c.RoleWrite32(r.off, r.v); err != nil {
+	for _, w := range loopback.Start(op, src, dst, n, win) {
+		if err := c.RoleWrite32(w.Off, w.Value); err != nil {
 			t.Fatal(err)
 		}
 	}

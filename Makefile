@@ -16,6 +16,11 @@ MINIO_MODULE := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 GOBIN_DIR    := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
 MINIO_BIN    := $(GOBIN_DIR)/minio
 
+# Pinned cosign for the signing interop tests (hdk/sign); the first build
+# takes a few minutes.
+COSIGN_MODULE := github.com/sigstore/cosign/v2/cmd/cosign@v2.6.5
+COSIGN_BIN    := $(GOBIN_DIR)/cosign
+
 # PostgreSQL 15 server binaries (Debian package postgresql-15).
 PG_BIN   ?= $(or $(FAAS_PG_BIN),/usr/lib/postgresql/15/bin)
 PG_DEBPKG := postgresql-15
@@ -29,7 +34,7 @@ FUZZTIME     ?= 10s
 help:
 	@echo 'make demo        bring up a simulated board and validate it end to end'
 	@echo 'make test        install test dependencies (tools), go vet, go test -race'
-	@echo 'make tools       install the pinned MinIO server; PostgreSQL 15 and a C compiler (for -race) via apt when root'
+	@echo 'make tools       install the pinned MinIO server and cosign; PostgreSQL 15 and a C compiler (for -race) via apt when root'
 	@echo 'make lint        gofmt check and go vet'
 	@echo 'make bench       benchmarks (see BENCHMARKS.md)'
 	@echo 'make fuzz-smoke  run every fuzz target for FUZZTIME ($(FUZZTIME))'
@@ -38,7 +43,7 @@ help:
 # `go install` only when $(MINIO_BIN) is absent. PostgreSQL 15 and a C
 # compiler (for -race) come from Debian packages, installed only when missing
 # and only when running as root; otherwise a note says what is missing.
-tools: $(MINIO_BIN)
+tools: $(MINIO_BIN) $(COSIGN_BIN)
 	@pkgs=""; \
 	if [ -x "$(PG_BIN)/initdb" ] && [ -x "$(PG_BIN)/pg_ctl" ] && [ -x "$(PG_BIN)/postgres" ]; then :; \
 	elif [ -n "$(FAAS_PG_BIN)" ]; then echo "tools: FAAS_PG_BIN=$(FAAS_PG_BIN) lacks initdb, pg_ctl or postgres" >&2; exit 1; \
@@ -54,6 +59,9 @@ tools: $(MINIO_BIN)
 
 $(MINIO_BIN):
 	GOBIN="$(GOBIN_DIR)" $(GO) install $(MINIO_MODULE)
+
+$(COSIGN_BIN):
+	GOBIN="$(GOBIN_DIR)" $(GO) install $(COSIGN_MODULE)
 
 # test runs with -race when cgo works (it needs a C compiler, which tools
 # installs when root); otherwise it says so and runs without.

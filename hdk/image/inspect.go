@@ -53,24 +53,24 @@ func ConfigOf(img v1.Image) (Config, error) {
 
 // Summary describes an image for people; String prints it.
 type Summary struct {
-	Digest  v1.Hash // of the manifest
-	Name    string
-	Version string
-	Vendor  string
-	Board   string
-	Chips   []ChipSummary
+	Digest  v1.Hash       `json:"digest"` // of the manifest
+	Name    string        `json:"name"`
+	Version string        `json:"version"`
+	Vendor  string        `json:"vendor"`
+	Board   string        `json:"board"`
+	Chips   []ChipSummary `json:"chips"`
 	// Size is the size of the manifest, the config and the layers.
-	Size int64
+	Size int64 `json:"size"`
 }
 
 // ChipSummary describes the bitstream of one chip.
 type ChipSummary struct {
-	Index  ChipIndex
-	Part   string
-	Role   Role
-	Layer  v1.Hash
-	Size   int64 // of the layer
-	Sealed bool  // the layer is a SealedBitstreamMediaType
+	Index  ChipIndex `json:"index"`
+	Part   string    `json:"part"`
+	Role   Role      `json:"role"`
+	Layer  v1.Hash   `json:"layer"`
+	Size   int64     `json:"size"`   // of the layer
+	Sealed bool      `json:"sealed"` // the layer is a SealedBitstreamMediaType
 }
 
 // Inspect summarises img, checking that every chip's layer is in the

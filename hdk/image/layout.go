@@ -35,10 +35,11 @@ func WriteLayout(dir string, img v1.Image, ref string) error {
 	return nil
 }
 
-// ReadLayout returns the image of the OCI image layout at dir, which must
-// hold exactly one manifest.
+// ReadLayout returns the accelerator image of the OCI image layout at dir,
+// which must hold exactly one manifest of ArtifactType. Other artifacts, such
+// as the image's signatures, may sit beside it.
 func ReadLayout(dir string) (v1.Image, error) {
-	return readLayout(dir, "", func(v1.Descriptor) bool { return true })
+	return readLayout(dir, " of artifact type "+ArtifactType, func(d v1.Descriptor) bool { return d.ArtifactType == ArtifactType })
 }
 
 // ReadLayoutRef returns the image of the OCI image layout at dir whose ref

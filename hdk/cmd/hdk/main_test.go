@@ -1,0 +1,134 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+)
+
+var hdkBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hdk-test")
+	if err != nil {
+		panic(err)
+	}
+	hdkBin = filepath.Join(dir, "hdk")
+	if out, err := exec.Command("go", "build", "-o", hdkBin, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// hdk runs the binary in dir and returns its stdout and exit code.
+func hdk(t *testing.T, dir string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(hdkBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "DOCKER_CONFIG="+dir, "COSIGN_PASSWORD=")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &exit):
+		t.Logf("hdk %s: exit %d: %s", strings.Join(args, " "), exit.ExitCode(), errOut.String())
+		return out.String(), exit.ExitCode()
+	}
+	t.Fatalf("hdk %s: %v", strings.Join(args, " "), err)
+	return "", -1
+}
+
+func must(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, code := hdk(t, dir, args...)
+	if code != 0 {
+		t.Fatalf("hdk %s: exit %d", strings.Join(args, " "), code)
+	}
+	return out
+}
+
+// TestWorkflow runs the ISV's path: keygen, init, build, sign, verify, push,
+// then verify and inspect from the registry.
+func TestWorkflow(t *testing.T) {
+	dir := t.TempDir()
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	ref := u.Host + "/example/loopback:1.0.0"
+
+	must(t, dir, "keygen", "--out", "keys")
+	must(t, dir, "keygen", "--out", "other")
+	must(t, dir, "init", "src")
+	must(t, dir, "build", "-f", "src/image.yaml", "-o", "layout")
+	info := must(t, dir, "bit", "info", "--json", "src/loopback.bit")
+	if !strings.Contains(info, `"design":"loopback"`) || !strings.Contains(info, `"partial":true`) {
+		t.Errorf("bit info: %s", info)
+	}
+	if _, code := hdk(t, dir, "verify", "--key", "keys/isv.pub", "layout"); code != 1 {
+		t.Errorf("verify before signing: exit %d, want 1", code)
+	}
+	must(t, dir, "sign", "--key", "keys/isv.key", "layout")
+	must(t, dir, "verify", "--key", "keys/isv.pub", "layout")
+	if _, code := hdk(t, dir, "verify", "--key", "other/isv.pub", "layout"); code != 1 {
+		t.Errorf("verify with another ISV's key: exit %d, want 1", code)
+	}
+
+	local := must(t, dir, "inspect", "--json", "layout")
+	must(t, dir, "push", "layout", ref)
+	remote := must(t, dir, "inspect", "--json", ref)
+	if local != remote {
+		t.Errorf("inspect differs after push:\n%s\n%s", local, remote)
+	}
+	var s struct {
+		Digest string `json:"digest"`
+		Chips  []struct {
+			Part string `json:"part"`
+		} `json:"chips"`
+	}
+	if err := json.Unmarshal([]byte(remote), &s); err != nil || !strings.HasPrefix(s.Digest, "sha256:") || len(s.Chips) != 1 || s.Chips[0].Part != "xcvu9p-flgb2104-2-i" {
+		t.Errorf("inspect --json: %s (%v)", remote, err)
+	}
+	// The signature travelled with the image.
+	must(t, dir, "verify", "--key", "keys/isv.pub", ref)
+	if _, code := hdk(t, dir, "verify", "--key", "other/isv.pub", ref); code != 1 {
+		t.Errorf("verify from the registry with another key: exit %d, want 1", code)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	must(t, dir, "init", "src")
+	bit, err := os.ReadFile(filepath.Join(dir, "src", "loopback.bit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bit[len(bit)/2] ^= 1
+	os.WriteFile(filepath.Join(dir, "bad.bit"), bit, 0o644)
+	if _, code := hdk(t, dir, "bit", "info", "bad.bit"); code != 1 {
+		t.Errorf("bit info of a corrupted file: exit %d, want 1", code)
+	}
+	if _, code := hdk(t, dir, "init", "src"); code != 2 {
+		t.Errorf("init over an existing scaffold: exit %d, want 2", code)
+	}
+	if _, code := hdk(t, dir, "build", "-f", "missing.yaml", "-o", "out"); code != 2 {
+		t.Errorf("build of a missing manifest: exit %d, want 2", code)
+	}
+	if _, code := hdk(t, dir, "inspect"); code != 2 {
+		t.Errorf("inspect without an argument: exit %d, want 2", code)
+	}
+}

@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 60m
 BENCHTIME    ?= 1s
 FUZZTIME     ?= 10s
 
-.PHONY: help tools test lint bench fuzz-smoke demo
+.PHONY: help tools test lint bench fuzz-smoke demo images
 
 help:
 	@echo 'make demo        bring up a simulated board and validate it end to end'
@@ -37,6 +37,7 @@ help:
 	@echo 'make tools       install the pinned MinIO server and cosign; PostgreSQL 15 and a C compiler (for -race) via apt when root'
 	@echo 'make lint        gofmt check and go vet'
 	@echo 'make bench       benchmarks (see BENCHMARKS.md)'
+	@echo 'make images      generate and build the reference images into build/images (SMALL=1: small bitstreams)'
 	@echo 'make fuzz-smoke  run every fuzz target for FUZZTIME ($(FUZZTIME))'
 
 # tools installs what the tests need. The MinIO server is built with
@@ -76,6 +77,19 @@ lint:
 	@unformatted="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+# images writes the reference images' sources with simulated bitstreams (38 MiB
+# per chip; SMALL=1 for 1 MiB) and builds each into an OCI image layout under
+# $(IMAGES_DIR)/<image>/layout.
+IMAGES_DIR ?= build/images
+images:
+	$(GO) run ./bitstreams/images/cmd/genbits -o $(IMAGES_DIR) $(if $(SMALL),-small)
+	$(GO) build -o $(IMAGES_DIR)/hdk ./hdk/cmd/hdk
+	@for f in $(IMAGES_DIR)/*/image.yaml; do \
+		d=$$(dirname $$f); set -x; \
+		$(IMAGES_DIR)/hdk build -f $$f -o $$d/layout; \
+		{ set +x; } 2>/dev/null; \
+	done
 
 # bench runs every Go benchmark BENCH_COUNT times and writes BENCHMARKS.md with
 # medians and same-run baselines (internal/cmd/bench).

@@ -110,6 +110,40 @@ func TestWorkflow(t *testing.T) {
 	}
 }
 
+// TestSealThenSign seals an image for a recipient, signs the sealed image and
+// checks what a node will later get: sealed layers only, keys kept apart.
+func TestSealThenSign(t *testing.T) {
+	dir := t.TempDir()
+	must(t, dir, "keygen", "--out", "keys")
+	must(t, dir, "recipient-keygen", "--out", "registry")
+	must(t, dir, "init", "src")
+	must(t, dir, "build", "-f", "src/image.yaml", "-o", "layout")
+	plain := must(t, dir, "inspect", "--json", "layout")
+	must(t, dir, "seal", "--recipient", "registry/recipient.pub", "layout")
+	sealed := must(t, dir, "inspect", "--json", "layout")
+	if plain == sealed || !strings.Contains(sealed, `"sealed":true`) {
+		t.Errorf("inspect after seal: %s", sealed)
+	}
+	st, err := os.Stat(filepath.Join(dir, "layout.keys.json"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("keys file: %v, %v", st, err)
+	}
+	keys, _ := os.ReadFile(filepath.Join(dir, "layout.keys.json"))
+	var lines []struct {
+		Layer      string `json:"layer"`
+		WrappedKey string `json:"wrapped_key"`
+	}
+	if err := json.Unmarshal(keys, &lines); err != nil || len(lines) != 1 || !strings.Contains(sealed, lines[0].Layer) || lines[0].WrappedKey == "" {
+		t.Errorf("keys file %s (%v) does not name the sealed layer of %s", keys, err, sealed)
+	}
+	// Sealing again would lose the keys of the first sealing: refused.
+	if _, code := hdk(t, dir, "seal", "--recipient", "registry/recipient.pub", "layout"); code != 2 {
+		t.Errorf("second seal over an existing keys file: exit %d, want 2", code)
+	}
+	must(t, dir, "sign", "--key", "keys/isv.key", "layout")
+	must(t, dir, "verify", "--key", "keys/isv.pub", "layout")
+}
+
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	must(t, dir, "init", "src")

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -132,7 +133,7 @@ func publish(t *testing.T, host string) published {
 
 func writeFile(t *testing.T, path string, b []byte) {
 	t.Helper()
-	if err := writeAll(path, b); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

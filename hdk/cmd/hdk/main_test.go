@@ -144,6 +144,28 @@ func TestSealThenSign(t *testing.T) {
 	must(t, dir, "verify", "--key", "keys/isv.pub", "layout")
 }
 
+// TestLogin stores credentials where push and pull find them: the docker
+// config.
+func TestLogin(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(hdkBin, "login", "registry.example:5000", "-u", "isv", "--password-stdin")
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dir)
+	cmd.Stdin = strings.NewReader("s3cret\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("login: %v: %s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "registry.example:5000") || !strings.Contains(string(b), `"auth"`) {
+		t.Errorf("docker config after login: %s", b)
+	}
+	if _, code := hdk(t, dir, "login", "registry.example:5000", "-u", "isv"); code != 2 {
+		t.Errorf("login without --password-stdin: exit %d, want 2", code)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	must(t, dir, "init", "src")

@@ -74,7 +74,9 @@ func TestWorkflow(t *testing.T) {
 	must(t, dir, "keygen", "--out", "keys")
 	must(t, dir, "keygen", "--out", "other")
 	must(t, dir, "init", "src")
+	must(t, dir, "validate", "src")
 	must(t, dir, "build", "-f", "src/image.yaml", "-o", "layout")
+	must(t, dir, "validate", "layout")
 	info := must(t, dir, "bit", "info", "--json", "src/loopback.bit")
 	if !strings.Contains(info, `"design":"loopback"`) || !strings.Contains(info, `"partial":true`) {
 		t.Errorf("bit info: %s", info)
@@ -177,6 +179,13 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "bad.bit"), bit, 0o644)
 	if _, code := hdk(t, dir, "bit", "info", "bad.bit"); code != 1 {
 		t.Errorf("bit info of a corrupted file: exit %d, want 1", code)
+	}
+	// A bitstream for another chip's role: validation names the code.
+	yaml, _ := os.ReadFile(filepath.Join(dir, "src", "image.yaml"))
+	os.WriteFile(filepath.Join(dir, "src", "image.yaml"), bytes.Replace(yaml, []byte(`version: "1.0"`), []byte(`version: "1.7"`), 1), 0o644)
+	out, code := hdk(t, dir, "validate", "--json", "src")
+	if code != 1 || !strings.Contains(out, "ROLE_VERSION_INCOMPATIBLE") {
+		t.Errorf("validate of an image naming role version 1.7: exit %d, %s", code, out)
 	}
 	if _, code := hdk(t, dir, "init", "src"); code != 2 {
 		t.Errorf("init over an existing scaffold: exit %d, want 2", code)

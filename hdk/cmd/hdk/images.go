@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/fpga-faas/faas/bitstreams/loopback"
@@ -234,17 +236,26 @@ func pushCommand() *cobra.Command {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
+				var bar *progressbar.ProgressBar
 				for u := range progress {
-					if !jsonOutput(cmd) && u.Total > 0 {
-						fmt.Fprintf(cmd.ErrOrStderr(), "\rpushing %s: %3d%% of %d bytes", ref, 100*u.Complete/u.Total, u.Total)
+					if jsonOutput(cmd) || u.Total <= 0 {
+						continue
 					}
+					if bar == nil {
+						// Progress goes to stderr: stdout is for results.
+						bar = progressbar.NewOptions64(u.Total, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
+							progressbar.OptionSetDescription("pushing "+ref.String()), progressbar.OptionShowBytes(true),
+							progressbar.OptionThrottle(100*time.Millisecond))
+					}
+					bar.Set64(u.Complete)
+				}
+				if bar != nil {
+					bar.Finish()
+					fmt.Fprintln(cmd.ErrOrStderr())
 				}
 			}()
 			err = remote.Write(ref, img, append(remoteOptions(ctx), remote.WithProgress(progress))...)
 			<-done
-			if !jsonOutput(cmd) {
-				fmt.Fprintln(cmd.ErrOrStderr())
-			}
 			if err != nil {
 				return err
 			}

@@ -36,7 +36,7 @@ func main() {
 	}
 	root.PersistentFlags().Bool("json", false, "print machine-readable JSON")
 	root.AddCommand(keygenCommand(), initCommand(), buildCommand(), inspectCommand(), bitCommand(),
-		pushCommand(), signCommand(), verifyCommand(), sealCommand(), recipientKeygenCommand(), loginCommand(), validateCommand())
+		pushCommand(), signCommand(), verifyCommand(), sealCommand(), recipientKeygenCommand(), loginCommand(), validateCommand(), asmCommand(), disasmCommand())
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return

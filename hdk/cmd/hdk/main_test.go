@@ -168,6 +168,37 @@ func TestLogin(t *testing.T) {
 	}
 }
 
+// TestAsm assembles a program, disassembles the binary and assembles that
+// again: the same bytes.
+func TestAsm(t *testing.T) {
+	dir := t.TempDir()
+	src := `# conv tile
+load.inp int8 sram=0 dram=0x1000 y=4 x=16 stride=16 pad=1,1,1,1 ; push_next
+load.wgt int8 sram=0 dram=0x2000 y=1 x=9 stride=9 ; push_next
+gemm reset uop=0:8 iter=4,16 dst=16,1 src=0,1 wgt=1,0 ; pop_prev
+store.acc int8 sram=0 dram=0x3000 y=4 x=16 stride=16 ; pop_prev push_prev
+finish job=42
+`
+	os.WriteFile(filepath.Join(dir, "p.s"), []byte(src), 0o644)
+	must(t, dir, "asm", "p.s", "-o", "p.bin")
+	text := must(t, dir, "disasm", "p.bin")
+	os.WriteFile(filepath.Join(dir, "q.s"), []byte(text), 0o644)
+	must(t, dir, "asm", "q.s", "-o", "q.bin")
+	p, _ := os.ReadFile(filepath.Join(dir, "p.bin"))
+	q, _ := os.ReadFile(filepath.Join(dir, "q.bin"))
+	if len(p) != 5*16 || !bytes.Equal(p, q) {
+		t.Errorf("asm/disasm/asm: %d and %d bytes, equal %v\n%s", len(p), len(q), bytes.Equal(p, q), text)
+	}
+	os.WriteFile(filepath.Join(dir, "bad.s"), []byte("finish job=1\nload.inp int8 sram=0 dram=0x1 y=0\n"), 0o644)
+	if _, code := hdk(t, dir, "asm", "bad.s", "-o", "bad.bin"); code != 1 {
+		t.Errorf("asm of a bad program: exit %d, want 1", code)
+	}
+	os.WriteFile(filepath.Join(dir, "junk.bin"), bytes.Repeat([]byte{0xff}, 16), 0o644)
+	if _, code := hdk(t, dir, "disasm", "junk.bin"); code != 1 {
+		t.Errorf("disasm of an illegal instruction: exit %d, want 1", code)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	must(t, dir, "init", "src")

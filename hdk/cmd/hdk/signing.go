@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/fpga-faas/faas/hdk/sign"
@@ -27,15 +29,7 @@ is PKCS#8 PEM or cosign's encrypted cosign.key (password from COSIGN_PASSWORD).`
 			if err != nil {
 				return err
 			}
-			t, err := parseTarget(args[0])
-			if err != nil {
-				return err
-			}
-			img, err := t.image(ctx)
-			if err != nil {
-				return err
-			}
-			ref, opts, err := t.digest(ctx, img)
+			ref, opts, err := signingRef(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -76,15 +70,7 @@ func verifyCommand() *cobra.Command {
 				}
 				keys = append(keys, k)
 			}
-			t, err := parseTarget(args[0])
-			if err != nil {
-				return err
-			}
-			img, err := t.image(ctx)
-			if err != nil {
-				return err
-			}
-			ref, opts, err := t.digest(ctx, img)
+			ref, opts, err := signingRef(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -105,4 +91,18 @@ func verifyCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&pubPaths, "key", nil, "public key PEM (repeatable)")
 	cmd.MarkFlagRequired("key")
 	return cmd
+}
+
+// signingRef resolves an image argument to the digest its signatures cover
+// and where they are stored.
+func signingRef(ctx context.Context, arg string) (name.Digest, []sign.Option, error) {
+	t, err := parseTarget(arg)
+	if err != nil {
+		return name.Digest{}, nil, err
+	}
+	img, err := t.image(ctx)
+	if err != nil {
+		return name.Digest{}, nil, err
+	}
+	return t.digest(ctx, img)
 }

@@ -165,13 +165,13 @@ func assembleLine(line string) (Insn, bool, *AsmError) {
 		variants, ops, bare = memNames[:], memOperands, dtypeNames[:]
 		required = []string{"sram", "dram", "y", "x", "stride"}
 	case OpGEMM:
-		ops, bare = gemmOperands, []string{"reset"}
+		ops, bare = gemmOperands, []string{"reset", "fp32"}
 		required = []string{"uop", "iter", "dst", "src", "wgt"}
 	case OpALU:
-		variants, ops, bare = aluNames[:], aluOperands, []string{"per_channel"}
+		variants, ops, bare = aluNames[:], aluOperands, []string{"per_channel", "fp32"}
 		required = []string{"uop", "iter", "dst"}
 	case OpPool:
-		variants, ops = poolNames[:], poolOperands
+		variants, ops, bare = poolNames[:], poolOperands, []string{"fp32"}
 		required = []string{"win", "stride", "dst", "src", "ch", "in"}
 	case OpFinish:
 		ops, required = finishOperands, []string{"job"}
@@ -228,6 +228,9 @@ func assembleLine(line string) (Insn, bool, *AsmError) {
 			case key == "per_channel":
 				i.PerChannel = true
 				cols["per_channel"] = w.col
+			case key == "fp32":
+				i.FP32 = true
+				cols["fp32"] = w.col
 			}
 			continue
 		}
@@ -362,6 +365,9 @@ func DisassembleInsn(i Insn) string {
 		if i.Reset {
 			w(" reset")
 		}
+		if i.FP32 {
+			w(" fp32")
+		}
 		w(" uop=%d:%d iter=%d,%d dst=%d,%d src=%d,%d wgt=%d,%d",
 			i.UopBegin, i.UopEnd, i.IterOut, i.IterIn, i.DstOut, i.DstIn, i.SrcOut, i.SrcIn, i.WgtOut, i.WgtIn)
 	case OpALU:
@@ -380,9 +386,15 @@ func DisassembleInsn(i Insn) string {
 		if i.PerChannel {
 			w(" per_channel")
 		}
+		if i.FP32 {
+			w(" fp32")
+		}
 	case OpPool:
 		w("pool.%s win=%d,%d stride=%d,%d dst=%d src=%d ch=%d in=%d,%d",
 			i.Pool, i.WinH, i.WinW, i.StrideH, i.StrideW, i.PoolDst, i.PoolSrc, i.Channels, i.InH, i.InW)
+		if i.FP32 {
+			w(" fp32")
+		}
 	case OpFinish:
 		w("finish job=%d", i.JobID)
 	case OpNop:

@@ -186,6 +186,10 @@ type Insn struct {
 	SrcOut, SrcIn    uint32 // GEMM: input index; ALU: accumulator or param index
 	WgtOut, WgtIn    uint32 // GEMM: weight index
 
+	// GEMM, ALU and POOL: compute in fp32 instead of integers. GEMM reads the
+	// fp32 banks of inp and wgt; ALU and POOL treat acc lanes as fp32.
+	FP32 bool
+
 	// ALU.
 	Alu        AluOp
 	UseImm     bool  // second operand is Imm instead of acc[src]

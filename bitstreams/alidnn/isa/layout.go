@@ -68,6 +68,8 @@ var header = []field{
 
 func with(fs ...field) []field { return append(append([]field(nil), header...), fs...) }
 
+func fp32(i *Insn) *bool { return &i.FP32 }
+
 var memFields = with(
 	u("mem", 7, 3, func(i *Insn) *MemSpace { return &i.Mem }, "SRAM memory space"),
 	u("dtype", 10, 2, func(i *Insn) *DType { return &i.DType }, "element data type"),
@@ -89,6 +91,7 @@ var gemmFields = with(
 	u("uop_end", 21, 14, func(i *Insn) *uint32 { return &i.UopEnd }, "one past the last micro-op"),
 	u("iter_out", 35, 14, func(i *Insn) *uint32 { return &i.IterOut }, "outer loop extent"),
 	u("iter_in", 49, 14, func(i *Insn) *uint32 { return &i.IterIn }, "inner loop extent"),
+	bit("fp32", 63, fp32, "fp32 × fp32 → fp32 from the fp32 banks of inp and wgt"),
 	u("dst_out", 64, 11, func(i *Insn) *uint32 { return &i.DstOut }, "acc index factor, outer loop"),
 	u("dst_in", 75, 11, func(i *Insn) *uint32 { return &i.DstIn }, "acc index factor, inner loop"),
 	u("src_out", 86, 11, func(i *Insn) *uint32 { return &i.SrcOut }, "inp index factor, outer loop"),
@@ -110,6 +113,7 @@ var aluFields = with(
 	u("src_out", 86, 11, func(i *Insn) *uint32 { return &i.SrcOut }, "src (acc or param) index factor, outer loop"),
 	u("src_in", 97, 11, func(i *Insn) *uint32 { return &i.SrcIn }, "src (acc or param) index factor, inner loop"),
 	s32("imm", 108, 16, func(i *Insn) *int32 { return &i.Imm }, "immediate, or zero point for requant/quantize/dequantize"),
+	bit("fp32", 124, fp32, "lanes are fp32 (add, mul, min, max, relu); imm is bfloat16"),
 )
 
 var poolFields = with(
@@ -120,6 +124,7 @@ var poolFields = with(
 	u("stride_w", 20, 4, func(i *Insn) *uint8 { return &i.StrideW }, "horizontal stride"),
 	u("dst", 24, 16, func(i *Insn) *uint32 { return &i.PoolDst }, "acc base of the output tile"),
 	u("src", 40, 16, func(i *Insn) *uint32 { return &i.PoolSrc }, "acc base of the input tile"),
+	bit("fp32", 56, fp32, "lanes are fp32"),
 	u("channels", 64, 12, func(i *Insn) *uint32 { return &i.Channels }, "channel blocks (acc rows per pixel)"),
 	u("in_h", 76, 12, func(i *Insn) *uint32 { return &i.InH }, "input tile height"),
 	u("in_w", 88, 12, func(i *Insn) *uint32 { return &i.InW }, "input tile width"),
@@ -361,7 +366,7 @@ func check(i *Insn) error {
 			case MemUop:
 				ok = i.DType == Int32
 			case MemInp, MemWgt:
-				ok = i.DType == Int8
+				ok = i.DType == Int8 || i.DType == FP32
 			case MemAcc, MemParam:
 				ok = i.DType == Int32 || i.DType == FP32
 			}
@@ -433,6 +438,13 @@ func check(i *Insn) error {
 func checkALU(i *Insn, b func(bool) int64) error {
 	op := OpALU
 	quant := i.Alu == AluRequant || i.Alu == AluQuantize || i.Alu == AluDequantize
+	if i.FP32 {
+		switch i.Alu {
+		case AluAdd, AluMul, AluMin, AluMax, AluRelu:
+		default:
+			return ferr(op, "fp32", 1, "%s has no fp32 form (only add, mul, min, max, relu)", i.Alu)
+		}
+	}
 	if i.PerChannel && !quant {
 		return ferr(op, "per_channel", 1, "only for requant, quantize and dequantize")
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/loopback"
 )
 
@@ -27,6 +28,7 @@ func (r Role) VersionString() string { return fmt.Sprintf("%d.%d", r.Version>>16
 // All lists the known roles.
 var All = []Role{
 	{Name: loopback.Name, ID: loopback.ID, Version: loopback.Version, Summary: "bring-up role: DDR copy, CRC-32, interrupt"},
+	{Name: alidnn.Name, ID: alidnn.ID, Version: alidnn.Version, Summary: "AliDNN deep-learning engine: int8/fp32 GEMM, vector ALU, pooling"},
 }
 
 // Errors of Check.

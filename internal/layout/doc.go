@@ -8,7 +8,9 @@
 //	shell        may import only shell.
 //	bitstreams   may import shell, bitstreams.
 //	hdk          may import shell, bitstreams, hdk.
-//	sdk          may import shell, bitstreams/*/isa, hdk/image, sdk.
+//	sdk          may import shell, role contracts (bitstreams/... except
+//	             bitstreams/*/model), hdk/image, sdk; its mains (sdk/cmd/...)
+//	             also shell/sim and role models, to run an engine in process.
 //	services     may import shell, bitstreams, hdk, sdk, services, web, migrations.
 //	internal     may import shell, bitstreams, hdk, sdk, web, migrations, internal.
 //	web          may import web; migrations may import migrations; deploy may import deploy.

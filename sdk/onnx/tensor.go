@@ -1,0 +1,270 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Limits on tensors, so that a hostile or corrupt file cannot make the
+// decoder or its callers allocate without bound.
+const (
+	MaxDims  = 8       // dimensions of a tensor
+	MaxElems = 1 << 31 // elements of a tensor
+)
+
+// DataType is the element type of a tensor (TensorProto.DataType).
+type DataType int32
+
+// The element types this package decodes; the values are onnx.proto's.
+const (
+	Float   DataType = 1
+	Uint8   DataType = 2
+	Int8    DataType = 3
+	Uint16  DataType = 4
+	Int16   DataType = 5
+	Int32   DataType = 6
+	Int64   DataType = 7
+	String  DataType = 8
+	Bool    DataType = 9
+	Float16 DataType = 10
+	Double  DataType = 11
+	Uint32  DataType = 12
+	Uint64  DataType = 13
+)
+
+var typeNames = [...]string{
+	Float: "FLOAT", Uint8: "UINT8", Int8: "INT8", Uint16: "UINT16", Int16: "INT16",
+	Int32: "INT32", Int64: "INT64", String: "STRING", Bool: "BOOL", Float16: "FLOAT16",
+	Double: "DOUBLE", Uint32: "UINT32", Uint64: "UINT64",
+}
+
+// String returns onnx.proto's name of the type, e.g. FLOAT, or the number of
+// a type this package does not know.
+func (t DataType) String() string {
+	if t > 0 && int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return "DataType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Size returns the size in bytes of an element in raw_data, or 0 for STRING
+// and unknown types.
+func (t DataType) Size() int {
+	switch t {
+	case Uint8, Int8, Bool:
+		return 1
+	case Uint16, Int16, Float16:
+		return 2
+	case Float, Int32, Uint32:
+		return 4
+	case Int64, Double, Uint64:
+		return 8
+	}
+	return 0
+}
+
+// integer reports whether Int64s accepts tensors of type t.
+func (t DataType) integer() bool {
+	switch t {
+	case Uint8, Int8, Uint16, Int16, Int32, Int64, Bool, Uint32, Uint64:
+		return true
+	}
+	return false
+}
+
+// bounds returns the range of values of integer type t.
+func (t DataType) bounds() (lo int64, hi uint64) {
+	switch t {
+	case Bool:
+		return 0, 1
+	case Uint8:
+		return 0, math.MaxUint8
+	case Int8:
+		return math.MinInt8, math.MaxInt8
+	case Uint16, Float16: // Float16 is stored as its bits in int32_data
+		return 0, math.MaxUint16
+	case Int16:
+		return math.MinInt16, math.MaxInt16
+	case Int32:
+		return math.MinInt32, math.MaxInt32
+	case Uint32:
+		return 0, math.MaxUint32
+	case Uint64:
+		return 0, math.MaxUint64
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// Tensor is a dense tensor. Its data is kept as onnx's raw_data would hold
+// it: elements in row-major order, little-endian, of DataType.Size() bytes
+// each; STRING tensors keep their strings.
+type Tensor struct {
+	Name     string
+	DataType DataType
+	Dims     []int64 // empty for a scalar
+
+	raw  []byte
+	strs [][]byte
+}
+
+// Len returns the number of elements, the product of Dims (1 for a scalar).
+func (t *Tensor) Len() int64 {
+	n := int64(1)
+	for _, d := range t.Dims {
+		n *= d
+	}
+	return n
+}
+
+// elems returns the number of elements after checking the dims against the
+// limits; the product cannot overflow since each partial product is checked.
+func elems(dims []int64) (int64, error) {
+	if len(dims) > MaxDims {
+		return 0, fmt.Errorf("%d dims, more than %d", len(dims), MaxDims)
+	}
+	n := int64(1)
+	for i, d := range dims {
+		if d < 0 {
+			return 0, fmt.Errorf("dims[%d] = %d is negative", i, d)
+		}
+		if d > 0 && n > MaxElems/d {
+			return 0, fmt.Errorf("dims %v: more than %d elements", dims, int64(MaxElems))
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// check verifies that t's data matches its dims and type. Decoded tensors
+// always pass; constructed ones may not.
+func (t *Tensor) check() error {
+	n, err := elems(t.Dims)
+	if err != nil {
+		return fmt.Errorf("onnx: tensor %q: %v", t.Name, err)
+	}
+	if t.DataType == String {
+		if int64(len(t.strs)) != n {
+			return fmt.Errorf("onnx: tensor %q: %d strings for %d elements", t.Name, len(t.strs), n)
+		}
+		return nil
+	}
+	size := t.DataType.Size()
+	if size == 0 {
+		return fmt.Errorf("onnx: tensor %q: unsupported data type %v", t.Name, t.DataType)
+	}
+	if int64(len(t.raw)) != n*int64(size) {
+		return fmt.Errorf("onnx: tensor %q: %d bytes of data for %d elements of %v", t.Name, len(t.raw), n, t.DataType)
+	}
+	return nil
+}
+
+// Float32s returns the elements of a FLOAT or DOUBLE tensor as float32.
+func (t *Tensor) Float32s() ([]float32, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	switch t.DataType {
+	case Float:
+		v := make([]float32, len(t.raw)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.raw[4*i:]))
+		}
+		return v, nil
+	case Double:
+		v := make([]float32, len(t.raw)/8)
+		for i := range v {
+			v[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(t.raw[8*i:])))
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("onnx: tensor %q: %v is not FLOAT or DOUBLE", t.Name, t.DataType)
+}
+
+// Int64s returns the elements of a tensor of an integer type or BOOL (as 0
+// and 1). A UINT64 element above math.MaxInt64 is an error.
+func (t *Tensor) Int64s() ([]int64, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if !t.DataType.integer() {
+		return nil, fmt.Errorf("onnx: tensor %q: %v is not an integer type", t.Name, t.DataType)
+	}
+	size := t.DataType.Size()
+	v := make([]int64, len(t.raw)/size)
+	for i := range v {
+		b := t.raw[size*i:]
+		switch t.DataType {
+		case Bool:
+			if b[0] != 0 {
+				v[i] = 1
+			}
+		case Uint8:
+			v[i] = int64(b[0])
+		case Int8:
+			v[i] = int64(int8(b[0]))
+		case Uint16:
+			v[i] = int64(binary.LittleEndian.Uint16(b))
+		case Int16:
+			v[i] = int64(int16(binary.LittleEndian.Uint16(b)))
+		case Uint32:
+			v[i] = int64(binary.LittleEndian.Uint32(b))
+		case Int32:
+			v[i] = int64(int32(binary.LittleEndian.Uint32(b)))
+		case Int64:
+			v[i] = int64(binary.LittleEndian.Uint64(b))
+		case Uint64:
+			u := binary.LittleEndian.Uint64(b)
+			if u > math.MaxInt64 {
+				return nil, fmt.Errorf("onnx: tensor %q: element %d = %d overflows int64", t.Name, i, u)
+			}
+			v[i] = int64(u)
+		}
+	}
+	return v, nil
+}
+
+// NewFloat32 returns a FLOAT tensor holding a copy of data. EncodeTensor and
+// the accessors report an error if len(data) is not the product of dims.
+func NewFloat32(name string, dims []int64, data []float32) *Tensor {
+	raw := make([]byte, 0, 4*len(data))
+	for _, f := range data {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(f))
+	}
+	return &Tensor{Name: name, DataType: Float, Dims: append([]int64{}, dims...), raw: raw}
+}
+
+// NewInt returns a tensor of integer type dt (or BOOL) holding data, each
+// element of which must be in dt's range, and whose length must be the
+// product of dims.
+func NewInt(name string, dt DataType, dims []int64, data []int64) (*Tensor, error) {
+	if !dt.integer() {
+		return nil, fmt.Errorf("onnx: tensor %q: %v is not an integer type", name, dt)
+	}
+	n, err := elems(dims)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: tensor %q: %v", name, err)
+	}
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("onnx: tensor %q: %d elements for dims %v", name, len(data), dims)
+	}
+	lo, hi := dt.bounds()
+	raw := make([]byte, 0, len(data)*dt.Size())
+	for i, v := range data {
+		if v < lo || (v > 0 && uint64(v) > hi) {
+			return nil, fmt.Errorf("onnx: tensor %q: element %d = %d out of %v range", name, i, v, dt)
+		}
+		raw = appendLE(raw, uint64(v), dt.Size())
+	}
+	return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
+}
+
+// appendLE appends the size low bytes of v, little-endian.
+func appendLE(b []byte, v uint64, size int) []byte {
+	for range size {
+		b = append(b, byte(v))
+		v >>= 8
+	}
+	return b
+}

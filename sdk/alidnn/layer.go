@@ -1,0 +1,97 @@
+package alidnn
+
+// layerKind is what fills a layer's accumulator tile before its epilogue.
+type layerKind uint8
+
+const (
+	// lGemm multiplies the input (in the inp SRAM) by constant weights:
+	// Conv, Gemm, MatMul and their quantised forms.
+	lGemm layerKind = iota
+	// lPool pools the input in the accumulator.
+	lPool
+	// lMove brings the input into the accumulator unchanged, for
+	// element-wise work.
+	lMove
+)
+
+// layer is one pass over the output tensor, tile by tile: the producer fills
+// the accumulator, the steps (fused element-wise operators) transform it in
+// place, and a STORE writes the tile out.
+type layer struct {
+	kind  layerKind
+	in    *value
+	out   *value
+	steps []step
+
+	// accFP says the accumulator holds fp32 after the producer and the steps
+	// so far; acc8 that it holds values in int8 range (after requant or
+	// quantize), so the tile is stored as int8.
+	accFP bool
+	acc8  bool
+
+	conv *convSpec
+	pool *poolSpec
+
+	// accScale is, for an int8 GEMM layer, the real value of one unit of the
+	// accumulator per output channel (input scale × weight scale); steps in
+	// the integer domain use it to convert float constants.
+	accScale []float32
+	// ptq marks a post-training-quantised layer whose output form (int8 or
+	// fp32) its first consumer decides; see compiler.settle.
+	ptq bool
+}
+
+// convSpec is a GEMM producer as a 2-D convolution on images of ih×iw
+// pixels per outer index: matrices are ih = rows, iw = 1 with a 1×1 kernel.
+type convSpec struct {
+	kh, kw, sh, sw, dh, dw int
+	pt, pl                 int // top and left padding (bottom, right follow from the output size)
+	ih, iw, oh, ow         int
+	ic, oc                 int
+	fp                     bool // fp32; otherwise int8
+	// Weights [batch][oc][ic][kh][kw], batch 1 unless every outer index has
+	// its own (batched MatMul).
+	wF []float32
+	// wI are int8-mode weights minus their zero points, up to ±381: the
+	// emitter splits each into as many int8 parts as the widest needs and
+	// runs every part over the same input, so the sum is exact.
+	wI      []int64
+	batched bool
+	// zx is the input's zero point, subtracted exactly: folded into the bias
+	// when there is no padding, else corrected per pixel.
+	zx int32
+}
+
+// poolSpec is a POOL producer.
+type poolSpec struct {
+	avg                    bool
+	kh, kw, sh, sw         int
+	pt, pl                 int
+	ih, iw, oh, ow         int
+	countPad               bool // average pool divides by the whole window, padding included
+}
+
+type stepKind uint8
+
+const (
+	sAddRow     stepKind = iota // + a per-channel (or scalar) constant
+	sMulRow                     // × a per-channel (or scalar) constant
+	sAddTensor                  // + a tensor laid out like the output
+	sMulTensor                  // × a tensor laid out like the output
+	sRelu                       // max(x, 0)
+	sRequant                    // int32 → int8 with per-channel M, S and a zero point
+	sQuantize                   // fp32 → int8 with per-channel scale and a zero point
+	sDequantize                 // int → fp32 with per-channel scale and a zero point
+)
+
+// step is an element-wise operator fused into a layer. Per-channel values
+// have one entry per output channel (the output's lane axis).
+type step struct {
+	kind  stepKind
+	fp    bool // the accumulator holds fp32 when the step runs
+	rowF  []float32
+	rowI  []int64
+	shift []int64
+	zp    int32
+	t     *value
+}

@@ -1,0 +1,259 @@
+// Package onnxtest runs ONNX backend-test folders on an AliDNN device: a
+// folder holds model.onnx and test_data_set_N/{input_K.pb, output_K.pb}.
+// Each data set is compiled and run, and the outputs compared within the
+// platform's tolerances: fp32 |got − want| ≤ 1e-5 + 1e-3·|want|, integer
+// (quantised) outputs off by at most 1.
+//
+// Backend tests pass an operator's weights as graph inputs; the inputs an
+// operator treats as parameters (weights, bias, scales, zero points, shapes)
+// are bound as constants, as a deployed model freezes them.
+package onnxtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// params lists, per operator, the inputs that are parameters.
+var params = map[string][]int{
+	"Conv":               {1, 2},
+	"ConvInteger":        {1, 2, 3},
+	"QLinearConv":        {1, 2, 3, 4, 5, 6, 7, 8},
+	"Gemm":               {1, 2},
+	"MatMul":             {1},
+	"MatMulInteger":      {1, 2, 3},
+	"QLinearMatMul":      {1, 2, 3, 4, 5, 6, 7},
+	"BatchNormalization": {1, 2, 3, 4},
+	"QuantizeLinear":     {1, 2},
+	"DequantizeLinear":   {1, 2},
+	"Reshape":            {1},
+}
+
+// Result is the outcome of one folder.
+type Result struct {
+	Dir   string
+	Pass  bool
+	Worst float64 // the largest error relative to its tolerance (≤ 1 passes)
+	Err   error   // compile or run failure
+	Sets  int
+}
+
+// Options configures Run.
+type Options struct {
+	// Quantize compiles fp32 models post-training-quantised to int8,
+	// calibrated on the folder's own inputs; outputs are then compared by
+	// argmax along the last axis.
+	Quantize bool
+}
+
+// Run runs every data set of the folder dir on dev.
+func Run(ctx context.Context, dev alidnn.Device, dir string, opts Options) Result {
+	r := Result{Dir: dir}
+	r.Err = run(ctx, dev, dir, opts, &r)
+	r.Pass = r.Err == nil && r.Worst <= 1 && r.Sets > 0
+	return r
+}
+
+func run(ctx context.Context, dev alidnn.Device, dir string, opts Options, r *Result) error {
+	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		return err
+	}
+	sets, err := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(sets)
+	if len(sets) == 0 {
+		return fmt.Errorf("%s: no test_data_set_* folders", dir)
+	}
+	for _, set := range sets {
+		ins, err := readSet(set, "input")
+		if err != nil {
+			return err
+		}
+		wants, err := readSet(set, "output")
+		if err != nil {
+			return err
+		}
+		// Name the tensors after the graph's inputs and outputs, in order.
+		graphIns := realInputs(m.Graph)
+		if len(ins) != len(graphIns) {
+			return fmt.Errorf("%s: %d inputs for a graph of %d", set, len(ins), len(graphIns))
+		}
+		for k, t := range ins {
+			t.Name = graphIns[k]
+		}
+		bound, runtime := split(m.Graph, ins)
+		var prog *alidnn.Program
+		if opts.Quantize {
+			prog, err = alidnn.Quantize(ctx, dev, m, [][]*onnx.Tensor{runtime}, alidnn.WithConstants(bound...))
+		} else {
+			prog, err = alidnn.Compile(m, alidnn.WithConstants(bound...))
+		}
+		if err != nil {
+			return fmt.Errorf("compile: %w", err)
+		}
+		s, err := alidnn.Load(ctx, dev, prog)
+		if err != nil {
+			return err
+		}
+		res, err := s.Run(ctx, runtime...)
+		if err != nil {
+			return fmt.Errorf("%s: run: %w", filepath.Base(set), err)
+		}
+		if len(res.Outputs) != len(wants) {
+			return fmt.Errorf("%s: %d outputs, want %d", set, len(res.Outputs), len(wants))
+		}
+		for k, want := range wants {
+			worst, err := compare(res.Outputs[k], want, opts.Quantize)
+			if err != nil {
+				return fmt.Errorf("%s: output %d: %w", filepath.Base(set), k, err)
+			}
+			r.Worst = max(r.Worst, worst)
+		}
+		r.Sets++
+	}
+	return nil
+}
+
+// realInputs lists the graph inputs that are not initializers.
+func realInputs(g *onnx.Graph) []string {
+	var out []string
+	for _, in := range g.Inputs {
+		if g.Initializer(in.Name) == nil {
+			out = append(out, in.Name)
+		}
+	}
+	return out
+}
+
+// split separates the parameter inputs from the runtime inputs.
+func split(g *onnx.Graph, ins []*onnx.Tensor) (bound, runtime []*onnx.Tensor) {
+	param := map[string]bool{}
+	for _, n := range g.Nodes {
+		for _, k := range params[n.OpType] {
+			if k < len(n.Inputs) {
+				param[n.Inputs[k]] = true
+			}
+		}
+	}
+	for _, t := range ins {
+		if param[t.Name] {
+			bound = append(bound, t)
+		} else {
+			runtime = append(runtime, t)
+		}
+	}
+	return bound, runtime
+}
+
+func readSet(dir, kind string) ([]*onnx.Tensor, error) {
+	var out []*onnx.Tensor
+	for k := 0; ; k++ {
+		p := filepath.Join(dir, fmt.Sprintf("%s_%d.pb", kind, k))
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			return out, nil
+		}
+		t, err := onnx.ReadTensor(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+}
+
+// compare returns the worst error of got relative to the tolerance.
+func compare(got, want *onnx.Tensor, argmax bool) (float64, error) {
+	if fmt.Sprint(got.Dims) != fmt.Sprint(want.Dims) {
+		return 0, fmt.Errorf("shape %v, want %v", got.Dims, want.Dims)
+	}
+	if want.DataType == onnx.Float || want.DataType == onnx.Double {
+		g, err := got.Float32s()
+		if err != nil {
+			return 0, err
+		}
+		w, err := want.Float32s()
+		if err != nil {
+			return 0, err
+		}
+		if argmax {
+			if !sameArgmax(g, w, want.Dims) {
+				return 2, nil
+			}
+			return 0, nil
+		}
+		worst := 0.0
+		for k := range w {
+			tol := 1e-5 + 1e-3*math.Abs(float64(w[k]))
+			e := math.Abs(float64(g[k])-float64(w[k])) / tol
+			if math.IsNaN(e) {
+				e = math.Inf(1)
+			}
+			worst = max(worst, e)
+		}
+		return worst, nil
+	}
+	g, err := got.Int64s()
+	if err != nil {
+		return 0, err
+	}
+	w, err := want.Int64s()
+	if err != nil {
+		return 0, err
+	}
+	worst := 0.0
+	for k := range w {
+		d := g[k] - w[k]
+		if d < 0 {
+			d = -d
+		}
+		worst = max(worst, float64(d))
+	}
+	return worst, nil
+}
+
+// sameArgmax compares the argmax along the last axis.
+func sameArgmax(g, w []float32, dims []int64) bool {
+	n := 1
+	if len(dims) > 0 {
+		n = int(dims[len(dims)-1])
+	}
+	for o := 0; o+n <= len(w); o += n {
+		if argmaxOf(g[o:o+n]) != argmaxOf(w[o:o+n]) {
+			return false
+		}
+	}
+	return true
+}
+
+func argmaxOf(v []float32) int {
+	best := 0
+	for k := range v {
+		if v[k] > v[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+// Line formats a result as the CLI prints it.
+func (r Result) Line() string {
+	name := filepath.Base(strings.TrimRight(r.Dir, "/"))
+	switch {
+	case r.Err != nil:
+		return fmt.Sprintf("FAIL %s: %v", name, r.Err)
+	case !r.Pass:
+		return fmt.Sprintf("FAIL %s: worst error %.3g× the tolerance", name, r.Worst)
+	}
+	return fmt.Sprintf("PASS %s (worst error %.3g× the tolerance)", name, r.Worst)
+}

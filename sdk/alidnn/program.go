@@ -1,0 +1,188 @@
+package alidnn
+
+import (
+	"fmt"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// Program is a compiled model: engine instructions, the constants they read
+// (weights, micro-ops, parameter tables) and where the runtime puts inputs
+// and finds outputs. Addresses in the instructions are relative to the
+// program's base in device memory; the runtime relocates them when it
+// loads the program.
+type Program struct {
+	Insns    []isa.Insn
+	Consts   []byte // at offset 0
+	ActBase  uint64 // activations start here
+	ActSize  uint64
+	Inputs   []Binding
+	Outputs  []Binding
+	Layers   int
+	MACs     uint64 // multiply-accumulates of one run, as compiled
+	Name     string
+}
+
+// MemSize is the device memory a loaded program needs: constants,
+// activations and the instruction stream.
+func (p *Program) MemSize() uint64 {
+	return p.insnBase() + uint64(len(p.Insns))*isa.InsnBytes
+}
+
+func (p *Program) insnBase() uint64 { return align(p.ActBase+p.ActSize, 4096) }
+
+func align(x, a uint64) uint64 { return (x + a - 1) / a * a }
+
+// Binding ties a graph input or output to device memory.
+type Binding struct {
+	Name  string
+	Shape []int
+	Type  onnx.DataType // logical element type
+
+	// Where the data is: a device tensor, or nothing for outputs computed
+	// on the host from another binding's data (Host) or constants.
+	Addr  uint64
+	Elem  string // "int8", "int32", "fp32"
+	Lay   Layout
+	Bcast []int // inputs: the input's own shape, broadcast on upload
+	Shift bool  // uint8 data is held as int8 shifted by −128
+
+	Host     string    // "Softmax" or "Softmax-1": applied to Src on the host
+	Axis     int
+	Src      *Binding  `json:",omitempty"`
+	ConstF   []float32 `json:",omitempty"`
+	ConstI   []int64   `json:",omitempty"`
+	IsConst  bool      `json:",omitempty"`
+}
+
+// Layout is a device layout in its serialised form.
+type Layout struct {
+	Shape []int
+	Outer []int
+	Lane  int
+	Rows  []int
+}
+
+func (l layout) export() Layout { return Layout{l.shape, l.outer, l.lane, l.rows} }
+func (l Layout) internal() layout {
+	return layout{shape: l.Shape, outer: l.Outer, lane: l.Lane, rows: l.Rows}
+}
+
+func elemOf(s string) (elem, error) {
+	switch s {
+	case "int8":
+		return i8, nil
+	case "int32":
+		return i32, nil
+	case "fp32":
+		return f32, nil
+	}
+	return 0, fmt.Errorf("element type %q", s)
+}
+
+// emit lays out memory and generates the instruction stream.
+func (c *compiler) emit() (*Program, error) {
+	e := &emitter{lastCompute: -1}
+	p := &Program{}
+	// Constant tensors used whole (expanded element-wise operands).
+	for _, l := range c.layers {
+		for _, s := range l.steps {
+			if s.t != nil && s.t.isConst {
+				s.t.addr = e.blob(packF32(s.t.lay, s.t.f, nil))
+			}
+		}
+	}
+	// Activations: graph inputs and layer outputs, after the constants. The
+	// constant segment grows while emitting, so activations are placed at
+	// a generous offset fixed after emission: addresses are patched below.
+	var act uint64
+	place := func(v *value) {
+		if v.lay.shape == nil {
+			v.lay = convLayout(v.shape)
+		}
+		v.addr = actTag | act
+		act = align(act+uint64(v.lay.bytes(v.elem)), 64)
+	}
+	for _, v := range c.inputs {
+		if v.elem == 0 && v.typ == onnx.Float {
+			v.elem = f32
+		}
+		place(v)
+	}
+	for _, l := range c.layers {
+		l.out.elem = l.storeElem()
+		place(l.out)
+	}
+	for _, l := range c.layers {
+		if err := e.layer(l); err != nil {
+			return nil, fmt.Errorf("layer %d (%s): %w", len(p.Insns), l.out.name, err)
+		}
+		p.Layers++
+		if l.kind == lGemm {
+			cv := l.conv
+			p.MACs += uint64(l.out.lay.o() * cv.oh * cv.ow * cv.oc * cv.ic * cv.kh * cv.kw)
+		}
+	}
+	e.finish(1)
+	p.Consts = e.consts
+	p.ActBase = align(uint64(len(e.consts)), 4096)
+	p.ActSize = act
+	// Patch activation addresses.
+	fix := func(a uint64) uint64 {
+		if a&actTag != 0 {
+			return p.ActBase + a&^actTag
+		}
+		return a
+	}
+	for k := range e.insns {
+		if i := &e.insns[k]; i.Op == isa.OpLoad || i.Op == isa.OpStore {
+			i.DRAM = fix(i.DRAM)
+		}
+	}
+	p.Insns = e.insns
+	if len(c.layers) == 0 {
+		p.Insns = nil
+	}
+	if p.MemSize() >= 1<<35 {
+		return nil, fmt.Errorf("program needs %d bytes of device memory: %w", p.MemSize(), ErrUnsupported)
+	}
+	bind := func(v *value) Binding {
+		r := v.root()
+		b := Binding{Name: v.name, Shape: v.shape, Type: v.typ}
+		if r.isConst {
+			b.IsConst = true
+			b.ConstF, b.ConstI = r.f, r.i
+			if b.ConstF == nil && b.ConstI == nil {
+				b.ConstF = []float32{}
+			}
+			return b
+		}
+		b.Addr = fix(r.addr)
+		b.Elem = r.elem.String()
+		b.Lay = r.lay.export()
+		b.Bcast = r.bcast
+		b.Shift = r.typ == onnx.Uint8 && r.elem == i8
+		return b
+	}
+	for _, v := range c.inputs {
+		p.Inputs = append(p.Inputs, bind(v))
+	}
+	for _, o := range c.g.Outputs {
+		v := c.vals[o.Name]
+		var b Binding
+		if v.host != nil {
+			src := bind(v.host.src)
+			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src}
+		} else {
+			b = bind(v)
+			b.Name, b.Shape, b.Type = v.name, v.shape, v.typ
+		}
+		p.Outputs = append(p.Outputs, b)
+	}
+	return p, nil
+}
+
+// actTag marks an address in the activation segment until the segment's
+// base is known.
+const actTag = 1 << 62

@@ -1,0 +1,152 @@
+package alidnn
+
+import (
+	"fmt"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// value is a tensor of the graph being compiled: a constant known at compile
+// time, a graph input the runtime packs, or a tensor a layer computes.
+type value struct {
+	name  string
+	shape []int
+	typ   onnx.DataType // logical element type
+
+	// Constants: f for floating-point types, i for integer types.
+	isConst bool
+	f       []float32
+	i       []int64
+
+	// Device tensors.
+	input bool  // a graph input, packed by the runtime
+	bcast []int // for inputs broadcast to shape: the input's own shape
+	elem  elem
+	lay   layout
+	addr  uint64 // offset in the activation segment
+	q     quant  // for i8 tensors: real = scale·(device − zp)
+	layer *layer // the layer computing it
+
+	// alias is a tensor with the same row-major data (Reshape, Flatten);
+	// it has no storage of its own.
+	alias *value
+	// host is computed by the runtime from another value (Softmax).
+	host *hostOp
+
+	uses int // consumers in the graph, graph outputs included
+}
+
+// quant is a per-tensor affine quantisation on the device's int8 values.
+// Logical uint8 tensors are stored shifted by −128; zp is the device's.
+type quant struct {
+	scale float32
+	zp    int32
+}
+
+func (v *value) len() int {
+	n := 1
+	for _, d := range v.shape {
+		n *= d
+	}
+	return n
+}
+
+func (v *value) String() string { return fmt.Sprintf("%q %v", v.name, v.shape) }
+
+// root follows aliases to the value that has storage.
+func (v *value) root() *value {
+	for v.alias != nil {
+		v = v.alias
+	}
+	return v
+}
+
+// isFloat reports whether v's logical type is a floating-point type.
+func (v *value) isFloat() bool {
+	return v.typ == onnx.Float || v.typ == onnx.Double || v.typ == onnx.Float16
+}
+
+// floats returns a constant's values as float32, converting integers.
+func (v *value) floats() []float32 {
+	if v.f != nil {
+		return v.f
+	}
+	out := make([]float32, len(v.i))
+	for k, x := range v.i {
+		out[k] = float32(x)
+	}
+	return out
+}
+
+// ints returns a constant's values as integers, truncating floats.
+func (v *value) ints() []int64 {
+	if v.i != nil {
+		return v.i
+	}
+	out := make([]int64, len(v.f))
+	for k, x := range v.f {
+		out[k] = int64(x)
+	}
+	return out
+}
+
+// hostOp is an operator the runtime applies after reading src back.
+type hostOp struct {
+	op   string // "Softmax"
+	axis int
+	src  *value
+}
+
+func constFloat(name string, shape []int, f []float32) *value {
+	return &value{name: name, shape: shape, typ: onnx.Float, isConst: true, f: f}
+}
+
+func constInt(name string, typ onnx.DataType, shape []int, i []int64) *value {
+	return &value{name: name, shape: shape, typ: typ, isConst: true, i: i}
+}
+
+func fromTensor(t *onnx.Tensor) (*value, error) {
+	shape := make([]int, len(t.Dims))
+	for k, d := range t.Dims {
+		shape[k] = int(d)
+	}
+	switch t.DataType {
+	case onnx.Float, onnx.Double:
+		f, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		return constFloat(t.Name, shape, f), nil
+	case onnx.Int8, onnx.Uint8, onnx.Int16, onnx.Uint16, onnx.Int32, onnx.Int64, onnx.Uint32, onnx.Uint64, onnx.Bool:
+		i, err := t.Int64s()
+		if err != nil {
+			return nil, err
+		}
+		return constInt(t.Name, t.DataType, shape, i), nil
+	}
+	return nil, fmt.Errorf("tensor %q: data type %v is not supported", t.Name, t.DataType)
+}
+
+// broadcastShape is numpy's broadcast of two shapes.
+func broadcastShape(a, b []int) ([]int, error) {
+	n := max(len(a), len(b))
+	out := make([]int, n)
+	for k := 0; k < n; k++ {
+		x, y := 1, 1
+		if i := k - (n - len(a)); i >= 0 {
+			x = a[i]
+		}
+		if i := k - (n - len(b)); i >= 0 {
+			y = b[i]
+		}
+		switch {
+		case x == y || y == 1:
+			out[k] = x
+		case x == 1:
+			out[k] = y
+		default:
+			return nil, fmt.Errorf("shapes %v and %v do not broadcast", a, b)
+		}
+	}
+	return out, nil
+}

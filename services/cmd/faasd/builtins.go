@@ -1,6 +1,7 @@
 package main
 
 import (
+	alidnnmodel "github.com/fpga-faas/faas/bitstreams/alidnn/model"
 	loopbackmodel "github.com/fpga-faas/faas/bitstreams/loopback/model"
 	"github.com/fpga-faas/faas/shell/sim"
 )
@@ -9,5 +10,5 @@ import (
 // This is the one place the agent binary learns about role models; the agent
 // packages never import them.
 func simRoles() (*sim.Registry, error) {
-	return sim.NewRegistry(loopbackmodel.Model)
+	return sim.NewRegistry(loopbackmodel.Model, alidnnmodel.Model)
 }

@@ -1,0 +1,213 @@
+package model
+
+import (
+	"github.com/fpga-faas/faas/bitstreams/alidnn"
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+)
+
+// counters are the engine's statistics of one run.
+type counters struct {
+	cycles, insns, macs, loadBytes, storeBytes uint64
+	busy                                       [3]uint64 // per isa.Queue
+}
+
+// fetchChunk bounds the host memory one fetch access needs.
+const fetchChunk = 1 << 20
+
+// fifo is one direction of token traffic between two adjacent queues; each
+// token is the cycle it was pushed at.
+type fifo struct {
+	t    []uint64
+	head int
+}
+
+func (f *fifo) empty() bool      { return f.head == len(f.t) }
+func (f *fifo) front() uint64    { return f.t[f.head] }
+func (f *fifo) push(at uint64)   { f.t = append(f.t, at) }
+func (f *fifo) pop()             { f.head++ }
+func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
+
+// execute runs count instructions fetched from addr through window win. It
+// calls finish for every FINISH that completes, with last set when nothing
+// of the run is left after it. On failure it returns the fault and the index
+// of the instruction that caused it; the counters cover what completed.
+func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish func(job uint32, last bool)) (counters, uint32, *fault) {
+	var c counters
+	if count == 0 || count > alidnn.MaxInsns {
+		return c, 0, faultf(alidnn.CauseStream, "instruction count %d outside 1..%d", count, alidnn.MaxInsns)
+	}
+
+	// Fetch and decode the whole stream before dispatching any of it, so a
+	// stream that does not decode has no effect at all.
+	raw := make([]byte, uint64(count)*isa.InsnBytes)
+	for off := 0; off < len(raw); off += fetchChunk {
+		if e.stop.Load() {
+			return c, 0, errStopped
+		}
+		p := raw[off:min(off+fetchChunk, len(raw))]
+		if err := d.ReadAt(win, p, addr+uint64(off)); err != nil {
+			return c, 0, ddrFault(err)
+		}
+	}
+	c.loadBytes = uint64(len(raw))
+	fetched := uint64(e.cfg.DDRLatency) + ceilDiv(uint64(len(raw)), uint64(e.cfg.DDRBytesPerCycle))
+	c.cycles = fetched
+	decode := func(k uint32) (isa.Insn, error) {
+		return isa.Decode([isa.InsnBytes]byte(raw[k*isa.InsnBytes:]))
+	}
+	var queues [3][]uint32
+	var last isa.Insn
+	for k := range count {
+		in, err := decode(k)
+		if err != nil {
+			return c, k, faultf(alidnn.CauseIllegal, "%v", err)
+		}
+		q := in.Queue()
+		queues[q] = append(queues[q], k)
+		last = in
+	}
+	if last.Op != isa.OpFinish {
+		return c, count - 1, faultf(alidnn.CauseStream, "the stream ends with %s, not finish", last.Op)
+	}
+
+	// The discrete-event schedule: each queue has a cursor (the cycle it is
+	// free from); of the queue heads whose tokens are available, the one
+	// that can start first runs next (ties in load, compute, store order).
+	// Start times so chosen never decrease, so executing instructions in
+	// that order is a functional order the tokens allow.
+	var (
+		down, up [2]fifo // down[q]: queue q -> q+1; up[q]: q+1 -> q
+		free     = [3]uint64{fetched, fetched, fetched}
+		pos      [3]int
+		heads    [3]isa.Insn
+		left     = int(count)
+	)
+	for q := range queues {
+		if len(queues[q]) > 0 {
+			heads[q], _ = decode(queues[q][0])
+		}
+	}
+	pops := func(q int, in *isa.Insn) (start uint64, ok bool) {
+		start = free[q]
+		if in.PopPrev {
+			if q == 0 || down[q-1].empty() {
+				return 0, false
+			}
+			start = max(start, down[q-1].front())
+		}
+		if in.PopNext {
+			if q == 2 || up[q].empty() {
+				return 0, false
+			}
+			start = max(start, up[q].front())
+		}
+		return start, true
+	}
+	for left > 0 {
+		best, bestAt := -1, uint64(0)
+		for q := range queues {
+			if pos[q] == len(queues[q]) {
+				continue
+			}
+			if at, ok := pops(q, &heads[q]); ok && (best < 0 || at < bestAt) {
+				best, bestAt = q, at
+			}
+		}
+		if best < 0 {
+			pc := count
+			for q := range queues {
+				if pos[q] < len(queues[q]) {
+					pc = min(pc, queues[q][pos[q]])
+				}
+			}
+			return c, pc, faultf(alidnn.CauseDeadlock, "every queue waits for a token")
+		}
+		q, in, k := best, heads[best], queues[best][pos[best]]
+		if e.stop.Load() {
+			return c, k, errStopped
+		}
+		if in.PopPrev {
+			down[q-1].pop()
+		}
+		if in.PopNext {
+			up[q].pop()
+		}
+		if f := e.step(&in, d, win, &c); f != nil {
+			return c, k, f
+		}
+		dur := e.cycles(&in)
+		end := bestAt + dur
+		free[q] = end
+		c.busy[q] += dur
+		c.cycles = max(c.cycles, end)
+		c.insns++
+		if in.PushPrev {
+			up[q-1].push(end)
+		}
+		if in.PushNext {
+			down[q].push(end)
+		}
+		left--
+		pos[q]++
+		if pos[q] < len(queues[q]) {
+			heads[q], _ = decode(queues[q][pos[q]])
+		}
+		if in.Op == isa.OpFinish {
+			finish(in.JobID, left == 0)
+		}
+	}
+	return c, 0, nil
+}
+
+// step runs one instruction's function and adds to the byte and MAC
+// counters.
+func (e *engine) step(in *isa.Insn, d ddrPort, win int, c *counters) *fault {
+	switch in.Op {
+	case isa.OpLoad:
+		n, f := e.load(in, d, win)
+		c.loadBytes += n
+		return f
+	case isa.OpStore:
+		n, f := e.store(in, d, win)
+		c.storeBytes += n
+		return f
+	case isa.OpGEMM:
+		if f := e.gemm(in); f != nil {
+			return f
+		}
+		if !in.Reset {
+			c.macs += loopCount(in) * lanes * lanes
+		}
+	case isa.OpALU:
+		return e.alu(in)
+	case isa.OpPool:
+		return e.pool(in)
+	}
+	return nil // FINISH and NOP only move tokens
+}
+
+// loopCount is the number of micro-op executions of a GEMM or ALU.
+func loopCount(in *isa.Insn) uint64 {
+	return uint64(in.IterOut) * uint64(in.IterIn) * uint64(in.UopEnd-in.UopBegin)
+}
+
+// cycles is the modeled duration of an instruction; see the package doc.
+func (e *engine) cycles(in *isa.Insn) uint64 {
+	switch in.Op {
+	case isa.OpLoad, isa.OpStore:
+		n := tileBytes(in, elemBytes(in.Mem, in.DType, in.Op == isa.OpStore))
+		return uint64(e.cfg.DDRLatency) + ceilDiv(n, uint64(e.cfg.DDRBytesPerCycle))
+	case isa.OpGEMM:
+		if in.FP32 && !in.Reset {
+			return loopCount(in) * uint64(e.cfg.FP32Rate)
+		}
+		return loopCount(in)
+	case isa.OpALU:
+		return loopCount(in)
+	case isa.OpPool:
+		outH := (uint64(in.InH)-uint64(in.WinH))/uint64(in.StrideH) + 1
+		outW := (uint64(in.InW)-uint64(in.WinW))/uint64(in.StrideW) + 1
+		return outH * outW * uint64(in.Channels) * uint64(in.WinH) * uint64(in.WinW)
+	}
+	return 1
+}

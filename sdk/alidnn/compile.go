@@ -137,6 +137,14 @@ func (c *compiler) build() error {
 		if v.isConst {
 			continue
 		}
+		if err := c.settle(v, false); err != nil {
+			return err
+		}
+		if v.host != nil {
+			if err := c.settle(v.host.src, false); err != nil {
+				return err
+			}
+		}
 		if err := c.materialize(v); err != nil {
 			return fmt.Errorf("graph output %q: %w", o.Name, err)
 		}
@@ -201,6 +209,29 @@ func (c *compiler) node(n *onnx.Node) error {
 			return err
 		}
 	}
+	// Per-tensor element-wise operators after a Reshape work on the
+	// reshaped tensor's storage and reshape their result.
+	if elementwise[n.OpType] && len(n.Inputs) > 0 {
+		if x := c.vals[n.Inputs[0]]; x != nil && x.alias != nil && !eqInts(x.shape, x.root().shape) {
+			c.vals[n.Inputs[0]] = x.root()
+			err := c.dispatch(n)
+			c.vals[n.Inputs[0]] = x
+			if err != nil {
+				return err
+			}
+			y := c.vals[n.Outputs[0]]
+			c.vals[n.Outputs[0]] = &value{name: y.name, shape: x.shape, typ: y.typ, alias: y, uses: y.uses}
+			return nil
+		}
+	}
+	return c.dispatch(n)
+}
+
+// elementwise lists the operators that may run on a reshaped tensor's
+// storage.
+var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true}
+
+func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
 	case "Identity", "Dropout":
 		x, err := c.need(n, 0)
@@ -312,8 +343,8 @@ func (c *compiler) open(x *value) (*layer, error) {
 	if err := c.materialize(r); err != nil {
 		return nil, err
 	}
-	l := &layer{kind: lMove, in: r, accFP: r.elem == f32}
-	if r.elem == i8 {
+	l := &layer{kind: lMove, in: r, accFP: r.el() == f32}
+	if r.el() == i8 {
 		l.acc8 = true
 	}
 	out := &value{shape: r.shape, typ: r.typ, lay: r.lay, layer: l, q: r.q}
@@ -501,8 +532,8 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if !b.lay.equal(l.out.lay) {
 		return fmt.Errorf("%s: operands %s and %s are laid out differently on the device: %w", op, a, b, ErrUnsupported)
 	}
-	if b.elem != f32 {
-		return fmt.Errorf("%s: operand %s is %v on the device, want fp32: %w", op, b, b.elem, ErrUnsupported)
+	if b.el() != f32 {
+		return fmt.Errorf("%s: operand %s is %v on the device, want fp32: %w", op, b, b.el(), ErrUnsupported)
 	}
 	kind := sAddTensor
 	if op == "Mul" {

@@ -370,8 +370,8 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 	quantOp := op == "ConvInteger" || op == "QLinearConv" || op == "MatMulInteger" || op == "QLinearMatMul"
 	switch {
 	case quantOp:
-		if x.elem != i8 {
-			return fmt.Errorf("%s input %s is %v on the device, want int8: %w", op, x, x.elem, ErrUnsupported)
+		if x.el() != i8 {
+			return fmt.Errorf("%s input %s is %v on the device, want int8: %w", op, x, x.el(), ErrUnsupported)
 		}
 		var sx float32
 		var zx int64
@@ -475,7 +475,7 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 	case c.opts.int8:
 		// Post-training quantisation: int8 input at its calibrated scale,
 		// weights per output channel, accumulator settled by the consumer.
-		if x.elem != i8 {
+		if x.el() != i8 {
 			q, err := c.quantizeTo(x)
 			if err != nil {
 				return err
@@ -508,8 +508,8 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 		}
 		l.ptq = true
 	default:
-		if x.elem != f32 {
-			return fmt.Errorf("%s input %s is %v on the device, want fp32: %w", op, x, x.elem, ErrUnsupported)
+		if x.el() != f32 {
+			return fmt.Errorf("%s input %s is %v on the device, want fp32: %w", op, x, x.el(), ErrUnsupported)
 		}
 		spec.fp = true
 		spec.wF = w.floats()
@@ -650,12 +650,12 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 		return err
 	}
 	avg := n.OpType == "AveragePool" || n.OpType == "GlobalAveragePool"
-	if avg && x.elem != f32 {
+	if avg && x.el() != f32 {
 		return fmt.Errorf("average pooling of an integer tensor: %w", ErrUnsupported)
 	}
 	spec := &poolSpec{avg: avg, kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, pt: y.pb, pl: xw.pb,
 		ih: H, iw: W, oh: y.out, ow: xw.out, countPad: cip != 0}
-	l := &layer{kind: lPool, in: x, pool: spec, accFP: x.elem == f32, acc8: x.elem == i8}
+	l := &layer{kind: lPool, in: x, pool: spec, accFP: x.el() == f32, acc8: x.el() == i8}
 	outShape := []int{N, C, y.out, xw.out}
 	out := &value{shape: outShape, typ: x.typ, lay: convLayout(outShape), layer: l, q: x.q}
 	l.out = out

@@ -53,6 +53,15 @@ func (v *value) len() int {
 
 func (v *value) String() string { return fmt.Sprintf("%q %v", v.name, v.shape) }
 
+// el is the device element type of v: its layer's current store type
+// while the layer is being built.
+func (v *value) el() elem {
+	if v.layer != nil && v.layer.out == v {
+		return v.layer.storeElem()
+	}
+	return v.elem
+}
+
 // root follows aliases to the value that has storage.
 func (v *value) root() *value {
 	for v.alias != nil {

@@ -1,0 +1,155 @@
+package alidnn_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+func local(t testing.TB) *model.Local {
+	t.Helper()
+	dev, err := model.NewLocal(1 << 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+func readSet(t testing.TB, dir string) (in, out *onnx.Tensor) {
+	t.Helper()
+	in, err := onnx.ReadTensor(filepath.Join(dir, "input_0.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = onnx.ReadTensor(filepath.Join(dir, "output_0.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, out
+}
+
+func argmax(t testing.TB, x *onnx.Tensor) int {
+	f, err := x.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := 0
+	for k := range f {
+		if f[k] > f[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+func maxAbsDiff(t testing.TB, got, want *onnx.Tensor) float64 {
+	g, err := got.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := want.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g) != len(w) {
+		t.Fatalf("%d values, want %d", len(g), len(w))
+	}
+	worst := 0.0
+	for k := range w {
+		d := float64(g[k] - w[k])
+		if d < 0 {
+			d = -d
+		}
+		worst = max(worst, d)
+	}
+	return worst
+}
+
+func TestMNIST(t *testing.T) {
+	dir := testenv.TestData(t, "onnx", "models", "mnist")
+	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dev := local(t)
+	fp, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calib [][]*onnx.Tensor
+	sets := []string{"test_data_set_0", "test_data_set_1"}
+	for _, s := range sets {
+		in, _ := readSet(t, filepath.Join(dir, s))
+		in.Name = "Input3"
+		calib = append(calib, []*onnx.Tensor{in})
+	}
+	q8, err := alidnn.Quantize(ctx, dev, m, calib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sets {
+		in, want := readSet(t, filepath.Join(dir, s))
+		in.Name = "Input3"
+		sess, err := alidnn.Load(ctx, dev, fp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sess.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxAbsDiff(t, res.Outputs[0], want); d > 5e-3 {
+			t.Errorf("%s fp32: logits differ by %g, want ≤ 5e-3", s, d)
+		}
+		t.Logf("%s fp32: max |Δ| %.2g, argmax %d, %d ns modeled", s, maxAbsDiff(t, res.Outputs[0], want), argmax(t, res.Outputs[0]), res.Stats.DeviceNS())
+		sess, err = alidnn.Load(ctx, dev, q8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res8, err := sess.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := argmax(t, res8.Outputs[0]), argmax(t, want); got != want {
+			t.Errorf("%s int8: argmax %d, want %d", s, got, want)
+		}
+		t.Logf("%s int8: max |Δ| %.2g, argmax %d, %d ns modeled", s, maxAbsDiff(t, res8.Outputs[0], want), argmax(t, res8.Outputs[0]), res8.Stats.DeviceNS())
+	}
+}
+
+func TestMNISTQuantized(t *testing.T) {
+	dir := testenv.TestData(t, "onnx", "models")
+	m, err := onnx.ReadModel(filepath.Join(dir, "mnist_quantized", "model_quantized.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dev := local(t)
+	sess, err := alidnn.Load(ctx, dev, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"mnist_quantized/test_data_set_0", "mnist/test_data_set_0", "mnist/test_data_set_1"} {
+		in, want := readSet(t, filepath.Join(dir, s))
+		in.Name = m.Graph.Inputs[0].Name
+		res, err := sess.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := argmax(t, res.Outputs[0]), argmax(t, want); got != want {
+			t.Errorf("%s: argmax %d, want %d", s, got, want)
+		}
+		t.Logf("%s: max |Δ| %.2g vs the float model", s, maxAbsDiff(t, res.Outputs[0], want))
+	}
+}

@@ -153,3 +153,46 @@ func TestMNISTQuantized(t *testing.T) {
 		t.Logf("%s: max |Δ| %.2g vs the float model", s, maxAbsDiff(t, res.Outputs[0], want))
 	}
 }
+
+func TestResNet50(t *testing.T) {
+	dir := testenv.TestData(t, "onnx", "light", "light_resnet50")
+	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dev := local(t)
+	sess, err := alidnn.Load(ctx, dev, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, want := readSet(t, filepath.Join(dir, "test_data_set_0"))
+	in.Name = m.Graph.Inputs[0].Name
+	res, err := sess.Run(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := res.Outputs[0].Float32s()
+	w, _ := want.Float32s()
+	worst := 0.0
+	for k := range w {
+		tol := 1e-5 + 1e-3*float64(abs32(w[k]))
+		worst = max(worst, float64(abs32(g[k]-w[k]))/tol)
+	}
+	if worst > 1 {
+		t.Errorf("worst error %.3g× the tolerance", worst)
+	}
+	t.Logf("%d layers, %d instructions, %.2f G MACs; modeled %.2f ms, host %v; worst error %.3g× the tolerance",
+		prog.Layers, len(prog.Insns), float64(prog.MACs)/1e9, float64(res.Stats.DeviceNS())/1e6, res.HostTime, worst)
+}
+
+func abs32(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

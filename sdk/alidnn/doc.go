@@ -1,0 +1,21 @@
+// Package alidnn compiles ONNX models to AliDNN engine programs and runs
+// them.
+//
+// Compile maps a graph onto the engine layer by layer. Convolutions, Gemm
+// and MatMul (and their quantised forms QLinearConv, QLinearMatMul,
+// ConvInteger, MatMulInteger) become GEMM layers tiled over output rows and
+// input-channel blocks to fit the engine's SRAMs; max and average pooling
+// become POOL layers; element-wise operators that follow a layer (bias,
+// ReLU, batch normalisation, requantisation, casts, residual sums) are fused
+// into its accumulator epilogue, and the rest run as element-wise layers.
+// Operators on constants are folded at compile time; Softmax at the graph's
+// end runs on the host. Tensors live in device memory as 16-lane blocks
+// (see layout); the runtime packs inputs and unpacks outputs.
+//
+// fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
+// fp32 model into an int8 one after training, calibrated on sample inputs
+// run on the engine itself.
+//
+// A Program is relocatable: Load uploads its constants and instructions to a
+// Device once, and Session.Run runs it as often as needed.
+package alidnn

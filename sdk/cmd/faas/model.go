@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/alidnn/onnxtest"
+	"github.com/fpga-faas/faas/sdk/onnx"
+	"github.com/spf13/cobra"
+)
+
+// engineMemory is the device memory of the in-process engine.
+const engineMemory = 4 << 30
+
+func modelCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "model", Short: "Compile and run ONNX models on the AliDNN engine"}
+	cmd.AddCommand(testCommand(), compileCommand(), runCommand())
+	return cmd
+}
+
+func engine() (*model.Local, error) {
+	dev, err := model.NewLocal(engineMemory)
+	if err != nil {
+		return nil, fmt.Errorf("starting the in-process engine: %w", err)
+	}
+	return dev, nil
+}
+
+func testCommand() *cobra.Command {
+	var int8 bool
+	cmd := &cobra.Command{
+		Use:   "test [--int8] DIR...",
+		Short: "Run ONNX backend-test folders (model.onnx, test_data_set_*/) on the engine",
+		Long: `Runs each folder's data sets and prints one line per folder: PASS or FAIL
+with the worst error relative to the tolerance (fp32: 1e-5 + 1e-3·|want|;
+quantised outputs: 1). With --int8, fp32 models are quantised after training,
+calibrated on the folder's inputs, and compared by argmax.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dev, err := engine()
+			if err != nil {
+				return err
+			}
+			defer dev.Close()
+			type line struct {
+				Dir   string  `json:"dir"`
+				Pass  bool    `json:"pass"`
+				Worst float64 `json:"worst"`
+				Error string  `json:"error,omitempty"`
+			}
+			var lines []line
+			failed := 0
+			for _, dir := range args {
+				r := onnxtest.Run(cmd.Context(), dev, dir, onnxtest.Options{Quantize: int8})
+				if !r.Pass {
+					failed++
+				}
+				l := line{Dir: dir, Pass: r.Pass, Worst: r.Worst}
+				if r.Err != nil {
+					l.Error = r.Err.Error()
+				}
+				lines = append(lines, l)
+				if !jsonOutput(cmd) {
+					fmt.Fprintln(cmd.OutOrStdout(), r.Line())
+				}
+			}
+			if jsonOutput(cmd) {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(lines); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "%d of %d passed\n", len(args)-failed, len(args))
+			}
+			if failed > 0 {
+				return fmt.Errorf("%w: %d of %d folders", errFailed, failed, len(args))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&int8, "int8", false, "quantise fp32 models to int8 after training")
+	return cmd
+}
+
+func compileCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "compile MODEL.onnx -o PROGRAM",
+		Short: "Compile an ONNX model to an AliDNN program file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("-o PROGRAM is required")
+			}
+			m, err := onnx.ReadModel(args[0])
+			if err != nil {
+				return err
+			}
+			p, err := alidnn.Compile(m)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			p.Name = filepath.Base(args[0])
+			if err := p.WriteFile(out); err != nil {
+				return err
+			}
+			info := map[string]any{"program": out, "instructions": len(p.Insns), "layers": p.Layers,
+				"constant_bytes": len(p.Consts), "memory_bytes": p.MemSize(), "macs": p.MACs}
+			if jsonOutput(cmd) {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(info)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d layers, %d instructions, %d bytes of constants, %d bytes of device memory, %.3g G MACs per run\n",
+				out, p.Layers, len(p.Insns), len(p.Consts), p.MemSize(), float64(p.MACs)/1e9)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "program file to write")
+	return cmd
+}
+
+// loadProgram reads MODEL: a program file, or an ONNX model it compiles
+// (quantised after training on the inputs when int8 is set).
+func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool, inputs []*onnx.Tensor) (*alidnn.Program, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, 8)
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	if bytes.Equal(head[:n], []byte("ADNNPRG1")) {
+		if int8 {
+			return nil, fmt.Errorf("--int8 applies to ONNX models, %s is a compiled program", path)
+		}
+		return alidnn.ReadFile(path)
+	}
+	m, err := onnx.ReadModel(path)
+	if err != nil {
+		return nil, err
+	}
+	if int8 {
+		return alidnn.Quantize(ctx, dev, m, [][]*onnx.Tensor{inputs})
+	}
+	return alidnn.Compile(m)
+}
+
+func runCommand() *cobra.Command {
+	var ins, outs []string
+	var int8 bool
+	cmd := &cobra.Command{
+		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...]",
+		Short: "Run a model (ONNX or program file) once and report its device and host time",
+		Long: `Runs MODEL on the in-process engine with the given input tensors (ONNX
+TensorProto files, matched to the model's inputs by name, else by position)
+and writes the outputs. Prints the modeled device time of the run and the
+host wall time (upload, run, download).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if len(ins) == 0 {
+				return fmt.Errorf("--input is required")
+			}
+			var tensors []*onnx.Tensor
+			for _, p := range ins {
+				t, err := onnx.ReadTensor(p)
+				if err != nil {
+					return err
+				}
+				tensors = append(tensors, t)
+			}
+			dev, err := engine()
+			if err != nil {
+				return err
+			}
+			defer dev.Close()
+			start := time.Now()
+			p, err := loadProgram(ctx, dev, args[0], int8, tensors)
+			if err != nil {
+				return err
+			}
+			compileTime := time.Since(start)
+			matchInputs(p, tensors)
+			s, err := alidnn.Load(ctx, dev, p)
+			if err != nil {
+				return err
+			}
+			res, err := s.Run(ctx, tensors...)
+			if err != nil {
+				return err
+			}
+			if len(outs) > len(res.Outputs) {
+				return fmt.Errorf("%d --output files for %d outputs", len(outs), len(res.Outputs))
+			}
+			for k, path := range outs {
+				if err := onnx.WriteTensor(path, res.Outputs[k]); err != nil {
+					return err
+				}
+			}
+			st := res.Stats
+			if jsonOutput(cmd) {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+					"device_ns": st.DeviceNS(), "host_ns": res.HostTime.Nanoseconds(), "compile_ns": compileTime.Nanoseconds(),
+					"cycles": st.Cycles, "macs": st.MACs, "instructions": st.Insns, "outputs": outs,
+				})
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "device time  %v (modeled: %d cycles at %d MHz)\n", time.Duration(st.DeviceNS()), st.Cycles, st.ClockMHz)
+			fmt.Fprintf(w, "host time    %v (upload, run on the simulated engine, download)\n", res.HostTime.Round(time.Microsecond))
+			fmt.Fprintf(w, "compile time %v\n", compileTime.Round(time.Microsecond))
+			fmt.Fprintf(w, "work         %d instructions, %.3g G MACs, %d B loaded, %d B stored\n", st.Insns, float64(st.MACs)/1e9, st.LoadBytes, st.StoreBytes)
+			for k, o := range res.Outputs {
+				where := ""
+				if k < len(outs) {
+					where = " → " + outs[k]
+				}
+				fmt.Fprintf(w, "output %q %v%s\n", o.Name, o.Dims, where)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&ins, "input", nil, "input tensor file (TensorProto), once per input")
+	cmd.Flags().StringArrayVar(&outs, "output", nil, "file to write an output tensor to, once per output")
+	cmd.Flags().BoolVar(&int8, "int8", false, "quantise an fp32 ONNX model to int8, calibrated on the inputs")
+	return cmd
+}
+
+// matchInputs names the tensors after the program's inputs when their own
+// names do not match (backend-test files often carry none).
+func matchInputs(p *alidnn.Program, ts []*onnx.Tensor) {
+	names := map[string]bool{}
+	for _, b := range p.Inputs {
+		names[b.Name] = true
+	}
+	for k, t := range ts {
+		if !names[t.Name] && k < len(p.Inputs) {
+			t.Name = p.Inputs[k].Name
+		}
+	}
+}

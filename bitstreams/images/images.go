@@ -13,6 +13,7 @@ import (
 	"embed"
 	"fmt"
 
+	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/loopback"
 	"github.com/fpga-faas/faas/shell"
 )
@@ -38,10 +39,14 @@ type Source struct {
 	Bitstreams []Bitstream
 }
 
-// Sources lists the reference images. The AliDNN images join when the AliDNN
-// role exists.
+// Sources lists the reference images.
 var Sources = []Source{
 	{Name: "loopback", Bitstreams: []Bitstream{{File: "loopback.bit", Part: shell.PartVU9P, Make: loopback.Bitstream}}},
+	{Name: "alidnn", Bitstreams: []Bitstream{{File: "alidnn.bit", Part: shell.PartVU9P, Make: alidnn.Bitstream}}},
+	{Name: "alidnn-dual", Bitstreams: []Bitstream{
+		{File: "alidnn-0.bit", Part: shell.PartVU9P, Make: alidnn.Bitstream},
+		{File: "alidnn-1.bit", Part: shell.PartVU9P, Make: alidnn.Bitstream},
+	}},
 }
 
 //go:embed */image.yaml

@@ -25,11 +25,15 @@ COSIGN_BIN    := $(GOBIN_DIR)/cosign
 PG_BIN   ?= $(or $(FAAS_PG_BIN),/usr/lib/postgresql/15/bin)
 PG_DEBPKG := postgresql-15
 
+# The shared outside test data (ONNX backend tests and models; see
+# internal/testenv.TestData for the same search).
+TESTDATA ?= $(or $(FAAS_TESTDATA),$(firstword $(wildcard ../shared/testdata /work/shared/testdata)))
+
 TEST_TIMEOUT ?= 60m
 BENCHTIME    ?= 1s
 FUZZTIME     ?= 10s
 
-.PHONY: help tools test lint bench fuzz-smoke demo images
+.PHONY: help tools test onnx-node-tests lint bench fuzz-smoke demo images
 
 help:
 	@echo 'make demo        bring up a simulated board and validate it end to end'
@@ -72,6 +76,16 @@ test: tools
 	if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then race=; echo "test: cgo is off (no C compiler?): running without -race"; fi; \
 	set -x; \
 	$(if $(CI),CI=$(CI)) $(GO) test $$race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@$(MAKE) --no-print-directory onnx-node-tests
+
+# onnx-node-tests runs every ONNX backend node test of the shared test data
+# through the tenant CLI, as scripts would (`faas model test`).
+onnx-node-tests:
+	@if [ -z "$(TESTDATA)" ] || [ ! -d "$(TESTDATA)/onnx/node" ]; then \
+		msg="onnx-node-tests: shared test data not found (set FAAS_TESTDATA to its folder)"; \
+		if [ "$(CI)" = true ]; then echo "$$msg" >&2; exit 1; fi; echo "$$msg; skipped"; exit 0; \
+	fi; \
+	set -x; $(GO) run ./sdk/cmd/faas model test $(TESTDATA)/onnx/node/*/
 
 lint:
 	@unformatted="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fpga-faas/faas/shell"
 )
@@ -45,6 +46,21 @@ func (s Stats) DeviceNS() uint64 {
 	return s.Cycles * 1000 / uint64(s.ClockMHz)
 }
 
+// ErrBusy is returned by Exec when a run is already in progress.
+var ErrBusy = errors.New("alidnn engine busy")
+
+// waitIdle gives an aborted run a moment to stop, so the next Exec finds
+// the engine idle; abort takes effect between instructions.
+func waitIdle(p Port) {
+	for range 1000 {
+		st, err := p.RoleRead32(RegStatus)
+		if err != nil || st&StatusBusy == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // ErrEngine is wrapped by every *EngineError.
 var ErrEngine = errors.New("alidnn engine error")
 
@@ -72,6 +88,13 @@ func Exec(ctx context.Context, p Port, r Run) (Stats, error) {
 	} else if magic != ID {
 		return Stats{}, fmt.Errorf("alidnn: role magic %#08x, want %#08x: the engine is not loaded", magic, ID)
 	}
+	// A run still stopping (after an abort) would refuse START and then
+	// report its own end as this run's error.
+	if st, err := p.RoleRead32(RegStatus); err != nil {
+		return Stats{}, err
+	} else if st&StatusBusy != 0 {
+		return Stats{}, fmt.Errorf("%w: the engine is busy with another run", ErrBusy)
+	}
 	for _, w := range [][2]uint32{
 		{RegInsnAddr, uint32(r.Insns)}, {RegInsnAddr + 4, uint32(r.Insns >> 32)},
 		{RegInsnCount, uint32(r.Count)}, {RegWindow, uint32(r.Window)}, {RegControl, Start},
@@ -97,6 +120,7 @@ func Exec(ctx context.Context, p Port, r Run) (Stats, error) {
 		if err := p.WaitIRQ(ctx, shell.IRQRole0); err != nil {
 			if ctx.Err() != nil {
 				_ = p.RoleWrite32(RegControl, Abort)
+				waitIdle(p)
 			}
 			return Stats{}, err
 		}

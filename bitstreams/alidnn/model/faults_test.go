@@ -537,6 +537,15 @@ func TestBusyAndAbort(t *testing.T) {
 	if st := run(t, l, "finish job=77"); st.JobID != 77 {
 		t.Fatalf("run after abort: %+v", st)
 	}
+	// Exec refuses to start while another run is in progress, rather than
+	// reporting that run's end as its own.
+	longRun(t, l)
+	put(t, l, progAddr+0x1000, assemble(t, "finish job=78"))
+	if _, err := alidnn.Exec(context.Background(), l, alidnn.Run{Insns: progAddr + 0x1000, Count: 1}); !errors.Is(err, alidnn.ErrBusy) {
+		t.Fatalf("Exec while busy: %v, want ErrBusy", err)
+	}
+	wr(t, l, alidnn.RegControl, alidnn.Abort)
+	waitIdle(t, l)
 }
 
 func TestCloseDuringRun(t *testing.T) {

@@ -312,8 +312,7 @@ func normAxis(a, rank int) (int, error) {
 	return a, nil
 }
 
-// deviceOf returns v as a tensor on the device: constants of an
-// element-wise operator are placed in memory laid out like the output.
+// device checks that v can feed the engine.
 func (c *compiler) device(v *value) (*value, error) {
 	if v.host != nil {
 		return nil, fmt.Errorf("%s is computed on the host (%s) and cannot feed the engine: %w", v, v.host.op, ErrUnsupported)

@@ -112,12 +112,8 @@ func eqInts(a, b []int) bool {
 	return true
 }
 
-// offsets returns, for every logical index in row-major order, the lane
-// offset (in lanes, not bytes) of that value on the device. src, when not
-// nil, is a smaller shape broadcast to l.shape (numpy rules): the result is
-// then indexed by src's row-major order and gives one of the places each
-// source value goes... Instead, to keep one rule, offsets always walks
-// l.shape; see gather for broadcasting.
+// offsets returns, for every logical index in row-major order, where that
+// value sits on the device, in lanes from the tensor's start.
 func (l layout) offsets() []int {
 	n := 1
 	for _, d := range l.shape {

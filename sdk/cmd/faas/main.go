@@ -32,6 +32,17 @@ var errFailed = errors.New("tests failed")
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	err := newRoot().ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, errFailed) {
+		fmt.Fprintln(os.Stderr, "faas:", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "faas",
 		Short:         "FaaS tenant tool: compile and run models on FPGA accelerators",
@@ -40,15 +51,18 @@ func main() {
 	}
 	root.PersistentFlags().Bool("json", false, "print machine-readable JSON")
 	root.AddCommand(modelCommand())
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return
+	return root
+}
+
+// exitCode maps an error to the documented exit codes.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errFailed):
+		return 1
 	}
-	if !errors.Is(err, errFailed) {
-		fmt.Fprintln(os.Stderr, "faas:", err)
-		os.Exit(2)
-	}
-	os.Exit(1)
+	return 2
 }
 
 func jsonOutput(cmd *cobra.Command) bool {

@@ -1,0 +1,138 @@
+package alidnn
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+func graph(inputs []onnx.ValueInfo, inits []*onnx.Tensor, nodes ...*onnx.Node) *onnx.Model {
+	return &onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: &onnx.Graph{
+		Inputs: inputs, Initializers: inits, Nodes: nodes,
+		Outputs: []onnx.ValueInfo{{Name: nodes[len(nodes)-1].Outputs[0]}},
+	}}
+}
+
+func vi(name string, dims ...int64) onnx.ValueInfo {
+	v := onnx.ValueInfo{Name: name, ElemType: onnx.Float}
+	for _, d := range dims {
+		v.Dims = append(v.Dims, onnx.Dim{Value: d})
+	}
+	return v
+}
+
+// TestCompileErrors checks that models the engine cannot run are refused
+// with errors naming the node and what is wrong.
+func TestCompileErrors(t *testing.T) {
+	w := onnx.NewFloat32("w", []int64{4, 2, 3, 3}, make([]float32, 72))
+	x := vi("x", 1, 2, 8, 8)
+	cases := []struct {
+		name string
+		m    *onnx.Model
+		want []string
+	}{
+		{"unknown operator", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "lstm1", OpType: "LSTM", Inputs: []string{"x"}, Outputs: []string{"y"}}),
+			[]string{"LSTM", `"lstm1"`}},
+		{"grouped conv", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{w}, &onnx.Node{Name: "c", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"},
+			Attrs: []*onnx.Attribute{{Name: "group", Type: onnx.AttrInt, I: 2}}}), []string{"Conv", "group = 2"}},
+		{"weights not constant", graph([]onnx.ValueInfo{x, vi("w", 4, 2, 3, 3)}, nil, &onnx.Node{Name: "c", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"}}),
+			[]string{"weights", "constant"}},
+		{"symbolic batch", graph([]onnx.ValueInfo{{Name: "x", ElemType: onnx.Float, Dims: []onnx.Dim{{Param: "N"}, {Value: 2}}}}, nil,
+			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"y"}}), []string{`input "x"`, `"N"`}},
+		{"foreign domain", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "q", OpType: "QuickGelu", Domain: "com.microsoft", Inputs: []string{"x"}, Outputs: []string{"y"}}),
+			[]string{"com.microsoft"}},
+		{"ceil_mode", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
+			Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "ceil_mode", Type: onnx.AttrInt, I: 1}}}), []string{"MaxPool", "ceil_mode"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Compile(c.m)
+			if err == nil {
+				t.Fatal("compiled")
+			}
+			if !errors.Is(err, ErrUnsupported) {
+				t.Errorf("%v does not wrap ErrUnsupported", err)
+			}
+			for _, s := range c.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%v does not mention %s", err, s)
+				}
+			}
+		})
+	}
+}
+
+// TestLayoutRoundTrip packs and unpacks tensors of several ranks and
+// layouts, including broadcast inputs.
+func TestLayoutRoundTrip(t *testing.T) {
+	for _, shape := range [][]int{{5}, {3, 20}, {2, 17, 3, 4}, {1, 2, 3, 40}} {
+		for _, l := range []layout{convLayout(shape), matLayout(shape)} {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			f := make([]float32, n)
+			iv := make([]int64, n)
+			for k := range f {
+				f[k] = float32(k) + 0.5
+				iv[k] = int64(k%255) - 127
+			}
+			if got := unpackF32(l, packF32(l, f, nil)); !equalF(got, f) {
+				t.Errorf("%v %+v: fp32 round trip differs", shape, l)
+			}
+			if got := unpackInt(l, i8, packInt(l, i8, iv, nil)); !equalI(got, iv) {
+				t.Errorf("%v %+v: int8 round trip differs", shape, l)
+			}
+			// Distinct values land in distinct lanes.
+			seen := map[int]bool{}
+			for _, off := range l.offsets() {
+				if seen[off] || off >= l.elems()*lanes {
+					t.Fatalf("%v %+v: offset %d reused or out of range", shape, l, off)
+				}
+				seen[off] = true
+			}
+		}
+	}
+	// [3] broadcast to [2, 3]: each row repeats the vector.
+	l := convLayout([]int{2, 3})
+	got := unpackF32(l, packF32(l, []float32{1, 2, 3}, broadcastIndex([]int{2, 3}, []int{3})))
+	if !equalF(got, []float32{1, 2, 3, 1, 2, 3}) {
+		t.Errorf("broadcast: %v", got)
+	}
+}
+
+func equalF(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if a[k] != b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalI(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if a[k] != b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFixedPoint(t *testing.T) {
+	for _, r := range []float64{1, 0.5, 0.3, 1e-4, 3.7, 0.0078125} {
+		m, s := fixedPoint(r)
+		got := float64(m) / float64(uint64(1)<<uint(31+s))
+		if m < 1<<30 || m >= 1<<31 || got/r > 1+1e-9 || got/r < 1-1e-9 {
+			t.Errorf("fixedPoint(%g) = %d, %d = %g", r, m, s, got)
+		}
+	}
+}

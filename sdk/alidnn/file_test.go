@@ -1,0 +1,108 @@
+package alidnn_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+func mnistProgram(t testing.TB) (*alidnn.Program, *onnx.Tensor, *onnx.Tensor) {
+	t.Helper()
+	dir := testenv.TestData(t, "onnx", "models", "mnist")
+	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := readSet(t, filepath.Join(dir, "test_data_set_0"))
+	in.Name = "Input3"
+	return p, in, out
+}
+
+// TestProgramFileRoundTrip writes a compiled program, reads it back and runs
+// it: the outputs are those of the original.
+func TestProgramFileRoundTrip(t *testing.T) {
+	p, in, want := mnistProgram(t)
+	path := filepath.Join(t.TempDir(), "mnist.prog")
+	if err := p.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	q, err := alidnn.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := alidnn.Load(ctx, local(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(t, res.Outputs[0], want); d > 5e-3 {
+		t.Fatalf("program read back: logits differ by %g", d)
+	}
+}
+
+// TestProgramFileDamage flips bytes and truncates: every damaged file is
+// refused with ErrProgram, never run.
+func TestProgramFileDamage(t *testing.T) {
+	p, _, _ := mnistProgram(t)
+	var buf bytes.Buffer
+	if _, err := p.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	for _, off := range []int{0, 7, 8, 11, 12, 40, len(good) / 2, len(good) - 100, len(good) - 1} {
+		bad := bytes.Clone(good)
+		bad[off] ^= 0x40
+		if _, err := alidnn.ReadProgram(bytes.NewReader(bad)); !errors.Is(err, alidnn.ErrProgram) {
+			t.Errorf("byte %d flipped: err = %v, want ErrProgram", off, err)
+		}
+	}
+	for _, n := range []int{0, 5, 12, 100, len(good) - 1} {
+		if _, err := alidnn.ReadProgram(bytes.NewReader(good[:n])); !errors.Is(err, alidnn.ErrProgram) {
+			t.Errorf("truncated to %d bytes: err = %v, want ErrProgram", n, err)
+		}
+	}
+}
+
+func FuzzReadProgram(f *testing.F) {
+	p := &alidnn.Program{}
+	var buf bytes.Buffer
+	if _, err := p.WriteTo(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte("ADNNPRG1\x02\x00\x00\x00{}"))
+	if m, err := onnx.ReadModel(filepath.Join(testenv.DevTestData, "onnx", "node", "test_relu", "model.onnx")); err == nil {
+		if q, err := alidnn.Compile(m); err == nil {
+			buf.Reset()
+			q.WriteTo(&buf)
+			f.Add(buf.Bytes())
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := alidnn.ReadProgram(bytes.NewReader(b))
+		if err != nil {
+			if !errors.Is(err, alidnn.ErrProgram) {
+				t.Fatalf("error %v does not wrap ErrProgram", err)
+			}
+			return
+		}
+		var out bytes.Buffer
+		if _, err := p.WriteTo(&out); err != nil {
+			t.Fatalf("a program that was read cannot be written: %v", err)
+		}
+	})
+}

@@ -64,11 +64,11 @@ type convSpec struct {
 
 // poolSpec is a POOL producer.
 type poolSpec struct {
-	avg                    bool
-	kh, kw, sh, sw         int
-	pt, pl                 int
-	ih, iw, oh, ow         int
-	countPad               bool // average pool divides by the whole window, padding included
+	avg            bool
+	kh, kw, sh, sw int
+	pt, pl         int
+	ih, iw, oh, ow int
+	countPad       bool // average pool divides by the whole window, padding included
 }
 
 type stepKind uint8

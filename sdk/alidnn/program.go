@@ -13,15 +13,15 @@ import (
 // program's base in device memory; the runtime relocates them when it
 // loads the program.
 type Program struct {
-	Insns    []isa.Insn
-	Consts   []byte // at offset 0
-	ActBase  uint64 // activations start here
-	ActSize  uint64
-	Inputs   []Binding
-	Outputs  []Binding
-	Layers   int
-	MACs     uint64 // multiply-accumulates of one run, as compiled
-	Name     string
+	Insns   []isa.Insn
+	Consts  []byte // at offset 0
+	ActBase uint64 // activations start here
+	ActSize uint64
+	Inputs  []Binding
+	Outputs []Binding
+	Layers  int
+	MACs    uint64 // multiply-accumulates of one run, as compiled
+	Name    string
 }
 
 // MemSize is the device memory a loaded program needs: constants,
@@ -48,12 +48,12 @@ type Binding struct {
 	Bcast []int // inputs: the input's own shape, broadcast on upload
 	Shift bool  // uint8 data is held as int8 shifted by −128
 
-	Host     string    // "Softmax" or "Softmax-1": applied to Src on the host
-	Axis     int
-	Src      *Binding  `json:",omitempty"`
-	ConstF   []float32 `json:",omitempty"`
-	ConstI   []int64   `json:",omitempty"`
-	IsConst  bool      `json:",omitempty"`
+	Host    string // "Softmax" or "Softmax-1": applied to Src on the host
+	Axis    int
+	Src     *Binding  `json:",omitempty"`
+	ConstF  []float32 `json:",omitempty"`
+	ConstI  []int64   `json:",omitempty"`
+	IsConst bool      `json:",omitempty"`
 }
 
 // Layout is a device layout in its serialised form.

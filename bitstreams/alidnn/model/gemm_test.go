@@ -162,3 +162,18 @@ nop.compute ; pop_prev
 	}
 	b.ReportMetric(float64(macs)/b.Elapsed().Seconds(), "MAC/s")
 }
+
+// BenchmarkGEMMNaiveInt8 is the baseline of BenchmarkGEMMInt8: the same
+// GEMM instruction through the straightforward reference loop (naiveGEMM),
+// which indexes the SRAMs lane by lane.
+func BenchmarkGEMMNaiveInt8(b *testing.B) {
+	e := testEngine(b, 1)
+	in := convGEMM(b, e, false)
+	macs := loopCount(&in) * lanes * lanes
+	acc := append([]int32(nil), e.acc...)
+	b.ResetTimer()
+	for b.Loop() {
+		naiveGEMM(e, &in, acc)
+	}
+	b.ReportMetric(float64(macs)*float64(b.N)/b.Elapsed().Seconds(), "MAC/s")
+}

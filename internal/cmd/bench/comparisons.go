@@ -30,4 +30,14 @@ var comparisons = []benchreport.Comparison{
 		Bench: "BenchmarkUnseal/workers=2", Baseline: "BenchmarkFloor",
 		Target: "> 1× of the serial floor (SHA-256 + AES-GCM of the same bytes in one goroutine): the pipeline must beat it on 2 cores",
 	},
+	{
+		Title: "AliDNN int8 GEMM instruction (9 micro-ops × 16×16 loop), one core", Pkg: "github.com/fpga-faas/faas/bitstreams/alidnn/model",
+		Bench: "BenchmarkGEMMInt8", Baseline: "BenchmarkGEMMNaiveInt8",
+		Target: "≥ 2 G MAC/s absolute (the issue's floor; see the MAC/s column) and well above the lane-by-lane reference loop",
+	},
+	{
+		Title: "ResNet-50 inference (light_resnet50, fp32) on the in-process engine", Pkg: "github.com/fpga-faas/faas/sdk/alidnn",
+		Bench: "BenchmarkResNet50", Baseline: "BenchmarkResNet50Naive",
+		Target: "< 1× of the baseline's time (its 4.09 G MACs as plain Go dot products); device-ms is the modeled device time at 250 MHz",
+	},
 }

@@ -1,0 +1,581 @@
+package blobtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"sort"
+	"sync"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/fpga-faas/faas/services/registry/blob"
+)
+
+// Backend creates fresh, empty storage for one test and returns a function
+// opening a Store over it. Each call of open must return a new, independent
+// Store instance over the same storage, as a restarted process would get.
+type Backend func(t *testing.T) (open func() blob.Store)
+
+// Run runs the conformance suite, each test on fresh storage from newBackend.
+func Run(t *testing.T, newBackend Backend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open func() blob.Store)
+	}{
+		{"PutStatOpenDelete", testPutStatOpenDelete},
+		{"Ranges", testRanges},
+		{"NotFound", testNotFound},
+		{"InvalidDigest", testInvalidDigest},
+		{"DigestMismatch", testDigestMismatch},
+		{"Empty", testEmpty},
+		{"ResumeAfterRestart", testResumeAfterRestart},
+		{"FailedWrite", testFailedWrite},
+		{"ConcurrentSameDigest", testConcurrentSameDigest},
+		{"List", testList},
+		{"Cancel", testCancel},
+		{"RecommitRefreshes", testRecommitRefreshes},
+		{"Collect", testCollect},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newBackend(t))
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func random(t *testing.T, n int) []byte {
+	p := make([]byte, n)
+	rand.Read(p)
+	return p
+}
+
+// put stores p through one upload written in chunks of the given sizes (the rest last).
+func put(t *testing.T, s blob.Store, p []byte, chunks ...int) blob.Info {
+	t.Helper()
+	c := ctx(t)
+	u, err := s.Begin(c)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	rest := p
+	for _, n := range append(chunks, len(p)) {
+		n = min(n, len(rest))
+		if _, err := u.Write(c, bytes.NewReader(rest[:n])); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		rest = rest[n:]
+	}
+	if u.Offset() != int64(len(p)) {
+		t.Fatalf("Offset = %d, want %d", u.Offset(), len(p))
+	}
+	info, err := u.Commit(c, blob.FromBytes(p))
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if info.Digest != blob.FromBytes(p) || info.Size != int64(len(p)) {
+		t.Fatalf("Commit = %+v, want digest %s size %d", info, blob.FromBytes(p), len(p))
+	}
+	return info
+}
+
+func read(t *testing.T, s blob.Store, d blob.Digest, off, n int64) ([]byte, error) {
+	t.Helper()
+	r, err := s.Open(ctx(t), d, off, n)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+func mustRead(t *testing.T, s blob.Store, d blob.Digest, off, n int64, want []byte) {
+	t.Helper()
+	got, err := read(t, s, d, off, n)
+	if err != nil {
+		t.Fatalf("Open(%s, %d, %d): %v", d, off, n, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Open(%s, %d, %d) read %d bytes, want %d (content differs: %v)", d, off, n, len(got), len(want), len(got) == len(want))
+	}
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: error %v, want %v", what, err, target)
+	}
+}
+
+func testPutStatOpenDelete(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	p := random(t, 100_000)
+	before := time.Now().Add(-time.Minute)
+	info := put(t, s, p)
+	st, err := s.Stat(c, info.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Digest != info.Digest || st.Size != int64(len(p)) || st.Modified.Before(before) {
+		t.Fatalf("Stat = %+v", st)
+	}
+	mustRead(t, s, info.Digest, 0, -1, p)
+	mustRead(t, s, info.Digest, 0, int64(len(p)), p)
+	if err := s.Delete(c, info.Digest); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Stat(c, info.Digest)
+	wantErr(t, "Stat after Delete", err, blob.ErrNotFound)
+	_, err = read(t, s, info.Digest, 0, -1)
+	wantErr(t, "Open after Delete", err, blob.ErrNotFound)
+	wantErr(t, "Delete twice", s.Delete(c, info.Digest), blob.ErrNotFound)
+}
+
+func testRanges(t *testing.T, open func() blob.Store) {
+	s := open()
+	p := random(t, 4096)
+	d := put(t, s, p).Digest
+	n := int64(len(p))
+	for _, r := range []struct{ off, len int64 }{{0, 1}, {1, 10}, {100, -1}, {n - 1, 1}, {n - 1, -1}, {n, -1}, {n, 0}, {0, 0}, {17, n - 17}} {
+		end := n
+		if r.len >= 0 {
+			end = r.off + r.len
+		}
+		mustRead(t, s, d, r.off, r.len, p[r.off:end])
+	}
+	for _, r := range []struct{ off, len int64 }{{-1, 1}, {n + 1, -1}, {n + 1, 0}, {0, n + 1}, {n - 1, 2}, {n, 1}} {
+		_, err := read(t, s, d, r.off, r.len)
+		wantErr(t, "invalid range", err, blob.ErrInvalidRange)
+	}
+}
+
+func testNotFound(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	d := blob.FromBytes([]byte("never stored"))
+	_, err := s.Stat(c, d)
+	wantErr(t, "Stat", err, blob.ErrNotFound)
+	_, err = s.Open(c, d, 0, -1)
+	wantErr(t, "Open", err, blob.ErrNotFound)
+	_, err = s.Open(c, d, 1, 2)
+	wantErr(t, "Open range", err, blob.ErrNotFound)
+	wantErr(t, "Delete", s.Delete(c, d), blob.ErrNotFound)
+	for _, id := range []string{"0123456789abcdef0123456789abcdef", "", "../../etc", "x/y"} {
+		_, err = s.Resume(c, id)
+		wantErr(t, "Resume "+id, err, blob.ErrNotFound)
+		wantErr(t, "Abort "+id, s.Abort(c, id), blob.ErrNotFound)
+	}
+}
+
+func testInvalidDigest(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	for _, d := range []blob.Digest{"", "sha256:abc", "md5:d41d8cd98f00b204e9800998ecf8427e", "sha256:../../../../etc/passwd0000000000000000000000000000000000000000"} {
+		_, err := s.Stat(c, d)
+		wantErr(t, "Stat "+string(d), err, blob.ErrInvalidDigest)
+	}
+	u, err := s.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = u.Commit(c, "sha256:zz")
+	wantErr(t, "Commit", err, blob.ErrInvalidDigest)
+	if err := u.Cancel(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testDigestMismatch(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	for _, chunks := range [][]int{nil, {10, 20}} {
+		p := random(t, 1000)
+		claimed := blob.FromBytes(append([]byte("x"), p...))
+		u, err := s.Begin(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest := p
+		for _, n := range append(chunks, len(p)) {
+			n = min(n, len(rest))
+			if _, err := u.Write(c, bytes.NewReader(rest[:n])); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+		}
+		_, err = u.Commit(c, claimed)
+		wantErr(t, "Commit with wrong digest", err, blob.ErrDigestMismatch)
+		for _, d := range []blob.Digest{claimed, blob.FromBytes(p)} {
+			_, err = s.Stat(c, d)
+			wantErr(t, "Stat after mismatch", err, blob.ErrNotFound)
+		}
+		if err := s.List(c, func(i blob.Info) error { t.Errorf("List after mismatch: %+v", i); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		// The upload is left as it was and can still be committed correctly.
+		u2, err := s.Resume(c, u.ID())
+		if err != nil {
+			t.Fatalf("Resume after mismatch: %v", err)
+		}
+		if u2.Offset() != int64(len(p)) {
+			t.Fatalf("Offset after mismatch = %d, want %d", u2.Offset(), len(p))
+		}
+		if _, err := u2.Commit(c, blob.FromBytes(p)); err != nil {
+			t.Fatal(err)
+		}
+		mustRead(t, s, blob.FromBytes(p), 0, -1, p)
+		if err := s.Delete(c, blob.FromBytes(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func testEmpty(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	info := put(t, s, nil)
+	if info.Size != 0 {
+		t.Fatalf("size %d", info.Size)
+	}
+	mustRead(t, s, info.Digest, 0, -1, nil)
+	mustRead(t, s, info.Digest, 0, 0, nil)
+	_, err := read(t, s, info.Digest, 0, 1)
+	wantErr(t, "Open past empty", err, blob.ErrInvalidRange)
+	// Empty writes stage nothing.
+	u, err := s.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := u.Write(c, bytes.NewReader(nil)); n != 0 || err != nil {
+		t.Fatalf("empty Write = %d, %v", n, err)
+	}
+	if _, err := u.Write(c, bytes.NewReader([]byte("ab"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(c, bytes.NewReader(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if u.Offset() != 2 {
+		t.Fatalf("Offset = %d", u.Offset())
+	}
+	if err := u.Cancel(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testResumeAfterRestart(t *testing.T, open func() blob.Store) {
+	c := ctx(t)
+	p := random(t, 300_000)
+	parts := [][]byte{p[:1], p[1:70_000], p[70_000:70_001], p[70_001:]}
+
+	s1 := open()
+	u, err := s1.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := u.ID()
+	if _, err := u.Write(c, bytes.NewReader(parts[0])); err != nil {
+		t.Fatal(err)
+	}
+	var off int64 = int64(len(parts[0]))
+	for _, part := range parts[1:] {
+		// Every chunk through a new Store instance, as after a restart.
+		s := open()
+		u, err := s.Resume(c, id)
+		if err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		if u.ID() != id || u.Offset() != off {
+			t.Fatalf("Resume: id %s offset %d, want %s %d", u.ID(), u.Offset(), id, off)
+		}
+		n, err := u.Write(c, bytes.NewReader(part))
+		if err != nil || n != int64(len(part)) {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+		off += n
+		_, err = s.Stat(c, blob.FromBytes(p))
+		wantErr(t, "Stat before Commit", err, blob.ErrNotFound)
+	}
+	s := open()
+	u, err = s.Resume(c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Offset() != int64(len(p)) {
+		t.Fatalf("Offset %d want %d", u.Offset(), len(p))
+	}
+	if _, err := u.Commit(c, blob.FromBytes(p)); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, open(), blob.FromBytes(p), 0, -1, p)
+	_, err = open().Resume(c, id)
+	wantErr(t, "Resume after Commit", err, blob.ErrNotFound)
+	if err := open().Uploads(c, func(u blob.UploadInfo) error { t.Errorf("upload left after Commit: %+v", u); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testFailedWrite(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	p := random(t, 50_000)
+	u, err := s.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(c, bytes.NewReader(p[:1000])); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("client went away")
+	_, err = u.Write(c, io.MultiReader(bytes.NewReader(p[1000:20_000]), iotest.ErrReader(boom)))
+	if err == nil {
+		t.Fatal("Write of a failing reader succeeded")
+	}
+	// Whatever was staged, the offset says so, and resuming from it works.
+	u2, err := open().Resume(c, u.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := u2.Offset()
+	if off != u.Offset() || off < 1000 || off > 20_000 {
+		t.Fatalf("offset after failed write: resumed %d, writer %d", off, u.Offset())
+	}
+	if _, err := u2.Write(c, bytes.NewReader(p[off:])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u2.Commit(c, blob.FromBytes(p)); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, s, blob.FromBytes(p), 0, -1, p)
+}
+
+func testConcurrentSameDigest(t *testing.T, open func() blob.Store) {
+	c := ctx(t)
+	p := random(t, 200_000)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := open()
+			u, err := s.Begin(c)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for off := 0; off < len(p); off += 64_000 {
+				if _, err := u.Write(c, bytes.NewReader(p[off:min(off+64_000, len(p))])); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+			_, errs[i] = u.Commit(c, blob.FromBytes(p))
+		}()
+	}
+	// Meanwhile, readers never see partial content.
+	done := make(chan struct{})
+	var rwg sync.WaitGroup
+	rwg.Add(1)
+	go func() {
+		defer rwg.Done()
+		s := open()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			got, err := read(t, s, blob.FromBytes(p), 0, -1)
+			if err == nil && !bytes.Equal(got, p) {
+				t.Errorf("read %d bytes of a blob being committed concurrently, want all %d", len(got), len(p))
+				return
+			} else if err != nil && !errors.Is(err, blob.ErrNotFound) {
+				t.Errorf("Open: %v", err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	rwg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("upload %d: %v", i, err)
+		}
+	}
+	mustRead(t, open(), blob.FromBytes(p), 0, -1, p)
+}
+
+func testList(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	want := map[blob.Digest]int64{}
+	for i := range 5 {
+		p := random(t, 10*i+1)
+		want[put(t, s, p).Digest] = int64(len(p))
+	}
+	// An unfinished upload is not listed.
+	u, err := s.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(c, bytes.NewReader([]byte("partial"))); err != nil {
+		t.Fatal(err)
+	}
+	got := map[blob.Digest]int64{}
+	if err := s.List(c, func(i blob.Info) error {
+		got[i.Digest] = i.Size
+		if i.Modified.IsZero() {
+			t.Errorf("%s: zero Modified", i.Digest)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("List: %v, want %v", got, want)
+	}
+	for d, n := range want {
+		if got[d] != n {
+			t.Fatalf("List: %s size %d, want %d", d, got[d], n)
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err = s.List(c, func(blob.Info) error { calls++; return stop })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("List stopping: %v after %d calls", err, calls)
+	}
+	var ids []string
+	if err := s.Uploads(c, func(i blob.UploadInfo) error {
+		ids = append(ids, i.ID)
+		if i.Size != int64(len("partial")) || i.Updated.IsZero() {
+			t.Errorf("Uploads: %+v", i)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != u.ID() {
+		t.Fatalf("Uploads = %v, want [%s]", ids, u.ID())
+	}
+}
+
+func testCancel(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	p := random(t, 5000)
+	u, err := s.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(c, bytes.NewReader(p)); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Cancel(c); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Resume(c, u.ID())
+	wantErr(t, "Resume after Cancel", err, blob.ErrNotFound)
+	_, err = u.Commit(c, blob.FromBytes(p))
+	wantErr(t, "Commit after Cancel", err, blob.ErrNotFound)
+	_, err = s.Stat(c, blob.FromBytes(p))
+	wantErr(t, "Stat after Cancel", err, blob.ErrNotFound)
+	wantErr(t, "Abort after Cancel", s.Abort(c, u.ID()), blob.ErrNotFound)
+	var n int
+	if err := s.Uploads(c, func(blob.UploadInfo) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("Uploads after Cancel: %d, %v", n, err)
+	}
+}
+
+func testRecommitRefreshes(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	p := random(t, 100)
+	first := put(t, s, p)
+	time.Sleep(1100 * time.Millisecond) // S3 times have a resolution of one second
+	second := put(t, s, p)
+	st, err := s.Stat(c, first.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Modified.After(first.Modified) || !second.Modified.After(first.Modified) {
+		t.Fatalf("re-commit did not refresh Modified: first %v, second %v, stat %v", first.Modified, second.Modified, st.Modified)
+	}
+}
+
+func testCollect(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	keep, drop := random(t, 1000), random(t, 2000)
+	dk, dd := put(t, s, keep).Digest, put(t, s, drop).Digest
+	u, err := s.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(c, bytes.NewReader([]byte("stale"))); err != nil {
+		t.Fatal(err)
+	}
+	referenced := func(_ context.Context, d blob.Digest) (bool, error) { return d == dk, nil }
+
+	// Within the grace period nothing goes.
+	res, err := blob.Collect(c, s, referenced, blob.GCOptions{GracePeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Scanned != 2 || res.Deleted != 0 || res.UploadsAborted != 0 {
+		t.Fatalf("Collect within grace: %+v", res)
+	}
+	later := func() time.Time { return time.Now().Add(48 * time.Hour) }
+	// A dry run reports without deleting.
+	res, err = blob.Collect(c, s, referenced, blob.GCOptions{Now: later, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 1 || res.FreedBytes != 2000 || res.UploadsAborted != 1 {
+		t.Fatalf("dry run: %+v", res)
+	}
+	if _, err := s.Stat(c, dd); err != nil {
+		t.Fatalf("dry run deleted: %v", err)
+	}
+	// An error from referenced stops the collection.
+	bad := errors.New("database down")
+	_, err = blob.Collect(c, s, func(context.Context, blob.Digest) (bool, error) { return false, bad }, blob.GCOptions{Now: later})
+	wantErr(t, "Collect with failing referenced", err, bad)
+	if _, err := s.Stat(c, dd); err != nil {
+		t.Fatalf("failed Collect deleted: %v", err)
+	}
+
+	res, err = blob.Collect(c, s, referenced, blob.GCOptions{Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 1 || res.FreedBytes != 2000 || res.UploadsAborted != 1 {
+		t.Fatalf("Collect: %+v", res)
+	}
+	_, err = s.Stat(c, dd)
+	wantErr(t, "Stat of collected blob", err, blob.ErrNotFound)
+	mustRead(t, s, dk, 0, -1, keep)
+	_, err = s.Resume(c, u.ID())
+	wantErr(t, "Resume of collected upload", err, blob.ErrNotFound)
+	var left []blob.Digest
+	if err := s.List(c, func(i blob.Info) error { left = append(left, i.Digest); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(left, func(i, j int) bool { return left[i] < left[j] })
+	if len(left) != 1 || left[0] != dk {
+		t.Fatalf("left after Collect: %v", left)
+	}
+}

@@ -1,0 +1,37 @@
+// Package blob is the registry's content-addressed blob store contract: the
+// [Store] interface, its errors, the [Digest] type and garbage collection
+// ([Collect]). Implementations live in dirstore (a local directory, the
+// embedded default) and s3store (S3 via minio-go); blobtest is the
+// conformance suite both pass.
+//
+// # Visibility and staging
+//
+// A blob is visible (Stat, Open, List) only once it is complete and its
+// SHA-256 digest verified. Content reaches the store only through an
+// [Upload]: [Store.Begin] starts one, [Upload.Write] appends to its staged
+// data (kept apart from the blobs, under an "uploads/" prefix), and
+// [Upload.Commit] reads back everything staged, checks it against the
+// expected digest and only then moves it to the blob's key in one atomic
+// step (a rename, or a server-side copy). A process crash at any point
+// therefore leaves either no blob or the whole, verified blob; at worst it
+// leaves staged data behind, which [Store.Uploads] lists and [Collect]
+// removes once it is idle for longer than [GCOptions.UploadTTL].
+//
+// Uploads are durable and resumable: [Store.Resume] finds an upload by
+// [Upload.ID] from any Store instance over the same storage, also after a
+// restart, at the offset that was durably written. A Write that fails may
+// have stored a prefix of its data (dirstore) or none of it (s3store);
+// [Upload.Offset] reports the truth afterwards either way. An upload takes
+// one writer at a time: the caller serializes Write and Commit on an id
+// (the registry does so through its upload session row). A wrong order of
+// writes cannot expose wrong content, since Commit verifies the digest.
+//
+// Committing a digest that already exists replaces it with identical bytes
+// and refreshes its modification time, which the grace period of [Collect]
+// relies on. Concurrent commits of the same digest are safe.
+//
+// # Errors
+//
+// Errors wrap the sentinels [ErrNotFound], [ErrDigestMismatch],
+// [ErrInvalidRange] and [ErrInvalidDigest]; test them with errors.Is.
+package blob

@@ -1,0 +1,494 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/fpga-faas/faas/services/registry/blob"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Prefix is prepended to every key, e.g. "registry/". Default none.
+	Prefix string
+	// PartSize is the multipart part size for writes of unknown length; a
+	// Write buffers up to this much in memory. Default 16 MiB.
+	PartSize uint64
+}
+
+// Store is a blob.Store in an S3 bucket.
+type Store struct {
+	c      *minio.Client
+	bucket string
+	opt    Options
+}
+
+var _ blob.Store = (*Store)(nil)
+
+// New returns a Store on bucket through client. It makes no request; the
+// bucket must exist (see EnsureBucket).
+func New(client *minio.Client, bucket string, opt Options) *Store {
+	if opt.PartSize == 0 {
+		opt.PartSize = 16 << 20
+	}
+	return &Store{c: client, bucket: bucket, opt: opt}
+}
+
+// EnsureBucket creates the bucket if it does not exist.
+func (s *Store) EnsureBucket(ctx context.Context, region string) error {
+	ok, err := s.c.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return fmt.Errorf("s3store: bucket %s: %w", s.bucket, err)
+	}
+	if ok {
+		return nil
+	}
+	err = s.c.MakeBucket(ctx, s.bucket, minio.MakeBucketOptions{Region: region})
+	if err != nil {
+		if code := minio.ToErrorResponse(err).Code; code == "BucketAlreadyOwnedByYou" || code == "BucketAlreadyExists" {
+			return nil
+		}
+		return fmt.Errorf("s3store: make bucket %s: %w", s.bucket, err)
+	}
+	return nil
+}
+
+// Ping checks that the bucket is reachable (for readiness probes).
+func (s *Store) Ping(ctx context.Context) error {
+	ok, err := s.c.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return fmt.Errorf("s3store: bucket %s: %w", s.bucket, err)
+	}
+	if !ok {
+		return fmt.Errorf("s3store: bucket %s does not exist", s.bucket)
+	}
+	return nil
+}
+
+func (s *Store) blobsPrefix() string          { return s.opt.Prefix + "blobs/sha256/" }
+func (s *Store) blobKey(d blob.Digest) string { return s.blobsPrefix() + d.Hex() }
+func (s *Store) uploadsPrefix() string        { return s.opt.Prefix + "uploads/" }
+func (s *Store) uploadPrefix(id string) string {
+	return s.uploadsPrefix() + id + "/"
+}
+func (s *Store) markerKey(id string) string    { return s.uploadPrefix(id) + "started" }
+func (s *Store) assembledKey(id string) string { return s.uploadPrefix(id) + "assembled" }
+func (s *Store) chunkKey(id string, n int) string {
+	return fmt.Sprintf("%s%010d", s.uploadPrefix(id), n)
+}
+
+func isNotFound(err error) bool {
+	r := minio.ToErrorResponse(err)
+	return r.StatusCode == http.StatusNotFound || r.Code == "NoSuchKey"
+}
+
+func wrap(err error, what string) error {
+	if isNotFound(err) {
+		return fmt.Errorf("s3store: %s: %w", what, blob.ErrNotFound)
+	}
+	return fmt.Errorf("s3store: %s: %w", what, err)
+}
+
+// Stat implements blob.Store.
+func (s *Store) Stat(ctx context.Context, d blob.Digest) (blob.Info, error) {
+	if err := d.Validate(); err != nil {
+		return blob.Info{}, fmt.Errorf("s3store: %w", err)
+	}
+	oi, err := s.c.StatObject(ctx, s.bucket, s.blobKey(d), minio.StatObjectOptions{})
+	if err != nil {
+		return blob.Info{}, wrap(err, string(d))
+	}
+	return blob.Info{Digest: d, Size: oi.Size, Modified: oi.LastModified}, nil
+}
+
+// Open implements blob.Store.
+func (s *Store) Open(ctx context.Context, d blob.Digest, offset, length int64) (io.ReadCloser, error) {
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("s3store: %w", err)
+	}
+	if offset == 0 && length < 0 {
+		obj, err := s.c.GetObject(ctx, s.bucket, s.blobKey(d), minio.GetObjectOptions{})
+		if err != nil {
+			return nil, wrap(err, string(d))
+		}
+		if _, err := obj.Stat(); err != nil { // sends the request, surfacing a missing blob
+			obj.Close()
+			return nil, wrap(err, string(d))
+		}
+		return obj, nil
+	}
+	info, err := s.Stat(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	n, err := blob.CheckRange(offset, length, info.Size)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: %s: %w", d, err)
+	}
+	if n == 0 {
+		return io.NopCloser(bytes.NewReader(nil)), nil
+	}
+	var opts minio.GetObjectOptions
+	if err := opts.SetRange(offset, offset+n-1); err != nil {
+		return nil, fmt.Errorf("s3store: %s: %w", d, err)
+	}
+	obj, err := s.c.GetObject(ctx, s.bucket, s.blobKey(d), opts)
+	if err != nil {
+		return nil, wrap(err, string(d))
+	}
+	if _, err := obj.Stat(); err != nil {
+		obj.Close()
+		return nil, wrap(err, string(d))
+	}
+	return obj, nil
+}
+
+// Delete implements blob.Store.
+func (s *Store) Delete(ctx context.Context, d blob.Digest) error {
+	if _, err := s.Stat(ctx, d); err != nil {
+		return err
+	}
+	if err := s.c.RemoveObject(ctx, s.bucket, s.blobKey(d), minio.RemoveObjectOptions{}); err != nil {
+		return wrap(err, "delete "+string(d))
+	}
+	return nil
+}
+
+// List implements blob.Store.
+func (s *Store) List(ctx context.Context, fn func(blob.Info) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing goroutine when fn fails
+	prefix := s.blobsPrefix()
+	for oi := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if oi.Err != nil {
+			return fmt.Errorf("s3store: list: %w", oi.Err)
+		}
+		d, err := blob.DigestFromHex(strings.TrimPrefix(oi.Key, prefix))
+		if err != nil {
+			continue
+		}
+		if err := fn(blob.Info{Digest: d, Size: oi.Size, Modified: oi.LastModified}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails
+	return hex.EncodeToString(b[:])
+}
+
+func validID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil && strings.ToLower(id) == id
+}
+
+// Begin implements blob.Store.
+func (s *Store) Begin(ctx context.Context) (blob.Upload, error) {
+	id := newID()
+	_, err := s.c.PutObject(ctx, s.bucket, s.markerKey(id), bytes.NewReader(nil), 0, minio.PutObjectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("s3store: begin: %w", err)
+	}
+	return &upload{s: s, id: id}, nil
+}
+
+type chunk struct {
+	key  string
+	size int64
+	etag string
+}
+
+// state lists an upload's objects: whether its marker exists, its chunks in
+// order, and every key under its prefix.
+func (s *Store) state(ctx context.Context, id string) (marker bool, chunks []chunk, keys []string, updated time.Time, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	prefix := s.uploadPrefix(id)
+	idx := map[int]chunk{}
+	for oi := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if oi.Err != nil {
+			return false, nil, nil, time.Time{}, fmt.Errorf("s3store: upload %s: %w", id, oi.Err)
+		}
+		keys = append(keys, oi.Key)
+		if oi.LastModified.After(updated) {
+			updated = oi.LastModified
+		}
+		name := strings.TrimPrefix(oi.Key, prefix)
+		if name == "started" {
+			marker = true
+			continue
+		}
+		if n, err := strconv.Atoi(name); err == nil && len(name) == 10 {
+			idx[n] = chunk{key: oi.Key, size: oi.Size, etag: oi.ETag}
+		}
+	}
+	for n := 0; n < len(idx); n++ {
+		c, ok := idx[n]
+		if !ok {
+			return marker, nil, keys, updated, fmt.Errorf("s3store: upload %s: chunk %d missing of %d", id, n, len(idx))
+		}
+		chunks = append(chunks, c)
+	}
+	return marker, chunks, keys, updated, nil
+}
+
+// Resume implements blob.Store.
+func (s *Store) Resume(ctx context.Context, id string) (blob.Upload, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("s3store: upload %q: %w", id, blob.ErrNotFound)
+	}
+	marker, chunks, _, _, err := s.state(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !marker {
+		return nil, fmt.Errorf("s3store: upload %s: %w", id, blob.ErrNotFound)
+	}
+	u := &upload{s: s, id: id, next: len(chunks)}
+	for _, c := range chunks {
+		u.offset += c.size
+	}
+	return u, nil
+}
+
+// Uploads implements blob.Store.
+func (s *Store) Uploads(ctx context.Context, fn func(blob.UploadInfo) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	prefix := s.uploadsPrefix()
+	byID := map[string]*blob.UploadInfo{}
+	var order []string
+	for oi := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if oi.Err != nil {
+			return fmt.Errorf("s3store: uploads: %w", oi.Err)
+		}
+		id, name, ok := strings.Cut(strings.TrimPrefix(oi.Key, prefix), "/")
+		if !ok || !validID(id) {
+			continue
+		}
+		u := byID[id]
+		if u == nil {
+			u = &blob.UploadInfo{ID: id}
+			byID[id] = u
+			order = append(order, id)
+		}
+		if name != "started" && name != "assembled" {
+			u.Size += oi.Size
+		}
+		if oi.LastModified.After(u.Updated) {
+			u.Updated = oi.LastModified
+		}
+	}
+	sort.Strings(order)
+	for _, id := range order {
+		if err := fn(*byID[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort implements blob.Store.
+func (s *Store) Abort(ctx context.Context, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("s3store: upload %q: %w", id, blob.ErrNotFound)
+	}
+	_, _, keys, _, err := s.state(ctx, id)
+	if err != nil && len(keys) == 0 {
+		return err
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("s3store: upload %s: %w", id, blob.ErrNotFound)
+	}
+	// The marker goes first: from then on the upload is not resumable.
+	if err := s.removeKeys(ctx, []string{s.markerKey(id)}); err != nil {
+		return fmt.Errorf("s3store: abort %s: %w", id, err)
+	}
+	if err := s.removeKeys(ctx, keys); err != nil {
+		return fmt.Errorf("s3store: abort %s: %w", id, err)
+	}
+	return nil
+}
+
+func (s *Store) removeKeys(ctx context.Context, keys []string) error {
+	ch := make(chan minio.ObjectInfo, len(keys))
+	for _, k := range keys {
+		ch <- minio.ObjectInfo{Key: k}
+	}
+	close(ch)
+	var errs []error
+	for e := range s.c.RemoveObjects(ctx, s.bucket, ch, minio.RemoveObjectsOptions{}) {
+		if e.Err != nil && !isNotFound(e.Err) {
+			errs = append(errs, fmt.Errorf("%s: %w", e.ObjectName, e.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type upload struct {
+	s      *Store
+	id     string
+	mu     sync.Mutex
+	offset int64
+	next   int // number of the next chunk
+}
+
+func (u *upload) ID() string { return u.id }
+
+func (u *upload) Offset() int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.offset
+}
+
+func (u *upload) Write(ctx context.Context, r io.Reader) (int64, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	// Read ahead one byte so that an empty write stores no chunk.
+	var first [1]byte
+	n, err := io.ReadFull(blob.ContextReader(ctx, r), first[:])
+	if n == 0 {
+		if err == io.EOF {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("s3store: write upload %s: %w", u.id, err)
+	}
+	body := io.MultiReader(bytes.NewReader(first[:]), blob.ContextReader(ctx, r))
+	info, err := u.s.c.PutObject(ctx, u.s.bucket, u.s.chunkKey(u.id, u.next), body, -1,
+		minio.PutObjectOptions{PartSize: u.s.opt.PartSize, ContentType: "application/octet-stream"})
+	if err != nil {
+		return 0, fmt.Errorf("s3store: write upload %s: %w", u.id, err)
+	}
+	u.next++
+	u.offset += info.Size
+	return info.Size, nil
+}
+
+func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.s
+	if err := expected.Validate(); err != nil {
+		return blob.Info{}, fmt.Errorf("s3store: commit: %w", err)
+	}
+	marker, chunks, keys, _, err := s.state(ctx, u.id)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	if !marker {
+		return blob.Info{}, fmt.Errorf("s3store: commit upload %s: %w", u.id, blob.ErrNotFound)
+	}
+	mismatch := func(got blob.Digest) error {
+		return fmt.Errorf("s3store: commit upload %s: %w: content is %s, expected %s", u.id, blob.ErrDigestMismatch, got, expected)
+	}
+
+	var size int64
+	switch len(chunks) {
+	case 0:
+		if got := blob.FromBytes(nil); got != expected {
+			return blob.Info{}, mismatch(got)
+		}
+		if _, err := s.c.PutObject(ctx, s.bucket, s.blobKey(expected), bytes.NewReader(nil), 0,
+			minio.PutObjectOptions{ContentType: "application/octet-stream"}); err != nil {
+			return blob.Info{}, fmt.Errorf("s3store: commit upload %s: %w", u.id, err)
+		}
+	default:
+		src := chunks[0]
+		h := sha256.New()
+		if len(chunks) == 1 {
+			obj, err := s.c.GetObject(ctx, s.bucket, src.key, minio.GetObjectOptions{})
+			if err != nil {
+				return blob.Info{}, wrap(err, "commit upload "+u.id)
+			}
+			size, err = io.Copy(h, obj)
+			oi, serr := obj.Stat()
+			obj.Close()
+			if err == nil {
+				err = serr
+			}
+			if err != nil {
+				return blob.Info{}, wrap(err, "commit upload "+u.id)
+			}
+			src.etag = oi.ETag
+		} else {
+			// Join the chunks into one staged object, hashing on the way.
+			pr, pw := io.Pipe()
+			go func() {
+				var err error
+				for _, c := range chunks {
+					var obj *minio.Object
+					obj, err = s.c.GetObject(ctx, s.bucket, c.key, minio.GetObjectOptions{})
+					if err != nil {
+						break
+					}
+					_, err = io.Copy(pw, obj)
+					obj.Close()
+					if err != nil {
+						break
+					}
+				}
+				pw.CloseWithError(err)
+			}()
+			var total int64
+			for _, c := range chunks {
+				total += c.size
+			}
+			info, err := s.c.PutObject(ctx, s.bucket, s.assembledKey(u.id), io.TeeReader(pr, h), total,
+				minio.PutObjectOptions{PartSize: s.opt.PartSize, ContentType: "application/octet-stream"})
+			pr.CloseWithError(errors.New("s3store: assembly stopped"))
+			if err != nil {
+				return blob.Info{}, wrap(err, "commit upload "+u.id)
+			}
+			size = info.Size
+			src = chunk{key: s.assembledKey(u.id), size: info.Size, etag: info.ETag}
+			keys = append(keys, src.key)
+		}
+		if got := blob.FromHash(h); got != expected {
+			if len(chunks) > 1 {
+				_ = s.removeKeys(ctx, []string{src.key})
+			}
+			return blob.Info{}, mismatch(got)
+		}
+		// Server-side copy of exactly the object version that was hashed.
+		_, err := s.c.ComposeObject(ctx,
+			minio.CopyDestOptions{Bucket: s.bucket, Object: s.blobKey(expected),
+				ReplaceMetadata: true, ContentType: "application/octet-stream"},
+			minio.CopySrcOptions{Bucket: s.bucket, Object: src.key, MatchETag: src.etag})
+		if err != nil {
+			return blob.Info{}, wrap(err, "commit upload "+u.id)
+		}
+	}
+
+	// Committed. End the upload: marker first, then the staging objects.
+	// A failure here leaves staging objects for GC, never a partial blob.
+	_ = s.removeKeys(ctx, []string{s.markerKey(u.id)})
+	_ = s.removeKeys(ctx, keys)
+
+	info := blob.Info{Digest: expected, Size: size}
+	if oi, err := s.c.StatObject(ctx, s.bucket, s.blobKey(expected), minio.StatObjectOptions{}); err == nil {
+		info.Modified = oi.LastModified
+	}
+	return info, nil
+}
+
+func (u *upload) Cancel(ctx context.Context) error { return u.s.Abort(ctx, u.id) }

@@ -263,8 +263,12 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		l.steps = append(l.steps, step{kind: sRelu, fp: l.accFP})
 		c.set(n, 0, c.rename(l, x.typ))
 		return nil
-	case "Add", "Sum", "Sub", "Mul", "Div":
+	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
+	case "Sum":
+		return c.sum(n)
+	case "Concat":
+		return c.concat(n)
 	case "BatchNormalization":
 		return c.batchNorm(n)
 	case "Cast":
@@ -540,6 +544,92 @@ func (c *compiler) binary(n *onnx.Node) error {
 	}
 	l.steps = append(l.steps, step{kind: kind, fp: true, t: b})
 	c.set(n, 0, c.rename(l, a.typ))
+	return nil
+}
+
+// sum compiles Sum as a chain of Adds, fused into one layer when the
+// operands allow.
+func (c *compiler) sum(n *onnx.Node) error {
+	if len(n.Inputs) <= 2 {
+		return c.binary(n)
+	}
+	acc := n.Inputs[0]
+	for k := 1; k < len(n.Inputs); k++ {
+		out := n.Outputs[0]
+		if k < len(n.Inputs)-1 {
+			out = fmt.Sprintf("%s/sum%d", n.Outputs[0], k)
+			c.uses[out] = 1
+		}
+		if err := c.binary(&onnx.Node{Name: n.Name, OpType: "Add", Inputs: []string{acc, n.Inputs[k]}, Outputs: []string{out}}); err != nil {
+			return err
+		}
+		acc = out
+	}
+	return nil
+}
+
+// concat compiles a Concat of computed tensors along their lane axis: each
+// input is moved into its channel blocks of the output, so every input but
+// the last must have a multiple of 16 channels.
+func (c *compiler) concat(n *onnx.Node) error {
+	axis, err := n.Int("axis", 0)
+	if err != nil {
+		return err
+	}
+	var ins []*value
+	for k := range n.Inputs {
+		x, err := c.need(n, k)
+		if err != nil {
+			return err
+		}
+		if x.isConst {
+			return fmt.Errorf("Concat of constants and computed tensors: %w", ErrUnsupported)
+		}
+		ins = append(ins, x)
+	}
+	shape := append([]int(nil), ins[0].shape...)
+	a, err := normAxis(int(axis), len(shape))
+	if err != nil {
+		return err
+	}
+	shape[a] = 0
+	for _, x := range ins {
+		if len(x.shape) != len(shape) {
+			return fmt.Errorf("Concat of ranks %d and %d", len(shape), len(x.shape))
+		}
+		shape[a] += x.shape[a]
+	}
+	lay := convLayout(shape)
+	if a != lay.lane {
+		return fmt.Errorf("Concat along axis %d (the engine concatenates channels, axis %d): %w", a, lay.lane, ErrUnsupported)
+	}
+	out := &value{shape: shape, typ: ins[0].typ, lay: lay}
+	off := 0
+	for k, x := range ins {
+		if err := c.settle(x, false); err != nil {
+			return err
+		}
+		r := x.root()
+		if r.lay.shape == nil {
+			r.lay = convLayout(r.shape)
+		}
+		if !eqInts(x.shape, r.shape) || !r.lay.equal(convLayout(r.shape)) {
+			return fmt.Errorf("Concat input %s after a reshape: %w", x, ErrUnsupported)
+		}
+		if k < len(ins)-1 && x.shape[a]%lanes != 0 {
+			return fmt.Errorf("Concat input %s has %d channels, not a multiple of %d: %w", x, x.shape[a], lanes, ErrUnsupported)
+		}
+		el := r.el()
+		if k == 0 {
+			out.elem, out.q = el, r.q
+		} else if el != out.elem || r.q != out.q {
+			return fmt.Errorf("Concat of %v and %v tensors (or different quantisation): %w", out.elem, el, ErrUnsupported)
+		}
+		l := &layer{kind: lMove, in: r, out: out, outBlock: off / lanes, accFP: el == f32, acc8: el == i8}
+		c.layers = append(c.layers, l)
+		off += x.shape[a]
+	}
+	c.set(n, 0, out)
 	return nil
 }
 

@@ -340,8 +340,9 @@ func (e *emitter) identity() uint64 {
 
 func (e *emitter) move(l *layer) error {
 	in, out := l.in, l.out
-	lay := out.lay
+	lay := in.lay
 	S := lay.s()
+	outCB := out.lay.cb()
 	budget := hw.AccSize
 	u := &uopTable{}
 	// Size the tile: the input rows, plus what the steps need.
@@ -392,7 +393,7 @@ func (e *emitter) move(l *layer) error {
 				}
 				e.runSteps(ep, out, o, cb, r, m)
 				se := l.storeElem()
-				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), DRAM: out.addr + uint64(((o*lay.cb()+cb)*S+r)*se.size()*lanes),
+				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), DRAM: out.addr + uint64(((o*outCB+l.outBlock+cb)*S+r)*se.size()*lanes),
 					YSize: 1, XSize: uint32(m), XStride: uint32(m)})
 			}
 		}

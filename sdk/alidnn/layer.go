@@ -31,6 +31,9 @@ type layer struct {
 
 	conv *convSpec
 	pool *poolSpec
+	// outBlock is where a move layer's blocks start in its output, which
+	// may be wider than its input (Concat).
+	outBlock int
 
 	// accScale is, for an int8 GEMM layer, the real value of one unit of the
 	// accumulator per output channel (input scale × weight scale); steps in

@@ -98,6 +98,10 @@ func (c *compiler) emit() (*Program, error) {
 	// a generous offset fixed after emission: addresses are patched below.
 	var act uint64
 	place := func(v *value) {
+		if v.placed {
+			return
+		}
+		v.placed = true
 		if v.lay.shape == nil {
 			v.lay = convLayout(v.shape)
 		}
@@ -111,7 +115,9 @@ func (c *compiler) emit() (*Program, error) {
 		place(v)
 	}
 	for _, l := range c.layers {
-		l.out.elem = l.storeElem()
+		if !l.out.placed {
+			l.out.elem = l.storeElem()
+		}
 		place(l.out)
 	}
 	for _, l := range c.layers {

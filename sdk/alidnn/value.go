@@ -24,6 +24,9 @@ type value struct {
 	elem  elem
 	lay   layout
 	addr  uint64 // offset in the activation segment
+	// placed says addr is assigned (a Concat output is written by several
+	// layers but placed once).
+	placed bool
 	q     quant  // for i8 tensors: real = scale·(device − zp)
 	layer *layer // the layer computing it
 

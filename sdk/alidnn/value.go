@@ -27,8 +27,8 @@ type value struct {
 	// placed says addr is assigned (a Concat output is written by several
 	// layers but placed once).
 	placed bool
-	q     quant  // for i8 tensors: real = scale·(device − zp)
-	layer *layer // the layer computing it
+	q      quant  // for i8 tensors: real = scale·(device − zp)
+	layer  *layer // the layer computing it
 
 	// alias is a tensor with the same row-major data (Reshape, Flatten);
 	// it has no storage of its own.

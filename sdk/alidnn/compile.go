@@ -51,22 +51,25 @@ type compiler struct {
 	outputs map[string]bool
 	layers  []*layer
 	inputs  []*value
-	nodes   map[string][]*onnx.Node // consumers by value name
 
 	opsetVer int64
 }
 
 // Compile translates an ONNX model into an engine program.
 func Compile(m *onnx.Model, opts ...Option) (*Program, error) {
-	c := &compiler{g: m.Graph, vals: map[string]*value{}, uses: map[string]int{}, outputs: map[string]bool{}, nodes: map[string][]*onnx.Node{}}
-	for _, o := range opts {
-		o(&c.opts)
-	}
-	c.opsetVer = m.Opset("")
+	c := newCompiler(m, opts)
 	if err := c.build(); err != nil {
 		return nil, err
 	}
 	return c.emit()
+}
+
+func newCompiler(m *onnx.Model, opts []Option) *compiler {
+	c := &compiler{g: m.Graph, vals: map[string]*value{}, uses: map[string]int{}, outputs: map[string]bool{}, opsetVer: m.Opset("")}
+	for _, o := range opts {
+		o(&c.opts)
+	}
+	return c
 }
 
 func (c *compiler) build() error {
@@ -82,7 +85,6 @@ func (c *compiler) build() error {
 		for _, in := range n.Inputs {
 			if in != "" {
 				c.uses[in]++
-				c.nodes[in] = append(c.nodes[in], n)
 			}
 		}
 	}

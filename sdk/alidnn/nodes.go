@@ -377,7 +377,6 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 		var zx int64
 		var sw []float32
 		var zw []int64
-		var wtyp onnx.DataType
 		lay := layout{shape: []int{spec.oc}, lane: 0}
 		if op == "QLinearConv" || op == "QLinearMatMul" {
 			s, z, typ, err := c.quantParams(n, 1, x.lay, false)
@@ -385,7 +384,7 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 				return fmt.Errorf("x: %w", err)
 			}
 			sx, zx = s[0], int64(devZP(z[0], typ))
-			if sw, zw, wtyp, err = c.quantParams(n, 4, lay, false); err != nil {
+			if sw, zw, _, err = c.quantParams(n, 4, lay, false); err != nil {
 				return fmt.Errorf("w: %w", err)
 			}
 		} else {
@@ -398,7 +397,6 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 				zx = int64(devZP(zv.ints()[0], zv.typ))
 			}
 			zw = make([]int64, spec.oc)
-			wtyp = w.typ
 			if zv, err := c.in(n, 3); err != nil {
 				return err
 			} else if zv != nil {
@@ -415,7 +413,6 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 		// The device computes Σ (x − zx)(w − zw) exactly: w − zw is split
 		// into int8 parts when it needs more bits (see convSpec.wI); zx is
 		// folded or corrected (see convSpec.zx).
-		_ = wtyp
 		wi := w.ints()
 		spec.wI = make([]int64, len(wi))
 		for k, v := range wi {

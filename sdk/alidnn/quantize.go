@@ -18,10 +18,7 @@ func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Te
 	if len(calib) == 0 {
 		return nil, fmt.Errorf("quantize: no calibration inputs")
 	}
-	c := &compiler{g: m.Graph, vals: map[string]*value{}, uses: map[string]int{}, outputs: map[string]bool{}, nodes: map[string][]*onnx.Node{}, opsetVer: m.Opset("")}
-	for _, o := range opts {
-		o(&c.opts)
-	}
+	c := newCompiler(m, opts)
 	if err := c.build(); err != nil {
 		return nil, err
 	}

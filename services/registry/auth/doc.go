@@ -1,0 +1,47 @@
+// Package auth is the registry's authentication and token layer (DESIGN.md
+// §4.4, issue 5 item 3).
+//
+// It holds four pieces:
+//
+//   - Passwords: argon2id, encoded as a PHC string
+//     ($argon2id$v=19$m=…,t=…,p=…$salt$hash) so the cost can be raised later
+//     (NeedsRehash). ParseHash treats the stored string as outside input and
+//     bounds every parameter before any memory is spent on it.
+//   - Store: accounts (roles isv, tenant, admin, node) and API tokens over a
+//     pgxpool, on the tables of migrations/001_initial.sql. Authenticate does
+//     the same work and returns the same ErrUnauthenticated for an unknown
+//     account, a disabled one, one without password and a wrong password.
+//     API tokens are "faas_" + 43 base64url characters (32 random bytes); only
+//     their SHA-256 is stored.
+//   - Keyring: short-lived JWT access tokens signed with Ed25519 ("EdDSA"),
+//     each key named by a kid. Rotate adds a new signing key; older keys keep
+//     verifying until Retire. Keys persist as PKCS#8 PEM files (0600) in a key
+//     directory.
+//   - The Docker token flow: TokenHandler serves GET /auth/token, granting only
+//     what a Policy allows; BearerAuthorizer checks bearer tokens on registry
+//     requests and builds the WWW-Authenticate challenge.
+//
+// Nothing here logs; errors wrap the sentinels below, to be tested with
+// errors.Is. Secrets never appear in error messages.
+package auth
+
+import "errors"
+
+var (
+	// ErrUnauthenticated: the credentials (password or API token) are wrong,
+	// or the account is unknown or disabled. Deliberately one error for all.
+	ErrUnauthenticated = errors.New("auth: invalid credentials")
+	// ErrNotFound: no such account or token.
+	ErrNotFound = errors.New("auth: not found")
+	// ErrExists: an account of that name already exists.
+	ErrExists = errors.New("auth: already exists")
+	// ErrInvalid: an argument (name, role, password, parameter) is not acceptable.
+	ErrInvalid = errors.New("auth: invalid argument")
+	// ErrInvalidToken: a JWT failed verification (signature, algorithm, kid,
+	// issuer, audience or time).
+	ErrInvalidToken = errors.New("auth: invalid token")
+	// ErrUnauthorized: a request carries no bearer token or an invalid one.
+	ErrUnauthorized = errors.New("auth: unauthorized")
+	// ErrDenied: a valid bearer token does not grant the required actions.
+	ErrDenied = errors.New("auth: access denied")
+)

@@ -1,0 +1,434 @@
+package auth
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Algorithm is the only JWT algorithm the keyring signs with and accepts.
+// Ed25519 was chosen over ES256: deterministic signatures (no per-signature
+// nonce to get wrong), 32-byte keys, fast verification, and no curve-point
+// validation pitfalls. Docker clients treat the token as opaque, so they do
+// not care.
+const Algorithm = "EdDSA"
+
+// MaxTTL caps the lifetime of an access token (issue 5: exp ≤ 15 min).
+const MaxTTL = 15 * time.Minute
+
+// Leeway is the clock skew tolerated on exp, nbf and iat.
+const Leeway = 30 * time.Second
+
+// Access is one entry of the Docker token "access" claim.
+type Access struct {
+	Type    string   `json:"type"`    // "repository"
+	Name    string   `json:"name"`    // "isv1/img"
+	Actions []string `json:"actions"` // "pull", "push", "delete", "*"
+}
+
+// Claims are an access token's claims.
+type Claims struct {
+	jwt.RegisteredClaims
+	Access []Access `json:"access"`
+}
+
+// Allows reports whether the claims grant every one of actions on the
+// resource typ/name; "*" grants every action.
+func (c *Claims) Allows(typ, name string, actions ...string) bool {
+	granted := map[string]bool{}
+	for _, a := range c.Access {
+		if a.Type == typ && a.Name == name {
+			for _, act := range a.Actions {
+				granted[act] = true
+			}
+		}
+	}
+	for _, want := range actions {
+		if !granted[want] && !granted["*"] {
+			return false
+		}
+	}
+	return true
+}
+
+type signingKey struct {
+	kid     string
+	priv    ed25519.PrivateKey
+	pub     ed25519.PublicKey
+	created time.Time
+	retired bool
+}
+
+// Keyring holds the JWT signing keys of one issuer. The current key is the
+// newest unretired one; every unretired key verifies. It is safe for
+// concurrent use.
+type Keyring struct {
+	issuer string
+	now    func() time.Time // for tests
+
+	mu   sync.RWMutex
+	keys []*signingKey // in order of creation
+}
+
+// NewKeyring returns a keyring for issuer with one fresh key.
+func NewKeyring(issuer string) (*Keyring, error) {
+	if issuer == "" {
+		return nil, fmt.Errorf("%w: empty issuer", ErrInvalid)
+	}
+	k := &Keyring{issuer: issuer, now: time.Now}
+	if _, err := k.Rotate(); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Issuer returns the iss of the tokens the keyring issues and accepts.
+func (k *Keyring) Issuer() string { return k.issuer }
+
+func newKey(now time.Time) (*signingKey, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("auth: generate key: %w", err)
+	}
+	return &signingKey{kid: kidOf(pub), priv: priv, pub: pub, created: now.UTC()}, nil
+}
+
+// kidOf names a key by the first 16 bytes of the SHA-256 of its public key.
+func kidOf(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:16])
+}
+
+// Rotate adds a new key, which becomes the current signing key, and returns
+// its kid. Older keys still verify until retired.
+func (k *Keyring) Rotate() (string, error) {
+	key, err := newKey(k.now())
+	if err != nil {
+		return "", err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	// Keep creation times strictly increasing: they order the keys on load.
+	if n := len(k.keys); n > 0 && !key.created.After(k.keys[n-1].created) {
+		key.created = k.keys[n-1].created.Add(time.Nanosecond)
+	}
+	k.keys = append(k.keys, key)
+	return key.kid, nil
+}
+
+// Retire stops kid from verifying (and signing). The last unretired key
+// cannot be retired: Rotate first.
+func (k *Keyring) Retire(kid string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var found *signingKey
+	live := 0
+	for _, key := range k.keys {
+		if !key.retired {
+			live++
+		}
+		if key.kid == kid {
+			found = key
+		}
+	}
+	switch {
+	case found == nil:
+		return fmt.Errorf("%w: key %q", ErrNotFound, kid)
+	case found.retired:
+		return nil
+	case live == 1:
+		return fmt.Errorf("%w: cannot retire the last key; rotate first", ErrInvalid)
+	}
+	found.retired = true
+	return nil
+}
+
+// Current returns the kid of the signing key.
+func (k *Keyring) Current() string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if c := k.current(); c != nil {
+		return c.kid
+	}
+	return ""
+}
+
+func (k *Keyring) current() *signingKey {
+	for i := len(k.keys) - 1; i >= 0; i-- {
+		if !k.keys[i].retired {
+			return k.keys[i]
+		}
+	}
+	return nil
+}
+
+// Kids returns the kids of the keys that verify, oldest first.
+func (k *Keyring) Kids() []string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	var out []string
+	for _, key := range k.keys {
+		if !key.retired {
+			out = append(out, key.kid)
+		}
+	}
+	return out
+}
+
+// Issue signs an access token for subject (the account name, "" when
+// anonymous) and audience (the service) granting access, valid for ttl,
+// capped at MaxTTL. It returns the compact token and its claims.
+func (k *Keyring) Issue(subject, audience string, access []Access, ttl time.Duration) (string, *Claims, error) {
+	if audience == "" {
+		return "", nil, fmt.Errorf("%w: empty audience", ErrInvalid)
+	}
+	if ttl <= 0 || ttl > MaxTTL {
+		ttl = MaxTTL
+	}
+	jti := make([]byte, 16)
+	if _, err := rand.Read(jti); err != nil {
+		return "", nil, fmt.Errorf("auth: jti: %w", err)
+	}
+	now := k.now().Truncate(time.Second)
+	if access == nil {
+		access = []Access{}
+	}
+	c := &Claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    k.issuer,
+			Subject:   subject,
+			Audience:  jwt.ClaimStrings{audience},
+			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+			NotBefore: jwt.NewNumericDate(now),
+			IssuedAt:  jwt.NewNumericDate(now),
+			ID:        hex.EncodeToString(jti),
+		},
+		Access: access,
+	}
+	k.mu.RLock()
+	key := k.current()
+	k.mu.RUnlock()
+	if key == nil {
+		return "", nil, fmt.Errorf("%w: keyring has no key", ErrInvalid)
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c)
+	t.Header["kid"] = key.kid
+	s, err := t.SignedString(key.priv)
+	if err != nil {
+		return "", nil, fmt.Errorf("auth: sign token: %w", err)
+	}
+	return s, c, nil
+}
+
+// Verify checks token and returns its claims. It accepts only Algorithm,
+// requires a kid naming an unretired key of the ring, the keyring's issuer,
+// audience among aud, and exp, nbf and iat present and valid within Leeway.
+// Every refusal wraps ErrInvalidToken.
+func (k *Keyring) Verify(token, audience string) (*Claims, error) {
+	if audience == "" {
+		return nil, fmt.Errorf("%w: empty audience", ErrInvalidToken)
+	}
+	if len(token) > 8192 {
+		return nil, fmt.Errorf("%w: token too long", ErrInvalidToken)
+	}
+	p := jwt.NewParser(
+		jwt.WithValidMethods([]string{Algorithm}),
+		jwt.WithIssuer(k.issuer),
+		jwt.WithAudience(audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(Leeway),
+		jwt.WithTimeFunc(k.now),
+		jwt.WithStrictDecoding(),
+	)
+	c := &Claims{}
+	_, err := p.ParseWithClaims(token, c, k.keyFor)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	if c.NotBefore == nil || c.IssuedAt == nil {
+		return nil, fmt.Errorf("%w: nbf and iat are required", ErrInvalidToken)
+	}
+	if c.ExpiresAt.Sub(c.IssuedAt.Time) > MaxTTL {
+		return nil, fmt.Errorf("%w: lifetime over %v", ErrInvalidToken, MaxTTL)
+	}
+	return c, nil
+}
+
+func (k *Keyring) keyFor(t *jwt.Token) (any, error) {
+	if _, ok := t.Method.(*jwt.SigningMethodEd25519); !ok {
+		return nil, errors.New("unexpected signing method")
+	}
+	kid, ok := t.Header["kid"].(string)
+	if !ok || kid == "" {
+		return nil, errors.New("missing kid")
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	for _, key := range k.keys {
+		if key.kid == kid {
+			if key.retired {
+				return nil, errors.New("kid is retired")
+			}
+			return key.pub, nil
+		}
+	}
+	return nil, errors.New("unknown kid")
+}
+
+// PEM headers of a key file.
+const (
+	pemType       = "PRIVATE KEY"
+	headerCreated = "Created"
+	headerRetired = "Retired"
+	keyFileSuffix = ".pem"
+)
+
+// Save writes every key of the ring to dir as <kid>.pem: a PKCS#8 PEM block
+// with headers Created (RFC 3339) and, for retired keys, Retired: yes. Files
+// are written 0600 through a temporary file and rename; dir is created 0700.
+// Files of keys not in the ring are left alone.
+func (k *Keyring) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("auth: key directory: %w", err)
+	}
+	k.mu.RLock()
+	keys := slices.Clone(k.keys)
+	retired := make([]bool, len(keys))
+	for i, key := range keys {
+		retired[i] = key.retired
+	}
+	k.mu.RUnlock()
+	for i, key := range keys {
+		der, err := x509.MarshalPKCS8PrivateKey(key.priv)
+		if err != nil {
+			return fmt.Errorf("auth: marshal key %s: %w", key.kid, err)
+		}
+		h := map[string]string{headerCreated: key.created.Format(time.RFC3339Nano)}
+		if retired[i] {
+			h[headerRetired] = "yes"
+		}
+		data := pem.EncodeToMemory(&pem.Block{Type: pemType, Headers: h, Bytes: der})
+		if err := writeFile(filepath.Join(dir, key.kid+keyFileSuffix), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".key-*")
+	if err != nil {
+		return fmt.Errorf("auth: save key: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("auth: save key: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("auth: save key: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("auth: save key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("auth: save key: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("auth: save key: %w", err)
+	}
+	return nil
+}
+
+// LoadKeyring reads the *.pem keys of dir into a keyring for issuer. When
+// dir is missing or holds no key, a first key is generated and saved. Key
+// files readable by group or others are refused, as are files whose name is
+// not the kid of their key.
+func LoadKeyring(dir, issuer string) (*Keyring, error) {
+	if issuer == "" {
+		return nil, fmt.Errorf("%w: empty issuer", ErrInvalid)
+	}
+	k := &Keyring{issuer: issuer, now: time.Now}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("auth: key directory: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, keyFileSuffix) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		key, err := loadKey(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		if key.kid+keyFileSuffix != name {
+			return nil, fmt.Errorf("auth: key file %s holds key %s", name, key.kid)
+		}
+		k.keys = append(k.keys, key)
+	}
+	slices.SortStableFunc(k.keys, func(a, b *signingKey) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.kid, b.kid)
+	})
+	if k.current() == nil {
+		if _, err := k.Rotate(); err != nil {
+			return nil, err
+		}
+		if err := k.Save(dir); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+func loadKey(path string) (*signingKey, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth: key file: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("auth: key file %s: mode %v, want 0600", path, fi.Mode().Perm())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth: key file: %w", err)
+	}
+	b, rest := pem.Decode(data)
+	if b == nil || b.Type != pemType || len(strings.TrimSpace(string(rest))) != 0 {
+		return nil, fmt.Errorf("auth: key file %s: want one %q PEM block", path, pemType)
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("auth: key file %s: %w", path, err)
+	}
+	priv, ok := parsed.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("auth: key file %s: not an Ed25519 key", path)
+	}
+	created, err := time.Parse(time.RFC3339Nano, b.Headers[headerCreated])
+	if err != nil {
+		return nil, fmt.Errorf("auth: key file %s: Created header: %w", path, err)
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	return &signingKey{kid: kidOf(pub), priv: priv, pub: pub, created: created,
+		retired: b.Headers[headerRetired] == "yes"}, nil
+}

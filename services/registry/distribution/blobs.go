@@ -1,0 +1,125 @@
+package distribution
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fpga-faas/faas/services/registry/blob"
+	"github.com/fpga-faas/faas/services/registry/meta"
+)
+
+func parseDigest(s string) (blob.Digest, error) {
+	d, err := blob.ParseDigest(s)
+	if err != nil {
+		return "", apiError(http.StatusBadRequest, codeDigestInvalid, "invalid or unsupported digest", s)
+	}
+	return d, nil
+}
+
+func (s *server) getBlob(c echo.Context, name, ref string) error {
+	if err := s.authorize(c, name, ActionPull); err != nil {
+		return err
+	}
+	d, err := parseDigest(ref)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	size, err := s.cfg.Meta.BlobSize(ctx, name, string(d))
+	if errors.Is(err, meta.ErrNotFound) {
+		return apiError(http.StatusNotFound, codeBlobUnknown, "blob unknown to registry", string(d))
+	}
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Docker-Content-Digest", string(d))
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("ETag", `"`+string(d)+`"`)
+	h.Set(echo.HeaderContentType, "application/octet-stream")
+	offset, length, status := int64(0), size, http.StatusOK
+	if rh := c.Request().Header.Get("Range"); rh != "" {
+		first, last, ok := parseByteRange(rh, size)
+		if !ok {
+			h.Set("Content-Range", fmt.Sprintf("bytes */%d", size))
+			return apiError(http.StatusRequestedRangeNotSatisfiable, codeRangeInvalid, "invalid range", rh)
+		}
+		offset, length, status = first, last-first+1, http.StatusPartialContent
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, size))
+	}
+	h.Set(echo.HeaderContentLength, strconv.FormatInt(length, 10))
+	if c.Request().Method == http.MethodHead {
+		c.Response().WriteHeader(status)
+		return nil
+	}
+	rc, err := s.cfg.Blobs.Open(ctx, d, offset, length)
+	if errors.Is(err, blob.ErrNotFound) {
+		return apiError(http.StatusNotFound, codeBlobUnknown, "blob unknown to registry", string(d))
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	c.Response().WriteHeader(status)
+	_, err = io.Copy(c.Response(), rc)
+	return err // the answer is committed: only the request log sees it
+}
+
+// parseByteRange parses a single range "bytes=a-b", "bytes=a-" or
+// "bytes=-n" of a blob of size bytes into its first and last byte.
+func parseByteRange(h string, size int64) (first, last int64, ok bool) {
+	spec, found := strings.CutPrefix(h, "bytes=")
+	if !found || strings.Contains(spec, ",") {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, 0, false
+	}
+	var err error
+	switch {
+	case a == "" && b == "":
+		return 0, 0, false
+	case a == "": // the last b bytes
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n <= 0 || size == 0 {
+			return 0, 0, false
+		}
+		return max(size-n, 0), size - 1, true
+	}
+	if first, err = strconv.ParseInt(a, 10, 64); err != nil || first < 0 || first >= size {
+		return 0, 0, false
+	}
+	last = size - 1
+	if b != "" {
+		if last, err = strconv.ParseInt(b, 10, 64); err != nil || last < first {
+			return 0, 0, false
+		}
+		last = min(last, size-1)
+	}
+	return first, last, true
+}
+
+func (s *server) deleteBlob(c echo.Context, name, ref string) error {
+	if err := s.authorize(c, name, ActionDelete); err != nil {
+		return err
+	}
+	d, err := parseDigest(ref)
+	if err != nil {
+		return err
+	}
+	err = s.cfg.Meta.UnlinkBlob(c.Request().Context(), name, string(d))
+	if errors.Is(err, meta.ErrNotFound) {
+		return apiError(http.StatusNotFound, codeBlobUnknown, "blob unknown to registry", string(d))
+	}
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusAccepted)
+}

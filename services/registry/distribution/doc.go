@@ -1,0 +1,38 @@
+// Package distribution serves the OCI Distribution Specification v1.1 API
+// under /v2/: pull, push (monolithic, chunked and resumable uploads,
+// cross-repository mounts), tags, deletes, the catalog and the referrers
+// API. [New] returns an http.Handler built on echo; the metadata lives in
+// meta.Store (PostgreSQL) and the bytes in a blob.Store.
+//
+// # Visibility
+//
+// Upload bytes are staged in the blob store and committed only once their
+// digest is verified; only then is the blob recorded and linked into the
+// repository. A manifest is accepted only when every blob and child manifest
+// it references is present in the repository (MANIFEST_BLOB_UNKNOWN
+// otherwise), and it is stored in one transaction, so clients never see a
+// partial blob or a manifest with missing content.
+//
+// # Authorization
+//
+// Every request is passed to the configured [Authorizer] with the repository
+// and the actions it needs ("pull", "push", "delete", or "catalog" for the
+// registry-wide catalog, repository ""). The API version check GET /v2/
+// asks with no actions, meaning "is this caller authenticated". An error
+// wrapping [ErrUnauthorized] answers 401 UNAUTHORIZED, with the
+// WWW-Authenticate challenge of the Authorizer if it also implements
+// [Challenger]; [ErrDenied] answers 403 DENIED. This package has no policy of
+// its own: [AllowAll] admits everyone and is meant for tests.
+//
+// # Limits
+//
+// Manifest bodies are capped by Config.MaxManifestBytes and upload chunks by
+// Config.MaxChunkBytes. Read and write timeouts, overall request body
+// limits, TLS and request ids belong to the http.Server and middleware the
+// caller wraps around the handler.
+//
+// # Errors
+//
+// Failures are answered in the specification's JSON form,
+// {"errors":[{"code":…,"message":…,"detail":…}]}, with its status codes.
+package distribution

@@ -1,0 +1,280 @@
+package distribution
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fpga-faas/faas/services/registry/blob"
+	"github.com/fpga-faas/faas/services/registry/meta"
+)
+
+// DefaultMaxManifestBytes is the manifest size limit when Config leaves it 0.
+const DefaultMaxManifestBytes = 4 << 20
+
+// Config configures the API. Meta, Blobs and Authorizer are required; the
+// other zero values are the documented defaults.
+type Config struct {
+	Meta       *meta.Store
+	Blobs      blob.Store
+	Authorizer Authorizer // AllowAll for tests; see the package doc
+	// MaxManifestBytes caps a manifest PUT body; larger ones answer 413.
+	// 0: DefaultMaxManifestBytes.
+	MaxManifestBytes int64
+	// MaxChunkBytes caps the body of one upload request (POST, PATCH or
+	// PUT); larger ones answer 413 SIZE_INVALID. 0: no limit of this
+	// package (the caller's request limits apply).
+	MaxChunkBytes int64
+	// Logger receives one record per request. nil: no request logs.
+	Logger *slog.Logger
+}
+
+// server holds the configured dependencies of the handlers.
+type server struct {
+	cfg Config
+}
+
+// New returns the handler of the API. It expects the full request path,
+// so mount it at /v2/ without stripping the prefix.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Meta == nil || cfg.Blobs == nil || cfg.Authorizer == nil {
+		return nil, errors.New("distribution: Config needs Meta, Blobs and Authorizer")
+	}
+	if cfg.MaxManifestBytes <= 0 {
+		cfg.MaxManifestBytes = DefaultMaxManifestBytes
+	}
+	s := &server{cfg: cfg}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleEchoError
+	e.Use(s.logRequests, s.commonHeaders)
+	for _, p := range []string{"/v2", "/v2/"} {
+		e.GET(p, s.base)
+		e.HEAD(p, s.base)
+	}
+	// Repository names contain slashes, so everything else is routed by
+	// route, on the whole path.
+	e.Any("/v2/*", s.route)
+	return e, nil
+}
+
+func (s *server) commonHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		return next(c)
+	}
+}
+
+func (s *server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.Logger == nil {
+			return next(c)
+		}
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // write the answer now, so that the status is known
+		}
+		r := c.Request()
+		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", c.Response().Status), slog.Int64("bytes", c.Response().Size),
+			slog.Duration("duration", time.Since(start)))
+		return nil
+	}
+}
+
+// base answers the API version check.
+func (s *server) base(c echo.Context) error {
+	if err := s.authorize(c, ""); err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, []byte("{}"))
+}
+
+// Path grammar of the specification.
+var (
+	nameRe   = regexp.MustCompile(`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`)
+	tagRe    = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+	routeRes = []struct {
+		re   *regexp.Regexp
+		kind string
+	}{
+		{regexp.MustCompile(`^(.+)/tags/list$`), "tags"},
+		{regexp.MustCompile(`^(.+)/manifests/([^/]+)$`), "manifest"},
+		{regexp.MustCompile(`^(.+)/blobs/uploads/?$`), "uploads"},
+		{regexp.MustCompile(`^(.+)/blobs/uploads/([^/]+)$`), "upload"},
+		{regexp.MustCompile(`^(.+)/blobs/([^/]+)$`), "blob"},
+		{regexp.MustCompile(`^(.+)/referrers/([^/]+)$`), "referrers"},
+	}
+)
+
+// maxNameLength is the schema's limit on repository names.
+const maxNameLength = 255
+
+func (s *server) route(c echo.Context) error {
+	path := strings.TrimPrefix(c.Request().URL.Path, "/v2/")
+	if path == "_catalog" {
+		if c.Request().Method != http.MethodGet {
+			return errUnsupported()
+		}
+		return s.catalog(c)
+	}
+	for _, rt := range routeRes {
+		m := rt.re.FindStringSubmatch(path)
+		if m == nil {
+			continue
+		}
+		name := m[1]
+		if len(name) > maxNameLength || !nameRe.MatchString(name) {
+			return apiError(http.StatusBadRequest, codeNameInvalid, "invalid repository name", name)
+		}
+		arg := ""
+		if len(m) > 2 {
+			arg = m[2]
+		}
+		method := c.Request().Method
+		switch rt.kind + " " + method {
+		case "tags GET":
+			return s.tags(c, name)
+		case "manifest GET", "manifest HEAD":
+			return s.getManifest(c, name, arg)
+		case "manifest PUT":
+			return s.putManifest(c, name, arg)
+		case "manifest DELETE":
+			return s.deleteManifest(c, name, arg)
+		case "uploads POST":
+			return s.startUpload(c, name)
+		case "upload GET":
+			return s.uploadStatus(c, name, arg)
+		case "upload PATCH":
+			return s.patchUpload(c, name, arg)
+		case "upload PUT":
+			return s.putUpload(c, name, arg)
+		case "upload DELETE":
+			return s.cancelUpload(c, name, arg)
+		case "blob GET", "blob HEAD":
+			return s.getBlob(c, name, arg)
+		case "blob DELETE":
+			return s.deleteBlob(c, name, arg)
+		case "referrers GET":
+			return s.referrers(c, name, arg)
+		}
+		return errUnsupported()
+	}
+	return apiError(http.StatusNotFound, codeNotFound, "no such endpoint", nil)
+}
+
+// authorize asks the Authorizer and turns its refusal into an API error.
+func (s *server) authorize(c echo.Context, repo string, actions ...string) error {
+	err := s.cfg.Authorizer.Authorize(c.Request(), repo, actions...)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrUnauthorized):
+		if ch, ok := s.cfg.Authorizer.(Challenger); ok {
+			if v := ch.Challenge(c.Request(), repo, actions...); v != "" {
+				c.Response().Header().Set("WWW-Authenticate", v)
+			}
+		}
+		return apiError(http.StatusUnauthorized, codeUnauthorized, "authentication required", nil)
+	case errors.Is(err, ErrDenied):
+		return apiError(http.StatusForbidden, codeDenied, "requested access to the resource is denied", nil)
+	default:
+		return fmt.Errorf("authorize: %w", err)
+	}
+}
+
+// Error codes of the specification.
+const (
+	codeBlobUnknown         = "BLOB_UNKNOWN"
+	codeBlobUploadInvalid   = "BLOB_UPLOAD_INVALID"
+	codeBlobUploadUnknown   = "BLOB_UPLOAD_UNKNOWN"
+	codeDigestInvalid       = "DIGEST_INVALID"
+	codeManifestBlobUnknown = "MANIFEST_BLOB_UNKNOWN"
+	codeManifestInvalid     = "MANIFEST_INVALID"
+	codeManifestUnknown     = "MANIFEST_UNKNOWN"
+	codeNameInvalid         = "NAME_INVALID"
+	codeNameUnknown         = "NAME_UNKNOWN"
+	codeSizeInvalid         = "SIZE_INVALID"
+	codeUnauthorized        = "UNAUTHORIZED"
+	codeDenied              = "DENIED"
+	codeUnsupported         = "UNSUPPORTED"
+	codeRangeInvalid        = "RANGE_INVALID"
+	codeNotFound            = "NOT_FOUND" // a path outside the API
+)
+
+// httpError is an API error answer: an HTTP status and one entry of the
+// specification's error list.
+type httpError struct {
+	Status  int
+	Code    string
+	Message string
+	Detail  any
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+func apiError(status int, code, message string, detail any) *httpError {
+	return &httpError{Status: status, Code: code, Message: message, Detail: detail}
+}
+
+func errUnsupported() *httpError {
+	return apiError(http.StatusMethodNotAllowed, codeUnsupported, "the operation is unsupported", nil)
+}
+
+type errorBody struct {
+	Errors []errorEntry `json:"errors"`
+}
+
+type errorEntry struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Detail  any    `json:"detail,omitempty"`
+}
+
+// handleEchoError writes every error, ours or echo's, in the spec's form.
+func (s *server) handleEchoError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *httpError
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &he):
+		switch he.Code {
+		case http.StatusNotFound:
+			ae = apiError(he.Code, codeNotFound, "no such endpoint", nil)
+		case http.StatusMethodNotAllowed:
+			ae = errUnsupported()
+		default:
+			ae = apiError(he.Code, codeUnsupported, fmt.Sprint(he.Message), nil)
+		}
+	default:
+		ae = apiError(http.StatusInternalServerError, "UNKNOWN", "internal error", nil)
+		if s.cfg.Logger != nil {
+			s.cfg.Logger.ErrorContext(c.Request().Context(), "request failed",
+				slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path), slog.Any("err", err))
+		}
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(ae.Status)
+		return
+	}
+	body, _ := json.Marshal(errorBody{Errors: []errorEntry{{ae.Code, ae.Message, ae.Detail}}})
+	_ = c.JSONBlob(ae.Status, body)
+}
+
+// drain reads what is left of a request body so that the connection can be
+// reused after an early answer; it gives up after a bounded amount.
+func drain(r io.Reader) { _, _ = io.CopyN(io.Discard, r, 1<<20) }

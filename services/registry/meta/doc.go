@@ -1,0 +1,29 @@
+// Package meta is the registry's metadata store in PostgreSQL, the source of
+// truth for what the OCI distribution API shows: repositories, the blobs
+// linked into each repository, manifests (their bytes, media type,
+// artifactType and subject), tags and blob upload sessions. It works on the
+// schema of the migrations package (001_initial.sql) through a pgxpool.Pool.
+//
+// # Visibility
+//
+// The blob bytes live in a blob.Store; a blob row and its repository link are
+// written only after the store committed the verified content, so a digest
+// this package reports is always readable. A manifest is recorded in one
+// transaction together with the blobs and child manifests it references,
+// and the transaction fails (with [ErrBlobUnknown] or [ErrManifestUnknown])
+// when any of them is not linked into the repository: a visible manifest
+// never points at missing content. Links, manifests and their references
+// use foreign keys, so a concurrent delete cannot slip in between the check
+// and the insert.
+//
+// Blob links give access: a repository can read (and mount into another
+// repository) only the blobs linked into it. Deleting a link does not delete
+// the bytes; garbage collection (blob.Collect) removes blobs no repository
+// and no manifest references any longer.
+//
+// # Errors
+//
+// Errors wrap the sentinels [ErrNotFound] (and its refinements
+// [ErrRepositoryUnknown], [ErrBlobUnknown], [ErrManifestUnknown],
+// [ErrUploadUnknown]) and [ErrInUse]; test them with errors.Is.
+package meta

@@ -1,0 +1,194 @@
+package meta_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/migrations"
+	"github.com/fpga-faas/faas/services/registry/meta"
+)
+
+func newStore(t *testing.T) *meta.Store {
+	t.Helper()
+	pg := testenv.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.ApplyPool(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return meta.New(pool)
+}
+
+func digest(c byte) string {
+	b := make([]byte, 64)
+	for i := range b {
+		b[i] = c
+	}
+	return "sha256:" + string(b)
+}
+
+func TestStore(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	blobA, blobB, man, idx, ref := digest('a'), digest('b'), digest('1'), digest('2'), digest('3')
+
+	t.Run("blobs", func(t *testing.T) {
+		if _, err := s.BlobSize(ctx, "r/one", blobA); !errors.Is(err, meta.ErrBlobUnknown) || !errors.Is(err, meta.ErrNotFound) {
+			t.Fatalf("BlobSize before = %v", err)
+		}
+		if err := s.PutBlob(ctx, "r/one", blobA, 10); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.BlobSize(ctx, "r/one", blobA); err != nil || n != 10 {
+			t.Fatalf("BlobSize = %d, %v", n, err)
+		}
+		if _, err := s.MountBlob(ctx, "r/two", "r/none", blobA); !errors.Is(err, meta.ErrBlobUnknown) {
+			t.Fatalf("mount from a repo without it = %v", err)
+		}
+		if n, err := s.MountBlob(ctx, "r/two", "r/one", blobA); err != nil || n != 10 {
+			t.Fatalf("mount = %d, %v", n, err)
+		}
+		if err := s.UnlinkBlob(ctx, "r/one", blobA); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UnlinkBlob(ctx, "r/one", blobA); !errors.Is(err, meta.ErrBlobUnknown) {
+			t.Fatalf("second unlink = %v", err)
+		}
+		if ok, err := s.BlobReferenced(ctx, blobA); err != nil || !ok {
+			t.Fatalf("referenced via r/two = %v, %v", ok, err)
+		}
+	})
+
+	t.Run("manifests", func(t *testing.T) {
+		m := meta.Manifest{Digest: man, MediaType: "application/vnd.oci.image.manifest.v1+json", Content: []byte("m"),
+			Blobs: []string{blobA, blobB}}
+		err := s.PutManifest(ctx, "r/two", m, "v1")
+		var missing *meta.MissingError
+		if !errors.As(err, &missing) || missing.Digest != blobB || !errors.Is(err, meta.ErrBlobUnknown) {
+			t.Fatalf("PutManifest with a missing blob = %v", err)
+		}
+		if _, err := s.GetManifest(ctx, "r/two", "v1"); !errors.Is(err, meta.ErrManifestUnknown) {
+			t.Fatalf("refused manifest is visible: %v", err)
+		}
+		if err := s.PutBlob(ctx, "r/two", blobB, 5); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutManifest(ctx, "r/two", m, "v1"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetManifest(ctx, "r/two", "v1")
+		if err != nil || got.Digest != man || string(got.Content) != "m" {
+			t.Fatalf("GetManifest = %+v, %v", got, err)
+		}
+		if _, err := s.GetManifest(ctx, "r/nothing", "v1"); !errors.Is(err, meta.ErrRepositoryUnknown) {
+			t.Fatalf("unknown repo = %v", err)
+		}
+		// An index over it, and a referrer.
+		if err := s.PutManifest(ctx, "r/two", meta.Manifest{Digest: idx, MediaType: "application/vnd.oci.image.index.v1+json",
+			Content: []byte("i"), Children: []string{man}}, "idx"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteManifest(ctx, "r/two", man); !errors.Is(err, meta.ErrInUse) {
+			t.Fatalf("delete of a listed manifest = %v", err)
+		}
+		if err := s.PutManifest(ctx, "r/two", meta.Manifest{Digest: ref, MediaType: "application/vnd.oci.image.manifest.v1+json",
+			ArtifactType: "application/x-sig", Subject: man, Content: []byte("r"), Blobs: []string{blobA},
+			Annotations: map[string]string{"k": "v"}}, ""); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			filter string
+			want   int
+		}{{"", 1}, {"application/x-sig", 1}, {"application/x-other", 0}} {
+			rs, err := s.Referrers(ctx, "r/two", man, tc.filter)
+			if err != nil || len(rs) != tc.want {
+				t.Fatalf("Referrers(%q) = %+v, %v", tc.filter, rs, err)
+			}
+			if tc.want == 1 && (rs[0].Digest != ref || rs[0].Annotations["k"] != "v" || rs[0].Size != 1) {
+				t.Fatalf("referrer %+v", rs[0])
+			}
+		}
+		if err := s.DeleteManifest(ctx, "r/two", idx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetManifest(ctx, "r/two", "idx"); !errors.Is(err, meta.ErrManifestUnknown) {
+			t.Fatalf("tag of a deleted manifest = %v", err)
+		}
+	})
+
+	t.Run("tags and catalog", func(t *testing.T) {
+		m := meta.Manifest{Digest: digest('4'), MediaType: "application/vnd.oci.image.index.v1+json", Content: []byte("{}")}
+		for _, tag := range []string{"b", "B", "a", "c"} {
+			if err := s.PutManifest(ctx, "r/tags", m, tag); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tags, more, err := s.Tags(ctx, "r/tags", 2, "")
+		if err != nil || !more || !slices.Equal(tags, []string{"B", "a"}) {
+			t.Fatalf("page 1 = %v, %v, %v", tags, more, err)
+		}
+		tags, more, err = s.Tags(ctx, "r/tags", 2, "a")
+		if err != nil || more || !slices.Equal(tags, []string{"b", "c"}) {
+			t.Fatalf("page 2 = %v, %v, %v", tags, more, err)
+		}
+		if err := s.DeleteTag(ctx, "r/tags", "b"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteTag(ctx, "r/tags", "b"); !errors.Is(err, meta.ErrManifestUnknown) {
+			t.Fatalf("second DeleteTag = %v", err)
+		}
+		if tags, _, err := s.Tags(ctx, "r/tags", -1, ""); err != nil || !slices.Equal(tags, []string{"B", "a", "c"}) {
+			t.Fatalf("all tags = %v, %v", tags, err)
+		}
+		if _, _, err := s.Tags(ctx, "r/none", -1, ""); !errors.Is(err, meta.ErrRepositoryUnknown) {
+			t.Fatalf("tags of unknown repo = %v", err)
+		}
+		names, more, err := s.Catalog(ctx, 1, "r/one")
+		if err != nil || !more || !slices.Equal(names, []string{"r/tags"}) {
+			t.Fatalf("catalog = %v, %v, %v", names, more, err)
+		}
+	})
+
+	t.Run("uploads", func(t *testing.T) {
+		if err := s.CreateUpload(ctx, "r/up", "u1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UploadExists(ctx, "r/other", "u1"); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("upload in another repo = %v", err)
+		}
+		boom := errors.New("boom")
+		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
+			return meta.UploadOutcome{}, boom
+		}); !errors.Is(err, boom) {
+			t.Fatalf("WithUpload error = %v", err)
+		}
+		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
+			return meta.UploadOutcome{Digest: digest('c'), Size: 3}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UploadExists(ctx, "r/up", "u1"); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("committed upload still exists: %v", err)
+		}
+		if n, err := s.BlobSize(ctx, "r/up", digest('c')); err != nil || n != 3 {
+			t.Fatalf("committed blob = %d, %v", n, err)
+		}
+		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
+			t.Fatal("fn ran for an ended upload")
+			return meta.UploadOutcome{}, nil
+		}); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("WithUpload after commit = %v", err)
+		}
+	})
+}

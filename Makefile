@@ -21,6 +21,14 @@ MINIO_BIN    := $(GOBIN_DIR)/minio
 COSIGN_MODULE := github.com/sigstore/cosign/v2/cmd/cosign@v2.6.5
 COSIGN_BIN    := $(GOBIN_DIR)/cosign
 
+# OCI clients for the registry interop tests (services/registry/server). crane
+# follows go-containerregistry's version in go.mod; oras must be built from a
+# module that requires it, because the proxy refuses its version list.
+CRANE_MODULE := github.com/google/go-containerregistry/cmd/crane@$(shell $(GO) list -m -f '{{.Version}}' github.com/google/go-containerregistry)
+CRANE_BIN    := $(GOBIN_DIR)/crane
+ORAS_VERSION := v1.3.3
+ORAS_BIN     := $(GOBIN_DIR)/oras
+
 # PostgreSQL 15 server binaries (Debian package postgresql-15).
 PG_BIN   ?= $(or $(FAAS_PG_BIN),/usr/lib/postgresql/15/bin)
 PG_DEBPKG := postgresql-15
@@ -38,7 +46,7 @@ FUZZTIME     ?= 10s
 help:
 	@echo 'make demo        bring up a simulated board and validate it end to end'
 	@echo 'make test        install test dependencies (tools), go vet, go test -race'
-	@echo 'make tools       install the pinned MinIO server and cosign; PostgreSQL 15 and a C compiler (for -race) via apt when root'
+	@echo 'make tools       install the pinned MinIO server, cosign, crane and oras; PostgreSQL 15 and a C compiler (for -race) via apt when root'
 	@echo 'make lint        gofmt check and go vet'
 	@echo 'make bench       benchmarks (see BENCHMARKS.md)'
 	@echo 'make images      generate and build the reference images into build/images (SMALL=1: small bitstreams)'
@@ -48,7 +56,7 @@ help:
 # `go install` only when $(MINIO_BIN) is absent. PostgreSQL 15 and a C
 # compiler (for -race) come from Debian packages, installed only when missing
 # and only when running as root; otherwise a note says what is missing.
-tools: $(MINIO_BIN) $(COSIGN_BIN)
+tools: $(MINIO_BIN) $(COSIGN_BIN) $(CRANE_BIN) $(ORAS_BIN)
 	@pkgs=""; \
 	if [ -x "$(PG_BIN)/initdb" ] && [ -x "$(PG_BIN)/pg_ctl" ] && [ -x "$(PG_BIN)/postgres" ]; then :; \
 	elif [ -n "$(FAAS_PG_BIN)" ]; then echo "tools: FAAS_PG_BIN=$(FAAS_PG_BIN) lacks initdb, pg_ctl or postgres" >&2; exit 1; \
@@ -67,6 +75,14 @@ $(MINIO_BIN):
 
 $(COSIGN_BIN):
 	GOBIN="$(GOBIN_DIR)" $(GO) install $(COSIGN_MODULE)
+
+$(CRANE_BIN):
+	GOBIN="$(GOBIN_DIR)" $(GO) install $(CRANE_MODULE)
+
+$(ORAS_BIN):
+	d=$$(mktemp -d) && cd $$d && $(GO) mod init orasbuild >/dev/null 2>&1 && \
+		$(GO) get oras.land/oras/cmd/oras@$(ORAS_VERSION) && GOBIN="$(GOBIN_DIR)" $(GO) install oras.land/oras/cmd/oras && \
+		rm -rf $$d
 
 # test runs with -race when cgo works (it needs a C compiler, which tools
 # installs when root); otherwise it says so and runs without.

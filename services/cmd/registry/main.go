@@ -1,0 +1,184 @@
+// Command registry runs the FaaS registry service: the OCI registry at /v2/
+// with the Docker token flow at /auth/token, health, readiness and metrics
+// endpoints (see package services/registry/server).
+//
+//	registry serve [flags]              run the service
+//	registry users add NAME --role ROLE create an account; password on stdin
+//
+// Every flag of serve defaults from the environment: FAAS_DATABASE_URL,
+// FAAS_S3_ENDPOINT, FAAS_S3_ACCESS_KEY, FAAS_S3_SECRET_KEY, FAAS_S3_BUCKET
+// (S3 blob store when an endpoint is set), FAAS_DATA_DIR (directory blob
+// store and default key directory), FAAS_LISTEN, FAAS_TLS_CERT, FAAS_TLS_KEY,
+// FAAS_KEY_DIR. users add reads FAAS_DATABASE_URL (or --database-url) and
+// applies the migrations too.
+//
+// serve prints "registry listening on URL" on stdout once it accepts
+// connections, logs JSON to stderr and shuts down gracefully on SIGINT or
+// SIGTERM.
+//
+// Exit codes: 0 success (including a graceful shutdown); 1 the account
+// already exists (users add); 2 usage error or any other failure.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newRoot(os.Stdin, os.Stdout, os.Stderr).ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "registry:", err)
+	if errors.Is(err, auth.ErrExists) {
+		os.Exit(1)
+	}
+	os.Exit(2)
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "registry",
+		Short:         "FaaS registry: OCI registry and marketplace control plane",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	users := &cobra.Command{Use: "users", Short: "manage accounts"}
+	users.AddCommand(usersAddCommand())
+	root.AddCommand(serveCommand(), users)
+	return root
+}
+
+// secretsFromEnv fills the flags whose values are secrets from the
+// environment when not given: they are not flag defaults, so that --help
+// never prints them.
+func secretsFromEnv(cfg *server.Config) {
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = os.Getenv("FAAS_DATABASE_URL")
+	}
+	if cfg.S3SecretKey == "" {
+		cfg.S3SecretKey = os.Getenv("FAAS_S3_SECRET_KEY")
+	}
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func serveCommand() *cobra.Command {
+	var cfg server.Config
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run the registry service",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			secretsFromEnv(&cfg)
+			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			srv, err := server.Open(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", srv.Config().Listen)
+			if err != nil {
+				return err
+			}
+			scheme := "http"
+			if cfg.TLSCert != "" {
+				scheme = "https"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "registry listening on %s://%s\n", scheme, ln.Addr())
+			return srv.Serve(cmd.Context(), ln)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", env("FAAS_LISTEN", server.DefaultListen), "listen address [FAAS_LISTEN]")
+	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL [FAAS_DATABASE_URL]")
+	f.StringVar(&cfg.DataDir, "data-dir", env("FAAS_DATA_DIR", server.DefaultDataDir), "data directory [FAAS_DATA_DIR]")
+	f.StringVar(&cfg.S3Endpoint, "s3-endpoint", env("FAAS_S3_ENDPOINT", ""), "S3 endpoint host:port; empty: directory store [FAAS_S3_ENDPOINT]")
+	f.StringVar(&cfg.S3AccessKey, "s3-access-key", env("FAAS_S3_ACCESS_KEY", ""), "S3 access key [FAAS_S3_ACCESS_KEY]")
+	f.StringVar(&cfg.S3SecretKey, "s3-secret-key", "", "S3 secret key [FAAS_S3_SECRET_KEY]")
+	f.StringVar(&cfg.S3Bucket, "s3-bucket", env("FAAS_S3_BUCKET", server.DefaultS3Bucket), "S3 bucket [FAAS_S3_BUCKET]")
+	f.BoolVar(&cfg.S3Secure, "s3-tls", false, "reach the S3 endpoint over HTTPS")
+	f.StringVar(&cfg.TLSCert, "tls-cert", env("FAAS_TLS_CERT", ""), "TLS certificate PEM file [FAAS_TLS_CERT]")
+	f.StringVar(&cfg.TLSKey, "tls-key", env("FAAS_TLS_KEY", ""), "TLS key PEM file [FAAS_TLS_KEY]")
+	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory; default DATA_DIR/keys [FAAS_KEY_DIR]")
+	f.StringVar(&cfg.Service, "service", server.DefaultService, "token service name (audience)")
+	f.StringVar(&cfg.Issuer, "issuer", server.DefaultIssuer, "token issuer")
+	f.StringVar(&cfg.Realm, "realm", "", "absolute token endpoint URL for challenges; default derived from each request")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
+
+func usersAddCommand() *cobra.Command {
+	var cfg server.Config
+	var role string
+	cmd := &cobra.Command{
+		Use:   "add NAME --role ROLE",
+		Short: "create an account; the password is read from the first line of stdin",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			line, err := bufio.NewReader(io.LimitReader(cmd.InOrStdin(), auth.MaxPasswordLen+2)).ReadString('\n')
+			if err != nil && !errors.Is(err, io.EOF) {
+				return fmt.Errorf("reading password: %w", err)
+			}
+			password := strings.TrimRight(line, "\r\n")
+			if password == "" {
+				return errors.New("no password on stdin")
+			}
+			// Open as serve does (same flags): it applies the migrations,
+			// so users add also bootstraps an empty database.
+			secretsFromEnv(&cfg)
+			srv, err := server.Open(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			acct, err := srv.CreateUser(cmd.Context(), args[0], auth.Role(role), password)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created %s account %s (%s)\n", acct.Role, acct.Name, acct.ID)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&role, "role", "", "role: isv, tenant, admin or node")
+	_ = cmd.MarkFlagRequired("role")
+	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL [FAAS_DATABASE_URL]")
+	f.StringVar(&cfg.DataDir, "data-dir", env("FAAS_DATA_DIR", server.DefaultDataDir), "data directory [FAAS_DATA_DIR]")
+	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory [FAAS_KEY_DIR]")
+	f.StringVar(&cfg.S3Endpoint, "s3-endpoint", env("FAAS_S3_ENDPOINT", ""), "S3 endpoint [FAAS_S3_ENDPOINT]")
+	f.StringVar(&cfg.S3AccessKey, "s3-access-key", env("FAAS_S3_ACCESS_KEY", ""), "S3 access key [FAAS_S3_ACCESS_KEY]")
+	f.StringVar(&cfg.S3SecretKey, "s3-secret-key", "", "S3 secret key [FAAS_S3_SECRET_KEY]")
+	f.StringVar(&cfg.S3Bucket, "s3-bucket", env("FAAS_S3_BUCKET", server.DefaultS3Bucket), "S3 bucket [FAAS_S3_BUCKET]")
+	return cmd
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+func TestUsersAddAndServe(t *testing.T) {
+	pg := testenv.Postgres(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	common := []string{"--database-url", pg.URL, "--data-dir", dir}
+
+	add := func(name, role, stdin string) (string, error) {
+		var out strings.Builder
+		root := newRoot(strings.NewReader(stdin), &out, io.Discard)
+		root.SetArgs(append([]string{"users", "add", name, "--role", role}, common...))
+		err := root.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	if out, err := add("isv1", "isv", "pw-of-isv1\n"); err != nil || !strings.Contains(out, "created isv account isv1") {
+		t.Fatalf("users add: %q %v", out, err)
+	}
+	if _, err := add("isv1", "isv", "again\n"); !errors.Is(err, auth.ErrExists) {
+		t.Errorf("duplicate: %v", err)
+	}
+	if _, err := add("x1", "boss", "pw\n"); !errors.Is(err, auth.ErrInvalid) {
+		t.Errorf("bad role: %v", err)
+	}
+	if _, err := add("x2", "tenant", ""); err == nil {
+		t.Error("empty password accepted")
+	}
+
+	pr, pw := io.Pipe()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		root := newRoot(strings.NewReader(""), pw, io.Discard)
+		root.SetArgs(append([]string{"serve", "--listen", "127.0.0.1:0"}, common...))
+		err := root.ExecuteContext(sctx)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address line: %v", err)
+	}
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "registry listening on ")
+	if !ok {
+		t.Fatalf("address line %q", line)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	resp, err := http.Get(url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("readyz: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", url+"/auth/token?service=faas-registry&scope=repository:isv1/a:push", nil)
+	req.SetBasicAuth("isv1", "pw-of-isv1")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("token: %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v after shutdown", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop")
+	}
+}

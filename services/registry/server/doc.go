@@ -1,0 +1,61 @@
+// Package server wires the registry's parts into one running service
+// (DESIGN.md §4.4, issue 5 items 3 and 7): the PostgreSQL metadata (meta, with
+// the schema of the migrations package applied at start), the blob store
+// (s3store when an S3 endpoint is configured, else dirstore under the data
+// directory), the accounts and JWT keyring of package auth, and the OCI
+// distribution API of package distribution.
+//
+// # Endpoints
+//
+//	/v2/…          OCI distribution API, bearer tokens required (Docker token flow)
+//	/auth/token    token endpoint (HTTP Basic: password or API token)
+//	/healthz       200 while the process serves requests
+//	/readyz        200 when the database answers a ping and the blob store is
+//	               reachable, else 503
+//	/metrics       Prometheus metrics: faas_registry_http_requests_total and
+//	               faas_registry_http_request_duration_seconds by route class,
+//	               method and status code, plus the Go and process collectors
+//
+// Every response carries X-Request-Id (the client's, when it sent a sane one;
+// else a fresh random id) and every request is logged once through
+// Config.Logger with the request id, method, path, route class, status, bytes
+// and duration. Header values (notably Authorization) and query strings (which
+// may carry an account name) are never logged.
+//
+// # Authorization
+//
+// The distribution API asks an Authorizer built on auth.BearerAuthorizer: a
+// missing or invalid token answers 401 with a WWW-Authenticate challenge
+// (Bearer realm="…/auth/token",service="…",scope="repository:NAME:ACTIONS"),
+// a valid token without the scope 403 DENIED. The catalog (repository "",
+// action "catalog") is admin-only: auth.TokenHandler grants no scopes of type
+// "registry", so the authorizer checks the token's subject to be an enabled
+// admin account instead of looking for a registry:catalog:* grant.
+//
+// Tokens are granted by Policy (see NewPolicy):
+//
+//   - admin: every action on every repository;
+//   - the owner of a namespace — an isv account whose name is the first path
+//     component of the repository, "isv1/…" for account isv1 — pull, push
+//     and delete;
+//   - any other account (tenant, node, other isvs): pull only, and only when
+//     the repository belongs to a listing (listings.repository_id) that is
+//     published with visibility public, or for which the account holds an
+//     active entitlement (not revoked, not expired) of any kind;
+//   - anonymous requests are refused at the token endpoint.
+//
+// Known gaps: nodes are treated like tenants (their own account's
+// entitlements); pulling on behalf of a tenant is the key-release API's
+// business. Entitlements grant pulls whether or not the listing is currently
+// published, so that unpublishing does not cut off existing subscribers.
+//
+// # Limits
+//
+// The http.Server has read-header, read, write and idle timeouts; request
+// bodies are capped at Config.MaxBodyBytes outside the blob upload endpoints,
+// whose chunks are capped at Config.MaxChunkBytes (manifests by the
+// distribution package's own limit). Password checks at the token endpoint
+// (argon2id, 64 MiB each) run at most Config.MaxConcurrentLogins at a time.
+//
+// The package logs only through Config.Logger.
+package server

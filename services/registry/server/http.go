@@ -1,0 +1,270 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+// RequestIDHeader carries the request id in requests and responses.
+const RequestIDHeader = "X-Request-Id"
+
+type ctxKey struct{}
+
+// RequestID returns the request id of ctx (set by the server's middleware),
+// or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(ctxKey{}).(string)
+	return id
+}
+
+func (s *Server) buildHandler() (http.Handler, error) {
+	dist, err := s.newDistribution()
+	if err != nil {
+		return nil, err
+	}
+	tokens := &auth.TokenHandler{
+		Keyring:       s.keyring,
+		Accounts:      s.accounts,
+		Policy:        NewPolicy(s.pool),
+		Service:       s.cfg.Service,
+		TTL:           s.cfg.TokenTTL,
+		DenyAnonymous: true,
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faas_registry_http_requests_total",
+			Help: "HTTP requests by route class, method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "faas_registry_http_request_duration_seconds",
+			Help:    "HTTP request latency by route class and method.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms … 262 s
+		}, []string{"route", "method"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+
+	mux := http.NewServeMux()
+	mux.Handle("/v2/", dist)
+	mux.Handle("/auth/token", limitConcurrency(tokens, s.cfg.MaxConcurrentLogins))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := s.ready(r.Context()); err != nil {
+			s.log.WarnContext(r.Context(), "not ready", slog.Any("err", err))
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "not ready\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return s.middleware(mux, m), nil
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// routeClass names the kind of endpoint of path, a bounded label set.
+func routeClass(path string) string {
+	switch {
+	case path == "/v2/" || path == "/v2":
+		return "v2_base"
+	case path == "/v2/_catalog":
+		return "v2_catalog"
+	case strings.HasPrefix(path, "/v2/"):
+		switch {
+		case strings.Contains(path, "/blobs/uploads"):
+			return "v2_upload"
+		case strings.Contains(path, "/blobs/"):
+			return "v2_blob"
+		case strings.Contains(path, "/manifests/"):
+			return "v2_manifest"
+		case strings.HasSuffix(path, "/tags/list"):
+			return "v2_tags"
+		case strings.Contains(path, "/referrers/"):
+			return "v2_referrers"
+		}
+		return "v2_other"
+	case path == "/auth/token":
+		return "auth_token"
+	case path == "/healthz", path == "/readyz", path == "/metrics":
+		return path[1:]
+	}
+	return "other"
+}
+
+func (s *Server) middleware(next http.Handler, m *metrics) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(RequestIDHeader)
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		r.Header.Set(RequestIDHeader, id)
+		w.Header().Set(RequestIDHeader, id)
+		ctx := context.WithValue(r.Context(), ctxKey{}, id)
+		r = r.WithContext(ctx)
+		route := routeClass(r.URL.Path)
+		// Blob upload bodies and manifests are limited by the distribution
+		// API (MaxChunkBytes, MaxManifestBytes); everything else here.
+		if route != "v2_upload" && route != "v2_manifest" && r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		rw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		if rw.status == 0 {
+			rw.status = http.StatusOK
+		}
+		d := time.Since(start)
+		method := methodLabel(r.Method)
+		m.requests.WithLabelValues(route, method, strconv.Itoa(rw.status)).Inc()
+		m.duration.WithLabelValues(route, method).Observe(d.Seconds())
+		level := slog.LevelInfo
+		if rw.status >= 500 {
+			level = slog.LevelError
+		}
+		// No header values and no query string: they may hold credentials
+		// or account names.
+		s.log.LogAttrs(ctx, level, "request",
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.String("route", route),
+			slog.Int("status", rw.status),
+			slog.Int64("bytes", rw.bytes),
+			slog.Duration("duration", d),
+			slog.String("remote", r.RemoteAddr))
+	})
+}
+
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusWriter records the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush implements http.Flusher.
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// limitConcurrency runs at most n requests of h at once; the others wait
+// (until their context ends: 503).
+func limitConcurrency(h http.Handler, n int) http.Handler {
+	sem := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sem <- struct{}{}:
+		case <-r.Context().Done():
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		defer func() { <-sem }()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// requestIDHandler adds the request id of a record's context.
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
+}
+
+// minLevelHandler drops records below min.
+type minLevelHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevelHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevelHandler{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{h.Handler.WithGroup(name), h.min}
+}

@@ -1,0 +1,358 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/fpga-faas/faas/migrations"
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/blob"
+	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
+	"github.com/fpga-faas/faas/services/registry/blob/s3store"
+	"github.com/fpga-faas/faas/services/registry/distribution"
+	"github.com/fpga-faas/faas/services/registry/meta"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultListen              = ":5000"
+	DefaultDataDir             = "/var/lib/faas-registry"
+	DefaultS3Bucket            = "faas-registry"
+	DefaultS3Region            = "us-east-1"
+	DefaultIssuer              = "faas-registry"
+	DefaultService             = "faas-registry"
+	DefaultReadHeaderTimeout   = 10 * time.Second
+	DefaultReadTimeout         = 15 * time.Minute
+	DefaultWriteTimeout        = 15 * time.Minute
+	DefaultIdleTimeout         = 2 * time.Minute
+	DefaultShutdownTimeout     = 30 * time.Second
+	DefaultMaxBodyBytes        = 1 << 20 // 1 MiB
+	DefaultMaxChunkBytes       = 8 << 30 // 8 GiB
+	DefaultMaxConcurrentLogins = 4
+	DefaultReadyTimeout        = 5 * time.Second
+)
+
+// ErrConfig marks an unusable Config.
+var ErrConfig = errors.New("server: invalid configuration")
+
+// Config configures a registry server. Every zero value means the default
+// named in its comment.
+type Config struct {
+	// Listen is the address the command listens on; Serve itself takes a
+	// listener. Default DefaultListen (":5000").
+	Listen string
+	// DataDir holds the directory blob store (DataDir/blobs, when no S3
+	// endpoint is set) and the default key directory. Default DefaultDataDir.
+	DataDir string
+
+	// S3Endpoint ("host:port") selects the S3 blob store; empty: dirstore
+	// under DataDir/blobs.
+	S3Endpoint  string
+	S3AccessKey string
+	S3SecretKey string
+	// S3Bucket is created when missing. Default DefaultS3Bucket.
+	S3Bucket string
+	// S3Region default DefaultS3Region.
+	S3Region string
+	// S3Secure uses HTTPS to reach the S3 endpoint. Default false.
+	S3Secure bool
+
+	// DatabaseURL is the PostgreSQL connection string (required).
+	DatabaseURL string
+
+	// KeyDir holds the JWT signing keys (created with a first key when
+	// missing). Default DataDir/keys.
+	KeyDir string
+
+	// TLSCert and TLSKey are PEM files; when both are set Serve speaks TLS.
+	TLSCert, TLSKey string
+
+	// Issuer is the iss of access tokens. Default DefaultIssuer.
+	Issuer string
+	// Service is the token audience and the service of challenges.
+	// Default DefaultService.
+	Service string
+	// Realm is the absolute URL of the token endpoint put into challenges.
+	// Default: derived from each request (scheme, Host, "/auth/token").
+	Realm string
+	// TokenTTL is the lifetime of access tokens. Default auth.DefaultTokenTTL.
+	TokenTTL time.Duration
+
+	// HTTP server timeouts. Defaults DefaultReadHeaderTimeout,
+	// DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout; a negative
+	// value means no timeout.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown of Serve.
+	// Default DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// ReadyTimeout bounds the checks of /readyz. Default DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+
+	// MaxBodyBytes caps request bodies of every endpoint except blob upload
+	// chunks. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxChunkBytes caps the body of one blob upload request.
+	// Default DefaultMaxChunkBytes.
+	MaxChunkBytes int64
+	// MaxManifestBytes caps a manifest. Default
+	// distribution.DefaultMaxManifestBytes.
+	MaxManifestBytes int64
+	// MaxConcurrentLogins bounds concurrent token requests (each may hash a
+	// password with argon2id). Default DefaultMaxConcurrentLogins.
+	MaxConcurrentLogins int
+
+	// PasswordParams are the argon2id costs of new password hashes; the zero
+	// value means auth.DefaultParams. Tests lower them.
+	PasswordParams auth.Params
+
+	// Logger receives request logs and errors. Default: discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	defD := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		} else if *p < 0 {
+			*p = 0
+		}
+	}
+	def(&c.Listen, DefaultListen)
+	def(&c.DataDir, DefaultDataDir)
+	def(&c.S3Bucket, DefaultS3Bucket)
+	def(&c.S3Region, DefaultS3Region)
+	def(&c.KeyDir, filepath.Join(c.DataDir, "keys"))
+	def(&c.Issuer, DefaultIssuer)
+	def(&c.Service, DefaultService)
+	defD(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	defD(&c.ReadTimeout, DefaultReadTimeout)
+	defD(&c.WriteTimeout, DefaultWriteTimeout)
+	defD(&c.IdleTimeout, DefaultIdleTimeout)
+	defD(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	defD(&c.ReadyTimeout, DefaultReadyTimeout)
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxChunkBytes <= 0 {
+		c.MaxChunkBytes = DefaultMaxChunkBytes
+	}
+	if c.MaxConcurrentLogins <= 0 {
+		c.MaxConcurrentLogins = DefaultMaxConcurrentLogins
+	}
+	if c.PasswordParams == (auth.Params{}) {
+		c.PasswordParams = auth.DefaultParams
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Server is an opened registry: its database pool, blob store and keyring.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	meta     *meta.Store
+	blobs    blob.Store
+	accounts *auth.Store
+	keyring  *auth.Keyring
+	handler  http.Handler
+}
+
+// Open connects to the database, applies the migrations, opens the blob store
+// (creating the S3 bucket when missing) and loads the keyring from
+// Config.KeyDir, creating a first key when there is none. Close releases it.
+func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
+	cfg.setDefaults()
+	if cfg.DatabaseURL == "" {
+		return nil, fmt.Errorf("%w: no database URL", ErrConfig)
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, fmt.Errorf("%w: TLS needs both a certificate and a key", ErrConfig)
+	}
+	s := &Server{cfg: cfg, log: slog.New(requestIDHandler{cfg.Logger.Handler()})}
+	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		// The URL may hold a password: do not quote it.
+		return nil, fmt.Errorf("%w: unparsable database URL", ErrConfig)
+	}
+	s.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: database: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.pool.Close()
+		}
+	}()
+	if err := s.pool.Ping(ctx); err != nil {
+		return nil, fmt.Errorf("server: database: %w", err)
+	}
+	if err := migrations.ApplyPool(ctx, s.pool); err != nil {
+		return nil, fmt.Errorf("server: migrations: %w", err)
+	}
+	s.meta = meta.New(s.pool)
+	s.accounts, err = auth.NewStore(s.pool, auth.WithParams(cfg.PasswordParams))
+	if err != nil {
+		return nil, fmt.Errorf("server: accounts: %w", err)
+	}
+	if cfg.S3Endpoint != "" {
+		client, err := minio.New(cfg.S3Endpoint, &minio.Options{
+			Creds:  credentials.NewStaticV4(cfg.S3AccessKey, cfg.S3SecretKey, ""),
+			Secure: cfg.S3Secure,
+			Region: cfg.S3Region,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("server: s3: %w", err)
+		}
+		st := s3store.New(client, cfg.S3Bucket, s3store.Options{})
+		if err := st.EnsureBucket(ctx, cfg.S3Region); err != nil {
+			return nil, fmt.Errorf("server: s3 bucket %s: %w", cfg.S3Bucket, err)
+		}
+		s.blobs = st
+	} else {
+		st, err := dirstore.New(filepath.Join(cfg.DataDir, "blobs"))
+		if err != nil {
+			return nil, fmt.Errorf("server: blob directory: %w", err)
+		}
+		s.blobs = st
+	}
+	s.keyring, err = auth.LoadKeyring(cfg.KeyDir, cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("server: keyring: %w", err)
+	}
+	s.handler, err = s.buildHandler()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the database pool. Call it after Serve returned.
+func (s *Server) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Handler returns the registry's HTTP handler (all endpoints, middleware
+// included).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Config returns the configuration with its defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Keyring returns the JWT keyring (for rotation by operators and tests).
+func (s *Server) Keyring() *auth.Keyring { return s.keyring }
+
+// Accounts returns the account store.
+func (s *Server) Accounts() *auth.Store { return s.accounts }
+
+// Pool returns the database pool.
+func (s *Server) Pool() *pgxpool.Pool { return s.pool }
+
+// CreateUser adds an account with a password; see auth.Store.Create. Errors
+// wrap auth.ErrExists and auth.ErrInvalid.
+func (s *Server) CreateUser(ctx context.Context, name string, role auth.Role, password string) (auth.Account, error) {
+	if !role.Valid() {
+		return auth.Account{}, fmt.Errorf("%w: role %q (want isv, tenant, admin or node)", auth.ErrInvalid, role)
+	}
+	if password == "" {
+		return auth.Account{}, fmt.Errorf("%w: empty password", auth.ErrInvalid)
+	}
+	return s.accounts.Create(ctx, name, role, password)
+}
+
+// Serve serves the registry on ln until ctx is cancelled, then shuts down
+// gracefully: it stops accepting, waits up to Config.ShutdownTimeout for
+// requests in flight, and returns nil. It speaks TLS when Config.TLSCert and
+// TLSKey are set. Any other failure of the server is returned.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if s.cfg.TLSCert != "" {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if s.cfg.TLSCert != "" {
+			errc <- srv.ServeTLS(ln, s.cfg.TLSCert, s.cfg.TLSKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", slog.Duration("timeout", s.cfg.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	return nil
+}
+
+// ready checks the database and the blob store.
+func (s *Server) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if p, ok := s.blobs.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(ctx); err != nil {
+			return fmt.Errorf("blob store: %w", err)
+		}
+		return nil
+	}
+	// A Stat of a blob that cannot exist reaches the store without reading.
+	_, err := s.blobs.Stat(ctx, blob.FromBytes([]byte("faas-registry readiness probe")))
+	if err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) newDistribution() (http.Handler, error) {
+	return distribution.New(distribution.Config{
+		Meta:             s.meta,
+		Blobs:            s.blobs,
+		Authorizer:       &authorizer{bearer: auth.BearerAuthorizer{Keyring: s.keyring, Audience: s.cfg.Service, Realm: s.cfg.Realm}, accounts: s.accounts},
+		MaxManifestBytes: s.cfg.MaxManifestBytes,
+		MaxChunkBytes:    s.cfg.MaxChunkBytes,
+		// Only warnings and errors: the request log is written by the
+		// middleware of this package.
+		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn}),
+	})
+}

@@ -9,6 +9,7 @@
 //
 //	/v2/…          OCI distribution API, bearer tokens required (Docker token flow)
 //	/auth/token    token endpoint (HTTP Basic: password or API token)
+//	/api/v1/…      marketplace REST API (package api; Basic or API-token auth)
 //	/healthz       200 while the process serves requests
 //	/readyz        200 when the database answers a ping and the blob store is
 //	               reachable, else 503

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -58,8 +59,17 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	}
 	reg.MustRegister(m.requests, m.duration)
 
+	market, err := api.New(api.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta,
+		PasswordParams: s.cfg.PasswordParams, MaxBodyBytes: s.cfg.MaxBodyBytes,
+		MaxConcurrentLogins: s.cfg.MaxConcurrentLogins, RequestID: RequestID,
+		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
+	if err != nil {
+		return nil, err
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("/v2/", dist)
+	mux.Handle(api.Prefix+"/", market)
 	mux.Handle("/auth/token", limitConcurrency(tokens, s.cfg.MaxConcurrentLogins))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -108,6 +118,8 @@ func routeClass(path string) string {
 		return "v2_other"
 	case path == "/auth/token":
 		return "auth_token"
+	case strings.HasPrefix(path, api.Prefix+"/"):
+		return "api"
 	case path == "/healthz", path == "/readyz", path == "/metrics":
 		return path[1:]
 	}

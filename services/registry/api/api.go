@@ -1,0 +1,394 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/meta"
+)
+
+// Prefix is where the API is mounted.
+const Prefix = "/api/v1"
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes        = 1 << 20
+	DefaultMaxConcurrentLogins = 4
+	DefaultLimit               = 50
+	MaxLimit                   = 200
+)
+
+// Sentinels; store and handler errors wrap them.
+var (
+	ErrNotFound        = errors.New("api: not found")
+	ErrForbidden       = errors.New("api: forbidden")
+	ErrInvalid         = errors.New("api: invalid")
+	ErrConflict        = errors.New("api: conflict")
+	ErrUnauthenticated = errors.New("api: unauthenticated")
+	ErrConfig          = errors.New("api: invalid configuration")
+)
+
+// FieldError is a validation error naming the offending field; it wraps
+// ErrInvalid.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return "api: invalid " + e.Field + ": " + e.Msg }
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Config configures the API.
+type Config struct {
+	Pool     *pgxpool.Pool // migrated database (required)
+	Accounts *auth.Store   // credential checks (required)
+	Meta     *meta.Store   // manifests of versions (required)
+	// PasswordParams hash the passwords of accounts created through the API.
+	// Zero: auth.DefaultParams.
+	PasswordParams auth.Params
+	// MaxBodyBytes caps request bodies. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxConcurrentLogins bounds concurrent password checks.
+	MaxConcurrentLogins int
+	// RequestID returns the request id of a request context (for the audit
+	// log); nil: the X-Request-Id header is used.
+	RequestID func(context.Context) string
+	// Logger receives internal errors. Default: discard.
+	Logger *slog.Logger
+}
+
+// API is the marketplace API; it is an http.Handler for paths under Prefix.
+type API struct {
+	cfg   Config
+	log   *slog.Logger
+	st    *store
+	e     *echo.Echo
+	login chan struct{}
+}
+
+// New returns the API over cfg.
+func New(cfg Config) (*API, error) {
+	if cfg.Pool == nil || cfg.Accounts == nil || cfg.Meta == nil {
+		return nil, fmt.Errorf("%w: Pool, Accounts and Meta are required", ErrConfig)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxConcurrentLogins <= 0 {
+		cfg.MaxConcurrentLogins = DefaultMaxConcurrentLogins
+	}
+	if cfg.PasswordParams == (auth.Params{}) {
+		cfg.PasswordParams = auth.DefaultParams
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a := &API{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		st:    &store{pool: cfg.Pool, meta: cfg.Meta, params: cfg.PasswordParams},
+		login: make(chan struct{}, cfg.MaxConcurrentLogins),
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard)
+	e.HTTPErrorHandler = a.errorHandler
+	e.Binder = nil
+	a.e = e
+	a.routes()
+	return a, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.e.ServeHTTP(w, r) }
+
+// Route is a method and an echo path pattern (":id" parameters).
+type Route struct{ Method, Path string }
+
+// Routes lists the registered routes.
+func (a *API) Routes() []Route {
+	var out []Route
+	for _, r := range a.e.Routes() {
+		if strings.HasPrefix(r.Path, Prefix) && r.Method != echo.RouteNotFound {
+			out = append(out, Route{r.Method, r.Path})
+		}
+	}
+	return out
+}
+
+type handler func(c echo.Context, p *principal) error
+
+// access says who may call a route at all: anonymous callers (with or
+// without credentials), or authenticated ones of the listed roles (none:
+// every role).
+type access struct {
+	anonymous bool
+	roles     []auth.Role
+}
+
+func anyone() access              { return access{anonymous: true} }
+func authed() access              { return access{} }
+func roles(r ...auth.Role) access { return access{roles: r} }
+
+func (a *API) handle(method, path string, acc access, h handler) {
+	a.e.Add(method, Prefix+path, func(c echo.Context) error {
+		p, err := a.authenticate(c)
+		if err != nil {
+			return err
+		}
+		if p == nil && !acc.anonymous {
+			return fmt.Errorf("%w: credentials required", ErrUnauthenticated)
+		}
+		if p != nil && len(acc.roles) > 0 {
+			ok := false
+			for _, r := range acc.roles {
+				ok = ok || p.Role == r
+			}
+			if !ok {
+				return fmt.Errorf("%w: role %s may not %s %s", ErrForbidden, p.Role, method, path)
+			}
+		}
+		return h(c, p)
+	})
+}
+
+// principal is the authenticated caller with request metadata for auditing.
+type principal struct {
+	auth.Account
+	requestID string
+	remote    string
+}
+
+func (p *principal) is(r auth.Role) bool { return p != nil && p.Role == r }
+
+func (a *API) authenticate(c echo.Context) (*principal, error) {
+	r := c.Request()
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, nil
+	}
+	ctx := r.Context()
+	var acct auth.Account
+	var err error
+	scheme, cred, _ := strings.Cut(h, " ")
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		acct, err = a.cfg.Accounts.AuthenticateToken(ctx, strings.TrimSpace(cred))
+	case "basic":
+		raw, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+		if derr != nil {
+			return nil, fmt.Errorf("%w: malformed basic credentials", ErrUnauthenticated)
+		}
+		user, pass, ok := strings.Cut(string(raw), ":")
+		if !ok {
+			return nil, fmt.Errorf("%w: malformed basic credentials", ErrUnauthenticated)
+		}
+		if strings.HasPrefix(pass, auth.TokenPrefix) {
+			acct, err = a.cfg.Accounts.AuthenticateToken(ctx, pass)
+		} else {
+			select {
+			case a.login <- struct{}{}:
+			case <-ctx.Done():
+				return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "busy")
+			}
+			acct, err = a.cfg.Accounts.Authenticate(ctx, user, pass)
+			<-a.login
+		}
+	default:
+		return nil, fmt.Errorf("%w: unsupported authorization scheme", ErrUnauthenticated)
+	}
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		return nil, fmt.Errorf("%w: invalid credentials", ErrUnauthenticated)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if acct.Disabled {
+		return nil, fmt.Errorf("%w: invalid credentials", ErrUnauthenticated)
+	}
+	p := &principal{Account: acct, remote: c.RealIP()}
+	if a.cfg.RequestID != nil {
+		p.requestID = a.cfg.RequestID(ctx)
+	}
+	if p.requestID == "" {
+		p.requestID = r.Header.Get("X-Request-Id")
+	}
+	return p, nil
+}
+
+// errorBody is the JSON error envelope.
+type errorBody struct {
+	Error errorInfo `json:"error"`
+}
+
+type errorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (a *API) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, info := a.classify(err, c)
+	if status == http.StatusUnauthorized {
+		c.Response().Header().Set("WWW-Authenticate", `Basic realm="faas-registry", charset="UTF-8"`)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	_ = c.JSON(status, errorBody{info})
+}
+
+// message strips the "api: <sentinel>: " prefixes off a user-facing error.
+func message(err error, sentinel error) string {
+	m := err.Error()
+	if i := strings.Index(m, sentinel.Error()+": "); i >= 0 {
+		return m[i+len(sentinel.Error())+2:]
+	}
+	return strings.TrimPrefix(m, "api: ")
+}
+
+func (a *API) classify(err error, c echo.Context) (int, errorInfo) {
+	var fe *FieldError
+	var he *echo.HTTPError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &fe):
+		return http.StatusUnprocessableEntity, errorInfo{"invalid", fe.Field + ": " + fe.Msg, fe.Field}
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, errorInfo{"too_large", fmt.Sprintf("request body larger than %d bytes", mbe.Limit), ""}
+	case errors.Is(err, ErrUnauthenticated):
+		return http.StatusUnauthorized, errorInfo{"unauthenticated", message(err, ErrUnauthenticated), ""}
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden, errorInfo{"forbidden", message(err, ErrForbidden), ""}
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound, errorInfo{"not_found", message(err, ErrNotFound), ""}
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict, errorInfo{"conflict", message(err, ErrConflict), ""}
+	case errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest, errorInfo{"invalid", message(err, ErrInvalid), ""}
+	case errors.As(err, &he):
+		switch he.Code {
+		case http.StatusNotFound:
+			return he.Code, errorInfo{"not_found", "no such endpoint", ""}
+		case http.StatusMethodNotAllowed:
+			return he.Code, errorInfo{"method_not_allowed", "method not allowed", ""}
+		case http.StatusServiceUnavailable:
+			return he.Code, errorInfo{"unavailable", "busy, try again", ""}
+		}
+		return he.Code, errorInfo{"error", http.StatusText(he.Code), ""}
+	}
+	a.log.ErrorContext(c.Request().Context(), "api: internal error",
+		slog.String("method", c.Request().Method), slog.String("path", c.Path()), slog.Any("err", err))
+	return http.StatusInternalServerError, errorInfo{"internal", "internal error", ""}
+}
+
+// decode reads the JSON body strictly into v.
+func (a *API) decode(c echo.Context, v any) error {
+	r := c.Request()
+	body := http.MaxBytesReader(c.Response(), r.Body, a.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		var ute *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &mbe):
+			return err
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("%w: empty body, want a JSON object", ErrInvalid)
+		case errors.As(err, &ute):
+			return fieldErr(ute.Field, "want %s", ute.Type)
+		case errors.As(err, &se):
+			return fmt.Errorf("%w: malformed JSON at offset %d", ErrInvalid, se.Offset)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return fieldErr(f, "unknown field")
+		}
+		return fmt.Errorf("%w: malformed JSON", ErrInvalid)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
+	}
+	return nil
+}
+
+// cursor is the keyset position of a page: the sort time and id of the
+// last row returned.
+type cursor struct {
+	T  time.Time `json:"t"`
+	ID string    `json:"i"`
+}
+
+func (k cursor) String() string {
+	b, _ := json.Marshal(k)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+type pageReq struct {
+	limit int
+	after *cursor
+}
+
+func parsePage(c echo.Context) (pageReq, error) {
+	p := pageReq{limit: DefaultLimit}
+	if s := c.QueryParam("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxLimit {
+			return p, fieldErr("limit", "want an integer in [1, %d]", MaxLimit)
+		}
+		p.limit = n
+	}
+	if s := c.QueryParam("cursor"); s != "" {
+		b, err := base64.RawURLEncoding.DecodeString(s)
+		var k cursor
+		if err != nil || len(b) > 256 || json.Unmarshal(b, &k) != nil || k.ID == "" {
+			return p, fieldErr("cursor", "malformed")
+		}
+		p.after = &k
+	}
+	return p, nil
+}
+
+// page is a list response.
+type page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// pageOf cuts rows (fetched with limit+1) to the page and sets next_cursor.
+func pageOf[T any](rows []T, limit int, key func(T) cursor) page[T] {
+	out := page[T]{Items: rows}
+	if out.Items == nil {
+		out.Items = []T{}
+	}
+	if len(rows) > limit {
+		out.Items = rows[:limit]
+		out.NextCursor = key(rows[limit-1]).String()
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/services/registry/api"
+)
+
+// Callers of the matrix: anonymous, the owning isv (isv1), another isv,
+// a tenant without entitlements (tenant2), an admin, the owning node
+// account (node1) and another node account.
+var matrixRoles = []string{"", "isv1", "isv2", "tenant2", "admin", "node1", "node2"}
+
+const ok = 200 // any 2xx
+
+// TestAuthorizationMatrix calls every endpoint as every role on objects of
+// isv1 (a private unpublished listing L, a published public listing P, a
+// signing key, an API token, an entitlement of tenant1 to P, a node of node1)
+// and checks the status class.
+func TestAuthorizationMatrix(t *testing.T) {
+	e := newEnv(t)
+	var L, P api.Listing
+	e.pushManifest("isv1/priv", "v1")
+	dP := e.pushManifest("isv1/pub", "v1")
+	dL := e.pushManifest("isv1/priv", "v2")
+	e.must(201, "isv1", "POST", "/listings", item{"name": "priv", "repository": "isv1/priv"}).decode(t, &L)
+	e.must(201, "isv1", "POST", "/listings", item{"name": "pub", "repository": "isv1/pub", "visibility": "public"}).decode(t, &P)
+	e.must(200, "isv1", "POST", "/listings/"+P.ID+"/publish", nil)
+	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/versions", item{"version": "1", "digest": dP})
+	var K api.SigningKey
+	e.must(201, "isv1", "POST", "/keys", item{"public_key": ecKeyPEM(t)}).decode(t, &K)
+	var T api.Token
+	e.must(201, "isv1", "POST", "/tokens", item{"name": "x"}).decode(t, &T)
+	var E api.Entitlement
+	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/shares", item{"account": "tenant1"}).decode(t, &E)
+	var N api.Node
+	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n1", "public_key": x25519B64(t)}).decode(t, &N)
+
+	type bodyFn func(who string) any
+	constant := func(v any) bodyFn { return func(string) any { return v } }
+	cases := []struct {
+		method, path string
+		body         bodyFn
+		want         []int // per matrixRoles
+	}{
+		{"GET", "/openapi.json", nil, []int{ok, ok, ok, ok, ok, ok, ok}},
+		{"GET", "/me", nil, []int{401, ok, ok, ok, ok, ok, ok}},
+		{"POST", "/accounts", func(string) any { return item{"name": uniq("acct"), "role": "tenant"} }, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"GET", "/accounts", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"POST", "/tokens", constant(item{"name": "m"}), []int{401, ok, ok, ok, ok, ok, ok}},
+		{"GET", "/tokens", nil, []int{401, ok, ok, ok, ok, ok, ok}},
+		{"DELETE", "/tokens/" + T.ID, nil, []int{401, ok, 404, 404, 404, 404, 404}},
+		{"POST", "/keys", func(string) any { return item{"public_key": ecKeyPEM(t)} }, []int{401, ok, ok, 403, 403, 403, 403}},
+		{"GET", "/keys", nil, []int{401, ok, ok, 403, ok, 403, 403}},
+		{"POST", "/keys/" + K.ID + "/revoke", nil, []int{401, ok, 404, 403, ok, 403, 403}},
+		{"POST", "/listings", func(who string) any { return item{"name": uniq("l"), "repository": who + "/" + uniq("r")} }, []int{401, ok, ok, 403, 403, 403, 403}},
+		{"GET", "/listings", nil, []int{ok, ok, ok, ok, ok, 403, 403}},
+		{"GET", "/listings/" + L.ID, nil, []int{404, ok, 404, 404, ok, 403, 403}},
+		{"GET", "/listings/" + P.ID, nil, []int{ok, ok, ok, ok, ok, 403, 403}},
+		{"PATCH", "/listings/" + L.ID, constant(item{"summary": "s"}), []int{401, ok, 404, 403, ok, 403, 403}},
+		{"PATCH", "/listings/" + P.ID, constant(item{"summary": "s"}), []int{401, ok, 403, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/publish", nil, []int{401, ok, 403, 403, ok, 403, 403}},
+		{"POST", "/listings/" + L.ID + "/unpublish", nil, []int{401, ok, 404, 403, ok, 403, 403}},
+		{"POST", "/listings/" + L.ID + "/versions", func(string) any { return item{"version": uniq("v"), "digest": dL} }, []int{401, ok, 404, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/versions", func(string) any { return item{"version": uniq("v"), "digest": dP} }, []int{401, ok, 403, 403, ok, 403, 403}},
+		{"GET", "/listings/" + L.ID + "/versions", nil, []int{401, ok, 404, 404, ok, 403, 403}},
+		{"GET", "/listings/" + P.ID + "/versions", nil, []int{401, ok, ok, ok, ok, 403, 403}},
+		{"POST", "/listings/" + L.ID + "/subscribe", nil, []int{401, 403, 403, 404, 403, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/subscribe", nil, []int{401, 403, 403, ok, 403, 403, 403}},
+		{"POST", "/listings/" + L.ID + "/shares", constant(item{"account": "tenant1"}), []int{401, ok, 404, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/shares", constant(item{"account": "tenant1"}), []int{401, ok, 403, 403, ok, 403, 403}},
+		{"GET", "/entitlements", nil, []int{401, ok, ok, ok, ok, 403, 403}},
+		{"DELETE", "/entitlements/" + E.ID, nil, []int{401, ok, 404, 404, ok, 403, 403}},
+		{"POST", "/nodes", func(string) any { return item{"hostname": uniq("h"), "public_key": x25519B64(t)} }, []int{401, 403, 403, 403, 403, ok, ok}},
+		{"POST", "/nodes/" + N.ID + "/heartbeat", constant(item{"boards": []item{}}), []int{401, 403, 403, 403, 403, ok, 404}},
+		{"GET", "/nodes", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"POST", "/usage", func(string) any {
+			return item{"node_id": N.ID, "records": []item{{"report_id": uniq("r"), "tenant_id": e.users["tenant1"].ID, "listing_id": P.ID, "event": "load"}}}
+		}, []int{401, 403, 403, 403, 403, ok, 404}},
+		{"GET", "/usage/summary", nil, []int{401, ok, ok, ok, ok, 403, 403}},
+		{"GET", "/audit", nil, []int{401, ok, ok, 403, ok, 403, 403}},
+	}
+	routes := map[string]bool{}
+	n := 0
+	for _, c := range cases {
+		routes[c.method+" "+pattern(c.path)] = true
+		for i, who := range matrixRoles {
+			var body any
+			if c.body != nil {
+				body = c.body(who)
+			}
+			r := e.do(who, c.method, c.path, body)
+			want := c.want[i]
+			good := r.status == want || (want == ok && r.status >= 200 && r.status < 300)
+			if !good {
+				t.Errorf("%s %s as %q: status %d, want %d: %s", c.method, c.path, who, r.status, want, r.body)
+			}
+			if r.status >= 400 && !strings.Contains(string(r.body), `"error":{"code":`) {
+				t.Errorf("%s %s as %q: error body %s", c.method, c.path, who, r.body)
+			}
+			n++
+		}
+	}
+	t.Logf("%d matrix cases", n)
+	for _, r := range e.api.Routes() {
+		if strings.HasSuffix(r.Path, "/*") {
+			continue
+		}
+		if !routes[r.Method+" "+strings.TrimPrefix(r.Path, api.Prefix)] {
+			t.Errorf("route %s %s not covered by the matrix", r.Method, r.Path)
+		}
+	}
+
+	// Listings contents: no cross-account leaks.
+	for _, who := range []string{"", "isv2", "tenant2"} {
+		var list struct{ Items []api.Listing }
+		e.must(http.StatusOK, who, "GET", "/listings", nil).decode(t, &list)
+		for _, l := range list.Items {
+			if l.ID == L.ID {
+				t.Errorf("%q sees private listing", who)
+			}
+		}
+	}
+	var keys struct{ Items []api.SigningKey }
+	e.must(200, "isv2", "GET", "/keys", nil).decode(t, &keys)
+	for _, k := range keys.Items {
+		if k.AccountID != e.users["isv2"].ID {
+			t.Errorf("isv2 sees key %+v", k)
+		}
+	}
+	for _, who := range []string{"isv2", "tenant2"} {
+		var ents struct{ Items []api.Entitlement }
+		e.must(200, who, "GET", "/entitlements", nil).decode(t, &ents)
+		for _, x := range ents.Items {
+			if x.AccountID != e.users[who].ID {
+				t.Errorf("%s sees entitlement %+v", who, x)
+			}
+		}
+	}
+	// Bad credentials never fall back to anonymous.
+	req, _ := http.NewRequest("GET", e.url+api.Prefix+"/listings", nil)
+	req.Header.Set("Authorization", "Bearer faas_wrong")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 401 {
+		t.Errorf("bad token: %d", res.StatusCode)
+	}
+	req.SetBasicAuth("isv1", "wrong")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 401 {
+		t.Errorf("bad password: %d", res.StatusCode)
+	}
+}
+
+// pattern turns a concrete path back into its route pattern.
+func pattern(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if len(s) == 36 && strings.Count(s, "-") == 4 {
+			parts[i] = ":id"
+		}
+	}
+	return strings.Join(parts, "/")
+}

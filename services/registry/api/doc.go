@@ -1,0 +1,61 @@
+// Package api is the registry's marketplace REST API under /api/v1 (DESIGN.md
+// §4.4, issue 5 item 4): accounts and API tokens, ISV signing keys, listings
+// and their versions (with the image validation state), entitlements
+// (subscriptions and shares), nodes, usage records with billing summaries,
+// and the audit log. GET /api/v1/openapi.json serves an OpenAPI 3.1 document
+// of every route; a test keeps the document and the router in step.
+//
+// # Authentication
+//
+// The bearer JWTs of /auth/token are for the OCI side only. The API accepts
+//
+//   - HTTP Basic with an account name and its password, or with an API token
+//     as the password (any user name), checked by auth.Store;
+//   - "Authorization: Bearer faas_…" with an API token.
+//
+// Bad or unusable credentials answer 401 with a WWW-Authenticate challenge
+// (Basic realm="faas-registry"). Password checks (argon2id) run at most
+// Config.MaxConcurrentLogins at a time. Anonymous requests may read only
+// GET /api/v1/openapi.json, GET /api/v1/listings (published public listings)
+// and GET /api/v1/listings/{id} (the same listings); everything else answers
+// 401 without credentials.
+//
+// # Authorization (least privilege)
+//
+//   - admin: everything, including accounts, nodes and the whole audit log.
+//   - isv: its own signing keys and listings (create, update, publish,
+//     versions, shares); entitlements to its listings (list, revoke); usage
+//     summaries of its listings; audit entries about its listings.
+//   - tenant: browse visible listings, subscribe to published public ones,
+//     its own entitlements and usage summary.
+//   - node: register nodes, heartbeat its own nodes, report usage for them.
+//   - everybody authenticated: GET /me and its own API tokens.
+//
+// A listing is visible to its owner and admins, to everybody when it is
+// published with visibility public, and to holders of an active entitlement.
+// A resource the caller may not see answers 404 (never 403), so that ids of
+// other accounts' objects cannot be probed; a resource the caller sees but may
+// not change answers 403, and so does an endpoint the caller's role may never
+// use.
+//
+// # Conventions
+//
+// Request bodies are JSON, at most Config.MaxBodyBytes, decoded strictly
+// (unknown fields are errors). Errors are {"error":{"code":…,"message":…}}
+// (plus "field" for validation errors) with codes unauthenticated (401),
+// forbidden (403), not_found (404), conflict (409), invalid (400/422),
+// too_large (413) and internal (500; details are logged, never returned).
+// Lists take ?limit= (1…200, default 50) and ?cursor= (opaque, from the
+// previous page's next_cursor, absent on the last page).
+//
+// Prices are integer micros of the listing's currency. Node public keys are
+// X25519 keys, given either as base64 (standard or URL alphabet) of the 32
+// raw bytes or as a PEM "PUBLIC KEY" (PKIX); they are stored as PEM. Signing
+// keys are ECDSA P-256 PEM public keys as cosign writes them; their key_id is
+// "sha256:" + hex SHA-256 of the DER (PKIX) encoding.
+//
+// Every state-changing call writes an audit_log row (actor, action, target,
+// request id, remote address, details) in the same transaction as the change.
+//
+// The package logs only through Config.Logger (internal errors).
+package api

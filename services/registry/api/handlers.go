@@ -1,0 +1,656 @@
+package api
+
+import (
+	"crypto/ecdh"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+var (
+	isv    = auth.RoleISV
+	tenant = auth.RoleTenant
+	admin  = auth.RoleAdmin
+	node   = auth.RoleNode
+)
+
+func (a *API) routes() {
+	a.handle(http.MethodGet, "/openapi.json", anyone(), a.openAPI)
+	a.handle(http.MethodGet, "/me", authed(), a.me)
+	a.handle(http.MethodPost, "/accounts", roles(admin), a.createAccount)
+	a.handle(http.MethodGet, "/accounts", roles(admin), a.listAccounts)
+	a.handle(http.MethodPost, "/tokens", authed(), a.createToken)
+	a.handle(http.MethodGet, "/tokens", authed(), a.listTokens)
+	a.handle(http.MethodDelete, "/tokens/:id", authed(), a.revokeToken)
+	a.handle(http.MethodPost, "/keys", roles(isv), a.createKey)
+	a.handle(http.MethodGet, "/keys", roles(isv, admin), a.listKeys)
+	a.handle(http.MethodPost, "/keys/:id/revoke", roles(isv, admin), a.revokeKey)
+	a.handle(http.MethodPost, "/listings", roles(isv), a.createListing)
+	a.handle(http.MethodGet, "/listings", access{anonymous: true, roles: []auth.Role{isv, tenant, admin}}, a.listListings)
+	a.handle(http.MethodGet, "/listings/:id", access{anonymous: true, roles: []auth.Role{isv, tenant, admin}}, a.getListing)
+	a.handle(http.MethodPatch, "/listings/:id", roles(isv, admin), a.updateListing)
+	a.handle(http.MethodPost, "/listings/:id/publish", roles(isv, admin), a.publish(true))
+	a.handle(http.MethodPost, "/listings/:id/unpublish", roles(isv, admin), a.publish(false))
+	a.handle(http.MethodPost, "/listings/:id/versions", roles(isv, admin), a.addVersion)
+	a.handle(http.MethodGet, "/listings/:id/versions", roles(isv, tenant, admin), a.listVersions)
+	a.handle(http.MethodPost, "/listings/:id/subscribe", roles(tenant), a.subscribe)
+	a.handle(http.MethodPost, "/listings/:id/shares", roles(isv, admin), a.share)
+	a.handle(http.MethodGet, "/entitlements", roles(isv, tenant, admin), a.listEntitlements)
+	a.handle(http.MethodDelete, "/entitlements/:id", roles(isv, tenant, admin), a.revokeEntitlement)
+	a.handle(http.MethodPost, "/nodes", roles(node), a.registerNode)
+	a.handle(http.MethodPost, "/nodes/:id/heartbeat", roles(node), a.heartbeat)
+	a.handle(http.MethodGet, "/nodes", roles(admin), a.listNodes)
+	a.handle(http.MethodPost, "/usage", roles(node), a.reportUsage)
+	a.handle(http.MethodGet, "/usage/summary", roles(isv, tenant, admin), a.usageSummary)
+	a.handle(http.MethodGet, "/audit", roles(isv, admin), a.listAudit)
+	a.e.RouteNotFound(Prefix+"/*", func(c echo.Context) error { return echo.ErrNotFound })
+}
+
+func (a *API) me(c echo.Context, p *principal) error {
+	return c.JSON(http.StatusOK, Account{p.ID, p.Name, string(p.Role), p.Disabled, p.CreatedAt})
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*$`)
+
+func (a *API) createAccount(c echo.Context, p *principal) error {
+	var req struct {
+		Name     string `json:"name"`
+		Role     string `json:"role"`
+		Password string `json:"password"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if len(req.Name) > 64 || !nameRE.MatchString(req.Name) {
+		return fieldErr("name", "want lower-case letters and digits separated by . _ or -, at most 64")
+	}
+	if !auth.Role(req.Role).Valid() {
+		return fieldErr("role", "want isv, tenant, admin or node")
+	}
+	if len(req.Password) > auth.MaxPasswordLen || strings.HasPrefix(req.Password, auth.TokenPrefix) {
+		return fieldErr("password", "at most %d bytes, not starting with %q", auth.MaxPasswordLen, auth.TokenPrefix)
+	}
+	acct, err := a.st.createAccount(c.Request().Context(), p, req.Name, auth.Role(req.Role), req.Password)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, acct)
+}
+
+func (a *API) listAccounts(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	role := c.QueryParam("role")
+	if role != "" && !auth.Role(role).Valid() {
+		return fieldErr("role", "want isv, tenant, admin or node")
+	}
+	rows, err := a.st.listAccounts(c.Request().Context(), pg, role)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Account) cursor { return cursor{x.CreatedAt, x.ID} }))
+}
+
+func (a *API) createToken(c echo.Context, p *principal) error {
+	var req struct {
+		Name      string     `json:"name"`
+		ExpiresAt *time.Time `json:"expires_at"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if len(req.Name) > 128 {
+		return fieldErr("name", "at most 128 bytes")
+	}
+	if req.ExpiresAt != nil && !req.ExpiresAt.After(time.Now()) {
+		return fieldErr("expires_at", "must be in the future")
+	}
+	t, err := a.st.issueToken(c.Request().Context(), p, req.Name, req.ExpiresAt)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, t)
+}
+
+func (a *API) listTokens(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	rows, err := a.st.listTokens(c.Request().Context(), p.ID, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Token) cursor { return cursor{x.CreatedAt, x.ID} }))
+}
+
+func (a *API) revokeToken(c echo.Context, p *principal) error {
+	id := c.Param("id")
+	if !isUUID(id) {
+		return fmt.Errorf("%w: token", ErrNotFound)
+	}
+	if err := a.st.revokeToken(c.Request().Context(), p, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// parseSigningKey checks a PEM ECDSA P-256 public key and returns its
+// canonical PEM and key id.
+func parseSigningKey(text string) (pemText, keyID string, err error) {
+	block, rest := pem.Decode([]byte(text))
+	if block == nil || block.Type != "PUBLIC KEY" || strings.TrimSpace(string(rest)) != "" {
+		return "", "", fieldErr("public_key", "want one PEM PUBLIC KEY block")
+	}
+	pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return "", "", fieldErr("public_key", "not a PKIX public key")
+	}
+	ec, ok := pub.(*ecdsa.PublicKey)
+	if !ok || ec.Curve != elliptic.P256() {
+		return "", "", fieldErr("public_key", "want an ECDSA P-256 key")
+	}
+	der, err := x509.MarshalPKIXPublicKey(ec)
+	if err != nil {
+		return "", "", fieldErr("public_key", "unusable key")
+	}
+	sum := sha256.Sum256(der)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})), "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+func (a *API) createKey(c echo.Context, p *principal) error {
+	var req struct {
+		PublicKey string `json:"public_key"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	pemText, keyID, err := parseSigningKey(req.PublicKey)
+	if err != nil {
+		return err
+	}
+	k, err := a.st.addKey(c.Request().Context(), p, keyID, "ecdsa-p256-sha256", pemText)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, k)
+}
+
+func (a *API) listKeys(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	account := p.ID
+	if p.is(admin) {
+		account = c.QueryParam("account_id")
+	}
+	rows, err := a.st.listKeys(c.Request().Context(), account, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x SigningKey) cursor { return cursor{x.CreatedAt, x.ID} }))
+}
+
+func (a *API) revokeKey(c echo.Context, p *principal) error {
+	id := c.Param("id")
+	if !isUUID(id) {
+		return fmt.Errorf("%w: signing key", ErrNotFound)
+	}
+	k, err := a.st.revokeKey(c.Request().Context(), p, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, k)
+}
+
+var (
+	repoRE     = regexp.MustCompile(`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`)
+	currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+	versionRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
+	digestRE   = regexp.MustCompile(`^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$`)
+)
+
+func checkLen(field string, v *string, min, max int) error {
+	if v != nil && (len(*v) < min || len(*v) > max) {
+		return fieldErr(field, "length must be in [%d, %d]", min, max)
+	}
+	return nil
+}
+
+func (f *listingFields) validate() error {
+	for _, c := range []struct {
+		field    string
+		v        *string
+		min, max int
+	}{{"name", f.Name, 1, 128}, {"summary", f.Summary, 0, 512}, {"description", f.Description, 0, 65536},
+		{"category", f.Category, 0, 64}, {"board_model", f.BoardModel, 0, 64}} {
+		if err := checkLen(c.field, c.v, c.min, c.max); err != nil {
+			return err
+		}
+	}
+	if f.Currency != nil && !currencyRE.MatchString(*f.Currency) {
+		return fieldErr("currency", "want an ISO 4217 code such as USD")
+	}
+	if f.PricePerHourMicros != nil && *f.PricePerHourMicros < 0 {
+		return fieldErr("price_per_hour_micros", "must not be negative")
+	}
+	if f.PricePerLoadMicros != nil && *f.PricePerLoadMicros < 0 {
+		return fieldErr("price_per_load_micros", "must not be negative")
+	}
+	if f.Visibility != nil {
+		switch *f.Visibility {
+		case "private", "shared", "public":
+		default:
+			return fieldErr("visibility", "want private, shared or public")
+		}
+	}
+	return nil
+}
+
+func (a *API) createListing(c echo.Context, p *principal) error {
+	var req struct {
+		listingFields
+		Repository string `json:"repository"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return fieldErr("name", "required")
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	if len(req.Repository) > 255 || !repoRE.MatchString(req.Repository) || !strings.HasPrefix(req.Repository, p.Name+"/") {
+		return fieldErr("repository", "want a repository name under your namespace %q, e.g. %s/NAME", p.Name, p.Name)
+	}
+	l, err := a.st.createListing(c.Request().Context(), p, req.Repository, req.listingFields)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, l)
+}
+
+func (a *API) listListings(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	f := listingFilter{category: c.QueryParam("category"), board: c.QueryParam("board"),
+		owner: c.QueryParam("owner"), q: c.QueryParam("q")}
+	if len(f.q) > 128 {
+		return fieldErr("q", "at most 128 bytes")
+	}
+	switch c.QueryParam("published") {
+	case "":
+	case "true":
+		t := true
+		f.published = &t
+	case "false":
+		t := false
+		f.published = &t
+	default:
+		return fieldErr("published", "want true or false")
+	}
+	rows, err := a.st.listListings(c.Request().Context(), p, f, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Listing) cursor { return cursor{x.CreatedAt, x.ID} }))
+}
+
+func (a *API) getListing(c echo.Context, p *principal) error {
+	l, err := a.st.getListing(c.Request().Context(), a.st.pool, p, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+func (a *API) updateListing(c echo.Context, p *principal) error {
+	var f listingFields
+	if err := a.decode(c, &f); err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	if !isUUID(c.Param("id")) {
+		return fmt.Errorf("%w: listing", ErrNotFound)
+	}
+	l, err := a.st.updateListing(c.Request().Context(), p, c.Param("id"), f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+func (a *API) publish(pub bool) handler {
+	return func(c echo.Context, p *principal) error {
+		if !isUUID(c.Param("id")) {
+			return fmt.Errorf("%w: listing", ErrNotFound)
+		}
+		l, err := a.st.setPublished(c.Request().Context(), p, c.Param("id"), pub)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, l)
+	}
+}
+
+func (a *API) addVersion(c echo.Context, p *principal) error {
+	var req struct {
+		Version string `json:"version"`
+		Digest  string `json:"digest"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if !versionRE.MatchString(req.Version) {
+		return fieldErr("version", "want 1-128 characters of [A-Za-z0-9._+-], starting alphanumeric")
+	}
+	if !digestRE.MatchString(req.Digest) {
+		return fieldErr("digest", "want sha256:<64 hex> or sha512:<128 hex>")
+	}
+	if !isUUID(c.Param("id")) {
+		return fmt.Errorf("%w: listing", ErrNotFound)
+	}
+	v, err := a.st.addVersion(c.Request().Context(), p, c.Param("id"), req.Version, req.Digest)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, v)
+}
+
+func (a *API) listVersions(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	rows, err := a.st.listVersions(c.Request().Context(), p, c.Param("id"), pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Version) cursor { return cursor{x.CreatedAt, x.Version} }))
+}
+
+func created(ok bool) int {
+	if ok {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+func (a *API) subscribe(c echo.Context, p *principal) error {
+	e, ok, err := a.st.subscribe(c.Request().Context(), p, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(created(ok), e)
+}
+
+func (a *API) share(c echo.Context, p *principal) error {
+	var req struct {
+		Account string `json:"account"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if req.Account == "" || len(req.Account) > 64 {
+		return fieldErr("account", "required: the account name to share with")
+	}
+	if !isUUID(c.Param("id")) {
+		return fmt.Errorf("%w: listing", ErrNotFound)
+	}
+	e, ok, err := a.st.share(c.Request().Context(), p, c.Param("id"), req.Account)
+	if err != nil {
+		return err
+	}
+	return c.JSON(created(ok), e)
+}
+
+func (a *API) listEntitlements(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	f := entFilter{listing: c.QueryParam("listing_id"), active: c.QueryParam("active") == "true"}
+	rows, err := a.st.listEntitlements(c.Request().Context(), p, f, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Entitlement) cursor { return cursor{x.CreatedAt, x.ID} }))
+}
+
+func (a *API) revokeEntitlement(c echo.Context, p *principal) error {
+	if _, err := a.st.revokeEntitlement(c.Request().Context(), p, c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// parseNodeKey accepts an X25519 public key as base64 of its 32 bytes or as
+// PEM PUBLIC KEY, and returns it as PEM.
+func parseNodeKey(text string) (string, error) {
+	text = strings.TrimSpace(text)
+	var raw []byte
+	if strings.HasPrefix(text, "-----BEGIN") {
+		block, rest := pem.Decode([]byte(text))
+		if block == nil || block.Type != "PUBLIC KEY" || strings.TrimSpace(string(rest)) != "" {
+			return "", fieldErr("public_key", "want one PEM PUBLIC KEY block")
+		}
+		pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+		k, ok := pub.(*ecdh.PublicKey)
+		if err != nil || !ok || k.Curve() != ecdh.X25519() {
+			return "", fieldErr("public_key", "want an X25519 key")
+		}
+		raw = k.Bytes()
+	} else {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(text); err == nil {
+				raw = b
+				break
+			}
+		}
+	}
+	k, err := ecdh.X25519().NewPublicKey(raw)
+	if err != nil {
+		return "", fieldErr("public_key", "want 32 bytes of X25519 public key (base64 or PEM)")
+	}
+	der, err := x509.MarshalPKIXPublicKey(k)
+	if err != nil {
+		return "", fieldErr("public_key", "unusable key")
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})), nil
+}
+
+var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,126}[A-Za-z0-9])?$`)
+
+func (a *API) registerNode(c echo.Context, p *principal) error {
+	var req struct {
+		Hostname  string `json:"hostname"`
+		PublicKey string `json:"public_key"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if !hostRE.MatchString(req.Hostname) {
+		return fieldErr("hostname", "want a host name of at most 128 characters")
+	}
+	pemText, err := parseNodeKey(req.PublicKey)
+	if err != nil {
+		return err
+	}
+	n, err := a.st.registerNode(c.Request().Context(), p, req.Hostname, pemText)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, n)
+}
+
+// Board is one board of a heartbeat.
+type Board struct {
+	Model string `json:"model"`
+	Slots []Slot `json:"slots"`
+}
+
+// Slot is the state of one slot of a board.
+type Slot struct {
+	Index  int    `json:"index"`
+	State  string `json:"state"` // cleared, loading, loaded, failed
+	Digest string `json:"digest,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func (a *API) heartbeat(c echo.Context, p *principal) error {
+	var req struct {
+		Boards []Board `json:"boards"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if len(req.Boards) > 64 {
+		return fieldErr("boards", "at most 64")
+	}
+	for i, b := range req.Boards {
+		if b.Model == "" || len(b.Model) > 64 {
+			return fieldErr(fmt.Sprintf("boards[%d].model", i), "required, at most 64 bytes")
+		}
+		for j, s := range b.Slots {
+			switch s.State {
+			case "cleared", "loading", "loaded", "failed":
+			default:
+				return fieldErr(fmt.Sprintf("boards[%d].slots[%d].state", i, j), "want cleared, loading, loaded or failed")
+			}
+		}
+	}
+	if req.Boards == nil {
+		req.Boards = []Board{}
+	}
+	boards, _ := json.Marshal(req.Boards)
+	n, err := a.st.heartbeat(c.Request().Context(), p, c.Param("id"), boards)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, n)
+}
+
+func (a *API) listNodes(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	rows, err := a.st.listNodes(c.Request().Context(), pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Node) cursor { return cursor{x.RegisteredAt, x.ID} }))
+}
+
+func (a *API) reportUsage(c echo.Context, p *principal) error {
+	var req struct {
+		NodeID  string        `json:"node_id"`
+		Records []UsageRecord `json:"records"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if !isUUID(req.NodeID) {
+		return fieldErr("node_id", "want a node id")
+	}
+	if len(req.Records) == 0 || len(req.Records) > 1000 {
+		return fieldErr("records", "want 1 to 1000 records")
+	}
+	for i, r := range req.Records {
+		f := func(n string) string { return fmt.Sprintf("records[%d].%s", i, n) }
+		switch {
+		case r.ReportID == "" || len(r.ReportID) > 128:
+			return fieldErr(f("report_id"), "required, at most 128 bytes")
+		case !isUUID(r.TenantID):
+			return fieldErr(f("tenant_id"), "want an account id")
+		case r.ListingID != nil && !isUUID(*r.ListingID):
+			return fieldErr(f("listing_id"), "want a listing id")
+		case r.ManifestDigest != nil && !digestRE.MatchString(*r.ManifestDigest):
+			return fieldErr(f("digest"), "malformed")
+		case r.Event != "load" && r.Event != "clear" && r.Event != "busy":
+			return fieldErr(f("event"), "want load, clear or busy")
+		case r.BusyNs < 0:
+			return fieldErr(f("busy_ns"), "must not be negative")
+		case r.Slot != nil && (*r.Slot < 0 || *r.Slot > 1024):
+			return fieldErr(f("slot"), "out of range")
+		case len(r.Board) > 64:
+			return fieldErr(f("board"), "at most 64 bytes")
+		}
+	}
+	n, err := a.st.recordUsage(c.Request().Context(), p, req.NodeID, req.Records)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]int{"accepted": n, "duplicates": len(req.Records) - n})
+}
+
+func parseTime(c echo.Context, name string) (*time.Time, error) {
+	s := c.QueryParam(name)
+	if s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return nil, fieldErr(name, "want an RFC 3339 time")
+	}
+	return &t, nil
+}
+
+func (a *API) usageSummary(c echo.Context, p *principal) error {
+	from, err := parseTime(c, "from")
+	if err != nil {
+		return err
+	}
+	to, err := parseTime(c, "to")
+	if err != nil {
+		return err
+	}
+	listing := c.QueryParam("listing_id")
+	rows, err := a.st.usageSummary(c.Request().Context(), p, from, to, listing)
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []UsageSummary{}
+	}
+	var total int64
+	for _, r := range rows {
+		total += r.TotalMicros
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": rows, "total_micros": total})
+}
+
+func (a *API) listAudit(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	rows, err := a.st.listAudit(c.Request().Context(), p, c.QueryParam("action"), c.QueryParam("target_type"),
+		c.QueryParam("target_id"), pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x AuditEntry) cursor { return cursor{ID: fmt.Sprint(x.ID)} }))
+}

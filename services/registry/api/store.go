@@ -1,0 +1,251 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/meta"
+)
+
+// store holds the API's SQL. Every mutation runs in tx, which writes the
+// audit row in the same transaction.
+type store struct {
+	pool   *pgxpool.Pool
+	meta   *meta.Store
+	params auth.Params
+}
+
+// auditEntry describes the change a mutation makes.
+type auditEntry struct {
+	action     string
+	targetType string
+	targetID   string
+	details    map[string]any
+}
+
+// tx runs fn in a transaction and, when fn succeeds, appends the audit row
+// it describes before committing.
+func (s *store) tx(ctx context.Context, p *principal, fn func(pgx.Tx) (auditEntry, error)) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("api: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	ae, err := fn(tx)
+	if err != nil {
+		return pgErr(err)
+	}
+	details := ae.details
+	if details == nil {
+		details = map[string]any{}
+	}
+	dj, err := json.Marshal(details)
+	if err != nil {
+		return fmt.Errorf("api: audit details: %w", err)
+	}
+	_, err = tx.Exec(ctx, `insert into audit_log (actor_id, actor_name, action, target_type, target_id, request_id, remote_addr, details)
+		values ($1::uuid, $2, $3, $4, $5, $6, $7, $8)`,
+		p.ID, p.Name, ae.action, ae.targetType, ae.targetID, p.requestID, p.remote, dj)
+	if err != nil {
+		return fmt.Errorf("api: audit: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return pgErr(fmt.Errorf("api: commit: %w", err))
+	}
+	return nil
+}
+
+// pgErr maps constraint violations to user errors; other errors pass.
+func pgErr(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case "23505":
+		return fmt.Errorf("%w: already exists", ErrConflict)
+	case "23503":
+		return fmt.Errorf("%w: a referenced object does not exist", ErrInvalid)
+	case "23514", "22P02", "22001":
+		return fmt.Errorf("%w: a value is out of range or malformed", ErrInvalid)
+	}
+	return err
+}
+
+func noRows(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	return err
+}
+
+// Accounts ----------------------------------------------------------------------
+
+// Account is the API view of an account.
+type Account struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Disabled  bool      `json:"disabled"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (s *store) createAccount(ctx context.Context, p *principal, name string, role auth.Role, password string) (Account, error) {
+	var hash *string
+	if password != "" {
+		h, err := auth.HashPassword(password, s.params)
+		if err != nil {
+			return Account{}, err
+		}
+		hash = &h
+	}
+	var a Account
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		err := tx.QueryRow(ctx, `insert into accounts (name, role, password_hash) values ($1, $2, $3)
+			returning id::text, name, role, disabled, created_at`, name, string(role), hash).
+			Scan(&a.ID, &a.Name, &a.Role, &a.Disabled, &a.CreatedAt)
+		return auditEntry{"account.create", "account", a.ID, map[string]any{"name": name, "role": role}}, err
+	})
+	return a, err
+}
+
+func (s *store) listAccounts(ctx context.Context, pg pageReq, role string) ([]Account, error) {
+	t, id := after(pg)
+	rows, err := s.pool.Query(ctx, `select id::text, name, role, disabled, created_at from accounts
+		where ($1 = '' or role = $1) and (created_at, id) > ($2, $3::uuid)
+		order by created_at, id limit $4`, role, t, id, pg.limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Account, error) {
+		var a Account
+		return a, r.Scan(&a.ID, &a.Name, &a.Role, &a.Disabled, &a.CreatedAt)
+	})
+}
+
+// after returns the keyset start of a page (the minimum when none).
+func after(pg pageReq) (time.Time, string) {
+	if pg.after == nil {
+		return time.Unix(0, 0).UTC().AddDate(-100, 0, 0), "00000000-0000-0000-0000-000000000000"
+	}
+	return pg.after.T, pg.after.ID
+}
+
+// Tokens ------------------------------------------------------------------------
+
+// Token is an API token's description; Secret is set only on creation.
+type Token struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Secret     string     `json:"secret,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+func (s *store) issueToken(ctx context.Context, p *principal, name string, expires *time.Time) (Token, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return Token{}, fmt.Errorf("api: token: %w", err)
+	}
+	t := Token{Name: name, Secret: auth.TokenPrefix + base64.RawURLEncoding.EncodeToString(raw), ExpiresAt: expires}
+	sum := sha256.Sum256([]byte(t.Secret))
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		err := tx.QueryRow(ctx, `insert into api_tokens (account_id, name, token_hash, expires_at)
+			values ($1::uuid, $2, $3, $4) returning id::text, created_at`, p.ID, name, sum[:], expires).
+			Scan(&t.ID, &t.CreatedAt)
+		return auditEntry{"token.create", "api_token", t.ID, map[string]any{"name": name}}, err
+	})
+	return t, err
+}
+
+func (s *store) listTokens(ctx context.Context, accountID string, pg pageReq) ([]Token, error) {
+	t, id := after(pg)
+	rows, err := s.pool.Query(ctx, `select id::text, name, created_at, expires_at, last_used_at, revoked_at
+		from api_tokens where account_id = $1::uuid and (created_at, id) > ($2, $3::uuid)
+		order by created_at, id limit $4`, accountID, t, id, pg.limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Token, error) {
+		var k Token
+		return k, r.Scan(&k.ID, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.LastUsedAt, &k.RevokedAt)
+	})
+}
+
+func (s *store) revokeToken(ctx context.Context, p *principal, tokenID string) error {
+	return s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		var id string
+		err := tx.QueryRow(ctx, `update api_tokens set revoked_at = coalesce(revoked_at, now())
+			where id = $1::uuid and account_id = $2::uuid returning id::text`, tokenID, p.ID).Scan(&id)
+		return auditEntry{"token.revoke", "api_token", tokenID, nil}, noRows(err, "token")
+	})
+}
+
+// Signing keys -------------------------------------------------------------------
+
+// SigningKey is an ISV's registered public key.
+type SigningKey struct {
+	ID        string     `json:"id"`
+	AccountID string     `json:"account_id"`
+	KeyID     string     `json:"key_id"`
+	Algorithm string     `json:"algorithm"`
+	PublicKey string     `json:"public_key"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+const keyCols = `id::text, account_id::text, key_id, algorithm, public_key, created_at, revoked_at`
+
+func scanKey(r pgx.Row) (SigningKey, error) {
+	var k SigningKey
+	return k, r.Scan(&k.ID, &k.AccountID, &k.KeyID, &k.Algorithm, &k.PublicKey, &k.CreatedAt, &k.RevokedAt)
+}
+
+func (s *store) addKey(ctx context.Context, p *principal, keyID, alg, pemText string) (SigningKey, error) {
+	var k SigningKey
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		var err error
+		k, err = scanKey(tx.QueryRow(ctx, `insert into signing_keys (account_id, key_id, algorithm, public_key)
+			values ($1::uuid, $2, $3, $4) returning `+keyCols, p.ID, keyID, alg, pemText))
+		return auditEntry{"key.create", "signing_key", k.ID, map[string]any{"key_id": keyID}}, err
+	})
+	return k, err
+}
+
+// listKeys lists the keys of account (all accounts when "").
+func (s *store) listKeys(ctx context.Context, account string, pg pageReq) ([]SigningKey, error) {
+	t, id := after(pg)
+	rows, err := s.pool.Query(ctx, `select `+keyCols+` from signing_keys
+		where ($1 = '' or account_id::text = $1) and (created_at, id) > ($2, $3::uuid)
+		order by created_at, id limit $4`, account, t, id, pg.limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SigningKey, error) { return scanKey(r) })
+}
+
+// revokeKey revokes key id; unless p is an admin it must be p's.
+func (s *store) revokeKey(ctx context.Context, p *principal, id string) (SigningKey, error) {
+	var k SigningKey
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		var err error
+		k, err = scanKey(tx.QueryRow(ctx, `update signing_keys set revoked_at = coalesce(revoked_at, now())
+			where id = $1::uuid and ($2 or account_id = $3::uuid) returning `+keyCols,
+			id, p.is(auth.RoleAdmin), p.ID))
+		return auditEntry{"key.revoke", "signing_key", id, nil}, noRows(err, "signing key")
+	})
+	return k, err
+}

@@ -1,0 +1,315 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+// Listing is an IP listing.
+type Listing struct {
+	ID                 string    `json:"id"`
+	OwnerID            string    `json:"owner_id"`
+	Owner              string    `json:"owner"`
+	Repository         string    `json:"repository"`
+	Name               string    `json:"name"`
+	Summary            string    `json:"summary"`
+	Description        string    `json:"description"`
+	Category           string    `json:"category"`
+	BoardModel         string    `json:"board_model"`
+	Currency           string    `json:"currency"`
+	PricePerHourMicros int64     `json:"price_per_hour_micros"`
+	PricePerLoadMicros int64     `json:"price_per_load_micros"`
+	Visibility         string    `json:"visibility"`
+	Published          bool      `json:"published"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}
+
+const listingCols = `l.id::text, l.owner_id::text, a.name, coalesce(r.name, ''), l.name, l.summary, l.description,
+	l.category, l.board_model, l.currency, l.price_per_hour_micros, l.price_per_load_micros, l.visibility,
+	l.published, l.created_at, l.updated_at`
+
+const listingFrom = ` from listings l join accounts a on a.id = l.owner_id left join repositories r on r.id = l.repository_id `
+
+// visibleTo is the predicate "listing l is visible to the caller"; $1 is
+// the caller's id (” for anonymous), $2 whether the caller is an admin.
+const visibleTo = `($2 or (l.published and l.visibility = 'public') or l.owner_id::text = $1
+	or exists (select 1 from entitlements e where e.listing_id = l.id and e.account_id::text = $1
+	           and e.revoked_at is null and (e.expires_at is null or e.expires_at > now())))`
+
+func scanListing(r pgx.Row) (Listing, error) {
+	var l Listing
+	return l, r.Scan(&l.ID, &l.OwnerID, &l.Owner, &l.Repository, &l.Name, &l.Summary, &l.Description,
+		&l.Category, &l.BoardModel, &l.Currency, &l.PricePerHourMicros, &l.PricePerLoadMicros, &l.Visibility,
+		&l.Published, &l.CreatedAt, &l.UpdatedAt)
+}
+
+func who(p *principal) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	return p.ID, p.Role == auth.RoleAdmin
+}
+
+// listingFields are the settable fields of a listing.
+type listingFields struct {
+	Name               *string `json:"name"`
+	Summary            *string `json:"summary"`
+	Description        *string `json:"description"`
+	Category           *string `json:"category"`
+	BoardModel         *string `json:"board_model"`
+	Currency           *string `json:"currency"`
+	PricePerHourMicros *int64  `json:"price_per_hour_micros"`
+	PricePerLoadMicros *int64  `json:"price_per_load_micros"`
+	Visibility         *string `json:"visibility"`
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (s *store) createListing(ctx context.Context, p *principal, repo string, f listingFields) (Listing, error) {
+	var l Listing
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		var repoID int64
+		var owner *string
+		err := tx.QueryRow(ctx, `insert into repositories (name, owner_id) values ($1, $2::uuid)
+			on conflict (name) do update set owner_id = coalesce(repositories.owner_id, excluded.owner_id)
+			returning id, owner_id::text`, repo, p.ID).Scan(&repoID, &owner)
+		if err != nil {
+			return auditEntry{}, err
+		}
+		if owner == nil || *owner != p.ID {
+			return auditEntry{}, fieldErr("repository", "belongs to another account")
+		}
+		cur := "USD"
+		if f.Currency != nil {
+			cur = *f.Currency
+		}
+		var pph, ppl int64
+		if f.PricePerHourMicros != nil {
+			pph = *f.PricePerHourMicros
+		}
+		if f.PricePerLoadMicros != nil {
+			ppl = *f.PricePerLoadMicros
+		}
+		vis := "private"
+		if f.Visibility != nil {
+			vis = *f.Visibility
+		}
+		var id string
+		err = tx.QueryRow(ctx, `insert into listings (owner_id, repository_id, name, summary, description, category,
+			board_model, currency, price_per_hour_micros, price_per_load_micros, visibility)
+			values ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning id::text`,
+			p.ID, repoID, str(f.Name), str(f.Summary), str(f.Description), str(f.Category), str(f.BoardModel),
+			cur, pph, ppl, vis).Scan(&id)
+		if err != nil {
+			return auditEntry{}, err
+		}
+		l, err = scanListing(tx.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $1::uuid`, id))
+		return auditEntry{"listing.create", "listing", id, map[string]any{"name": l.Name, "repository": repo}}, err
+	})
+	if errors.Is(err, ErrConflict) {
+		return l, fmt.Errorf("%w: a listing of that name or for that repository exists", ErrConflict)
+	}
+	return l, err
+}
+
+type listingFilter struct {
+	category, board, owner, q string
+	published                 *bool
+}
+
+func (s *store) listListings(ctx context.Context, p *principal, f listingFilter, pg pageReq) ([]Listing, error) {
+	me, admin := who(p)
+	t, id := after(pg)
+	rows, err := s.pool.Query(ctx, `select `+listingCols+listingFrom+` where `+visibleTo+`
+		and ($3 = '' or l.category = $3) and ($4 = '' or l.board_model = $4) and ($5 = '' or a.name = $5)
+		and ($6 = '' or l.name ilike '%' || $6 || '%' or l.summary ilike '%' || $6 || '%')
+		and ($7::boolean is null or l.published = $7)
+		and (l.created_at, l.id) > ($8, $9::uuid)
+		order by l.created_at, l.id limit $10`,
+		me, admin, f.category, f.board, f.owner, escapeLike(f.q), f.published, t, id, pg.limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Listing, error) { return scanListing(r) })
+}
+
+func escapeLike(q string) string {
+	out := make([]rune, 0, len(q))
+	for _, c := range q {
+		if c == '%' || c == '_' || c == '\\' {
+			out = append(out, '\\')
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+// getListing returns listing id if the caller may see it, else ErrNotFound.
+func (s *store) getListing(ctx context.Context, q querier, p *principal, id string) (Listing, error) {
+	if !isUUID(id) {
+		return Listing{}, fmt.Errorf("%w: listing", ErrNotFound)
+	}
+	me, admin := who(p)
+	l, err := scanListing(q.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $3::uuid and `+visibleTo,
+		me, admin, id))
+	return l, noRows(err, "listing")
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ownListing returns listing id for a change by the caller: ErrNotFound
+// if the caller cannot see it, ErrForbidden if it sees but does not own it
+// (admins own everything). The row is locked for the transaction.
+func (s *store) ownListing(ctx context.Context, tx pgx.Tx, p *principal, id string) (Listing, error) {
+	l, err := s.getListing(ctx, tx, p, id)
+	if err != nil {
+		return l, err
+	}
+	if p.Role != auth.RoleAdmin && l.OwnerID != p.ID {
+		return l, fmt.Errorf("%w: only the listing's owner may change it", ErrForbidden)
+	}
+	if _, err := tx.Exec(ctx, `select 1 from listings where id = $1::uuid for update`, id); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+func (s *store) updateListing(ctx context.Context, p *principal, id string, f listingFields) (Listing, error) {
+	var l Listing
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		if _, err := s.ownListing(ctx, tx, p, id); err != nil {
+			return auditEntry{}, err
+		}
+		_, err := tx.Exec(ctx, `update listings set
+			name = coalesce($2, name), summary = coalesce($3, summary), description = coalesce($4, description),
+			category = coalesce($5, category), board_model = coalesce($6, board_model), currency = coalesce($7, currency),
+			price_per_hour_micros = coalesce($8, price_per_hour_micros), price_per_load_micros = coalesce($9, price_per_load_micros),
+			visibility = coalesce($10, visibility), updated_at = now() where id = $1::uuid`,
+			id, f.Name, f.Summary, f.Description, f.Category, f.BoardModel, f.Currency,
+			f.PricePerHourMicros, f.PricePerLoadMicros, f.Visibility)
+		if err != nil {
+			return auditEntry{}, err
+		}
+		l, err = scanListing(tx.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $1::uuid`, id))
+		return auditEntry{"listing.update", "listing", id, map[string]any{"fields": f}}, err
+	})
+	return l, err
+}
+
+func (s *store) setPublished(ctx context.Context, p *principal, id string, pub bool) (Listing, error) {
+	var l Listing
+	action := "listing.unpublish"
+	if pub {
+		action = "listing.publish"
+	}
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		if _, err := s.ownListing(ctx, tx, p, id); err != nil {
+			return auditEntry{}, err
+		}
+		if _, err := tx.Exec(ctx, `update listings set published = $2, updated_at = now() where id = $1::uuid`, id, pub); err != nil {
+			return auditEntry{}, err
+		}
+		var err error
+		l, err = scanListing(tx.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $1::uuid`, id))
+		return auditEntry{action, "listing", id, nil}, err
+	})
+	return l, err
+}
+
+// Versions -----------------------------------------------------------------------
+
+// Version is a listing version with its image's validation state.
+type Version struct {
+	Version        string          `json:"version"`
+	ManifestDigest string          `json:"digest"`
+	State          string          `json:"state"` // pending, validating, available, failed
+	Reasons        json.RawMessage `json:"reasons"`
+	Attempts       int             `json:"attempts"`
+	CreatedAt      time.Time       `json:"created_at"`
+	ValidatedAt    *time.Time      `json:"validated_at,omitempty"`
+}
+
+const versionSel = `select v.version, v.manifest_digest, coalesce(j.state, 'pending'), coalesce(j.reasons, '[]'::jsonb),
+	coalesce(j.attempts, 0), v.created_at, j.finished_at
+	from listing_versions v join listings l on l.id = v.listing_id
+	left join validation_jobs j on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest `
+
+func scanVersion(r pgx.Row) (Version, error) {
+	var v Version
+	var reasons []byte
+	err := r.Scan(&v.Version, &v.ManifestDigest, &v.State, &reasons, &v.Attempts, &v.CreatedAt, &v.ValidatedAt)
+	v.Reasons = reasons
+	return v, err
+}
+
+func (s *store) addVersion(ctx context.Context, p *principal, listingID, version, digest string) (Version, error) {
+	var v Version
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		l, err := s.ownListing(ctx, tx, p, listingID)
+		if err != nil {
+			return auditEntry{}, err
+		}
+		if l.Repository == "" {
+			return auditEntry{}, fmt.Errorf("%w: the listing has no repository", ErrConflict)
+		}
+		m, err := s.meta.GetManifest(ctx, l.Repository, digest)
+		if err != nil {
+			if isMetaNotFound(err) {
+				return auditEntry{}, fieldErr("digest", "no such manifest in repository %s", l.Repository)
+			}
+			return auditEntry{}, err
+		}
+		if _, err := tx.Exec(ctx, `insert into listing_versions (listing_id, version, manifest_digest) values ($1::uuid, $2, $3)`,
+			listingID, version, m.Digest); err != nil {
+			if errors.Is(pgErr(err), ErrConflict) {
+				return auditEntry{}, fmt.Errorf("%w: version %q exists", ErrConflict, version)
+			}
+			return auditEntry{}, err
+		}
+		// The durable validation job of this image (item 5 runs it).
+		if _, err := tx.Exec(ctx, `insert into validation_jobs (repository_id, manifest_digest, listing_id)
+			select repository_id, $2, id from listings where id = $1::uuid
+			on conflict (repository_id, manifest_digest) do update
+			set listing_id = coalesce(validation_jobs.listing_id, excluded.listing_id)`, listingID, m.Digest); err != nil {
+			return auditEntry{}, err
+		}
+		v, err = scanVersion(tx.QueryRow(ctx, versionSel+` where v.listing_id = $1::uuid and v.version = $2`, listingID, version))
+		return auditEntry{"listing.version.create", "listing", listingID, map[string]any{"version": version, "digest": m.Digest}}, err
+	})
+	return v, err
+}
+
+func (s *store) listVersions(ctx context.Context, p *principal, listingID string, pg pageReq) ([]Version, error) {
+	if _, err := s.getListing(ctx, s.pool, p, listingID); err != nil {
+		return nil, err
+	}
+	t, _ := after(pg)
+	rows, err := s.pool.Query(ctx, versionSel+` where v.listing_id = $1::uuid and (v.created_at, v.version) > ($2, $3)
+		order by v.created_at, v.version limit $4`, listingID, t, afterVersion(pg), pg.limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Version, error) { return scanVersion(r) })
+}
+
+func afterVersion(pg pageReq) string {
+	if pg.after == nil {
+		return ""
+	}
+	return pg.after.ID
+}

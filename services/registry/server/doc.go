@@ -10,12 +10,17 @@
 //	/v2/…          OCI distribution API, bearer tokens required (Docker token flow)
 //	/auth/token    token endpoint (HTTP Basic: password or API token)
 //	/api/v1/…      marketplace REST API (package api; Basic or API-token auth)
+//	/api/v1/keys/release  data-key release to nodes (package keyrelease)
 //	/healthz       200 while the process serves requests
 //	/readyz        200 when the database answers a ping and the blob store is
 //	               reachable, else 503
 //	/metrics       Prometheus metrics: faas_registry_http_requests_total and
 //	               faas_registry_http_request_duration_seconds by route class,
 //	               method and status code, plus the Go and process collectors
+//
+// Serve also runs a validation.Worker (package validation) until it returns;
+// the platform keys it countersigns with, and that key release unwraps with,
+// live in Config.PlatformKeyDir.
 //
 // Every response carries X-Request-Id (the client's, when it sent a sane one;
 // else a fresh random id) and every request is logged once through

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/keyrelease"
 )
 
 // RequestIDHeader carries the request id in requests and responses.
@@ -67,9 +68,17 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		return nil, err
 	}
 
+	release, err := keyrelease.New(keyrelease.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta, Blobs: s.blobs,
+		Recipient: s.platform.Recipient, RequestID: RequestID,
+		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
+	if err != nil {
+		return nil, err
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("/v2/", dist)
 	mux.Handle(api.Prefix+"/", market)
+	mux.Handle(keyrelease.Path, release)
 	mux.Handle("/auth/token", limitConcurrency(tokens, s.cfg.MaxConcurrentLogins))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

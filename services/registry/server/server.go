@@ -23,6 +23,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/blob/s3store"
 	"github.com/fpga-faas/faas/services/registry/distribution"
 	"github.com/fpga-faas/faas/services/registry/meta"
+	"github.com/fpga-faas/faas/services/registry/validation"
 )
 
 // Defaults for the zero values of Config.
@@ -75,6 +76,10 @@ type Config struct {
 	// KeyDir holds the JWT signing keys (created with a first key when
 	// missing). Default DataDir/keys.
 	KeyDir string
+	// PlatformKeyDir holds the platform's countersigning key and the X25519
+	// key ISVs seal data keys to (created when missing; see
+	// validation.LoadPlatformKeys). Default DataDir/platform-keys.
+	PlatformKeyDir string
 
 	// TLSCert and TLSKey are PEM files; when both are set Serve speaks TLS.
 	TLSCert, TLSKey string
@@ -139,6 +144,7 @@ func (c *Config) setDefaults() {
 	def(&c.S3Bucket, DefaultS3Bucket)
 	def(&c.S3Region, DefaultS3Region)
 	def(&c.KeyDir, filepath.Join(c.DataDir, "keys"))
+	def(&c.PlatformKeyDir, filepath.Join(c.DataDir, "platform-keys"))
 	def(&c.Issuer, DefaultIssuer)
 	def(&c.Service, DefaultService)
 	defD(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
@@ -173,6 +179,8 @@ type Server struct {
 	blobs    blob.Store
 	accounts *auth.Store
 	keyring  *auth.Keyring
+	platform validation.PlatformKeys
+	worker   *validation.Worker
 	handler  http.Handler
 }
 
@@ -238,6 +246,14 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: keyring: %w", err)
 	}
+	if s.platform, err = validation.LoadPlatformKeys(cfg.PlatformKeyDir); err != nil {
+		return nil, fmt.Errorf("server: platform keys: %w", err)
+	}
+	s.worker, err = validation.New(validation.Config{Pool: s.pool, Meta: s.meta, Blobs: s.blobs,
+		Signer: s.platform.Signing, Logger: s.log})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	s.handler, err = s.buildHandler()
 	if err != nil {
 		return nil, err
@@ -296,6 +312,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.cfg.TLSCert != "" {
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
+	// The validation worker runs while the server does.
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		_ = s.worker.Run(wctx)
+	}()
+	defer func() { stopWorker(); <-workerDone }()
 	errc := make(chan error, 1)
 	go func() {
 		if s.cfg.TLSCert != "" {

@@ -1,0 +1,424 @@
+// Package keyrelease is the registry's key-release endpoint (DESIGN.md §4.4,
+// issue 5 item 6): POST /api/v1/keys/release, by which a registered node
+// obtains the data keys of a sealed image for a tenant, wrapped to that
+// node's X25519 public key only.
+//
+// # Where the data keys come from
+//
+// ISVs seal their images to the registry's recipient key
+// (validation.RecipientPubFile; `hdk seal --recipient platform-seal.pub`),
+// which writes the wrapped data keys to DIR.keys.json, never into the image.
+// The ISV pushes that file to the image's repository as an OCI artifact whose
+// subject is the sealed image: artifactType [KeysArtifactType], one layer
+// holding the keys.json bytes (e.g. `oras attach --artifact-type
+// application/vnd.faas.image.keys.v1+json REPO@DIGEST DIR.keys.json`). The
+// keys are ciphertext to the registry's key, so the artifact is harmless to
+// whoever may pull the repository; only the namespace owner may push it.
+//
+// # Request
+//
+//	POST /api/v1/keys/release
+//	{"node_id": UUID, "tenant_id": UUID | "tenant": NAME, "repository": NAME, "digest": "sha256:…"}
+//
+// authenticated like /api/v1 (HTTP Basic with password or API token, or
+// Bearer faas_… token) as an account of role node. The answer is
+//
+//	{"wrapped_keys": [{"chip": "0", "layer": "sha256:…", "key_id": HEX, "wrapped_key": BASE64}]}
+//
+// with one entry per sealed layer of the image, each data key wrapped
+// (hdk/seal.WrapKey) to the node's registered public key. Refusals: 401 bad
+// credentials; 403 caller is not a node account, the node is revoked, or
+// the tenant holds no active entitlement to a listing of the repository
+// whose versions include the digest; 404 the node is unknown or belongs to
+// another account; 409 the image is not validated (available), not sealed,
+// or the registry holds no data key for one of its sealed layers.
+// Every release and every refusal after authentication is recorded in
+// audit_log (action "keys.release", outcome "ok" or "denied: …").
+//
+// The package logs only through Config.Logger.
+package keyrelease
+
+import (
+	"context"
+	"crypto/ecdh"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fpga-faas/faas/hdk/image"
+	"github.com/fpga-faas/faas/hdk/seal"
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/blob"
+	"github.com/fpga-faas/faas/services/registry/meta"
+)
+
+// Path is where the endpoint is mounted.
+const Path = "/api/v1/keys/release"
+
+// KeysArtifactType is the artifactType of the side artifact that carries an
+// image's keys.json (hdk seal output) to the registry.
+const KeysArtifactType = "application/vnd.faas.image.keys.v1+json"
+
+const maxKeysBytes = 1 << 20
+
+// Config configures the handler; Pool, Accounts, Meta, Blobs and Recipient
+// are required.
+type Config struct {
+	Pool      *pgxpool.Pool
+	Accounts  *auth.Store
+	Meta      *meta.Store
+	Blobs     blob.Store
+	Recipient *ecdh.PrivateKey // the platform's X25519 key ISVs seal to
+	// RequestID returns the request id of a request context, for the
+	// audit log; nil: the X-Request-Id header.
+	RequestID func(context.Context) string
+	Logger    *slog.Logger
+}
+
+// Handler serves POST Path.
+type Handler struct{ cfg Config }
+
+// New returns the handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Pool == nil || cfg.Accounts == nil || cfg.Meta == nil || cfg.Blobs == nil || cfg.Recipient == nil {
+		return nil, errors.New("keyrelease: Config needs Pool, Accounts, Meta, Blobs and Recipient")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Handler{cfg: cfg}, nil
+}
+
+// Request is the body of a release request.
+type Request struct {
+	NodeID     string `json:"node_id"`
+	TenantID   string `json:"tenant_id,omitempty"`
+	Tenant     string `json:"tenant,omitempty"`
+	Repository string `json:"repository"`
+	Digest     string `json:"digest"`
+}
+
+// WrappedKey is one released key.
+type WrappedKey struct {
+	Chip       string `json:"chip"`
+	Layer      string `json:"layer"`
+	KeyID      string `json:"key_id"`
+	WrappedKey string `json:"wrapped_key"` // base64 of seal.WrappedKey's binary form
+}
+
+// Response is the answer of a release.
+type Response struct {
+	WrappedKeys []WrappedKey `json:"wrapped_keys"`
+}
+
+// refusal is an HTTP error answer.
+type refusal struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (r *refusal) Error() string { return r.msg }
+
+func refuse(status int, code, format string, args ...any) *refusal {
+	return &refusal{status, code, fmt.Sprintf(format, args...)}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, r *refusal) {
+	if r.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Basic realm="faas-registry", charset="UTF-8"`)
+	}
+	writeJSON(w, r.status, map[string]any{"error": map[string]string{"code": r.code, "message": r.msg}})
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != Path {
+		writeErr(w, refuse(http.StatusNotFound, "not_found", "not found"))
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeErr(w, refuse(http.StatusMethodNotAllowed, "invalid", "method not allowed"))
+		return
+	}
+	ctx := r.Context()
+	acct, err := h.authenticate(ctx, r)
+	if err != nil {
+		var rf *refusal
+		if errors.As(err, &rf) {
+			writeErr(w, rf)
+			return
+		}
+		h.cfg.Logger.ErrorContext(ctx, "keyrelease: authentication", slog.Any("err", err))
+		writeErr(w, refuse(http.StatusInternalServerError, "internal", "internal error"))
+		return
+	}
+	var req Request
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		h.audit(ctx, r, acct, req, "denied: malformed request", nil)
+		writeErr(w, refuse(http.StatusBadRequest, "invalid", "malformed request body: %v", err))
+		return
+	}
+	resp, err := h.release(ctx, acct, req)
+	if err != nil {
+		var rf *refusal
+		if !errors.As(err, &rf) {
+			h.cfg.Logger.ErrorContext(ctx, "keyrelease", slog.Any("err", err))
+			rf = refuse(http.StatusInternalServerError, "internal", "internal error")
+		}
+		h.audit(ctx, r, acct, req, "denied: "+rf.msg, nil)
+		writeErr(w, rf)
+		return
+	}
+	layers := make([]string, len(resp.WrappedKeys))
+	for i, k := range resp.WrappedKeys {
+		layers[i] = k.Layer
+	}
+	if err := h.audit(ctx, r, acct, req, "ok", layers); err != nil {
+		// No audit record, no key.
+		h.cfg.Logger.ErrorContext(ctx, "keyrelease: audit", slog.Any("err", err))
+		writeErr(w, refuse(http.StatusInternalServerError, "internal", "internal error"))
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (h *Handler) authenticate(ctx context.Context, r *http.Request) (auth.Account, error) {
+	hdr := r.Header.Get("Authorization")
+	scheme, cred, _ := strings.Cut(hdr, " ")
+	var acct auth.Account
+	var err error
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		acct, err = h.cfg.Accounts.AuthenticateToken(ctx, strings.TrimSpace(cred))
+	case "basic":
+		user, pass, ok := r.BasicAuth()
+		if !ok {
+			return acct, refuse(http.StatusUnauthorized, "unauthenticated", "malformed basic credentials")
+		}
+		if strings.HasPrefix(pass, auth.TokenPrefix) {
+			acct, err = h.cfg.Accounts.AuthenticateToken(ctx, pass)
+		} else {
+			acct, err = h.cfg.Accounts.Authenticate(ctx, user, pass)
+		}
+	default:
+		return acct, refuse(http.StatusUnauthorized, "unauthenticated", "authentication required")
+	}
+	if errors.Is(err, auth.ErrUnauthenticated) || (err == nil && acct.Disabled) {
+		return acct, refuse(http.StatusUnauthorized, "unauthenticated", "invalid credentials")
+	}
+	return acct, err
+}
+
+func (h *Handler) release(ctx context.Context, acct auth.Account, req Request) (Response, error) {
+	if acct.Role != auth.RoleNode {
+		return Response{}, refuse(http.StatusForbidden, "forbidden", "only node accounts may ask for keys")
+	}
+	if req.NodeID == "" || req.Repository == "" || req.Digest == "" || (req.TenantID == "") == (req.Tenant == "") {
+		return Response{}, refuse(http.StatusBadRequest, "invalid", "node_id, repository, digest and one of tenant_id or tenant are required")
+	}
+	if _, err := blob.ParseDigest(req.Digest); err != nil {
+		return Response{}, refuse(http.StatusBadRequest, "invalid", "invalid digest")
+	}
+	// The node: registered, this account's, not revoked.
+	var owner, pubPEM string
+	var revoked bool
+	err := h.cfg.Pool.QueryRow(ctx, `select account_id::text, public_key, revoked_at is not null from nodes
+		where id::text = $1`, req.NodeID).Scan(&owner, &pubPEM, &revoked)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && owner != acct.ID) {
+		return Response{}, refuse(http.StatusNotFound, "not_found", "no such node")
+	}
+	if err != nil {
+		return Response{}, fmt.Errorf("keyrelease: node: %w", err)
+	}
+	if revoked {
+		return Response{}, refuse(http.StatusForbidden, "forbidden", "the node is revoked")
+	}
+	nodeKey, err := seal.ParsePublicKeyPEM([]byte(pubPEM))
+	if err != nil {
+		return Response{}, fmt.Errorf("keyrelease: node public key: %w", err)
+	}
+	// The tenant's active entitlement to a listing of this repository
+	// whose versions include the digest.
+	var entitled bool
+	var state *string
+	err = h.cfg.Pool.QueryRow(ctx, `select
+		exists (select 1 from listings l
+			join repositories r on r.id = l.repository_id
+			join listing_versions v on v.listing_id = l.id and v.manifest_digest = $3
+			join entitlements e on e.listing_id = l.id and e.revoked_at is null
+				and (e.expires_at is null or e.expires_at > now())
+			join accounts a on a.id = e.account_id and not a.disabled
+			where r.name = $2 and (a.id::text = $1 or a.name = $4)),
+		(select j.state from validation_jobs j join repositories r on r.id = j.repository_id
+			where r.name = $2 and j.manifest_digest = $3)`,
+		req.TenantID, req.Repository, req.Digest, req.Tenant).Scan(&entitled, &state)
+	if err != nil {
+		return Response{}, fmt.Errorf("keyrelease: entitlement: %w", err)
+	}
+	if !entitled {
+		return Response{}, refuse(http.StatusForbidden, "forbidden", "the tenant holds no entitlement to this image")
+	}
+	if state == nil || *state != "available" {
+		s := "not validated"
+		if state != nil {
+			s = *state
+		}
+		return Response{}, refuse(http.StatusConflict, "conflict", "the image is not available (validation state %s)", s)
+	}
+	return h.wrapKeys(ctx, req, nodeKey)
+}
+
+// sealedKey is one entry of hdk seal's keys.json.
+type sealedKey struct {
+	Chip       string `json:"chip"`
+	Layer      string `json:"layer"`
+	Plaintext  string `json:"plaintext"`
+	KeyID      string `json:"key_id"`
+	WrappedKey string `json:"wrapped_key"`
+}
+
+func (h *Handler) wrapKeys(ctx context.Context, req Request, nodeKey *ecdh.PublicKey) (Response, error) {
+	m, err := h.cfg.Meta.GetManifest(ctx, req.Repository, req.Digest)
+	if err != nil {
+		return Response{}, fmt.Errorf("keyrelease: manifest: %w", err)
+	}
+	mf, err := v1.ParseManifest(strings.NewReader(string(m.Content)))
+	if err != nil {
+		return Response{}, refuse(http.StatusConflict, "conflict", "the image manifest is unreadable")
+	}
+	var sealed []v1.Hash
+	for _, l := range mf.Layers {
+		if l.MediaType == image.SealedBitstreamMediaType {
+			sealed = append(sealed, l.Digest)
+		}
+	}
+	if len(sealed) == 0 {
+		return Response{}, refuse(http.StatusConflict, "conflict", "the image is not sealed")
+	}
+	keys, err := h.keysFile(ctx, req)
+	if err != nil {
+		return Response{}, err
+	}
+	var out Response
+	for _, layer := range sealed {
+		var entry *sealedKey
+		for i := range keys {
+			if keys[i].Layer == layer.String() {
+				entry = &keys[i]
+				break
+			}
+		}
+		if entry == nil {
+			return Response{}, refuse(http.StatusConflict, "conflict", "the registry holds no data key for layer %s", layer)
+		}
+		raw, err := base64.StdEncoding.DecodeString(entry.WrappedKey)
+		if err != nil {
+			return Response{}, refuse(http.StatusConflict, "conflict", "unreadable data key for layer %s", layer)
+		}
+		var wk seal.WrappedKey
+		if err := wk.UnmarshalBinary(raw); err != nil {
+			return Response{}, refuse(http.StatusConflict, "conflict", "unreadable data key for layer %s", layer)
+		}
+		dk, err := seal.UnwrapKey(h.cfg.Recipient, wk)
+		if err != nil {
+			return Response{}, refuse(http.StatusConflict, "conflict", "the data key of layer %s is not sealed to the registry", layer)
+		}
+		rewrapped, err := seal.WrapKey(nodeKey, dk)
+		if err != nil {
+			return Response{}, fmt.Errorf("keyrelease: wrapping: %w", err)
+		}
+		b, err := rewrapped.MarshalBinary()
+		if err != nil {
+			return Response{}, fmt.Errorf("keyrelease: wrapping: %w", err)
+		}
+		out.WrappedKeys = append(out.WrappedKeys, WrappedKey{Chip: entry.Chip, Layer: layer.String(), KeyID: entry.KeyID,
+			WrappedKey: base64.StdEncoding.EncodeToString(b)})
+	}
+	return out, nil
+}
+
+// keysFile reads the newest keys artifact referring to the image.
+func (h *Handler) keysFile(ctx context.Context, req Request) ([]sealedKey, error) {
+	refs, err := h.cfg.Meta.Referrers(ctx, req.Repository, req.Digest, KeysArtifactType)
+	if err != nil {
+		return nil, fmt.Errorf("keyrelease: referrers: %w", err)
+	}
+	var all []sealedKey
+	for i := len(refs) - 1; i >= 0; i-- {
+		am, err := h.cfg.Meta.GetManifest(ctx, req.Repository, refs[i].Digest)
+		if err != nil {
+			return nil, fmt.Errorf("keyrelease: keys artifact: %w", err)
+		}
+		mf, err := v1.ParseManifest(strings.NewReader(string(am.Content)))
+		if err != nil {
+			continue
+		}
+		for _, l := range mf.Layers {
+			if l.Size > maxKeysBytes {
+				continue
+			}
+			rc, err := h.cfg.Blobs.Open(ctx, blob.Digest(l.Digest.String()), 0, -1)
+			if err != nil {
+				return nil, fmt.Errorf("keyrelease: keys artifact: %w", err)
+			}
+			b, err := io.ReadAll(io.LimitReader(rc, maxKeysBytes))
+			rc.Close()
+			if err != nil {
+				return nil, fmt.Errorf("keyrelease: keys artifact: %w", err)
+			}
+			var ks []sealedKey
+			if json.Unmarshal(b, &ks) == nil {
+				all = append(all, ks...)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil, refuse(http.StatusConflict, "conflict", "the registry holds no data keys for this image")
+	}
+	return all, nil
+}
+
+// audit records one release or refusal.
+func (h *Handler) audit(ctx context.Context, r *http.Request, acct auth.Account, req Request, outcome string, layers []string) error {
+	rid := ""
+	if h.cfg.RequestID != nil {
+		rid = h.cfg.RequestID(ctx)
+	}
+	if rid == "" {
+		rid = r.Header.Get("X-Request-Id")
+	}
+	details, err := json.Marshal(map[string]any{"node_id": req.NodeID, "tenant_id": req.TenantID, "tenant": req.Tenant,
+		"repository": req.Repository, "digest": req.Digest, "layers": layers})
+	if err != nil {
+		return err
+	}
+	_, err = h.cfg.Pool.Exec(context.WithoutCancel(ctx), `insert into audit_log
+		(actor_id, actor_name, action, target_type, target_id, outcome, request_id, remote_addr, details)
+		values (nullif($1, '')::uuid, $2, 'keys.release', 'image', $3, $4, $5, $6, $7)`,
+		acct.ID, acct.Name, req.Repository+"@"+req.Digest, outcome, rid, r.RemoteAddr, details)
+	if err != nil {
+		err = fmt.Errorf("keyrelease: audit: %w", err)
+		h.cfg.Logger.ErrorContext(ctx, "keyrelease: audit", slog.Any("err", err))
+	}
+	return err
+}

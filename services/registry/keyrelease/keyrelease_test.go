@@ -1,0 +1,255 @@
+package keyrelease_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdh"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fpga-faas/faas/bitstreams/loopback"
+	"github.com/fpga-faas/faas/hdk/image"
+	"github.com/fpga-faas/faas/hdk/seal"
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/migrations"
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
+	"github.com/fpga-faas/faas/services/registry/distribution"
+	"github.com/fpga-faas/faas/services/registry/keyrelease"
+	"github.com/fpga-faas/faas/services/registry/meta"
+	"github.com/fpga-faas/faas/services/registry/validation"
+	"github.com/fpga-faas/faas/shell"
+)
+
+type rawManifest struct {
+	b  []byte
+	mt types.MediaType
+}
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.b, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
+
+func exec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func TestRelease(t *testing.T) {
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, testenv.Postgres(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.ApplyPool(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	st, err := dirstore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := meta.New(pool)
+	accounts, err := auth.NewStore(pool, auth.WithParams(auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	platform, err := validation.LoadPlatformKeys(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist, _ := distribution.New(distribution.Config{Meta: ms, Blobs: st, Authorizer: distribution.AllowAll{}})
+	reg := httptest.NewServer(dist)
+	t.Cleanup(reg.Close)
+	h, err := keyrelease.New(keyrelease.Config{Pool: pool, Accounts: accounts, Meta: ms, Blobs: st, Recipient: platform.Recipient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	// A sealed image, sealed to the platform key, and its keys artifact.
+	dir := t.TempDir()
+	bit, err := loopback.Bitstream(shell.PartVU9P, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "c.bit"), bit, 0o644)
+	os.WriteFile(filepath.Join(dir, "image.yaml"), []byte("name: lb\nversion: 1.0.0\nvendor: T\nboard: faas-vu9p-dual\nboth_chips: true\nchips:\n"+
+		"  - {index: 0, bitstream: c.bit, role: {name: loopback, version: \"1.0\"}}\n"+
+		"  - {index: 1, bitstream: c.bit, role: {name: loopback, version: \"1.0\"}}\n"), 0o644)
+	m, err := image.Load(filepath.Join(dir, "image.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := image.Build(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, keys, err := image.Seal(ctx, plain, platform.Recipient.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(reg.URL, "http://")
+	tag, _ := name.NewTag(host + "/isv1/lb:1.0.0")
+	if err := remote.Write(tag, sealed, remote.WithContext(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := sealed.Digest()
+	digest := d.String()
+	var lines []map[string]string
+	for _, k := range keys {
+		wk, _ := k.Key.MarshalBinary()
+		lines = append(lines, map[string]string{"chip": k.Chip.String(), "layer": k.Layer.String(), "plaintext": k.Plaintext.String(),
+			"key_id": k.KeyID.String(), "wrapped_key": base64.StdEncoding.EncodeToString(wk)})
+	}
+	keysJSON, _ := json.Marshal(lines)
+	keysLayer := static.NewLayer(keysJSON, "application/json")
+	empty := static.NewLayer([]byte("{}"), "application/vnd.oci.empty.v1+json")
+	for _, l := range []v1.Layer{keysLayer, empty} {
+		if err := remote.WriteLayer(tag.Context(), l, remote.WithContext(ctx)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kd, _ := keysLayer.Digest()
+	ed, _ := empty.Digest()
+	size, _ := sealed.Size()
+	art, _ := json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": types.OCIManifestSchema1, "artifactType": keyrelease.KeysArtifactType,
+		"config":  map[string]any{"mediaType": "application/vnd.oci.empty.v1+json", "digest": ed.String(), "size": 2},
+		"layers":  []any{map[string]any{"mediaType": "application/json", "digest": kd.String(), "size": len(keysJSON)}},
+		"subject": map[string]any{"mediaType": types.OCIManifestSchema1, "digest": digest, "size": size},
+	})
+	ad, _, _ := v1.SHA256(bytes.NewReader(art))
+	if err := remote.Put(tag.Context().Digest(ad.String()), rawManifest{art, types.OCIManifestSchema1}, remote.WithContext(ctx)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Accounts, listing, version, entitlement, node, validation state.
+	isv, _ := accounts.Create(ctx, "isv1", auth.RoleISV, "pw-isv")
+	tenant, _ := accounts.Create(ctx, "tenant1", auth.RoleTenant, "pw-tenant")
+	other, _ := accounts.Create(ctx, "tenant2", auth.RoleTenant, "pw-tenant2")
+	nodeAcct, _ := accounts.Create(ctx, "node1", auth.RoleNode, "pw-node")
+	_, _ = accounts.Create(ctx, "node2", auth.RoleNode, "pw-node2")
+	var listing string
+	if err := pool.QueryRow(ctx, `insert into listings (owner_id, repository_id, name) select $1::uuid, id, 'lb' from repositories where name = 'isv1/lb'
+		returning id::text`, isv.ID).Scan(&listing); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, pool, `insert into listing_versions (listing_id, version, manifest_digest) values ($1::uuid, '1.0.0', $2)`, listing, digest)
+	exec(t, pool, `insert into entitlements (listing_id, account_id, kind) values ($1::uuid, $2::uuid, 'subscription')`, listing, tenant.ID)
+	exec(t, pool, `insert into validation_jobs (repository_id, manifest_digest, listing_id, state)
+		select id, $1, $2::uuid, 'validating' from repositories where name = 'isv1/lb'`, digest, listing)
+	nodePriv, _ := ecdh.X25519().GenerateKey(rand.Reader)
+	nodePEM, _ := seal.MarshalPublicKeyPEM(nodePriv.PublicKey())
+	var nodeID string
+	if err := pool.QueryRow(ctx, `insert into nodes (account_id, name, public_key) values ($1::uuid, 'n1', $2) returning id::text`,
+		nodeAcct.ID, string(nodePEM)).Scan(&nodeID); err != nil {
+		t.Fatal(err)
+	}
+
+	post := func(user, pw string, body map[string]string) (int, keyrelease.Response) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+keyrelease.Path, bytes.NewReader(b))
+		if user != "" {
+			req.SetBasicAuth(user, pw)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out keyrelease.Response
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	body := func(tenantID string) map[string]string {
+		return map[string]string{"node_id": nodeID, "tenant_id": tenantID, "repository": "isv1/lb", "digest": digest}
+	}
+
+	if code, _ := post("node1", "pw-node", body(tenant.ID)); code != http.StatusConflict {
+		t.Errorf("not validated: %d, want 409", code)
+	}
+	exec(t, pool, `update validation_jobs set state = 'available'`)
+
+	if code, _ := post("", "", body(tenant.ID)); code != http.StatusUnauthorized {
+		t.Errorf("anonymous: %d", code)
+	}
+	if code, _ := post("tenant1", "pw-tenant", body(tenant.ID)); code != http.StatusForbidden {
+		t.Errorf("tenant account: %d, want 403", code)
+	}
+	if code, _ := post("node1", "pw-node", body(other.ID)); code != http.StatusForbidden {
+		t.Errorf("not entitled: %d, want 403", code)
+	}
+	if code, _ := post("node2", "pw-node2", body(tenant.ID)); code != http.StatusNotFound {
+		t.Errorf("other account's node: %d, want 404", code)
+	}
+	unknown := body(tenant.ID)
+	unknown["node_id"] = "00000000-0000-0000-0000-000000000000"
+	if code, _ := post("node1", "pw-node", unknown); code != http.StatusNotFound {
+		t.Errorf("unknown node: %d, want 404", code)
+	}
+
+	code, out := post("node1", "pw-node", body(tenant.ID))
+	if code != http.StatusOK || len(out.WrappedKeys) != len(keys) {
+		t.Fatalf("release: %d %+v", code, out)
+	}
+	got := map[string]seal.DataKey{}
+	for _, k := range out.WrappedKeys {
+		raw, _ := base64.StdEncoding.DecodeString(k.WrappedKey)
+		var wk seal.WrappedKey
+		if err := wk.UnmarshalBinary(raw); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := seal.UnwrapKey(platform.Recipient, wk); err == nil {
+			t.Error("released key unwraps with the platform key: not re-wrapped")
+		}
+		dk, err := seal.UnwrapKey(nodePriv, wk)
+		if err != nil {
+			t.Fatalf("node cannot unwrap: %v", err)
+		}
+		got[k.Layer] = dk
+	}
+	// The keys unseal the image back to the plain one.
+	opened, err := image.Unseal(ctx, sealed, func(c image.Chip, h seal.Header) (seal.DataKey, error) {
+		k, ok := got[c.Layer.String()]
+		if !ok {
+			return seal.DataKey{}, fmt.Errorf("no key for %s", c.Layer)
+		}
+		return k, nil
+	})
+	if err != nil {
+		t.Fatalf("unsealing with released keys: %v", err)
+	}
+	od, _ := opened.Digest()
+	pd, _ := plain.Digest()
+	if od != pd {
+		t.Errorf("unsealed image %s, want %s", od, pd)
+	}
+
+	var ok, denied int
+	if err := pool.QueryRow(ctx, `select count(*) filter (where outcome = 'ok'), count(*) filter (where outcome like 'denied%')
+		from audit_log where action = 'keys.release'`).Scan(&ok, &denied); err != nil {
+		t.Fatal(err)
+	}
+	if ok != 1 || denied != 5 {
+		t.Errorf("audit: %d ok, %d denied; want 1 and 5", ok, denied)
+	}
+}

@@ -40,4 +40,14 @@ var comparisons = []benchreport.Comparison{
 		Bench: "BenchmarkResNet50", Baseline: "BenchmarkResNet50Naive",
 		Target: "< 1× of the baseline's time (its 4.09 G MACs as plain Go dot products); device-ms is the modeled device time at 250 MHz",
 	},
+	{
+		Title: "Registry pull: 16 concurrent pulls of a 76 MiB image (Postgres + MinIO)", Pkg: "github.com/fpga-faas/faas/services/registry/server",
+		Bench: "BenchmarkPull16", Baseline: "BenchmarkPull16MinIO",
+		Target: "≥ 0.8× (throughput) of 16 direct minio-go GETs of the same blob objects in the same process",
+	},
+	{
+		Title: "Marketplace API: GET /api/v1/listings?limit=20 at 500 req/s open loop", Pkg: "github.com/fpga-faas/faas/services/registry/server",
+		Bench: "BenchmarkAPIListings", Baseline: "BenchmarkAPIHealthz",
+		Target: "p99 ≤ 20 ms at 500 req/s (absolute). Here ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /healthz (the server's floor); p50-ms, p99-ms and req/s are in the Other column",
+	},
 }

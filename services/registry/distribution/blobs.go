@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -67,9 +68,17 @@ func (s *server) getBlob(c echo.Context, name, ref string) error {
 	}
 	defer rc.Close()
 	c.Response().WriteHeader(status)
-	_, err = io.Copy(c.Response(), rc)
+	// Large copies: with 32 KiB ones (io.Copy's default) a pull is mostly
+	// read and write system calls. The wrappers keep io.CopyBuffer from
+	// bypassing the buffer through ReaderFrom/WriterTo.
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	_, err = io.CopyBuffer(struct{ io.Writer }{c.Response()}, struct{ io.Reader }{rc}, *buf)
 	return err // the answer is committed: only the request log sees it
 }
+
+// copyBufs holds the buffers blob downloads copy through.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 // parseByteRange parses a single range "bytes=a-b", "bytes=a-" or
 // "bytes=-n" of a blob of size bytes into its first and last byte.

@@ -131,6 +131,8 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&cfg.TLSCert, "tls-cert", env("FAAS_TLS_CERT", ""), "TLS certificate PEM file [FAAS_TLS_CERT]")
 	f.StringVar(&cfg.TLSKey, "tls-key", env("FAAS_TLS_KEY", ""), "TLS key PEM file [FAAS_TLS_KEY]")
 	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory; default DATA_DIR/keys [FAAS_KEY_DIR]")
+	f.StringVar(&cfg.PlatformKeyDir, "platform-key-dir", env("FAAS_PLATFORM_KEY_DIR", ""), "platform countersigning and sealing keys; default DATA_DIR/platform-keys [FAAS_PLATFORM_KEY_DIR]")
+	f.DurationVar(&cfg.ValidationLease, "validation-lease", 0, "how long a validation job stays claimed (default 5m); a crashed registry's job is retried after it")
 	f.StringVar(&cfg.Service, "service", server.DefaultService, "token service name (audience)")
 	f.StringVar(&cfg.Issuer, "issuer", server.DefaultIssuer, "token issuer")
 	f.StringVar(&cfg.Realm, "realm", "", "absolute token endpoint URL for challenges; default derived from each request")

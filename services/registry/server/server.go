@@ -81,6 +81,11 @@ type Config struct {
 	// validation.LoadPlatformKeys). Default DataDir/platform-keys.
 	PlatformKeyDir string
 
+	// ValidationLease is how long a validation job stays claimed by this
+	// process; after a crash its job waits this long before another worker
+	// takes it over. Zero means validation.DefaultLease.
+	ValidationLease time.Duration
+
 	// TLSCert and TLSKey are PEM files; when both are set Serve speaks TLS.
 	TLSCert, TLSKey string
 
@@ -250,7 +255,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: platform keys: %w", err)
 	}
 	s.worker, err = validation.New(validation.Config{Pool: s.pool, Meta: s.meta, Blobs: s.blobs,
-		Signer: s.platform.Signing, Logger: s.log})
+		Signer: s.platform.Signing, Logger: s.log, Lease: cfg.ValidationLease})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

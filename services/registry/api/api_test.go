@@ -24,7 +24,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/migrations"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -50,16 +49,7 @@ type user struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	pg := testenv.Postgres(t)
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.ApplyPool(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := testenv.RegistryDB(t)
 	as, err := auth.NewStore(pool, auth.WithParams(testParams))
 	if err != nil {
 		t.Fatal(err)

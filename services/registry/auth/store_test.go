@@ -6,25 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/migrations"
 )
 
 // newStore returns a Store on a fresh, migrated PostgreSQL cluster.
 func newStore(t *testing.T) *Store {
 	t.Helper()
-	ctx := context.Background()
-	pg := testenv.Postgres(t)
-	pool, err := pgxpool.New(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.ApplyPool(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := testenv.RegistryDB(t)
 	s, err := NewStore(pool, WithParams(testParams))
 	if err != nil {
 		t.Fatal(err)

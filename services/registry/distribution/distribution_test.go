@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -20,10 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/migrations"
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/distribution"
@@ -33,18 +30,7 @@ import (
 // newMeta starts PostgreSQL and returns the metadata store on it.
 func newMeta(t *testing.T) *meta.Store {
 	t.Helper()
-	pg := testenv.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.ApplyPool(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return meta.New(pool)
+	return meta.New(testenv.RegistryDB(t))
 }
 
 func newDirStore(t *testing.T) blob.Store {

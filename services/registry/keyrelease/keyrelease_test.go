@@ -26,7 +26,6 @@ import (
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/seal"
 	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/migrations"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/distribution"
@@ -53,14 +52,7 @@ func exec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 
 func TestRelease(t *testing.T) {
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t).URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.ApplyPool(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := testenv.RegistryDB(t)
 	st, err := dirstore.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

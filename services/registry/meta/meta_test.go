@@ -5,29 +5,14 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/migrations"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
 func newStore(t *testing.T) *meta.Store {
 	t.Helper()
-	pg := testenv.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.ApplyPool(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return meta.New(pool)
+	return meta.New(testenv.RegistryDB(t))
 }
 
 func digest(c byte) string {

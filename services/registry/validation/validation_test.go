@@ -23,7 +23,6 @@ import (
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/migrations"
 	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/distribution"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -44,14 +43,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t).URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.ApplyPool(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := testenv.RegistryDB(t)
 	st, err := dirstore.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

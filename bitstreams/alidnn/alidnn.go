@@ -34,7 +34,6 @@ package alidnn
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/fpga-faas/faas/shell"
 	"github.com/fpga-faas/faas/shell/bitfile"
@@ -153,22 +152,10 @@ func (c Config) ConfigWord() uint32 {
 }
 
 // Header is the .bit header of the engine's partial bitstream for part.
-func Header(part shell.Part) bitfile.Header {
-	return bitfile.Header{
-		Design: Name + ";UserID=0XFFFFFFFF;Version=2024.1;PARTIAL=TRUE",
-		Part:   part.Name,
-		Date:   "2026/11/22",
-		Time:   "00:00:00",
-	}
-}
+func Header(part shell.Part) bitfile.Header { return bitfile.RoleHeader(Name, part) }
 
 // Bitstream returns a partial bitstream of the engine for part with
-// frameBytes bytes of configuration frames: a fixed pseudo-random sequence,
-// the same for the same arguments, the size of a real role of that many
-// frames.
+// frameBytes bytes of configuration frames (see bitfile.Simulated).
 func Bitstream(part shell.Part, frameBytes int) ([]byte, error) {
-	frames := make([]byte, frameBytes)
-	rng := rand.NewChaCha8([32]byte{'a', 'l', 'i', 'd', 'n', 'n'})
-	rng.Read(frames)
-	return bitfile.Build(Header(part), part, frames)
+	return bitfile.Simulated(Name, part, frameBytes)
 }

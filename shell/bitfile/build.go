@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 
 	"github.com/fpga-faas/faas/shell"
 )
@@ -197,4 +198,28 @@ func (x *exactReader) Read(b []byte) (int, error) {
 		err = nil
 	}
 	return n, err
+}
+
+// RoleHeader is the .bit header of a role's partial bitstream for part, as
+// Vivado writes it: the design field names the role (the simulator's role
+// registry keys on it) and marks the file partial.
+func RoleHeader(design string, part shell.Part) Header {
+	return Header{
+		Design: design + ";UserID=0XFFFFFFFF;Version=2024.1;PARTIAL=TRUE",
+		Part:   part.Name,
+		Date:   "2026/11/22",
+		Time:   "00:00:00",
+	}
+}
+
+// Simulated returns a partial bitstream of role design for part with
+// frameBytes bytes of configuration frames: a fixed pseudo-random sequence
+// seeded by the design name, so the same arguments give the same file, of
+// the size a real role of that many frames has.
+func Simulated(design string, part shell.Part, frameBytes int) ([]byte, error) {
+	var seed [32]byte
+	copy(seed[:], design)
+	frames := make([]byte, frameBytes)
+	rand.NewChaCha8(seed).Read(frames)
+	return Build(RoleHeader(design, part), part, frames)
 }

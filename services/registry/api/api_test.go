@@ -446,7 +446,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, not routed", k)
 		}
 	}
-	if len(routed) != 28 {
+	if len(routed) != 29 {
 		t.Errorf("%d routes", len(routed))
 	}
 }

@@ -39,6 +39,7 @@ func (a *API) routes() {
 	a.handle(http.MethodPost, "/keys", roles(isv), a.createKey)
 	a.handle(http.MethodGet, "/keys", roles(isv, admin), a.listKeys)
 	a.handle(http.MethodPost, "/keys/:id/revoke", roles(isv, admin), a.revokeKey)
+	a.handle(http.MethodGet, "/signing-keys", authed(), a.repositoryKeys)
 	a.handle(http.MethodPost, "/listings", roles(isv), a.createListing)
 	a.handle(http.MethodGet, "/listings", access{anonymous: true, roles: []auth.Role{isv, tenant, admin}}, a.listListings)
 	a.handle(http.MethodGet, "/listings/:id", access{anonymous: true, roles: []auth.Role{isv, tenant, admin}}, a.getListing)
@@ -206,6 +207,30 @@ func (a *API) listKeys(c echo.Context, p *principal) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x SigningKey) cursor { return cursor{x.CreatedAt, x.ID} }))
+}
+
+// RepositoryKeys answers GET /signing-keys: the public keys that may sign
+// the images of a repository, for nodes verifying before they load.
+type RepositoryKeys struct {
+	Repository string       `json:"repository"`
+	ISV        string       `json:"isv"`
+	Keys       []SigningKey `json:"keys"`
+}
+
+// repositoryKeys lists the unrevoked signing keys of the ISV that owns a
+// repository. Public keys are not secret, so any account may ask; a node
+// needs them to check the ISV signature at every load, which is how a
+// revocation takes effect on nodes.
+func (a *API) repositoryKeys(c echo.Context, p *principal) error {
+	repo := c.QueryParam("repository")
+	if len(repo) > 255 || !repoRE.MatchString(repo) {
+		return fieldErr("repository", "want a repository name")
+	}
+	rk, err := a.st.repositoryKeys(c.Request().Context(), repo)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, rk)
 }
 
 func (a *API) revokeKey(c echo.Context, p *principal) error {

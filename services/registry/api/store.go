@@ -237,6 +237,30 @@ func (s *store) listKeys(ctx context.Context, account string, pg pageReq) ([]Sig
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SigningKey, error) { return scanKey(r) })
 }
 
+// repositoryKeys returns the unrevoked keys of the ISV owning repo: the
+// repository's owner, else the isv account named like its namespace (the
+// same rule validation applies).
+func (s *store) repositoryKeys(ctx context.Context, repo string) (RepositoryKeys, error) {
+	rk := RepositoryKeys{Repository: repo, Keys: []SigningKey{}}
+	err := s.pool.QueryRow(ctx, `select id::text, name from accounts where id = coalesce(
+			(select owner_id from repositories where name = $1),
+			(select id from accounts where role = 'isv' and name = split_part($1, '/', 1)))`, repo).Scan(new(string), &rk.ISV)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rk, fmt.Errorf("%w: repository %s has no ISV", ErrNotFound, repo)
+	}
+	if err != nil {
+		return rk, err
+	}
+	rows, err := s.pool.Query(ctx, `select `+keyCols+` from signing_keys k
+		where revoked_at is null and account_id = (select id from accounts where name = $1)
+		order by created_at, id limit 100`, rk.ISV)
+	if err != nil {
+		return rk, err
+	}
+	rk.Keys, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SigningKey, error) { return scanKey(r) })
+	return rk, err
+}
+
 // revokeKey revokes key id; unless p is an admin it must be p's.
 func (s *store) revokeKey(ctx context.Context, p *principal, id string) (SigningKey, error) {
 	var k SigningKey

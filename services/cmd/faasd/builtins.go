@@ -2,6 +2,7 @@ package main
 
 import (
 	alidnnmodel "github.com/fpga-faas/faas/bitstreams/alidnn/model"
+	blankmodel "github.com/fpga-faas/faas/bitstreams/blank/model"
 	loopbackmodel "github.com/fpga-faas/faas/bitstreams/loopback/model"
 	"github.com/fpga-faas/faas/shell/sim"
 )
@@ -10,5 +11,5 @@ import (
 // This is the one place the agent binary learns about role models; the agent
 // packages never import them.
 func simRoles() (*sim.Registry, error) {
-	return sim.NewRegistry(loopbackmodel.Model, alidnnmodel.Model)
+	return sim.NewRegistry(blankmodel.Model, loopbackmodel.Model, alidnnmodel.Model)
 }

@@ -112,3 +112,15 @@ func (r versionRange) contains(v version) bool {
 	}
 	return true
 }
+
+// ShellAccepts reports whether the range of shell versions an image
+// accepts (its config's shell.versions, e.g. ">=1.0,<2") includes the shell
+// version v of a chip, as the Version register holds it (major in bits
+// 31:16, minor in 15:0). Nodes call it before they program a chip.
+func ShellAccepts(versions string, v uint32) (bool, error) {
+	r, err := parseRange(versions)
+	if err != nil {
+		return false, err
+	}
+	return r.contains(version{uint16(v >> 16), uint16(v)}), nil
+}

@@ -121,11 +121,12 @@ const (
 	LoadFailed  LoadState = "failed"
 )
 
-// Phases of a load, in order. A pull has only PhasePull and PhaseVerify.
+// Phases of a load, in order. A pull runs the first three. Everything that
+// can refuse a load (resolve, verify, key) runs before a chip is touched.
 const (
 	PhaseResolve  = "resolve"   // tag to digest, manifest and config
-	PhasePull     = "pull"      // layers into the node cache
 	PhaseVerify   = "verify"    // ISV signature, platform countersignature, compatibility
+	PhasePull     = "pull"      // layers into the node cache
 	PhaseKey      = "key"       // data key release
 	PhaseProgram  = "program"   // unseal while streaming into the PR controller
 	PhaseSelfTest = "self-test" // role id/version, the role's own check

@@ -27,6 +27,10 @@ type Config struct {
 	// RealTime makes modeled durations (programming, scrubbing) take wall
 	// time; otherwise they are only reported.
 	RealTime bool
+	// ShellMinor is added to the shell's minor version: a board running a
+	// later minor release of shell v1, for tests of images that accept only
+	// some releases.
+	ShellMinor uint16
 }
 
 // Board is a simulated dual-chip FPGA board.

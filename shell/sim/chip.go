@@ -227,7 +227,7 @@ func (c *Chip) readShell(off uint32) uint32 {
 	case shell.RegMagic:
 		return shell.Magic
 	case shell.RegVersion:
-		return shell.Version
+		return shell.Version + uint32(c.board.cfg.ShellMinor)
 	case shell.RegBoardID:
 		return c.board.cfg.Model.ID
 	case shell.RegChipIndex:

@@ -19,7 +19,10 @@ type Chip struct {
 	part   shell.Part
 	serial string
 	ddr    uint64
-	align  uint64 // DMA address alignment and length granularity
+	// shellVersion is VERSION: major in bits 31:16, minor in 15:0.
+	shellVersion uint32
+	iface        [16]byte // INTERFACE_ID
+	align        uint64   // DMA address alignment and length granularity
 	// powerCycles is POWER_CYCLES when the chip was opened; a change means
 	// the chip lost power underneath us.
 	powerCycles uint32
@@ -40,6 +43,14 @@ func OpenChip(port Port) (*Chip, error) {
 	if magic != shell.Magic || version>>16 != shell.VersionMajor {
 		return nil, fmt.Errorf("%w: magic %#08x, version %d.%d (want %#08x, %d.x)",
 			ErrNotShell, magic, version>>16, version&0xffff, shell.Magic, shell.VersionMajor)
+	}
+	c.shellVersion = version
+	ids, err := c.readWords(shell.RegInterfaceID, shell.RegInterfaceID+4, shell.RegInterfaceID+8, shell.RegInterfaceID+12)
+	if err != nil {
+		return nil, err
+	}
+	for i, w := range ids {
+		binary.LittleEndian.PutUint32(c.iface[4*i:], w)
 	}
 	regs, err := c.readWords(shell.RegChipIndex, shell.RegPartID, shell.RegPowerCycles, shell.RegDDRSize, shell.RegDDRSize+4)
 	if err != nil {
@@ -138,6 +149,13 @@ func (c *Chip) RoleWrite32(off uint32, v uint32) error {
 	}
 	return c.Write32(shell.RoleBase+off, v)
 }
+
+// ShellVersion is the chip's shell version, major in bits 31:16 and minor
+// in bits 15:0.
+func (c *Chip) ShellVersion() uint32 { return c.shellVersion }
+
+// InterfaceUUID is the PR interface UUID roles must be built against.
+func (c *Chip) InterfaceUUID() [16]byte { return c.iface }
 
 func (c *Chip) readWords(offs ...uint32) ([]uint32, error) {
 	out := make([]uint32, len(offs))

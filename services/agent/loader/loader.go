@@ -1,0 +1,757 @@
+// Package loader turns an image reference into programmed, self-tested
+// chips: the node agent's `faas load`.
+//
+// # Phases
+//
+//  1. resolve: the reference to a manifest digest, the manifest and the
+//     image config, pulled with the tenant's registry credentials, so the
+//     registry decides what the tenant may load;
+//  2. verify: the ISV's signature against the keys the registry lists for
+//     the repository's ISV now (a revoked key stops loads at once), the
+//     platform's countersignature against the keys in the agent's trust
+//     policy, and the image's shell range, board model and parts against
+//     every target chip;
+//  3. pull: the layers into the node cache (shared downloads, digest
+//     checked, never used partially);
+//  4. key: the data keys of sealed layers, released by the registry for
+//     this tenant wrapped to this node's key;
+//  5. program: each chip's bitstream streamed from the cache, unsealed on
+//     the way, into the shell's PR controller;
+//  6. self-test: the role the image promised answers (package selftest).
+//
+// Everything that can refuse a load (1–4) runs before any chip is touched,
+// so a refusal leaves every slot as it was. From phase 5 on, the target
+// slots are held and recorded loading with their digest registers zeroed; the
+// digests are written only after every chip passed its self-test, and any
+// failure wipes every target chip (package slots), so a two-chip image
+// loads both chips or neither. Slots the load does not target are never
+// touched.
+package loader
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdh"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/fpga-faas/faas/hdk/image"
+	"github.com/fpga-faas/faas/hdk/seal"
+	"github.com/fpga-faas/faas/hdk/sign"
+	"github.com/fpga-faas/faas/hdk/validate"
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/services/agent/cache"
+	"github.com/fpga-faas/faas/services/agent/regclient"
+	"github.com/fpga-faas/faas/services/agent/selftest"
+	"github.com/fpga-faas/faas/services/agent/slots"
+	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/services/registry/keyrelease"
+	"github.com/fpga-faas/faas/shell"
+)
+
+// Config wires a Loader. Slots, Cache, Registry, NodeKey and PlatformKeys
+// are required.
+type Config struct {
+	Slots    *slots.Table
+	Cache    *cache.Cache
+	Registry *regclient.Client
+	// NodeID is this node's id in the registry, for key release and usage.
+	NodeID string
+	// NodeKey is the X25519 key the registry wraps data keys to.
+	NodeKey *ecdh.PrivateKey
+	// PlatformKeys verify the platform's countersignature: the trust policy.
+	PlatformKeys []crypto.PublicKey
+	// Transport carries pulls; nil means http.DefaultTransport.
+	Transport http.RoundTripper
+	// Metrics, if not nil, records phases, bytes and cache hits.
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// Loader runs loads and pulls.
+type Loader struct {
+	cfg Config
+	log *slog.Logger
+	// pick serialises the choice of slots, so that two loads without an
+	// explicit slot do not pick the same free one.
+	pick sync.Mutex
+}
+
+// New returns a Loader.
+func New(cfg Config) (*Loader, error) {
+	if cfg.Slots == nil || cfg.Cache == nil || cfg.Registry == nil || cfg.NodeKey == nil || len(cfg.PlatformKeys) == 0 {
+		return nil, errors.New("loader: Slots, Cache, Registry, NodeKey and PlatformKeys are required")
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = http.DefaultTransport
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Loader{cfg: cfg, log: log}, nil
+}
+
+// Tenant is who a load is for.
+type Tenant struct {
+	Name  string
+	ID    string
+	Token string // registry API token, used to pull as the tenant
+}
+
+// Request is one load or pull.
+type Request struct {
+	ID     string // operation id, also the usage report id
+	Image  string
+	Slot   *int
+	Tenant Tenant
+	// PullOnly stops after the pull: prefetch into the cache.
+	PullOnly bool
+	// Progress, if not nil, is told about progress within phases.
+	Progress func(agentapi.Event)
+	// Phase, if not nil, is told when a phase starts and ends.
+	Phase func(name string, done *agentapi.PhaseTime)
+}
+
+// Result is a finished load.
+type Result struct {
+	Image  agentapi.Image
+	Slots  []int
+	Phases []agentapi.PhaseTime
+}
+
+// Error is a refused or failed load: a Code for programs, a message and a
+// hint for people, and the cause.
+type Error struct {
+	Code agentapi.Code
+	Hint string
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+func fail(code agentapi.Code, hint string, format string, args ...any) *Error {
+	return &Error{Code: code, Hint: hint, Err: fmt.Errorf(format, args...)}
+}
+
+// target is one chip of the image placed on one slot.
+type target struct {
+	slot   int
+	chip   image.Chip
+	blob   *cache.Blob
+	key    seal.DataKey
+	sealed bool
+}
+
+// run tracks the phases of one load.
+type run struct {
+	l      *Loader
+	req    Request
+	phases []agentapi.PhaseTime
+	cur    *agentapi.PhaseTime
+	start  time.Time
+}
+
+func (r *run) begin(name string) {
+	r.end()
+	r.cur = &agentapi.PhaseTime{Name: name}
+	r.start = time.Now()
+	if r.req.Phase != nil {
+		r.req.Phase(name, nil)
+	}
+}
+
+func (r *run) end() {
+	if r.cur == nil {
+		return
+	}
+	d := time.Since(r.start)
+	r.cur.DurationMS = float64(d.Microseconds()) / 1000
+	r.phases = append(r.phases, *r.cur)
+	if r.l.cfg.Metrics != nil {
+		r.l.cfg.Metrics.phase.WithLabelValues(r.cur.Name).Observe(d.Seconds())
+	}
+	if r.req.Phase != nil {
+		r.req.Phase(r.cur.Name, r.cur)
+	}
+	r.cur = nil
+}
+
+func (r *run) progress(phase string, n, total int64) {
+	if r.req.Progress != nil {
+		r.req.Progress(agentapi.Event{Phase: phase, Bytes: n, Total: total})
+	}
+}
+
+// Load runs req. Its errors are *Error.
+func (l *Loader) Load(ctx context.Context, req Request) (Result, error) {
+	r := &run{l: l, req: req}
+	res, err := r.load(ctx)
+	r.end()
+	res.Phases = r.phases
+	if err != nil {
+		var le *Error
+		if !errors.As(err, &le) {
+			err = classify(err)
+		}
+		l.log.WarnContext(ctx, "load failed", "op", req.ID, "image", req.Image, "tenant", req.Tenant.Name, "err", err)
+		return res, err
+	}
+	l.log.InfoContext(ctx, "load done", "op", req.ID, "image", req.Image, "digest", res.Image.Digest,
+		"slots", res.Slots, "tenant", req.Tenant.Name, "pull_only", req.PullOnly)
+	return res, nil
+}
+
+func (r *run) load(ctx context.Context) (Result, error) {
+	l := r.l
+	var res Result
+
+	r.begin(agentapi.PhaseResolve)
+	ref, err := l.parseRef(r.req.Image)
+	if err != nil {
+		return res, err
+	}
+	opts := l.remoteOptions(ctx, r.req.Tenant)
+	desc, err := remote.Get(ref, opts...)
+	if err != nil {
+		return res, pullErr(r.req.Image, err)
+	}
+	img, err := desc.Image()
+	if err != nil {
+		return res, fail(agentapi.CodeBadRequest, "", "%s is not an accelerator image: %v", r.req.Image, err)
+	}
+	cfg, err := image.ConfigOf(img)
+	if err != nil {
+		return res, fail(agentapi.CodeBadRequest, "", "%s is not an accelerator image: %v", r.req.Image, err)
+	}
+	digest := ref.Context().Digest(desc.Digest.String())
+	res.Image = agentapi.Image{Ref: r.req.Image, Digest: desc.Digest.String(), Name: cfg.Name, Version: cfg.Version, Vendor: cfg.Vendor}
+	manifest := desc.Manifest
+
+	r.begin(agentapi.PhaseVerify)
+	if err := l.verify(ctx, digest, opts); err != nil {
+		return res, err
+	}
+	var targets []*target
+	if !r.req.PullOnly {
+		l.pick.Lock()
+		targets, err = l.place(cfg, r.req)
+		if err == nil {
+			err = l.hold(r.req, targets, res.Image)
+		}
+		l.pick.Unlock()
+		if err != nil {
+			return res, err
+		}
+		held := slotsOf(targets)
+		defer l.cfg.Slots.Release(r.req.ID, held)
+		// Until the program phase the chips are untouched; give the
+		// slots back as they were if anything refuses the load.
+		prev := make([]slots.Record, len(held))
+		for i, s := range held {
+			prev[i] = l.cfg.Slots.Record(s)
+		}
+		programmed := false
+		defer func() {
+			if !programmed {
+				for i, s := range held {
+					if rec := l.cfg.Slots.Record(s); rec.State == agentapi.Loading {
+						l.cfg.Slots.Set([]int{s}, prev[i])
+					}
+				}
+			}
+		}()
+		defer func() {
+			for _, t := range targets {
+				if t.blob != nil {
+					t.blob.Close()
+				}
+			}
+		}()
+		res.Slots = held
+		if err := r.fetch(ctx, img, cfg, targets); err != nil {
+			return res, err
+		}
+		if err := r.keys(ctx, ref, desc.Digest.String(), targets); err != nil {
+			return res, err
+		}
+		programmed = true
+		if err := r.program(ctx, targets, res.Image); err != nil {
+			return res, err
+		}
+		l.report(r.req, res)
+	} else {
+		var all []*target
+		for _, c := range cfg.Chips {
+			all = append(all, &target{slot: -1, chip: c})
+		}
+		err := r.fetch(ctx, img, cfg, all)
+		for _, t := range all {
+			if t.blob != nil {
+				t.blob.Close()
+			}
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	// The manifest enters the cache only once verified: Reconcile trusts a
+	// slot's digest register only for manifests found here.
+	if err := l.cfg.Cache.Put(ctx, desc.Digest.String(), strings.NewReader(string(manifest))); err != nil {
+		l.log.WarnContext(ctx, "caching the manifest", "digest", desc.Digest.String(), "err", err)
+	}
+	return res, nil
+}
+
+// parseRef accepts references to the agent's registry, with or without its
+// host.
+func (l *Loader) parseRef(s string) (name.Reference, error) {
+	opts := []name.Option{name.WithDefaultRegistry(l.cfg.Registry.Host())}
+	if l.cfg.Registry.Insecure() {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.ParseReference(s, opts...)
+	if err != nil {
+		return nil, fail(agentapi.CodeBadRequest, "", "image reference %q: %v", s, err)
+	}
+	if got := ref.Context().RegistryStr(); got != l.cfg.Registry.Host() {
+		return nil, fail(agentapi.CodeBadRequest, "name an image of "+l.cfg.Registry.Host(),
+			"image %s is in registry %s; this node loads images from %s only", s, got, l.cfg.Registry.Host())
+	}
+	return ref, nil
+}
+
+func (l *Loader) remoteOptions(ctx context.Context, t Tenant) []remote.Option {
+	return []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithTransport(l.cfg.Transport),
+		remote.WithAuth(&authn.Basic{Username: t.Name, Password: t.Token}),
+	}
+}
+
+// verify checks the ISV signature and the platform countersignature of the
+// manifest digest.
+func (l *Loader) verify(ctx context.Context, d name.Digest, opts []remote.Option) error {
+	repo := d.Context().RepositoryStr()
+	isv, keys, err := l.cfg.Registry.SigningKeys(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("signing keys of %s: %w", repo, err)
+	}
+	if len(keys) == 0 {
+		return fail(agentapi.CodeSignature, "the ISV must register a signing key (or its key was revoked)",
+			"ISV %s of %s has no registered, unrevoked signing key", isv, repo)
+	}
+	sopts := []sign.Option{sign.WithRemoteOptions(opts...)}
+	if _, err := sign.Verify(ctx, d, keys, sopts...); err != nil {
+		if errors.Is(err, sign.ErrNoSignature) || errors.Is(err, sign.ErrBadSignature) {
+			return fail(agentapi.CodeSignature, "ask the ISV to sign the image with a registered key",
+				"%s carries no valid signature of ISV %s (none from its registered, unrevoked keys): %v", d, isv, err)
+		}
+		return fmt.Errorf("fetching the signatures of %s: %w", d, err)
+	}
+	if _, err := sign.Verify(ctx, d, l.cfg.PlatformKeys, append(sopts, sign.WithIdentity(repo))...); err != nil {
+		if errors.Is(err, sign.ErrNoSignature) || errors.Is(err, sign.ErrBadSignature) {
+			return fail(agentapi.CodeCountersign, "the image has not passed the registry's validation; load a validated version",
+				"%s has no valid platform countersignature: %v", d, err)
+		}
+		return fmt.Errorf("fetching the signatures of %s: %w", d, err)
+	}
+	return nil
+}
+
+// place chooses the slots of a load and checks each against its chip.
+func (l *Loader) place(cfg image.Config, req Request) ([]*target, error) {
+	st := l.cfg.Slots
+	both := cfg.BothChipsRequired || len(cfg.Chips) > 1
+	if len(cfg.Chips) == 0 || len(cfg.Chips) > shell.ChipsPerBoard {
+		return nil, fail(agentapi.CodeBadRequest, "", "image has %d chips", len(cfg.Chips))
+	}
+	candidates := func(first int) []int {
+		if both {
+			b := first - first%shell.ChipsPerBoard
+			return []int{b, b + 1}
+		}
+		return []int{first}
+	}
+	try := func(first int) ([]*target, error) {
+		set := candidates(first)
+		var ts []*target
+		for k, s := range set {
+			sl, err := st.Slot(s)
+			if err != nil {
+				return nil, fail(agentapi.CodeNotFound, "see `faas status` for the slots of this host", "%v", err)
+			}
+			var ch image.Chip
+			if both {
+				ch = chipFor(cfg, k)
+			} else {
+				ch = cfg.Chips[0]
+				if ch.Index != image.AnyChip && int(ch.Index) != sl.Chip.Index() {
+					return nil, fail(agentapi.CodeIncompatible, "pick a slot on chip "+fmt.Sprint(int(ch.Index)),
+						"the image's bitstream is for chip %d of a board; slot %d is chip %d", ch.Index, s, sl.Chip.Index())
+				}
+			}
+			if err := compatible(cfg, ch, sl); err != nil {
+				return nil, err
+			}
+			ts = append(ts, &target{slot: s, chip: ch, sealed: ch.Sealed})
+		}
+		return ts, nil
+	}
+	if req.Slot != nil {
+		return try(*req.Slot)
+	}
+	var firstErr error
+	for s := 0; s < st.Len(); s++ {
+		set := candidates(s)
+		if set[0] != s && both {
+			continue
+		}
+		free := true
+		for _, i := range set {
+			if st.Held(i) || !freeFor(st.Record(i), req.Tenant.Name) || st.Record(i).State == agentapi.Loaded {
+				free = false
+			}
+		}
+		if !free {
+			continue
+		}
+		ts, err := try(s)
+		if err == nil {
+			return ts, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return nil, fail(agentapi.CodeBusy, "clear a slot with `faas clear SLOT`, or name one with --slot",
+		"no free slot on this host fits the image (%d chip(s))", len(cfg.Chips))
+}
+
+// chipFor returns the image chip for board chip k of a two-chip load.
+func chipFor(cfg image.Config, k int) image.Chip {
+	for _, c := range cfg.Chips {
+		if int(c.Index) == k {
+			return c
+		}
+	}
+	if k < len(cfg.Chips) {
+		return cfg.Chips[k]
+	}
+	return cfg.Chips[0]
+}
+
+// compatible checks an image chip against the slot's chip and board.
+func compatible(cfg image.Config, ch image.Chip, sl slots.Slot) error {
+	c := sl.Chip
+	if ch.Part != c.Part().Name {
+		return fail(agentapi.CodeIncompatible, "load an image built for "+c.Part().Name,
+			"slot %d is a %s; the image's bitstream for chip %d is for %s", sl.Index, c.Part().Name, ch.Index, ch.Part)
+	}
+	if cfg.Board != sl.Board.Model.Name {
+		return fail(agentapi.CodeIncompatible, "load an image built for board "+sl.Board.Model.Name,
+			"slot %d is on a %s board; the image is for %s", sl.Index, sl.Board.Model.Name, cfg.Board)
+	}
+	v := c.ShellVersion()
+	ok, err := validate.ShellAccepts(cfg.Shell.Versions, v)
+	if err != nil || !ok || cfg.Shell.Name != shell.Name {
+		return fail(agentapi.CodeIncompatible, "load a version of the image built for this shell",
+			"slot %d runs %s %d.%d; the image accepts %s %s", sl.Index, shell.Name, v>>16, v&0xffff, cfg.Shell.Name, cfg.Shell.Versions)
+	}
+	iface := c.InterfaceUUID()
+	if strings.ReplaceAll(cfg.Shell.InterfaceUUID, "-", "") != fmt.Sprintf("%x", iface[:]) {
+		return fail(agentapi.CodeIncompatible, "load a version of the image built for this shell",
+			"slot %d's PR interface is %x; the image was built for %s", sl.Index, iface[:], cfg.Shell.InterfaceUUID)
+	}
+	return nil
+}
+
+// freeFor reports whether a slot may be loaded by tenant: cleared or failed
+// slots by anyone, a loaded one only by the tenant that loaded it (it is
+// replaced).
+func freeFor(r slots.Record, tenant string) bool {
+	switch r.State {
+	case agentapi.Cleared, agentapi.Failed, "":
+		return true
+	case agentapi.Loaded:
+		return r.Tenant == tenant
+	}
+	return false
+}
+
+// hold takes the target slots for the load and records them loading.
+func (l *Loader) hold(req Request, ts []*target, img agentapi.Image) error {
+	held := slotsOf(ts)
+	err := l.cfg.Slots.Acquire(req.ID, held, func(i int, r slots.Record) error {
+		if !freeFor(r, req.Tenant.Name) {
+			return fail(agentapi.CodeBusy, "clear it first, or load onto another slot",
+				"slot %d is %s by another tenant", i, r.State)
+		}
+		return nil
+	})
+	if err != nil {
+		var le *Error
+		if errors.As(err, &le) {
+			return err
+		}
+		if errors.Is(err, slots.ErrNotFound) {
+			return fail(agentapi.CodeNotFound, "", "%v", err)
+		}
+		return fail(agentapi.CodeBusy, "wait for it to finish", "%v", err)
+	}
+	return nil
+}
+
+func slotsOf(ts []*target) []int {
+	var out []int
+	for _, t := range ts {
+		out = append(out, t.slot)
+	}
+	return out
+}
+
+// fetch brings each target's layer into the cache and pins it.
+func (r *run) fetch(ctx context.Context, img v1.Image, cfg image.Config, ts []*target) error {
+	r.begin(agentapi.PhasePull)
+	var total int64
+	sizes := map[v1.Hash]int64{}
+	layers, err := img.Layers()
+	if err != nil {
+		return fmt.Errorf("reading the layers of the image: %w", err)
+	}
+	byDigest := map[v1.Hash]v1.Layer{}
+	for _, ly := range layers {
+		h, err := ly.Digest()
+		if err != nil {
+			return err
+		}
+		sz, err := ly.Size()
+		if err != nil {
+			return err
+		}
+		byDigest[h], sizes[h] = ly, sz
+	}
+	seen := map[v1.Hash]bool{}
+	for _, t := range ts {
+		if !seen[t.chip.Layer] {
+			seen[t.chip.Layer] = true
+			total += sizes[t.chip.Layer]
+		}
+	}
+	var done int64
+	hits := true
+	counted := map[v1.Hash]bool{}
+	for _, t := range ts {
+		ly, ok := byDigest[t.chip.Layer]
+		if !ok {
+			return fail(agentapi.CodeBadRequest, "", "the image config names layer %s, which the manifest lacks", t.chip.Layer)
+		}
+		base := done
+		b, hit, err := r.l.cfg.Cache.Fetch(ctx, t.chip.Layer.String(), sizes[t.chip.Layer], func(ctx context.Context) (io.ReadCloser, error) {
+			return ly.Compressed()
+		}, func(n int64) { r.progress(agentapi.PhasePull, base+n, total) })
+		if err != nil {
+			return cacheErr(t.chip.Layer.String(), err)
+		}
+		t.blob = b
+		hits = hits && hit
+		if !counted[t.chip.Layer] {
+			counted[t.chip.Layer] = true
+			done += b.Size()
+		}
+		if m := r.l.cfg.Metrics; m != nil {
+			if hit {
+				m.cacheHits.Inc()
+			} else {
+				m.cacheMisses.Inc()
+				m.pulled.Add(float64(b.Size()))
+			}
+		}
+	}
+	r.cur.Bytes, r.cur.CacheHit = total, hits
+	r.progress(agentapi.PhasePull, total, total)
+	return nil
+}
+
+// keys obtains and unwraps the data keys of the sealed targets.
+func (r *run) keys(ctx context.Context, ref name.Reference, digest string, ts []*target) error {
+	sealed := false
+	for _, t := range ts {
+		sealed = sealed || t.sealed
+	}
+	if !sealed {
+		return nil
+	}
+	r.begin(agentapi.PhaseKey)
+	l := r.l
+	wrapped, err := l.cfg.Registry.ReleaseKeys(ctx, keyrelease.Request{
+		NodeID: l.cfg.NodeID, TenantID: r.req.Tenant.ID, Repository: ref.Context().RepositoryStr(), Digest: digest,
+	})
+	switch {
+	case errors.Is(err, regclient.ErrDenied):
+		return &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first", Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
+	case errors.Is(err, regclient.ErrConflict):
+		return &Error{Code: agentapi.CodeCountersign, Hint: "load a validated version", Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
+	case err != nil:
+		return fmt.Errorf("key release for %s: %w", digest, err)
+	}
+	for _, t := range ts {
+		if !t.sealed {
+			continue
+		}
+		i := slices.IndexFunc(wrapped, func(w keyrelease.WrappedKey) bool { return w.Layer == t.chip.Layer.String() })
+		if i < 0 {
+			return fail(agentapi.CodeCountersign, "", "the registry released no key for layer %s", t.chip.Layer)
+		}
+		wk, err := parseWrapped(wrapped[i].WrappedKey)
+		if err != nil {
+			return fmt.Errorf("key release: layer %s: %w", t.chip.Layer, err)
+		}
+		if t.key, err = seal.UnwrapKey(l.cfg.NodeKey, wk); err != nil {
+			return fail(agentapi.CodeSignature, "", "the key released for layer %s does not open with this node's key: %v", t.chip.Layer, err)
+		}
+	}
+	return nil
+}
+
+// program streams every target's bitstream into its chip, self-tests the
+// roles and commits; on any failure it wipes every target chip.
+func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (err error) {
+	l := r.l
+	st := l.cfg.Slots
+	held := slotsOf(ts)
+	defer func() {
+		if err == nil {
+			return
+		}
+		// Both chips or neither: wipe every target, whatever the context
+		// says, so no slot is left half-loaded.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if werr := st.ClearSlots(wctx, held); werr != nil {
+			err = errors.Join(err, fmt.Errorf("rolling back: %w", werr))
+		}
+	}()
+	want, err := slots.DigestBytes(img.Digest)
+	if err != nil {
+		return err
+	}
+	loading := slots.Record{State: agentapi.Loading, Image: &img, Tenant: r.req.Tenant.Name, TenantID: r.req.Tenant.ID, Group: held}
+	for _, s := range held {
+		sl, _ := st.Slot(s)
+		if err := sl.Chip.SetImageDigest([32]byte{}); err != nil {
+			return err
+		}
+	}
+	if err := st.Set(held, loading); err != nil {
+		return err
+	}
+	r.begin(agentapi.PhaseProgram)
+	var total, done int64
+	for _, t := range ts {
+		total += t.blob.Size()
+	}
+	for _, t := range ts {
+		sl, _ := st.Slot(t.slot)
+		src := io.NewSectionReader(t.blob, 0, t.blob.Size())
+		var in io.Reader = src
+		if t.sealed {
+			sr, err := seal.NewReader(src, t.key)
+			if err != nil {
+				return fail(agentapi.CodeSignature, "", "layer %s: %v", t.chip.Layer, err)
+			}
+			in = sr
+		}
+		base := done
+		counted := &countingReader{r: in, src: src, f: func(n int64) { r.progress(agentapi.PhaseProgram, base+n, total) }}
+		if _, err := sl.Chip.Program(ctx, counted, nil); err != nil {
+			return fail(agentapi.CodeProgram, "the slots were cleared; retry, or report the board if it persists",
+				"programming slot %d: %v", t.slot, err)
+		}
+		done += t.blob.Size()
+	}
+	r.cur.Bytes = total
+	r.begin(agentapi.PhaseSelfTest)
+	roles := make([]*agentapi.Role, len(ts))
+	for i, t := range ts {
+		sl, _ := st.Slot(t.slot)
+		if err := selftest.Loaded(ctx, sl.Chip, t.chip.Role.Name, t.chip.Role.Version); err != nil {
+			return fail(agentapi.CodeSelfTest, "the slots were cleared; report the image to its ISV", "slot %d: %v", t.slot, err)
+		}
+		role, err := sl.Chip.Role()
+		if err != nil {
+			return err
+		}
+		roles[i] = &agentapi.Role{ID: role.ID, Version: fmt.Sprintf("%d.%d", role.Version>>16, role.Version&0xffff), Name: t.chip.Role.Name}
+	}
+	for _, s := range held {
+		sl, _ := st.Slot(s)
+		if err := sl.Chip.SetImageDigest(want); err != nil {
+			return err
+		}
+	}
+	now := time.Now().UTC()
+	for i, t := range ts {
+		rec := loading
+		rec.State, rec.Role, rec.LoadedAt = agentapi.Loaded, roles[i], now
+		if err := st.Set([]int{t.slot}, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type countingReader struct {
+	r   io.Reader
+	src *io.SectionReader
+	f   func(int64)
+	n   int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	// Report by sealed bytes consumed, which is what the total counts;
+	// not every read, to keep progress cheap.
+	if c.n++; c.n%64 == 0 || err == io.EOF {
+		off, _ := c.src.Seek(0, io.SeekCurrent)
+		c.f(off)
+	}
+	return n, err
+}
+
+// report records the load as usage in the registry, in the background.
+func (l *Loader) report(req Request, res Result) {
+	if l.cfg.NodeID == "" || req.Tenant.ID == "" {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		now := time.Now().UTC()
+		d := res.Image.Digest
+		var recs []api.UsageRecord
+		for _, s := range res.Slots {
+			slot := s
+			recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", req.ID, s), TenantID: req.Tenant.ID, ManifestDigest: &d, Slot: &slot, Event: "load", StartedAt: &now})
+		}
+		if err := l.cfg.Registry.ReportUsage(ctx, l.cfg.NodeID, recs); err != nil {
+			l.log.Warn("usage report failed", "op", req.ID, "err", err)
+		}
+	}()
+}

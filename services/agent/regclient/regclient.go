@@ -1,0 +1,198 @@
+// Package regclient is the node agent's client of the registry's REST API
+// (/api/v1): who a tenant token belongs to, the signing keys of a
+// repository's ISV, node registration and heartbeats, key release and usage
+// reports. Image bytes do not go through it: the agent pulls those with
+// go-containerregistry against /v2.
+//
+// The agent authenticates as its node account (HTTP Basic with the account
+// name and an API token); tenant tokens are only ever passed to Me.
+package regclient
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdh"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fpga-faas/faas/hdk/sign"
+	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/services/registry/keyrelease"
+)
+
+// Error categories; every error of this package wraps one of them.
+var (
+	// ErrUnavailable: the registry could not be reached or failed (5xx).
+	ErrUnavailable = errors.New("registry unavailable")
+	// ErrUnauthenticated: the registry refused the credentials (401).
+	ErrUnauthenticated = errors.New("registry refused the credentials")
+	// ErrDenied: the registry refused the request for this caller (403).
+	ErrDenied = errors.New("registry denied the request")
+	// ErrNotFound: the registry does not know the object (404).
+	ErrNotFound = errors.New("not found in the registry")
+	// ErrConflict: the object's state forbids the request (409).
+	ErrConflict = errors.New("registry conflict")
+)
+
+// maxBody bounds what the client reads of any answer.
+const maxBody = 4 << 20
+
+// Client talks to one registry.
+type Client struct {
+	base  *url.URL
+	http  *http.Client
+	user  string // node account
+	token string // node account's API token
+}
+
+// New returns a client of the registry at base (e.g. "https://reg:5000")
+// authenticating as node account user with token. hc nil means a client
+// with a 30 s timeout.
+func New(base, user, token string, hc *http.Client) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("regclient: registry URL %q: want http(s)://host[:port]", base)
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Client{base: u, http: hc, user: user, token: token}, nil
+}
+
+// Host is the registry's host[:port], as image references name it.
+func (c *Client) Host() string { return c.base.Host }
+
+// Insecure reports whether the registry is reached over plain HTTP.
+func (c *Client) Insecure() bool { return c.base.Scheme == "http" }
+
+// Account is who a token belongs to.
+type Account struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// Me returns the account of a tenant's API token.
+func (c *Client) Me(ctx context.Context, token string) (Account, error) {
+	var a Account
+	err := c.do(ctx, http.MethodGet, "/me", nil, &a, func(r *http.Request) {
+		r.Header.Set("Authorization", "Bearer "+token)
+	})
+	return a, err
+}
+
+// SigningKeys returns the unrevoked signing keys of the ISV owning repo.
+// Keys the agent cannot parse are left out.
+func (c *Client) SigningKeys(ctx context.Context, repo string) (isv string, keys []crypto.PublicKey, err error) {
+	var rk api.RepositoryKeys
+	if err := c.do(ctx, http.MethodGet, "/signing-keys?repository="+url.QueryEscape(repo), nil, &rk, c.node); err != nil {
+		return "", nil, err
+	}
+	for _, k := range rk.Keys {
+		if pk, err := sign.LoadPublicKey([]byte(k.PublicKey)); err == nil {
+			keys = append(keys, pk)
+		}
+	}
+	return rk.ISV, keys, nil
+}
+
+// RegisterNode registers this node with its X25519 public key and returns
+// its id.
+func (c *Client) RegisterNode(ctx context.Context, hostname string, pub *ecdh.PublicKey) (string, error) {
+	var n api.Node
+	in := map[string]string{"hostname": hostname, "public_key": base64.StdEncoding.EncodeToString(pub.Bytes())}
+	err := c.do(ctx, http.MethodPost, "/nodes", in, &n, c.node)
+	return n.ID, err
+}
+
+// Heartbeat reports the node's boards and slots.
+func (c *Client) Heartbeat(ctx context.Context, nodeID string, boards []api.Board) error {
+	return c.do(ctx, http.MethodPost, "/nodes/"+url.PathEscape(nodeID)+"/heartbeat", map[string]any{"boards": boards}, nil, c.node)
+}
+
+// ReportUsage sends usage records; the registry skips report ids it has.
+func (c *Client) ReportUsage(ctx context.Context, nodeID string, recs []api.UsageRecord) error {
+	return c.do(ctx, http.MethodPost, "/usage", map[string]any{"node_id": nodeID, "records": recs}, nil, c.node)
+}
+
+// ReleaseKeys asks for the data keys of a sealed image for a tenant,
+// wrapped to this node's key.
+func (c *Client) ReleaseKeys(ctx context.Context, req keyrelease.Request) ([]keyrelease.WrappedKey, error) {
+	var resp keyrelease.Response
+	err := c.do(ctx, http.MethodPost, strings.TrimPrefix(keyrelease.Path, api.Prefix), req, &resp, c.node)
+	return resp.WrappedKeys, err
+}
+
+func (c *Client) node(r *http.Request) { r.SetBasicAuth(c.user, c.token) }
+
+// do sends a JSON request to path under /api/v1 and decodes the answer.
+func (c *Client) do(ctx context.Context, method, path string, in, out any, auth func(*http.Request)) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+api.Prefix+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	auth(req)
+	op := method + " " + api.Prefix + strings.SplitN(path, "?", 2)[0]
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, op, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return fmt.Errorf("%w: %s: reading the answer: %v", ErrUnavailable, op, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.Unmarshal(data, &e)
+		msg := e.Error.Message
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		var cat error
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized:
+			cat = ErrUnauthenticated
+		case resp.StatusCode == http.StatusForbidden:
+			cat = ErrDenied
+		case resp.StatusCode == http.StatusNotFound:
+			cat = ErrNotFound
+		case resp.StatusCode == http.StatusConflict:
+			cat = ErrConflict
+		default:
+			cat = ErrUnavailable
+		}
+		return fmt.Errorf("%w: %s: %d %s", cat, op, resp.StatusCode, msg)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%w: %s: malformed answer: %v", ErrUnavailable, op, err)
+	}
+	return nil
+}

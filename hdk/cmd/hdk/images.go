@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -218,10 +220,16 @@ func bitCommand() *cobra.Command {
 }
 
 func pushCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "push DIR REF",
-		Short: "Push the image of a layout, and its signatures, to a registry",
-		Args:  cobra.ExactArgs(2),
+	var keysFile string
+	cmd := &cobra.Command{
+		Use:   "push DIR REF [--keys FILE]",
+		Short: "Push the image of a layout, its signatures and its sealed keys, to a registry",
+		Long: `push copies the image of layout DIR to REF, with the signatures in the layout.
+For a sealed image it also attaches the wrapped data keys (the keys file hdk
+seal wrote, DIR.keys.json unless --keys says otherwise) as an artifact of type
+application/vnd.faas.image.keys.v1+json whose subject is the image: that is how
+the registry gets the keys it releases to entitled nodes.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			img, err := image.ReadLayout(args[0])
@@ -267,13 +275,58 @@ func pushCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			keysDigest, err := pushKeys(ctx, args[0], keysFile, ref, img)
+			if err != nil {
+				return err
+			}
 			if jsonOutput(cmd) {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"ref": ref.String(), "digest": h.String(), "signatures": sigs})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"ref": ref.String(), "digest": h.String(), "signatures": sigs, "keys": keysDigest})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "pushed %s@%s (%d signature image(s))\n", ref.Context(), h, sigs)
+			if keysDigest != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "attached the wrapped keys as %s@%s\n", ref.Context(), keysDigest)
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&keysFile, "keys", "", "keys file of a sealed image (default DIR.keys.json if it exists)")
+	return cmd
+}
+
+// pushKeys attaches the keys file of a sealed image to it; it returns the
+// artifact's digest, or "" for an image with nothing sealed.
+func pushKeys(ctx context.Context, dir, keysFile string, ref name.Reference, img v1.Image) (string, error) {
+	cfg, err := image.ConfigOf(img)
+	if err != nil {
+		return "", err
+	}
+	sealed := false
+	for _, c := range cfg.Chips {
+		sealed = sealed || c.Sealed
+	}
+	explicit := keysFile != ""
+	if !explicit {
+		keysFile = filepath.Clean(dir) + ".keys.json"
+	}
+	data, err := os.ReadFile(keysFile)
+	switch {
+	case err == nil:
+	case !explicit && !sealed && errors.Is(err, os.ErrNotExist):
+		return "", nil
+	case !explicit && errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("the image is sealed but %s does not exist: name the keys file hdk seal wrote with --keys", keysFile)
+	default:
+		return "", err
+	}
+	desc, err := partial.Descriptor(img)
+	if err != nil {
+		return "", err
+	}
+	d, err := image.PushKeys(ctx, ref.Context(), *desc, data, remoteOptions(ctx)...)
+	if err != nil {
+		return "", err
+	}
+	return d.String(), nil
 }
 
 // pushSignatures copies the layout's signature image of digest h, if any, to

@@ -163,6 +163,9 @@ type run struct {
 	phases []agentapi.PhaseTime
 	cur    *agentapi.PhaseTime
 	start  time.Time
+
+	pmu          sync.Mutex // progress may come from the cache's download goroutine
+	lastProgress time.Time
 }
 
 func (r *run) begin(name string) {
@@ -190,10 +193,21 @@ func (r *run) end() {
 	r.cur = nil
 }
 
+// progress reports bytes done in a phase, at most every 20 ms besides the
+// end, so followers are not flooded.
 func (r *run) progress(phase string, n, total int64) {
-	if r.req.Progress != nil {
-		r.req.Progress(agentapi.Event{Phase: phase, Bytes: n, Total: total})
+	if r.req.Progress == nil {
+		return
 	}
+	r.pmu.Lock()
+	now := time.Now()
+	if n < total && now.Sub(r.lastProgress) < 20*time.Millisecond {
+		r.pmu.Unlock()
+		return
+	}
+	r.lastProgress = now
+	r.pmu.Unlock()
+	r.req.Progress(agentapi.Event{Phase: phase, Bytes: n, Total: total})
 }
 
 // Load runs req. Its errors are *Error.

@@ -1,9 +1,12 @@
 // Command faasd is the node agent of the FaaS platform. It owns the FPGA
 // boards of one host.
 //
-// For now it has one subcommand, validate, which brings every chip up with the
-// loopback role and checks programming, DMA, tenant windows, the role's DDR
-// access, interrupts and its CRC, like `xbutil validate` on Alveo cards.
+//	faasd serve     own the boards and serve the agent API (loads, slots, cache)
+//	faasd validate  bring every chip up with the loopback role and check
+//	                programming, DMA, tenant windows, the role's DDR access,
+//	                interrupts and its CRC, like `xbutil validate` on Alveo
+//
+// serve logs JSON lines to standard error.
 //
 // Exit codes: 0 every check passed; 1 a check failed; 2 bad usage, or no
 // board could be opened.
@@ -39,7 +42,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(validateCommand())
+	root.AddCommand(validateCommand(), serveCommand())
 	err := root.ExecuteContext(ctx)
 	switch {
 	case err == nil:

@@ -7,7 +7,9 @@
 //
 // Every flag of serve defaults from the environment: FAAS_DATABASE_URL,
 // FAAS_S3_ENDPOINT, FAAS_S3_ACCESS_KEY, FAAS_S3_SECRET_KEY, FAAS_S3_BUCKET
-// (S3 blob store when an endpoint is set), FAAS_DATA_DIR (directory blob
+// (S3 blob store when an endpoint is set), FAAS_S3_REDIRECT and
+// FAAS_S3_PUBLIC_ENDPOINT (redirect blob downloads to presigned S3 URLs, on
+// the endpoint clients reach), FAAS_DATA_DIR (directory blob
 // store and default key directory), FAAS_LISTEN, FAAS_TLS_CERT, FAAS_TLS_KEY,
 // FAAS_KEY_DIR. users add reads FAAS_DATABASE_URL (or --database-url) and
 // applies the migrations too.
@@ -30,6 +32,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -88,6 +91,23 @@ func env(name, def string) string {
 	return def
 }
 
+// envBool reads a boolean variable; unset, empty or unparsable is false
+// (serve refuses an unparsable one, see checkEnvBool).
+func envBool(name string) bool {
+	v, _ := strconv.ParseBool(os.Getenv(name))
+	return v
+}
+
+// checkEnvBool fails on a set but unparsable boolean variable.
+func checkEnvBool(name string) error {
+	if v := os.Getenv(name); v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("%s=%q: not a boolean", name, v)
+		}
+	}
+	return nil
+}
+
 func serveCommand() *cobra.Command {
 	var cfg server.Config
 	var logLevel string
@@ -99,6 +119,9 @@ func serveCommand() *cobra.Command {
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
+			}
+			if err := checkEnvBool("FAAS_S3_REDIRECT"); err != nil {
+				return err
 			}
 			secretsFromEnv(&cfg)
 			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
@@ -128,6 +151,9 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&cfg.S3SecretKey, "s3-secret-key", "", "S3 secret key [FAAS_S3_SECRET_KEY]")
 	f.StringVar(&cfg.S3Bucket, "s3-bucket", env("FAAS_S3_BUCKET", server.DefaultS3Bucket), "S3 bucket [FAAS_S3_BUCKET]")
 	f.BoolVar(&cfg.S3Secure, "s3-tls", false, "reach the S3 endpoint over HTTPS")
+	f.BoolVar(&cfg.S3Redirect, "s3-redirect", envBool("FAAS_S3_REDIRECT"), "answer blob GETs with 307 redirects to presigned S3 URLs instead of proxying the bytes [FAAS_S3_REDIRECT]")
+	f.StringVar(&cfg.S3PublicEndpoint, "s3-public-endpoint", env("FAAS_S3_PUBLIC_ENDPOINT", ""), "S3 endpoint clients reach, for redirect URLs: host:port or http(s)://host[:port]; its host name should differ from the registry's; default --s3-endpoint [FAAS_S3_PUBLIC_ENDPOINT]")
+	f.DurationVar(&cfg.S3RedirectExpiry, "s3-redirect-expiry", 0, "validity of redirect URLs (default 10m)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", env("FAAS_TLS_CERT", ""), "TLS certificate PEM file [FAAS_TLS_CERT]")
 	f.StringVar(&cfg.TLSKey, "tls-key", env("FAAS_TLS_KEY", ""), "TLS key PEM file [FAAS_TLS_KEY]")
 	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory; default DATA_DIR/keys [FAAS_KEY_DIR]")

@@ -88,3 +88,23 @@ func TestUsersAddAndServe(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+func TestServeRedirectSettings(t *testing.T) {
+	var out strings.Builder
+	root := newRoot(strings.NewReader(""), &out, io.Discard)
+	root.SetArgs([]string{"serve", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"--s3-redirect", "FAAS_S3_REDIRECT", "--s3-public-endpoint", "FAAS_S3_PUBLIC_ENDPOINT", "--s3-redirect-expiry"} {
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("serve --help lacks %s", f)
+		}
+	}
+	t.Setenv("FAAS_S3_REDIRECT", "yes please")
+	root = newRoot(strings.NewReader(""), io.Discard, io.Discard)
+	root.SetArgs([]string{"serve", "--database-url", "postgres://x"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "FAAS_S3_REDIRECT") {
+		t.Errorf("unparsable FAAS_S3_REDIRECT: %v", err)
+	}
+}

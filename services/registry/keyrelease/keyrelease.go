@@ -66,7 +66,7 @@ const Path = "/api/v1/keys/release"
 
 // KeysArtifactType is the artifactType of the side artifact that carries an
 // image's keys.json (hdk seal output) to the registry.
-const KeysArtifactType = "application/vnd.faas.image.keys.v1+json"
+const KeysArtifactType = image.KeysArtifactType
 
 const maxKeysBytes = 1 << 20
 

@@ -1,0 +1,670 @@
+// Package server is the node agent's API (sdk/agentapi): HTTP on a unix
+// socket for the CLI and the SDK, optionally on TCP with TLS for remote
+// attach, plus the heartbeat that tells the registry about the node's slots.
+//
+// # Who is calling
+//
+// On the unix socket the kernel's peer credentials give the caller's uid:
+// uid 0, the agent's own uid and Config.Operators are the operator; uids in
+// Config.Tenants map to tenant names. A request may instead carry a tenant's
+// registry API token (Authorization: Bearer faas_…), which the agent checks
+// with the registry (answers are cached for a minute); on TCP the token is
+// required. Loads and pulls need the token, because the agent pulls with it.
+//
+// # Who may do what
+//
+// Everyone authenticated lists slots, but sees image and tenant only of the
+// slots they loaded (the operator sees all). A tenant clears its own slots,
+// and cleared or failed ones; the operator any. Loads and their events belong
+// to the tenant that started them. /metrics and the DDR diagnostics are for
+// the operator.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/services/agent/cache"
+	"github.com/fpga-faas/faas/services/agent/loader"
+	"github.com/fpga-faas/faas/services/agent/regclient"
+	"github.com/fpga-faas/faas/services/agent/slots"
+	"github.com/fpga-faas/faas/services/registry/api"
+)
+
+// Config configures a Server. Slots, Cache, Loader and Registry are
+// required; zero values of the rest are the documented defaults.
+type Config struct {
+	// Socket is the unix socket path; "" means agentapi.DefaultSocket.
+	Socket string
+	// SocketMode is the socket file's mode; 0 means 0666, since peer
+	// credentials, not the file mode, decide who may do what.
+	SocketMode os.FileMode
+	// TCPAddr, if set, also serves on TCP with TLS (TLS required).
+	TCPAddr string
+	TLS     *tls.Config
+	// Tenants maps unix uids to tenant names.
+	Tenants map[int]string
+	// Operators are uids with the operator's rights besides 0 and the
+	// agent's own.
+	Operators []int
+
+	Slots    *slots.Table
+	Cache    *cache.Cache
+	Loader   *loader.Loader
+	Registry *regclient.Client
+	// NodeID is the node's registry id for heartbeats and usage; "" sends
+	// none.
+	NodeID string
+	// Heartbeat is the heartbeat period; 0 means 30 s.
+	Heartbeat time.Duration
+	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
+	// MaxLoads bounds concurrent loads and pulls; 0 means 4.
+	MaxLoads int
+	Logger   *slog.Logger
+}
+
+// Server serves the agent's API.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	mux   *http.ServeMux
+	loads *loadTable
+	sem   chan struct{}
+	ops   map[int]bool
+
+	tokMu  sync.Mutex
+	tokens map[[32]byte]tokenEntry
+
+	base context.Context // lives as long as Serve; loads run under it
+	wg   sync.WaitGroup
+}
+
+type tokenEntry struct {
+	acct    regclient.Account
+	expires time.Time
+}
+
+// New returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Slots == nil || cfg.Cache == nil || cfg.Loader == nil || cfg.Registry == nil {
+		return nil, errors.New("server: Slots, Cache, Loader and Registry are required")
+	}
+	if cfg.TCPAddr != "" && cfg.TLS == nil {
+		return nil, errors.New("server: TCPAddr needs a TLS config")
+	}
+	if cfg.Socket == "" {
+		cfg.Socket = agentapi.DefaultSocket
+	}
+	if cfg.SocketMode == 0 {
+		cfg.SocketMode = 0o666
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = 30 * time.Second
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.DefaultGatherer
+	}
+	if cfg.MaxLoads == 0 {
+		cfg.MaxLoads = 4
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log, loads: newLoadTable(256), sem: make(chan struct{}, cfg.MaxLoads),
+		ops: map[int]bool{0: true, os.Getuid(): true}, tokens: map[[32]byte]tokenEntry{}, base: context.Background()}
+	for _, u := range cfg.Operators {
+		s.ops[u] = true
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	m.HandleFunc("GET /v1/slots", s.authed(s.listSlots))
+	m.HandleFunc("GET /v1/slots/{n}", s.authed(s.getSlot))
+	m.HandleFunc("POST /v1/slots/{n}/clear", s.authed(s.clearSlot))
+	m.HandleFunc("GET /v1/slots/{n}/ddr", s.authed(s.readDDR))
+	m.HandleFunc("PUT /v1/slots/{n}/ddr", s.authed(s.writeDDR))
+	m.HandleFunc("POST /v1/loads", s.authed(s.startLoad(false)))
+	m.HandleFunc("POST /v1/pulls", s.authed(s.startLoad(true)))
+	m.HandleFunc("GET /v1/loads/{id}", s.authed(s.getLoad))
+	m.HandleFunc("GET /v1/loads/{id}/events", s.authed(s.loadEvents))
+	m.HandleFunc("GET /v1/images", s.authed(s.listImages))
+	m.HandleFunc("GET /metrics", s.authed(func(w http.ResponseWriter, r *http.Request, p *principal) {
+		if !p.operator {
+			writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: "metrics are for the operator"})
+			return
+		}
+		promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	}))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
+	})
+	s.mux = m
+}
+
+// Handler returns the API's handler; peer credentials come from the
+// connection context (see Serve).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+type ctxKey int
+
+const peerKey ctxKey = 0
+
+// peer is what the kernel says about a unix-socket caller.
+type peer struct {
+	uid  int
+	unix bool
+}
+
+// Serve listens on the socket (and TCP, if configured), runs the
+// heartbeat, and serves until ctx ends; then it stops accepting, waits for
+// running loads up to a minute, and returns.
+func (s *Server) Serve(ctx context.Context) error {
+	s.base = ctx
+	if err := os.MkdirAll(filepath.Dir(s.cfg.Socket), 0o755); err != nil {
+		return fmt.Errorf("server: socket directory: %w", err)
+	}
+	if err := removeStaleSocket(s.cfg.Socket); err != nil {
+		return err
+	}
+	ul, err := net.Listen("unix", s.cfg.Socket)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if err := os.Chmod(s.cfg.Socket, s.cfg.SocketMode); err != nil {
+		ul.Close()
+		return fmt.Errorf("server: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if uc, ok := c.(*net.UnixConn); ok {
+				if uid, err := peerUID(uc); err == nil {
+					return context.WithValue(ctx, peerKey, peer{uid: uid, unix: true})
+				}
+			}
+			return ctx
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ul) }()
+	if s.cfg.TCPAddr != "" {
+		tl, err := tls.Listen("tcp", s.cfg.TCPAddr, s.cfg.TLS)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("server: %w", err)
+		}
+		s.log.Info("listening", "tcp", tl.Addr().String())
+		go func() { errc <- srv.Serve(tl) }()
+	}
+	s.log.Info("listening", "socket", s.cfg.Socket)
+	if s.cfg.NodeID != "" {
+		go s.heartbeats(ctx)
+	}
+	select {
+	case err := <-errc:
+		srv.Close()
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+	}
+	os.Remove(s.cfg.Socket)
+	return err
+}
+
+// removeStaleSocket removes a socket file left by a previous run, but
+// refuses to start next to a live agent.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("server: %s exists and is not a socket", path)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("server: another agent is serving %s", path)
+	}
+	return os.Remove(path)
+}
+
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return int(cred.Uid), nil
+}
+
+// principal is an authenticated caller.
+type principal struct {
+	operator bool
+	tenant   string
+	tenantID string
+	token    string // registry API token, when the caller sent one
+}
+
+func (p *principal) owns(r slots.Record) bool {
+	return p.operator || (p.tenant != "" && r.Tenant == p.tenant)
+}
+
+type handler func(http.ResponseWriter, *http.Request, *principal)
+
+func (s *Server) authed(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.authenticate(r)
+		if err != nil {
+			writeError(w, err, agentapi.CodeUnauthenticated, "")
+			return
+		}
+		h(w, r, p)
+	}
+}
+
+// apiError carries a wire error through Go error returns.
+type apiError struct{ e agentapi.Error }
+
+func (a *apiError) Error() string { return a.e.Message }
+
+func agentErr(code agentapi.Code, msg, hint string) error {
+	return &apiError{agentapi.Error{Code: code, Message: msg, Hint: hint}}
+}
+
+// writeError answers with err: its wire form if it has one, else fallback.
+func writeError(w http.ResponseWriter, err error, fallback agentapi.Code, hint string) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		writeErr(w, statusOf(ae.e.Code), ae.e)
+		return
+	}
+	writeErr(w, statusOf(fallback), agentapi.Error{Code: fallback, Message: err.Error(), Hint: hint})
+}
+
+func (s *Server) authenticate(r *http.Request) (*principal, error) {
+	pr, _ := r.Context().Value(peerKey).(peer)
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		acct, err := s.checkToken(r.Context(), tok)
+		if err != nil {
+			return nil, err
+		}
+		p := &principal{tenant: acct.Name, tenantID: acct.ID, token: tok}
+		if pr.unix && s.ops[pr.uid] {
+			p.operator = true
+		}
+		return p, nil
+	}
+	if !pr.unix {
+		return nil, errors.New("send a tenant token: Authorization: Bearer faas_…")
+	}
+	if s.ops[pr.uid] {
+		return &principal{operator: true}, nil
+	}
+	if t, ok := s.cfg.Tenants[pr.uid]; ok {
+		return &principal{tenant: t}, nil
+	}
+	return nil, fmt.Errorf("uid %d is not a tenant of this node; run `faas login` or ask the operator to map it", pr.uid)
+}
+
+func (s *Server) checkToken(ctx context.Context, tok string) (regclient.Account, error) {
+	key := sha256.Sum256([]byte(tok))
+	now := time.Now()
+	s.tokMu.Lock()
+	e, ok := s.tokens[key]
+	s.tokMu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.acct, nil
+	}
+	acct, err := s.cfg.Registry.Me(ctx, tok)
+	switch {
+	case errors.Is(err, regclient.ErrUnauthenticated):
+		return acct, agentErr(agentapi.CodeUnauthenticated, "the registry does not accept your token", "run `faas login` again")
+	case err != nil:
+		return acct, agentErr(agentapi.CodeUnavailable, "checking your token with the registry: "+err.Error(), "retry when the registry is reachable")
+	case acct.Role != "tenant" && acct.Role != "admin":
+		return acct, agentErr(agentapi.CodePermission, fmt.Sprintf("account %s is a %s, not a tenant", acct.Name, acct.Role), "")
+	}
+	s.tokMu.Lock()
+	if len(s.tokens) > 10000 {
+		clear(s.tokens)
+	}
+	s.tokens[key] = tokenEntry{acct, now.Add(time.Minute)}
+	s.tokMu.Unlock()
+	return acct, nil
+}
+
+func statusOf(c agentapi.Code) int {
+	switch c {
+	case agentapi.CodeBadRequest:
+		return http.StatusBadRequest
+	case agentapi.CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case agentapi.CodePermission, agentapi.CodeNotEntitled:
+		return http.StatusForbidden
+	case agentapi.CodeNotFound:
+		return http.StatusNotFound
+	case agentapi.CodeBusy:
+		return http.StatusConflict
+	case agentapi.CodeSignature, agentapi.CodeCountersign, agentapi.CodeIncompatible:
+		return http.StatusUnprocessableEntity
+	case agentapi.CodeCacheFull:
+		return http.StatusInsufficientStorage
+	case agentapi.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, status int, e agentapi.Error) {
+	writeJSON(w, status, agentapi.ErrorBody{Error: e})
+}
+
+func badRequest(w http.ResponseWriter, format string, args ...any) {
+	writeErr(w, http.StatusBadRequest, agentapi.Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf(format, args...)})
+}
+
+// decode reads a JSON body of at most 64 KiB.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request body: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) slotParam(w http.ResponseWriter, r *http.Request) (slots.Slot, bool) {
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil {
+		badRequest(w, "slot %q: want a number", r.PathValue("n"))
+		return slots.Slot{}, false
+	}
+	sl, err := s.cfg.Slots.Slot(n)
+	if err != nil {
+		writeErr(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: err.Error(), Hint: "see `faas status` for the slots of this host"})
+		return sl, false
+	}
+	return sl, true
+}
+
+// view renders a slot for p.
+func (s *Server) view(sl slots.Slot, p *principal, detail bool) agentapi.Slot {
+	rec := s.cfg.Slots.Record(sl.Index)
+	v := agentapi.Slot{Index: sl.Index, Board: sl.Board.ID, BoardModel: sl.Board.Model.Name, Serial: sl.Board.Serial,
+		Chip: sl.Chip.Index(), Part: sl.Chip.Part().Name, State: rec.State, Reason: rec.Reason, Role: rec.Role}
+	if v.State == "" {
+		v.State = agentapi.Cleared
+	}
+	if s.cfg.Slots.Held(sl.Index) && v.State != agentapi.Loading {
+		v.State = agentapi.Loading
+	}
+	if p.owns(rec) {
+		v.Image, v.Tenant, v.LoadedAt = rec.Image, rec.Tenant, rec.LoadedAt
+	} else if rec.Tenant != "" {
+		v.Role, v.Reason = nil, ""
+	}
+	if detail {
+		if se, err := sl.Chip.Sensors(); err == nil {
+			h := "ok"
+			if err := sl.Chip.Health(); err != nil {
+				h = err.Error()
+			}
+			v.Sensors = &agentapi.Sensors{TempC: se.TempC, PowerW: se.PowerW, VCCIntV: se.VCCIntV, Clock0MHz: se.Clock0MHz,
+				Clock1MHz: se.Clock1MHz, LinkUp: se.LinkUp, Health: h}
+		}
+	}
+	return v
+}
+
+func (s *Server) listSlots(w http.ResponseWriter, _ *http.Request, p *principal) {
+	out := agentapi.SlotList{Slots: []agentapi.Slot{}}
+	for i := range s.cfg.Slots.Len() {
+		sl, _ := s.cfg.Slots.Slot(i)
+		out.Slots = append(out.Slots, s.view(sl, p, false))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getSlot(w http.ResponseWriter, r *http.Request, p *principal) {
+	if sl, ok := s.slotParam(w, r); ok {
+		writeJSON(w, http.StatusOK, s.view(sl, p, true))
+	}
+}
+
+func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal) {
+	sl, ok := s.slotParam(w, r)
+	if !ok {
+		return
+	}
+	op := newID()
+	rec := s.cfg.Slots.Record(sl.Index)
+	group := []int{sl.Index}
+	if rec.State == agentapi.Loaded && len(rec.Group) > 0 {
+		group = rec.Group // a two-chip image is cleared as one
+	}
+	err := s.cfg.Slots.Acquire(op, group, func(i int, r slots.Record) error {
+		if r.Tenant != "" && (r.State == agentapi.Loaded || r.State == agentapi.Busy) && !p.owns(r) {
+			return agentErr(agentapi.CodePermission, fmt.Sprintf("slot %d is held by another tenant", i), "")
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, err, agentapi.CodeBusy, "wait for the running operation to finish")
+		return
+	}
+	defer s.cfg.Slots.Release(op, group)
+	for _, i := range group {
+		rr := s.cfg.Slots.Record(i)
+		s.cfg.Slots.Set([]int{i}, slots.Record{State: agentapi.Loading, Group: group, Tenant: rr.Tenant, Image: rr.Image})
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Minute)
+	defer cancel()
+	if err := s.cfg.Slots.ClearSlots(ctx, group); err != nil {
+		s.log.Error("clear failed", "slots", group, "err", err)
+		writeErr(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: err.Error(), Hint: "the slot is marked failed; tell the operator"})
+		return
+	}
+	s.log.Info("cleared", "slots", group, "tenant", rec.Tenant)
+	s.reportClear(rec, group, op)
+	writeJSON(w, http.StatusOK, s.view(sl, p, false))
+}
+
+func (s *Server) reportClear(rec slots.Record, group []int, op string) {
+	if s.cfg.NodeID == "" || rec.TenantID == "" || rec.Image == nil {
+		return
+	}
+	now := time.Now().UTC()
+	var recs []api.UsageRecord
+	for _, i := range group {
+		slot, d := i, rec.Image.Digest
+		recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", op, i), TenantID: rec.TenantID, ManifestDigest: &d,
+			Slot: &slot, Event: "clear", StartedAt: &rec.LoadedAt, EndedAt: &now})
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.cfg.Registry.ReportUsage(ctx, s.cfg.NodeID, recs); err != nil {
+			s.log.Warn("usage report failed", "err", err)
+		}
+	}()
+}
+
+// maxDDRIO bounds one diagnostic DDR access.
+const maxDDRIO = 1 << 20
+
+// readDDR (operator only) reads up to 1 MiB of a chip's DDR: the operator's
+// check that a cleared slot holds nothing of its previous tenant.
+func (s *Server) readDDR(w http.ResponseWriter, r *http.Request, p *principal) {
+	sl, addr, n, ok := s.ddrParams(w, r, p)
+	if !ok {
+		return
+	}
+	buf := make([]byte, n)
+	if err := sl.Chip.Read(r.Context(), addr, buf); err != nil {
+		badRequest(w, "reading DDR: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"data": base64.StdEncoding.EncodeToString(buf)})
+}
+
+// writeDDR (operator only) writes up to 1 MiB to a chip's DDR.
+func (s *Server) writeDDR(w http.ResponseWriter, r *http.Request, p *principal) {
+	sl, addr, _, ok := s.ddrParams(w, r, p)
+	if !ok {
+		return
+	}
+	var in struct {
+		Data string `json:"data"`
+	}
+	if err := decode(r, &in); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	buf, err := base64.StdEncoding.DecodeString(in.Data)
+	if err != nil || len(buf) > maxDDRIO {
+		badRequest(w, "data: want base64 of at most %d bytes", maxDDRIO)
+		return
+	}
+	if err := sl.Chip.Write(r.Context(), addr, buf); err != nil {
+		badRequest(w, "writing DDR: %v", err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) ddrParams(w http.ResponseWriter, r *http.Request, p *principal) (slots.Slot, uint64, int, bool) {
+	if !p.operator {
+		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: "DDR diagnostics are for the operator"})
+		return slots.Slot{}, 0, 0, false
+	}
+	sl, ok := s.slotParam(w, r)
+	if !ok {
+		return sl, 0, 0, false
+	}
+	addr, err := strconv.ParseUint(r.URL.Query().Get("addr"), 0, 64)
+	if err != nil {
+		badRequest(w, "addr: want a card address")
+		return sl, 0, 0, false
+	}
+	n := 0
+	if r.Method == http.MethodGet {
+		n, err = strconv.Atoi(r.URL.Query().Get("len"))
+		if err != nil || n <= 0 || n > maxDDRIO {
+			badRequest(w, "len: want 1 to %d", maxDDRIO)
+			return sl, 0, 0, false
+		}
+	}
+	return sl, addr, n, true
+}
+
+func (s *Server) listImages(w http.ResponseWriter, _ *http.Request, _ *principal) {
+	used, max := s.cfg.Cache.Usage()
+	out := agentapi.ImageList{Images: []agentapi.CachedBlob{}, UsedBytes: used, MaxBytes: max}
+	for _, e := range s.cfg.Cache.List() {
+		out.Images = append(out.Images, agentapi.CachedBlob{Digest: e.Digest, Size: e.Size, LastUsed: e.LastUsed})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// heartbeats reports the node's boards and slots to the registry.
+func (s *Server) heartbeats(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := s.cfg.Registry.Heartbeat(hctx, s.cfg.NodeID, s.boards()); err != nil && ctx.Err() == nil {
+			s.log.Warn("heartbeat failed", "err", err)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) boards() []api.Board {
+	var out []api.Board
+	byID := map[string]int{}
+	for i := range s.cfg.Slots.Len() {
+		sl, _ := s.cfg.Slots.Slot(i)
+		rec := s.cfg.Slots.Record(i)
+		b, ok := byID[sl.Board.ID]
+		if !ok {
+			b = len(out)
+			byID[sl.Board.ID] = b
+			out = append(out, api.Board{Model: sl.Board.Model.Name})
+		}
+		st := rec.State
+		switch st {
+		case agentapi.Busy:
+			st = agentapi.Loaded
+		case "":
+			st = agentapi.Cleared
+		}
+		hs := api.Slot{Index: i, State: string(st), Reason: rec.Reason}
+		if rec.Image != nil {
+			hs.Digest = rec.Image.Digest
+		}
+		out[b].Slots = append(out[b].Slots, hs)
+	}
+	return out
+}

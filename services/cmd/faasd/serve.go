@@ -1,0 +1,230 @@
+package main
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/fpga-faas/faas/hdk/sign"
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/services/agent/boards"
+	"github.com/fpga-faas/faas/services/agent/cache"
+	"github.com/fpga-faas/faas/services/agent/device"
+	devsim "github.com/fpga-faas/faas/services/agent/device/sim"
+	"github.com/fpga-faas/faas/services/agent/identity"
+	"github.com/fpga-faas/faas/services/agent/loader"
+	"github.com/fpga-faas/faas/services/agent/regclient"
+	"github.com/fpga-faas/faas/services/agent/server"
+	"github.com/fpga-faas/faas/services/agent/slots"
+	"github.com/fpga-faas/faas/shell"
+	"github.com/fpga-faas/faas/shell/sim"
+)
+
+type serveFlags struct {
+	socket, stateDir, cacheDir, registry, nodeUser, nodeTokenFile, hostname string
+	cacheMax                                                                int64
+	trustKeys, tenants                                                      []string
+	operators                                                               []int
+	listen, tlsCert, tlsKey                                                 string
+	sim                                                                     int
+	simModel                                                                string
+	simShellMinor                                                           uint16
+	simDDR                                                                  uint64
+}
+
+func serveCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve --registry URL --node-user NAME --trust-key PUB [--sim N]",
+		Short: "Run the node agent: own the boards, serve loads and the API",
+		Long: `serve owns the FPGA boards of this host (or N simulated boards with --sim N),
+reconciles every slot with its chip, and serves the agent API on a unix socket
+(and on TCP with TLS when --listen is given).
+
+The node authenticates to the registry as a node account: --node-user and an
+API token read from --node-token-file or $FAAS_NODE_TOKEN. It registers itself
+on first start and keeps its X25519 key and node id in --state-dir.
+--trust-key names the platform's countersigning public key(s): the trust
+policy every image must satisfy.
+
+Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.socket, "socket", env("FAASD_SOCKET", agentapi.DefaultSocket), "unix socket of the API [$FAASD_SOCKET]")
+	fl.StringVar(&f.stateDir, "state-dir", env("FAASD_STATE_DIR", "/var/lib/faasd"), "slot state, node identity and (by default) the cache [$FAASD_STATE_DIR]")
+	fl.StringVar(&f.cacheDir, "cache-dir", os.Getenv("FAASD_CACHE_DIR"), "node cache directory (default STATE_DIR/cache) [$FAASD_CACHE_DIR]")
+	fl.Int64Var(&f.cacheMax, "cache-max-bytes", 10<<30, "node cache size limit")
+	fl.StringVar(&f.registry, "registry", os.Getenv("FAAS_REGISTRY"), "registry URL, e.g. https://registry:5000 [$FAAS_REGISTRY]")
+	fl.StringVar(&f.nodeUser, "node-user", os.Getenv("FAAS_NODE_USER"), "node account in the registry [$FAAS_NODE_USER]")
+	fl.StringVar(&f.nodeTokenFile, "node-token-file", os.Getenv("FAAS_NODE_TOKEN_FILE"), "file holding the node account's API token (else $FAAS_NODE_TOKEN)")
+	fl.StringVar(&f.hostname, "hostname", "", "name to register the node under (default the host name)")
+	fl.StringArrayVar(&f.trustKeys, "trust-key", nil, "platform countersigning public key, PEM (repeatable)")
+	fl.StringArrayVar(&f.tenants, "tenant", nil, "map a local uid to a tenant: UID=NAME (repeatable)")
+	fl.IntSliceVar(&f.operators, "operator", nil, "uids with operator rights besides 0 and faasd's own")
+	fl.StringVar(&f.listen, "listen", "", "also serve on TCP with TLS at this address (remote attach)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate for --listen")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS key for --listen")
+	fl.IntVar(&f.sim, "sim", 0, "run on N simulated boards instead of the host's")
+	fl.StringVar(&f.simModel, "sim-model", shell.ModelVU9PDual.Name, "board model of simulated boards")
+	fl.Uint16Var(&f.simShellMinor, "sim-shell-minor", 0, "simulated boards run shell 1.N")
+	fl.Uint64Var(&f.simDDR, "sim-ddr-bytes", 0, "DDR per simulated chip (default the model's)")
+	return cmd
+}
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func serve(cmd *cobra.Command, f serveFlags) error {
+	ctx := cmd.Context()
+	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+	if f.registry == "" || f.nodeUser == "" || len(f.trustKeys) == 0 {
+		return errors.New("--registry, --node-user and --trust-key are required")
+	}
+	token := os.Getenv("FAAS_NODE_TOKEN")
+	if f.nodeTokenFile != "" {
+		b, err := os.ReadFile(f.nodeTokenFile)
+		if err != nil {
+			return err
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		return errors.New("no node token: set --node-token-file or $FAAS_NODE_TOKEN")
+	}
+	var trust []crypto.PublicKey
+	for _, p := range f.trustKeys {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		k, err := sign.LoadPublicKey(b)
+		if err != nil {
+			return fmt.Errorf("--trust-key %s: %w", p, err)
+		}
+		trust = append(trust, k)
+	}
+	tenants := map[int]string{}
+	for _, t := range f.tenants {
+		u, name, ok := strings.Cut(t, "=")
+		uid, err := strconv.Atoi(u)
+		if !ok || err != nil || name == "" {
+			return fmt.Errorf("--tenant %q: want UID=NAME", t)
+		}
+		tenants[uid] = name
+	}
+	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
+		return err
+	}
+	if f.cacheDir == "" {
+		f.cacheDir = filepath.Join(f.stateDir, "cache")
+	}
+	if f.hostname == "" {
+		f.hostname, _ = os.Hostname()
+	}
+
+	bs, err := openBoardsForServe(cmd, f)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, b := range bs {
+			b.Close()
+		}
+	}()
+	reg, err := regclient.New(f.registry, f.nodeUser, token, nil)
+	if err != nil {
+		return err
+	}
+	node, err := identity.Load(ctx, f.stateDir, f.registry, f.hostname, reg)
+	if err != nil {
+		return err
+	}
+	table, err := slots.Open(bs, filepath.Join(f.stateDir, "slots.json"))
+	if err != nil {
+		return err
+	}
+	c, err := cache.Open(f.cacheDir, cache.Options{MaxBytes: f.cacheMax})
+	if err != nil {
+		return err
+	}
+	wiped, err := table.Reconcile(ctx, c.Has)
+	if err != nil {
+		log.Error("reconcile", "err", err)
+	}
+	log.Info("reconciled", "slots", table.Len(), "cleared", wiped)
+
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ld, err := loader.New(loader.Config{Slots: table, Cache: c, Registry: reg, NodeID: node.ID, NodeKey: node.Key,
+		PlatformKeys: trust, Metrics: loader.NewMetrics(metrics), Logger: log})
+	if err != nil {
+		return err
+	}
+	metrics.MustRegister(server.NewCollector(table, c))
+	cfg := server.Config{Socket: f.socket, Tenants: tenants, Operators: f.operators, Slots: table, Cache: c,
+		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log}
+	if f.listen != "" {
+		if cfg.TLS, err = server.LoadTLS(f.tlsCert, f.tlsKey); err != nil {
+			return err
+		}
+		cfg.TCPAddr = f.listen
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("faasd ready", "socket", f.socket, "node", node.ID, "boards", len(bs))
+	return srv.Serve(ctx)
+}
+
+func openBoardsForServe(cmd *cobra.Command, f serveFlags) ([]*device.Board, error) {
+	if f.sim == 0 {
+		bs, err := boards.Host{}.Open(cmd.Context())
+		if err != nil && len(bs) == 0 {
+			return nil, err
+		}
+		if err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "faasd: some boards could not be opened:", err)
+		}
+		if len(bs) == 0 {
+			return nil, errors.New("no FaaS boards found (use --sim N for simulated boards)")
+		}
+		return bs, nil
+	}
+	model, err := shell.ModelByName(f.simModel)
+	if err != nil {
+		return nil, err
+	}
+	roles, err := simRoles()
+	if err != nil {
+		return nil, err
+	}
+	var out []*device.Board
+	for i := range f.sim {
+		b, err := sim.NewBoard(sim.Config{Model: model, Serial: fmt.Sprintf("SIM%04d", i), Roles: roles, ShellMinor: f.simShellMinor, DDRSize: f.simDDR})
+		if err != nil {
+			return nil, err
+		}
+		db, err := devsim.Open(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, db)
+	}
+	return out, nil
+}

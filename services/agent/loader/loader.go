@@ -29,6 +29,7 @@
 package loader
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdh"
@@ -77,7 +78,12 @@ type Config struct {
 	Transport http.RoundTripper
 	// Metrics, if not nil, records phases, bytes and cache hits.
 	Metrics *Metrics
-	Logger  *slog.Logger
+	// Checkpoint, if not nil, is called at every step of the program phase
+	// that changes a chip or the state file. Crash tests block in it
+	// forever, which is what a SIGKILL at that point looks like to the
+	// board and the state file.
+	Checkpoint func(step string)
+	Logger     *slog.Logger
 }
 
 // Loader runs loads and pulls.
@@ -195,6 +201,12 @@ func (r *run) end() {
 
 // progress reports bytes done in a phase, at most every 20 ms besides the
 // end, so followers are not flooded.
+func (l *Loader) checkpoint(format string, args ...any) {
+	if l.cfg.Checkpoint != nil {
+		l.cfg.Checkpoint(fmt.Sprintf(format, args...))
+	}
+}
+
 func (r *run) progress(phase string, n, total int64) {
 	if r.req.Progress == nil {
 		return
@@ -259,6 +271,11 @@ func (r *run) load(ctx context.Context) (Result, error) {
 	if err := l.verify(ctx, digest, opts); err != nil {
 		return res, err
 	}
+	// The manifest enters the cache only once verified: Reconcile trusts a
+	// slot's digest register only for manifests found here.
+	if err := l.cfg.Cache.Put(ctx, desc.Digest.String(), bytes.NewReader(manifest)); err != nil {
+		return res, cacheErr(desc.Digest.String(), err)
+	}
 	var targets []*target
 	if !r.req.PullOnly {
 		l.pick.Lock()
@@ -321,11 +338,6 @@ func (r *run) load(ctx context.Context) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-	}
-	// The manifest enters the cache only once verified: Reconcile trusts a
-	// slot's digest register only for manifests found here.
-	if err := l.cfg.Cache.Put(ctx, desc.Digest.String(), strings.NewReader(string(manifest))); err != nil {
-		l.log.WarnContext(ctx, "caching the manifest", "digest", desc.Digest.String(), "err", err)
 	}
 	return res, nil
 }
@@ -672,10 +684,12 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 		if err := sl.Chip.SetImageDigest([32]byte{}); err != nil {
 			return err
 		}
+		l.checkpoint("zeroed %d", s)
 	}
 	if err := st.Set(held, loading); err != nil {
 		return err
 	}
+	l.checkpoint("recorded loading")
 	r.begin(agentapi.PhaseProgram)
 	var total, done int64
 	for _, t := range ts {
@@ -693,11 +707,19 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 			in = sr
 		}
 		base := done
-		counted := &countingReader{r: in, src: src, f: func(n int64) { r.progress(agentapi.PhaseProgram, base+n, total) }}
+		half, slot := t.blob.Size()/2, t.slot
+		counted := &countingReader{r: in, src: src, f: func(n int64) {
+			r.progress(agentapi.PhaseProgram, base+n, total)
+			if n >= half && half > 0 {
+				half = 0
+				l.checkpoint("streaming %d", slot)
+			}
+		}}
 		if _, err := sl.Chip.Program(ctx, counted, nil); err != nil {
 			return fail(agentapi.CodeProgram, "the slots were cleared; retry, or report the board if it persists",
 				"programming slot %d: %v", t.slot, err)
 		}
+		l.checkpoint("programmed %d", t.slot)
 		done += t.blob.Size()
 	}
 	r.cur.Bytes = total
@@ -714,11 +736,13 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 		}
 		roles[i] = &agentapi.Role{ID: role.ID, Version: fmt.Sprintf("%d.%d", role.Version>>16, role.Version&0xffff), Name: t.chip.Role.Name}
 	}
+	l.checkpoint("self-tested")
 	for _, s := range held {
 		sl, _ := st.Slot(s)
 		if err := sl.Chip.SetImageDigest(want); err != nil {
 			return err
 		}
+		l.checkpoint("digest %d", s)
 	}
 	now := time.Now().UTC()
 	for i, t := range ts {
@@ -727,6 +751,7 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 		if err := st.Set([]int{t.slot}, rec); err != nil {
 			return err
 		}
+		l.checkpoint("recorded loaded %d", t.slot)
 	}
 	return nil
 }

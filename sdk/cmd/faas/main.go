@@ -1,6 +1,7 @@
 // Command faas is the tenant's command-line tool. `faas model` compiles and
 // runs ONNX models on the AliDNN engine; until the node agent serves
-// engines, it runs them on an in-process simulated engine.
+// engines, it runs them on an in-process simulated engine. The other
+// commands drive the node agent, faasd, through package sdk/faas.
 //
 //	faas model test [--int8] DIR...                 run ONNX backend-test folders, one PASS/FAIL line each
 //	faas model compile MODEL.onnx -o PROGRAM        compile to a program file
@@ -8,20 +9,46 @@
 //	                                                run MODEL (.onnx or a program file), print the
 //	                                                modeled device time and the host wall time
 //
-// Every command takes --json for machine-readable output.
+//	faas login REGISTRY -u USER --password-stdin    create a registry API token and store it
+//	faas logout                                     revoke and forget it
+//	faas status                                     table of the host's slots
+//	faas describe SLOT                              every field of a slot, sensors included
+//	faas load [--slot N] [--async] IMAGE            load an image, showing each phase
+//	faas clear SLOT                                 clear a slot
+//	faas pull IMAGE                                 prefetch an image into the node cache
+//	faas images                                     the node cache
 //
-// Exit codes: 0 success; 1 a test folder failed; 2 usage error or any other
-// failure.
+// Every command takes --json for machine-readable output. The agent commands
+// take --agent TARGET: a socket path (unix:///path, /path, ./path) or
+// https://host:port, by default $FAAS_AGENT or /run/faas/faasd.sock. They
+// send faasd the token of $FAAS_TOKEN, else the one `faas login` stored in
+// $FAAS_CONFIG or faas/config.json under the user's configuration directory
+// (~/.config on Linux), a file of mode 0600.
+//
+// Errors print "faas: MESSAGE" on standard error, then "hint: HINT" when
+// there is something to do about them. Exit codes:
+//
+//	0  success
+//	1  the operation failed: a test folder failed (faas model test), the
+//	   image failed to program or its self-test, faasd failed otherwise
+//	2  usage error or bad input (including an unknown slot, load or image,
+//	   an unreadable file, or any other failure of faas model)
+//	3  not authenticated, permission denied or not entitled to the image
+//	4  signature or platform countersignature invalid or missing
+//	5  image incompatible with the slot (shell version, board model, part)
+//	6  slot busy
+//	7  unavailable: faasd or the registry unreachable
+//	8  the node cache cannot hold the image
 package main
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/spf13/cobra"
 )
 
@@ -36,33 +63,21 @@ func main() {
 	if err == nil {
 		return
 	}
-	if !errors.Is(err, errFailed) {
-		fmt.Fprintln(os.Stderr, "faas:", err)
-	}
-	os.Exit(exitCode(err))
+	os.Exit(report(os.Stderr, err))
 }
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "faas",
-		Short:         "FaaS tenant tool: compile and run models on FPGA accelerators",
+		Short:         "FaaS tenant tool: load images into FPGA slots, compile and run models",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().Bool("json", false, "print machine-readable JSON")
-	root.AddCommand(modelCommand())
+	root.PersistentFlags().String("agent", "", "faasd address: socket path or https://host:port (default $FAAS_AGENT or "+agentapi.DefaultSocket+")")
+	root.AddCommand(modelCommand(), loginCommand(), logoutCommand(), statusCommand(), describeCommand(),
+		loadCommand(), clearCommand(), pullCommand(), imagesCommand())
 	return root
-}
-
-// exitCode maps an error to the documented exit codes.
-func exitCode(err error) int {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errFailed):
-		return 1
-	}
-	return 2
 }
 
 func jsonOutput(cmd *cobra.Command) bool {

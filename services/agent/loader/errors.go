@@ -59,6 +59,9 @@ func pullErr(ref string, err error) error {
 	}
 	if e := classify(err); e.Code != agentapi.CodeInternal {
 		e.Err = fmt.Errorf("pulling %s: %w", ref, err)
+		if e.Code == agentapi.CodeUnavailable {
+			e.Err = fmt.Errorf("the registry is unreachable (pulling %s): %w", ref, err)
+		}
 		return e
 	}
 	return fmt.Errorf("pulling %s: %w", ref, err)

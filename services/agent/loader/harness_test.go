@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,11 @@ func (r *registry) api(who, method, path string, in, out any, want int) {
 
 // addKey registers a new signing key of the ISV.
 func (r *registry) addKey() *ecdsa.PrivateKey {
+	k, _ := r.addKeyID()
+	return k
+}
+
+func (r *registry) addKeyID() (*ecdsa.PrivateKey, string) {
 	k, err := sign.GenerateKey()
 	if err != nil {
 		r.t.Fatal(err)
@@ -181,7 +187,26 @@ func (r *registry) addKey() *ecdsa.PrivateKey {
 	pemBytes, _ := sign.MarshalPublicKey(k.Public())
 	var out struct{ ID string }
 	r.api("acme", "POST", "/keys", map[string]string{"public_key": string(pemBytes)}, &out, 201)
-	return k
+	return k, out.ID
+}
+
+// tamper flips a byte in the middle of a stored blob.
+func (r *registry) tamper(digest string) {
+	r.t.Helper()
+	hex := strings.TrimPrefix(digest, "sha256:")
+	found := false
+	filepath.WalkDir(r.cfg.DataDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == hex {
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 0x01
+			os.WriteFile(p, b, 0o644)
+			found = true
+		}
+		return nil
+	})
+	if !found {
+		r.t.Fatalf("blob %s not in the store", digest)
+	}
 }
 
 func (r *registry) isvAuth() remote.Option {
@@ -198,6 +223,12 @@ type published struct {
 // buildImage builds reference image source with frameBytes of frames per
 // bitstream for part, sealed to the registry unless plain.
 func (r *registry) buildImage(source string, frameBytes int, part shell.Part, plain bool) (v1.Image, []image.SealedLayer) {
+	return r.buildImageYAML(source, frameBytes, part, plain, "")
+}
+
+// buildImageYAML is buildImage with extra lines appended to image.yaml, or
+// replacing its description when extra is one.
+func (r *registry) buildImageYAML(source string, frameBytes int, part shell.Part, plain bool, extra string) (v1.Image, []image.SealedLayer) {
 	r.t.Helper()
 	dir := r.t.TempDir()
 	var src images.Source
@@ -216,6 +247,11 @@ func (r *registry) buildImage(source string, frameBytes int, part shell.Part, pl
 	y, err := images.Manifest(source)
 	if err != nil {
 		r.t.Fatal(err)
+	}
+	if d, ok := strings.CutPrefix(extra, "description: "); ok {
+		y = regexp.MustCompile(`(?m)^description: .*$`).ReplaceAll(y, []byte("description: "+strings.TrimSpace(d)))
+	} else {
+		y = append(y, extra...)
 	}
 	os.WriteFile(filepath.Join(dir, "image.yaml"), y, 0o644)
 	m, err := image.Load(filepath.Join(dir, "image.yaml"))

@@ -38,6 +38,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/seal"
@@ -172,6 +174,10 @@ type run struct {
 
 	pmu          sync.Mutex // progress may come from the cache's download goroutine
 	lastProgress time.Time
+
+	trOnce sync.Once // the tenant's authenticated transport for blobs
+	tr     http.RoundTripper
+	trErr  error
 }
 
 func (r *run) begin(name string) {
@@ -313,7 +319,7 @@ func (r *run) load(ctx context.Context) (Result, error) {
 			}
 		}()
 		res.Slots = held
-		if err := r.fetch(ctx, img, cfg, targets); err != nil {
+		if err := r.fetch(ctx, ref.Context(), img, targets); err != nil {
 			return res, err
 		}
 		if err := r.keys(ctx, ref, desc.Digest.String(), targets); err != nil {
@@ -329,7 +335,7 @@ func (r *run) load(ctx context.Context) (Result, error) {
 		for _, c := range cfg.Chips {
 			all = append(all, &target{slot: -1, chip: c})
 		}
-		err := r.fetch(ctx, img, cfg, all)
+		err := r.fetch(ctx, ref.Context(), img, all)
 		for _, t := range all {
 			if t.blob != nil {
 				t.blob.Close()
@@ -553,7 +559,7 @@ func slotsOf(ts []*target) []int {
 }
 
 // fetch brings each target's layer into the cache and pins it.
-func (r *run) fetch(ctx context.Context, img v1.Image, cfg image.Config, ts []*target) error {
+func (r *run) fetch(ctx context.Context, repo name.Repository, img v1.Image, ts []*target) error {
 	r.begin(agentapi.PhasePull)
 	var total int64
 	sizes := map[v1.Hash]int64{}
@@ -584,13 +590,12 @@ func (r *run) fetch(ctx context.Context, img v1.Image, cfg image.Config, ts []*t
 	hits := true
 	counted := map[v1.Hash]bool{}
 	for _, t := range ts {
-		ly, ok := byDigest[t.chip.Layer]
-		if !ok {
+		if _, ok := byDigest[t.chip.Layer]; !ok {
 			return fail(agentapi.CodeBadRequest, "", "the image config names layer %s, which the manifest lacks", t.chip.Layer)
 		}
 		base := done
 		b, hit, err := r.l.cfg.Cache.Fetch(ctx, t.chip.Layer.String(), sizes[t.chip.Layer], func(ctx context.Context) (io.ReadCloser, error) {
-			return ly.Compressed()
+			return r.getBlob(ctx, repo, t.chip.Layer)
 		}, func(n int64) { r.progress(agentapi.PhasePull, base+n, total) })
 		if err != nil {
 			return cacheErr(t.chip.Layer.String(), err)
@@ -613,6 +618,34 @@ func (r *run) fetch(ctx context.Context, img v1.Image, cfg image.Config, ts []*t
 	r.cur.Bytes, r.cur.CacheHit = total, hits
 	r.progress(agentapi.PhasePull, total, total)
 	return nil
+}
+
+// getBlob opens a blob of repo as the tenant. The bytes are checked once,
+// by the cache, against the digest: a tampered layer is a digest mismatch
+// there, and the layer is hashed once, not twice.
+func (r *run) getBlob(ctx context.Context, repo name.Repository, d v1.Hash) (io.ReadCloser, error) {
+	r.trOnce.Do(func() {
+		auth := &authn.Basic{Username: r.req.Tenant.Name, Password: r.req.Tenant.Token}
+		r.tr, r.trErr = transport.NewWithContext(ctx, repo.Registry, auth, r.l.cfg.Transport, []string{repo.Scope(transport.PullScope)})
+	})
+	if r.trErr != nil {
+		return nil, r.trErr
+	}
+	tr := r.tr
+	u := url.URL{Scheme: repo.Registry.Scheme(), Host: repo.RegistryStr(), Path: "/v2/" + repo.RepositoryStr() + "/blobs/" + d.String()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, transport.CheckError(resp, http.StatusOK)
+	}
+	return resp.Body, nil
 }
 
 // keys obtains and unwraps the data keys of the sealed targets.

@@ -46,6 +46,11 @@ var comparisons = []benchreport.Comparison{
 		Target: "≥ 0.8× (throughput) of 16 direct minio-go GETs of the same blob objects in the same process",
 	},
 	{
+		Title: "Registry pull with `--s3-redirect`: the same 16 pulls, blob GETs answered 307 to presigned MinIO URLs", Pkg: "github.com/fpga-faas/faas/services/registry/server",
+		Bench: "BenchmarkPull16Redirect", Baseline: "BenchmarkPull16MinIO",
+		Target: "≥ 0.8× (throughput) of 16 direct minio-go GETs; the row above is the proxied figure of the same run",
+	},
+	{
 		Title: "Marketplace API: GET /api/v1/listings?limit=20 at 500 req/s open loop", Pkg: "github.com/fpga-faas/faas/services/registry/server",
 		Bench: "BenchmarkAPIListings", Baseline: "BenchmarkAPIHealthz",
 		Target: "p99 ≤ 20 ms at 500 req/s (absolute). Here ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /healthz (the server's floor); p50-ms, p99-ms and req/s are in the Other column",

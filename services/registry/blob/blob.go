@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -117,6 +118,23 @@ type Store interface {
 	// Abort removes all staged data of upload id, whatever its state; an
 	// unknown id wraps ErrNotFound.
 	Abort(ctx context.Context, id string) error
+}
+
+// DefaultRedirectExpiry is how long a [Redirector]'s URL stays valid when
+// the caller asks for expiry <= 0.
+const DefaultRedirectExpiry = 10 * time.Minute
+
+// Redirector is an optional capability of a Store, found by type assertion:
+// it hands out a URL from which anyone holding it can GET the blob's bytes
+// directly (an S3 presigned URL), so that a server can redirect downloads
+// instead of proxying them. See the package doc.
+type Redirector interface {
+	// RedirectURL returns a URL for a plain, unauthenticated GET of the
+	// whole blob (a Range header works as on any HTTP server), valid for
+	// expiry (<= 0: DefaultRedirectExpiry). It need not check that the blob
+	// exists: the caller does, and a GET of a missing blob fails at the
+	// URL's server. An invalid digest wraps ErrInvalidDigest.
+	RedirectURL(ctx context.Context, d Digest, expiry time.Duration) (*url.URL, error)
 }
 
 // Upload is staged, not yet visible content. See the package doc.

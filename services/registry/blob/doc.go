@@ -30,6 +30,15 @@
 // and refreshes its modification time, which the grace period of [Collect]
 // relies on. Concurrent commits of the same digest are safe.
 //
+// # Redirects
+//
+// A Store may also implement [Redirector] (s3store does; dirstore does not):
+// it signs a short-lived URL from which a client fetches a blob straight from
+// the storage service. This is an optional capability, found by type
+// assertion, because it is not content access the store mediates: whoever
+// holds the URL can read the blob until it expires, with no further check.
+// Callers must authorize the request before asking for one.
+//
 // # Errors
 //
 // Errors wrap the sentinels [ErrNotFound], [ErrDigestMismatch],

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +43,18 @@ func (s *server) getBlob(c echo.Context, name, ref string) error {
 	}
 	h := c.Response().Header()
 	h.Set("Docker-Content-Digest", string(d))
+	if r := c.Request(); s.redirector != nil && r.Method == http.MethodGet && r.Header.Get("Range") == "" {
+		u, err := s.redirector.RedirectURL(ctx, d, s.cfg.BlobRedirectExpiry)
+		if err != nil {
+			return err
+		}
+		if !forwardsAuthorization(r, u) {
+			// The URL expires: no cache may keep the redirect.
+			h.Set("Cache-Control", "no-store")
+			h.Set(echo.HeaderLocation, u.String())
+			return c.NoContent(http.StatusTemporaryRedirect)
+		}
+	}
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("ETag", `"`+string(d)+`"`)
 	h.Set(echo.HeaderContentType, "application/octet-stream")
@@ -75,6 +89,30 @@ func (s *server) getBlob(c echo.Context, name, ref string) error {
 	defer copyBufs.Put(buf)
 	_, err = io.CopyBuffer(struct{ io.Writer }{c.Response()}, struct{ io.Reader }{rc}, *buf)
 	return err // the answer is committed: only the request log sees it
+}
+
+// forwardsAuthorization reports whether a client that set the Authorization
+// header on request r would likely send it along to the redirect target u:
+// Go's http.Client (and clients modelled on it) resend it when u's host name
+// is r's or a subdomain of it, whatever the port. The store would then see
+// two authentications, the header and the URL's signature, and S3 refuses
+// that (MinIO: 400 InvalidRequest "request has multiple authentication
+// types"), so such requests are served directly instead.
+func forwardsAuthorization(r *http.Request, u *url.URL) bool {
+	if r.Header.Get("Authorization") == "" {
+		return false
+	}
+	reqHost := strings.ToLower(hostname(r.Host))
+	dest := strings.ToLower(u.Hostname())
+	return dest == reqHost || strings.HasSuffix(dest, "."+reqHost)
+}
+
+// hostname strips the port of a Host header value.
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
 }
 
 // copyBufs holds the buffers blob downloads copy through.

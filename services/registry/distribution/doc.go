@@ -24,6 +24,28 @@
 // [Challenger]; [ErrDenied] answers 403 DENIED. This package has no policy of
 // its own: [AllowAll] admits everyone and is meant for tests.
 //
+// # Redirects
+//
+// With Config.BlobRedirects and a blob store that implements
+// blob.Redirector (s3store), a GET of a whole blob is answered, after the
+// same authorization and repository check as always, with 307 Temporary
+// Redirect to a short-lived URL of the store (Location, Docker-Content-Digest,
+// no body), and the client fetches the bytes from the store directly. HEAD
+// and GETs with a Range header are still answered here.
+//
+// A client that set the Authorization header on its request may resend it
+// on the redirect: Go's http.Client does so whenever the target's host name
+// is the request's or a subdomain of it, whatever the port. S3 refuses a
+// presigned URL that comes with an Authorization header (AWS: "only one
+// auth mechanism allowed"; MinIO, for a bearer token: 400 InvalidRequest,
+// "request has multiple authentication types"). So a
+// request with an Authorization header whose Host has the redirect URL's
+// host name (or is a parent domain of it) is served directly instead of
+// redirected; deployments get the redirects by giving the store's public
+// endpoint a host name of its own (e.g. s3.example.com beside
+// registry.example.com). go-containerregistry (crane) adds the header in
+// its transport, only for the registry's host:port, and never resends it.
+//
 // # Limits
 //
 // Manifest bodies are capped by Config.MaxManifestBytes and upload chunks by

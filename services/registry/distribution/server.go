@@ -33,6 +33,22 @@ type Config struct {
 	// PUT); larger ones answer 413 SIZE_INVALID. 0: no limit of this
 	// package (the caller's request limits apply).
 	MaxChunkBytes int64
+	// BlobRedirects answers a GET of a whole blob with 307 Temporary
+	// Redirect to a short-lived URL of the blob store, when Blobs implements
+	// blob.Redirector (s3store: a presigned URL), instead of streaming the
+	// bytes through this process; authorization and the repository check
+	// happen first as always. HEAD and GETs with a Range header are still
+	// answered directly, so their semantics stay exactly this package's.
+	// Off by default: it only works when every client can reach the store's
+	// endpoint (see s3store.Options.PublicClient), the URL lets anyone who
+	// holds it read the blob until it expires, and clients that resend
+	// their Authorization header on redirects to the same host name (Go's
+	// http.Client does, whatever the port) send it to the store too; see
+	// the package doc.
+	BlobRedirects bool
+	// BlobRedirectExpiry is how long a redirect URL stays valid.
+	// 0: blob.DefaultRedirectExpiry.
+	BlobRedirectExpiry time.Duration
 	// Logger receives one record per request. nil: no request logs.
 	Logger *slog.Logger
 }
@@ -40,6 +56,9 @@ type Config struct {
 // server holds the configured dependencies of the handlers.
 type server struct {
 	cfg Config
+	// redirector is Blobs as a blob.Redirector when Config.BlobRedirects
+	// is set and it is one; nil otherwise.
+	redirector blob.Redirector
 }
 
 // New returns the handler of the API. It expects the full request path,
@@ -52,6 +71,9 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.MaxManifestBytes = DefaultMaxManifestBytes
 	}
 	s := &server{cfg: cfg}
+	if r, ok := cfg.Blobs.(blob.Redirector); ok && cfg.BlobRedirects {
+		s.redirector = r
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true

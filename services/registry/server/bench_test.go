@@ -38,6 +38,8 @@ import (
 //     76 MiB image (two 38 MiB layers, like a two-chip FPGA image) through the
 //     registry backed by Postgres + MinIO, against 16 concurrent direct
 //     minio-go GETs of the same objects. Target ≥ 0.8× of direct MinIO.
+//     BenchmarkPull16Redirect is the same pulls with the registry
+//     redirecting blob GETs to presigned MinIO URLs (S3Redirect).
 //   - BenchmarkAPIListings against BenchmarkAPIHealthz: open-loop load of
 //     500 req/s for 2 s per iteration; p50/p99 latency measured from each
 //     request's scheduled send time (no coordinated omission). Target p99 ≤
@@ -180,11 +182,21 @@ type pullEnv struct {
 	blobKeys []string // the S3 keys of blobs (s3store: blobs/sha256/<hex>)
 }
 
-func newPullEnv(b *testing.B) *pullEnv {
+// newPullEnv sets up the pull benchmarks; with redirect, the registry
+// answers blob GETs with redirects to presigned URLs on the public endpoint
+// localhost:<port> (another host name than the registry's 127.0.0.1, so that
+// the clients' bearer token is not sent along; see
+// server.Config.S3PublicEndpoint).
+func newPullEnv(b *testing.B, redirect bool) *pullEnv {
 	b.Helper()
 	s3 := testenv.MinIO(b)
 	const bucket = "bench-registry"
-	reg := startBench(b, server.Config{S3Endpoint: s3.Endpoint, S3AccessKey: s3.AccessKey, S3SecretKey: s3.SecretKey, S3Bucket: bucket})
+	cfg := server.Config{S3Endpoint: s3.Endpoint, S3AccessKey: s3.AccessKey, S3SecretKey: s3.SecretKey, S3Bucket: bucket}
+	if redirect {
+		cfg.S3Redirect = true
+		cfg.S3PublicEndpoint = strings.Replace(s3.Endpoint, "127.0.0.1", "localhost", 1)
+	}
+	reg := startBench(b, cfg)
 	ctx := context.Background()
 	e := &pullEnv{reg: reg, repo: "isv/fpga-image", tag: "1", bucket: bucket}
 
@@ -365,15 +377,42 @@ func (e *pullEnv) pull(ctx context.Context, c *http.Client) (int64, error) {
 	return n, nil
 }
 
+// blobStatus is the status of a GET of the first layer, not following
+// redirects.
+func (e *pullEnv) blobStatus(b *testing.B) int {
+	req, err := http.NewRequest(http.MethodGet, e.reg.url+"/v2/"+e.repo+"/blobs/"+e.blobs[1], nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // BenchmarkPull16 is 16 concurrent pulls of a 76 MiB image through the
 // registry's HTTP API (bearer token obtained once; Postgres + MinIO behind).
-func BenchmarkPull16(b *testing.B) {
-	e := newPullEnv(b)
+func BenchmarkPull16(b *testing.B) { benchPull(b, false) }
+
+// BenchmarkPull16Redirect is BenchmarkPull16 with the registry redirecting
+// every blob GET to a presigned MinIO URL (server.Config.S3Redirect), which
+// the client follows: the bytes go straight from MinIO to the client.
+func BenchmarkPull16Redirect(b *testing.B) { benchPull(b, true) }
+
+func benchPull(b *testing.B, redirect bool) {
+	e := newPullEnv(b, redirect)
 	c := newClient(pullers)
 	defer c.CloseIdleConnections()
 	ctx := context.Background()
 	if n, err := e.pull(ctx, c); err != nil || n != e.bytes { // warm up, and check
 		b.Fatalf("pull: %d bytes, want %d: %v", n, e.bytes, err)
+	}
+	if st := e.blobStatus(b); redirect != (st == http.StatusTemporaryRedirect) {
+		b.Fatalf("blob GET answered %d (redirects on: %v)", st, redirect)
 	}
 	b.SetBytes(pullers * e.bytes)
 	b.ResetTimer()
@@ -395,7 +434,7 @@ func BenchmarkPull16(b *testing.B) {
 // readers of the same blob objects straight from MinIO with minio-go's
 // thinnest GET (Core.GetObject: the response body, no read-ahead goroutine).
 func BenchmarkPull16MinIO(b *testing.B) {
-	e := newPullEnv(b)
+	e := newPullEnv(b, false)
 	ctx := context.Background()
 	direct := func() error {
 		var n int64

@@ -185,3 +185,28 @@ func TestClientsOras(t *testing.T) {
 		t.Errorf("oras discover: %s", out)
 	}
 }
+
+// TestClientsCraneRedirect pulls with crane from a registry that redirects
+// blob downloads to presigned MinIO URLs.
+func TestClientsCraneRedirect(t *testing.T) {
+	crane := tool(t, "crane", installCrane)
+	r := start(t, redirectConfig(t))
+	r.user(t, "isv1", auth.RoleISV, isvPW)
+	c := newClientEnv(t)
+	ref := r.host + "/isv1/app:1"
+	c.run(false, isvPW, crane, "auth", "login", r.host, "-u", "isv1", "--password-stdin")
+	layer := filepath.Join(c.dir, "layer.tar")
+	layerTar(t, layer, map[string]string{"hello.txt": "hello through a redirect\n"})
+	c.run(false, "", crane, "append", "--insecure", "-f", layer, "-t", ref)
+	out := filepath.Join(c.dir, "pulled.tar")
+	c.run(false, "", crane, "pull", "--insecure", ref, out)
+	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
+		t.Fatalf("crane pull wrote nothing: %v", err)
+	}
+	if got := c.run(false, "", crane, "export", "--insecure", ref, "-"); !strings.Contains(got, "hello through a redirect") {
+		t.Errorf("crane export: %.200q", got)
+	}
+	if r.redirects() == 0 {
+		t.Error("no blob download was redirected")
+	}
+}

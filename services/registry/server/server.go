@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -69,6 +71,23 @@ type Config struct {
 	S3Region string
 	// S3Secure uses HTTPS to reach the S3 endpoint. Default false.
 	S3Secure bool
+	// S3Redirect answers GETs of whole blobs with 307 Temporary Redirect
+	// to a presigned URL of the blob's S3 object, so that the bytes do not
+	// pass through the registry (see distribution.Config.BlobRedirects;
+	// HEAD and Range GETs are still served). It needs S3Endpoint, and every
+	// client must be able to reach S3PublicEndpoint. Default false.
+	S3Redirect bool
+	// S3PublicEndpoint is where clients reach S3, for the redirect URLs:
+	// "host:port" (HTTPS when S3Secure) or "http(s)://host[:port]". Its
+	// host name should differ from the registry's: clients such as Go's
+	// http.Client resend their Authorization header to the same host name
+	// on any port, and S3 refuses a presigned URL that comes with one, so
+	// the registry serves such requests itself instead of redirecting.
+	// Default S3Endpoint.
+	S3PublicEndpoint string
+	// S3RedirectExpiry is the validity of redirect URLs. Default
+	// blob.DefaultRedirectExpiry (10 minutes).
+	S3RedirectExpiry time.Duration
 
 	// DatabaseURL is the PostgreSQL connection string (required).
 	DatabaseURL string
@@ -200,6 +219,15 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, fmt.Errorf("%w: TLS needs both a certificate and a key", ErrConfig)
 	}
+	if cfg.S3Redirect && cfg.S3Endpoint == "" {
+		return nil, fmt.Errorf("%w: S3 redirects need an S3 endpoint", ErrConfig)
+	}
+	pubHost, pubSecure := cfg.S3Endpoint, cfg.S3Secure
+	if cfg.S3Redirect && cfg.S3PublicEndpoint != "" {
+		if pubHost, pubSecure, err = parseEndpoint(cfg.S3PublicEndpoint, cfg.S3Secure); err != nil {
+			return nil, fmt.Errorf("%w: S3 public endpoint: %v", ErrConfig, err)
+		}
+	}
 	s := &Server{cfg: cfg, log: slog.New(requestIDHandler{cfg.Logger.Handler()})}
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
@@ -235,7 +263,19 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("server: s3: %w", err)
 		}
-		st := s3store.New(client, cfg.S3Bucket, s3store.Options{})
+		opt := s3store.Options{}
+		if cfg.S3Redirect && (pubHost != cfg.S3Endpoint || pubSecure != cfg.S3Secure) {
+			// Signs only: with the region set it makes no requests.
+			opt.PublicClient, err = minio.New(pubHost, &minio.Options{
+				Creds:  credentials.NewStaticV4(cfg.S3AccessKey, cfg.S3SecretKey, ""),
+				Secure: pubSecure,
+				Region: cfg.S3Region,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("server: s3 public endpoint: %w", err)
+			}
+		}
+		st := s3store.New(client, cfg.S3Bucket, opt)
 		if err := st.EnsureBucket(ctx, cfg.S3Region); err != nil {
 			return nil, fmt.Errorf("server: s3 bucket %s: %w", cfg.S3Bucket, err)
 		}
@@ -380,8 +420,31 @@ func (s *Server) newDistribution() (http.Handler, error) {
 		Authorizer:       &authorizer{bearer: auth.BearerAuthorizer{Keyring: s.keyring, Audience: s.cfg.Service, Realm: s.cfg.Realm}, accounts: s.accounts},
 		MaxManifestBytes: s.cfg.MaxManifestBytes,
 		MaxChunkBytes:    s.cfg.MaxChunkBytes,
+		// Only the S3 store redirects (dirstore is no blob.Redirector).
+		BlobRedirects:      s.cfg.S3Redirect,
+		BlobRedirectExpiry: s.cfg.S3RedirectExpiry,
 		// Only warnings and errors: the request log is written by the
 		// middleware of this package.
 		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn}),
 	})
+}
+
+// parseEndpoint reads an S3 endpoint, "host:port" (secure as given) or an
+// "http://" or "https://" URL without a path, into minio-go's form.
+func parseEndpoint(s string, secure bool) (host string, _ bool, _ error) {
+	if !strings.Contains(s, "://") {
+		if s == "" || strings.ContainsAny(s, "/?#") {
+			return "", false, fmt.Errorf("%q is neither host:port nor a URL", s)
+		}
+		return s, secure, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", false, err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", false, fmt.Errorf("%q: want http(s)://host[:port]", s)
+	}
+	return u.Host, u.Scheme == "https", nil
 }

@@ -442,3 +442,68 @@ func TestMinIO(t *testing.T) {
 		t.Errorf("readyz: %d", resp.StatusCode)
 	}
 }
+
+// redirectConfig is a registry on MinIO that redirects blob downloads to
+// presigned URLs on the public endpoint localhost:<port>: another host name
+// than the registry's 127.0.0.1, so clients drop their Authorization header
+// on the way (see Config.S3PublicEndpoint).
+func redirectConfig(t *testing.T) server.Config {
+	s3 := testenv.MinIO(t)
+	return server.Config{S3Endpoint: s3.Endpoint, S3AccessKey: s3.AccessKey, S3SecretKey: s3.SecretKey, S3Bucket: "reg",
+		S3Redirect: true, S3PublicEndpoint: "http://" + strings.Replace(s3.Endpoint, "127.0.0.1", "localhost", 1)}
+}
+
+// redirects counts the 307 answers in the request log.
+func (r *running) redirects() int { return strings.Count(r.logs.String(), `"status":307`) }
+
+func TestMinIORedirect(t *testing.T) {
+	r := start(t, redirectConfig(t))
+	r.user(t, "isv1", auth.RoleISV, isvPW)
+	opt := remote.WithAuth(&authn.Basic{Username: "isv1", Password: isvPW})
+	ref, _ := name.ParseReference(r.host+"/isv1/img:1", name.Insecure)
+	img, err := random.Image(1<<16, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, opt); err != nil {
+		t.Fatal(err)
+	}
+	got, err := remote.Image(ref, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := got.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		rc, err := l.Compressed() // verifies the digest
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := got.ConfigFile(); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.redirects(); n < len(layers) {
+		t.Errorf("%d redirects, want at least %d", n, len(layers))
+	}
+}
+
+func TestOpenRedirectErrors(t *testing.T) {
+	for _, cfg := range []server.Config{
+		{DatabaseURL: "postgres://x", S3Redirect: true},
+		{DatabaseURL: "postgres://x", S3Endpoint: "s3:9000", S3Redirect: true, S3PublicEndpoint: "ftp://s3.example.com"},
+		{DatabaseURL: "postgres://x", S3Endpoint: "s3:9000", S3Redirect: true, S3PublicEndpoint: "https://s3.example.com/bucket"},
+		{DatabaseURL: "postgres://x", S3Endpoint: "s3:9000", S3Redirect: true, S3PublicEndpoint: "s3.example.com/x"},
+	} {
+		if _, err := server.Open(context.Background(), cfg); !errors.Is(err, server.ErrConfig) {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+	}
+}

@@ -16,4 +16,8 @@
 // and the remaining staging objects. A crash leaves a complete blob or none;
 // staging objects left without a marker are listed by Uploads and removed by
 // Abort.
+//
+// Store also implements blob.Redirector with presigned GET URLs, signed by
+// Options.PublicClient so that they name an endpoint the registry's clients
+// can reach.
 package s3store

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,13 @@ type Options struct {
 	// PartSize is the multipart part size for writes of unknown length; a
 	// Write buffers up to this much in memory. Default 16 MiB.
 	PartSize uint64
+	// PublicClient signs the URLs of RedirectURL, which carry its endpoint:
+	// a client with the same credentials on the endpoint that the
+	// registry's clients reach the bucket at, when that differs from the
+	// registry's own (e.g. "s3.example.com" outside, "minio:9000" inside).
+	// Set its Region, or presigning asks the endpoint for the bucket's
+	// location once. nil: the store's client.
+	PublicClient *minio.Client
 }
 
 // Store is a blob.Store in an S3 bucket.
@@ -37,13 +45,19 @@ type Store struct {
 	opt    Options
 }
 
-var _ blob.Store = (*Store)(nil)
+var (
+	_ blob.Store      = (*Store)(nil)
+	_ blob.Redirector = (*Store)(nil)
+)
 
 // New returns a Store on bucket through client. It makes no request; the
 // bucket must exist (see EnsureBucket).
 func New(client *minio.Client, bucket string, opt Options) *Store {
 	if opt.PartSize == 0 {
 		opt.PartSize = 16 << 20
+	}
+	if opt.PublicClient == nil {
+		opt.PublicClient = client
 	}
 	return &Store{c: client, bucket: bucket, opt: opt}
 }
@@ -150,6 +164,23 @@ func (s *Store) Open(ctx context.Context, d blob.Digest, offset, length int64) (
 		return nil, wrap(err, string(d))
 	}
 	return body, nil
+}
+
+// RedirectURL implements blob.Redirector: a presigned GET of the blob's
+// object through Options.PublicClient. Signing is local (no request, once
+// the bucket's region is known) and does not check that the blob exists.
+func (s *Store) RedirectURL(ctx context.Context, d blob.Digest, expiry time.Duration) (*url.URL, error) {
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("s3store: %w", err)
+	}
+	if expiry <= 0 {
+		expiry = blob.DefaultRedirectExpiry
+	}
+	u, err := s.opt.PublicClient.PresignedGetObject(ctx, s.bucket, s.blobKey(d), expiry, nil)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: presign %s: %w", d, err)
+	}
+	return u, nil
 }
 
 // Delete implements blob.Store.

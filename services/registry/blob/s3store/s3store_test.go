@@ -5,8 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -126,5 +130,63 @@ func TestCrashLeftovers(t *testing.T) {
 	}
 	for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: "uploads/", Recursive: true}) {
 		t.Errorf("left after Abort: %s %v", o.Key, o.Err)
+	}
+}
+
+// TestRedirectURL fetches a blob through presigned URLs: of the store's
+// client, and of a public client on another host name with a prefix.
+func TestRedirectURL(t *testing.T) {
+	s3 := testenv.MinIO(t)
+	ctx := context.Background()
+	c := client(t, s3)
+	bucket := newBucket(t, s3, c)
+	pubEndpoint := strings.Replace(s3.Endpoint, "127.0.0.1", "localhost", 1)
+	pub, err := minio.New(pubEndpoint, &minio.Options{Creds: credentials.NewStaticV4(s3.AccessKey, s3.SecretKey, ""), Region: s3.Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := []byte("presigned blob content")
+	d := blob.FromBytes(content)
+	for _, tc := range []struct {
+		opt  s3store.Options
+		host string
+	}{
+		{s3store.Options{}, s3.Endpoint},
+		{s3store.Options{Prefix: "registry/", PublicClient: pub}, pubEndpoint},
+	} {
+		st := s3store.New(c, bucket, tc.opt)
+		up, err := st.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := up.Write(ctx, bytes.NewReader(content)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := up.Commit(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		u, err := st.RedirectURL(ctx, d, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Host != tc.host || u.Query().Get("X-Amz-Expires") != "600" {
+			t.Errorf("URL %s: want host %s, 600 s", u, tc.host)
+		}
+		resp, err := http.Get(u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(got, content) {
+			t.Errorf("GET %s: %s %q", u, resp.Status, got)
+		}
+		if u, err := st.RedirectURL(ctx, d, time.Minute); err != nil || u.Query().Get("X-Amz-Expires") != "60" {
+			t.Errorf("expiry 1m: %v %v", u, err)
+		}
+	}
+	var st blob.Store = s3store.New(c, bucket, s3store.Options{})
+	if _, err := st.(blob.Redirector).RedirectURL(ctx, "sha256:nothex", 0); !errors.Is(err, blob.ErrInvalidDigest) {
+		t.Errorf("bad digest: %v", err)
 	}
 }

@@ -51,6 +51,16 @@ var comparisons = []benchreport.Comparison{
 		Target: "≥ 0.8× (throughput) of 16 direct minio-go GETs; the row above is the proxied figure of the same run",
 	},
 	{
+		Title: "Cold `faas load` of the sealed 2×38 MiB AliDNN image (registry on loopback, empty node cache)", Pkg: "github.com/fpga-faas/faas/services/agent/loader",
+		Bench: "BenchmarkLoadCold", Baseline: "BenchmarkLoadFloor",
+		Target: "≤ 1 s wall (absolute); phase medians in the Other column. The baseline is the floor: SHA-256 + AES-GCM + copy of the same bytes in one goroutine",
+	},
+	{
+		Title: "Warm `faas load` of the same image (layers cached)", Pkg: "github.com/fpga-faas/faas/services/agent/loader",
+		Bench: "BenchmarkLoadWarm", Baseline: "BenchmarkLoadFloor",
+		Target: "≤ 250 ms wall and ≤ 1.5× the floor; includes the simulated PR controller's own hashing of every frame byte, which real hardware does in the configuration engine",
+	},
+	{
 		Title: "Marketplace API: GET /api/v1/listings?limit=20 at 500 req/s open loop", Pkg: "github.com/fpga-faas/faas/services/registry/server",
 		Bench: "BenchmarkAPIListings", Baseline: "BenchmarkAPIHealthz",
 		Target: "p99 ≤ 20 ms at 500 req/s (absolute). Here ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /healthz (the server's floor); p50-ms, p99-ms and req/s are in the Other column",

@@ -3,6 +3,7 @@ package loader_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 // did not target is untouched, and that the load then succeeds.
 //
 // The simulated boards live in the test process, so the "kill" freezes the
-// old agent's load goroutine at the step forever (it never touches a chip
-// or file again) instead of ending a process: to the board and the state
-// file that is the same. The xdma backend keeps a real board's registers
+// old agent's load at the step forever (its parallel stream to the other
+// chip stops at its next read; neither touches a chip or file again) instead
+// of ending a process: to the board and the state file that is the same. The xdma backend keeps a real board's registers
 // across an agent restart the same way.
 func TestCrashRecovery(t *testing.T) {
 	f := newFixture(t)
@@ -32,8 +33,13 @@ func TestCrashRecovery(t *testing.T) {
 	for _, step := range steps {
 		t.Run(step, func(t *testing.T) {
 			reached := make(chan struct{})
+			var crashed atomic.Bool
 			a.restart(nil, func(s string) {
+				if crashed.Load() {
+					select {} // every other step of the dead agent stops too
+				}
 				if s == step {
+					crashed.Store(true)
 					close(reached)
 					select {} // killed here
 				}
@@ -44,6 +50,10 @@ func TestCrashRecovery(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatalf("the load never reached %q", step)
 			}
+			// The chips of a two-chip load stream in parallel; the other
+			// stream stops at its next read, after at most one DMA
+			// chunk. Give it that long before the new agent starts.
+			time.Sleep(200 * time.Millisecond)
 			wiped := a.restart(nil, nil)
 			st := a.states()
 			t.Logf("after a crash at %q: wiped %v; slots 2, 3: %s, %s", step, wiped, st[2].State, st[3].State)

@@ -42,6 +42,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -207,6 +208,8 @@ func (r *run) end() {
 
 // progress reports bytes done in a phase, at most every 20 ms besides the
 // end, so followers are not flooded.
+// checkpoint tells Config.Checkpoint about a step; "" marks a read of a
+// bitstream stream, where a crash test may freeze a parallel stream too.
 func (l *Loader) checkpoint(format string, args ...any) {
 	if l.cfg.Checkpoint != nil {
 		l.cfg.Checkpoint(fmt.Sprintf(format, args...))
@@ -586,32 +589,65 @@ func (r *run) fetch(ctx context.Context, repo name.Repository, img v1.Image, ts 
 			total += sizes[t.chip.Layer]
 		}
 	}
-	var done int64
-	hits := true
-	counted := map[v1.Hash]bool{}
 	for _, t := range ts {
 		if _, ok := byDigest[t.chip.Layer]; !ok {
 			return fail(agentapi.CodeBadRequest, "", "the image config names layer %s, which the manifest lacks", t.chip.Layer)
 		}
-		base := done
-		b, hit, err := r.l.cfg.Cache.Fetch(ctx, t.chip.Layer.String(), sizes[t.chip.Layer], func(ctx context.Context) (io.ReadCloser, error) {
-			return r.getBlob(ctx, repo, t.chip.Layer)
-		}, func(n int64) { r.progress(agentapi.PhasePull, base+n, total) })
-		if err != nil {
-			return cacheErr(t.chip.Layer.String(), err)
+	}
+	// Layers download in parallel; the cache shares a download between
+	// targets of the same layer.
+	var mu sync.Mutex
+	got := map[v1.Hash]int64{}
+	report := func(h v1.Hash, n int64) {
+		mu.Lock()
+		got[h] = n
+		var sum int64
+		for _, v := range got {
+			sum += v
 		}
-		t.blob = b
-		hits = hits && hit
-		if !counted[t.chip.Layer] {
-			counted[t.chip.Layer] = true
-			done += b.Size()
+		mu.Unlock()
+		r.progress(agentapi.PhasePull, sum, total)
+	}
+	errs := make([]error, len(ts))
+	hit := make([]bool, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, h, err := r.l.cfg.Cache.Fetch(ctx, t.chip.Layer.String(), sizes[t.chip.Layer], func(ctx context.Context) (io.ReadCloser, error) {
+				return r.getBlob(ctx, repo, t.chip.Layer)
+			}, func(n int64) { report(t.chip.Layer, n) })
+			if err != nil {
+				errs[i] = cacheErr(t.chip.Layer.String(), err)
+				return
+			}
+			t.blob, hit[i] = b, h
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, t := range ts {
+			if t.blob != nil {
+				t.blob.Close()
+				t.blob = nil
+			}
 		}
+		var le *Error
+		if errors.As(err, &le) {
+			return &Error{Code: le.Code, Hint: le.Hint, Err: err}
+		}
+		return err
+	}
+	hits := true
+	for i, t := range ts {
+		hits = hits && hit[i]
 		if m := r.l.cfg.Metrics; m != nil {
-			if hit {
+			if hit[i] {
 				m.cacheHits.Inc()
 			} else {
 				m.cacheMisses.Inc()
-				m.pulled.Add(float64(b.Size()))
+				m.pulled.Add(float64(t.blob.Size()))
 			}
 		}
 	}
@@ -724,36 +760,25 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 	}
 	l.checkpoint("recorded loading")
 	r.begin(agentapi.PhaseProgram)
-	var total, done int64
+	// Each chip has its own PCIe endpoint and configuration port, so the
+	// chips of a two-chip image are unsealed and programmed in parallel.
+	var total int64
+	var done atomic.Int64
 	for _, t := range ts {
 		total += t.blob.Size()
 	}
-	for _, t := range ts {
-		sl, _ := st.Slot(t.slot)
-		src := io.NewSectionReader(t.blob, 0, t.blob.Size())
-		var in io.Reader = src
-		if t.sealed {
-			sr, err := seal.NewReader(src, t.key)
-			if err != nil {
-				return fail(agentapi.CodeSignature, "", "layer %s: %v", t.chip.Layer, err)
-			}
-			in = sr
-		}
-		base := done
-		half, slot := t.blob.Size()/2, t.slot
-		counted := &countingReader{r: in, src: src, f: func(n int64) {
-			r.progress(agentapi.PhaseProgram, base+n, total)
-			if n >= half && half > 0 {
-				half = 0
-				l.checkpoint("streaming %d", slot)
-			}
-		}}
-		if _, err := sl.Chip.Program(ctx, counted, nil); err != nil {
-			return fail(agentapi.CodeProgram, "the slots were cleared; retry, or report the board if it persists",
-				"programming slot %d: %v", t.slot, err)
-		}
-		l.checkpoint("programmed %d", t.slot)
-		done += t.blob.Size()
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.programOne(ctx, t, total, &done)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	r.cur.Bytes = total
 	r.begin(agentapi.PhaseSelfTest)
@@ -789,14 +814,47 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 	return nil
 }
 
+// programOne streams t's bitstream, unsealed on the way, into its chip.
+func (r *run) programOne(ctx context.Context, t *target, total int64, done *atomic.Int64) error {
+	l := r.l
+	sl, _ := l.cfg.Slots.Slot(t.slot)
+	src := io.NewSectionReader(t.blob, 0, t.blob.Size())
+	var in io.Reader = src
+	if t.sealed {
+		sr, err := seal.NewReader(src, t.key)
+		if err != nil {
+			return fail(agentapi.CodeSignature, "", "layer %s: %v", t.chip.Layer, err)
+		}
+		in = sr
+	}
+	half := t.blob.Size() / 2
+	var last int64
+	counted := &countingReader{r: in, src: src, f: func(n int64) {
+		r.progress(agentapi.PhaseProgram, done.Add(n-last), total)
+		last = n
+		if n >= half && half > 0 {
+			half = 0
+			l.checkpoint("streaming %d", t.slot)
+		}
+	}, step: func() { l.checkpoint("") }}
+	if _, err := sl.Chip.Program(ctx, counted, nil); err != nil {
+		return fail(agentapi.CodeProgram, "the slots were cleared; retry, or report the board if it persists",
+			"programming slot %d: %v", t.slot, err)
+	}
+	l.checkpoint("programmed %d", t.slot)
+	return nil
+}
+
 type countingReader struct {
-	r   io.Reader
-	src *io.SectionReader
-	f   func(int64)
-	n   int
+	r    io.Reader
+	src  *io.SectionReader
+	f    func(int64)
+	step func() // before every read: lets a crash test freeze the stream
+	n    int
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
+	c.step()
 	n, err := c.r.Read(p)
 	// Report by sealed bytes consumed, which is what the total counts;
 	// not every read, to keep progress cheap.

@@ -68,8 +68,8 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.StringVar(&f.registry, "registry", os.Getenv("FAAS_REGISTRY"), "registry URL, e.g. https://registry:5000 [$FAAS_REGISTRY]")
 	fl.StringVar(&f.nodeUser, "node-user", os.Getenv("FAAS_NODE_USER"), "node account in the registry [$FAAS_NODE_USER]")
 	fl.StringVar(&f.nodeTokenFile, "node-token-file", os.Getenv("FAAS_NODE_TOKEN_FILE"), "file holding the node account's API token (else $FAAS_NODE_TOKEN)")
-	fl.StringVar(&f.hostname, "hostname", "", "name to register the node under (default the host name)")
-	fl.StringArrayVar(&f.trustKeys, "trust-key", nil, "platform countersigning public key, PEM (repeatable)")
+	fl.StringVar(&f.hostname, "hostname", os.Getenv("FAASD_HOSTNAME"), "name to register the node under (default the host name) [$FAASD_HOSTNAME]")
+	fl.StringArrayVar(&f.trustKeys, "trust-key", splitList(os.Getenv("FAASD_TRUST_KEYS")), "platform countersigning public key, PEM (repeatable) [$FAASD_TRUST_KEYS, comma-separated]")
 	fl.StringArrayVar(&f.tenants, "tenant", nil, "map a local uid to a tenant: UID=NAME (repeatable)")
 	fl.IntSliceVar(&f.operators, "operator", nil, "uids with operator rights besides 0 and faasd's own")
 	fl.StringVar(&f.listen, "listen", "", "also serve on TCP with TLS at this address (remote attach)")
@@ -80,6 +80,16 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.Uint16Var(&f.simShellMinor, "sim-shell-minor", 0, "simulated boards run shell 1.N")
 	fl.Uint64Var(&f.simDDR, "sim-ddr-bytes", 0, "DDR per simulated chip (default the model's)")
 	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func env(k, def string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/blank"
@@ -88,6 +89,30 @@ func TestLoadAndClear(t *testing.T) {
 		if st[i].Digest != w.digest || st[i].Chip != d || st[i].RoleID != w.role {
 			t.Errorf("slot %d: %+v, want digest %q role %#x", i, st[i], w.digest, w.role)
 		}
+	}
+
+	// The loads reach the registry as usage of alice (reported in the
+	// background).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var sum struct {
+			Items []struct {
+				Tenant string
+				Loads  int64
+			}
+		}
+		f.reg.api("alice", "GET", "/usage/summary", nil, &sum, 200)
+		var loads int64
+		for _, it := range sum.Items {
+			loads += it.Loads
+		}
+		if loads >= 3 { // loopback on slot 0, dual on slots 2 and 3
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage summary of alice: %+v, want 3 slot loads", sum.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// A second load of the loopback image hits the cache.

@@ -242,7 +242,12 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 		for i, r := range recs {
 			tag, err := tx.Exec(ctx, `insert into usage_records (node_id, tenant_id, listing_id, manifest_digest, board, slot,
 				event, busy_ns, started_at, ended_at, report_id)
-				select $1::uuid, a.id, $3::uuid, $4, $5, $6, $7, $8, $9, $10, $11 from accounts a
+				select $1::uuid, a.id,
+					-- A node knows the image it loaded, not the listing: the
+					-- listing is the oldest one whose versions include it.
+					coalesce($3::uuid, (select v.listing_id from listing_versions v
+						where v.manifest_digest = $4 order by v.created_at limit 1)),
+					$4, $5, $6, $7, $8, $9, $10, $11 from accounts a
 				where a.id = $2::uuid and a.role = 'tenant'
 				on conflict (node_id, report_id) do nothing`,
 				nodeID, r.TenantID, r.ListingID, r.ManifestDigest, r.Board, r.Slot, r.Event, r.BusyNs, r.StartedAt, r.EndedAt, r.ReportID)

@@ -507,7 +507,14 @@ func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal)
 		writeError(w, err, agentapi.CodeBusy, "wait for the running operation to finish")
 		return
 	}
-	defer s.cfg.Slots.Release(op, group)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			s.cfg.Slots.Release(op, group)
+		}
+	}
+	defer release()
 	for _, i := range group {
 		rr := s.cfg.Slots.Record(i)
 		s.cfg.Slots.Set([]int{i}, slots.Record{State: agentapi.Loading, Group: group, Tenant: rr.Tenant, Image: rr.Image})
@@ -523,6 +530,7 @@ func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	s.log.Info("cleared", "slots", group, "tenant", rec.Tenant)
 	s.reportClear(rec, group, op)
+	release()
 	writeJSON(w, http.StatusOK, s.view(sl, p, false))
 }
 

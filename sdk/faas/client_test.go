@@ -15,9 +15,10 @@ import (
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/sdk/faas/faastest"
 )
 
-func dial(t *testing.T, a *fakeAgent, opts ...faas.Option) *faas.Client {
+func dial(t *testing.T, a *faastest.Agent, opts ...faas.Option) *faas.Client {
 	t.Helper()
 	c, err := faas.Dial(context.Background(), "unix://"+a.Socket, opts...)
 	if err != nil {
@@ -28,7 +29,7 @@ func dial(t *testing.T, a *fakeAgent, opts ...faas.Option) *faas.Client {
 }
 
 func TestDial(t *testing.T) {
-	a := newFakeAgent(t)
+	a := faastest.New(t)
 	ctx := context.Background()
 	for _, target := range []string{"unix://" + a.Socket, a.Socket} {
 		c, err := faas.Dial(ctx, target)
@@ -101,7 +102,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestSlots(t *testing.T) {
-	a := newFakeAgent(t)
+	a := faastest.New(t)
 	c := dial(t, a, faas.WithToken("faas_tok"))
 	ctx := context.Background()
 	slots, err := c.Slots(ctx)
@@ -125,7 +126,7 @@ func TestSlots(t *testing.T) {
 	if err != nil || len(imgs.Images) != 1 || imgs.MaxBytes != 10<<30 {
 		t.Fatalf("Images = %+v, %v", imgs, err)
 	}
-	for _, h := range a.authHeaders() {
+	for _, h := range a.AuthHeaders() {
 		if h != "Bearer faas_tok" {
 			t.Fatalf("Authorization %q", h)
 		}
@@ -133,7 +134,7 @@ func TestSlots(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	a := newFakeAgent(t)
+	a := faastest.New(t)
 	c := dial(t, a)
 	cases := []struct {
 		code   agentapi.Code
@@ -158,7 +159,7 @@ func TestErrors(t *testing.T) {
 	all := []error{faas.ErrNotFound, faas.ErrPermission, faas.ErrNotEntitled, faas.ErrSignature, faas.ErrIncompatible,
 		faas.ErrBusy, faas.ErrCacheFull, faas.ErrUnavailable, faas.ErrProgram}
 	for _, tc := range cases {
-		a.fail(tc.status, &agentapi.Error{Code: tc.code, Message: "msg " + string(tc.code), Hint: "do something"})
+		a.Fail(tc.status, &agentapi.Error{Code: tc.code, Message: "msg " + string(tc.code), Hint: "do something"})
 		_, err := c.Slots(context.Background())
 		var fe *faas.Error
 		if !errors.As(err, &fe) || fe.Status != tc.status || fe.Code != tc.code || err.Error() != "msg "+string(tc.code) || fe.Hint != "do something" {
@@ -174,7 +175,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
-	a := newFakeAgent(t)
+	a := faastest.New(t)
 	c := dial(t, a, faas.WithToken("faas_tok"))
 	ctx := context.Background()
 	var phases []string
@@ -220,7 +221,7 @@ func TestLoad(t *testing.T) {
 	}
 
 	// A failed load is a typed error, with the final load.
-	a.failLoads(agentapi.Error{Code: agentapi.CodeSignature, Message: "bad signature", Hint: "ask the ISV"})
+	a.FailLoads(agentapi.Error{Code: agentapi.CodeSignature, Message: "bad signature", Hint: "ask the ISV"})
 	l, err = c.Load(ctx, "registry.example/acme/evil:1")
 	var fe *faas.Error
 	if !errors.Is(err, faas.ErrSignature) || !errors.As(err, &fe) || fe.LoadID != l.ID || fe.Hint != "ask the ISV" || l.State != agentapi.LoadFailed {
@@ -232,13 +233,11 @@ func TestLoad(t *testing.T) {
 }
 
 func TestStreamCut(t *testing.T) {
-	a := newFakeAgent(t)
+	a := faastest.New(t)
 	c := dial(t, a)
-	a.mu.Lock()
-	a.script = func(kind, image string, slot *int) []agentapi.Event {
+	a.SetScript(func(kind, image string, slot *int) []agentapi.Event {
 		return []agentapi.Event{{Phase: agentapi.PhaseResolve}, {Phase: agentapi.PhasePull, Bytes: 1, Total: 2}}
-	}
-	a.mu.Unlock()
+	})
 	n := 0
 	_, err := c.Load(context.Background(), "x", faas.WithProgress(func(agentapi.Event) { n++ }))
 	if !errors.Is(err, faas.ErrUnavailable) || n != 2 {
@@ -247,11 +246,9 @@ func TestStreamCut(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	a := newFakeAgent(t)
+	a := faastest.New(t)
 	c := dial(t, a)
-	a.mu.Lock()
-	a.hold = true
-	a.mu.Unlock()
+	a.SetHold(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/faas/faastest"
 )
 
 // run runs the faas command in process, as main would, with stdin.
@@ -29,8 +30,8 @@ func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, cod
 
 // agentEnv starts a fake agent and points the environment at it, with an
 // empty configuration.
-func agentEnv(t *testing.T) *fakeAgent {
-	a := newFakeAgent(t)
+func agentEnv(t *testing.T) *faastest.Agent {
+	a := faastest.New(t)
 	t.Setenv("FAAS_AGENT", a.Socket)
 	t.Setenv("FAAS_CONFIG", filepath.Join(t.TempDir(), "config.json"))
 	t.Setenv("FAAS_TOKEN", "")
@@ -59,7 +60,7 @@ func TestStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &slots); err != nil || code != 0 || len(slots) != 2 || slots[0].Role.Name != "aes" {
 		t.Fatalf("status --json: exit %d, %v:\n%s", code, err, out)
 	}
-	for _, h := range a.authHeaders() {
+	for _, h := range a.AuthHeaders() {
 		if h != "Bearer faas_envtoken" {
 			t.Fatalf("Authorization %q", h)
 		}
@@ -150,30 +151,28 @@ func TestLoad(t *testing.T) {
 		{400, agentapi.CodeBadRequest, 2},
 		{500, agentapi.CodeInternal, 1},
 	} {
-		a.fail(tc.status, &agentapi.Error{Code: tc.code, Message: "refused " + string(tc.code)})
+		a.Fail(tc.status, &agentapi.Error{Code: tc.code, Message: "refused " + string(tc.code)})
 		_, errOut, code := run(t, "", "load", "x")
 		if code != tc.exit || errOut != "faas: refused "+string(tc.code)+"\n" {
 			t.Errorf("%s: exit %d (want %d): %q", tc.code, code, tc.exit, errOut)
 		}
 	}
-	a.fail(0, nil)
+	a.Fail(0, nil)
 
 	// Loads that fail on the way.
-	a.failLoads(agentapi.Error{Code: agentapi.CodeSignature, Message: "signature of acme revoked", Hint: "ask acme for a new version"})
+	a.FailLoads(agentapi.Error{Code: agentapi.CodeSignature, Message: "signature of acme revoked", Hint: "ask acme for a new version"})
 	out, errOut, code = run(t, "", "load", "x")
 	if code != 4 || out != "" || !strings.HasSuffix(errOut, "faas: signature of acme revoked\nhint: ask acme for a new version\n") {
 		t.Fatalf("bad signature: exit %d: %q %q", code, out, errOut)
 	}
-	a.failLoads(agentapi.Error{Code: agentapi.CodeSelfTest, Message: "self-test failed"})
+	a.FailLoads(agentapi.Error{Code: agentapi.CodeSelfTest, Message: "self-test failed"})
 	out, _, code = run(t, "", "load", "--json", "x")
 	if err := json.Unmarshal([]byte(out), &l); err != nil || code != 1 || l.State != agentapi.LoadFailed || l.Error.Code != agentapi.CodeSelfTest {
 		t.Fatalf("failed self-test --json: exit %d, %v: %s", code, err, out)
 	}
 
 	// A stream cut before the end: unavailable.
-	a.mu.Lock()
-	a.script = func(kind, image string, slot *int) []agentapi.Event { return []agentapi.Event{{Phase: "resolve"}} }
-	a.mu.Unlock()
+	a.SetScript(func(kind, image string, slot *int) []agentapi.Event { return []agentapi.Event{{Phase: "resolve"}} })
 	if _, errOut, code := run(t, "", "load", "x"); code != 7 {
 		t.Fatalf("cut stream: exit %d: %s", code, errOut)
 	}
@@ -240,7 +239,7 @@ func TestLogin(t *testing.T) {
 	if _, errOut, code := run(t, "", "status"); code != 0 {
 		t.Fatalf("status: exit %d: %s", code, errOut)
 	}
-	if h := a.authHeaders(); len(h) == 0 || h[len(h)-1] != "Bearer "+secret {
+	if h := a.AuthHeaders(); len(h) == 0 || h[len(h)-1] != "Bearer "+secret {
 		t.Fatalf("Authorization %q", h)
 	}
 

@@ -1,7 +1,8 @@
-package main
-
-// This file is a copy, package line aside, of sdk/faas/fakeagent_test.go:
-// keep the two in step.
+// Package faastest is a fake node agent for tests of programs built on the
+// SDK: it serves the sdk/agentapi contract on a real unix socket, with
+// scripted loads and injectable errors. Tests of faasd itself run the real
+// agent.
+package faastest
 
 import (
 	"encoding/json"
@@ -18,9 +19,9 @@ import (
 	"github.com/fpga-faas/faas/sdk/agentapi"
 )
 
-// fakeAgent serves enough of the agentapi contract for client tests, on a
+// Agent serves enough of the agentapi contract for client tests, on a
 // real unix socket.
-type fakeAgent struct {
+type Agent struct {
 	Socket string
 
 	mu       sync.Mutex
@@ -45,14 +46,14 @@ type fakeLoad struct {
 	events []agentapi.Event
 }
 
-func newFakeAgent(t *testing.T) *fakeAgent {
+func New(t testing.TB) *Agent {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "faas")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	a := &fakeAgent{Socket: filepath.Join(dir, "faasd.sock"), loads: map[string]*fakeLoad{}}
+	a := &Agent{Socket: filepath.Join(dir, "faasd.sock"), loads: map[string]*fakeLoad{}}
 	loaded := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	a.slots = []agentapi.Slot{
 		{Index: 0, Board: "0000:3b:00.0", BoardModel: "faas-u2", Serial: "S100", Chip: 0, Part: "xcvu9p", State: agentapi.Loaded,
@@ -229,14 +230,14 @@ func writeBody(w http.ResponseWriter, status int, v any) {
 
 // fail makes every /v1 request answer status with e, or succeed again when
 // e is nil.
-func (a *fakeAgent) fail(status int, e *agentapi.Error) {
+func (a *Agent) Fail(status int, e *agentapi.Error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.failWith, a.status = e, status
 }
 
 // failLoads makes loads and pulls end failed with e.
-func (a *fakeAgent) failLoads(e agentapi.Error) {
+func (a *Agent) FailLoads(e agentapi.Error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ok := a.script
@@ -248,8 +249,24 @@ func (a *fakeAgent) failLoads(e agentapi.Error) {
 	}
 }
 
-func (a *fakeAgent) authHeaders() []string {
+func (a *Agent) AuthHeaders() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.auth...)
+}
+
+// SetScript sets what a new load or pull streams: its events, the final one
+// with Load set, or none to cut the stream.
+func (a *Agent) SetScript(f func(kind, image string, slot *int) []agentapi.Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.script = f
+}
+
+// SetHold makes every event stream block after its first event until the
+// request's context ends.
+func (a *Agent) SetHold(hold bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hold = hold
 }

@@ -63,8 +63,19 @@ func run(count int, benchtime, out string, pkgs []string) error {
 		Date: time.Now(), GoVersion: strings.TrimPrefix(runtime.Version(), "go"), CPU: cpuModel(),
 		Cores: runtime.NumCPU(), Count: count, Command: "make bench",
 	}
+	// A run of some packages reports the comparisons of those packages.
+	ran := map[string]bool{}
+	for _, r := range results {
+		ran[r.Pkg] = true
+	}
+	var cmps []benchreport.Comparison
+	for _, c := range comparisons {
+		if ran[c.Pkg] {
+			cmps = append(cmps, c)
+		}
+	}
 	var report bytes.Buffer
-	if err := benchreport.Render(&report, env, comparisons, benchreport.Medians(results)); err != nil {
+	if err := benchreport.Render(&report, env, cmps, benchreport.Medians(results)); err != nil {
 		return err
 	}
 	if err := os.WriteFile(out, report.Bytes(), 0o644); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -126,23 +127,7 @@ func describeCommand() *cobra.Command {
 		Use:   "describe SLOT",
 		Short: "Show every field of a slot, sensors included",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := parseSlot(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := dialAgent(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.Slot(cmd.Context(), n)
-			if err != nil {
-				return failed(err)
-			}
-			if jsonOutput(cmd) {
-				return writeJSON(cmd, s)
-			}
+		RunE: onSlot((*client.Client).Slot, func(cmd *cobra.Command, s agentapi.Slot) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			kv := func(k string, format string, args ...any) {
 				fmt.Fprintf(tw, "%s:\t"+format+"\n", append([]any{k}, args...)...)
@@ -187,7 +172,7 @@ func describeCommand() *cobra.Command {
 				kv("Health", "%s", dash(se.Health))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 }
 
@@ -196,26 +181,34 @@ func clearCommand() *cobra.Command {
 		Use:   "clear SLOT",
 		Short: "Clear a slot you hold (any slot, as operator)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := parseSlot(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := dialAgent(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.Clear(cmd.Context(), n)
-			if err != nil {
-				return failed(err)
-			}
-			if jsonOutput(cmd) {
-				return writeJSON(cmd, s)
-			}
+		RunE: onSlot((*client.Client).Clear, func(cmd *cobra.Command, s agentapi.Slot) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "slot %d %s\n", s.Index, s.State)
 			return nil
-		},
+		}),
+	}
+}
+
+// onSlot runs a command on the slot named by its argument: call the agent,
+// then print the slot as JSON (--json) or with text.
+func onSlot(call func(*client.Client, context.Context, int) (agentapi.Slot, error), text func(*cobra.Command, agentapi.Slot) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		n, err := parseSlot(args[0])
+		if err != nil {
+			return err
+		}
+		c, err := dialAgent(cmd)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		s, err := call(c, cmd.Context(), n)
+		if err != nil {
+			return failed(err)
+		}
+		if jsonOutput(cmd) {
+			return writeJSON(cmd, s)
+		}
+		return text(cmd, s)
 	}
 }
 

@@ -291,7 +291,9 @@ func (l layer) signature() ([]byte, error) {
 	if !l.hasAnn {
 		return nil, fmt.Errorf("no %s annotation", SignatureAnnotation)
 	}
-	sig, err := base64.StdEncoding.DecodeString(l.annotation)
+	// Strict: a lenient decoder ignores the padding bits of the last
+	// character, so a changed annotation would still verify.
+	sig, err := base64.StdEncoding.Strict().DecodeString(l.annotation)
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s annotation: %w", SignatureAnnotation, err)
 	}

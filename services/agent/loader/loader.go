@@ -381,6 +381,29 @@ func (l *Loader) remoteOptions(ctx context.Context, t Tenant) []remote.Option {
 // manifest digest.
 func (l *Loader) verify(ctx context.Context, d name.Digest, opts []remote.Option) error {
 	repo := d.Context().RepositoryStr()
+	sopts := []sign.Option{sign.WithRemoteOptions(opts...)}
+	// The countersignature needs nothing from the registry's key list, so
+	// it is checked while the ISV's keys are fetched and checked.
+	platform := make(chan error, 1)
+	go func() {
+		_, err := sign.Verify(ctx, d, l.cfg.PlatformKeys, append(sopts, sign.WithIdentity(repo))...)
+		platform <- err
+	}()
+	if err := l.verifyISV(ctx, d, repo, sopts); err != nil {
+		<-platform
+		return err
+	}
+	if err := <-platform; err != nil {
+		if errors.Is(err, sign.ErrNoSignature) || errors.Is(err, sign.ErrBadSignature) {
+			return fail(agentapi.CodeCountersign, "the image has not passed the registry's validation; load a validated version",
+				"%s has no valid platform countersignature: %v", d, err)
+		}
+		return fmt.Errorf("fetching the signatures of %s: %w", d, err)
+	}
+	return nil
+}
+
+func (l *Loader) verifyISV(ctx context.Context, d name.Digest, repo string, sopts []sign.Option) error {
 	isv, keys, err := l.cfg.Registry.SigningKeys(ctx, repo)
 	if err != nil {
 		return fmt.Errorf("signing keys of %s: %w", repo, err)
@@ -389,18 +412,10 @@ func (l *Loader) verify(ctx context.Context, d name.Digest, opts []remote.Option
 		return fail(agentapi.CodeSignature, "the ISV must register a signing key (or its key was revoked)",
 			"ISV %s of %s has no registered, unrevoked signing key", isv, repo)
 	}
-	sopts := []sign.Option{sign.WithRemoteOptions(opts...)}
 	if _, err := sign.Verify(ctx, d, keys, sopts...); err != nil {
 		if errors.Is(err, sign.ErrNoSignature) || errors.Is(err, sign.ErrBadSignature) {
 			return fail(agentapi.CodeSignature, "ask the ISV to sign the image with a registered key",
 				"%s carries no valid signature of ISV %s (none from its registered, unrevoked keys): %v", d, isv, err)
-		}
-		return fmt.Errorf("fetching the signatures of %s: %w", d, err)
-	}
-	if _, err := sign.Verify(ctx, d, l.cfg.PlatformKeys, append(sopts, sign.WithIdentity(repo))...); err != nil {
-		if errors.Is(err, sign.ErrNoSignature) || errors.Is(err, sign.ErrBadSignature) {
-			return fail(agentapi.CodeCountersign, "the image has not passed the registry's validation; load a validated version",
-				"%s has no valid platform countersignature: %v", d, err)
 		}
 		return fmt.Errorf("fetching the signatures of %s: %w", d, err)
 	}

@@ -61,7 +61,10 @@ type Config struct {
 	SocketMode os.FileMode
 	// TCPAddr, if set, also serves on TCP with TLS (TLS required).
 	TCPAddr string
-	TLS     *tls.Config
+	// TCPListener, if set, is used instead of listening on TCPAddr (tests
+	// and socket activation); the server wraps it in TLS.
+	TCPListener net.Listener
+	TLS         *tls.Config
 	// Tenants maps unix uids to tenant names.
 	Tenants map[int]string
 	// Operators are uids with the operator's rights besides 0 and the
@@ -110,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Slots == nil || cfg.Cache == nil || cfg.Loader == nil || cfg.Registry == nil {
 		return nil, errors.New("server: Slots, Cache, Loader and Registry are required")
 	}
-	if cfg.TCPAddr != "" && cfg.TLS == nil {
+	if (cfg.TCPAddr != "" || cfg.TCPListener != nil) && cfg.TLS == nil {
 		return nil, errors.New("server: TCPAddr needs a TLS config")
 	}
 	if cfg.Socket == "" {
@@ -216,12 +219,15 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ul) }()
-	if s.cfg.TCPAddr != "" {
-		tl, err := tls.Listen("tcp", s.cfg.TCPAddr, s.cfg.TLS)
-		if err != nil {
-			srv.Close()
-			return fmt.Errorf("server: %w", err)
+	if s.cfg.TCPAddr != "" || s.cfg.TCPListener != nil {
+		ln := s.cfg.TCPListener
+		if ln == nil {
+			if ln, err = net.Listen("tcp", s.cfg.TCPAddr); err != nil {
+				srv.Close()
+				return fmt.Errorf("server: %w", err)
+			}
 		}
+		tl := tls.NewListener(ln, s.cfg.TLS)
 		s.log.Info("listening", "tcp", tl.Addr().String())
 		go func() { errc <- srv.Serve(tl) }()
 	}

@@ -31,6 +31,10 @@ type Config struct {
 	// later minor release of shell v1, for tests of images that accept only
 	// some releases.
 	ShellMinor uint16
+	// StateFile, if set, keeps each chip's configured role and
+	// IMAGE_DIGEST across processes, as a real board keeps them when the
+	// host process dies (see persist.go). NewBoard restores from it.
+	StateFile string
 }
 
 // Board is a simulated dual-chip FPGA board.
@@ -39,6 +43,8 @@ type Board struct {
 	chips  [shell.ChipsPerBoard]*Chip
 	closed chan struct{}
 	once   sync.Once
+
+	saveMu sync.Mutex // serialises state file writes
 
 	mu         sync.Mutex
 	linkUp     bool
@@ -72,6 +78,10 @@ func NewBoard(cfg Config) (*Board, error) {
 	b := &Board{cfg: cfg, closed: make(chan struct{}), linkUp: true}
 	for i := range b.chips {
 		b.chips[i] = newChip(b, i, cfg.Model.Parts[i])
+	}
+	if err := b.restore(); err != nil {
+		b.Close()
+		return nil, err
 	}
 	return b, nil
 }

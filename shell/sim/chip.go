@@ -56,6 +56,7 @@ type Chip struct {
 	dmaStall    bool // fault: DMA hangs until its timeout
 	role        Role
 	model       RoleModel
+	roleCfg     RoleConfig // what model was instantiated with, for the state file
 	roleGen     uint64 // generation of the loaded role's Env, the only live one
 	genSeq      uint64 // last generation handed out
 }
@@ -141,6 +142,9 @@ func (c *Chip) WriteUser(off uint64, v uint32) error {
 		return nil
 	}
 	c.writeShell(uint32(off), v)
+	if off >= shell.RegImageDigest && off < shell.RegImageDigest+32 {
+		return c.board.persist()
+	}
 	return nil
 }
 
@@ -617,6 +621,7 @@ func (c *Chip) PowerCycle() {
 	c.relatchAlarms()
 	fire := c.latchIRQ(nil, shell.IRQAlarm)
 	c.mu.Unlock()
+	c.board.persist()
 	c.fire(fire)
 }
 
@@ -630,6 +635,11 @@ func (c *Chip) unloadRole() {
 	c.mu.Unlock()
 	if role != nil {
 		role.Close()
+	}
+	select {
+	case <-c.board.closed: // closing is not the chip losing its role
+	default:
+		c.board.persist()
 	}
 }
 

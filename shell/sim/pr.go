@@ -203,6 +203,7 @@ func (c *Chip) prFinish(parser *bitfile.Parser, streamed int64, epoch uint32) {
 		cause = shell.PROK
 		model RoleModel
 		role  Role
+		rc    RoleConfig
 		gen   uint64
 	)
 	switch {
@@ -242,10 +243,11 @@ func (c *Chip) prFinish(parser *bitfile.Parser, streamed int64, epoch uint32) {
 		for _, o := range res.Header.Options() {
 			opts[o.Key] = o.Value
 		}
-		role, err = model.New(&Env{chip: c, gen: gen}, RoleConfig{
+		rc = RoleConfig{
 			Design: res.Header.Design, Options: opts, Part: c.part,
 			FrameBytes: res.FrameBytes, FrameDigest: res.FrameDigest,
-		})
+		}
+		role, err = model.New(&Env{chip: c, gen: gen}, rc)
 		if err != nil {
 			cause, role = shell.PRRoleFailed, nil
 			err = fmt.Errorf("role %q: %w", model.Name, err)
@@ -274,7 +276,7 @@ func (c *Chip) prFinish(parser *bitfile.Parser, streamed int64, epoch uint32) {
 		fire = c.prFail(fire, cause, err)
 	} else {
 		old = c.role
-		c.role, c.model, c.roleGen = role, model, gen
+		c.role, c.model, c.roleGen, c.roleCfg = role, model, gen, rc
 		c.digest = [8]uint32{}
 		c.pr.state, c.pr.cause, c.pr.err, c.pr.parser = shell.PRDone, shell.PROK, nil, nil
 		c.pr.crc = res.CRC
@@ -285,6 +287,9 @@ func (c *Chip) prFinish(parser *bitfile.Parser, streamed int64, epoch uint32) {
 	c.mu.Unlock()
 	if old != nil {
 		old.Close()
+	}
+	if cause == shell.PROK {
+		c.board.persist()
 	}
 	c.fire(fire)
 }

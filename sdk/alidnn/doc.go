@@ -16,6 +16,12 @@
 // fp32 model into an int8 one after training, calibrated on sample inputs
 // run on the engine itself.
 //
-// A Program is relocatable: Load uploads its constants and instructions to a
-// Device once, and Session.Run runs it as often as needed.
+// A Program is relocatable. Open loads it on an Engine — a slot through the
+// node agent (Agent) or the in-process simulator (NewLocal) — into one
+// device buffer: constants once, and lanes of activations that the
+// instruction stream, relocated to the buffer, runs on. Session.Run runs it
+// as often as needed, from many goroutines at once: runs that arrive while
+// the engine is busy are coalesced into one job, and jobs are pipelined (see
+// Session). Load is the register-level shortcut for a Device the caller
+// drives itself, one run at a time.
 package alidnn

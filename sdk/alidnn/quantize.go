@@ -46,7 +46,7 @@ func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Te
 				continue
 			}
 			buf := make([]byte, v.lay.bytes(f32))
-			if err := dev.ReadAt(ctx, buf, s.base+p.ActBase+v.addr&^actTag); err != nil {
+			if err := s.readAct(ctx, buf, v.addr&^actTag); err != nil {
 				return nil, err
 			}
 			for _, f := range unpackF32(v.lay, buf) {

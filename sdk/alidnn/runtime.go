@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
-	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// Device is an AliDNN engine with device memory: the in-process simulator,
-// or (later) a slot through the node agent.
+// Device is an AliDNN engine with device memory at register level: the
+// in-process simulator, or a chip the caller drives itself. Load runs
+// programs on one; NewLocal makes it an Engine.
 type Device interface {
 	alidnn.Port
 	WriteAt(ctx context.Context, p []byte, addr uint64) error
@@ -23,104 +23,83 @@ type Device interface {
 	Window() (base, size uint64, win int)
 }
 
-// Session is a program loaded on a device: constants and instructions
-// uploaded once, run any number of times. A Session runs one inference at a
-// time.
-type Session struct {
-	dev  Device
-	prog *Program
-	base uint64
-	win  int
-}
-
 // ErrInput is wrapped by errors about the inputs given to Run.
 var ErrInput = errors.New("bad input")
 
-// Load uploads p to dev at the start of its window.
+// ErrClosed is returned by Run on a closed Session.
+var ErrClosed = errors.New("session closed")
+
+// Load uploads p to dev at the start of its window and returns a session
+// that runs one inference per job, one job at a time. It is Open on
+// NewLocal(dev) with WithBatch(1) and WithPipeline(1): the program takes the
+// device memory its compiled layout says (MemSize), and a later Load on dev
+// overwrites it.
 func Load(ctx context.Context, dev Device, p *Program) (*Session, error) {
-	base, size, win := dev.Window()
-	if p.MemSize() > size {
+	if _, size, _ := dev.Window(); p.MemSize() > size {
 		return nil, fmt.Errorf("program needs %d bytes of device memory, the window has %d", p.MemSize(), size)
 	}
-	s := &Session{dev: dev, prog: p, base: base, win: win}
-	if len(p.Consts) > 0 {
-		if err := dev.WriteAt(ctx, padTo(p.Consts, 64), base); err != nil {
-			return nil, fmt.Errorf("uploading constants: %w", err)
-		}
-	}
-	if len(p.Insns) > 0 {
-		reloc := make([]isa.Insn, len(p.Insns))
-		for k, i := range p.Insns {
-			if i.Op == isa.OpLoad || i.Op == isa.OpStore {
-				i.DRAM += base
-			}
-			reloc[k] = i
-		}
-		b, err := isa.EncodeProgram(reloc)
-		if err != nil {
-			return nil, fmt.Errorf("relocating: %w", err)
-		}
-		if err := dev.WriteAt(ctx, b, base+p.insnBase()); err != nil {
-			return nil, fmt.Errorf("uploading instructions: %w", err)
-		}
-	}
-	return s, nil
-}
-
-func padTo(b []byte, a int) []byte {
-	if len(b)%a == 0 {
-		return b
-	}
-	return append(append([]byte(nil), b...), make([]byte, a-len(b)%a)...)
+	return Open(ctx, NewLocal(dev), p, WithBatch(1), WithPipeline(1))
 }
 
 // Result is the outputs of a run and what it cost.
 type Result struct {
-	Outputs  []*onnx.Tensor
-	Stats    alidnn.Stats  // engine counters; DeviceNS the modeled device time
+	Outputs []*onnx.Tensor
+	// Stats are the engine's counters of the job the run was part of
+	// (DeviceNS its modeled device time); Batch runs shared that job.
+	Stats    alidnn.Stats
+	Batch    int
 	HostTime time.Duration // wall time of Run on this host
 }
 
 // Run runs one inference. inputs are matched to the program's inputs by
-// name.
+// name. Run may be called from many goroutines at once: see Session.
 func (s *Session) Run(ctx context.Context, inputs ...*onnx.Tensor) (*Result, error) {
 	start := time.Now()
+	r, err := s.request(ctx, inputs)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.enqueue(r); err != nil {
+		return nil, err
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if s.withdraw(r) {
+			return nil, ctx.Err()
+		}
+		// r is part of a job already on its way: the job runs on and r's
+		// outputs are dropped.
+		return nil, ctx.Err()
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	r.res.HostTime = time.Since(start)
+	return r.res, nil
+}
+
+// request checks and packs the inputs of one run, on the caller's
+// goroutine so that concurrent callers pack in parallel.
+func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request, error) {
 	byName := map[string]*onnx.Tensor{}
 	for _, t := range inputs {
 		byName[t.Name] = t
 	}
-	host := map[string]*onnx.Tensor{}
+	r := &request{ctx: ctx, host: map[string]*onnx.Tensor{}, done: make(chan struct{})}
 	for _, b := range s.prog.Inputs {
 		t, ok := byName[b.Name]
 		if !ok {
 			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Name)
 		}
-		host[b.Name] = t
+		r.host[b.Name] = t
 		data, err := packInput(b, t)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.dev.WriteAt(ctx, data, s.base+b.Addr); err != nil {
-			return nil, fmt.Errorf("writing input %q: %w", b.Name, err)
-		}
+		r.packed = append(r.packed, data)
 	}
-	res := &Result{}
-	if len(s.prog.Insns) > 0 {
-		st, err := alidnn.Exec(ctx, s.dev, alidnn.Run{Insns: s.base + s.prog.insnBase(), Count: len(s.prog.Insns), Window: s.win})
-		if err != nil {
-			return nil, err
-		}
-		res.Stats = st
-	}
-	for _, b := range s.prog.Outputs {
-		t, err := s.output(ctx, b, host)
-		if err != nil {
-			return nil, fmt.Errorf("output %q: %w", b.Name, err)
-		}
-		res.Outputs = append(res.Outputs, t)
-	}
-	res.HostTime = time.Since(start)
-	return res, nil
+	return r, nil
 }
 
 func dims64(shape []int) []int64 {
@@ -181,7 +160,8 @@ func mapI(v []int64, f func(int64) int64) []int64 {
 	return out
 }
 
-func (s *Session) output(ctx context.Context, b Binding, host map[string]*onnx.Tensor) (*onnx.Tensor, error) {
+// output reads binding b of the run in lane k (host holds the run's inputs).
+func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]*onnx.Tensor) (*onnx.Tensor, error) {
 	if b.IsConst {
 		if b.ConstI != nil {
 			return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), b.ConstI)
@@ -189,7 +169,7 @@ func (s *Session) output(ctx context.Context, b Binding, host map[string]*onnx.T
 		return onnx.NewFloat32(b.Name, dims64(b.Shape), b.ConstF), nil
 	}
 	if b.Host != "" {
-		src, err := s.output(ctx, *b.Src, host)
+		src, err := s.output(ctx, k, *b.Src, host)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +186,7 @@ func (s *Session) output(ctx context.Context, b Binding, host map[string]*onnx.T
 	}
 	lay := b.Lay.internal()
 	buf := make([]byte, lay.bytes(el))
-	if err := s.dev.ReadAt(ctx, buf, s.base+b.Addr); err != nil {
+	if err := s.buf.Read(ctx, buf, int64(s.lay.act(k)+b.Addr-s.prog.ActBase)); err != nil {
 		return nil, err
 	}
 	if el == f32 {

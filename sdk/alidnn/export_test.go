@@ -1,0 +1,8 @@
+package alidnn
+
+// Pending is the number of runs of s waiting for a job slot.
+func Pending(s *Session) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}

@@ -1,0 +1,275 @@
+package alidnn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// Session is a program loaded on an engine: constants uploaded once, run
+// any number of times, from any number of goroutines.
+//
+// # Batching
+//
+// The compiler builds programs for the model's own input shapes, so a model
+// whose batch dimension is 1 (like MNIST's [1,1,28,28]) infers one sample
+// per run. What a Session batches is runs: it keeps several lanes of
+// activations in its buffer, each with its own copy of the instruction
+// stream, and
+//
+//   - coalesces runs: when every job slot is busy, the runs that arrive
+//     meanwhile (up to WithBatch of them) go to the engine as one job whose
+//     stream runs their lanes one after the other — one submission,
+//     interrupt and completion instead of one each, while the engine time
+//     per inference stays what it is;
+//   - pipelines jobs: WithPipeline job slots (two by default) hold separate
+//     lanes, so one job's inputs are written while the previous job runs,
+//     and the engine's queue finds the next job waiting when one finishes.
+//
+// A lone run is never held back to wait for others: it is submitted as soon
+// as a job slot is free. Result.Batch says how many runs shared a job.
+//
+// A job belongs to the engine once submitted: a Run whose ctx ends returns
+// at once, but its job runs on, and its lanes are reused only after the
+// job has ended.
+type Session struct {
+	eng   Engine
+	prog  *Program
+	buf   Buffer
+	lay   memLayout
+	batch int
+
+	mu      sync.Mutex
+	pending []*request
+	free    []int // job slots not running a job
+	slots   int
+	closed  bool
+	idle    *sync.Cond // signalled when a job slot comes back
+
+	codeMu sync.Mutex
+	code   map[[2]int]Code // by job slot and number of lanes
+}
+
+// request is one Run waiting for its job.
+type request struct {
+	ctx    context.Context
+	packed [][]byte                // by program input
+	host   map[string]*onnx.Tensor // the caller's inputs, by name
+	done   chan struct{}           // closed when res or err is set
+	res    *Result
+	err    error
+}
+
+// SessionOption configures Open.
+type SessionOption func(*sessionOptions)
+
+type sessionOptions struct{ batch, pipeline int }
+
+// WithBatch sets the most runs coalesced into one job (default 4; 1 turns
+// coalescing off).
+func WithBatch(n int) SessionOption { return func(o *sessionOptions) { o.batch = n } }
+
+// WithPipeline sets how many jobs of the session may be on the engine at
+// once (default 2; 1 runs one job at a time). Device memory grows with
+// batch × pipeline lanes of activations.
+func WithPipeline(n int) SessionOption { return func(o *sessionOptions) { o.pipeline = n } }
+
+// Open loads p on eng: it allocates one buffer holding p's constants and
+// batch × pipeline lanes of activations, and uploads the constants.
+// Instruction streams are relocated to the buffer and uploaded through
+// eng.Program when a job of their shape is first needed.
+func Open(ctx context.Context, eng Engine, p *Program, opts ...SessionOption) (*Session, error) {
+	o := sessionOptions{batch: 4, pipeline: 2}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.batch < 1 || o.pipeline < 1 {
+		return nil, fmt.Errorf("session: batch %d and pipeline %d must be at least 1", o.batch, o.pipeline)
+	}
+	s := &Session{eng: eng, prog: p, lay: newLanes(p, o.batch*o.pipeline), batch: o.batch, slots: o.pipeline, code: map[[2]int]Code{}}
+	s.idle = sync.NewCond(&s.mu)
+	for k := range o.pipeline {
+		s.free = append(s.free, o.pipeline-1-k) // slot 0 first
+	}
+	buf, err := eng.Alloc(ctx, int64(s.lay.size()))
+	if err != nil {
+		return nil, fmt.Errorf("allocating %d bytes for %d lanes: %w", s.lay.size(), s.lay.n, err)
+	}
+	s.buf = buf
+	if len(p.Consts) > 0 {
+		if err := buf.Write(ctx, p.Consts, 0); err != nil {
+			_ = buf.Free(ctx)
+			return nil, fmt.Errorf("uploading constants: %w", err)
+		}
+	}
+	// Upload the one-lane stream now, so that a program the engine refuses
+	// fails here rather than at the first Run.
+	if len(p.Insns) > 0 {
+		if _, err := s.codeFor(ctx, 0, 1); err != nil {
+			_ = buf.Free(ctx)
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Close waits for the session's jobs to end, fails the runs still waiting
+// with ErrClosed and frees the session's device memory.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for _, r := range s.pending {
+		r.err = ErrClosed
+		close(r.done)
+	}
+	s.pending = nil
+	for len(s.free) < s.slots {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	return s.buf.Free(ctx)
+}
+
+func (s *Session) enqueue(r *request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.pending = append(s.pending, r)
+	s.dispatch()
+	return nil
+}
+
+// withdraw takes r out of the waiting runs, if it has not been given to a
+// job yet.
+func (s *Session) withdraw(r *request) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.pending, r); i >= 0 {
+		s.pending = slices.Delete(s.pending, i, i+1)
+		return true
+	}
+	return false
+}
+
+// dispatch gives waiting runs to free job slots, up to batch runs a job.
+// Callers hold mu.
+func (s *Session) dispatch() {
+	for len(s.free) > 0 && len(s.pending) > 0 {
+		slot := s.free[len(s.free)-1]
+		s.free = s.free[:len(s.free)-1]
+		n := min(s.batch, len(s.pending))
+		reqs := slices.Clone(s.pending[:n])
+		s.pending = slices.Delete(s.pending, 0, n)
+		go s.job(slot, reqs)
+	}
+}
+
+// job runs reqs as one job in job slot slot, hands each its result and
+// gives the slot back.
+func (s *Session) job(slot int, reqs []*request) {
+	// The job must end before its lanes are reused, whoever stops waiting
+	// for it: it runs on no caller's cancellation.
+	ctx := context.WithoutCancel(reqs[0].ctx)
+	err := s.exec(ctx, slot, reqs)
+	for _, r := range reqs {
+		if err != nil {
+			r.err = err
+		}
+		close(r.done)
+	}
+	s.mu.Lock()
+	s.free = append(s.free, slot)
+	s.idle.Broadcast()
+	if !s.closed {
+		s.dispatch()
+	}
+	s.mu.Unlock()
+}
+
+// exec writes each request's inputs to its lane, runs the job and reads
+// the outputs back.
+func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
+	lane0 := slot * s.batch
+	for k, r := range reqs {
+		for n, b := range s.prog.Inputs {
+			if err := s.buf.Write(ctx, r.packed[n], int64(s.lay.act(lane0+k)+b.Addr-s.prog.ActBase)); err != nil {
+				return fmt.Errorf("writing input %q: %w", b.Name, err)
+			}
+		}
+	}
+	res := Result{Batch: len(reqs)}
+	if len(s.prog.Insns) > 0 {
+		code, err := s.codeFor(ctx, slot, len(reqs))
+		if err != nil {
+			return err
+		}
+		job, err := code.Submit(ctx)
+		if err != nil {
+			return fmt.Errorf("submitting: %w", err)
+		}
+		if res.Stats, err = job.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	for k, r := range reqs {
+		out := res
+		for _, b := range s.prog.Outputs {
+			t, err := s.output(ctx, lane0+k, b, r.host)
+			if err != nil {
+				r.err = fmt.Errorf("output %q: %w", b.Name, err)
+				break
+			}
+			out.Outputs = append(out.Outputs, t)
+		}
+		r.res = &out
+	}
+	return nil
+}
+
+// codeFor returns the uploaded stream that runs lanes 0..n-1 of job slot
+// slot, relocating and uploading it the first time.
+func (s *Session) codeFor(ctx context.Context, slot, n int) (Code, error) {
+	s.codeMu.Lock()
+	defer s.codeMu.Unlock()
+	key := [2]int{slot, n}
+	if c, ok := s.code[key]; ok {
+		return c, nil
+	}
+	streams := make([][]isa.Insn, n)
+	for k := range n {
+		st, err := s.lay.relocate(s.prog.Insns, s.buf.Addr(), slot*s.batch+k)
+		if err != nil {
+			return nil, fmt.Errorf("relocating: %w", err)
+		}
+		streams[k] = st
+	}
+	c, err := s.eng.Program(ctx, chain(streams))
+	if err != nil {
+		return nil, fmt.Errorf("uploading the instruction stream: %w", err)
+	}
+	s.code[key] = c
+	return c, nil
+}
+
+// errNoActivations is returned by readAct for sessions without lanes.
+var errNoActivations = errors.New("the program has no activations")
+
+// readAct reads activation bytes at offset off of lane 0, where a
+// one-lane session's runs leave them (Quantize measures them there).
+func (s *Session) readAct(ctx context.Context, p []byte, off uint64) error {
+	if s.prog.ActSize == 0 {
+		return errNoActivations
+	}
+	return s.buf.Read(ctx, p, int64(s.lay.act(0)+off))
+}

@@ -1,0 +1,185 @@
+package alidnn_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// mnist is the compiled MNIST model and its two reference sets.
+type mnist struct {
+	prog      *alidnn.Program
+	ins, outs []*onnx.Tensor
+}
+
+func loadMNIST(t *testing.T) mnist {
+	t.Helper()
+	dir := testenv.TestData(t, "onnx", "models", "mnist")
+	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mnist{prog: p}
+	for _, s := range []string{"test_data_set_0", "test_data_set_1"} {
+		in, out := readSet(t, filepath.Join(dir, s))
+		in.Name = m.Graph.Inputs[0].Name
+		r.ins, r.outs = append(r.ins, in), append(r.outs, out)
+	}
+	return r
+}
+
+// check fails t unless res holds reference k's logits within the MNIST
+// tolerance (testdata README: 5e-3 absolute).
+func (m mnist) check(t *testing.T, what string, k int, res *alidnn.Result) {
+	t.Helper()
+	if len(res.Outputs) != 1 {
+		t.Fatalf("%s: %d outputs, want 1", what, len(res.Outputs))
+	}
+	if d := maxAbsDiff(t, res.Outputs[0], m.outs[k]); d > 5e-3 {
+		t.Errorf("%s: logits differ from reference %d by %g, want ≤ 5e-3", what, k, d)
+	}
+}
+
+// TestSessionConcurrent runs MNIST from many goroutines at once on the
+// default session (batches of up to 4, two jobs in flight): every run gets
+// its own input's logits back.
+func TestSessionConcurrent(t *testing.T) {
+	m := loadMNIST(t)
+	ctx := context.Background()
+	s, err := alidnn.Open(ctx, alidnn.NewLocal(local(t)), m.prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs = 24
+	var wg sync.WaitGroup
+	batches := make([]int, runs)
+	for n := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.Run(ctx, m.ins[n%2])
+			if err != nil {
+				t.Errorf("run %d: %v", n, err)
+				return
+			}
+			m.check(t, "concurrent run", n%2, res)
+			batches[n] = res.Batch
+		}()
+	}
+	wg.Wait()
+	t.Logf("runs per job: %v", batches)
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(ctx, m.ins[0]); !errors.Is(err, alidnn.ErrClosed) {
+		t.Errorf("Run after Close: %v, want ErrClosed", err)
+	}
+}
+
+// gated holds the first job's submission until released, so that the
+// runs arriving meanwhile pile up.
+type gated struct {
+	alidnn.Engine
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gated) Program(ctx context.Context, insns []isa.Insn) (alidnn.Code, error) {
+	c, err := g.Engine.Program(ctx, insns)
+	return gatedCode{c, g}, err
+}
+
+type gatedCode struct {
+	alidnn.Code
+	g *gated
+}
+
+func (c gatedCode) Submit(ctx context.Context) (alidnn.Job, error) {
+	c.g.once.Do(func() {
+		close(c.g.entered)
+		<-c.g.release
+	})
+	return c.Code.Submit(ctx)
+}
+
+// TestSessionCoalesces checks that runs waiting for a busy engine go as
+// one job, each with its own lane: with one job slot and batches of 4, a
+// first run holds the slot while 5 more arrive; they run as a job of 4 and
+// one of 1, and every run gets the logits of its own input.
+func TestSessionCoalesces(t *testing.T) {
+	m := loadMNIST(t)
+	ctx := context.Background()
+	g := &gated{Engine: alidnn.NewLocal(local(t)), entered: make(chan struct{}), release: make(chan struct{})}
+	s, err := alidnn.Open(ctx, g, m.prog, alidnn.WithBatch(4), alidnn.WithPipeline(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	type out struct {
+		n   int
+		res *alidnn.Result
+		err error
+	}
+	results := make(chan out)
+	run := func(n int) {
+		res, err := s.Run(ctx, m.ins[n%2])
+		results <- out{n, res, err}
+	}
+	go run(0)
+	<-g.entered
+	for n := 1; n <= 5; n++ {
+		go run(n)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for alidnn.Pending(s) < 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs waiting, want 5", alidnn.Pending(s))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(g.release)
+	count := map[int]int{}
+	for range 6 {
+		o := <-results
+		if o.err != nil {
+			t.Fatalf("run %d: %v", o.n, o.err)
+		}
+		m.check(t, "coalesced run", o.n%2, o.res)
+		count[o.res.Batch]++
+	}
+	if count[1] != 2 || count[4] != 4 {
+		t.Errorf("runs by job size %v, want 2 alone and 4 in one job", count)
+	}
+}
+
+// TestLocalRefuses checks that the local engine refuses, like the agent,
+// a program that reaches outside its buffers.
+func TestLocalRefuses(t *testing.T) {
+	ctx := context.Background()
+	eng := alidnn.NewLocal(local(t))
+	b, err := eng.Alloc(ctx, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := isa.Insn{Op: isa.OpLoad, Mem: isa.MemInp, DRAM: b.Addr() + 4096 - 16, YSize: 1, XSize: 2, XStride: 2}
+	fin := isa.Insn{Op: isa.OpFinish}
+	if _, err := eng.Program(ctx, []isa.Insn{load, fin}); !errors.Is(err, alidnn.ErrRefused) {
+		t.Errorf("a load across the buffer's end: %v, want ErrRefused", err)
+	}
+	load.XSize = 1
+	if _, err := eng.Program(ctx, []isa.Insn{load, fin}); err != nil {
+		t.Errorf("a load inside the buffer: %v", err)
+	}
+}

@@ -337,7 +337,29 @@ type pushed struct {
 
 var listeningRE = regexp.MustCompile(`registry listening on (\S+)\n`)
 
-func TestEndToEnd(t *testing.T) {
+// platform is the registry (PostgreSQL + MinIO) running as a process, with
+// ISV acme's loopback and alidnn-dual images pushed, signed, validated and
+// countersigned, and tenant alice subscribed to both.
+type platform struct {
+	root        string
+	env         []string
+	regURL      string
+	platformDir string
+	began       time.Time
+	loopback    pushed
+	dual        pushed
+}
+
+func (p *platform) dir(t *testing.T, name string) string {
+	d := filepath.Join(p.root, name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newPlatform(t *testing.T) *platform {
+	t.Helper()
 	if buildErr != nil {
 		t.Fatalf("building the binaries: %v", buildErr)
 	}
@@ -479,15 +501,20 @@ func TestEndToEnd(t *testing.T) {
 		api(t, regURL, "alice", "POST", "/listings/"+p.listing+"/subscribe", nil, nil, http.StatusCreated)
 	}
 
-	// faasd on two simulated boards (slots 0-3), trusting the platform's
-	// countersigning key.
+	return &platform{root: root, env: env, regURL: regURL, platformDir: platformDir, began: began, loopback: loopback, dual: dual}
+}
+
+// startFaasd runs faasd on two simulated boards (slots 0-3), trusting the
+// platform's countersigning key, and waits until it answers.
+func (p *platform) startFaasd(t *testing.T, socket, stateDir string, extra ...string) (*server, *http.Client) {
+	t.Helper()
 	var tok struct{ Secret string }
-	api(t, regURL, "node1", "POST", "/tokens", map[string]string{"name": "faasd"}, &tok, http.StatusCreated)
-	socket := filepath.Join(dir("run"), "faasd.sock")
-	faasdEnv := append(slices.Clone(env), "FAAS_NODE_TOKEN="+tok.Secret)
-	faasd := startServer(t, faasdEnv, "faasd", "serve", "--registry", regURL, "--node-user", "node1",
-		"--trust-key", filepath.Join(platformDir, "platform-signing.pub"), "--sim", "2", "--sim-ddr-bytes", fmt.Sprint(1<<30),
-		"--socket", socket, "--state-dir", filepath.Join(root, "faasd-state"), "--hostname", "e2e-node")
+	api(t, p.regURL, "node1", "POST", "/tokens", map[string]string{"name": "faasd"}, &tok, http.StatusCreated)
+	faasdEnv := append(slices.Clone(p.env), "FAAS_NODE_TOKEN="+tok.Secret)
+	args := append([]string{"serve", "--registry", p.regURL, "--node-user", "node1",
+		"--trust-key", filepath.Join(p.platformDir, "platform-signing.pub"), "--sim", "2", "--sim-ddr-bytes", fmt.Sprint(1 << 30),
+		"--socket", socket, "--state-dir", stateDir, "--hostname", "e2e-node"}, extra...)
+	faasd := startServer(t, faasdEnv, "faasd", args...)
 	agent := agentClient(socket)
 	poll(t, startTimeout, "faasd /healthz", func() bool {
 		if faasd.exited() {
@@ -500,6 +527,15 @@ func TestEndToEnd(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+	return faasd, agent
+}
+
+func TestEndToEnd(t *testing.T) {
+	p := newPlatform(t)
+	root, env, regURL, began, loopback, dual := p.root, p.env, p.regURL, p.began, p.loopback, p.dual
+	dir := func(name string) string { return p.dir(t, name) }
+	socket := filepath.Join(dir("run"), "faasd.sock")
+	_, agent := p.startFaasd(t, socket, filepath.Join(root, "faasd-state"))
 	t.Logf("faasd ready after %v", time.Since(began).Round(time.Millisecond))
 
 	// The tenants log in, each with their own configuration.

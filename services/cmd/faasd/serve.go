@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -38,6 +39,7 @@ type serveFlags struct {
 	sim                                                                     int
 	simModel                                                                string
 	simShellMinor                                                           uint16
+	simFresh                                                                bool
 	simDDR                                                                  uint64
 }
 
@@ -78,6 +80,7 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.IntVar(&f.sim, "sim", 0, "run on N simulated boards instead of the host's")
 	fl.StringVar(&f.simModel, "sim-model", shell.ModelVU9PDual.Name, "board model of simulated boards")
 	fl.Uint16Var(&f.simShellMinor, "sim-shell-minor", 0, "simulated boards run shell 1.N")
+	fl.BoolVar(&f.simFresh, "sim-fresh", false, "power simulated boards up empty instead of as faasd last left them (STATE_DIR/sim/)")
 	fl.Uint64Var(&f.simDDR, "sim-ddr-bytes", 0, "DDR per simulated chip (default the model's)")
 	return cmd
 }
@@ -226,7 +229,16 @@ func openBoardsForServe(cmd *cobra.Command, f serveFlags) ([]*device.Board, erro
 	}
 	var out []*device.Board
 	for i := range f.sim {
-		b, err := sim.NewBoard(sim.Config{Model: model, Serial: fmt.Sprintf("SIM%04d", i), Roles: roles, ShellMinor: f.simShellMinor, DDRSize: f.simDDR})
+		serial := fmt.Sprintf("SIM%04d", i)
+		// Simulated boards keep their chips' configuration across faasd
+		// restarts, as real boards do; --sim-fresh powers them up empty.
+		state := filepath.Join(f.stateDir, "sim", serial+".json")
+		if f.simFresh {
+			if err := os.Remove(state); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
+		b, err := sim.NewBoard(sim.Config{Model: model, Serial: serial, Roles: roles, ShellMinor: f.simShellMinor, DDRSize: f.simDDR, StateFile: state})
 		if err != nil {
 			return nil, err
 		}

@@ -14,11 +14,14 @@
 //	services     may import shell, bitstreams, hdk, sdk, services, web, migrations.
 //	internal     may import shell, bitstreams, hdk, sdk, web, migrations, internal.
 //	web          may import web; migrations may import migrations; deploy may import deploy.
-//	everyone but shell may import internal (shell imports nothing of ours).
+//	examples     may import only sdk: they are programs a tenant could write.
+//	everyone but shell and examples may import internal (shell imports
+//	nothing of ours).
 //
 // and, above the per-folder rules:
 //
-//   - Nothing imports a package with a path element "cmd" (mains stay thin).
+//   - Nothing imports a package with a path element "cmd" (mains stay thin),
+//     nor a package under examples.
 //   - Nothing outside services imports services: services/cmd/... wires the
 //     services together, services packages may import each other.
 //   - internal/testenv is imported from _test.go files only.

@@ -60,6 +60,7 @@ var (
 	web        = under("web")
 	migrations = under("migrations")
 	deploy     = under("deploy")
+	examples   = under("examples")
 	contracts  = target{"role contracts (bitstreams/... but not bitstreams/*/model)", isContract}
 	hdkImage   = under("hdk/image")
 )
@@ -75,6 +76,8 @@ var areas = []area{
 	{"web", []target{web, internal}},
 	{"migrations", []target{migrations, internal}},
 	{"deploy", []target{deploy, internal}},
+	// Examples are user programs: the public SDK and nothing else.
+	{"examples", []target{sdk}},
 }
 
 // testOnlyExtra is what imports from _test.go files may reach beyond the
@@ -102,6 +105,9 @@ func hasCmd(rel string) bool {
 func checkImport(importer, imported string, testOnly bool) error {
 	if hasCmd(imported) {
 		return errors.New("no package imports a cmd package (mains stay thin; move the code into a package)")
+	}
+	if within(imported, "examples") {
+		return errors.New("nothing imports examples: they are programs, their logic lives in the SDK")
 	}
 	if within(imported, "internal/testenv") && !testOnly {
 		return errors.New("internal/testenv is for tests: import it from _test.go files only")
@@ -357,6 +363,16 @@ func TestCheckImport(t *testing.T) {
 		// leaves.
 		{"web", "shell", false, false},
 		{"migrations", "internal/x", false, true},
+		// examples use the SDK like any tenant's program; nobody uses them.
+		{"examples/mnist", "sdk/alidnn", false, true},
+		{"examples/mnist", "sdk/faas", false, true},
+		{"examples/mnist", "bitstreams/alidnn", false, false},
+		{"examples/mnist", "internal/ring", false, false},
+		{"examples/mnist", "internal/testenv", true, true},
+		{"examples/mnist", "services/agent", true, false},
+		{"examples/mnist", "sdk/cmd/faas", false, false},
+		{"sdk/alidnn", "examples/mnist", false, false},
+		{"internal/e2e", "examples/mnist", true, false},
 		// unknown folders.
 		{"tools/gen", "shell", false, false},
 		{"", "shell", false, false},

@@ -44,7 +44,7 @@ FUZZTIME     ?= 10s
 .PHONY: help tools test onnx-node-tests lint bench fuzz-smoke demo images
 
 help:
-	@echo 'make demo        bring up a simulated board and validate it end to end'
+	@echo 'make demo        bring up the whole platform (PostgreSQL, registry, faasd --sim 2), publish, load and classify MNIST; DEMO_NO_WAIT=1 exits when done'
 	@echo 'make test        install test dependencies (tools), go vet, go test -race'
 	@echo 'make tools       install the pinned MinIO server, cosign, crane and oras; PostgreSQL 15 and a C compiler (for -race) via apt when root'
 	@echo 'make lint        gofmt check and go vet'
@@ -140,9 +140,23 @@ fuzz-smoke:
 	done; \
 	echo "fuzz-smoke: $$n fuzz targets"
 
-# demo brings up what the platform has so far: a simulated dual-chip board,
-# both chips programmed with the loopback role through the shell's PR path and
-# validated end to end (DMA, tenant windows, interrupts, CRC). It grows with
-# the registry, faasd and the SDK.
+# demo brings the whole platform up on this machine as processes — a throwaway
+# PostgreSQL 15 cluster, the registry (directory blob store), faasd on two
+# simulated dual-chip boards — then has the ISV acme publish the reference
+# images, the tenant alice subscribe and `faas load` the AliDNN image, and
+# examples/mnist classify the MNIST reference digits on it through the SDK
+# (internal/demo). The services stay up until Ctrl-C; DEMO_NO_WAIT=1 stops
+# them and exits once the walk-through is done. Needs the PostgreSQL server
+# binaries (`make tools` installs them as root) and the shared test data.
+DEMO_BIN ?= build/demo/bin
+DEMO_PKGS := ./services/cmd/registry ./services/cmd/faasd ./hdk/cmd/hdk ./sdk/cmd/faas \
+	./bitstreams/images/cmd/genbits ./internal/cmd/demo $(if $(wildcard examples/mnist/main.go),./examples/mnist)
 demo:
-	$(GO) run ./services/cmd/faasd validate --sim 1
+	@if [ -z "$(FAAS_PG_BIN)" ] && [ ! -x "$(PG_BIN)/initdb" ] && ! command -v initdb >/dev/null 2>&1 && \
+		[ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "demo: installing $(PG_DEBPKG)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --no-upgrade $(PG_DEBPKG); \
+	fi
+	@mkdir -p $(DEMO_BIN)
+	$(GO) build -o $(DEMO_BIN)/ $(DEMO_PKGS)
+	$(if $(DEMO_NO_WAIT),DEMO_NO_WAIT=$(DEMO_NO_WAIT)) $(DEMO_BIN)/demo -bin $(DEMO_BIN) $(if $(TESTDATA),-testdata $(TESTDATA))

@@ -5,7 +5,35 @@
 // with per-tenant quotas. Transport-agnostic: services/agent/server carries
 // sessions over the unix socket (shared memory) and TCP+TLS.
 //
-// CONTRACT DRAFT: the signatures below are fixed; bodies are being written.
+// # Isolation
+//
+// A session owns one shell tenant window over a contiguous DDR region. The
+// region's low part holds the session's buffers; its top
+// Config.ProgramBytes hold the session's instruction streams and are never
+// handed out by Alloc. Program accepts a stream only if every LOAD and
+// STORE lies wholly inside one buffer of the session (isa.Insn.DRAMSpan),
+// so no instruction can reach another session's memory nor rewrite its own
+// programs. Every run also names the session's window to the engine, so the
+// shell refuses a DRAM access outside the region even if this check were
+// wrong: the window is the second line of defence.
+//
+// Memory a session allocates is zeroed on Alloc, so a tenant never reads
+// bytes it did not write itself, whatever DDR held before; Close zeroes the
+// whole region, so a tenant's data does not outlive its session.
+//
+// # Scheduling
+//
+// One goroutine, Engine.Run, runs jobs one at a time. Between jobs it picks
+// the tenant with the least virtual time (stride scheduling): a job's wall
+// time in alidnn.Exec, divided by the tenant's Quota.Share, is added to the
+// tenant's virtual time. A tenant that becomes busy again starts no earlier
+// than the virtual time of the tenants already busy, so idleness banks no
+// credit; an engine with one busy tenant runs its jobs back to back. Within
+// a tenant, jobs run in submit order.
+//
+// Known limit: the engine's SRAM (inp, wgt, acc, uop, param) keeps its
+// contents between jobs; a program that reads SRAM it has not loaded sees
+// what the previous job, possibly another tenant's, left there.
 package sessions
 
 import (
@@ -14,18 +42,17 @@ import (
 	"log/slog"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
-	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 )
 
 // Error categories, checked with errors.Is.
 var (
 	ErrClosed     = errors.New("session closed")
 	ErrBadHandle  = errors.New("no such buffer or program in this session") // forged, freed or another session's handle
-	ErrQuota      = errors.New("quota exceeded")                           // memory quota or no free window
-	ErrOutOfRange = errors.New("access outside the buffer")                // Write/Read beyond a buffer
-	ErrRefused    = errors.New("program refused")                          // an instruction reaches outside the session's buffers
-	ErrInUse      = errors.New("in use")                                   // freeing a buffer a live program references
-	ErrEngine     = alidnn.ErrEngine                                       // a job stopped with an engine error cause
+	ErrQuota      = errors.New("quota exceeded")                            // memory quota or no free window
+	ErrOutOfRange = errors.New("access outside the buffer")                 // Write/Read beyond a buffer
+	ErrRefused    = errors.New("program refused")                           // an instruction reaches outside the session's buffers
+	ErrInUse      = errors.New("in use")                                    // freeing a buffer a live program references
+	ErrEngine     = alidnn.ErrEngine                                        // a job stopped with an engine error cause
 )
 
 // Chip is what an Engine needs of a chip with the AliDNN role loaded.
@@ -48,29 +75,38 @@ type Config struct {
 	Quotas       map[string]Quota
 	DefaultQuota Quota
 	Logger       *slog.Logger // nil: discard
+
+	// Windows lists the shell tenant windows sessions may use, one each.
+	// Nil: windows 1 to shell.Windows-1. Window 0 is left to the self-test
+	// (services/agent/selftest.Run opens it over its buffers and leaves it
+	// open); the loopback check of selftest.Loaded borrows window 7 but runs
+	// only while the loopback role, not AliDNN, is loaded.
+	Windows []int
+	// ProgramBytes is the program area at the top of each session's region:
+	// the most encoded instructions (16 bytes each) a session may hold at
+	// once. Zero: 1 MiB (65536 instructions). Rounded up to 4 KiB.
+	ProgramBytes uint64
+	// MaxJobs bounds a session's jobs submitted and not yet handed to its
+	// Completions channel; Submit beyond it fails with ErrQuota. This is
+	// the backpressure on a client that submits faster than it reads.
+	// Zero: 65536.
+	MaxJobs int
 }
 
 // Quota limits a tenant on one engine.
 type Quota struct {
 	// Memory is the most device memory the tenant's sessions may hold
 	// together. Zero: an equal part of the engine's DDR among windows.
+	//
+	// Each session of the tenant reserves a region of Memory (rounded up to
+	// 4 KiB) plus Config.ProgramBytes, so the default part is
+	// (Limit-Base)/len(Windows) rounded down to 4 KiB, less ProgramBytes:
+	// every window can then hold a session of a default tenant.
 	Memory uint64
 	// Share is the tenant's weight of engine time when others are busy, in
 	// (0, 1]. Zero: 1/Windows. An idle engine gives a tenant all of it.
 	Share float64
 }
-
-// Engine is the session manager of one chip. Start runs its scheduler.
-type Engine struct{ _ int }
-
-// New checks the chip (role magic) and the config and returns an Engine.
-func New(cfg Config) (*Engine, error) { panic("sessions: unimplemented") }
-
-// Run schedules jobs until ctx ends; then every session is closed.
-func (e *Engine) Run(ctx context.Context) error { panic("sessions: unimplemented") }
-
-// Open starts a session for tenant; the session owns one shell window.
-func (e *Engine) Open(tenant string) (*Session, error) { panic("sessions: unimplemented") }
 
 // Usage is a snapshot of the engine's accounting, by tenant.
 type Usage struct {
@@ -80,12 +116,6 @@ type Usage struct {
 	BusyNS   uint64 // engine time used by the tenant's jobs
 	Jobs     uint64
 }
-
-// Usage reports every tenant with a session or past engine time.
-func (e *Engine) Usage() []Usage { panic("sessions: unimplemented") }
-
-// Session is one tenant process's view of the engine.
-type Session struct{ _ int }
 
 // Handle names a buffer or program of a session: random, unguessable, and
 // never valid in another session or after Free.
@@ -98,45 +128,9 @@ type Buffer struct {
 	Size   uint64
 }
 
-// Tenant is the session's tenant.
-func (s *Session) Tenant() string { panic("sessions: unimplemented") }
-
-// Alloc allocates size bytes (rounded up to 64) inside the session's window.
-func (s *Session) Alloc(size uint64) (Buffer, error) { panic("sessions: unimplemented") }
-
-// Free releases a buffer.
-func (s *Session) Free(h Handle) error { panic("sessions: unimplemented") }
-
-// Write copies p into buffer h at off; Read the reverse.
-func (s *Session) Write(ctx context.Context, h Handle, off uint64, p []byte) error {
-	panic("sessions: unimplemented")
-}
-func (s *Session) Read(ctx context.Context, h Handle, off uint64, p []byte) error {
-	panic("sessions: unimplemented")
-}
-
-// Program checks insns (every DRAM access inside one of the session's
-// buffers, the stream ending with FINISH) and uploads them to memory of the
-// session that no instruction may touch. It returns the program's handle.
-func (s *Session) Program(ctx context.Context, insns []isa.Insn) (Handle, error) {
-	panic("sessions: unimplemented")
-}
-
 // Completion is the end of a job.
 type Completion struct {
 	Job   uint64 // the id given to Submit
 	Stats alidnn.Stats
 	Err   error // nil, *alidnn.EngineError, ErrClosed or a context error
 }
-
-// Submit queues a run of program p as job id; the completion arrives on
-// the session's Completions channel, in the order jobs ran.
-func (s *Session) Submit(p Handle, id uint64) error { panic("sessions: unimplemented") }
-
-// Completions delivers the session's completions; closed after Close.
-func (s *Session) Completions() <-chan Completion { panic("sessions: unimplemented") }
-
-// Close cancels queued jobs (their completions carry ErrClosed), waits for
-// or aborts the running one, zeroes and frees the session's memory and
-// disables its window.
-func (s *Session) Close() error { panic("sessions: unimplemented") }

@@ -56,41 +56,14 @@ func (l memLayout) relocate(insns []isa.Insn, base uint64, k int) ([]isa.Insn, e
 	return out, nil
 }
 
-// extent is the device memory [lo, hi) a LOAD or STORE touches: YSize rows
-// of XSize elements, XStride elements apart (padding is made on chip).
+// extent is the device memory [lo, hi) a LOAD or STORE may touch, as the
+// agent checks it (isa's DRAMSpan); an empty tile touches nothing.
 func extent(i isa.Insn) (lo, hi uint64) {
-	if i.YSize == 0 || i.XSize == 0 {
+	addr, n, ok := i.DRAMSpan()
+	if !ok {
 		return i.DRAM, i.DRAM
 	}
-	esz := elemBytes(i)
-	return i.DRAM, i.DRAM + (uint64(i.YSize-1)*uint64(i.XStride)+uint64(i.XSize))*esz
-}
-
-// elemBytes is the DRAM bytes of one element of i's memory space (ISA.md,
-// "Memory spaces and data types"; the default BLOCK_IN = BLOCK_OUT = 16,
-// BATCH = 1, which is the configuration the compiler targets).
-func elemBytes(i isa.Insn) uint64 {
-	switch i.Mem {
-	case isa.MemUop:
-		return 4
-	case isa.MemInp:
-		if i.DType == isa.FP32 {
-			return 4 * lanes
-		}
-		return lanes
-	case isa.MemWgt:
-		if i.DType == isa.FP32 {
-			return 4 * lanes * lanes
-		}
-		return lanes * lanes
-	case isa.MemAcc:
-		if i.Op == isa.OpStore && i.DType == isa.Int8 {
-			return lanes
-		}
-		return 4 * lanes
-	default: // param: 64-bit lanes whatever the data type
-		return 8 * lanes
-	}
+	return addr, addr + n
 }
 
 // chain joins complete instruction streams into one job that runs them one

@@ -288,15 +288,17 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	for _, j := range e.sched.cancel(s) {
-		j.p.jobs--
-		s.deliver(Completion{Job: j.id, Err: fmt.Errorf("sessions: job %d not run: %w", j.id, ErrClosed)})
-	}
+	queued := e.sched.cancel(s)
 	if e.running == s {
 		s.cancel()
 		for e.running == s {
 			e.jobDone.Wait()
 		}
+	}
+	// After the running job's completion, which came before them.
+	for _, j := range queued {
+		j.p.jobs--
+		s.deliver(Completion{Job: j.id, Err: fmt.Errorf("sessions: job %d not run: %w", j.id, ErrClosed)})
 	}
 	werr := e.chip.SetWindow(s.window, 0, 0)
 	e.mu.Unlock()

@@ -13,6 +13,7 @@
 //	GET  /v1/loads/{id}/events   NDJSON stream of Event      progress from the start, ends with the final Load
 //	POST /v1/pulls               PullRequest → 202 Load      prefetch an image into the cache (Kind "pull")
 //	GET  /v1/images              {"images": [CachedBlob]}    the node cache
+//	POST /v1/slots/{n}/session   101 → session frames       a tenant session on an AliDNN slot (sdk/agentapi/session)
 //	GET  /healthz                "ok"                        liveness, no authentication
 //	GET  /metrics                Prometheus text             operator only
 //
@@ -197,6 +198,16 @@ const (
 	CodeProgram         Code = "program_failed"       // the shell refused the bitstream; slots rolled back
 	CodeSelfTest        Code = "selftest_failed"
 	CodeInternal        Code = "internal"
+
+	// Codes of tenant sessions (POST /v1/slots/{n}/session, package
+	// sdk/agentapi/session).
+	CodeBadHandle     Code = "bad_handle"      // no such buffer or program in this session: forged, freed or another's
+	CodeQuota         Code = "quota_exceeded"  // the tenant's device memory quota, or no free window
+	CodeOutOfRange    Code = "out_of_range"    // an access outside the buffer
+	CodeRefused       Code = "program_refused" // an instruction reaches outside the session's buffers
+	CodeInUse         Code = "in_use"          // freeing a buffer a live program references
+	CodeSessionClosed Code = "session_closed"  // the session ended (closed, slot cleared or reloaded)
+	CodeCanceled      Code = "canceled"        // the request or job was cancelled
 )
 
 // Error is the body of a failed request and the error of a failed load.

@@ -1,6 +1,7 @@
 package faas
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -19,6 +20,14 @@ var (
 	ErrCacheFull    = errors.New("node cache full")                                  // cache_full
 	ErrUnavailable  = errors.New("unavailable")                                      // registry_unavailable, faasd unreachable
 	ErrProgram      = errors.New("programming or self-test failed")                  // program_failed, selftest_failed
+
+	// Errors of sessions (Device, Buffer, Queue, Job).
+	ErrBadHandle  = errors.New("no such buffer or program in this session") // bad_handle
+	ErrQuota      = errors.New("device memory quota exceeded")              // quota_exceeded
+	ErrOutOfRange = errors.New("access outside the buffer")                 // out_of_range
+	ErrRefused    = errors.New("program refused")                           // program_refused
+	ErrInUse      = errors.New("buffer in use by a program")                // in_use
+	ErrClosed     = errors.New("session closed")                            // session_closed; also use after Close or Free
 )
 
 // Error is a request faasd refused or a load that failed. (The agent's
@@ -70,6 +79,20 @@ func (e *Error) Is(target error) bool {
 		return target == ErrUnavailable
 	case agentapi.CodeProgram, agentapi.CodeSelfTest:
 		return target == ErrProgram
+	case agentapi.CodeBadHandle:
+		return target == ErrBadHandle
+	case agentapi.CodeQuota:
+		return target == ErrQuota
+	case agentapi.CodeOutOfRange:
+		return target == ErrOutOfRange
+	case agentapi.CodeRefused:
+		return target == ErrRefused
+	case agentapi.CodeInUse:
+		return target == ErrInUse
+	case agentapi.CodeSessionClosed:
+		return target == ErrClosed
+	case agentapi.CodeCanceled:
+		return target == context.Canceled
 	}
 	return false
 }

@@ -34,6 +34,9 @@ func NewFDConn(c *net.UnixConn) *FDConn {
 // Read reads bytes and queues any descriptors that come with them.
 func (c *FDConn) Read(p []byte) (int, error) {
 	n, oobn, _, _, err := c.ReadMsgUnix(p, c.oob)
+	if n < 0 {
+		n = 0
+	}
 	if oobn > 0 {
 		c.take(c.oob[:oobn])
 	}

@@ -164,7 +164,14 @@ func (s *Server) startLoad(pull bool) handler {
 			// not the agent: shutdown cancels it, and it rolls back.
 			ctx, cancel := context.WithTimeout(s.base, 10*time.Minute)
 			defer cancel()
+			if lreq.Slot != nil && !pull {
+				// A reload of a slot (or its board) ends its sessions first.
+				s.hub.closeSlots([]int{*lreq.Slot, *lreq.Slot ^ 1})
+			}
 			res, err := s.cfg.Loader.Load(ctx, lreq)
+			if err == nil {
+				s.hub.closeSlots(res.Slots)
+			}
 			run.update(func(l *agentapi.Load) {
 				l.Finished = time.Now().UTC()
 				l.Phase = ""

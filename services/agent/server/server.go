@@ -47,6 +47,7 @@ import (
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/loader"
 	"github.com/fpga-faas/faas/services/agent/regclient"
+	"github.com/fpga-faas/faas/services/agent/sessions"
 	"github.com/fpga-faas/faas/services/agent/slots"
 	"github.com/fpga-faas/faas/services/registry/api"
 )
@@ -85,6 +86,14 @@ type Config struct {
 	// MaxLoads bounds concurrent loads and pulls; 0 means 4.
 	MaxLoads int
 	Logger   *slog.Logger
+
+	// SharedWith lists, by slot, tenants besides the one that loaded it who
+	// may open sessions on it (see session.go).
+	SharedWith map[int][]string
+	// SessionQuotas and SessionDefaultQuota are the tenants' quotas on a
+	// slot's session engine (sessions.Config).
+	SessionQuotas       map[string]sessions.Quota
+	SessionDefaultQuota sessions.Quota
 }
 
 // Server serves the agent's API.
@@ -95,6 +104,7 @@ type Server struct {
 	loads *loadTable
 	sem   chan struct{}
 	ops   map[int]bool
+	hub   *sessionHub
 
 	tokMu  sync.Mutex
 	tokens map[[32]byte]tokenEntry
@@ -140,6 +150,7 @@ func New(cfg Config) (*Server, error) {
 	for _, u := range cfg.Operators {
 		s.ops[u] = true
 	}
+	s.hub = newSessionHub(s)
 	s.routes()
 	return s, nil
 }
@@ -150,6 +161,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/slots", s.authed(s.listSlots))
 	m.HandleFunc("GET /v1/slots/{n}", s.authed(s.getSlot))
 	m.HandleFunc("POST /v1/slots/{n}/clear", s.authed(s.clearSlot))
+	m.HandleFunc("POST /v1/slots/{n}/session", s.authed(s.openSession))
 	m.HandleFunc("GET /v1/slots/{n}/ddr", s.authed(s.readDDR))
 	m.HandleFunc("PUT /v1/slots/{n}/ddr", s.authed(s.writeDDR))
 	m.HandleFunc("POST /v1/loads", s.authed(s.startLoad(false)))
@@ -398,7 +410,7 @@ func statusOf(c agentapi.Code) int {
 		return http.StatusForbidden
 	case agentapi.CodeNotFound:
 		return http.StatusNotFound
-	case agentapi.CodeBusy:
+	case agentapi.CodeBusy, agentapi.CodeQuota:
 		return http.StatusConflict
 	case agentapi.CodeSignature, agentapi.CodeCountersign, agentapi.CodeIncompatible:
 		return http.StatusUnprocessableEntity
@@ -527,6 +539,7 @@ func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	s.wg.Add(1)
 	defer s.wg.Done()
+	s.hub.closeSlots(group) // sessions end before the chip is wiped
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Minute)
 	defer cancel()
 	if err := s.cfg.Slots.ClearSlots(ctx, group); err != nil {

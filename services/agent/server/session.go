@@ -1,0 +1,233 @@
+package server
+
+// Tenant sessions: POST /v1/slots/{n}/session upgrades the connection to
+// the session protocol of sdk/agentapi/session and runs it over a session of
+// the slot's sessions.Engine.
+//
+// # Who may open a session
+//
+// A slot's sessions are for the tenant that loaded it, for the tenants the
+// operator shares it with (Config.SharedWith, by slot), and for the
+// operator. The engine knows the caller by tenant name (the operator, when
+// it has no tenant token, as "operator"): quotas and fair shares are per
+// tenant, windows and buffers per session.
+//
+// # Engines
+//
+// One engine per slot whose loaded role is AliDNN, created by the first
+// session and stopped, with every session on it, when the slot is cleared,
+// reloaded, or found loaded anew since the engine started (its record's
+// LoadedAt changed). Its Run lives as long as Serve.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn"
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/agentapi/session"
+	"github.com/fpga-faas/faas/services/agent/sessions"
+	"github.com/fpga-faas/faas/services/agent/slots"
+)
+
+// engineStopTimeout bounds the wait for an engine's scheduler to stop.
+const engineStopTimeout = 30 * time.Second
+
+// operatorTenant is the tenant name of the operator's own sessions.
+const operatorTenant = "operator"
+
+// sessionHub holds the engines of the host's slots.
+type sessionHub struct {
+	s       *Server
+	mu      sync.Mutex
+	engines map[int]*engineRun
+}
+
+type engineRun struct {
+	eng      *sessions.Engine
+	loadedAt time.Time
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func newSessionHub(s *Server) *sessionHub {
+	return &sessionHub{s: s, engines: map[int]*engineRun{}}
+}
+
+// open starts a session of tenant on slot sl, whose record is rec.
+func (h *sessionHub) open(sl slots.Slot, rec slots.Record, tenant string) (*sessions.Session, error) {
+	h.mu.Lock()
+	er := h.engines[sl.Index]
+	if er != nil && !er.loadedAt.Equal(rec.LoadedAt) {
+		delete(h.engines, sl.Index)
+		h.mu.Unlock()
+		er.stop()
+		h.mu.Lock()
+		er = h.engines[sl.Index]
+	}
+	if er == nil {
+		eng, err := sessions.New(sessions.Config{Chip: sl.Chip, DDRSize: sl.Chip.DDRSize(),
+			Quotas: h.s.cfg.SessionQuotas, DefaultQuota: h.s.cfg.SessionDefaultQuota,
+			Logger: h.s.log.With("slot", sl.Index)})
+		if err != nil {
+			h.mu.Unlock()
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(h.s.base)
+		er = &engineRun{eng: eng, loadedAt: rec.LoadedAt, cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(er.done)
+			if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
+				h.s.log.Error("session engine stopped", "slot", sl.Index, "err", err)
+			}
+		}()
+		h.engines[sl.Index] = er
+	}
+	h.mu.Unlock()
+	return er.eng.Open(tenant)
+}
+
+func (er *engineRun) stop() {
+	er.cancel()
+	select {
+	case <-er.done:
+	case <-time.After(engineStopTimeout):
+	}
+}
+
+// closeSlots stops the engines of slots (clear, reload): their sessions end
+// with ErrClosed and their memory is zeroed, before the chip changes.
+func (h *sessionHub) closeSlots(idx []int) {
+	h.mu.Lock()
+	var stop []*engineRun
+	for _, i := range idx {
+		if er := h.engines[i]; er != nil {
+			stop = append(stop, er)
+			delete(h.engines, i)
+		}
+	}
+	h.mu.Unlock()
+	for _, er := range stop {
+		er.stop()
+	}
+}
+
+// SessionUsage reports the accounting of slot's session engine, by tenant:
+// nil when no session was opened on it since it was loaded.
+func (s *Server) SessionUsage(slot int) []sessions.Usage {
+	s.hub.mu.Lock()
+	er := s.hub.engines[slot]
+	s.hub.mu.Unlock()
+	if er == nil {
+		return nil
+	}
+	return er.eng.Usage()
+}
+
+// maySession reports whether p may open sessions on slot i.
+func (s *Server) maySession(p *principal, i int, rec slots.Record) bool {
+	if p.operator {
+		return true
+	}
+	if p.tenant == "" {
+		return false
+	}
+	return rec.Tenant == p.tenant || slices.Contains(s.cfg.SharedWith[i], p.tenant)
+}
+
+func headerHas(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// openSession upgrades the request to a session on slot {n}.
+func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principal) {
+	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", session.Protocol) {
+		w.Header().Set("Upgrade", session.Protocol)
+		writeErr(w, http.StatusUpgradeRequired, agentapi.Error{Code: agentapi.CodeBadRequest,
+			Message: "a session needs Connection: Upgrade and Upgrade: " + session.Protocol})
+		return
+	}
+	sl, ok := s.slotParam(w, r)
+	if !ok {
+		return
+	}
+	rec := s.cfg.Slots.Record(sl.Index)
+	if !s.maySession(p, sl.Index, rec) {
+		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
+			Message: fmt.Sprintf("slot %d is not yours", sl.Index), Hint: "open a slot you loaded, or ask the operator to share it"})
+		return
+	}
+	if rec.State != agentapi.Loaded || rec.Role == nil || rec.Role.ID != alidnn.ID || s.cfg.Slots.Held(sl.Index) {
+		writeErr(w, http.StatusConflict, agentapi.Error{Code: agentapi.CodeBusy,
+			Message: fmt.Sprintf("slot %d has no AliDNN engine loaded", sl.Index), Hint: "load an AliDNN image into it first"})
+		return
+	}
+	tenant := p.tenant
+	if tenant == "" {
+		tenant = operatorTenant
+	}
+	sess, err := s.hub.open(sl, rec, tenant)
+	if err != nil {
+		code := sessionCode(err)
+		if code == agentapi.CodeInternal {
+			s.log.Error("opening a session", "slot", sl.Index, "err", err)
+		}
+		writeErr(w, statusOf(code), agentapi.Error{Code: code, Message: err.Error()})
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		sess.Close()
+		writeErr(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: "connection cannot be upgraded"})
+		return
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		sess.Close()
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	if _, err := conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + session.Protocol + "\r\n\r\n")); err != nil {
+		conn.Close()
+		sess.Close()
+		return
+	}
+	s.log.Debug("session opened", "slot", sl.Index, "tenant", tenant)
+	serveSession(conn, brw.Reader, sess, s.log.With("slot", sl.Index, "tenant", tenant))
+}
+
+// sessionCode classifies a sessions error for the wire.
+func sessionCode(err error) agentapi.Code {
+	switch {
+	case errors.Is(err, sessions.ErrBadHandle):
+		return agentapi.CodeBadHandle
+	case errors.Is(err, sessions.ErrQuota):
+		return agentapi.CodeQuota
+	case errors.Is(err, sessions.ErrOutOfRange):
+		return agentapi.CodeOutOfRange
+	case errors.Is(err, sessions.ErrRefused):
+		return agentapi.CodeRefused
+	case errors.Is(err, sessions.ErrInUse):
+		return agentapi.CodeInUse
+	case errors.Is(err, sessions.ErrClosed):
+		return agentapi.CodeSessionClosed
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return agentapi.CodeCanceled
+	case errors.Is(err, session.ErrFrame):
+		return agentapi.CodeBadRequest
+	}
+	return agentapi.CodeInternal
+}

@@ -1,0 +1,452 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn"
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/agentapi/session"
+	"github.com/fpga-faas/faas/services/agent/sessions"
+)
+
+// Timing of a session connection.
+const (
+	helloTimeout = 10 * time.Second
+	// pollSpin is how long the agent keeps polling an empty submission
+	// ring after its last job before it sleeps on the socket: a tenant
+	// submitting back to back never pays a system call per job.
+	pollSpin = 100 * time.Microsecond
+	// cqBackoff is the pause while a client leaves its completion ring
+	// full (a client that submits more than it reaps; the SDK does not).
+	cqBackoff = time.Millisecond
+	// workQueue bounds the requests read ahead of the one being carried
+	// out, so a session holds at most a few frames of MaxPayload.
+	workQueue = 2
+)
+
+// sconn is one session connection: the frames on conn, and on the local
+// path the shared control block and staging memory.
+type sconn struct {
+	conn net.Conn
+	uc   *net.UnixConn // the local path; nil over TLS
+	br   *bufio.Reader
+	sess *sessions.Session
+	log  *slog.Logger
+
+	ctx    context.Context // ends with the connection
+	cancel context.CancelFunc
+
+	wmu sync.Mutex // frame writes
+
+	work     chan session.Frame
+	staging  map[sessions.Handle][]byte // owned by the worker
+	ctl      *session.Control
+	ctlMem   []byte
+	doorbell chan struct{}
+	refused  chan sessions.Completion // submissions the session refused
+
+	forwarded chan struct{} // closed when forward has returned
+}
+
+// serveSession runs a session on an upgraded connection until it ends: the
+// client closes it, exits or crashes (the kernel closes the socket), breaks
+// the protocol, or the engine stops. Then the session is closed: its jobs
+// end, its memory is zeroed and freed, its window disabled.
+func serveSession(conn net.Conn, br *bufio.Reader, sess *sessions.Session, log *slog.Logger) {
+	c := &sconn{conn: conn, br: br, sess: sess, log: log, work: make(chan session.Frame, workQueue),
+		staging: map[sessions.Handle][]byte{}, doorbell: make(chan struct{}, 1),
+		refused: make(chan sessions.Completion, 2*session.DefaultEntries)}
+	c.uc, _ = conn.(*net.UnixConn)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		c.cancel()
+		conn.Close()
+		close(c.work)
+		wg.Wait() // worker and poller
+		sess.Close()
+		<-c.forwarded
+		for _, m := range c.staging {
+			session.Unmap(m)
+		}
+		session.Unmap(c.ctlMem)
+		log.Debug("session closed")
+	}()
+	c.forwarded = make(chan struct{})
+	if err := c.setup(); err != nil {
+		log.Debug("session setup failed", "err", err)
+		close(c.forwarded)
+		return
+	}
+	go func() {
+		defer close(c.forwarded)
+		c.forward()
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.worker()
+	}()
+	if c.ctl != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.poll()
+		}()
+	}
+	if err := c.read(); err != nil && c.ctx.Err() == nil {
+		log.Debug("session connection ended", "err", err)
+	}
+}
+
+// setup answers the client's hello.
+func (c *sconn) setup() error {
+	c.conn.SetReadDeadline(time.Now().Add(helloTimeout))
+	f, err := session.ReadFrame(c.br, 64)
+	if err != nil {
+		return err
+	}
+	c.conn.SetReadDeadline(time.Time{})
+	if f.Op != session.OpHello {
+		return fmt.Errorf("%w: %v before hello", session.ErrFrame, f.Op)
+	}
+	h, err := session.ParseHello(f.Payload)
+	if err != nil {
+		return err
+	}
+	if h.Version != session.Version {
+		c.writeError(f.ID, agentapi.CodeBadRequest, fmt.Sprintf("session protocol version %d, this agent speaks %d", h.Version, session.Version))
+		return errors.New("version mismatch")
+	}
+	st := session.Setup{Entries: session.DefaultEntries, Tenant: c.sess.Tenant()}
+	if h.Flags&session.HelloShm == 0 || c.uc == nil {
+		return c.writeFrame(session.OpReply, f.ID, st.Marshal())
+	}
+	size := session.ControlSize(st.Entries)
+	fd, mem, err := session.Memfd("faas-session", size)
+	if err != nil {
+		c.writeError(f.ID, agentapi.CodeInternal, err.Error())
+		return err
+	}
+	defer closeFD(fd)
+	if c.ctl, err = session.NewControl(mem, st.Entries); err != nil {
+		session.Unmap(mem)
+		return err
+	}
+	c.ctlMem = mem
+	c.ctl.Init()
+	st.Shm, st.ControlSize = true, uint64(size)
+	return c.writeFD(session.OpReply, f.ID, st.Marshal(), fd)
+}
+
+// read takes frames off the connection until it ends.
+func (c *sconn) read() error {
+	for {
+		f, err := session.ReadFrame(c.br, session.MaxPayload)
+		if err != nil {
+			return err
+		}
+		if f.Flags != 0 {
+			return fmt.Errorf("%w: flags %#x from a client", session.ErrFrame, f.Flags)
+		}
+		switch f.Op {
+		case session.OpDoorbell:
+			select {
+			case c.doorbell <- struct{}{}:
+			default:
+			}
+		case session.OpSubmit:
+			e, err := session.ParseSubmit(f.Payload)
+			if err != nil {
+				return err
+			}
+			c.submit(e)
+		case session.OpAlloc, session.OpFree, session.OpWrite, session.OpRead, session.OpSync, session.OpProgram, session.OpClose:
+			select {
+			case c.work <- f:
+			case <-c.ctx.Done():
+				return nil
+			}
+		default:
+			return fmt.Errorf("%w: %v from a client", session.ErrFrame, f.Op)
+		}
+	}
+}
+
+// worker carries out requests in the order they came.
+func (c *sconn) worker() {
+	for f := range c.work {
+		if c.ctx.Err() != nil {
+			continue
+		}
+		payload, fd, err := c.handle(f)
+		switch {
+		case err != nil:
+			code := sessionCode(err)
+			if code == agentapi.CodeInternal {
+				c.log.Warn("session request failed", "op", f.Op.String(), "err", err)
+			}
+			c.writeError(f.ID, code, err.Error())
+		case fd >= 0:
+			c.writeFD(session.OpReply, f.ID, payload, fd)
+			closeFD(fd)
+		default:
+			c.writeFrame(session.OpReply, f.ID, payload)
+		}
+		if f.Op == session.OpClose {
+			c.kill()
+		}
+	}
+}
+
+// handle carries out one request; fd >= 0 goes with the reply.
+func (c *sconn) handle(f session.Frame) (payload []byte, fd int, err error) {
+	ctx := c.ctx
+	switch f.Op {
+	case session.OpAlloc:
+		v, _, err := session.ParseU64s(f.Payload, 1, false)
+		if err != nil {
+			return nil, -1, err
+		}
+		if v[0] == 0 || v[0] > session.MaxBuffer {
+			return nil, -1, fmt.Errorf("%w: buffer of %d bytes", session.ErrFrame, v[0])
+		}
+		b, err := c.sess.Alloc(v[0])
+		if err != nil {
+			return nil, -1, err
+		}
+		rep := session.AllocReply{Handle: uint64(b.Handle), Addr: b.Addr, Size: b.Size}
+		if c.ctl == nil {
+			return rep.Marshal(), -1, nil
+		}
+		rep.Staging = session.RoundPage(b.Size)
+		fd, mem, err := session.Memfd("faas-buffer", int(rep.Staging))
+		if err != nil {
+			c.sess.Free(b.Handle)
+			return nil, -1, err
+		}
+		c.staging[b.Handle] = mem
+		return rep.Marshal(), fd, nil
+	case session.OpFree:
+		v, _, err := session.ParseU64s(f.Payload, 1, false)
+		if err != nil {
+			return nil, -1, err
+		}
+		h := sessions.Handle(v[0])
+		if err := c.sess.Free(h); err != nil {
+			return nil, -1, err
+		}
+		if m, ok := c.staging[h]; ok {
+			session.Unmap(m)
+			delete(c.staging, h)
+		}
+		return nil, -1, nil
+	case session.OpWrite:
+		v, data, err := session.ParseU64s(f.Payload, 2, true)
+		if err != nil {
+			return nil, -1, err
+		}
+		return nil, -1, c.sess.Write(ctx, sessions.Handle(v[0]), v[1], data)
+	case session.OpRead:
+		v, _, err := session.ParseU64s(f.Payload, 3, false)
+		if err != nil {
+			return nil, -1, err
+		}
+		if v[2] > session.MaxData {
+			return nil, -1, fmt.Errorf("%w: read of %d bytes, at most %d", session.ErrFrame, v[2], session.MaxData)
+		}
+		buf := make([]byte, v[2])
+		if err := c.sess.Read(ctx, sessions.Handle(v[0]), v[1], buf); err != nil {
+			return nil, -1, err
+		}
+		return buf, -1, nil
+	case session.OpSync:
+		r, err := session.ParseSyncRequest(f.Payload)
+		if err != nil {
+			return nil, -1, err
+		}
+		mem, ok := c.staging[sessions.Handle(r.Handle)]
+		if !ok {
+			return nil, -1, fmt.Errorf("sync: %w", sessions.ErrBadHandle)
+		}
+		if r.Off > uint64(len(mem)) || r.Len > uint64(len(mem))-r.Off {
+			return nil, -1, fmt.Errorf("sync of %d bytes at %d: %w", r.Len, r.Off, sessions.ErrOutOfRange)
+		}
+		p := mem[r.Off : r.Off+r.Len]
+		if r.Dir == session.ToDevice {
+			return nil, -1, c.sess.Write(ctx, sessions.Handle(r.Handle), r.Off, p)
+		}
+		return nil, -1, c.sess.Read(ctx, sessions.Handle(r.Handle), r.Off, p)
+	case session.OpProgram:
+		insns, err := session.DecodeProgram(f.Payload)
+		if err != nil {
+			return nil, -1, err
+		}
+		h, err := c.sess.Program(ctx, insns)
+		if err != nil {
+			return nil, -1, err
+		}
+		return session.U64s(uint64(h)), -1, nil
+	case session.OpClose:
+		return nil, -1, nil
+	}
+	return nil, -1, fmt.Errorf("%w: %v", session.ErrFrame, f.Op)
+}
+
+// submit hands a job to the session; a refusal becomes its completion.
+func (c *sconn) submit(e session.SubmitEntry) {
+	if err := c.sess.Submit(sessions.Handle(e.Prog), e.Job); err != nil {
+		select {
+		case c.refused <- sessions.Completion{Job: e.Job, Err: err}:
+		case <-c.ctx.Done():
+		}
+	}
+}
+
+// poll consumes the submission ring: it spins while jobs keep coming and
+// sleeps on the doorbell after pollSpin without one.
+func (c *sconn) poll() {
+	last := time.Now()
+	for c.ctx.Err() == nil {
+		e, ok, err := c.ctl.PopSubmit()
+		if err != nil {
+			c.log.Warn("session broke its submission ring", "err", err)
+			c.kill()
+			return
+		}
+		if ok {
+			c.submit(e)
+			last = time.Time{}
+			continue
+		}
+		if last.IsZero() {
+			last = time.Now()
+		}
+		if time.Since(last) < pollSpin {
+			runtime.Gosched()
+			continue
+		}
+		c.ctl.SleepSubmit()
+		if c.ctl.SubmitPending() {
+			c.ctl.WakeSubmit()
+			continue
+		}
+		select {
+		case <-c.doorbell:
+		case <-c.ctx.Done():
+			return
+		}
+		c.ctl.WakeSubmit()
+		last = time.Now()
+	}
+}
+
+// forward delivers the session's completions and refusals until the
+// session's channel closes; it never stops reading that channel early, so
+// the engine's outbox always drains.
+func (c *sconn) forward() {
+	comps := c.sess.Completions()
+	for {
+		var cp sessions.Completion
+		select {
+		case x, ok := <-comps:
+			if !ok {
+				c.kill() // the engine stopped: end the connection too
+				return
+			}
+			cp = x
+		case cp = <-c.refused:
+		}
+		if c.ctx.Err() != nil {
+			continue
+		}
+		w := wireCompletion(cp)
+		if c.ctl == nil {
+			if c.writeFrame(session.OpCompletion, 0, w.Marshal()) != nil {
+				c.kill()
+			}
+			continue
+		}
+		c.push(&w)
+	}
+}
+
+// push puts a completion on the ring, waiting while the client leaves it
+// full.
+func (c *sconn) push(w *session.Completion) {
+	for c.ctx.Err() == nil {
+		ok, wake, err := c.ctl.PushCompletion(w)
+		if err != nil {
+			c.log.Warn("session broke its completion ring", "err", err)
+			c.kill()
+			return
+		}
+		if ok {
+			if wake {
+				c.writeFrame(session.OpDoorbell, 0, nil)
+			}
+			return
+		}
+		select {
+		case <-time.After(cqBackoff):
+		case <-c.ctx.Done():
+		}
+	}
+}
+
+// wireCompletion encodes a completion. Errors other than the engine's
+// travel as a code; their text stays in the agent.
+func wireCompletion(cp sessions.Completion) session.Completion {
+	w := session.Completion{Job: cp.Job, Stats: cp.Stats}
+	if cp.Err == nil {
+		return w
+	}
+	var ee *alidnn.EngineError
+	if errors.As(cp.Err, &ee) {
+		w.Kind, w.Cause, w.PC = session.EngineFault, ee.Cause, ee.PC
+		return w
+	}
+	w.Kind, w.Code = session.Failed, sessionCode(cp.Err)
+	if w.Code == agentapi.CodeInternal {
+		w.Message = cp.Err.Error()
+	}
+	return w
+}
+
+// kill ends the connection.
+func (c *sconn) kill() {
+	c.cancel()
+	c.conn.Close()
+}
+
+func (c *sconn) writeFrame(op session.Op, id uint64, payload []byte) error {
+	hdr := session.AppendHeader(make([]byte, 0, session.HeaderSize), op, 0, id, len(payload))
+	bufs := net.Buffers{hdr, payload}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := bufs.WriteTo(c.conn)
+	return err
+}
+
+func (c *sconn) writeFD(op session.Op, id uint64, payload []byte, fd int) error {
+	f := session.Frame{Op: op, Flags: session.FlagFD, ID: id, Payload: payload}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return session.WriteFD(c.uc, f.Marshal(), fd)
+}
+
+func (c *sconn) writeError(id uint64, code agentapi.Code, msg string) error {
+	return c.writeFrame(session.OpError, id, session.ErrorPayload{Code: code, Message: msg}.Marshal())
+}
+
+func closeFD(fd int) { unix.Close(fd) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/services/agent/sessions"
 	"github.com/fpga-faas/faas/shell"
 )
@@ -169,5 +170,61 @@ func TestWindowExhaustion(t *testing.T) {
 	s := open(t, e, "t")
 	if s.Region().Window != w {
 		t.Fatalf("new session got window %d, want the freed %d", s.Region().Window, w)
+	}
+}
+
+func TestAllocCoalesces(t *testing.T) {
+	e, _ := newEngine(t, sessions.Config{Quotas: map[string]sessions.Quota{"a": {Memory: 4096}}})
+	s := open(t, e, "a")
+	var bs []sessions.Buffer
+	for range 4 {
+		bs = append(bs, alloc(t, s, 1024))
+	}
+	if _, err := s.Alloc(64); !errors.Is(err, sessions.ErrQuota) {
+		t.Fatalf("Alloc in a full region: %v", err)
+	}
+	for _, k := range []int{2, 1} {
+		if err := s.Free(bs[k].Handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := alloc(t, s, 2048); b.Addr != bs[1].Addr {
+		t.Fatalf("2 KiB after freeing two neighbours at %#x, want %#x", b.Addr, bs[1].Addr)
+	} else if err := s.Free(b.Handle); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{0, 3} {
+		if err := s.Free(bs[k].Handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := alloc(t, s, 4096); b.Addr != s.Region().Base {
+		t.Fatalf("whole region at %#x, want %#x", b.Addr, s.Region().Base)
+	}
+}
+
+func TestProgramAreaFull(t *testing.T) {
+	e, _ := newEngine(t, sessions.Config{ProgramBytes: 4096})
+	s := open(t, e, "a")
+	big := make([]isa.Insn, 4096/isa.InsnBytes+1)
+	big[len(big)-1] = isa.Insn{Op: isa.OpFinish}
+	for k := range len(big) - 1 {
+		big[k] = isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueCompute}
+	}
+	if _, err := s.Program(context.Background(), big); !errors.Is(err, sessions.ErrQuota) {
+		t.Fatalf("program larger than the area: %v, want ErrQuota", err)
+	}
+	var ps []sessions.Handle
+	for range 4096 / 64 {
+		ps = append(ps, program(t, s, finishOnly))
+	}
+	if _, err := s.Program(context.Background(), finishOnly); !errors.Is(err, sessions.ErrQuota) {
+		t.Fatalf("program in a full area: %v, want ErrQuota", err)
+	}
+	if err := s.Free(ps[7]); err != nil {
+		t.Fatal(err)
+	}
+	if c := run(t, s, program(t, s, finishOnly), 5); c.Err != nil {
+		t.Fatal(c.Err)
 	}
 }

@@ -65,11 +65,15 @@ func (s *Session) owner(addr, n uint64) *buffer {
 // full program area is ErrQuota. The buffers the program reaches cannot be
 // freed until the program is.
 func (s *Session) Program(ctx context.Context, insns []isa.Insn) (Handle, error) {
+	e := s.e
+	// Refuse what cannot fit before encoding it.
+	if area := s.region.end - s.prog; uint64(len(insns)) > area/isa.InsnBytes {
+		return 0, fmt.Errorf("sessions: %d instructions do not fit the %d-byte program area: %w", len(insns), area, ErrQuota)
+	}
 	code, accs, err := vet(insns)
 	if err != nil {
 		return 0, err
 	}
-	e := s.e
 	e.mu.Lock()
 	if s.closed {
 		e.mu.Unlock()

@@ -20,7 +20,7 @@ const (
 	zeroChunk           = 1 << 20 // bytes per DMA write when zeroing
 )
 
-// Engine is the session manager of one chip. Start runs its scheduler.
+// Engine is the session manager of one chip. Run runs its scheduler.
 type Engine struct {
 	chip      Chip
 	log       *slog.Logger

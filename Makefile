@@ -150,7 +150,7 @@ fuzz-smoke:
 # binaries (`make tools` installs them as root) and the shared test data.
 DEMO_BIN ?= build/demo/bin
 DEMO_PKGS := ./services/cmd/registry ./services/cmd/faasd ./hdk/cmd/hdk ./sdk/cmd/faas \
-	./bitstreams/images/cmd/genbits ./internal/cmd/demo $(if $(wildcard examples/mnist/main.go),./examples/mnist)
+	./bitstreams/images/cmd/genbits ./internal/cmd/demo ./examples/mnist
 demo:
 	@if [ -z "$(FAAS_PG_BIN)" ] && [ ! -x "$(PG_BIN)/initdb" ] && ! command -v initdb >/dev/null 2>&1 && \
 		[ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

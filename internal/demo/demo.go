@@ -71,10 +71,17 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
-	for _, b := range Binaries[:len(Binaries)-1] { // mnist: at its step
+	for _, b := range Binaries {
 		if _, err := os.Stat(filepath.Join(cfg.Bin, b)); err != nil {
 			return fmt.Errorf("binary %s: %w (build the demo's programs first: make demo)", b, err)
 		}
+	}
+	// Absolute, for the children and the printed commands.
+	if cfg.TestData, err = filepath.Abs(cfg.TestData); err != nil {
+		return err
+	}
+	if cfg.Bin, err = filepath.Abs(cfg.Bin); err != nil {
+		return err
 	}
 	mnist := filepath.Join(cfg.TestData, "onnx", "models", "mnist")
 	if _, err := os.Stat(filepath.Join(mnist, "model.onnx")); err != nil {
@@ -310,9 +317,6 @@ func (d *demo) bringUp(mnist string) (string, error) {
 	d.begin("examples/mnist on slot %d: compile the model, open the slot through faasd, classify the reference digits", slot)
 	args := []string{"-agent", "unix://" + socket, "-slot", fmt.Sprint(slot), "-model", filepath.Join(mnist, "model.onnx"), "-inputs", mnist, "-repeat", "4"}
 	d.printf("      $ mnist %s\n", strings.Join(args, " "))
-	if _, err := os.Stat(filepath.Join(d.cfg.Bin, "mnist")); err != nil {
-		return "", fmt.Errorf("examples/mnist: %w", err)
-	}
 	out, err = d.run(alice, "", "mnist", args...)
 	d.printf("%s", indent(out))
 	if err != nil {

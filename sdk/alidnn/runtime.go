@@ -65,11 +65,9 @@ func (s *Session) Run(ctx context.Context, inputs ...*onnx.Tensor) (*Result, err
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		if s.withdraw(r) {
-			return nil, ctx.Err()
-		}
-		// r is part of a job already on its way: the job runs on and r's
-		// outputs are dropped.
+		// Still waiting, r is withdrawn; given to a job already, the job
+		// runs on and r's outputs are dropped.
+		s.withdraw(r)
 		return nil, ctx.Err()
 	}
 	if r.err != nil {

@@ -118,8 +118,9 @@ func Open(ctx context.Context, eng Engine, p *Program, opts ...SessionOption) (*
 	return s, nil
 }
 
-// Close waits for the session's jobs to end, fails the runs still waiting
-// with ErrClosed and frees the session's device memory.
+// Close fails the runs still waiting with ErrClosed, waits for the jobs on
+// the engine to end (however long the engine takes) and frees the
+// session's device memory.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -152,14 +153,12 @@ func (s *Session) enqueue(r *request) error {
 
 // withdraw takes r out of the waiting runs, if it has not been given to a
 // job yet.
-func (s *Session) withdraw(r *request) bool {
+func (s *Session) withdraw(r *request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i := slices.Index(s.pending, r); i >= 0 {
 		s.pending = slices.Delete(s.pending, i, i+1)
-		return true
 	}
-	return false
 }
 
 // dispatch gives waiting runs to free job slots, up to batch runs a job.

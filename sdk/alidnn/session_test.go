@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,4 +183,78 @@ func TestLocalRefuses(t *testing.T) {
 	if _, err := eng.Program(ctx, []isa.Insn{load, fin}); err != nil {
 		t.Errorf("a load inside the buffer: %v", err)
 	}
+}
+
+// failing refuses every submission after the first ok ones.
+type failing struct {
+	alidnn.Engine
+	ok *atomic.Int32
+}
+
+var errSubmit = errors.New("submission refused")
+
+func (f failing) Program(ctx context.Context, insns []isa.Insn) (alidnn.Code, error) {
+	c, err := f.Engine.Program(ctx, insns)
+	return failingCode{c, f.ok}, err
+}
+
+type failingCode struct {
+	alidnn.Code
+	ok *atomic.Int32
+}
+
+func (c failingCode) Submit(ctx context.Context) (alidnn.Job, error) {
+	if c.ok.Add(-1) < 0 {
+		return nil, errSubmit
+	}
+	return c.Code.Submit(ctx)
+}
+
+// TestSessionErrorsAndCancel checks that a failed job fails every run of
+// it and leaves the session usable, and that a run whose ctx ends while it
+// waits for a job slot returns the ctx's error and never runs.
+func TestSessionErrorsAndCancel(t *testing.T) {
+	m := loadMNIST(t)
+	ctx := context.Background()
+	ok := &atomic.Int32{}
+	g := &gated{Engine: failing{alidnn.NewLocal(local(t)), ok}, entered: make(chan struct{}), release: make(chan struct{})}
+	s, err := alidnn.Open(ctx, g, m.prog, alidnn.WithPipeline(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+
+	// The first job waits at the gate; a second run gives up while queued.
+	first := make(chan error)
+	go func() {
+		_, err := s.Run(ctx, m.ins[0])
+		first <- err
+	}()
+	<-g.entered
+	cctx, cancel := context.WithCancel(ctx)
+	second := make(chan error)
+	go func() {
+		_, err := s.Run(cctx, m.ins[1])
+		second <- err
+	}()
+	for alidnn.Pending(s) < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled run: %v, want context.Canceled", err)
+	}
+	if n := alidnn.Pending(s); n != 0 {
+		t.Errorf("%d runs waiting after the cancelled one left, want 0", n)
+	}
+	close(g.release)
+	if err := <-first; !errors.Is(err, errSubmit) {
+		t.Errorf("run of a refused job: %v, want the submission's error", err)
+	}
+	ok.Store(1)
+	res, err := s.Run(ctx, m.ins[1])
+	if err != nil {
+		t.Fatalf("run after a failed job: %v", err)
+	}
+	m.check(t, "run after a failed job", 1, res)
 }

@@ -1,0 +1,139 @@
+package server_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn"
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+)
+
+// BenchmarkJobRoundTrip submits a FINISH-only program and waits for it,
+// one job at a time, over the local shared-memory path: SDK → submission
+// ring → agent → session engine → simulated chip → completion ring → SDK.
+// p50-ns and p99-ns are of the single round trips; the target is p50 ≤ 5 µs
+// and p99 ≤ 50 µs. BenchmarkJobExecFloor is the same program run by
+// alidnn.Exec on the simulated chip directly, in the same run.
+func BenchmarkJobRoundTrip(b *testing.B) {
+	a := startSessAgent(b, sessOptions{})
+	d := openDevice(b, a.socket, "alice", 0)
+	ctx := context.Background()
+	p, err := d.Program(ctx, finishOnly)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := d.Queue()
+	for range 1000 { // warm up: the agent's poller, the engine
+		j, _ := q.Submit(ctx, p)
+		j.Wait(ctx)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		j, err := q.Submit(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	if testing.Verbose() {
+		for _, q := range []int{900, 950, 990, 999} {
+			b.Logf("p%.1f %v", float64(q)/10, lat[len(lat)*q/1000])
+		}
+	}
+}
+
+// BenchmarkJobExecFloor runs the FINISH-only program with alidnn.Exec on a
+// simulated chip: the floor of BenchmarkJobRoundTrip (no session, no
+// scheduler, no transport).
+func BenchmarkJobExecFloor(b *testing.B) {
+	a := startSessAgent(b, sessOptions{})
+	chip := a.chips[1]
+	ctx := context.Background()
+	code, err := isa.EncodeProgram(finishOnly)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const at = 1 << 20
+	if err := chip.Write(ctx, at, code); err != nil {
+		b.Fatal(err)
+	}
+	if err := chip.SetWindow(1, 0, chip.DDRSize()); err != nil {
+		b.Fatal(err)
+	}
+	run := alidnn.Run{Insns: at, Count: len(finishOnly), Window: 1}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := alidnn.Exec(ctx, chip, run); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+const mib64 = 64 << 20
+
+// BenchmarkBuffer64MiB writes 64 MiB to a device buffer and reads it back
+// through the SDK on the local path (copy into shared memory, DMA by the
+// agent; the reverse). SetBytes counts both directions, 128 MiB per op;
+// BenchmarkMemcpy64MiBSDK is the floor measured in the same run. The target
+// is at least half of memcpy's bandwidth.
+func BenchmarkBuffer64MiB(b *testing.B) {
+	a := startSessAgent(b, sessOptions{ddr: 512 << 20})
+	d := openDevice(b, a.socket, "alice", 0)
+	ctx := context.Background()
+	buf, err := d.Alloc(ctx, mib64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, dst := make([]byte, mib64), make([]byte, mib64)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	b.SetBytes(2 * mib64)
+	b.ResetTimer()
+	for range b.N {
+		if err := buf.Write(ctx, src, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := buf.Read(ctx, dst, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if dst[12345] != src[12345] {
+		b.Fatal("read back differs")
+	}
+}
+
+// BenchmarkMemcpy64MiBSDK copies 64 MiB between two host buffers: the
+// floor of BenchmarkBuffer64MiB (SetBytes 64 MiB).
+func BenchmarkMemcpy64MiBSDK(b *testing.B) {
+	src, dst := make([]byte, mib64), make([]byte, mib64)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	b.SetBytes(mib64)
+	b.ResetTimer()
+	for range b.N {
+		copy(dst, src)
+	}
+}

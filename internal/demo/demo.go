@@ -92,7 +92,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if d.root, err = os.MkdirTemp("", "faas-demo-"); err != nil {
 			return err
 		}
-		defer os.RemoveAll(d.root)
+		// A failed demo keeps its folder: the services' logs say why.
+		defer func() {
+			if err == nil {
+				os.RemoveAll(d.root)
+			} else {
+				d.printf("\nthe demo's folder is kept for its logs: %s\n", d.logs)
+			}
+		}()
 	}
 	d.logs = d.dir("logs")
 	d.env = baseEnv(d.dir("home"))

@@ -53,6 +53,7 @@ type Device struct {
 
 	// Local path: the control block. ctl is used under sqMu (submissions)
 	// or cqMu (completions) and set to nil under both when unmapped.
+	shm     bool // the session runs on shared memory
 	ctl     *session.Control
 	ctlMem  []byte
 	sqMu    sync.Mutex
@@ -204,7 +205,9 @@ func (c *Client) handshake(ctx context.Context, conn net.Conn, local bool, slot 
 		return nil, fmt.Errorf("faas: %w", err)
 	}
 	d.tenant = setup.Tenant
-	if local != setup.Shm || (f.Flags&session.FlagFD != 0) != setup.Shm {
+	// An agent may decline shared memory on the socket (the session then
+	// runs on frames, as over TCP), but cannot offer it over TCP.
+	if (setup.Shm && !local) || (f.Flags&session.FlagFD != 0) != setup.Shm {
 		return nil, errors.New("faas: session setup: shared memory offered on the wrong path")
 	}
 	if setup.Shm {
@@ -224,7 +227,7 @@ func (c *Client) handshake(ctx context.Context, conn net.Conn, local bool, slot 
 			session.Unmap(mem)
 			return nil, fmt.Errorf("faas: %w", err)
 		}
-		d.ctl, d.ctlMem = ctl, mem
+		d.ctl, d.ctlMem, d.shm = ctl, mem, true
 	}
 	d.inflight = make(chan struct{}, setup.Entries)
 	d.nextID = 1
@@ -243,7 +246,7 @@ func (d *Device) Slot() int { return d.slot }
 func (d *Device) Tenant() string { return d.tenant }
 
 // Local reports whether the session runs on shared memory (a unix socket).
-func (d *Device) Local() bool { return d.fdc != nil }
+func (d *Device) Local() bool { return d.shm }
 
 // Queue returns the device's job queue.
 func (d *Device) Queue() *Queue { return d.queue }

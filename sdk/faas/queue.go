@@ -17,7 +17,10 @@ import (
 // spinWait is how long Job.Wait polls the completion ring before it asks
 // faasd for a doorbell and blocks: long enough to catch a short job
 // without a system call, short enough not to burn a core on a long one.
-const spinWait = 50 * time.Microsecond
+const (
+	spinWait   = 200 * time.Microsecond
+	yieldAfter = 10 * time.Second
+)
 
 // Program is an instruction stream faasd checked and stored for the
 // session: every DRAM access of it lies inside one of the session's
@@ -98,7 +101,7 @@ func (q *Queue) Submit(ctx context.Context, p *Program) (*Job, error) {
 
 	e := session.SubmitEntry{Prog: p.handle, Job: j.id}
 	var err error
-	if d.fdc != nil {
+	if d.shm {
 		d.sqMu.Lock()
 		ok, wake := false, false
 		if d.ctl != nil {
@@ -167,7 +170,7 @@ func (j *Job) Wait(ctx context.Context) (alidnn.Stats, error) {
 	default:
 	}
 	d := j.d
-	if d.fdc != nil {
+	if d.shm {
 		start := time.Now()
 		for {
 			d.tryDrain()
@@ -176,10 +179,17 @@ func (j *Job) Wait(ctx context.Context) (alidnn.Stats, error) {
 				return j.stats, j.err
 			default:
 			}
-			if time.Since(start) > spinWait || ctx.Err() != nil {
+			spun := time.Since(start)
+			if spun > spinWait || ctx.Err() != nil {
 				break
 			}
-			runtime.Gosched()
+			if spun > yieldAfter {
+				// On a busy host the agent may be waiting for this core:
+				// give it up to the kernel, not only to our goroutines.
+				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			} else {
+				runtime.Gosched()
+			}
 		}
 		d.waiters.Add(1)
 		defer d.waiters.Add(-1)

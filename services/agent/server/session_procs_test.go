@@ -34,7 +34,7 @@ import (
 const childEnv = "FAAS_SESSION_CHILD"
 
 type child struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan string
@@ -42,7 +42,7 @@ type child struct {
 	done  chan error
 }
 
-func startChild(t *testing.T, mode, socket, tenant string, slot int, env ...string) *child {
+func startChild(t testing.TB, mode, socket, tenant string, slot int, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTenant$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, "FAAS_SESSION_SOCKET="+socket,
@@ -123,6 +123,13 @@ func TestHelperTenant(t *testing.T) {
 		err = childBusy(socket, tenant, slot)
 	case "load":
 		err = childLoad(socket, tenant, slot)
+	case "agent":
+		// The agent of the benchmarks, in a process of its own as faasd
+		// is; it serves until the parent closes stdin.
+		a := startSessAgent(t, sessOptions{ddr: 512 << 20})
+		fmt.Println("READY", a.socket)
+		io.Copy(io.Discard, os.Stdin)
+		return
 	default:
 		err = fmt.Errorf("unknown part %q", mode)
 	}

@@ -73,8 +73,12 @@ func serveSession(conn net.Conn, br *bufio.Reader, sess *sessions.Session, log *
 		c.cancel()
 		conn.Close()
 		close(c.work)
-		wg.Wait() // worker and poller
+		wg.Wait() // worker and pump
 		sess.Close()
+		if c.ctl != nil {
+			for range sess.Completions() { // let the engine's outbox finish
+			}
+		}
 		<-c.forwarded
 		for _, m := range c.staging {
 			session.Unmap(m)
@@ -88,20 +92,22 @@ func serveSession(conn net.Conn, br *bufio.Reader, sess *sessions.Session, log *
 		close(c.forwarded)
 		return
 	}
-	go func() {
-		defer close(c.forwarded)
-		c.forward()
-	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		c.worker()
 	}()
 	if c.ctl != nil {
+		close(c.forwarded)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.poll()
+			c.pump()
+		}()
+	} else {
+		go func() {
+			defer close(c.forwarded)
+			c.forward()
 		}()
 	}
 	if err := c.read(); err != nil && c.ctx.Err() == nil {
@@ -313,11 +319,42 @@ func (c *sconn) submit(e session.SubmitEntry) {
 	}
 }
 
-// poll consumes the submission ring: it spins while jobs keep coming and
-// sleeps on the doorbell after pollSpin without one.
-func (c *sconn) poll() {
+// pump runs the local path's rings in one goroutine: it takes jobs off
+// the submission ring and puts completions on the completion ring. While
+// jobs come and go it spins (yielding), so that neither a submission nor a
+// completion waits for a goroutine to be woken; after pollSpin with
+// nothing to do it sleeps until a doorbell or a completion.
+func (c *sconn) pump() {
+	comps := c.sess.Completions()
+	var pending []session.Completion // waiting for room on the ring
 	last := time.Now()
 	for c.ctx.Err() == nil {
+		if len(pending) > 0 {
+			if !c.flush(&pending) {
+				return
+			}
+			if len(pending) > 0 { // the client leaves its ring full
+				select {
+				case <-time.After(cqBackoff):
+				case <-c.ctx.Done():
+				}
+				continue
+			}
+		}
+		busy := false
+		select {
+		case cp, ok := <-comps:
+			if !ok {
+				c.kill() // the engine stopped: end the connection too
+				return
+			}
+			pending = append(pending, wireCompletion(cp))
+			busy = true
+		case cp := <-c.refused:
+			pending = append(pending, wireCompletion(cp))
+			busy = true
+		default:
+		}
 		e, ok, err := c.ctl.PopSubmit()
 		if err != nil {
 			c.log.Warn("session broke its submission ring", "err", err)
@@ -325,7 +362,12 @@ func (c *sconn) poll() {
 			return
 		}
 		if ok {
-			c.submit(e)
+			if err := c.sess.Submit(sessions.Handle(e.Prog), e.Job); err != nil {
+				pending = append(pending, wireCompletion(sessions.Completion{Job: e.Job, Err: err}))
+			}
+			busy = true
+		}
+		if busy {
 			last = time.Time{}
 			continue
 		}
@@ -343,6 +385,14 @@ func (c *sconn) poll() {
 		}
 		select {
 		case <-c.doorbell:
+		case cp, ok := <-comps:
+			if !ok {
+				c.kill()
+				return
+			}
+			pending = append(pending, wireCompletion(cp))
+		case cp := <-c.refused:
+			pending = append(pending, wireCompletion(cp))
 		case <-c.ctx.Done():
 			return
 		}
@@ -351,8 +401,34 @@ func (c *sconn) poll() {
 	}
 }
 
-// forward delivers the session's completions and refusals until the
-// session's channel closes; it never stops reading that channel early, so
+// flush puts pending completions on the ring as far as it has room, with
+// one doorbell if the client waits for one. It reports false when the
+// client broke the ring (the connection is then ended).
+func (c *sconn) flush(pending *[]session.Completion) bool {
+	wake := false
+	n := 0
+	for n < len(*pending) {
+		ok, w, err := c.ctl.PushCompletion(&(*pending)[n])
+		if err != nil {
+			c.log.Warn("session broke its completion ring", "err", err)
+			c.kill()
+			return false
+		}
+		if !ok {
+			break
+		}
+		wake = wake || w
+		n++
+	}
+	*pending = append((*pending)[:0], (*pending)[n:]...)
+	if wake {
+		c.writeFrame(session.OpDoorbell, 0, nil)
+	}
+	return true
+}
+
+// forward delivers the session's completions and refusals as frames (the
+// remote path) until the session's channel closes; it never stops reading that channel early, so
 // the engine's outbox always drains.
 func (c *sconn) forward() {
 	comps := c.sess.Completions()
@@ -371,35 +447,8 @@ func (c *sconn) forward() {
 			continue
 		}
 		w := wireCompletion(cp)
-		if c.ctl == nil {
-			if c.writeFrame(session.OpCompletion, 0, w.Marshal()) != nil {
-				c.kill()
-			}
-			continue
-		}
-		c.push(&w)
-	}
-}
-
-// push puts a completion on the ring, waiting while the client leaves it
-// full.
-func (c *sconn) push(w *session.Completion) {
-	for c.ctx.Err() == nil {
-		ok, wake, err := c.ctl.PushCompletion(w)
-		if err != nil {
-			c.log.Warn("session broke its completion ring", "err", err)
+		if c.writeFrame(session.OpCompletion, 0, w.Marshal()) != nil {
 			c.kill()
-			return
-		}
-		if ok {
-			if wake {
-				c.writeFrame(session.OpDoorbell, 0, nil)
-			}
-			return
-		}
-		select {
-		case <-time.After(cqBackoff):
-		case <-c.ctx.Done():
 		}
 	}
 }

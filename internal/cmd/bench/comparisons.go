@@ -65,4 +65,14 @@ var comparisons = []benchreport.Comparison{
 		Bench: "BenchmarkAPIListings", Baseline: "BenchmarkAPIHealthz",
 		Target: "p99 ≤ 20 ms at 500 req/s (absolute). Here ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /healthz (the server's floor); p50-ms, p99-ms and req/s are in the Other column",
 	},
+	{
+		Title: "SDK job round trip, FINISH-only program, local shared-memory path (SDK and faasd in separate processes)", Pkg: "github.com/fpga-faas/faas/services/agent/server",
+		Bench: "BenchmarkJobRoundTrip", Baseline: "BenchmarkJobExecFloor",
+		Target: "p50 ≤ 5 µs and p99 ≤ 50 µs absolute (p50-ns and p99-ns in the Other column); the baseline is alidnn.Exec of the same program on the simulated chip, without session, scheduler or transport",
+	},
+	{
+		Title: "SDK buffer Write + Read of 64 MiB, local shared-memory path", Pkg: "github.com/fpga-faas/faas/services/agent/server",
+		Bench: "BenchmarkBuffer64MiB", Baseline: "BenchmarkMemcpy64MiBSDK",
+		Target: "≥ 0.5× (throughput) of memcpy of 64 MiB in the same run; both directions count (128 MiB per op), and the simulator's DMA is itself a CPU copy, so each byte is copied twice per direction",
+	},
 }

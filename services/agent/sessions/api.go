@@ -31,9 +31,46 @@
 // credit; an engine with one busy tenant runs its jobs back to back. Within
 // a tenant, jobs run in submit order.
 //
-// Known limit: the engine's SRAM (inp, wgt, acc, uop, param) keeps its
-// contents between jobs; a program that reads SRAM it has not loaded sees
-// what the previous job, possibly another tenant's, left there.
+// # SRAM between sessions
+//
+// The engine's SRAMs (uop, inp, wgt, acc, param, and the fp32 banks of inp
+// and wgt) keep their contents between runs, and the model resets nothing
+// at START; a program that reads SRAM it has not loaded would see what the
+// previous job left there. So before a job runs, if the SRAMs may hold data
+// of another session (another session, not only another tenant: sessions
+// of one tenant are separate processes), the scheduler first runs a scrub:
+// an agent program of LOADs that overwrite that data with zeros. Token
+// FIFOs, counters and the job id are per run or read only by the agent, so
+// the SRAMs are the whole state a run hands to the next.
+//
+// The scrub clears only what can be dirty. LOAD is the only writer of uop,
+// inp, wgt and param, with its SRAM range in the instruction, so Program
+// records per bank the element range a program's LOADs may write; GEMM,
+// ALU and POOL write acc at indices taken from micro-op data, so they
+// dirty the whole accumulator. The engine keeps the union of what jobs
+// wrote since the last scrub and whose they were: consecutive jobs of one
+// session never scrub, nor does a switch when the jobs since the last
+// scrub wrote nothing (FINISH-only programs, say). At start the SRAMs hold
+// what an unknown earlier user left, so the first job scrubs every bank.
+// Were a scrub to fail, its job completes with the error and does not
+// run, and the next job of any other session scrubs again.
+//
+// The scrub runs through the incoming session's own window and reads zeros
+// from its agent area: 68 KiB of its region, between its buffers and its
+// program area, holding the scrub program (rewritten before each scrub)
+// and 64 KiB of zeros written at Open. No buffer lies there, so no tenant
+// instruction or transfer reaches it, and no extra shell window is needed
+// (window 0 stays the self-test's). inp and acc are cleared by padding,
+// which costs no DRAM read (a whole 2048-element bank is one LOAD reading
+// 68 elements); wgt, uop and param take no padding and are read from the
+// zeros in 64 KiB LOADs. inp/wgt LOADs run on the load queue and the
+// others on the compute queue, in parallel. A full scrub of the default
+// configuration is 26 instructions and about 22,000 cycles (88 µs at
+// 250 MHz), nearly all of it the 1.25 MiB of the two wgt banks at 64
+// bytes a cycle, which the ISA offers no cheaper way to clear; a scrub
+// after a job that loaded a few elements costs a few hundred cycles.
+// Scrubs are the agent's cost: Usage reports them by the tenant whose job
+// they preceded, outside BusyNS and the fair share.
 package sessions
 
 import (
@@ -86,6 +123,10 @@ type Config struct {
 	// the most encoded instructions (16 bytes each) a session may hold at
 	// once. Zero: 1 MiB (65536 instructions). Rounded up to 4 KiB.
 	ProgramBytes uint64
+	// Engine is the configuration of the chip's engine: the SRAM sizes the
+	// scrub between sessions clears and the DDR timing it is planned with.
+	// Zero: alidnn.Default, what the reference bitstreams build.
+	Engine alidnn.Config
 	// MaxJobs bounds a session's jobs submitted and not yet handed to its
 	// Completions channel; Submit beyond it fails with ErrQuota. This is
 	// the backpressure on a client that submits faster than it reads.
@@ -99,9 +140,10 @@ type Quota struct {
 	// together. Zero: an equal part of the engine's DDR among windows.
 	//
 	// Each session of the tenant reserves a region of Memory (rounded up to
-	// 4 KiB) plus Config.ProgramBytes, so the default part is
-	// (Limit-Base)/len(Windows) rounded down to 4 KiB, less ProgramBytes:
-	// every window can then hold a session of a default tenant.
+	// 4 KiB) plus Config.ProgramBytes plus the 68 KiB agent area (see
+	// Isolation), so the default part is (Limit-Base)/len(Windows) rounded
+	// down to 4 KiB, less ProgramBytes and 68 KiB: every window can then
+	// hold a session of a default tenant.
 	Memory uint64
 	// Share is the tenant's weight of engine time when others are busy, in
 	// (0, 1]. Zero: 1/Windows. An idle engine gives a tenant all of it.
@@ -115,6 +157,13 @@ type Usage struct {
 	Memory   uint64 // bytes allocated
 	BusyNS   uint64 // engine time used by the tenant's jobs
 	Jobs     uint64
+	// Scrubs counts the SRAM scrubs run before the tenant's jobs because
+	// another session's data could be in SRAM; ScrubNS is their wall time
+	// and ScrubDeviceNS their device time. Scrubs are the agent's cost:
+	// they are not in BusyNS nor in the tenant's fair share.
+	Scrubs        uint64
+	ScrubNS       uint64
+	ScrubDeviceNS uint64
 }
 
 // Handle names a buffer or program of a session: random, unguessable, and

@@ -79,7 +79,7 @@ func (s *Session) Program(ctx context.Context, insns []isa.Insn) (Handle, error)
 		e.mu.Unlock()
 		return 0, ErrClosed
 	}
-	p := &program{count: len(insns), size: roundUp(uint64(len(code)), bufAlign)}
+	p := &program{count: len(insns), size: roundUp(uint64(len(code)), bufAlign), writes: writes(insns, &e.sram)}
 	seen := map[*buffer]bool{}
 	for _, a := range accs {
 		b := s.owner(a.addr, a.n)

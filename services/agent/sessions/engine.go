@@ -30,6 +30,13 @@ type Engine struct {
 	quotas    map[string]Quota
 	defQuota  Quota
 	zeros     []byte // zeroChunk zero bytes, never written
+	sram      alidnn.Config
+
+	// dirty is what the SRAMs may hold of owner's jobs, or of an unknown
+	// earlier user when owner is nil; an empty set is clean SRAM. Used by
+	// Run only.
+	dirty sramSet
+	owner *Session
 
 	// base is the parent of every session's context; it ends when Run's
 	// context does, aborting the running job.
@@ -97,6 +104,7 @@ func New(cfg Config) (*Engine, error) {
 		quotas:    map[string]Quota{},
 		defQuota:  cfg.DefaultQuota,
 		zeros:     make([]byte, zeroChunk),
+		sram:      cfg.Engine,
 		ddr:       newArena(base, limit),
 		windows:   slices.Clone(windows),
 		tenants:   map[string]*tenant{},
@@ -111,11 +119,21 @@ func New(cfg Config) (*Engine, error) {
 	if e.maxJobs <= 0 {
 		e.maxJobs = defaultMaxJobs
 	}
-	part := (limit - base) / uint64(len(windows)) &^ (regionAlign - 1)
-	if part <= e.progBytes {
-		return nil, fmt.Errorf("sessions: %d bytes of DDR per window leave no room beside a %d-byte program area", part, e.progBytes)
+	if e.sram == (alidnn.Config{}) {
+		e.sram = alidnn.Default
 	}
-	e.memPart = part - e.progBytes
+	if c := e.sram; c.UopSize <= 0 || c.InpSize <= 0 || c.WgtSize <= 0 || c.AccSize <= 0 || c.ParamSize <= 0 ||
+		c.DDRBytesPerCycle <= 0 || c.DDRLatency < 0 {
+		return nil, fmt.Errorf("sessions: engine configuration %+v: SRAM sizes and DDR bandwidth must be positive", c)
+	}
+	// Whatever an earlier user of the chip left in SRAM: the first job
+	// scrubs all of it.
+	e.dirty = fullSRAM(&e.sram)
+	part := (limit - base) / uint64(len(windows)) &^ (regionAlign - 1)
+	if part <= e.progBytes+agentBytes {
+		return nil, fmt.Errorf("sessions: %d bytes of DDR per window leave no room beside a %d-byte program area and the %d-byte agent area", part, e.progBytes, agentBytes)
+	}
+	e.memPart = part - e.progBytes - agentBytes
 	for name, q := range cfg.Quotas {
 		if err := checkQuota(q); err != nil {
 			return nil, fmt.Errorf("sessions: quota of tenant %q: %w", name, err)
@@ -183,13 +201,21 @@ func (e *Engine) Open(tenant string) (*Session, error) {
 		return nil, fmt.Errorf("sessions: tenant %q: all %d windows in use: %w", tenant, len(e.sessions), ErrQuota)
 	}
 	mem := roundUp(t.quota.Memory, regionAlign)
-	size := mem + e.progBytes
+	size := agentBytes + mem + e.progBytes
 	if mem < t.quota.Memory || size < mem {
 		return nil, fmt.Errorf("sessions: tenant %q: memory quota %d too large: %w", tenant, t.quota.Memory, ErrQuota)
 	}
 	base, ok := e.ddr.alloc(size, regionAlign)
 	if !ok {
 		return nil, fmt.Errorf("sessions: tenant %q: no free %d-byte DDR region: %w", tenant, size, ErrQuota)
+	}
+	// The scrub reads zeros from the agent area, which DDR need not hold
+	// yet: a region's first user gets what power-up left. Under e.mu, like
+	// SetWindow; 68 KiB.
+	agent := base + mem
+	if err := e.zero(context.Background(), agent, agentBytes); err != nil {
+		e.ddr.release(base, size)
+		return nil, err
 	}
 	win := e.windows[0]
 	// Under e.mu: SetWindow read-modifies-writes the shared enable register.
@@ -198,7 +224,7 @@ func (e *Engine) Open(tenant string) (*Session, error) {
 		return nil, fmt.Errorf("sessions: opening window %d: %w", win, err)
 	}
 	e.windows = e.windows[1:]
-	s := newSession(e, t, win, base, base+size, base+mem)
+	s := newSession(e, t, win, base, base+size, agent+agentBytes)
 	t.sessions++
 	e.sessions[s] = struct{}{}
 	e.log.Debug("session opened", "tenant", tenant, "window", win, "base", base, "size", size)
@@ -214,7 +240,8 @@ func (e *Engine) Usage() []Usage {
 		if t.sessions == 0 && t.jobs == 0 {
 			continue
 		}
-		out = append(out, Usage{Tenant: t.name, Sessions: t.sessions, Memory: t.memory, BusyNS: t.busyNS, Jobs: t.jobs})
+		out = append(out, Usage{Tenant: t.name, Sessions: t.sessions, Memory: t.memory, BusyNS: t.busyNS, Jobs: t.jobs,
+			Scrubs: t.scrubs, ScrubNS: t.scrubNS, ScrubDeviceNS: t.scrubDeviceNS})
 	}
 	slices.SortFunc(out, func(a, b Usage) int { return cmp.Compare(a.Tenant, b.Tenant) })
 	return out

@@ -22,8 +22,9 @@ type tenant struct {
 	queue []job // in submit order; head at queue[0]
 	busy  bool  // in scheduler.busy
 
-	busyNS, jobs, memory uint64
-	sessions             int
+	busyNS, jobs, memory           uint64
+	scrubs, scrubNS, scrubDeviceNS uint64
+	sessions                       int
 }
 
 // job is one submitted run.
@@ -148,17 +149,49 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// exec runs one job and delivers its completion.
+// exec runs one job and delivers its completion. If the SRAMs may hold
+// another session's data, a scrub clears it first; a job whose scrub failed
+// does not run and completes with the scrub's error.
 func (e *Engine) exec(j job) {
 	s := j.s
+	t := s.t
+	if !e.dirty.empty() && e.owner != s {
+		sst, sd, err := e.scrub(s.ctx, s)
+		e.mu.Lock()
+		t.scrubs++
+		t.scrubNS += uint64(sd)
+		t.scrubDeviceNS += sst.DeviceNS()
+		if err != nil {
+			// e.dirty and e.owner stay: the next job of any other session
+			// scrubs again.
+			e.running = nil
+			j.p.jobs--
+			err = fmt.Errorf("sessions: job %d not run: %w", j.id, err)
+			if s.closed {
+				err = fmt.Errorf("%w: %w", ErrClosed, err)
+			}
+			e.log.Warn("SRAM scrub failed", "tenant", t.name, "window", s.window, "err", err)
+			s.deliver(Completion{Job: j.id, Err: err})
+			e.jobDone.Broadcast()
+			e.mu.Unlock()
+			return
+		}
+		e.mu.Unlock()
+		e.dirty, e.owner = sramSet{}, nil
+	}
 	start := time.Now()
 	st, err := alidnn.Exec(s.ctx, e.chip, alidnn.Run{Insns: j.p.addr, Count: j.p.count, Window: s.window})
 	d := uint64(time.Since(start))
+	// Even a failed or aborted job may have written part of what its
+	// program writes.
+	if !j.p.writes.empty() {
+		e.dirty.add(&j.p.writes)
+		e.owner = s
+	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.running = nil
-	t := s.t
 	t.busyNS += d
 	t.jobs++
 	t.vtime += float64(d) / t.quota.Share

@@ -17,6 +17,7 @@ type Session struct {
 	window int
 	region extent // [Base, Limit) of the window
 	prog   uint64 // start of the program area, the top of region
+	agent  uint64 // start of the agent area, the agentBytes below prog
 
 	// ctx is the context of the session's runs; Close cancels it to abort
 	// a running job.
@@ -53,7 +54,9 @@ type program struct {
 	size  uint64 // bytes reserved in the program area
 	count int
 	bufs  []*buffer // buffers its LOADs and STOREs reach, each once
-	jobs  int       // queued or running
+	// writes is what its jobs may leave in SRAM.
+	writes sramSet
+	jobs   int // queued or running
 }
 
 func newSession(e *Engine, t *tenant, win int, base, limit, prog uint64) *Session {
@@ -61,7 +64,8 @@ func newSession(e *Engine, t *tenant, win int, base, limit, prog uint64) *Sessio
 		e: e, t: t, window: win,
 		region:   extent{base, limit},
 		prog:     prog,
-		bufs:     newArena(base, prog),
+		agent:    prog - agentBytes,
+		bufs:     newArena(base, prog-agentBytes),
 		progs:    newArena(prog, limit),
 		buffers:  map[Handle]*buffer{},
 		programs: map[Handle]*program{},
@@ -79,6 +83,10 @@ type Region struct {
 	Window int    // shell tenant window index
 	Base   uint64 // the window: [Base, Limit)
 	Limit  uint64
+	// Agent is the start of the agent area, [Agent, Programs): the program
+	// and zeros of the SRAM scrub. No buffer lies there and no instruction
+	// of the tenant may reach it.
+	Agent uint64
 	// Programs is the start of the program area, [Programs, Limit): no
 	// buffer lies there and no instruction may reach it.
 	Programs uint64
@@ -86,7 +94,7 @@ type Region struct {
 
 // Region reports the session's window and DDR region.
 func (s *Session) Region() Region {
-	return Region{Window: s.window, Base: s.region.base, Limit: s.region.end, Programs: s.prog}
+	return Region{Window: s.window, Base: s.region.base, Limit: s.region.end, Agent: s.agent, Programs: s.prog}
 }
 
 // newHandle returns a random handle unused in the session. e.mu held.

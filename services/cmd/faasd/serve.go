@@ -33,7 +33,7 @@ import (
 type serveFlags struct {
 	socket, stateDir, cacheDir, registry, nodeUser, nodeTokenFile, hostname string
 	cacheMax                                                                int64
-	trustKeys, tenants                                                      []string
+	trustKeys, tenants, shares                                              []string
 	operators                                                               []int
 	listen, tlsCert, tlsKey                                                 string
 	sim                                                                     int
@@ -74,6 +74,7 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.StringArrayVar(&f.trustKeys, "trust-key", splitList(os.Getenv("FAASD_TRUST_KEYS")), "platform countersigning public key, PEM (repeatable) [$FAASD_TRUST_KEYS, comma-separated]")
 	fl.StringArrayVar(&f.tenants, "tenant", nil, "map a local uid to a tenant: UID=NAME (repeatable)")
 	fl.IntSliceVar(&f.operators, "operator", nil, "uids with operator rights besides 0 and faasd's own")
+	fl.StringArrayVar(&f.shares, "share", nil, "let tenants open sessions on a slot loaded by another: SLOT=NAME[,NAME…] (repeatable)")
 	fl.StringVar(&f.listen, "listen", "", "also serve on TCP with TLS at this address (remote attach)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate for --listen")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS key for --listen")
@@ -140,6 +141,15 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		}
 		tenants[uid] = name
 	}
+	shared := map[int][]string{}
+	for _, sh := range f.shares {
+		n, names, ok := strings.Cut(sh, "=")
+		slot, err := strconv.Atoi(n)
+		if !ok || err != nil || slot < 0 || names == "" {
+			return fmt.Errorf("--share %q: want SLOT=NAME[,NAME…]", sh)
+		}
+		shared[slot] = append(shared[slot], strings.Split(names, ",")...)
+	}
 	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
 		return err
 	}
@@ -190,7 +200,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	metrics.MustRegister(server.NewCollector(table, c))
 	cfg := server.Config{Socket: f.socket, Tenants: tenants, Operators: f.operators, Slots: table, Cache: c,
-		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log}
+		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: shared}
 	if f.listen != "" {
 		if cfg.TLS, err = server.LoadTLS(f.tlsCert, f.tlsKey); err != nil {
 			return err

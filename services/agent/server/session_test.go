@@ -7,9 +7,11 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/agentapi/session"
 	"github.com/fpga-faas/faas/sdk/faas"
 )
 
@@ -117,5 +119,81 @@ func TestSessionEngineError(t *testing.T) {
 	if _, err := d.Program(ctx, []isa.Insn{{Op: isa.OpNop}}); !errors.Is(err, faas.ErrRefused) {
 		t.Fatalf("program without FINISH = %v, want ErrRefused", err)
 	}
-	_ = alidnn.ErrEngine
+	// A program waiting for a token nobody sends passes the check and
+	// stops the engine: the job's error is the engine's, with its cause.
+	p, err := d.Program(ctx, asm(t, "nop.compute ; pop_prev\nfinish job=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := d.Queue().Submit(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ee *alidnn.EngineError
+	if _, err := j.Wait(ctx); !errors.As(err, &ee) || ee.Cause != alidnn.CauseDeadlock || !errors.Is(err, alidnn.ErrEngine) {
+		t.Fatalf("deadlocking job: %v, want an engine error (deadlock)", err)
+	}
+	// The session goes on.
+	ok, err := d.Program(ctx, finishOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = d.Queue().Submit(ctx, ok); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Wait(ctx); err != nil {
+		t.Fatalf("job after an engine error: %v", err)
+	}
+}
+
+// TestSessionEndsWithClear: clearing a slot ends its sessions before the
+// chip is wiped; the slot then refuses new ones.
+func TestSessionEndsWithClear(t *testing.T) {
+	a := startSessAgent(t, sessOptions{})
+	ctx := context.Background()
+	d := openDevice(t, a.socket, "alice", 0)
+	if _, err := d.Alloc(ctx, 4096); err != nil {
+		t.Fatal(err)
+	}
+	c, err := faas.Dial(ctx, a.socket, faas.WithToken(tenantToken("alice")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Clear(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Alloc(ctx, 4096); !errors.Is(err, faas.ErrClosed) {
+		t.Errorf("alloc after the slot was cleared: %v, want ErrClosed", err)
+	}
+	if _, err := c.Open(ctx, 0); !errors.Is(err, faas.ErrBusy) {
+		t.Errorf("session on a cleared slot: %v, want ErrBusy", err)
+	}
+	if u := a.srv.SessionUsage(0); u != nil {
+		t.Errorf("the cleared slot's engine still reports %+v", u)
+	}
+}
+
+// TestSessionProtocolViolation: a client sending garbage loses its
+// connection, and its session (memory included) ends with it.
+func TestSessionProtocolViolation(t *testing.T) {
+	a := startSessAgent(t, sessOptions{})
+	r := dialRaw(t, a.socket, "mallory", 0)
+	if _, err := r.alloc(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if u := usageOf(a, 0, "mallory"); u.Memory < 1<<20 {
+		t.Fatalf("usage %+v", u)
+	}
+	r.conn.Write([]byte("GET / HTTP/1.1\r\n\r\n...."))
+	if _, err := session.ReadFrame(r.br, session.MaxPayload); err == nil {
+		t.Fatal("the agent answered garbage")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for u := usageOf(a, 0, "mallory"); u.Memory != 0 || u.Sessions != 0; u = usageOf(a, 0, "mallory") {
+		if time.Now().After(deadline) {
+			t.Fatalf("session outlived its connection: %+v", u)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

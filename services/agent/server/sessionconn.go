@@ -32,6 +32,10 @@ const (
 	// workQueue bounds the requests read ahead of the one being carried
 	// out, so a session holds at most a few frames of MaxPayload.
 	workQueue = 2
+	// maxStaged bounds a local session's buffers: each is a mapping in the
+	// agent, and the kernel's limit on mappings is per process, shared by
+	// every tenant (vm.max_map_count, 65530 by default).
+	maxStaged = 4096
 )
 
 // sconn is one session connection: the frames on conn, and on the local
@@ -226,6 +230,9 @@ func (c *sconn) handle(f session.Frame) (payload []byte, fd int, err error) {
 		}
 		if v[0] == 0 || v[0] > session.MaxBuffer {
 			return nil, -1, fmt.Errorf("%w: buffer of %d bytes", session.ErrFrame, v[0])
+		}
+		if c.ctl != nil && len(c.staging) >= maxStaged {
+			return nil, -1, fmt.Errorf("%d buffers in one session: %w", maxStaged, sessions.ErrQuota)
 		}
 		b, err := c.sess.Alloc(v[0])
 		if err != nil {

@@ -25,12 +25,50 @@ import (
 // closeTimeout bounds Device.Close's goodbye to the agent.
 const closeTimeout = 5 * time.Second
 
+// maxAbandoned bounds the allocations remembered to be freed when their
+// late replies come.
+const maxAbandoned = 1024
+
 // Device is a session on one slot's AliDNN engine: the tenant's buffers,
-// programs and job queue. Over a unix socket buffers and the job rings are
-// shared memory with faasd; over https every byte travels in frames. A
-// Device is safe for concurrent use; Close ends the session and frees
-// everything it held on the device (faasd does the same when the process
-// exits without closing).
+// checked programs and job queue, from Client.Open to Close.
+//
+// # Paths
+//
+// On a unix socket the session runs on shared memory with faasd (package
+// sdk/agentapi/session): every buffer has host memory mapped by both
+// processes (Buffer.Bytes), Write and Read copy into and out of it while
+// faasd moves it to and from the device, and jobs go through a submission
+// ring and come back through a completion ring, without a system call per
+// job while either side is busy. Over https the same calls send the bytes
+// and jobs in frames on the TLS connection (at most 16 MiB a frame; larger
+// transfers are split), and Bytes is nil.
+//
+// # Isolation and cleanup
+//
+// faasd gives every session its own window of device memory. Buffers and
+// programs are named by unguessable handles valid only in their session;
+// every instruction of a program is checked to stay inside the session's
+// buffers before it may run (ErrRefused otherwise). When the session ends —
+// Close, the process exiting or crashing, the slot being cleared or
+// reloaded — faasd cancels its jobs, zeroes and frees its memory and
+// closes its window.
+//
+// # Jobs
+//
+// Jobs run in the order submitted; the engine is shared with other
+// sessions at job boundaries. At most 256 jobs (the ring size) are in
+// flight; Submit waits for room. Job.Wait polls for about 200 µs before it
+// sleeps, which keeps short jobs' round trip to a few microseconds.
+//
+// # Errors
+//
+// Refusals are *Error with a session code: ErrBadHandle, ErrQuota,
+// ErrOutOfRange, ErrRefused, ErrInUse, ErrClosed (errors.Is). A job the
+// engine stopped returns *alidnn.EngineError from Wait. When the
+// connection to faasd breaks, pending and later calls return an error
+// matching both ErrClosed and ErrUnavailable.
+//
+// A Device is safe for concurrent use.
 type Device struct {
 	c      *Client
 	slot   int
@@ -44,7 +82,10 @@ type Device struct {
 
 	mu      sync.Mutex
 	pending map[uint64]*call
-	nextID  uint64
+	// abandoned are requests whose caller gave up (ctx): an allocation
+	// that succeeds after all is freed again when its reply comes.
+	abandoned map[uint64]session.Op
+	nextID    uint64
 	jobs    map[uint64]*Job
 	bufs    map[*Buffer]struct{}
 	closed  bool
@@ -67,6 +108,7 @@ type Device struct {
 
 type call struct {
 	id uint64
+	op session.Op
 	ch chan reply // capacity 1: the reader never blocks
 }
 
@@ -144,7 +186,7 @@ func (c *Client) handshake(ctx context.Context, conn net.Conn, local bool, slot 
 	// The handshake obeys ctx; the session afterwards does not.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	d := &Device{c: c, slot: slot, conn: conn, pending: map[uint64]*call{}, jobs: map[uint64]*Job{},
+	d := &Device{c: c, slot: slot, conn: conn, pending: map[uint64]*call{}, abandoned: map[uint64]session.Op{}, jobs: map[uint64]*Job{},
 		bufs: map[*Buffer]struct{}{}, done: make(chan struct{})}
 	var rd io.Reader = conn
 	if local {
@@ -314,7 +356,7 @@ func (d *Device) start(op session.Op, parts ...[]byte) (*call, error) {
 		d.mu.Unlock()
 		return nil, d.endedErr()
 	}
-	cl := &call{id: d.nextID, ch: make(chan reply, 1)}
+	cl := &call{id: d.nextID, op: op, ch: make(chan reply, 1)}
 	d.nextID++
 	d.pending[cl.id] = cl
 	d.mu.Unlock()
@@ -343,6 +385,9 @@ func (d *Device) forget(cl *call) {
 	d.mu.Lock()
 	_, waiting := d.pending[cl.id]
 	delete(d.pending, cl.id)
+	if waiting && cl.op == session.OpAlloc && len(d.abandoned) < maxAbandoned {
+		d.abandoned[cl.id] = cl.op
+	}
 	d.mu.Unlock()
 	if !waiting {
 		// The reader has taken the call and sends (without blocking).
@@ -390,10 +435,19 @@ func (d *Device) read() error {
 			d.mu.Lock()
 			cl := d.pending[f.ID]
 			delete(d.pending, f.ID)
+			op, gaveUp := d.abandoned[f.ID]
+			delete(d.abandoned, f.ID)
 			d.mu.Unlock()
 			if cl == nil {
 				if fd >= 0 {
 					unix.Close(fd)
+				}
+				if gaveUp && op == session.OpAlloc && f.Op == session.OpReply {
+					if ar, err := session.ParseAllocReply(f.Payload); err == nil {
+						// Nobody waits for this reply: the request id is
+						// not pending, so the answer is dropped.
+						go d.writeFrame(session.OpFree, 0, session.U64s(ar.Handle))
+					}
 				}
 				continue
 			}

@@ -294,3 +294,35 @@ func TestDeviceClose(t *testing.T) {
 		t.Errorf("the agent saw %d closes", a.closes)
 	}
 }
+
+// TestDeviceAbandonedAlloc: an allocation whose caller gave up is freed
+// when its reply comes after all.
+func TestDeviceAbandonedAlloc(t *testing.T) {
+	freed := make(chan uint64, 1)
+	a := startFrameAgent(t, func(f session.Frame) []session.Frame {
+		switch f.Op {
+		case session.OpAlloc:
+			time.Sleep(50 * time.Millisecond)
+			return []session.Frame{{Op: session.OpReply, ID: f.ID, Payload: session.AllocReply{Handle: 99, Addr: 0, Size: 64}.Marshal()}}
+		case session.OpFree:
+			v, _, _ := session.ParseU64s(f.Payload, 1, false)
+			freed <- v[0]
+			return []session.Frame{{Op: session.OpReply, ID: f.ID}}
+		}
+		return nil
+	})
+	d := openFake(t, a)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	if _, err := d.Alloc(ctx, 64); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("alloc: %v", err)
+	}
+	select {
+	case h := <-freed:
+		if h != 99 {
+			t.Errorf("freed handle %d, want 99", h)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the abandoned buffer was not freed")
+	}
+}

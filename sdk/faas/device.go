@@ -86,11 +86,11 @@ type Device struct {
 	// that succeeds after all is freed again when its reply comes.
 	abandoned map[uint64]session.Op
 	nextID    uint64
-	jobs    map[uint64]*Job
-	bufs    map[*Buffer]struct{}
-	closed  bool
-	cause   error         // why the session ended; nil after Close
-	done    chan struct{} // closed when the reader has stopped
+	jobs      map[uint64]*Job
+	bufs      map[*Buffer]struct{}
+	closed    bool
+	cause     error         // why the session ended; nil after Close
+	done      chan struct{} // closed when the reader has stopped
 
 	// Local path: the control block. ctl is used under sqMu (submissions)
 	// or cqMu (completions) and set to nil under both when unmapped.

@@ -19,10 +19,10 @@ var finishOnly = []isa.Insn{{Op: isa.OpFinish, JobID: 1}}
 
 // roundTrip exercises one device: buffers of several sizes written and
 // read back, a program run as jobs.
-func roundTrip(t *testing.T, d *faas.Device) {
+func roundTrip(t *testing.T, d *faas.Device, sizes ...int64) {
 	t.Helper()
 	ctx := context.Background()
-	for _, size := range []int64{64, 1000, 4096, 5 << 20} {
+	for _, size := range append([]int64{64, 1000, 4096, 5 << 20}, sizes...) {
 		b, err := d.Alloc(ctx, size)
 		if err != nil {
 			t.Fatalf("alloc %d: %v", size, err)
@@ -68,22 +68,48 @@ func roundTrip(t *testing.T, d *faas.Device) {
 }
 
 func TestSessionLocal(t *testing.T) {
-	a := startSessAgent(t, sessOptions{})
+	a := startSessAgent(t, sessOptions{ddr: 512 << 20})
 	d := openDevice(t, a.socket, "alice", 0)
 	if !d.Local() || d.Tenant() != "alice" {
 		t.Fatalf("local %v tenant %q", d.Local(), d.Tenant())
 	}
-	roundTrip(t, d)
+	roundTrip(t, d, 20<<20+64)
+	// Bytes and Sync: the shared memory itself.
+	ctx := context.Background()
+	b, err := d.Alloc(ctx, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := b.Bytes()
+	if len(host) != int(b.Size()) {
+		t.Fatalf("Bytes of %d for a %d-byte buffer", len(host), b.Size())
+	}
+	for i := range host {
+		host[i] = byte(i * 7)
+	}
+	if err := b.Sync(ctx, faas.ToDevice, 0, b.Size()); err != nil {
+		t.Fatal(err)
+	}
+	clear(host)
+	if err := b.Sync(ctx, faas.FromDevice, 4096, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if want := byte((4096 + 5) * 7 % 256); host[4096+5] != want || host[5] != 0 {
+		t.Fatalf("Sync moved the wrong bytes: %d %d", host[4096+5], host[5])
+	}
+	if err := b.Sync(ctx, faas.FromDevice, b.Size()-64, 128); !errors.Is(err, faas.ErrOutOfRange) {
+		t.Errorf("sync past the end: %v", err)
+	}
 }
 
 func TestSessionRemote(t *testing.T) {
-	a := startSessAgent(t, sessOptions{tls: true, sharedWith: map[int][]string{1: {"bob"}}})
+	a := startSessAgent(t, sessOptions{tls: true, sharedWith: map[int][]string{1: {"bob"}}, ddr: 512 << 20})
 	tc := faas.WithTLSConfig(&tls.Config{RootCAs: a.roots, MinVersion: tls.VersionTLS13})
 	d := openDevice(t, "https://"+a.tcp, "alice", 0, tc)
 	if d.Local() {
 		t.Fatal("a TLS session claims shared memory")
 	}
-	roundTrip(t, d)
+	roundTrip(t, d, 20<<20+64) // more than one frame's worth
 
 	// Bob may use slot 1, shared with him, but not slot 0.
 	ctx := context.Background()

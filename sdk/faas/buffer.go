@@ -13,7 +13,7 @@ import (
 // syncChunk is the part of a local Write or Read handed to faasd at once:
 // the SDK copies the next chunk while the agent moves this one, so the two
 // copies of a transfer overlap.
-const syncChunk = 64 << 20
+const syncChunk = 4 << 20
 
 // SyncDir is the direction of Buffer.Sync.
 type SyncDir int

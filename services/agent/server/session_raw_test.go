@@ -170,3 +170,49 @@ func asm(t testing.TB, format string, args ...any) []isa.Insn {
 	}
 	return p
 }
+
+// rawShm opens a session that asks for shared memory and returns the
+// connection and the mapped control block, for tests that break the rings.
+func rawShm(t testing.TB, socket, tenant string, slot int) (*net.UnixConn, *bufio.Reader, []byte) {
+	t.Helper()
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc := c.(*net.UnixConn)
+	t.Cleanup(func() { uc.Close() })
+	fc := session.NewFDConn(uc)
+	br := bufio.NewReader(fc)
+	req, _ := http.NewRequest("POST", fmt.Sprintf("http://faasd/v1/slots/%d/session", slot), nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", session.Protocol)
+	req.Header.Set("Authorization", "Bearer "+tenantToken(tenant))
+	if err := req.Write(uc); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(br, req); err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	hello := session.Frame{Op: session.OpHello, ID: 1, Payload: session.Hello{Version: session.Version, Flags: session.HelloShm}.Marshal()}
+	if _, err := uc.Write(hello.Marshal()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := session.ReadFrame(br, session.MaxPayload)
+	if err != nil || f.Op != session.OpReply || f.Flags != session.FlagFD {
+		t.Fatalf("setup: %+v %v", f, err)
+	}
+	st, err := session.ParseSetup(f.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := fc.TakeFD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := session.MapFD(fd, st.ControlSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Unmap(mem) })
+	return uc, br, mem
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -221,5 +222,44 @@ func TestSessionProtocolViolation(t *testing.T) {
 			t.Fatalf("session outlived its connection: %+v", u)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSessionCorruptRing: a client that writes an impossible index into
+// the shared control block loses its connection and its session; the agent
+// does not trust the mapping.
+func TestSessionCorruptRing(t *testing.T) {
+	a := startSessAgent(t, sessOptions{})
+	uc, br, mem := rawShm(t, a.socket, "mallory", 0)
+	alloc := session.Frame{Op: session.OpAlloc, ID: 2, Payload: session.U64s(1 << 20)}
+	if _, err := uc.Write(alloc.Marshal()); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := session.ReadFrame(br, session.MaxPayload); err != nil || f.Op != session.OpReply {
+		t.Fatalf("alloc: %+v %v", f, err)
+	}
+	if u := usageOf(a, 0, "mallory"); u.Memory < 1<<20 {
+		t.Fatalf("usage %+v", u)
+	}
+	// The submission ring's tail (offset 128 of the control block, see
+	// sdk/agentapi/session) far beyond its head, then a doorbell.
+	binary.LittleEndian.PutUint64(mem[128:], 1<<40)
+	uc.Write((&session.Frame{Op: session.OpDoorbell}).Marshal())
+	deadline := time.Now().Add(10 * time.Second)
+	for u := usageOf(a, 0, "mallory"); u.Memory != 0 || u.Sessions != 0; u = usageOf(a, 0, "mallory") {
+		if time.Now().After(deadline) {
+			t.Fatalf("session with a corrupt ring lives on: %+v", u)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		f, err := session.ReadFrame(br, session.MaxPayload)
+		if err != nil {
+			break // the agent hung up
+		}
+		if f.Op != session.OpDoorbell && f.Op != session.OpReply {
+			t.Fatalf("unexpected %v", f.Op)
+		}
 	}
 }

@@ -471,6 +471,9 @@ func (s *Server) view(sl slots.Slot, p *principal, detail bool) agentapi.Slot {
 	if s.cfg.Slots.Held(sl.Index) && v.State != agentapi.Loading {
 		v.State = agentapi.Loading
 	}
+	if v.State == agentapi.Loaded && s.hub.busy(sl.Index) {
+		v.State = agentapi.Busy
+	}
 	if p.owns(rec) {
 		v.Image, v.Tenant, v.LoadedAt = rec.Image, rec.Tenant, rec.LoadedAt
 	} else if rec.Tenant != "" {

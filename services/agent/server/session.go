@@ -130,6 +130,22 @@ func (s *Server) SessionUsage(slot int) []sessions.Usage {
 	return er.eng.Usage()
 }
 
+// busy reports whether slot has open sessions (the slot shows as busy).
+func (h *sessionHub) busy(slot int) bool {
+	h.mu.Lock()
+	er := h.engines[slot]
+	h.mu.Unlock()
+	if er == nil {
+		return false
+	}
+	for _, u := range er.eng.Usage() {
+		if u.Sessions > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // maySession reports whether p may open sessions on slot i.
 func (s *Server) maySession(p *principal, i int, rec slots.Record) bool {
 	if p.operator {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/agentapi/session"
 	"github.com/fpga-faas/faas/sdk/faas"
 )
@@ -73,6 +74,17 @@ func TestSessionLocal(t *testing.T) {
 	d := openDevice(t, a.socket, "alice", 0)
 	if !d.Local() || d.Tenant() != "alice" {
 		t.Fatalf("local %v tenant %q", d.Local(), d.Tenant())
+	}
+	c, err := faas.Dial(context.Background(), a.socket, faas.WithToken(tenantToken("alice")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if sl, err := c.Slot(context.Background(), 0); err != nil || sl.State != agentapi.Busy {
+		t.Errorf("slot 0 with a session: %+v %v, want busy", sl.State, err)
+	}
+	if sl, err := c.Slot(context.Background(), 1); err != nil || sl.State != agentapi.Loaded {
+		t.Errorf("slot 1 without a session: %+v %v, want loaded", sl.State, err)
 	}
 	roundTrip(t, d, 20<<20+64)
 	// Bytes and Sync: the shared memory itself.

@@ -51,6 +51,16 @@
 // look finds the entry or the producer finds the flag: no wakeup is lost.
 // While a consumer is busy, no system call is made per job.
 //
+// # Limits
+//
+// A frame's payload is at most MaxPayload bytes (MaxData of data plus the
+// request's fields); a program at most MaxInsns instructions; a buffer and
+// every offset into it at most MaxBuffer. The agent offers DefaultEntries
+// ring entries, which also bound the jobs a client keeps in flight. The
+// agent waits 10 seconds for the hello, reads at most two requests ahead of
+// the one it carries out, and keeps at most 4096 buffers with staging
+// memory per session (every one is a mapping in the agent).
+//
 // # Trust
 //
 // Every frame and everything in the shared mapping is input from the other

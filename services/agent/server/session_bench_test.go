@@ -20,8 +20,8 @@ import (
 // engine's own round trip, in process and without transport, is
 // services/agent/sessions' BenchmarkFinishRoundTrip: on the 2-core test
 // machine about 5.2 µs p50 against Exec's 3.9 µs, so the p50 target is
-// mostly the engine's and the simulator's; the transport adds about half a
-// microsecond.)
+// mostly the engine's and the simulator's; the transport between the
+// processes adds about a microsecond.)
 func BenchmarkJobRoundTrip(b *testing.B) {
 	d := openDevice(b, benchAgent(b), "alice", 0)
 	ctx := context.Background()

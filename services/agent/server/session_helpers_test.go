@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -19,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
@@ -46,11 +46,46 @@ import (
 // operator, and a tenant token is how one uid acts as several tenants (the
 // agent names the session by the token's tenant).
 
+// tbLike is what the helpers need of a testing.TB; exampleTB provides it
+// for the runnable examples, which have none.
+type tbLike interface {
+	Helper()
+	Fatal(args ...any)
+	Errorf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
+// exampleTB runs the helpers outside a test: failures panic, cleanups run
+// at done.
+type exampleTB struct {
+	cleanups []func()
+}
+
+func (*exampleTB) Helper()                           {}
+func (*exampleTB) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
+func (*exampleTB) Errorf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (e *exampleTB) Cleanup(f func())                { e.cleanups = append(e.cleanups, f) }
+func (e *exampleTB) TempDir() string {
+	dir, err := os.MkdirTemp("", "faas-example-")
+	if err != nil {
+		panic(err)
+	}
+	e.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func (e *exampleTB) done() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+}
+
 // tenantToken is the token of tenant name.
 func tenantToken(name string) string { return "tok-" + name }
 
 // fakeMe answers the registry's GET /api/v1/me for tenantToken tokens.
-func fakeMe(t testing.TB) string {
+func fakeMe(t tbLike) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer tok-")
 		if r.URL.Path != api.Prefix+"/me" || !ok || name == "" {
@@ -81,7 +116,7 @@ type sessOptions struct {
 
 // startSessAgent starts an agent whose two slots hold the AliDNN engine,
 // loaded by tenant "alice".
-func startSessAgent(t testing.TB, o sessOptions) *sessAgent {
+func startSessAgent(t tbLike, o sessOptions) *sessAgent {
 	t.Helper()
 	ctx := context.Background()
 	if o.ddr == 0 {
@@ -168,7 +203,7 @@ func startSessAgent(t testing.TB, o sessOptions) *sessAgent {
 	return nil
 }
 
-func sessSelfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
+func sessSelfSigned(t tbLike) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -189,7 +224,7 @@ func sessSelfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 }
 
 // openDevice dials target as tenant and opens slot.
-func openDevice(t testing.TB, target, tenant string, slot int, opts ...faas.Option) *faas.Device {
+func openDevice(t tbLike, target, tenant string, slot int, opts ...faas.Option) *faas.Device {
 	t.Helper()
 	ctx := context.Background()
 	c, err := faas.Dial(ctx, target, append(opts, faas.WithToken(tenantToken(tenant)))...)

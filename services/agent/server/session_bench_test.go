@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"context"
+	"crypto/tls"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/faas"
 )
 
 // BenchmarkJobRoundTrip submits a FINISH-only program and waits for it,
@@ -155,5 +157,59 @@ func BenchmarkMemcpy64MiBSDK(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		copy(dst, src)
+	}
+}
+
+// BenchmarkJobRoundTripTLS is BenchmarkJobRoundTrip on the remote path:
+// jobs and completions as frames on a TLS connection over loopback, agent
+// in process. For comparison only; the targets are the local path's.
+func BenchmarkJobRoundTripTLS(b *testing.B) {
+	a := startSessAgent(b, sessOptions{tls: true})
+	d := openDevice(b, "https://"+a.tcp, "alice", 0, faas.WithTLSConfig(&tls.Config{RootCAs: a.roots, MinVersion: tls.VersionTLS13}))
+	ctx := context.Background()
+	p, err := d.Program(ctx, finishOnly)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		j, err := d.Queue().Submit(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkBuffer64MiBTLS is BenchmarkBuffer64MiB on the remote path (the
+// bytes in frames on TLS over loopback). For comparison only.
+func BenchmarkBuffer64MiBTLS(b *testing.B) {
+	a := startSessAgent(b, sessOptions{tls: true, ddr: 512 << 20})
+	d := openDevice(b, "https://"+a.tcp, "alice", 0, faas.WithTLSConfig(&tls.Config{RootCAs: a.roots, MinVersion: tls.VersionTLS13}))
+	ctx := context.Background()
+	buf, err := d.Alloc(ctx, mib64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, dst := make([]byte, mib64), make([]byte, mib64)
+	if err := buf.Write(ctx, src, 0); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(2 * mib64)
+	b.ResetTimer()
+	for range b.N {
+		if err := buf.Write(ctx, src, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := buf.Read(ctx, dst, 0); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -17,7 +17,9 @@
 // slots they loaded (the operator sees all). A tenant clears its own slots,
 // and cleared or failed ones; the operator any. Loads and their events belong
 // to the tenant that started them. /metrics and the DDR diagnostics are for
-// the operator.
+// the operator. Tenant sessions on an AliDNN slot (session.go) are for the
+// tenant that loaded it, the tenants Config.SharedWith lists for it, and the
+// operator.
 package server
 
 import (

@@ -17,10 +17,7 @@ import (
 // spinWait is how long Job.Wait polls the completion ring before it asks
 // faasd for a doorbell and blocks: long enough to catch a short job
 // without a system call, short enough not to burn a core on a long one.
-const (
-	spinWait   = 200 * time.Microsecond
-	yieldAfter = 10 * time.Second
-)
+const spinWait = 200 * time.Microsecond
 
 // Program is an instruction stream faasd checked and stored for the
 // session: every DRAM access of it lies inside one of the session's
@@ -179,17 +176,10 @@ func (j *Job) Wait(ctx context.Context) (alidnn.Stats, error) {
 				return j.stats, j.err
 			default:
 			}
-			spun := time.Since(start)
-			if spun > spinWait || ctx.Err() != nil {
+			if time.Since(start) > spinWait || ctx.Err() != nil {
 				break
 			}
-			if spun > yieldAfter {
-				// On a busy host the agent may be waiting for this core:
-				// give it up to the kernel, not only to our goroutines.
-				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-			} else {
-				runtime.Gosched()
-			}
+			runtime.Gosched()
 		}
 		d.waiters.Add(1)
 		defer d.waiters.Add(-1)

@@ -165,8 +165,18 @@ func (s *Server) startLoad(pull bool) handler {
 			ctx, cancel := context.WithTimeout(s.base, 10*time.Minute)
 			defer cancel()
 			if lreq.Slot != nil && !pull {
-				// A reload of a slot (or its board) ends its sessions first.
-				s.hub.closeSlots([]int{*lreq.Slot, *lreq.Slot ^ 1})
+				// A tenant reloading its own slot (or board) ends the
+				// sessions there first; the loader refuses to load over
+				// anyone else's, so theirs are left alone.
+				var own []int
+				for _, i := range []int{*lreq.Slot, *lreq.Slot ^ 1} {
+					if i < s.cfg.Slots.Len() && p.tenant != "" {
+						if rec := s.cfg.Slots.Record(i); rec.State == agentapi.Loaded && rec.Tenant == p.tenant {
+							own = append(own, i)
+						}
+					}
+				}
+				s.hub.closeSlots(own)
 			}
 			res, err := s.cfg.Loader.Load(ctx, lreq)
 			if err == nil {

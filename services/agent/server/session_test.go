@@ -275,3 +275,22 @@ func TestSessionCorruptRing(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionSurvivesOthersLoad: another tenant's load aimed at the slot
+// (which the loader refuses) leaves the sessions on it alone.
+func TestSessionSurvivesOthersLoad(t *testing.T) {
+	a := startSessAgent(t, sessOptions{})
+	ctx := context.Background()
+	d := openDevice(t, a.socket, "alice", 0)
+	c, err := faas.Dial(ctx, a.socket, faas.WithToken(tenantToken("bob")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Load(ctx, "127.0.0.1:1/acme/alidnn:1", faas.OnSlot(0)); err == nil {
+		t.Fatal("bob's load onto alice's slot succeeded")
+	}
+	if _, err := d.Alloc(ctx, 4096); err != nil {
+		t.Fatalf("alice's session after bob's load attempt: %v", err)
+	}
+}

@@ -123,6 +123,8 @@ func TestHelperTenant(t *testing.T) {
 		err = childBusy(socket, tenant, slot)
 	case "load":
 		err = childLoad(socket, tenant, slot)
+	case "mnist":
+		err = childMNIST(socket, tenant, slot)
 	case "agent":
 		// The agent of the benchmarks, in a process of its own as faasd
 		// is; it serves until the parent closes stdin.

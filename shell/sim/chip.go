@@ -57,8 +57,8 @@ type Chip struct {
 	role        Role
 	model       RoleModel
 	roleCfg     RoleConfig // what model was instantiated with, for the state file
-	roleGen     uint64 // generation of the loaded role's Env, the only live one
-	genSeq      uint64 // last generation handed out
+	roleGen     uint64     // generation of the loaded role's Env, the only live one
+	genSeq      uint64     // last generation handed out
 }
 
 func newChip(b *Board, index int, part shell.Part) *Chip {

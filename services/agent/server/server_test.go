@@ -200,23 +200,8 @@ func startAgent(t *testing.T, reg *registry, o options) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	for range 200 {
-		if _, err := os.Stat(a.socket); err == nil {
-			return a
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the agent's socket never appeared")
-	return nil
+	serve(t, srv, a.socket)
+	return a
 }
 
 func dial(t *testing.T, target string, opts ...faas.Option) *faas.Client {

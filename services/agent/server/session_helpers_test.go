@@ -184,9 +184,16 @@ func startSessAgent(t tbLike, o sessOptions) *sessAgent {
 	if a.srv, err = server.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	sctx, cancel := context.WithCancel(ctx)
+	serve(t, a.srv, a.socket)
+	return a
+}
+
+// serve runs srv until the test ends and waits for its socket.
+func serve(t tbLike, srv *server.Server, socket string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.srv.Serve(sctx) }()
+	go func() { done <- srv.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -194,13 +201,12 @@ func startSessAgent(t tbLike, o sessOptions) *sessAgent {
 		}
 	})
 	for range 500 {
-		if _, err := os.Stat(a.socket); err == nil {
-			return a
+		if _, err := os.Stat(socket); err == nil {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("the agent's socket never appeared")
-	return nil
 }
 
 func sessSelfSigned(t tbLike) (tls.Certificate, *x509.CertPool) {

@@ -130,6 +130,36 @@ func (c *Chip) ReadUser(off uint64) (uint32, error) {
 	return c.readShell(uint32(off)), nil
 }
 
+// ReadUserBlock reads len(dst) consecutive registers from off in the user
+// BAR, as a burst from a mapped BAR would. A role implementing RegsReader
+// serves a block inside its window in one access.
+func (c *Chip) ReadUserBlock(off uint64, dst []uint32) error {
+	n := uint64(len(dst)) * 4
+	if n == 0 {
+		return nil
+	}
+	if err := c.checkMMIO("mmio read", off, shell.UserBARSize); err != nil {
+		return err
+	}
+	if err := c.checkMMIO("mmio read", off+n-4, shell.UserBARSize); err != nil {
+		return err
+	}
+	if off >= shell.RoleBase {
+		if rr, ok := c.coupledRole().(RegsReader); ok {
+			rr.ReadRegs(uint32(off-shell.RoleBase), dst)
+			return nil
+		}
+	}
+	for i := range dst {
+		v, err := c.ReadUser(off + uint64(4*i))
+		if err != nil {
+			return err
+		}
+		dst[i] = v
+	}
+	return nil
+}
+
 // WriteUser writes the 32-bit register at off in the user BAR.
 func (c *Chip) WriteUser(off uint64, v uint32) error {
 	if err := c.checkMMIO("mmio write", off, shell.UserBARSize); err != nil {

@@ -25,6 +25,13 @@ type Role interface {
 	Close()
 }
 
+// RegsReader is an optional capability of a Role: reading consecutive
+// registers from off (relative to shell.RoleBase, inside the role window)
+// in one access, as one consistent snapshot.
+type RegsReader interface {
+	ReadRegs(off uint32, dst []uint32)
+}
+
 // RoleModel describes a role the simulator can instantiate. Role packages in
 // bitstreams/ export one; mains register the ones they want in a Registry.
 type RoleModel struct {

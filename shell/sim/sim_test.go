@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1499,5 +1500,89 @@ func TestPowerLossRacesEND(t *testing.T) {
 			}
 		}
 		b.Close()
+	}
+}
+
+// blockProbe is the probe role with the RegsReader capability; it counts
+// the block reads it serves.
+type blockProbe struct {
+	*probeRole
+	blocks *atomic.Int32
+}
+
+func (r blockProbe) ReadRegs(off uint32, dst []uint32) {
+	r.blocks.Add(1)
+	for i := range dst {
+		dst[i] = r.ReadReg(off + uint32(4*i))
+	}
+}
+
+func TestReadUserBlock(t *testing.T) {
+	const blockName, blockID = "blocky", 0xb10c0003
+	var blocks atomic.Int32
+	log := &roleLog{}
+	reg, err := sim.NewRegistry(probeModel(log, alphaName, alphaID, alphaVersion), sim.RoleModel{
+		Name: blockName, ID: blockID, Version: 1 << 16,
+		New: func(env *sim.Env, cfg sim.RoleConfig) (sim.Role, error) {
+			return blockProbe{&probeRole{env: env, cfg: cfg, id: blockID}, &blocks}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newBoard(t, sim.Config{DDRSize: smallDDR, Roles: reg})
+	c := b.Chip(1)
+	// same checks a block read of n registers at off against single reads.
+	same := func(what string, off uint64, n int) {
+		t.Helper()
+		got := make([]uint32, n)
+		if err := c.ReadUserBlock(off, got); err != nil {
+			t.Fatalf("%s: block of %d at %#x: %v", what, n, off, err)
+		}
+		for i, v := range got {
+			if w := rd(t, c, off+uint64(4*i)); v != w {
+				t.Errorf("%s: register %#x reads %#x in a block, %#x alone", what, off+uint64(4*i), v, w)
+			}
+		}
+	}
+	same("shell", 0, 64)
+	same("empty region", shell.RoleBase, 4)
+	same("across the shell's end", shell.RoleBase-8, 4)
+
+	mustProgram(t, c, bitstream(t, alphaName, part, 4096))
+	wr(t, c, shell.RoleBase+probeScratch, 0x5a5a)
+	same("role without RegsReader", shell.RoleBase, 4)
+
+	mustProgram(t, c, bitstream(t, blockName, part, 4096))
+	wr(t, c, shell.RoleBase+probeScratch, 0xa5a5)
+	blocks.Store(0)
+	same("role with RegsReader", shell.RoleBase, 4)
+	if n := blocks.Load(); n != 1 {
+		t.Errorf("the role served %d block reads, want 1", n)
+	}
+	wr(t, c, shell.RegPRControl, shell.PRDecouple)
+	blocks.Store(0)
+	got := make([]uint32, 3)
+	if err := c.ReadUserBlock(shell.RoleBase, got); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 0xffffffff || got[2] != 0xffffffff || blocks.Load() != 0 {
+		t.Errorf("decoupled region: block reads %#x, role asked %d times", got, blocks.Load())
+	}
+	wr(t, c, shell.RegPRControl, 0)
+
+	if err := c.ReadUserBlock(0, nil); err != nil {
+		t.Errorf("empty block: %v", err)
+	}
+	for _, tc := range []struct {
+		off   uint64
+		n     int
+		errno syscall.Errno
+	}{{2, 1, syscall.EPROTO}, {shell.UserBARSize - 4, 2, syscall.ENXIO}, {shell.UserBARSize, 1, syscall.ENXIO}} {
+		err := c.ReadUserBlock(tc.off, make([]uint32, tc.n))
+		var se *sim.Error
+		if !errors.As(err, &se) || se.Errno != tc.errno {
+			t.Errorf("block of %d at %#x: %v, want errno %v", tc.n, tc.off, err, tc.errno)
+		}
 	}
 }

@@ -448,6 +448,13 @@ finish job=5`)
 	if ns := st.DeviceNS(); ns != 195*4 {
 		t.Errorf("DeviceNS %d", ns)
 	}
+	// A port without the block-read capability reads the same counters
+	// one register at a time.
+	ctx := context.Background()
+	st, err := alidnn.Exec(ctx, regByReg{l}, alidnn.Run{Insns: progAddr, Count: 3})
+	if err != nil || st != want {
+		t.Fatalf("register by register: stats %+v, %v\nwant  %+v", st, err, want)
+	}
 	// fp32 takes FP32Rate times longer; the load queue overlaps compute.
 	st = run(t, l, `
 load.inp int8 sram=0 dram=0x20000 y=1 x=128 stride=128
@@ -457,6 +464,15 @@ finish job=6`)
 	if c := uint64(64 + 1); st.Cycles != c+max(64+2048/64, 64*4+1, 64+1024/64) || st.BusyLoad != 64+32 || st.BusyStore != 64+16 || st.BusyCompute != 256+1 {
 		t.Fatalf("overlapped stats %+v", st)
 	}
+}
+
+// regByReg hides Local's alidnn.BlockReader.
+type regByReg struct{ l *Local }
+
+func (p regByReg) RoleRead32(off uint32) (uint32, error) { return p.l.RoleRead32(off) }
+func (p regByReg) RoleWrite32(off, v uint32) error       { return p.l.RoleWrite32(off, v) }
+func (p regByReg) WaitIRQ(ctx context.Context, line int) error {
+	return p.l.WaitIRQ(ctx, line)
 }
 
 // TestTokenTiming: a popped token delays its consumer to the producer's end.

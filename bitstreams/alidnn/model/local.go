@@ -19,7 +19,10 @@ type Local struct {
 	size  uint64
 }
 
-var _ alidnn.Port = (*Local)(nil)
+var (
+	_ alidnn.Port        = (*Local)(nil)
+	_ alidnn.BlockReader = (*Local)(nil)
+)
 
 // localWindow is the tenant window the engine's runs use.
 const localWindow = 0
@@ -98,6 +101,12 @@ func (l *Local) setup() error {
 // RoleRead32 reads the engine register at off.
 func (l *Local) RoleRead32(off uint32) (uint32, error) {
 	return l.chip.ReadUser(shell.RoleBase + uint64(off))
+}
+
+// RoleReadBlock reads len(dst) consecutive engine registers from off in
+// one access (alidnn.BlockReader).
+func (l *Local) RoleReadBlock(off uint32, dst []uint32) error {
+	return l.chip.ReadUserBlock(shell.RoleBase+uint64(off), dst)
 }
 
 // RoleWrite32 writes the engine register at off.

@@ -89,6 +89,10 @@ type role struct {
 	stop atomic.Bool
 	shut atomic.Bool // Close was called
 	wg   sync.WaitGroup
+	// starts carries each START to the engine's goroutine, which lives as
+	// long as the role: a goroutine per run would grow a fresh stack for
+	// every run, more work than a short run itself. Closed by Close.
+	starts chan start
 
 	mu       sync.Mutex
 	insnAddr uint64
@@ -107,7 +111,17 @@ func newRole(env *sim.Env, cfg alidnn.Config) (*role, error) {
 		return nil, err
 	}
 	r.eng = eng
+	r.starts = make(chan start, 1)
+	r.wg.Add(1)
+	go r.loop()
 	return r, nil
+}
+
+// start is one START: where the run's instructions are and its window.
+type start struct {
+	addr  uint64
+	count uint32
+	win   int
 }
 
 func sat32(v uint64) uint32 { return uint32(min(v, 1<<32-1)) }
@@ -115,6 +129,21 @@ func sat32(v uint64) uint32 { return uint32(min(v, 1<<32-1)) }
 func (r *role) ReadReg(off uint32) uint32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.reg(off)
+}
+
+// ReadRegs reads a block of registers under one lock: the counters of a
+// finished run read together are from the same run.
+func (r *role) ReadRegs(off uint32, dst []uint32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range dst {
+		dst[i] = r.reg(off + uint32(4*i))
+	}
+}
+
+// reg is the value of register off. r.mu held.
+func (r *role) reg(off uint32) uint32 {
 	switch off {
 	case alidnn.RegMagic:
 		return alidnn.ID
@@ -189,14 +218,26 @@ func (r *role) WriteReg(off uint32, v uint32) {
 		}
 		r.status = alidnn.StatusBusy
 		r.stop.Store(false)
-		r.wg.Add(1)
-		go r.run(r.insnAddr, r.count, int(r.window))
+		// Never blocks: STATUS stays busy until the loop has taken the
+		// previous start, so at most one is ever waiting.
+		r.starts <- start{r.insnAddr, r.count, int(r.window)}
 	}
 }
 
-// run executes one run in the background, as the hardware would.
-func (r *role) run(addr uint64, count uint32, win int) {
+// loop executes runs in the background, as the hardware would, until
+// Close.
+func (r *role) loop() {
 	defer r.wg.Done()
+	for st := range r.starts {
+		if r.shut.Load() {
+			continue // a start left in the channel at Close: the Env is dead
+		}
+		r.run(st.addr, st.count, st.win)
+	}
+}
+
+// run executes one run.
+func (r *role) run(addr uint64, count uint32, win int) {
 	c, pc, f := execute(r.eng, r.env, win, addr, count, r.finished)
 	if r.shut.Load() {
 		return // Close stopped the run; the Env must not be used any more
@@ -225,10 +266,12 @@ func (r *role) finished(job uint32, last bool) {
 }
 
 func (r *role) Close() {
-	// Under mu, so that a concurrent START either sees shut or has added
-	// its run to wg before the wait.
+	// Under mu, so that a concurrent START either sees shut or has sent
+	// its run before the channel closes.
 	r.mu.Lock()
-	r.shut.Store(true)
+	if !r.shut.Swap(true) {
+		close(r.starts)
+	}
 	r.stop.Store(true)
 	r.mu.Unlock()
 	r.wg.Wait()

@@ -150,6 +150,27 @@ func (c *Chip) RoleWrite32(off uint32, v uint32) error {
 	return c.Write32(shell.RoleBase+off, v)
 }
 
+// RoleReadBlock reads len(dst) consecutive role registers from off. A
+// port with the BlockReader capability reads them in one access; others
+// one register at a time.
+func (c *Chip) RoleReadBlock(off uint32, dst []uint32) error {
+	n := uint64(len(dst)) * 4
+	if off%4 != 0 || uint64(off)+n > shell.RoleSize {
+		return fmt.Errorf("%w: chip %d: %d role registers at %#x beyond the role window", ErrOutOfRange, c.index, len(dst), off)
+	}
+	if br, ok := c.port.(BlockReader); ok {
+		return FromErrno(br.ReadUserBlock(shell.RoleBase+off, dst))
+	}
+	for i := range dst {
+		v, err := c.Read32(shell.RoleBase + off + uint32(4*i))
+		if err != nil {
+			return err
+		}
+		dst[i] = v
+	}
+	return nil
+}
+
 // ShellVersion is the chip's shell version, major in bits 31:16 and minor
 // in bits 15:0.
 func (c *Chip) ShellVersion() uint32 { return c.shellVersion }

@@ -23,3 +23,10 @@ type Port interface {
 	WaitIRQ(ctx context.Context, line int) error
 	Close() error
 }
+
+// BlockReader is an optional capability of a Port: reading consecutive
+// user-BAR registers in one access, as a mapped BAR allows. off is 4-byte
+// aligned and the block lies inside the BAR.
+type BlockReader interface {
+	ReadUserBlock(off uint32, dst []uint32) error
+}

@@ -20,10 +20,8 @@ import (
 // and p99 ≤ 50 µs. BenchmarkJobExecFloor is the same program run by
 // alidnn.Exec on the simulated chip directly, in the same run. (The session
 // engine's own round trip, in process and without transport, is
-// services/agent/sessions' BenchmarkFinishRoundTrip: on the 2-core test
-// machine about 5.2 µs p50 against Exec's 3.9 µs, so the p50 target is
-// mostly the engine's and the simulator's; the transport between the
-// processes adds about a microsecond.)
+// services/agent/sessions' BenchmarkFinishRoundTrip; it lies between the
+// two.)
 func BenchmarkJobRoundTrip(b *testing.B) {
 	d := openDevice(b, benchAgent(b), "alice", 0)
 	ctx := context.Background()

@@ -116,6 +116,20 @@ func testLoopback(t *testing.T, h Harness, n int) {
 	if want := crc32.ChecksumIEEE(data); crc != want {
 		t.Errorf("loopback CRC %#08x, want %#08x", crc, want)
 	}
+	// A block read of the role's registers (one access where the backend
+	// can) reads what single reads do.
+	block := make([]uint32, 8)
+	if err := c.RoleReadBlock(0, block); err != nil {
+		t.Fatalf("RoleReadBlock: %v", err)
+	}
+	for i, v := range block {
+		if w, err := c.RoleRead32(uint32(4 * i)); err != nil || v != w {
+			t.Errorf("role register %#x: %#x in a block, %#x (%v) alone", 4*i, v, w, err)
+		}
+	}
+	if err := c.RoleReadBlock(shell.RoleSize-4, block[:2]); !errors.Is(err, device.ErrOutOfRange) {
+		t.Errorf("RoleReadBlock past the role window: %v, want ErrOutOfRange", err)
+	}
 	got := make([]byte, n)
 	if err := c.Read(ctx, dst, got); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,10 @@ func Open(b *shellsim.Board) (*device.Board, error) {
 // port adapts a simulated chip to device.Port.
 type port struct{ c *shellsim.Chip }
 
-func (p port) ReadUser(off uint32) (uint32, error)    { return p.c.ReadUser(uint64(off)) }
+func (p port) ReadUser(off uint32) (uint32, error) { return p.c.ReadUser(uint64(off)) }
+func (p port) ReadUserBlock(off uint32, dst []uint32) error {
+	return p.c.ReadUserBlock(uint64(off), dst)
+}
 func (p port) WriteUser(off uint32, v uint32) error   { return p.c.WriteUser(uint64(off), v) }
 func (p port) ReadControl(off uint32) (uint32, error) { return p.c.ReadControl(uint64(off)) }
 func (p port) WaitIRQ(ctx context.Context, line int) error {

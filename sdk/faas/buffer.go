@@ -15,6 +15,10 @@ import (
 // copies of a transfer overlap.
 const syncChunk = 4 << 20
 
+// readAhead is how many chunks of a local Read the agent is asked for
+// ahead of the copy out.
+const readAhead = 3
+
 // SyncDir is the direction of Buffer.Sync.
 type SyncDir int
 
@@ -193,8 +197,10 @@ func (b *Buffer) Read(ctx context.Context, p []byte, off int64) error {
 		return nil
 	}
 	var err error
-	if err = issue(); err == nil {
-		err = issue()
+	for range readAhead {
+		if err = issue(); err != nil {
+			break
+		}
 	}
 	for len(q) > 0 {
 		c := q[0]

@@ -71,6 +71,11 @@ var comparisons = []benchreport.Comparison{
 		Target: "p50 ≤ 5 µs and p99 ≤ 50 µs absolute (p50-ns and p99-ns in the Other column); the baseline is alidnn.Exec of the same program on the simulated chip, without session, scheduler or transport; the session engine's own in-process round trip (services/agent/sessions BenchmarkFinishRoundTrip) lies between the two",
 	},
 	{
+		Title: "Session engine round trip in process (Submit of a FINISH-only program, scheduler, Exec, completion), no transport", Pkg: "github.com/fpga-faas/faas/services/agent/sessions",
+		Bench: "BenchmarkFinishRoundTrip", Baseline: "BenchmarkExecFloor",
+		Target: "the agent's share of the SDK round trip above; the baseline is alidnn.Exec of the same program on the simulated chip (p50-ns and p99-ns in the Other column)",
+	},
+	{
 		Title: "SDK buffer Write + Read of 64 MiB, local shared-memory path", Pkg: "github.com/fpga-faas/faas/services/agent/server",
 		Bench: "BenchmarkBuffer64MiB", Baseline: "BenchmarkMemcpy64MiBSDK",
 		Target: "≥ 0.5× (throughput) of memcpy of 64 MiB in the same run; both directions count (128 MiB per op), and the simulator's DMA is itself a CPU copy, so each byte is copied twice per direction",

@@ -77,6 +77,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
 )
@@ -90,6 +91,8 @@ var (
 	ErrRefused    = errors.New("program refused")                           // an instruction reaches outside the session's buffers
 	ErrInUse      = errors.New("in use")                                    // freeing a buffer a live program references
 	ErrEngine     = alidnn.ErrEngine                                        // a job stopped with an engine error cause
+	ErrCanceled   = errors.New("job cancelled")                             // Cancel removed or aborted the job
+	ErrTimeout    = errors.New("job time limit exceeded")                   // the agent aborted a job after Config.JobTimeout
 )
 
 // Chip is what an Engine needs of a chip with the AliDNN role loaded.
@@ -132,7 +135,18 @@ type Config struct {
 	// the backpressure on a client that submits faster than it reads.
 	// Zero: 65536.
 	MaxJobs int
+	// JobTimeout is the longest a job may hold the engine: scheduling is
+	// fair only at job boundaries, so without a limit one tenant's endless
+	// program would starve every other. A job still running then is
+	// aborted and completes with ErrTimeout. Zero: DefaultJobTimeout;
+	// negative: no limit.
+	JobTimeout time.Duration
 }
+
+// DefaultJobTimeout is Config.JobTimeout's default: far beyond any job of
+// a real engine (milliseconds) and of the simulated one on the models we
+// ship (seconds), yet short enough that a runaway program is cut off.
+const DefaultJobTimeout = time.Minute
 
 // Quota limits a tenant on one engine.
 type Quota struct {
@@ -157,6 +171,7 @@ type Usage struct {
 	Memory   uint64 // bytes allocated
 	BusyNS   uint64 // engine time used by the tenant's jobs
 	Jobs     uint64
+	Running  bool // a job of the tenant (or its scrub) holds the engine
 	// Scrubs counts the SRAM scrubs run before the tenant's jobs because
 	// another session's data could be in SRAM; ScrubNS is their wall time
 	// and ScrubDeviceNS their device time. Scrubs are the agent's cost:
@@ -181,5 +196,5 @@ type Buffer struct {
 type Completion struct {
 	Job   uint64 // the id given to Submit
 	Stats alidnn.Stats
-	Err   error // nil, *alidnn.EngineError, ErrClosed or a context error
+	Err   error // nil, *alidnn.EngineError, ErrClosed, ErrCanceled, ErrTimeout or a context error
 }

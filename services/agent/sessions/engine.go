@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/shell"
@@ -30,7 +31,11 @@ type Engine struct {
 	quotas    map[string]Quota
 	defQuota  Quota
 	zeros     []byte // zeroChunk zero bytes, never written
-	sram      alidnn.Config
+	// jobTimeout is Config.JobTimeout, 0 for none; watchdog aborts a job
+	// that exceeds it (nil without a limit).
+	jobTimeout time.Duration
+	watchdog   *time.Timer
+	sram       alidnn.Config
 
 	// dirty is what the SRAMs may hold of owner's jobs, or of an unknown
 	// earlier user when owner is nil; an empty set is clean SRAM. Used by
@@ -51,6 +56,7 @@ type Engine struct {
 	sessions map[*Session]struct{}
 	sched    scheduler
 	running  *Session // whose job is in Exec, or nil
+	run      runState // of the running job
 	started  bool     // Run was called
 	dead     bool     // Run returned: no more sessions
 }
@@ -142,6 +148,16 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if err := checkQuota(cfg.DefaultQuota); err != nil {
 		return nil, fmt.Errorf("sessions: default quota: %w", err)
+	}
+	switch {
+	case cfg.JobTimeout == 0:
+		e.jobTimeout = DefaultJobTimeout
+	case cfg.JobTimeout > 0:
+		e.jobTimeout = cfg.JobTimeout
+	}
+	if e.jobTimeout > 0 {
+		e.watchdog = time.AfterFunc(time.Hour, e.expire)
+		e.watchdog.Stop()
 	}
 	e.jobDone = sync.NewCond(&e.mu)
 	e.sched.init()
@@ -241,7 +257,8 @@ func (e *Engine) Usage() []Usage {
 			continue
 		}
 		out = append(out, Usage{Tenant: t.name, Sessions: t.sessions, Memory: t.memory, BusyNS: t.busyNS, Jobs: t.jobs,
-			Scrubs: t.scrubs, ScrubNS: t.scrubNS, ScrubDeviceNS: t.scrubDeviceNS})
+			Running: e.running != nil && e.running.t == t,
+			Scrubs:  t.scrubs, ScrubNS: t.scrubNS, ScrubDeviceNS: t.scrubDeviceNS})
 	}
 	slices.SortFunc(out, func(a, b Usage) int { return cmp.Compare(a.Tenant, b.Tenant) })
 	return out

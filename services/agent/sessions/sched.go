@@ -143,6 +143,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			continue
 		}
 		e.running = j.s
+		e.run = runState{job: j.id}
 		e.mu.Unlock()
 		e.exec(j)
 	}
@@ -179,8 +180,25 @@ func (e *Engine) exec(j job) {
 		e.mu.Unlock()
 		e.dirty, e.owner = sramSet{}, nil
 	}
+	e.mu.Lock()
+	if why := e.run.why; why != nil { // cancelled during the scrub
+		e.running = nil
+		j.p.jobs--
+		s.deliver(Completion{Job: j.id, Err: why})
+		e.jobDone.Broadcast()
+		e.mu.Unlock()
+		return
+	}
 	start := time.Now()
+	e.run.exec, e.run.start = true, start
+	e.mu.Unlock()
+	if e.watchdog != nil {
+		e.watchdog.Reset(e.jobTimeout)
+	}
 	st, err := alidnn.Exec(s.ctx, e.chip, alidnn.Run{Insns: j.p.addr, Count: j.p.count, Window: s.window})
+	if e.watchdog != nil {
+		e.watchdog.Stop()
+	}
 	d := uint64(time.Since(start))
 	// Even a failed or aborted job may have written part of what its
 	// program writes.
@@ -196,16 +214,29 @@ func (e *Engine) exec(j job) {
 	t.jobs++
 	t.vtime += float64(d) / t.quota.Share
 	j.p.jobs--
-	if err != nil && s.closed {
+	switch {
+	case err == nil:
+	case s.closed:
 		err = fmt.Errorf("%w: job %d aborted: %w", ErrClosed, j.id, err)
+	case e.run.why != nil && aborted(err):
+		err = e.run.why
 	}
 	s.deliver(Completion{Job: j.id, Stats: st, Err: err})
 	e.jobDone.Broadcast()
 }
 
+// aborted reports whether err is the engine's report of CONTROL.ABORT.
+func aborted(err error) bool {
+	var ee *alidnn.EngineError
+	return errors.As(err, &ee) && ee.Cause == alidnn.CauseAborted
+}
+
 // shutdown closes every session when Run returns; no session opens after.
 func (e *Engine) shutdown() {
 	e.stop()
+	if e.watchdog != nil {
+		e.watchdog.Stop()
+	}
 	e.mu.Lock()
 	e.dead = true
 	var all []*Session

@@ -208,6 +208,7 @@ const (
 	CodeInUse         Code = "in_use"          // freeing a buffer a live program references
 	CodeSessionClosed Code = "session_closed"  // the session ended (closed, slot cleared or reloaded)
 	CodeCanceled      Code = "canceled"        // the request or job was cancelled
+	CodeJobTimeout    Code = "job_timeout"     // the job ran longer than faasd's time limit and was aborted
 )
 
 // Error is the body of a failed request and the error of a failed load.

@@ -28,6 +28,7 @@ var (
 	ErrRefused    = errors.New("program refused")                           // program_refused
 	ErrInUse      = errors.New("buffer in use by a program")                // in_use
 	ErrClosed     = errors.New("session closed")                            // session_closed; also use after Close or Free
+	ErrJobTimeout = errors.New("job time limit exceeded")                   // job_timeout: faasd aborted a job that ran too long
 )
 
 // Error is a request faasd refused or a load that failed. (The agent's
@@ -93,6 +94,8 @@ func (e *Error) Is(target error) bool {
 		return target == ErrClosed
 	case agentapi.CodeCanceled:
 		return target == context.Canceled
+	case agentapi.CodeJobTimeout:
+		return target == ErrJobTimeout
 	}
 	return false
 }

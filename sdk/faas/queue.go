@@ -155,11 +155,27 @@ func (j *Job) finish(cp session.Completion, err error) {
 	<-j.d.inflight
 }
 
+// Cancel asks faasd to stop the job: a queued job does not run, a running
+// one is aborted, and Wait then returns an error matching context.Canceled.
+// It is best effort: a job that ends before the abort reaches the engine
+// keeps its outcome. Cancel returns once faasd has acted; it is a no-op for
+// a job that has ended.
+func (j *Job) Cancel(ctx context.Context) error {
+	select {
+	case <-j.done:
+		return nil
+	default:
+	}
+	_, err := j.d.do(ctx, session.OpCancel, session.U64s(j.id))
+	return err
+}
+
 // Wait waits for the job to end and returns the engine's counters of the
 // run. A job the engine stopped returns *alidnn.EngineError (errors.Is
 // alidnn.ErrEngine); one faasd refused or cut short returns *Error
-// (ErrBadHandle, ErrClosed, …). If ctx ends first Wait returns ctx's
-// error; the job goes on.
+// (ErrBadHandle, ErrClosed, ErrJobTimeout, context.Canceled after Cancel,
+// …). If ctx ends first Wait returns ctx's error; the job goes on (Cancel
+// stops it).
 func (j *Job) Wait(ctx context.Context) (alidnn.Stats, error) {
 	select {
 	case <-j.done:

@@ -40,11 +40,12 @@ const (
 	OpClose      Op = 11 // → empty; then the agent closes the connection
 	OpReply      Op = 12 // agent → client: success of request id
 	OpError      Op = 13 // agent → client: ErrorPayload for request id
-	opMax        Op = 14
+	OpCancel     Op = 14 // job id → empty; the job's completion follows
+	opMax        Op = 15
 )
 
 var opNames = [...]string{"", "hello", "alloc", "free", "write", "read", "sync", "program", "submit",
-	"completion", "doorbell", "close", "reply", "error"}
+	"completion", "doorbell", "close", "reply", "error", "cancel"}
 
 func (o Op) String() string {
 	if o > 0 && o < opMax {

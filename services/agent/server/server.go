@@ -96,6 +96,10 @@ type Config struct {
 	// slot's session engine (sessions.Config).
 	SessionQuotas       map[string]sessions.Quota
 	SessionDefaultQuota sessions.Quota
+	// JobTimeout is the longest one job may hold an engine
+	// (sessions.Config.JobTimeout). Zero: sessions.DefaultJobTimeout;
+	// negative: no limit.
+	JobTimeout time.Duration
 }
 
 // Server serves the agent's API.

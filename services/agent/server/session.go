@@ -73,7 +73,7 @@ func (h *sessionHub) open(sl slots.Slot, rec slots.Record, tenant string) (*sess
 	}
 	if er == nil {
 		eng, err := sessions.New(sessions.Config{Chip: sl.Chip, DDRSize: sl.Chip.DDRSize(),
-			Quotas: h.s.cfg.SessionQuotas, DefaultQuota: h.s.cfg.SessionDefaultQuota,
+			Quotas: h.s.cfg.SessionQuotas, DefaultQuota: h.s.cfg.SessionDefaultQuota, JobTimeout: h.s.cfg.JobTimeout,
 			Logger: h.s.log.With("slot", sl.Index)})
 		if err != nil {
 			h.mu.Unlock()
@@ -240,7 +240,9 @@ func sessionCode(err error) agentapi.Code {
 		return agentapi.CodeInUse
 	case errors.Is(err, sessions.ErrClosed):
 		return agentapi.CodeSessionClosed
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, sessions.ErrTimeout):
+		return agentapi.CodeJobTimeout
+	case errors.Is(err, sessions.ErrCanceled), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return agentapi.CodeCanceled
 	case errors.Is(err, session.ErrFrame):
 		return agentapi.CodeBadRequest

@@ -35,6 +35,10 @@ func FuzzSessionFrames(f *testing.F) {
 		session.Frame{Op: session.OpFree, ID: 3, Payload: session.U64s(1)},
 		session.Frame{Op: session.OpDoorbell}))
 	f.Add(frames(session.Frame{Op: session.OpRead, ID: 2, Payload: session.U64s(1, 0, 1<<40)}))
+	f.Add(frames(session.Frame{Op: session.OpProgram, ID: 2, Payload: prog},
+		session.Frame{Op: session.OpSubmit, Payload: session.U64s(1, 7)},
+		session.Frame{Op: session.OpCancel, ID: 3, Payload: session.U64s(7)},
+		session.Frame{Op: session.OpCancel, ID: 4, Payload: []byte{1}}))
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Add(session.AppendHeader(nil, session.OpWrite, 0, 1, session.MaxPayload))
 

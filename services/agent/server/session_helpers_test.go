@@ -112,6 +112,7 @@ type sessOptions struct {
 	sharedWith map[int][]string
 	ddr        uint64 // per chip; 0: 64 MiB
 	logger     bool
+	jobTimeout time.Duration
 }
 
 // startSessAgent starts an agent whose two slots hold the AliDNN engine,
@@ -171,7 +172,7 @@ func startSessAgent(t tbLike, o sessOptions) *sessAgent {
 		t.Fatal(err)
 	}
 	a := &sessAgent{socket: filepath.Join(dir, "faasd.sock"), table: table, chips: b.Chips[:]}
-	cfg := server.Config{Socket: a.socket, Slots: table, Cache: c, Loader: l, Registry: reg, SharedWith: o.sharedWith}
+	cfg := server.Config{Socket: a.socket, Slots: table, Cache: c, Loader: l, Registry: reg, SharedWith: o.sharedWith, JobTimeout: o.jobTimeout}
 	if o.tls {
 		cert, pool := sessSelfSigned(t)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -294,3 +294,66 @@ func TestSessionSurvivesOthersLoad(t *testing.T) {
 		t.Fatalf("alice's session after bob's load attempt: %v", err)
 	}
 }
+
+// TestSessionCancelAndTimeout: Job.Cancel of a queued and of a running job,
+// and the agent's job time limit, on the local path (where the cancelled
+// job may still be on the submission ring) and over TLS.
+func TestSessionCancelAndTimeout(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	a := startSessAgent(t, sessOptions{tls: true, jobTimeout: limit})
+	for _, remote := range []bool{false, true} {
+		name := map[bool]string{false: "local", true: "tls"}[remote]
+		t.Run(name, func(t *testing.T) {
+			d := openDevice(t, a.socket, "alice", 0)
+			if remote {
+				d = openDevice(t, "https://"+a.tcp, "alice", 0, faas.WithTLSConfig(&tls.Config{RootCAs: a.roots, MinVersion: tls.VersionTLS13}))
+			}
+			ctx := context.Background()
+			endless, err := d.Program(ctx, asm(t, "gemm uop=0:1 iter=16383,16383 dst=0,0 src=0,0 wgt=0,0\nfinish job=1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fin, err := d.Program(ctx, finishOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			submit := func(p *faas.Program) *faas.Job {
+				t.Helper()
+				j, err := d.Queue().Submit(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return j
+			}
+			running, queued, last := submit(endless), submit(fin), submit(fin)
+			if err := queued.Cancel(ctx); err != nil {
+				t.Fatalf("Cancel of a queued job: %v", err)
+			}
+			if _, err := queued.Wait(ctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled queued job: %v, want context.Canceled", err)
+			}
+			if err := running.Cancel(ctx); err != nil {
+				t.Fatalf("Cancel of the running job: %v", err)
+			}
+			if _, err := running.Wait(ctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled running job: %v, want context.Canceled", err)
+			}
+			if _, err := last.Wait(ctx); err != nil {
+				t.Fatalf("the job behind the cancelled ones: %v", err)
+			}
+			if err := last.Cancel(ctx); err != nil {
+				t.Errorf("Cancel of a finished job: %v", err)
+			}
+			start := time.Now()
+			if _, err := submit(endless).Wait(ctx); !errors.Is(err, faas.ErrJobTimeout) {
+				t.Fatalf("endless job: %v, want ErrJobTimeout", err)
+			}
+			if took := time.Since(start); took < limit {
+				t.Errorf("timed out after %v, before the %v limit", took, limit)
+			}
+			if _, err := submit(fin).Wait(ctx); err != nil {
+				t.Fatalf("a job after the timeout: %v", err)
+			}
+		})
+	}
+}

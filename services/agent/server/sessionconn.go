@@ -58,6 +58,7 @@ type sconn struct {
 	ctlMem   []byte
 	doorbell chan struct{}
 	refused  chan sessions.Completion // submissions the session refused
+	cancels  chan session.Frame       // OpCancel for the pump (local path)
 
 	forwarded chan struct{} // closed when forward has returned
 }
@@ -69,7 +70,7 @@ type sconn struct {
 func serveSession(conn net.Conn, br *bufio.Reader, sess *sessions.Session, log *slog.Logger) {
 	c := &sconn{conn: conn, br: br, sess: sess, log: log, work: make(chan session.Frame, workQueue),
 		staging: map[sessions.Handle][]byte{}, doorbell: make(chan struct{}, 1),
-		refused: make(chan sessions.Completion, 2*session.DefaultEntries)}
+		refused: make(chan sessions.Completion, 2*session.DefaultEntries), cancels: make(chan session.Frame, workQueue)}
 	c.uc, _ = conn.(*net.UnixConn)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -181,6 +182,20 @@ func (c *sconn) read() error {
 				return err
 			}
 			c.submit(e)
+		case session.OpCancel:
+			if c.ctl == nil {
+				// Over TLS every submission before this frame has
+				// reached the session already.
+				c.cancel1(f)
+				continue
+			}
+			// The job may still be on the submission ring: the pump
+			// takes the ring's entries before it cancels.
+			select {
+			case c.cancels <- f:
+			case <-c.ctx.Done():
+				return nil
+			}
 		case session.OpAlloc, session.OpFree, session.OpWrite, session.OpRead, session.OpSync, session.OpProgram, session.OpClose:
 			select {
 			case c.work <- f:
@@ -362,19 +377,20 @@ func (c *sconn) pump() {
 			busy = true
 		default:
 		}
-		e, ok, err := c.ctl.PopSubmit()
-		if err != nil {
-			c.log.Warn("session broke its submission ring", "err", err)
-			c.kill()
+		select {
+		case f := <-c.cancels:
+			if _, ok := c.intake(&pending, -1); !ok {
+				return
+			}
+			c.cancel1(f)
+			busy = true
+		default:
+		}
+		took, ok := c.intake(&pending, 1)
+		if !ok {
 			return
 		}
-		if ok {
-			if err := c.sess.Submit(sessions.Handle(e.Prog), e.Job); err != nil {
-				pending = append(pending, wireCompletion(sessions.Completion{Job: e.Job, Err: err}))
-			}
-			busy = true
-		}
-		if busy {
+		if busy || took > 0 {
 			last = time.Time{}
 			continue
 		}
@@ -400,12 +416,53 @@ func (c *sconn) pump() {
 			pending = append(pending, wireCompletion(cp))
 		case cp := <-c.refused:
 			pending = append(pending, wireCompletion(cp))
+		case f := <-c.cancels:
+			if _, ok := c.intake(&pending, -1); !ok {
+				return
+			}
+			c.cancel1(f)
 		case <-c.ctx.Done():
 			return
 		}
 		c.ctl.WakeSubmit()
 		last = time.Now()
 	}
+}
+
+// intake takes up to limit entries (all, if limit < 0) off the submission
+// ring and hands them to the session; a refusal becomes a pending
+// completion. It reports false when the client broke the ring (the
+// connection is then ended).
+func (c *sconn) intake(pending *[]session.Completion, limit int) (took int, ok bool) {
+	for limit < 0 || took < limit {
+		e, ok, err := c.ctl.PopSubmit()
+		if err != nil {
+			c.log.Warn("session broke its submission ring", "err", err)
+			c.kill()
+			return took, false
+		}
+		if !ok {
+			break
+		}
+		took++
+		if err := c.sess.Submit(sessions.Handle(e.Prog), e.Job); err != nil {
+			*pending = append(*pending, wireCompletion(sessions.Completion{Job: e.Job, Err: err}))
+		}
+	}
+	return took, true
+}
+
+// cancel1 carries out an OpCancel and answers it.
+func (c *sconn) cancel1(f session.Frame) {
+	v, _, err := session.ParseU64s(f.Payload, 1, false)
+	if err == nil {
+		err = c.sess.Cancel(v[0])
+	}
+	if err != nil {
+		c.writeError(f.ID, sessionCode(err), err.Error())
+		return
+	}
+	c.writeFrame(session.OpReply, f.ID, nil)
 }
 
 // flush puts pending completions on the ring as far as it has room, with

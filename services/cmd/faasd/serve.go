@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,6 +26,7 @@ import (
 	"github.com/fpga-faas/faas/services/agent/loader"
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/server"
+	"github.com/fpga-faas/faas/services/agent/sessions"
 	"github.com/fpga-faas/faas/services/agent/slots"
 	"github.com/fpga-faas/faas/shell"
 	"github.com/fpga-faas/faas/shell/sim"
@@ -41,6 +43,7 @@ type serveFlags struct {
 	simShellMinor                                                           uint16
 	simFresh                                                                bool
 	simDDR                                                                  uint64
+	jobTimeout                                                              time.Duration
 }
 
 func serveCommand() *cobra.Command {
@@ -75,6 +78,7 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.StringArrayVar(&f.tenants, "tenant", nil, "map a local uid to a tenant: UID=NAME (repeatable)")
 	fl.IntSliceVar(&f.operators, "operator", nil, "uids with operator rights besides 0 and faasd's own")
 	fl.StringArrayVar(&f.shares, "share", nil, "let tenants open sessions on a slot loaded by another: SLOT=NAME[,NAME…] (repeatable)")
+	fl.DurationVar(&f.jobTimeout, "job-timeout", sessions.DefaultJobTimeout, "abort a tenant's job that holds an engine longer than this (negative: no limit)")
 	fl.StringVar(&f.listen, "listen", "", "also serve on TCP with TLS at this address (remote attach)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate for --listen")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS key for --listen")
@@ -200,7 +204,8 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	metrics.MustRegister(server.NewCollector(table, c))
 	cfg := server.Config{Socket: f.socket, Tenants: tenants, Operators: f.operators, Slots: table, Cache: c,
-		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: shared}
+		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: shared,
+		JobTimeout: f.jobTimeout}
 	if f.listen != "" {
 		if cfg.TLS, err = server.LoadTLS(f.tlsCert, f.tlsKey); err != nil {
 			return err

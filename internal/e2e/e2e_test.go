@@ -23,6 +23,7 @@ import (
 
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 // Generous bounds: the test runs under -race on loaded 2-core machines.
@@ -530,6 +531,60 @@ func (p *platform) startFaasd(t *testing.T, socket, stateDir string, extra ...st
 	return faasd, agent
 }
 
+// modelRunOnSlot runs the MNIST reference model with `faas model run
+// --slot` on an AliDNN slot of faasd, for both reference inputs, and
+// compares the scores with the reference outputs.
+func modelRunOnSlot(t *testing.T, env []string, agentFlag string, slot int) {
+	t.Helper()
+	const tolerance = 5e-3 // the shared test data's, for fp32 models
+	dir := testenv.TestData(t, "onnx/models/mnist")
+	for _, set := range []string{"test_data_set_0", "test_data_set_1"} {
+		out := filepath.Join(t.TempDir(), "out.pb")
+		res := must(t, env, "", "faas", agentFlag, "model", "run", "--json", "--slot", fmt.Sprint(slot),
+			"--input", filepath.Join(dir, set, "input_0.pb"), "--output", out, filepath.Join(dir, "model.onnx"))
+		var st struct {
+			DeviceNS uint64 `json:"device_ns"`
+		}
+		if err := json.Unmarshal([]byte(res), &st); err != nil || st.DeviceNS == 0 {
+			t.Fatalf("faas model run --json: %q (%v)", res, err)
+		}
+		got, err := onnx.ReadTensor(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := onnx.ReadTensor(filepath.Join(dir, set, "output_0.pb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := got.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := want.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(g) != len(w) {
+			t.Fatalf("%s: %d scores, want %d", set, len(g), len(w))
+		}
+		worst := 0.0
+		for k := range w {
+			worst = max(worst, float64(abs32(g[k]-w[k])))
+		}
+		if worst > tolerance {
+			t.Errorf("%s on slot %d: scores differ from the reference by %g (tolerance %g)", set, slot, worst, tolerance)
+		}
+		t.Logf("faas model run --slot %d, %s: %v on the device, worst difference %.2g", slot, set, time.Duration(st.DeviceNS), worst)
+	}
+}
+
+func abs32(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 func TestEndToEnd(t *testing.T) {
 	p := newPlatform(t)
 	root, env, regURL, began, loopback, dual := p.root, p.env, p.regURL, p.began, p.loopback, p.dual
@@ -626,6 +681,10 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if s := st[2]; s.Role == nil || s.Role.Name != "alidnn" {
 		t.Errorf("faas status: slot 2 role %+v, want alidnn", s.Role)
+	}
+	modelRunOnSlot(t, alice, agentFlag, 2)
+	if r := run(t, bob, "", "faas", agentFlag, "model", "run", "--slot", "2", "--input", filepath.Join(testenv.TestData(t, "onnx/models/mnist"), "test_data_set_0", "input_0.pb"), filepath.Join(testenv.TestData(t, "onnx/models/mnist"), "model.onnx")); r.code != exitNotEntitled {
+		t.Errorf("faas model run --slot 2 as bob: exit %d, want %d (alice's slot)\n%s", r.code, exitNotEntitled, r.stderr)
 	}
 	var d agentapi.Slot
 	if err := json.Unmarshal([]byte(must(t, alice, "", "faas", agentFlag, "describe", "3", "--json")), &d); err != nil {

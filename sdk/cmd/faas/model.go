@@ -156,13 +156,19 @@ func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool,
 func runCommand() *cobra.Command {
 	var ins, outs []string
 	var int8 bool
+	slot := -1
 	cmd := &cobra.Command{
-		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...]",
+		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...] [--slot N]",
 		Short: "Run a model (ONNX or program file) once and report its device and host time",
-		Long: `Runs MODEL on the in-process engine with the given input tensors (ONNX
-TensorProto files, matched to the model's inputs by name, else by position)
-and writes the outputs. Prints the modeled device time of the run and the
-host wall time (upload, run, download).`,
+		Long: `Runs MODEL with the given input tensors (ONNX TensorProto files, matched to
+the model's inputs by name, else by position) and writes the outputs. Prints
+the modeled device time of the run and the host wall time (upload, run,
+download).
+
+The model runs on an engine simulated in this process, or with --slot N on
+slot N of the faasd of --agent: a slot with the AliDNN engine that you
+loaded or that was shared with you (faas status lists them). --int8
+calibrates on the in-process engine either way.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -189,13 +195,27 @@ host wall time (upload, run, download).`,
 			}
 			compileTime := time.Since(start)
 			matchInputs(p, tensors)
-			s, err := alidnn.Load(ctx, dev, p)
+			var s *alidnn.Session
+			where := "the simulated engine"
+			if slot < 0 {
+				s, err = alidnn.Load(ctx, dev, p)
+			} else {
+				var eng alidnn.Engine
+				var closeSlot func()
+				eng, closeSlot, err = openSlot(cmd, slot)
+				if err == nil {
+					defer closeSlot()
+					s, err = alidnn.Open(ctx, eng, p, alidnn.WithBatch(1), alidnn.WithPipeline(1))
+				}
+				where = fmt.Sprintf("slot %d through faasd", slot)
+			}
 			if err != nil {
 				return err
 			}
+			defer s.Close(context.WithoutCancel(ctx))
 			res, err := s.Run(ctx, tensors...)
 			if err != nil {
-				return err
+				return failed(err)
 			}
 			if len(outs) > len(res.Outputs) {
 				return fmt.Errorf("%d --output files for %d outputs", len(outs), len(res.Outputs))
@@ -214,7 +234,7 @@ host wall time (upload, run, download).`,
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "device time  %v (modeled: %d cycles at %d MHz)\n", time.Duration(st.DeviceNS()), st.Cycles, st.ClockMHz)
-			fmt.Fprintf(w, "host time    %v (upload, run on the simulated engine, download)\n", res.HostTime.Round(time.Microsecond))
+			fmt.Fprintf(w, "host time    %v (upload, run on %s, download)\n", res.HostTime.Round(time.Microsecond), where)
 			fmt.Fprintf(w, "compile time %v\n", compileTime.Round(time.Microsecond))
 			fmt.Fprintf(w, "work         %d instructions, %.3g G MACs, %d B loaded, %d B stored\n", st.Insns, float64(st.MACs)/1e9, st.LoadBytes, st.StoreBytes)
 			for k, o := range res.Outputs {
@@ -230,7 +250,23 @@ host wall time (upload, run, download).`,
 	cmd.Flags().StringArrayVar(&ins, "input", nil, "input tensor file (TensorProto), once per input")
 	cmd.Flags().StringArrayVar(&outs, "output", nil, "file to write an output tensor to, once per output")
 	cmd.Flags().BoolVar(&int8, "int8", false, "quantise an fp32 ONNX model to int8, calibrated on the inputs")
+	cmd.Flags().IntVar(&slot, "slot", -1, "run on this AliDNN slot of faasd (--agent) instead of in process")
 	return cmd
+}
+
+// openSlot opens a session on slot n of the faasd of --agent, as an
+// engine; closeSlot ends the session.
+func openSlot(cmd *cobra.Command, n int) (eng alidnn.Engine, closeSlot func(), err error) {
+	c, err := dialAgent(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	dev, err := c.Open(cmd.Context(), n)
+	if err != nil {
+		c.Close()
+		return nil, nil, failed(fmt.Errorf("opening slot %d: %w", n, err))
+	}
+	return alidnn.Agent(dev), func() { dev.Close(); c.Close() }, nil
 }
 
 // matchInputs names the tensors after the program's inputs when their own

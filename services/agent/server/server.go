@@ -10,6 +10,8 @@
 // registry API token (Authorization: Bearer faas_…), which the agent checks
 // with the registry (answers are cached for a minute); on TCP the token is
 // required. Loads and pulls need the token, because the agent pulls with it.
+// A request with a token acts as its tenant alone, even from an operator's
+// uid: the operator's rights come with calling without one.
 //
 // # Who may do what
 //
@@ -361,11 +363,10 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &principal{tenant: acct.Name, tenantID: acct.ID, token: tok}
-		if pr.unix && s.ops[pr.uid] {
-			p.operator = true
-		}
-		return p, nil
+		// A token names who acts, whatever the uid: an operator's process
+		// sending a tenant's token acts as that tenant (least privilege),
+		// and has the operator's rights by calling without one.
+		return &principal{tenant: acct.Name, tenantID: acct.ID, token: tok}, nil
 	}
 	if !pr.unix {
 		return nil, errors.New("send a tenant token: Authorization: Bearer faas_…")

@@ -181,14 +181,16 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 		return
 	}
 	rec := s.cfg.Slots.Record(sl.Index)
-	if !s.maySession(p, sl.Index, rec) {
-		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
-			Message: fmt.Sprintf("slot %d is not yours", sl.Index), Hint: "open a slot you loaded, or ask the operator to share it"})
-		return
-	}
+	// State first: every caller may see it (GET /v1/slots), and "not
+	// yours" would be a puzzling answer about an empty slot.
 	if rec.State != agentapi.Loaded || rec.Role == nil || rec.Role.ID != alidnn.ID || s.cfg.Slots.Held(sl.Index) {
 		writeErr(w, http.StatusConflict, agentapi.Error{Code: agentapi.CodeBusy,
 			Message: fmt.Sprintf("slot %d has no AliDNN engine loaded", sl.Index), Hint: "load an AliDNN image into it first"})
+		return
+	}
+	if !s.maySession(p, sl.Index, rec) {
+		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
+			Message: fmt.Sprintf("slot %d is not yours", sl.Index), Hint: "open a slot you loaded, or ask the operator to share it"})
 		return
 	}
 	tenant := p.tenant

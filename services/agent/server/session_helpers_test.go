@@ -108,12 +108,17 @@ type sessAgent struct {
 }
 
 type sessOptions struct {
-	tls        bool
+	tls bool
+	// sharedWith: nil shares both slots with sharedTenants.
 	sharedWith map[int][]string
 	ddr        uint64 // per chip; 0: 64 MiB
 	logger     bool
 	jobTimeout time.Duration
 }
+
+// sharedTenants are the tenants besides alice that the session tests run
+// on alice's slots, as the operator shares a chip between tenants.
+var sharedTenants = []string{"carol", "mallory", "fuzz", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7"}
 
 // startSessAgent starts an agent whose two slots hold the AliDNN engine,
 // loaded by tenant "alice".
@@ -122,6 +127,9 @@ func startSessAgent(t tbLike, o sessOptions) *sessAgent {
 	ctx := context.Background()
 	if o.ddr == 0 {
 		o.ddr = 64 << 20
+	}
+	if o.sharedWith == nil {
+		o.sharedWith = map[int][]string{0: sharedTenants, 1: sharedTenants}
 	}
 	roles, err := sim.NewRegistry(blankmodel.Model, alidnnmodel.Model)
 	if err != nil {

@@ -86,7 +86,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestJobTimeout(t *testing.T) {
-	const limit = 50 * time.Millisecond
+	const limit = 250 * time.Millisecond
 	e, _ := newEngine(t, sessions.Config{JobTimeout: limit})
 	a, b := open(t, e, "a"), open(t, e, "b")
 	pa, pb := program(t, a, asm(t, endlessJob)), program(t, b, finishOnly)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -569,20 +570,13 @@ func modelRunOnSlot(t *testing.T, env []string, agentFlag string, slot int) {
 		}
 		worst := 0.0
 		for k := range w {
-			worst = max(worst, float64(abs32(g[k]-w[k])))
+			worst = max(worst, math.Abs(float64(g[k])-float64(w[k])))
 		}
 		if worst > tolerance {
 			t.Errorf("%s on slot %d: scores differ from the reference by %g (tolerance %g)", set, slot, worst, tolerance)
 		}
 		t.Logf("faas model run --slot %d, %s: %v on the device, worst difference %.2g", slot, set, time.Duration(st.DeviceNS), worst)
 	}
-}
-
-func abs32(x float32) float32 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 func TestEndToEnd(t *testing.T) {

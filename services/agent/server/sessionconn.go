@@ -186,7 +186,7 @@ func (c *sconn) read() error {
 			if c.ctl == nil {
 				// Over TLS every submission before this frame has
 				// reached the session already.
-				c.cancel1(f)
+				c.cancelJob(f)
 				continue
 			}
 			// The job may still be on the submission ring: the pump
@@ -375,14 +375,11 @@ func (c *sconn) pump() {
 		case cp := <-c.refused:
 			pending = append(pending, wireCompletion(cp))
 			busy = true
-		default:
-		}
-		select {
 		case f := <-c.cancels:
 			if _, ok := c.intake(&pending, -1); !ok {
 				return
 			}
-			c.cancel1(f)
+			c.cancelJob(f)
 			busy = true
 		default:
 		}
@@ -420,7 +417,7 @@ func (c *sconn) pump() {
 			if _, ok := c.intake(&pending, -1); !ok {
 				return
 			}
-			c.cancel1(f)
+			c.cancelJob(f)
 		case <-c.ctx.Done():
 			return
 		}
@@ -452,8 +449,8 @@ func (c *sconn) intake(pending *[]session.Completion, limit int) (took int, ok b
 	return took, true
 }
 
-// cancel1 carries out an OpCancel and answers it.
-func (c *sconn) cancel1(f session.Frame) {
+// cancelJob carries out an OpCancel and answers it.
+func (c *sconn) cancelJob(f session.Frame) {
 	v, _, err := session.ParseU64s(f.Payload, 1, false)
 	if err == nil {
 		err = c.sess.Cancel(v[0])

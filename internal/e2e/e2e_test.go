@@ -677,7 +677,9 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("faas status: slot 2 role %+v, want alidnn", s.Role)
 	}
 	modelRunOnSlot(t, alice, agentFlag, 2)
-	if r := run(t, bob, "", "faas", agentFlag, "model", "run", "--slot", "2", "--input", filepath.Join(testenv.TestData(t, "onnx/models/mnist"), "test_data_set_0", "input_0.pb"), filepath.Join(testenv.TestData(t, "onnx/models/mnist"), "model.onnx")); r.code != exitNotEntitled {
+	mnist := testenv.TestData(t, "onnx/models/mnist")
+	if r := run(t, bob, "", "faas", agentFlag, "model", "run", "--slot", "2",
+		"--input", filepath.Join(mnist, "test_data_set_0", "input_0.pb"), filepath.Join(mnist, "model.onnx")); r.code != exitNotEntitled {
 		t.Errorf("faas model run --slot 2 as bob: exit %d, want %d (alice's slot)\n%s", r.code, exitNotEntitled, r.stderr)
 	}
 	var d agentapi.Slot

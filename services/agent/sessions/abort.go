@@ -84,14 +84,7 @@ func (sc *scheduler) remove(s *Session, id uint64) (job, bool) {
 		copy(t.queue[i:], t.queue[i+1:])
 		t.queue[n-1] = job{}
 		t.queue = t.queue[:n-1]
-		if len(t.queue) == 0 {
-			for k, b := range sc.busy {
-				if b == t {
-					sc.idle(k)
-					break
-				}
-			}
-		}
+		sc.idleIfEmpty(t)
 		return j, true
 	}
 	return job{}, false

@@ -91,6 +91,20 @@ func (sc *scheduler) idle(k int) {
 	sc.busy = append(sc.busy[:k], sc.busy[k+1:]...)
 }
 
+// idleIfEmpty drops tenant t from the busy tenants once its queue is
+// empty.
+func (sc *scheduler) idleIfEmpty(t *tenant) {
+	if !t.busy || len(t.queue) > 0 {
+		return
+	}
+	for k, b := range sc.busy {
+		if b == t {
+			sc.idle(k)
+			return
+		}
+	}
+}
+
 // cancel removes the queued jobs of session s and returns them in order.
 func (sc *scheduler) cancel(s *Session) []job {
 	t := s.t
@@ -105,14 +119,7 @@ func (sc *scheduler) cancel(s *Session) []job {
 	}
 	clear(t.queue[len(kept):])
 	t.queue = kept
-	if t.busy && len(t.queue) == 0 {
-		for k, b := range sc.busy {
-			if b == t {
-				sc.idle(k)
-				break
-			}
-		}
-	}
+	sc.idleIfEmpty(t)
 	return out
 }
 

@@ -1,0 +1,58 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/jackc/pgx/v5"
+)
+
+// Audit ---------------------------------------------------------------------------
+
+// AuditEntry is a row of the audit log.
+type AuditEntry struct {
+	ID         int64           `json:"id"`
+	At         time.Time       `json:"at"`
+	ActorID    *string         `json:"actor_id,omitempty"`
+	ActorName  string          `json:"actor"`
+	Action     string          `json:"action"`
+	TargetType string          `json:"target_type"`
+	TargetID   string          `json:"target_id"`
+	Outcome    string          `json:"outcome"`
+	RequestID  string          `json:"request_id"`
+	RemoteAddr string          `json:"remote_addr"`
+	Details    json.RawMessage `json:"details"`
+}
+
+// listAudit returns entries newest first: all for admins, for an isv those
+// about its listings. The cursor's ID is the last entry id.
+func (s *store) listAudit(ctx context.Context, p *principal, action, targetType, targetID string, pg pageReq) ([]AuditEntry, error) {
+	var before int64 = 1<<63 - 1
+	if pg.after != nil {
+		n, err := strconv.ParseInt(pg.after.ID, 10, 64)
+		if err != nil {
+			return nil, fieldErr("cursor", "malformed")
+		}
+		before = n
+	}
+	rows, err := s.pool.Query(ctx, `select id, at, actor_id::text, actor_name, action, target_type, target_id, outcome,
+		request_id, remote_addr, details from audit_log
+		where ($1 or (target_type = 'listing' and target_id in (select id::text from listings where owner_id = $2::uuid)))
+		and ($3 = '' or action = $3) and ($4 = '' or target_type = $4) and ($5 = '' or target_id = $5)
+		and id < $6 order by id desc limit $7`,
+		p.is(auth.RoleAdmin), p.ID, action, targetType, targetID, before, pg.limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		var d []byte
+		err := r.Scan(&e.ID, &e.At, &e.ActorID, &e.ActorName, &e.Action, &e.TargetType, &e.TargetID, &e.Outcome,
+			&e.RequestID, &e.RemoteAddr, &d)
+		e.Details = d
+		return e, err
+	})
+}

@@ -1,0 +1,121 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/jackc/pgx/v5"
+)
+
+// Usage ---------------------------------------------------------------------------
+
+// UsageRecord is one record of a node's usage report.
+type UsageRecord struct {
+	ReportID       string     `json:"report_id"`
+	TenantID       string     `json:"tenant_id"`
+	ListingID      *string    `json:"listing_id,omitempty"`
+	ManifestDigest *string    `json:"digest,omitempty"`
+	Board          string     `json:"board,omitempty"`
+	Slot           *int       `json:"slot,omitempty"`
+	Event          string     `json:"event"`
+	BusyNs         int64      `json:"busy_ns,omitempty"`
+	StartedAt      *time.Time `json:"started_at,omitempty"`
+	EndedAt        *time.Time `json:"ended_at,omitempty"`
+}
+
+// recordUsage stores the records of node nodeID (owned by p); records whose
+// report id the node sent before are skipped. It returns how many were new.
+func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, recs []UsageRecord) (int, error) {
+	n := 0
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		var ok bool
+		if err := tx.QueryRow(ctx, `select exists (select 1 from nodes where id = $1::uuid and account_id = $2::uuid and revoked_at is null)`,
+			nodeID, p.ID).Scan(&ok); err != nil {
+			return auditEntry{}, err
+		}
+		if !ok {
+			return auditEntry{}, fmt.Errorf("%w: node", ErrNotFound)
+		}
+		for i, r := range recs {
+			tag, err := tx.Exec(ctx, `insert into usage_records (node_id, tenant_id, listing_id, manifest_digest, board, slot,
+				event, busy_ns, started_at, ended_at, report_id)
+				select $1::uuid, a.id,
+					-- A node knows the image it loaded, not the listing: the
+					-- listing is the oldest one whose versions include it.
+					coalesce($3::uuid, (select v.listing_id from listing_versions v
+						where v.manifest_digest = $4 order by v.created_at limit 1)),
+					$4, $5, $6, $7, $8, $9, $10, $11 from accounts a
+				where a.id = $2::uuid and a.role = 'tenant'
+				on conflict (node_id, report_id) do nothing`,
+				nodeID, r.TenantID, r.ListingID, r.ManifestDigest, r.Board, r.Slot, r.Event, r.BusyNs, r.StartedAt, r.EndedAt, r.ReportID)
+			if err != nil {
+				if errors.Is(pgErr(err), ErrInvalid) {
+					return auditEntry{}, fieldErr("records["+strconv.Itoa(i)+"]", "refers to an unknown listing or has a bad value")
+				}
+				return auditEntry{}, err
+			}
+			if tag.RowsAffected() == 0 {
+				var dup bool
+				if err := tx.QueryRow(ctx, `select exists (select 1 from usage_records where node_id = $1::uuid and report_id = $2)`,
+					nodeID, r.ReportID).Scan(&dup); err != nil {
+					return auditEntry{}, err
+				}
+				if !dup {
+					return auditEntry{}, fieldErr("records["+strconv.Itoa(i)+"].tenant_id", "no such tenant")
+				}
+				continue
+			}
+			n++
+		}
+		return auditEntry{"usage.report", "node", nodeID, map[string]any{"records": len(recs), "new": n}}, nil
+	})
+	return n, err
+}
+
+// UsageSummary is the usage of one tenant on one listing with its cost.
+type UsageSummary struct {
+	ListingID          string `json:"listing_id"`
+	ListingName        string `json:"listing_name"`
+	TenantID           string `json:"tenant_id"`
+	Tenant             string `json:"tenant"`
+	Currency           string `json:"currency"`
+	Loads              int64  `json:"loads"`
+	Clears             int64  `json:"clears"`
+	BusyNs             int64  `json:"busy_ns"`
+	PricePerHourMicros int64  `json:"price_per_hour_micros"`
+	PricePerLoadMicros int64  `json:"price_per_load_micros"`
+	LoadCostMicros     int64  `json:"load_cost_micros"`
+	TimeCostMicros     int64  `json:"time_cost_micros"`
+	TotalMicros        int64  `json:"total_micros"`
+}
+
+// usageSummary: admin all, isv its listings, tenant its own usage; times
+// [from, to). Costs use the listing's current prices; time is rounded to
+// the nearest micro.
+func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.Time, listing string) ([]UsageSummary, error) {
+	rows, err := s.pool.Query(ctx, `select l.id::text, l.name, a.id::text, a.name, l.currency,
+		count(*) filter (where u.event = 'load'), count(*) filter (where u.event = 'clear'),
+		coalesce(sum(u.busy_ns), 0)::bigint, l.price_per_hour_micros, l.price_per_load_micros,
+		(count(*) filter (where u.event = 'load') * l.price_per_load_micros)::bigint,
+		round(coalesce(sum(u.busy_ns), 0)::numeric * l.price_per_hour_micros / 3600000000000)::bigint
+		from usage_records u join listings l on l.id = u.listing_id join accounts a on a.id = u.tenant_id
+		where ($1 or ($2 and l.owner_id = $3::uuid) or ($4 and u.tenant_id = $3::uuid))
+		and ($5::timestamptz is null or u.recorded_at >= $5) and ($6::timestamptz is null or u.recorded_at < $6)
+		and ($7 = '' or l.id::text = $7)
+		group by l.id, a.id order by l.name, l.id, a.name`,
+		p.is(auth.RoleAdmin), p.is(auth.RoleISV), p.ID, p.is(auth.RoleTenant), from, to, listing)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (UsageSummary, error) {
+		var u UsageSummary
+		err := r.Scan(&u.ListingID, &u.ListingName, &u.TenantID, &u.Tenant, &u.Currency, &u.Loads, &u.Clears, &u.BusyNs,
+			&u.PricePerHourMicros, &u.PricePerLoadMicros, &u.LoadCostMicros, &u.TimeCostMicros)
+		u.TotalMicros = u.LoadCostMicros + u.TimeCostMicros
+		return u, err
+	})
+}

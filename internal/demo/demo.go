@@ -271,9 +271,16 @@ func (d *demo) bringUp(mnist string) (string, error) {
 	if err := r.call(d.ctx, "node1", "POST", "/tokens", map[string]string{"name": "faasd"}, &tok, 201); err != nil {
 		return "", err
 	}
+	// The registry trusts the node with data keys because it enrolls with a
+	// one-time token the operator made.
+	enroll, err := d.run(regEnv, "", "registry", "nodes", "enroll", "--ttl", "10m")
+	if err != nil {
+		return "", err
+	}
+	d.printf("      $ registry nodes enroll   → a one-time enrollment token for faasd\n")
 	t = time.Now()
 	socket := filepath.Join(d.dir("run"), "faasd.sock")
-	faasd, err := d.serve(with(d.env, "FAAS_NODE_TOKEN="+tok.Secret), "faasd", "serve", "--registry", regURL, "--node-user", "node1",
+	faasd, err := d.serve(with(d.env, "FAAS_NODE_TOKEN="+tok.Secret, "FAAS_ENROLLMENT_TOKEN="+strings.TrimSpace(enroll)), "faasd", "serve", "--registry", regURL, "--node-user", "node1",
 		"--trust-key", filepath.Join(platformDir, "platform-signing.pub"), "--sim", "2", "--sim-ddr-bytes", fmt.Sprint(1<<30),
 		"--socket", socket, "--state-dir", filepath.Join(d.root, "faasd-state"), "--hostname", "demo-node")
 	if err != nil {

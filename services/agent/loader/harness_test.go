@@ -357,6 +357,9 @@ type agentOptions struct {
 	shellMinor uint16
 	cacheMax   int64
 	transport  http.RoundTripper
+	// unapproved registers the node without an enrollment token: no
+	// operator has approved it.
+	unapproved bool
 }
 
 func newAgent(t testing.TB, reg *registry, o agentOptions) *agent {
@@ -391,6 +394,13 @@ func newAgent(t testing.TB, reg *registry, o agentOptions) *agent {
 	a.client, err = regclient.New(reg.url, "node1", reg.tokens["node1"], nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The node enrolls with a one-time token, as faasd does: the registry
+	// releases keys to approved nodes only.
+	if !o.unapproved {
+		var enrollment struct{ Token string }
+		reg.api("admin", "POST", "/node-enrollments", map[string]any{}, &enrollment, 201)
+		a.client.WithEnrollmentToken(enrollment.Token)
 	}
 	host := fmt.Sprintf("host-%d", time.Now().UnixNano())
 	if a.node, err = identity.Load(context.Background(), a.dir, reg.url, host, a.client); err != nil {

@@ -14,7 +14,10 @@
 //  3. pull: the layers into the node cache (shared downloads, digest
 //     checked, never used partially);
 //  4. key: the data keys of sealed layers, released by the registry for
-//     this tenant wrapped to this node's key;
+//     this tenant wrapped to this node's key, against a load grant: the
+//     registry gives it to the tenant's token for this node and image
+//     (asked for right after resolve, so it overlaps verify and pull), and
+//     every load needs one, since usage reports name it;
 //  5. program: each chip's bitstream streamed from the cache, unsealed on
 //     the way, into the shell's PR controller;
 //  6. self-test: the role the image promised answers (package selftest).
@@ -62,6 +65,7 @@ import (
 	"github.com/fpga-faas/faas/services/agent/slots"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
 	"github.com/fpga-faas/faas/shell"
 )
 
@@ -179,6 +183,57 @@ type run struct {
 	trOnce sync.Once // the tenant's authenticated transport for blobs
 	tr     http.RoundTripper
 	trErr  error
+
+	// The load grant, asked for with the tenant's token as soon as the
+	// digest is known so that it overlaps verify and pull; grantDone is
+	// closed when grant or grantErr is set.
+	grantDone chan struct{}
+	grant     nodetrust.Grant
+	grantErr  error
+}
+
+// askGrant starts asking the registry for the grant of this load.
+func (r *run) askGrant(ctx context.Context, repo, digest string) {
+	r.grantDone = make(chan struct{})
+	go func() {
+		defer close(r.grantDone)
+		if r.req.Tenant.Token == "" {
+			r.grantErr = fail(agentapi.CodeNotEntitled, "load as a tenant (faas login)", "a load without a tenant's token gets no load grant")
+			return
+		}
+		r.grant, r.grantErr = r.l.cfg.Registry.LoadGrant(ctx, r.req.Tenant.Token,
+			nodetrust.GrantRequest{NodeID: r.l.cfg.NodeID, Repository: repo, Digest: digest})
+	}()
+}
+
+// waitGrant returns the load grant, or why there is none.
+func (r *run) waitGrant(ctx context.Context) (nodetrust.Grant, error) {
+	if r.grantDone == nil {
+		return nodetrust.Grant{}, errors.New("loader: no grant was asked for")
+	}
+	select {
+	case <-r.grantDone:
+	case <-ctx.Done():
+		return nodetrust.Grant{}, ctx.Err()
+	}
+	err := r.grantErr
+	var le *Error
+	switch {
+	case err == nil:
+		return r.grant, nil
+	case errors.As(err, &le):
+		return nodetrust.Grant{}, err
+	case errors.Is(err, regclient.ErrNodeUntrusted):
+		return nodetrust.Grant{}, &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
+			Err: fmt.Errorf("no load grant for this node: %w", err)}
+	case errors.Is(err, regclient.ErrDenied):
+		return nodetrust.Grant{}, &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first",
+			Err: fmt.Errorf("the registry granted no load: %w", err)}
+	case errors.Is(err, regclient.ErrUnauthenticated):
+		return nodetrust.Grant{}, &Error{Code: agentapi.CodeUnauthenticated, Hint: "faas login again",
+			Err: fmt.Errorf("the registry refused the tenant's token for a load grant: %w", err)}
+	}
+	return nodetrust.Grant{}, fmt.Errorf("load grant: %w", err)
 }
 
 func (r *run) begin(name string) {
@@ -273,6 +328,9 @@ func (r *run) load(ctx context.Context) (Result, error) {
 		return res, fail(agentapi.CodeBadRequest, "", "%s is not an accelerator image: %v", r.req.Image, err)
 	}
 	digest := ref.Context().Digest(desc.Digest.String())
+	if !r.req.PullOnly && l.cfg.NodeID != "" {
+		r.askGrant(ctx, ref.Context().RepositoryStr(), desc.Digest.String())
+	}
 	res.Image = agentapi.Image{Ref: r.req.Image, Digest: desc.Digest.String(), Name: cfg.Name, Version: cfg.Version, Vendor: cfg.Vendor}
 	manifest := desc.Manifest
 
@@ -328,11 +386,19 @@ func (r *run) load(ctx context.Context) (Result, error) {
 		if err := r.keys(ctx, ref, desc.Digest.String(), targets); err != nil {
 			return res, err
 		}
+		// Every load needs its grant, sealed or not: it is what the
+		// node's usage report for it must name.
+		var g nodetrust.Grant
+		if l.cfg.NodeID != "" {
+			if g, err = r.waitGrant(ctx); err != nil {
+				return res, err
+			}
+		}
 		programmed = true
 		if err := r.program(ctx, targets, res.Image); err != nil {
 			return res, err
 		}
-		l.report(r.req, res)
+		l.report(r.req, res, g.ID)
 	} else {
 		var all []*target
 		for _, c := range cfg.Chips {
@@ -710,10 +776,17 @@ func (r *run) keys(ctx context.Context, ref name.Reference, digest string, ts []
 	}
 	r.begin(agentapi.PhaseKey)
 	l := r.l
+	g, err := r.waitGrant(ctx)
+	if err != nil {
+		return err
+	}
 	wrapped, err := l.cfg.Registry.ReleaseKeys(ctx, keyrelease.Request{
-		NodeID: l.cfg.NodeID, TenantID: r.req.Tenant.ID, Repository: ref.Context().RepositoryStr(), Digest: digest,
+		NodeID: l.cfg.NodeID, TenantID: r.req.Tenant.ID, Repository: ref.Context().RepositoryStr(), Digest: digest, Grant: g.Secret,
 	})
 	switch {
+	case errors.Is(err, regclient.ErrNodeUntrusted):
+		return &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
+			Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
 	case errors.Is(err, regclient.ErrDenied):
 		return &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first", Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
 	case errors.Is(err, regclient.ErrConflict):
@@ -881,8 +954,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // report records the load as usage in the registry, in the background.
-func (l *Loader) report(req Request, res Result) {
-	if l.cfg.NodeID == "" || req.Tenant.ID == "" {
+func (l *Loader) report(req Request, res Result, grantID string) {
+	if l.cfg.NodeID == "" || req.Tenant.ID == "" || grantID == "" {
 		return
 	}
 	go func() {
@@ -893,7 +966,7 @@ func (l *Loader) report(req Request, res Result) {
 		var recs []api.UsageRecord
 		for _, s := range res.Slots {
 			slot := s
-			recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", req.ID, s), TenantID: req.Tenant.ID, ManifestDigest: &d, Slot: &slot, Event: "load", StartedAt: &now})
+			recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", req.ID, s), TenantID: req.Tenant.ID, GrantID: grantID, ManifestDigest: &d, Slot: &slot, Event: "load", StartedAt: &now})
 		}
 		if err := l.cfg.Registry.ReportUsage(ctx, l.cfg.NodeID, recs); err != nil {
 			l.log.Warn("usage report failed", "op", req.ID, "err", err)

@@ -61,6 +61,7 @@ func TestRefusals(t *testing.T) {
 	newer := newAgent(t, reg, agentOptions{shellMinor: 1})
 	ku := newAgent(t, reg, agentOptions{model: shell.ModelKU15PDual})
 	small := newAgent(t, reg, agentOptions{cacheMax: 512 << 10})
+	pending := newAgent(t, reg, agentOptions{unapproved: true})
 
 	cases := []struct {
 		name   string
@@ -72,7 +73,8 @@ func TestRefusals(t *testing.T) {
 		want   agentapi.Code
 		text   string
 	}{
-		{"not entitled", a, "bob", f.dual.ref, nil, nil, agentapi.CodeNotEntitled, "released no key"},
+		{"not entitled", a, "bob", f.dual.ref, nil, nil, agentapi.CodeNotEntitled, "granted no load"},
+		{"node not approved", pending, "alice", f.dual.ref, nil, nil, agentapi.CodeUnavailable, "does not trust this node"},
 		{"tampered layer", a, "alice", tampered.ref, intp(0), nil, agentapi.CodeSignature, "does not match its digest"},
 		{"ISV key revoked", a, "alice", revoked.ref, nil, nil, agentapi.CodeSignature, "no valid signature"},
 		{"missing countersignature", a, "alice", unvalidated, nil, nil, agentapi.CodeCountersign, "countersignature"},

@@ -26,6 +26,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 // Error categories; every error of this package wraps one of them.
@@ -40,6 +41,10 @@ var (
 	ErrNotFound = errors.New("not found in the registry")
 	// ErrConflict: the object's state forbids the request (409).
 	ErrConflict = errors.New("registry conflict")
+	// ErrNodeUntrusted: the registry does not trust this node (yet): an
+	// operator has not approved it, or revoked it. Such errors also wrap
+	// ErrDenied.
+	ErrNodeUntrusted = errors.New("the registry does not trust this node")
 )
 
 // maxBody bounds what the client reads of any answer.
@@ -51,6 +56,15 @@ type Client struct {
 	http  *http.Client
 	user  string // node account
 	token string // node account's API token
+
+	enrollment string // one-time enrollment token, for RegisterNode
+}
+
+// WithEnrollmentToken sets the one-time enrollment token an operator made
+// for this node (POST /api/v1/node-enrollments); RegisterNode sends it.
+func (c *Client) WithEnrollmentToken(token string) *Client {
+	c.enrollment = token
+	return c
 }
 
 // New returns a client of the registry at base (e.g. "https://reg:5000")
@@ -105,12 +119,28 @@ func (c *Client) SigningKeys(ctx context.Context, repo string) (isv string, keys
 }
 
 // RegisterNode registers this node with its X25519 public key and returns
-// its id.
+// its id. With the one-time enrollment token of the client
+// (WithEnrollmentToken) the registry approves the node at once; without,
+// it releases no key to the node until an operator approves it.
 func (c *Client) RegisterNode(ctx context.Context, hostname string, pub *ecdh.PublicKey) (string, error) {
 	var n api.Node
 	in := map[string]string{"hostname": hostname, "public_key": base64.StdEncoding.EncodeToString(pub.Bytes())}
+	if c.enrollment != "" {
+		in["enrollment_token"] = c.enrollment
+	}
 	err := c.do(ctx, http.MethodPost, "/nodes", in, &n, c.node)
 	return n.ID, err
+}
+
+// LoadGrant asks the registry, with a tenant's token, for a grant that lets
+// this node load req's image for that tenant. The node presents it to
+// ReleaseKeys and names it in usage reports.
+func (c *Client) LoadGrant(ctx context.Context, tenantToken string, req nodetrust.GrantRequest) (nodetrust.Grant, error) {
+	var g nodetrust.Grant
+	err := c.do(ctx, http.MethodPost, "/load-grants", req, &g, func(r *http.Request) {
+		r.Header.Set("Authorization", "Bearer "+tenantToken)
+	})
+	return g, err
 }
 
 // Heartbeat reports the node's boards and slots.
@@ -177,6 +207,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, auth 
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized:
 			cat = ErrUnauthenticated
+		case resp.StatusCode == http.StatusForbidden && e.Error.Code == "node_untrusted":
+			return fmt.Errorf("%w: %w: %s: %d %s", ErrDenied, ErrNodeUntrusted, op, resp.StatusCode, msg)
 		case resp.StatusCode == http.StatusForbidden:
 			cat = ErrDenied
 		case resp.StatusCode == http.StatusNotFound:

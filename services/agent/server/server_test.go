@@ -165,6 +165,9 @@ func startAgent(t *testing.T, reg *registry, o options) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var enrollment struct{ Token string }
+	reg.api(t, "admin", "POST", "/node-enrollments", map[string]any{}, &enrollment)
+	client.WithEnrollmentToken(enrollment.Token)
 	node, err := identity.Load(context.Background(), filepath.Join(dir, "state"), reg.url, fmt.Sprintf("host-%d", time.Now().UnixNano()), client)
 	if err != nil {
 		t.Fatal(err)

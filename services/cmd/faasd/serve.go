@@ -33,17 +33,17 @@ import (
 )
 
 type serveFlags struct {
-	socket, stateDir, cacheDir, registry, nodeUser, nodeTokenFile, hostname string
-	cacheMax                                                                int64
-	trustKeys, tenants, shares                                              []string
-	operators                                                               []int
-	listen, tlsCert, tlsKey                                                 string
-	sim                                                                     int
-	simModel                                                                string
-	simShellMinor                                                           uint16
-	simFresh                                                                bool
-	simDDR                                                                  uint64
-	jobTimeout                                                              time.Duration
+	socket, stateDir, cacheDir, registry, nodeUser, nodeTokenFile, enrollmentFile, hostname string
+	cacheMax                                                                                int64
+	trustKeys, tenants, shares                                                              []string
+	operators                                                                               []int
+	listen, tlsCert, tlsKey                                                                 string
+	sim                                                                                     int
+	simModel                                                                                string
+	simShellMinor                                                                           uint16
+	simFresh                                                                                bool
+	simDDR                                                                                  uint64
+	jobTimeout                                                                              time.Duration
 }
 
 func serveCommand() *cobra.Command {
@@ -57,7 +57,11 @@ reconciles every slot with its chip, and serves the agent API on a unix socket
 
 The node authenticates to the registry as a node account: --node-user and an
 API token read from --node-token-file or $FAAS_NODE_TOKEN. It registers itself
-on first start and keeps its X25519 key and node id in --state-dir.
+on first start and keeps its X25519 key and node id in --state-dir. The
+registry releases no data key to a node until an operator approves it
+(registry nodes approve), unless it registers with a one-time enrollment
+token (registry nodes enroll) read from --enrollment-token-file or
+$FAAS_ENROLLMENT_TOKEN.
 --trust-key names the platform's countersigning public key(s): the trust
 policy every image must satisfy.
 
@@ -73,6 +77,7 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.StringVar(&f.registry, "registry", os.Getenv("FAAS_REGISTRY"), "registry URL, e.g. https://registry:5000 [$FAAS_REGISTRY]")
 	fl.StringVar(&f.nodeUser, "node-user", os.Getenv("FAAS_NODE_USER"), "node account in the registry [$FAAS_NODE_USER]")
 	fl.StringVar(&f.nodeTokenFile, "node-token-file", os.Getenv("FAAS_NODE_TOKEN_FILE"), "file holding the node account's API token (else $FAAS_NODE_TOKEN)")
+	fl.StringVar(&f.enrollmentFile, "enrollment-token-file", os.Getenv("FAAS_ENROLLMENT_TOKEN_FILE"), "file holding a one-time enrollment token, used at first registration (else $FAAS_ENROLLMENT_TOKEN)")
 	fl.StringVar(&f.hostname, "hostname", os.Getenv("FAASD_HOSTNAME"), "name to register the node under (default the host name) [$FAASD_HOSTNAME]")
 	fl.StringArrayVar(&f.trustKeys, "trust-key", splitList(os.Getenv("FAASD_TRUST_KEYS")), "platform countersigning public key, PEM (repeatable) [$FAASD_TRUST_KEYS, comma-separated]")
 	fl.StringArrayVar(&f.tenants, "tenant", nil, "map a local uid to a tenant: UID=NAME (repeatable)")
@@ -123,6 +128,14 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	if token == "" {
 		return errors.New("no node token: set --node-token-file or $FAAS_NODE_TOKEN")
+	}
+	enrollment := os.Getenv("FAAS_ENROLLMENT_TOKEN")
+	if f.enrollmentFile != "" {
+		b, err := os.ReadFile(f.enrollmentFile)
+		if err != nil {
+			return err
+		}
+		enrollment = strings.TrimSpace(string(b))
 	}
 	var trust []crypto.PublicKey
 	for _, p := range f.trustKeys {
@@ -177,6 +190,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	reg.WithEnrollmentToken(enrollment)
 	node, err := identity.Load(ctx, f.stateDir, f.registry, f.hostname, reg)
 	if err != nil {
 		return err

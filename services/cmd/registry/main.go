@@ -4,6 +4,8 @@
 //
 //	registry serve [flags]              run the service
 //	registry users add NAME --role ROLE create an account; password on stdin
+//	registry nodes list|approve|revoke|enroll
+//	                                    which nodes the registry trusts with keys
 //
 // Every flag of serve defaults from the environment: FAAS_DATABASE_URL,
 // FAAS_S3_ENDPOINT, FAAS_S3_ACCESS_KEY, FAAS_S3_SECRET_KEY, FAAS_S3_BUCKET
@@ -37,6 +39,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/server"
@@ -68,7 +71,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	users := &cobra.Command{Use: "users", Short: "manage accounts"}
 	users.AddCommand(usersAddCommand())
-	root.AddCommand(serveCommand(), users)
+	root.AddCommand(serveCommand(), users, nodesCommand())
 	return root
 }
 
@@ -201,6 +204,13 @@ func usersAddCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&role, "role", "", "role: isv, tenant, admin or node")
 	_ = cmd.MarkFlagRequired("role")
+	storeFlags(f, &cfg)
+	return cmd
+}
+
+// storeFlags are the flags of the commands that open the registry's stores
+// as serve does, outside serve.
+func storeFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL [FAAS_DATABASE_URL]")
 	f.StringVar(&cfg.DataDir, "data-dir", env("FAAS_DATA_DIR", server.DefaultDataDir), "data directory [FAAS_DATA_DIR]")
 	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory [FAAS_KEY_DIR]")
@@ -208,5 +218,4 @@ func usersAddCommand() *cobra.Command {
 	f.StringVar(&cfg.S3AccessKey, "s3-access-key", env("FAAS_S3_ACCESS_KEY", ""), "S3 access key [FAAS_S3_ACCESS_KEY]")
 	f.StringVar(&cfg.S3SecretKey, "s3-secret-key", "", "S3 secret key [FAAS_S3_SECRET_KEY]")
 	f.StringVar(&cfg.S3Bucket, "s3-bucket", env("FAAS_S3_BUCKET", server.DefaultS3Bucket), "S3 bucket [FAAS_S3_BUCKET]")
-	return cmd
 }

@@ -39,6 +39,9 @@ var (
 	ErrConflict        = errors.New("api: conflict")
 	ErrUnauthenticated = errors.New("api: unauthenticated")
 	ErrConfig          = errors.New("api: invalid configuration")
+	// ErrNodeUntrusted: the node is not approved or is revoked (403,
+	// code node_untrusted), told apart so that a node can say so.
+	ErrNodeUntrusted = errors.New("api: node untrusted")
 )
 
 // FieldError is a validation error naming the offending field; it wraps
@@ -279,6 +282,8 @@ func (a *API) classify(err error, c echo.Context) (int, errorInfo) {
 		return http.StatusRequestEntityTooLarge, errorInfo{"too_large", fmt.Sprintf("request body larger than %d bytes", mbe.Limit), ""}
 	case errors.Is(err, ErrUnauthenticated):
 		return http.StatusUnauthorized, errorInfo{"unauthenticated", message(err, ErrUnauthenticated), ""}
+	case errors.Is(err, ErrNodeUntrusted):
+		return http.StatusForbidden, errorInfo{"node_untrusted", message(err, ErrNodeUntrusted), ""}
 	case errors.Is(err, ErrForbidden):
 		return http.StatusForbidden, errorInfo{"forbidden", message(err, ErrForbidden), ""}
 	case errors.Is(err, ErrNotFound):

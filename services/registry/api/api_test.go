@@ -337,10 +337,34 @@ func TestHappyPaths(t *testing.T) {
 	if len(nodes.Items) != 1 {
 		t.Fatalf("nodes %+v", nodes)
 	}
+	// Load grants: none on a node not yet approved, then for entitled
+	// tenants only.
+	grantReq := item{"node_id": n.ID, "repository": "isv1/conv", "digest": digest}
+	r = e.must(403, "tenant2", "POST", "/load-grants", grantReq)
+	if !strings.Contains(string(r.body), "node_untrusted") {
+		t.Fatalf("grant on an unapproved node: %s", r.body)
+	}
+	e.must(403, "node1", "POST", "/nodes/"+n.ID+"/approve", nil)
+	e.must(200, "admin", "POST", "/nodes/"+n.ID+"/approve", nil).decode(t, &n)
+	if n.ApprovedAt == nil || n.ApprovedBy != "admin" {
+		t.Fatalf("approved node %+v", n)
+	}
+	var g struct {
+		ID    string
+		Grant string
+	}
+	e.must(201, "tenant2", "POST", "/load-grants", grantReq).decode(t, &g)
+	if !strings.HasPrefix(g.Grant, "fgr_") || g.ID == "" {
+		t.Fatalf("grant %+v", g)
+	}
+	e.must(403, "tenant1", "POST", "/load-grants", grantReq) // entitlement revoked above
+	e.must(403, "isv2", "POST", "/load-grants", grantReq)
+	e.must(403, "node1", "POST", "/load-grants", grantReq)
+	e.must(422, "tenant2", "POST", "/load-grants", item{"node_id": n.ID, "repository": "isv1/conv", "digest": "md5:00"})
 	report := item{"node_id": n.ID, "records": []item{
-		{"report_id": "r1", "tenant_id": e.users["tenant2"].ID, "listing_id": l.ID, "event": "load", "board": "u250", "slot": 0},
-		{"report_id": "r2", "tenant_id": e.users["tenant2"].ID, "listing_id": l.ID, "event": "busy", "busy_ns": 1_800_000_000_000},
-		{"report_id": "r3", "tenant_id": e.users["tenant2"].ID, "listing_id": l.ID, "event": "clear"},
+		{"report_id": "r1", "tenant_id": e.users["tenant2"].ID, "grant_id": g.ID, "listing_id": l.ID, "event": "load", "board": "u250", "slot": 0},
+		{"report_id": "r2", "tenant_id": e.users["tenant2"].ID, "grant_id": g.ID, "event": "busy", "busy_ns": 1_800_000_000_000},
+		{"report_id": "r3", "tenant_id": e.users["tenant2"].ID, "grant_id": g.ID, "event": "clear"},
 	}}
 	var acc struct{ Accepted, Duplicates int }
 	e.must(200, "node1", "POST", "/usage", report).decode(t, &acc)
@@ -379,7 +403,7 @@ func TestHappyPaths(t *testing.T) {
 	}
 	for _, want := range []string{"account.create", "token.create", "token.revoke", "key.create", "key.revoke", "listing.create",
 		"listing.publish", "listing.update", "listing.version.create", "entitlement.share", "entitlement.subscribe",
-		"entitlement.revoke", "node.register", "node.heartbeat", "usage.report"} {
+		"entitlement.revoke", "node.register", "node.heartbeat", "node.approve", "grant.issue", "usage.report"} {
 		if !actions[want] {
 			t.Errorf("no audit entry %s", want)
 		}
@@ -446,7 +470,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, not routed", k)
 		}
 	}
-	if len(routed) != 29 {
+	if len(routed) != 33 {
 		t.Errorf("%d routes", len(routed))
 	}
 }

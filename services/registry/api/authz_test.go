@@ -37,6 +37,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/shares", item{"account": "tenant1"}).decode(t, &E)
 	var N api.Node
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n1", "public_key": x25519B64(t)}).decode(t, &N)
+	e.must(200, "admin", "POST", "/nodes/"+N.ID+"/approve", nil)
+	var N2 api.Node // revoked by the matrix
+	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n2", "public_key": x25519B64(t)}).decode(t, &N2)
+	e.must(201, "tenant1", "POST", "/listings/"+P.ID+"/subscribe", nil)
+	var G struct{ ID string }
+	e.must(201, "tenant1", "POST", "/load-grants", item{"node_id": N.ID, "repository": "isv1/pub", "digest": dP}).decode(t, &G)
 
 	type bodyFn func(who string) any
 	constant := func(v any) bodyFn { return func(string) any { return v } }
@@ -77,8 +83,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/nodes", func(string) any { return item{"hostname": uniq("h"), "public_key": x25519B64(t)} }, []int{401, 403, 403, 403, 403, ok, ok}},
 		{"POST", "/nodes/" + N.ID + "/heartbeat", constant(item{"boards": []item{}}), []int{401, 403, 403, 403, 403, ok, 404}},
 		{"GET", "/nodes", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"POST", "/nodes/" + N.ID + "/approve", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"POST", "/nodes/" + N2.ID + "/revoke", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"POST", "/node-enrollments", constant(item{}), []int{401, 403, 403, 403, ok, 403, 403}},
+		{"POST", "/load-grants", constant(item{"node_id": N.ID, "repository": "isv1/pub", "digest": dP}), []int{401, ok, 403, ok, ok, 403, 403}}, // tenant2 subscribed above
 		{"POST", "/usage", func(string) any {
-			return item{"node_id": N.ID, "records": []item{{"report_id": uniq("r"), "tenant_id": e.users["tenant1"].ID, "listing_id": P.ID, "event": "load"}}}
+			return item{"node_id": N.ID, "records": []item{{"report_id": uniq("r"), "tenant_id": e.users["tenant1"].ID, "grant_id": G.ID,
+				"listing_id": P.ID, "event": "load"}}}
 		}, []int{401, 403, 403, 403, 403, ok, 404}},
 		{"GET", "/usage/summary", nil, []int{401, ok, ok, ok, ok, 403, 403}},
 		{"GET", "/audit", nil, []int{401, ok, ok, 403, ok, 403, 403}},

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 var (
@@ -55,6 +56,10 @@ func (a *API) routes() {
 	a.handle(http.MethodPost, "/nodes", roles(node), a.registerNode)
 	a.handle(http.MethodPost, "/nodes/:id/heartbeat", roles(node), a.heartbeat)
 	a.handle(http.MethodGet, "/nodes", roles(admin), a.listNodes)
+	a.handle(http.MethodPost, "/nodes/:id/approve", roles(admin), a.setNodeTrust(true))
+	a.handle(http.MethodPost, "/nodes/:id/revoke", roles(admin), a.setNodeTrust(false))
+	a.handle(http.MethodPost, "/node-enrollments", roles(admin), a.createEnrollment)
+	a.handle(http.MethodPost, "/load-grants", roles(tenant, isv, admin), a.issueGrant)
 	a.handle(http.MethodPost, "/usage", roles(node), a.reportUsage)
 	a.handle(http.MethodGet, "/usage/summary", roles(isv, tenant, admin), a.usageSummary)
 	a.handle(http.MethodGet, "/audit", roles(isv, admin), a.listAudit)
@@ -512,6 +517,9 @@ func (a *API) registerNode(c echo.Context, p *principal) error {
 	var req struct {
 		Hostname  string `json:"hostname"`
 		PublicKey string `json:"public_key"`
+		// EnrollmentToken, a one-time token an operator made, approves
+		// the node at once; without it the node waits for approval.
+		EnrollmentToken string `json:"enrollment_token,omitempty"`
 	}
 	if err := a.decode(c, &req); err != nil {
 		return err
@@ -523,7 +531,7 @@ func (a *API) registerNode(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	n, err := a.st.registerNode(c.Request().Context(), p, req.Hostname, pemText)
+	n, err := a.st.registerNode(c.Request().Context(), p, req.Hostname, pemText, req.EnrollmentToken)
 	if err != nil {
 		return err
 	}
@@ -589,6 +597,55 @@ func (a *API) listNodes(c echo.Context, p *principal) error {
 	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Node) cursor { return cursor{x.RegisteredAt, x.ID} }))
 }
 
+func (a *API) setNodeTrust(approve bool) func(echo.Context, *principal) error {
+	return func(c echo.Context, p *principal) error {
+		n, err := a.st.setNodeTrust(c.Request().Context(), p, c.Param("id"), approve)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, n)
+	}
+}
+
+func (a *API) createEnrollment(c echo.Context, p *principal) error {
+	var req struct {
+		TTLSeconds int64 `json:"ttl_seconds,omitempty"`
+	}
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if req.TTLSeconds < 0 || req.TTLSeconds > int64(nodetrust.MaxEnrollmentTTL/time.Second) {
+		return fieldErr("ttl_seconds", "want 0 (default %v) to %d", nodetrust.DefaultEnrollmentTTL, int64(nodetrust.MaxEnrollmentTTL/time.Second))
+	}
+	e, err := a.st.createEnrollment(c.Request().Context(), p, time.Duration(req.TTLSeconds)*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, e)
+}
+
+// issueGrant gives a node the right to load one image for the caller: what
+// the node presents for the image's data keys and its usage reports.
+func (a *API) issueGrant(c echo.Context, p *principal) error {
+	var req nodetrust.GrantRequest
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	switch {
+	case !isUUID(req.NodeID):
+		return fieldErr("node_id", "want a node id")
+	case !repoRE.MatchString(req.Repository):
+		return fieldErr("repository", "want a repository name")
+	case !digestRE.MatchString(req.Digest):
+		return fieldErr("digest", "want sha256:<64 hex> or sha512:<128 hex>")
+	}
+	g, err := a.st.issueGrant(c.Request().Context(), p, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, g)
+}
+
 func (a *API) reportUsage(c echo.Context, p *principal) error {
 	var req struct {
 		NodeID  string        `json:"node_id"`
@@ -610,6 +667,8 @@ func (a *API) reportUsage(c echo.Context, p *principal) error {
 			return fieldErr(f("report_id"), "required, at most 128 bytes")
 		case !isUUID(r.TenantID):
 			return fieldErr(f("tenant_id"), "want an account id")
+		case !isUUID(r.GrantID):
+			return fieldErr(f("grant_id"), "want the id of the load grant the load was made under")
 		case r.ListingID != nil && !isUUID(*r.ListingID):
 			return fieldErr(f("listing_id"), "want a listing id")
 		case r.ManifestDigest != nil && !digestRE.MatchString(*r.ManifestDigest):

@@ -66,6 +66,19 @@ func (s *store) tx(ctx context.Context, p *principal, fn func(pgx.Tx) (auditEntr
 	return nil
 }
 
+// auditDenied records a refused mutation (outcome "denied: why") outside
+// the refused transaction. The refusal stands even when the record cannot
+// be written.
+func (s *store) auditDenied(ctx context.Context, p *principal, ae auditEntry, why string) {
+	dj, err := json.Marshal(ae.details)
+	if err != nil {
+		return
+	}
+	_, _ = s.pool.Exec(context.WithoutCancel(ctx), `insert into audit_log (actor_id, actor_name, action, target_type, target_id,
+		outcome, request_id, remote_addr, details) values ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		p.ID, p.Name, ae.action, ae.targetType, ae.targetID, "denied: "+why, p.requestID, p.remote, dj)
+}
+
 // pgErr maps constraint violations to user errors; other errors pass.
 func pgErr(err error) error {
 	var pe *pgconn.PgError

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 // Nodes ---------------------------------------------------------------------------
@@ -21,26 +23,44 @@ type Node struct {
 	Boards          json.RawMessage `json:"boards"`
 	RegisteredAt    time.Time       `json:"registered_at"`
 	LastHeartbeatAt *time.Time      `json:"last_heartbeat_at,omitempty"`
-	RevokedAt       *time.Time      `json:"revoked_at,omitempty"`
+	// ApprovedAt is when an operator approved the node, or it enrolled
+	// with a one-time token; until then no key is released to it.
+	ApprovedAt *time.Time `json:"approved_at,omitempty"`
+	ApprovedBy string     `json:"approved_by,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
-const nodeCols = `id::text, account_id::text, name, public_key, boards, registered_at, last_heartbeat_at, revoked_at`
+const nodeCols = `id::text, account_id::text, name, public_key, boards, registered_at, last_heartbeat_at,
+	approved_at, approved_by, revoked_at`
 
 func scanNode(r pgx.Row) (Node, error) {
 	var n Node
 	var b []byte
-	err := r.Scan(&n.ID, &n.AccountID, &n.Hostname, &n.PublicKey, &b, &n.RegisteredAt, &n.LastHeartbeatAt, &n.RevokedAt)
+	err := r.Scan(&n.ID, &n.AccountID, &n.Hostname, &n.PublicKey, &b, &n.RegisteredAt, &n.LastHeartbeatAt,
+		&n.ApprovedAt, &n.ApprovedBy, &n.RevokedAt)
 	n.Boards = b
 	return n, err
 }
 
-func (s *store) registerNode(ctx context.Context, p *principal, hostname, pubPEM string) (Node, error) {
+// registerNode registers a node of p; with an enrollment token it is
+// approved at once, else it waits for an operator.
+func (s *store) registerNode(ctx context.Context, p *principal, hostname, pubPEM, enrollment string) (Node, error) {
 	var n Node
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var err error
 		n, err = scanNode(tx.QueryRow(ctx, `insert into nodes (account_id, name, public_key) values ($1::uuid, $2, $3)
 			returning `+nodeCols, p.ID, hostname, pubPEM))
-		return auditEntry{"node.register", "node", n.ID, map[string]any{"hostname": hostname}}, err
+		if err != nil || enrollment == "" {
+			return auditEntry{"node.register", "node", n.ID, map[string]any{"hostname": hostname}}, err
+		}
+		if err := nodetrust.Enroll(ctx, tx, enrollment, n.ID); err != nil {
+			if errors.Is(err, nodetrust.ErrInvalid) {
+				return auditEntry{}, fieldErr("enrollment_token", "unknown, used or expired")
+			}
+			return auditEntry{}, err
+		}
+		n, err = scanNode(tx.QueryRow(ctx, `select `+nodeCols+` from nodes where id = $1::uuid`, n.ID))
+		return auditEntry{"node.register", "node", n.ID, map[string]any{"hostname": hostname, "approved_by": n.ApprovedBy}}, err
 	})
 	if errors.Is(err, ErrConflict) {
 		return n, fmt.Errorf("%w: a node named %q exists", ErrConflict, hostname)
@@ -70,4 +90,66 @@ func (s *store) listNodes(ctx context.Context, pg pageReq) ([]Node, error) {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) { return scanNode(r) })
+}
+
+// setNodeTrust approves (approve true) or revokes node id as p, an admin.
+func (s *store) setNodeTrust(ctx context.Context, p *principal, id string, approve bool) (Node, error) {
+	var n Node
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		action, f := "node.revoke", nodetrust.Revoke
+		if approve {
+			action, f = "node.approve", nodetrust.Approve
+		}
+		if err := f(ctx, tx, id, p.Name); err != nil {
+			return auditEntry{}, trustErr(err)
+		}
+		var err error
+		n, err = scanNode(tx.QueryRow(ctx, `select `+nodeCols+` from nodes where id = $1::uuid`, id))
+		return auditEntry{action, "node", id, map[string]any{"hostname": n.Hostname}}, err
+	})
+	return n, err
+}
+
+// createEnrollment makes a one-time node enrollment token as p, an admin.
+func (s *store) createEnrollment(ctx context.Context, p *principal, ttl time.Duration) (nodetrust.Enrollment, error) {
+	var e nodetrust.Enrollment
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		var err error
+		e, err = nodetrust.CreateEnrollment(ctx, tx, p.Name, ttl)
+		if err != nil {
+			return auditEntry{}, trustErr(err)
+		}
+		return auditEntry{"node.enrollment.create", "enrollment", e.ID, map[string]any{"expires_at": e.ExpiresAt}}, nil
+	})
+	return e, err
+}
+
+// issueGrant issues a load grant as p for req.
+func (s *store) issueGrant(ctx context.Context, p *principal, req nodetrust.GrantRequest) (nodetrust.Grant, error) {
+	var g nodetrust.Grant
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		var err error
+		g, err = nodetrust.Issue(ctx, tx, nodetrust.Caller{ID: p.ID, Role: string(p.Role)}, req, 0)
+		if err != nil {
+			return auditEntry{}, trustErr(err)
+		}
+		return auditEntry{"grant.issue", "image", req.Repository + "@" + req.Digest,
+			map[string]any{"grant_id": g.ID, "node_id": req.NodeID, "expires_at": g.ExpiresAt}}, nil
+	})
+	return g, err
+}
+
+// trustErr maps package nodetrust's categories to the API's.
+func trustErr(err error) error {
+	switch {
+	case errors.Is(err, nodetrust.ErrNotFound):
+		return fmt.Errorf("%w: node", ErrNotFound)
+	case errors.Is(err, nodetrust.ErrPermission):
+		return fmt.Errorf("%w: %v", ErrForbidden, err)
+	case errors.Is(err, nodetrust.ErrNotApproved), errors.Is(err, nodetrust.ErrRevoked):
+		return fmt.Errorf("%w: %v", ErrNodeUntrusted, err)
+	case errors.Is(err, nodetrust.ErrInvalid):
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return err
 }

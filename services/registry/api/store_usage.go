@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 // Usage ---------------------------------------------------------------------------
@@ -25,10 +27,17 @@ type UsageRecord struct {
 	BusyNs         int64      `json:"busy_ns,omitempty"`
 	StartedAt      *time.Time `json:"started_at,omitempty"`
 	EndedAt        *time.Time `json:"ended_at,omitempty"`
+	// GrantID is the load grant under which the node loaded the image
+	// (nodetrust.Grant.ID); the registry accepts usage only for those.
+	GrantID string `json:"grant_id"`
 }
 
 // recordUsage stores the records of node nodeID (owned by p); records whose
 // report id the node sent before are skipped. It returns how many were new.
+// Every new record must name a load grant given to this node for its tenant
+// (nodetrust.UsageGrant); the listing and digest come from the grant, not
+// from the node. A batch with one record that does not match is refused
+// whole, and the refusal is audited.
 func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, recs []UsageRecord) (int, error) {
 	n := 0
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
@@ -41,38 +50,46 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 			return auditEntry{}, fmt.Errorf("%w: node", ErrNotFound)
 		}
 		for i, r := range recs {
-			tag, err := tx.Exec(ctx, `insert into usage_records (node_id, tenant_id, listing_id, manifest_digest, board, slot,
-				event, busy_ns, started_at, ended_at, report_id)
-				select $1::uuid, a.id,
-					-- A node knows the image it loaded, not the listing: the
-					-- listing is the oldest one whose versions include it.
-					coalesce($3::uuid, (select v.listing_id from listing_versions v
-						where v.manifest_digest = $4 order by v.created_at limit 1)),
-					$4, $5, $6, $7, $8, $9, $10, $11 from accounts a
-				where a.id = $2::uuid and a.role = 'tenant'
-				on conflict (node_id, report_id) do nothing`,
-				nodeID, r.TenantID, r.ListingID, r.ManifestDigest, r.Board, r.Slot, r.Event, r.BusyNs, r.StartedAt, r.EndedAt, r.ReportID)
-			if err != nil {
-				if errors.Is(pgErr(err), ErrInvalid) {
-					return auditEntry{}, fieldErr("records["+strconv.Itoa(i)+"]", "refers to an unknown listing or has a bad value")
-				}
+			field := func(f string) string { return "records[" + strconv.Itoa(i) + "]" + f }
+			var dup bool
+			if err := tx.QueryRow(ctx, `select exists (select 1 from usage_records where node_id = $1::uuid and report_id = $2)`,
+				nodeID, r.ReportID).Scan(&dup); err != nil {
 				return auditEntry{}, err
 			}
-			if tag.RowsAffected() == 0 {
-				var dup bool
-				if err := tx.QueryRow(ctx, `select exists (select 1 from usage_records where node_id = $1::uuid and report_id = $2)`,
-					nodeID, r.ReportID).Scan(&dup); err != nil {
-					return auditEntry{}, err
-				}
-				if !dup {
-					return auditEntry{}, fieldErr("records["+strconv.Itoa(i)+"].tenant_id", "no such tenant")
-				}
+			if dup {
 				continue
+			}
+			g, err := nodetrust.UsageGrant(ctx, tx, nodeID, r.TenantID, r.GrantID, r.Event)
+			if errors.Is(err, nodetrust.ErrPermission) {
+				return auditEntry{}, fieldErr(field(".grant_id"), "matches no load grant given to this node for this tenant, or backs no more loads")
+			}
+			if err != nil {
+				return auditEntry{}, err
+			}
+			switch {
+			case r.ManifestDigest != nil && *r.ManifestDigest != g.Digest:
+				return auditEntry{}, fieldErr(field(".digest"), "is not the image of the grant")
+			case r.ListingID != nil && (g.ListingID == nil || *r.ListingID != *g.ListingID):
+				return auditEntry{}, fieldErr(field(".listing_id"), "is not the listing of the grant")
+			}
+			_, err = tx.Exec(ctx, `insert into usage_records (node_id, tenant_id, listing_id, manifest_digest, board, slot,
+				event, busy_ns, started_at, ended_at, report_id, grant_id)
+				values ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7, $8, $9, $10, $11, $12::uuid)`,
+				nodeID, g.TenantID, g.ListingID, g.Digest, r.Board, r.Slot, r.Event, r.BusyNs, r.StartedAt, r.EndedAt, r.ReportID, g.ID)
+			if err != nil {
+				if errors.Is(pgErr(err), ErrInvalid) {
+					return auditEntry{}, fieldErr(field(""), "has a bad value")
+				}
+				return auditEntry{}, err
 			}
 			n++
 		}
 		return auditEntry{"usage.report", "node", nodeID, map[string]any{"records": len(recs), "new": n}}, nil
 	})
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		s.auditDenied(ctx, p, auditEntry{"usage.report", "node", nodeID, map[string]any{"records": len(recs), "field": fe.Field}}, fe.Msg)
+	}
 	return n, err
 }
 

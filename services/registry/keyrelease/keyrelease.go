@@ -18,22 +18,30 @@
 // # Request
 //
 //	POST /api/v1/keys/release
-//	{"node_id": UUID, "tenant_id": UUID | "tenant": NAME, "repository": NAME, "digest": "sha256:…"}
+//	{"node_id": UUID, "repository": NAME, "digest": "sha256:…", "grant": "fgr_…",
+//	 "tenant_id": UUID, "tenant": NAME}   (tenant fields optional; checked against the grant)
 //
 // authenticated like /api/v1 (HTTP Basic with password or API token, or
-// Bearer faas_… token) as an account of role node. The answer is
+// Bearer faas_… token) as an account of role node. grant is a load grant
+// (package nodetrust) that the tenant's credentials obtained for this node
+// and image: a node account alone proves nothing about a tenant, so without
+// a grant no key leaves the registry. The grant is spent by the request,
+// whatever its outcome. The answer is
 //
 //	{"wrapped_keys": [{"chip": "0", "layer": "sha256:…", "key_id": HEX, "wrapped_key": BASE64}]}
 //
 // with one entry per sealed layer of the image, each data key wrapped
 // (hdk/seal.WrapKey) to the node's registered public key. Refusals: 401 bad
-// credentials; 403 caller is not a node account, the node is revoked, or
-// the tenant holds no active entitlement to a listing of the repository
-// whose versions include the digest; 404 the node is unknown or belongs to
+// credentials; 403 caller is not a node account, the node is not approved
+// or revoked (code node_untrusted), the grant is unknown, spent, expired or
+// names another node, image or tenant (grant_invalid), or the grant's
+// tenant holds no active entitlement to a listing of the repository whose
+// versions include the digest; 404 the node is unknown or belongs to
 // another account; 409 the image is not validated (available), not sealed,
 // or the registry holds no data key for one of its sealed layers.
 // Every release and every refusal after authentication is recorded in
-// audit_log (action "keys.release", outcome "ok" or "denied: …").
+// audit_log (action "keys.release", outcome "ok" or "denied: …", details
+// naming the grant).
 //
 // The package logs only through Config.Logger.
 package keyrelease
@@ -59,6 +67,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/meta"
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 // Path is where the endpoint is mounted.
@@ -105,6 +114,9 @@ type Request struct {
 	Tenant     string `json:"tenant,omitempty"`
 	Repository string `json:"repository"`
 	Digest     string `json:"digest"`
+	// Grant is the load grant the tenant's credentials obtained for this
+	// node and image (POST /api/v1/load-grants); it is spent by the release.
+	Grant string `json:"grant"`
 }
 
 // WrappedKey is one released key.
@@ -174,18 +186,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		h.audit(ctx, r, acct, req, "denied: malformed request", nil)
+		h.audit(ctx, r, acct, req, "", "denied: malformed request", nil)
 		writeErr(w, refuse(http.StatusBadRequest, "invalid", "malformed request body: %v", err))
 		return
 	}
-	resp, err := h.release(ctx, acct, req)
+	resp, grantID, err := h.release(ctx, acct, req)
 	if err != nil {
 		var rf *refusal
 		if !errors.As(err, &rf) {
 			h.cfg.Logger.ErrorContext(ctx, "keyrelease", slog.Any("err", err))
 			rf = refuse(http.StatusInternalServerError, "internal", "internal error")
 		}
-		h.audit(ctx, r, acct, req, "denied: "+rf.msg, nil)
+		h.audit(ctx, r, acct, req, grantID, "denied: "+rf.msg, nil)
 		writeErr(w, rf)
 		return
 	}
@@ -193,7 +205,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, k := range resp.WrappedKeys {
 		layers[i] = k.Layer
 	}
-	if err := h.audit(ctx, r, acct, req, "ok", layers); err != nil {
+	if err := h.audit(ctx, r, acct, req, grantID, "ok", layers); err != nil {
 		// No audit record, no key.
 		h.cfg.Logger.ErrorContext(ctx, "keyrelease: audit", slog.Any("err", err))
 		writeErr(w, refuse(http.StatusInternalServerError, "internal", "internal error"))
@@ -229,63 +241,76 @@ func (h *Handler) authenticate(ctx context.Context, r *http.Request) (auth.Accou
 	return acct, err
 }
 
-func (h *Handler) release(ctx context.Context, acct auth.Account, req Request) (Response, error) {
+func (h *Handler) release(ctx context.Context, acct auth.Account, req Request) (Response, string, error) {
 	if acct.Role != auth.RoleNode {
-		return Response{}, refuse(http.StatusForbidden, "forbidden", "only node accounts may ask for keys")
+		return Response{}, "", refuse(http.StatusForbidden, "forbidden", "only node accounts may ask for keys")
 	}
-	if req.NodeID == "" || req.Repository == "" || req.Digest == "" || (req.TenantID == "") == (req.Tenant == "") {
-		return Response{}, refuse(http.StatusBadRequest, "invalid", "node_id, repository, digest and one of tenant_id or tenant are required")
+	if req.NodeID == "" || req.Repository == "" || req.Digest == "" || req.Grant == "" {
+		return Response{}, "", refuse(http.StatusBadRequest, "invalid", "node_id, repository, digest and grant are required")
 	}
 	if _, err := blob.ParseDigest(req.Digest); err != nil {
-		return Response{}, refuse(http.StatusBadRequest, "invalid", "invalid digest")
+		return Response{}, "", refuse(http.StatusBadRequest, "invalid", "invalid digest")
 	}
-	// The node: registered, this account's, not revoked.
+	// The node: registered, this account's, trusted by an operator.
 	var owner, pubPEM string
-	var revoked bool
-	err := h.cfg.Pool.QueryRow(ctx, `select account_id::text, public_key, revoked_at is not null from nodes
-		where id::text = $1`, req.NodeID).Scan(&owner, &pubPEM, &revoked)
+	err := h.cfg.Pool.QueryRow(ctx, `select account_id::text, public_key from nodes where id::text = $1`,
+		req.NodeID).Scan(&owner, &pubPEM)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && owner != acct.ID) {
-		return Response{}, refuse(http.StatusNotFound, "not_found", "no such node")
+		return Response{}, "", refuse(http.StatusNotFound, "not_found", "no such node")
 	}
 	if err != nil {
-		return Response{}, fmt.Errorf("keyrelease: node: %w", err)
+		return Response{}, "", fmt.Errorf("keyrelease: node: %w", err)
 	}
-	if revoked {
-		return Response{}, refuse(http.StatusForbidden, "forbidden", "the node is revoked")
+	// The proof that a tenant asked for this load on this node. Spent
+	// before anything else can refuse, so that a refused release cannot be
+	// retried with the same grant.
+	g, err := nodetrust.Redeem(ctx, h.cfg.Pool, req.Grant, nodetrust.GrantRequest{NodeID: req.NodeID, Repository: req.Repository, Digest: req.Digest})
+	switch {
+	case errors.Is(err, nodetrust.ErrNotApproved), errors.Is(err, nodetrust.ErrRevoked):
+		return Response{}, "", refuse(http.StatusForbidden, "node_untrusted", "%v", err)
+	case errors.Is(err, nodetrust.ErrInvalid):
+		return Response{}, "", refuse(http.StatusForbidden, "grant_invalid", "%v", err)
+	case err != nil:
+		return Response{}, "", err
+	}
+	if (req.TenantID != "" && req.TenantID != g.TenantID) || (req.Tenant != "" && !h.isAccount(ctx, g.TenantID, req.Tenant)) {
+		return Response{}, g.ID, refuse(http.StatusForbidden, "grant_invalid", "the load grant is for another tenant")
 	}
 	nodeKey, err := seal.ParsePublicKeyPEM([]byte(pubPEM))
 	if err != nil {
-		return Response{}, fmt.Errorf("keyrelease: node public key: %w", err)
+		return Response{}, g.ID, fmt.Errorf("keyrelease: node public key: %w", err)
 	}
-	// The tenant's active entitlement to a listing of this repository
-	// whose versions include the digest.
-	var entitled bool
-	var state *string
-	err = h.cfg.Pool.QueryRow(ctx, `select
-		exists (select 1 from listings l
-			join repositories r on r.id = l.repository_id
-			join listing_versions v on v.listing_id = l.id and v.manifest_digest = $3
-			join entitlements e on e.listing_id = l.id and e.revoked_at is null
-				and (e.expires_at is null or e.expires_at > now())
-			join accounts a on a.id = e.account_id and not a.disabled
-			where r.name = $2 and (a.id::text = $1 or a.name = $4)),
-		(select j.state from validation_jobs j join repositories r on r.id = j.repository_id
-			where r.name = $2 and j.manifest_digest = $3)`,
-		req.TenantID, req.Repository, req.Digest, req.Tenant).Scan(&entitled, &state)
+	// The grant's tenant must still be entitled: an entitlement revoked
+	// after the grant was issued stops the release.
+	_, entitled, err := nodetrust.Entitled(ctx, h.cfg.Pool, g.TenantID, req.Repository, req.Digest)
 	if err != nil {
-		return Response{}, fmt.Errorf("keyrelease: entitlement: %w", err)
+		return Response{}, g.ID, err
 	}
 	if !entitled {
-		return Response{}, refuse(http.StatusForbidden, "forbidden", "the tenant holds no entitlement to this image")
+		return Response{}, g.ID, refuse(http.StatusForbidden, "forbidden", "the tenant holds no entitlement to this image")
+	}
+	var state *string
+	err = h.cfg.Pool.QueryRow(ctx, `select j.state from validation_jobs j join repositories r on r.id = j.repository_id
+		where r.name = $1 and j.manifest_digest = $2`, req.Repository, req.Digest).Scan(&state)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return Response{}, g.ID, fmt.Errorf("keyrelease: validation state: %w", err)
 	}
 	if state == nil || *state != "available" {
 		s := "not validated"
 		if state != nil {
 			s = *state
 		}
-		return Response{}, refuse(http.StatusConflict, "conflict", "the image is not available (validation state %s)", s)
+		return Response{}, g.ID, refuse(http.StatusConflict, "conflict", "the image is not available (validation state %s)", s)
 	}
-	return h.wrapKeys(ctx, req, nodeKey)
+	resp, err := h.wrapKeys(ctx, req, nodeKey)
+	return resp, g.ID, err
+}
+
+// isAccount reports whether account id is named name.
+func (h *Handler) isAccount(ctx context.Context, id, name string) bool {
+	var ok bool
+	err := h.cfg.Pool.QueryRow(ctx, `select exists (select 1 from accounts where id = $1::uuid and name = $2)`, id, name).Scan(&ok)
+	return err == nil && ok
 }
 
 // sealedKey is one entry of hdk seal's keys.json.
@@ -399,7 +424,7 @@ func (h *Handler) keysFile(ctx context.Context, req Request) ([]sealedKey, error
 }
 
 // audit records one release or refusal.
-func (h *Handler) audit(ctx context.Context, r *http.Request, acct auth.Account, req Request, outcome string, layers []string) error {
+func (h *Handler) audit(ctx context.Context, r *http.Request, acct auth.Account, req Request, grantID, outcome string, layers []string) error {
 	rid := ""
 	if h.cfg.RequestID != nil {
 		rid = h.cfg.RequestID(ctx)
@@ -408,7 +433,7 @@ func (h *Handler) audit(ctx context.Context, r *http.Request, acct auth.Account,
 		rid = r.Header.Get("X-Request-Id")
 	}
 	details, err := json.Marshal(map[string]any{"node_id": req.NodeID, "tenant_id": req.TenantID, "tenant": req.Tenant,
-		"repository": req.Repository, "digest": req.Digest, "layers": layers})
+		"repository": req.Repository, "digest": req.Digest, "grant_id": grantID, "layers": layers})
 	if err != nil {
 		return err
 	}

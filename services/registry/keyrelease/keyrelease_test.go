@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +32,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/distribution"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
 	"github.com/fpga-faas/faas/services/registry/meta"
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
 	"github.com/fpga-faas/faas/services/registry/validation"
 	"github.com/fpga-faas/faas/shell"
 )
@@ -138,7 +140,7 @@ func TestRelease(t *testing.T) {
 	tenant, _ := accounts.Create(ctx, "tenant1", auth.RoleTenant, "pw-tenant")
 	other, _ := accounts.Create(ctx, "tenant2", auth.RoleTenant, "pw-tenant2")
 	nodeAcct, _ := accounts.Create(ctx, "node1", auth.RoleNode, "pw-node")
-	_, _ = accounts.Create(ctx, "node2", auth.RoleNode, "pw-node2")
+	thiefAcct, _ := accounts.Create(ctx, "node2", auth.RoleNode, "pw-node2")
 	var listing string
 	if err := pool.QueryRow(ctx, `insert into listings (owner_id, repository_id, name) select $1::uuid, id, 'lb' from repositories where name = 'isv1/lb'
 		returning id::text`, isv.ID).Scan(&listing); err != nil {
@@ -149,12 +151,11 @@ func TestRelease(t *testing.T) {
 	exec(t, pool, `insert into validation_jobs (repository_id, manifest_digest, listing_id, state)
 		select id, $1, $2::uuid, 'validating' from repositories where name = 'isv1/lb'`, digest, listing)
 	nodePriv, _ := ecdh.X25519().GenerateKey(rand.Reader)
-	nodePEM, _ := seal.MarshalPublicKeyPEM(nodePriv.PublicKey())
-	var nodeID string
-	if err := pool.QueryRow(ctx, `insert into nodes (account_id, name, public_key) values ($1::uuid, 'n1', $2) returning id::text`,
-		nodeAcct.ID, string(nodePEM)).Scan(&nodeID); err != nil {
-		t.Fatal(err)
-	}
+	nodeID := addNode(t, pool, nodeAcct.ID, "n1", nodePriv.PublicKey())
+	// node2's account registers a node of its own: the attacker of issue
+	// 18, a node that never served tenant1.
+	thiefPriv, _ := ecdh.X25519().GenerateKey(rand.Reader)
+	thiefID := addNode(t, pool, thiefAcct.ID, "n2", thiefPriv.PublicKey())
 
 	post := func(user, pw string, body map[string]string) (int, keyrelease.Response) {
 		t.Helper()
@@ -172,34 +173,96 @@ func TestRelease(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		return resp.StatusCode, out
 	}
-	body := func(tenantID string) map[string]string {
-		return map[string]string{"node_id": nodeID, "tenant_id": tenantID, "repository": "isv1/lb", "digest": digest}
+	body := func(node, tenantID, grant string) map[string]string {
+		return map[string]string{"node_id": node, "tenant_id": tenantID, "repository": "isv1/lb", "digest": digest, "grant": grant}
+	}
+	grant := func(who auth.Account, node string) string {
+		t.Helper()
+		g, err := nodetrust.Issue(ctx, pool, nodetrust.Caller{ID: who.ID, Role: string(who.Role)},
+			nodetrust.GrantRequest{NodeID: node, Repository: "isv1/lb", Digest: digest}, 0)
+		if err != nil {
+			t.Fatalf("grant for %s on %s: %v", who.Name, node, err)
+		}
+		return g.Secret
 	}
 
-	if code, _ := post("node1", "pw-node", body(tenant.ID)); code != http.StatusConflict {
+	// No grant for a node an operator has not approved.
+	if _, err := nodetrust.Issue(ctx, pool, nodetrust.Caller{ID: tenant.ID, Role: "tenant"},
+		nodetrust.GrantRequest{NodeID: nodeID, Repository: "isv1/lb", Digest: digest}, 0); !errors.Is(err, nodetrust.ErrNotApproved) {
+		t.Fatalf("grant on an unapproved node: %v, want ErrNotApproved", err)
+	}
+	for _, id := range []string{nodeID, thiefID} {
+		if err := nodetrust.Approve(ctx, pool, id, "op"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A tenant without an entitlement gets no grant.
+	if _, err := nodetrust.Issue(ctx, pool, nodetrust.Caller{ID: other.ID, Role: "tenant"},
+		nodetrust.GrantRequest{NodeID: nodeID, Repository: "isv1/lb", Digest: digest}, 0); !errors.Is(err, nodetrust.ErrPermission) {
+		t.Fatalf("grant without entitlement: %v, want ErrPermission", err)
+	}
+
+	if code, _ := post("node1", "pw-node", body(nodeID, tenant.ID, grant(tenant, nodeID))); code != http.StatusConflict {
 		t.Errorf("not validated: %d, want 409", code)
 	}
 	exec(t, pool, `update validation_jobs set state = 'available'`)
 
-	if code, _ := post("", "", body(tenant.ID)); code != http.StatusUnauthorized {
+	if code, _ := post("", "", body(nodeID, tenant.ID, grant(tenant, nodeID))); code != http.StatusUnauthorized {
 		t.Errorf("anonymous: %d", code)
 	}
-	if code, _ := post("tenant1", "pw-tenant", body(tenant.ID)); code != http.StatusForbidden {
+	if code, _ := post("tenant1", "pw-tenant", body(nodeID, tenant.ID, grant(tenant, nodeID))); code != http.StatusForbidden {
 		t.Errorf("tenant account: %d, want 403", code)
 	}
-	if code, _ := post("node1", "pw-node", body(other.ID)); code != http.StatusForbidden {
-		t.Errorf("not entitled: %d, want 403", code)
-	}
-	if code, _ := post("node2", "pw-node2", body(tenant.ID)); code != http.StatusNotFound {
+	if code, _ := post("node2", "pw-node2", body(nodeID, tenant.ID, grant(tenant, nodeID))); code != http.StatusNotFound {
 		t.Errorf("other account's node: %d, want 404", code)
 	}
-	unknown := body(tenant.ID)
-	unknown["node_id"] = "00000000-0000-0000-0000-000000000000"
-	if code, _ := post("node1", "pw-node", unknown); code != http.StatusNotFound {
+	if code, _ := post("node1", "pw-node", body("00000000-0000-0000-0000-000000000000", tenant.ID, grant(tenant, nodeID))); code != http.StatusNotFound {
 		t.Errorf("unknown node: %d, want 404", code)
 	}
+	// The finding: an approved node's account asks for tenant1's keys
+	// for its own node, with no grant, a forged one, or one given to
+	// another node. Nothing is released.
+	thief := map[string]map[string]string{
+		"no grant":              body(thiefID, tenant.ID, ""),
+		"forged grant":          body(thiefID, tenant.ID, nodetrust.GrantPrefix+strings.Repeat("A", 43)),
+		"another node's grant":  body(thiefID, tenant.ID, grant(tenant, nodeID)),
+		"tenant name, no grant": {"node_id": thiefID, "tenant": "tenant1", "repository": "isv1/lb", "digest": digest},
+	}
+	for what, b := range thief {
+		if code, out := post("node2", "pw-node2", b); code == http.StatusOK || len(out.WrappedKeys) != 0 {
+			t.Errorf("%s: %d %+v, want a refusal", what, code, out)
+		}
+	}
+	// A grant is for its tenant, image and node only, and single use.
+	g := grant(tenant, nodeID)
+	if code, _ := post("node1", "pw-node", body(nodeID, other.ID, g)); code != http.StatusForbidden {
+		t.Errorf("grant of tenant1 named for tenant2: %d, want 403", code)
+	}
+	if code, _ := post("node1", "pw-node", body(nodeID, tenant.ID, g)); code != http.StatusForbidden {
+		t.Errorf("spent grant: %d, want 403", code)
+	}
+	g = grant(tenant, nodeID)
+	wrongImage := body(nodeID, tenant.ID, g)
+	wrongImage["digest"] = "sha256:" + strings.Repeat("0", 64)
+	if code, _ := post("node1", "pw-node", wrongImage); code != http.StatusForbidden {
+		t.Errorf("grant for another image: %d, want 403", code)
+	}
+	g = grant(tenant, nodeID)
+	exec(t, pool, `update load_grants set expires_at = now() - interval '1 second' where redeemed_at is null`)
+	if code, _ := post("node1", "pw-node", body(nodeID, tenant.ID, g)); code != http.StatusForbidden {
+		t.Errorf("expired grant: %d, want 403", code)
+	}
+	// A revoked node's outstanding grants die with it.
+	g = grant(tenant, thiefID)
+	if err := nodetrust.Revoke(ctx, pool, thiefID, "op"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := post("node2", "pw-node2", body(thiefID, tenant.ID, g)); code != http.StatusForbidden {
+		t.Errorf("revoked node: %d, want 403", code)
+	}
 
-	code, out := post("node1", "pw-node", body(tenant.ID))
+	g = grant(tenant, nodeID)
+	code, out := post("node1", "pw-node", body(nodeID, tenant.ID, g))
 	if code != http.StatusOK || len(out.WrappedKeys) != len(keys) {
 		t.Fatalf("release: %d %+v", code, out)
 	}
@@ -236,12 +299,30 @@ func TestRelease(t *testing.T) {
 		t.Errorf("unsealed image %s, want %s", od, pd)
 	}
 
-	var ok, denied int
-	if err := pool.QueryRow(ctx, `select count(*) filter (where outcome = 'ok'), count(*) filter (where outcome like 'denied%')
-		from audit_log where action = 'keys.release'`).Scan(&ok, &denied); err != nil {
+	var ok, denied, withGrant int
+	if err := pool.QueryRow(ctx, `select count(*) filter (where outcome = 'ok'), count(*) filter (where outcome like 'denied%'),
+		count(*) filter (where outcome = 'ok' and details->>'grant_id' <> '')
+		from audit_log where action = 'keys.release'`).Scan(&ok, &denied, &withGrant); err != nil {
 		t.Fatal(err)
 	}
-	if ok != 1 || denied != 5 {
-		t.Errorf("audit: %d ok, %d denied; want 1 and 5", ok, denied)
+	if ok != 1 || withGrant != 1 || denied != 13 {
+		t.Errorf("audit: %d ok (%d naming their grant), %d denied; want 1 (1) and 13", ok, withGrant, denied)
 	}
+	// An entitlement revoked after the grant stops the release.
+	g = grant(tenant, nodeID)
+	exec(t, pool, `update entitlements set revoked_at = now()`)
+	if code, _ := post("node1", "pw-node", body(nodeID, tenant.ID, g)); code != http.StatusForbidden {
+		t.Errorf("entitlement revoked after the grant: %d, want 403", code)
+	}
+}
+
+func addNode(t *testing.T, pool *pgxpool.Pool, account, name string, pub *ecdh.PublicKey) string {
+	t.Helper()
+	pemText, _ := seal.MarshalPublicKeyPEM(pub)
+	var id string
+	if err := pool.QueryRow(t.Context(), `insert into nodes (account_id, name, public_key) values ($1::uuid, $2, $3) returning id::text`,
+		account, name, string(pemText)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

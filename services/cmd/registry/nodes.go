@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/user"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
+	"github.com/fpga-faas/faas/services/registry/server"
+)
+
+// nodesCommand is the operator's side of node trust (package nodetrust):
+// which nodes may receive data keys.
+func nodesCommand() *cobra.Command {
+	var cfg server.Config
+	var asJSON bool
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "nodes",
+		Short: "list, approve and revoke nodes; make one-time enrollment tokens",
+		Long: `A node agent registers itself with its public key, but the registry releases
+no data key to it until an operator approves it, or it registered with a
+one-time enrollment token. Revoking a node ends that for good.
+
+  registry nodes list                 every node with its state (pending, approved, revoked)
+  registry nodes approve NODE         NODE is a node id or host name
+  registry nodes revoke NODE
+  registry nodes enroll [--ttl 1h]    print a one-time enrollment token for faasd
+                                      (--enrollment-token-file or $FAAS_ENROLLMENT_TOKEN)
+
+Exit codes: 0 done; 2 usage error, unknown node or any other failure.`,
+	}
+	withStore := func(run func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			secretsFromEnv(&cfg)
+			srv, err := server.Open(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			return run(cmd.Context(), srv, cmd.OutOrStdout(), args)
+		}
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "list nodes",
+		Args:  cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, srv *server.Server, out io.Writer, _ []string) error {
+			nodes, err := nodetrust.List(ctx, srv.Pool())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if nodes == nil {
+					nodes = []nodetrust.Node{}
+				}
+				return json.NewEncoder(out).Encode(nodes)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tHOST\tACCOUNT\tSTATE\tLAST HEARTBEAT")
+			for _, n := range nodes {
+				hb := "never"
+				if n.LastHeartbeatAt != nil {
+					hb = n.LastHeartbeatAt.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.ID, n.Hostname, n.Account, n.State(), hb)
+			}
+			return tw.Flush()
+		}),
+	}
+	trust := func(approve bool) func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
+		return func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
+			action, f, verb := "node.revoke", nodetrust.Revoke, "revoked"
+			if approve {
+				action, f, verb = "node.approve", nodetrust.Approve, "approved"
+			}
+			actor := operator()
+			err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
+				id, err := nodetrust.Resolve(ctx, tx, args[0])
+				if err != nil {
+					return err
+				}
+				if err := f(ctx, tx, id, actor); err != nil {
+					return err
+				}
+				args[0] = id
+				return nodetrust.Audit(ctx, tx, actor, action, "node", id, nil)
+			})
+			if err != nil {
+				return err
+			}
+			return report(out, asJSON, map[string]string{"id": args[0], "state": verb}, "node %s %s\n", args[0], verb)
+		}
+	}
+	approve := &cobra.Command{Use: "approve NODE", Short: "trust a node with data keys", Args: cobra.ExactArgs(1), RunE: withStore(trust(true))}
+	revoke := &cobra.Command{Use: "revoke NODE", Short: "stop trusting a node, for good", Args: cobra.ExactArgs(1), RunE: withStore(trust(false))}
+	enroll := &cobra.Command{
+		Use:   "enroll",
+		Short: "print a one-time enrollment token",
+		Args:  cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, srv *server.Server, out io.Writer, _ []string) error {
+			actor := operator()
+			var e nodetrust.Enrollment
+			err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
+				var err error
+				if e, err = nodetrust.CreateEnrollment(ctx, tx, actor, ttl); err != nil {
+					return err
+				}
+				return nodetrust.Audit(ctx, tx, actor, "node.enrollment.create", "enrollment", e.ID, map[string]any{"expires_at": e.ExpiresAt})
+			})
+			if err != nil {
+				return err
+			}
+			return report(out, asJSON, e, "%s\n", e.Token)
+		}),
+	}
+	enroll.Flags().DurationVar(&ttl, "ttl", nodetrust.DefaultEnrollmentTTL, "how long the token stays usable")
+	for _, c := range []*cobra.Command{list, approve, revoke, enroll} {
+		storeFlags(c.Flags(), &cfg)
+		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+// operator names who runs the command, for the audit log.
+func operator() string {
+	if u, err := user.Current(); err == nil {
+		return "cli:" + u.Username
+	}
+	return "cli"
+}
+
+func report(out io.Writer, asJSON bool, v any, format string, args ...any) error {
+	if asJSON {
+		return json.NewEncoder(out).Encode(v)
+	}
+	_, err := fmt.Fprintf(out, format, args...)
+	return err
+}

@@ -345,6 +345,7 @@ var listeningRE = regexp.MustCompile(`registry listening on (\S+)\n`)
 type platform struct {
 	root        string
 	env         []string
+	regEnv      []string // the registry command's environment
 	regURL      string
 	platformDir string
 	began       time.Time
@@ -503,7 +504,7 @@ func newPlatform(t *testing.T) *platform {
 		api(t, regURL, "alice", "POST", "/listings/"+p.listing+"/subscribe", nil, nil, http.StatusCreated)
 	}
 
-	return &platform{root: root, env: env, regURL: regURL, platformDir: platformDir, began: began, loopback: loopback, dual: dual}
+	return &platform{root: root, env: env, regEnv: regEnv, regURL: regURL, platformDir: platformDir, began: began, loopback: loopback, dual: dual}
 }
 
 // startFaasd runs faasd on two simulated boards (slots 0-3), trusting the
@@ -512,7 +513,13 @@ func (p *platform) startFaasd(t *testing.T, socket, stateDir string, extra ...st
 	t.Helper()
 	var tok struct{ Secret string }
 	api(t, p.regURL, "node1", "POST", "/tokens", map[string]string{"name": "faasd"}, &tok, http.StatusCreated)
-	faasdEnv := append(slices.Clone(p.env), "FAAS_NODE_TOKEN="+tok.Secret)
+	// The node enrolls with a one-time token the operator made, so that the
+	// registry trusts it with keys.
+	enroll := strings.TrimSpace(must(t, p.regEnv, "", "registry", "nodes", "enroll", "--ttl", "10m"))
+	if !strings.HasPrefix(enroll, "fne_") {
+		t.Fatalf("registry nodes enroll: %q", enroll)
+	}
+	faasdEnv := append(slices.Clone(p.env), "FAAS_NODE_TOKEN="+tok.Secret, "FAAS_ENROLLMENT_TOKEN="+enroll)
 	args := append([]string{"serve", "--registry", p.regURL, "--node-user", "node1",
 		"--trust-key", filepath.Join(p.platformDir, "platform-signing.pub"), "--sim", "2", "--sim-ddr-bytes", fmt.Sprint(1 << 30),
 		"--socket", socket, "--state-dir", stateDir, "--hostname", "e2e-node"}, extra...)

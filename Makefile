@@ -33,9 +33,10 @@ ORAS_BIN     := $(GOBIN_DIR)/oras
 PG_BIN   ?= $(or $(FAAS_PG_BIN),/usr/lib/postgresql/15/bin)
 PG_DEBPKG := postgresql-15
 
-# The shared outside test data (ONNX backend tests and models; see
-# internal/testenv.TestData for the same search).
-TESTDATA ?= $(or $(FAAS_TESTDATA),$(firstword $(wildcard ../shared/testdata /work/shared/testdata)))
+# The test data from outside the project (ONNX backend tests and models;
+# testdata/README.md): the repository's own, or FAAS_TESTDATA's folder, as
+# internal/testenv.TestData finds it.
+TESTDATA ?= $(or $(FAAS_TESTDATA),testdata)
 
 TEST_TIMEOUT ?= 60m
 BENCHTIME    ?= 1s
@@ -94,11 +95,11 @@ test: tools
 	$(if $(CI),CI=$(CI)) $(GO) test $$race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory onnx-node-tests
 
-# onnx-node-tests runs every ONNX backend node test of the shared test data
+# onnx-node-tests runs every ONNX backend node test of the test data
 # through the tenant CLI, as scripts would (`faas model test`).
 onnx-node-tests:
 	@if [ -z "$(TESTDATA)" ] || [ ! -d "$(TESTDATA)/onnx/node" ]; then \
-		msg="onnx-node-tests: shared test data not found (set FAAS_TESTDATA to its folder)"; \
+		msg="onnx-node-tests: $(TESTDATA)/onnx/node not found (FAAS_TESTDATA names another test data folder)"; \
 		if [ "$(CI)" = true ]; then echo "$$msg" >&2; exit 1; fi; echo "$$msg; skipped"; exit 0; \
 	fi; \
 	set -x; $(GO) run ./sdk/cmd/faas model test $(TESTDATA)/onnx/node/*/
@@ -147,7 +148,8 @@ fuzz-smoke:
 # examples/mnist classify the MNIST reference digits on it through the SDK
 # (internal/demo). The services stay up until Ctrl-C; DEMO_NO_WAIT=1 stops
 # them and exits once the walk-through is done. Needs the PostgreSQL server
-# binaries (`make tools` installs them as root) and the shared test data.
+# binaries (`make tools` installs them as root); the MNIST model comes from
+# $(TESTDATA).
 DEMO_BIN ?= build/demo/bin
 DEMO_PKGS := ./services/cmd/registry ./services/cmd/faasd ./hdk/cmd/hdk ./sdk/cmd/faas \
 	./bitstreams/images/cmd/genbits ./internal/cmd/demo ./examples/mnist
@@ -159,4 +161,4 @@ demo:
 	fi
 	@mkdir -p $(DEMO_BIN)
 	$(GO) build -o $(DEMO_BIN)/ $(DEMO_PKGS)
-	$(if $(DEMO_NO_WAIT),DEMO_NO_WAIT=$(DEMO_NO_WAIT)) $(DEMO_BIN)/demo -bin $(DEMO_BIN) $(if $(TESTDATA),-testdata $(TESTDATA))
+	$(if $(DEMO_NO_WAIT),DEMO_NO_WAIT=$(DEMO_NO_WAIT)) $(DEMO_BIN)/demo -bin $(DEMO_BIN) -testdata $(TESTDATA)

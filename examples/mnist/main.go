@@ -126,12 +126,12 @@ func run(ctx context.Context, target string, slot int, model, inputs string, rep
 	return out, classify.Check(out)
 }
 
-// defaultModel is the MNIST model of the shared test data, when
-// $FAAS_TESTDATA names it or it sits beside the working directory.
+// defaultModel is the MNIST model of the test data: in $FAAS_TESTDATA if
+// set, else in testdata/ of the working directory (the repository root).
 func defaultModel() string {
 	dir := os.Getenv("FAAS_TESTDATA")
 	if dir == "" {
-		dir = filepath.Join("..", "shared", "testdata")
+		dir = "testdata"
 	}
 	return filepath.Join(dir, "onnx", "models", "mnist", "model.onnx")
 }

@@ -27,7 +27,7 @@ var Binaries = []string{"registry", "faasd", "hdk", "faas", "genbits", "mnist"}
 type Config struct {
 	Bin      string // folder holding Binaries
 	Work     string // state, keys and logs; "" a new temporary folder, removed at the end
-	TestData string // the shared test data (onnx/models/mnist)
+	TestData string // the test data folder (testdata/ at the repository root; onnx/models/mnist)
 	PGBin    string // PostgreSQL server binaries; "" as internal/testenv finds them
 	// Wait keeps the services running after the walk-through until ctx
 	// ends; without it Run stops them and returns.
@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	mnist := filepath.Join(cfg.TestData, "onnx", "models", "mnist")
 	if _, err := os.Stat(filepath.Join(mnist, "model.onnx")); err != nil {
-		return fmt.Errorf("MNIST model: %w (set FAAS_TESTDATA to the shared test data folder)", err)
+		return fmt.Errorf("MNIST model: %w (testdata/ at the repository root, or set FAAS_TESTDATA)", err)
 	}
 	d := &demo{cfg: cfg, ctx: ctx, root: cfg.Work, began: time.Now()}
 	if d.root == "" {
@@ -420,9 +420,9 @@ func (d *demo) publish(r *registry, host, platformDir string) ([]published, erro
 	return out, nil
 }
 
-// FindTestData returns the shared test data folder: $FAAS_TESTDATA, or the
-// first shared/testdata beside the working directory or one of its parents
-// (as internal/testenv looks for it), or "".
+// FindTestData returns the test data folder: $FAAS_TESTDATA, else testdata/
+// in the repository root (the nearest folder holding go.mod at or above the
+// working directory), else "". It looks nowhere outside the checkout.
 func FindTestData() string {
 	if env := os.Getenv("FAAS_TESTDATA"); env != "" {
 		return env
@@ -432,10 +432,12 @@ func FindTestData() string {
 		return ""
 	}
 	for {
-		for _, c := range []string{filepath.Join(dir, "..", "shared", "testdata"), filepath.Join(dir, "shared", "testdata")} {
-			if fi, err := os.Stat(c); err == nil && fi.IsDir() {
-				return filepath.Clean(c)
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			td := filepath.Join(dir, "testdata")
+			if fi, err := os.Stat(td); err == nil && fi.IsDir() {
+				return td
 			}
+			return ""
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {

@@ -10,6 +10,9 @@
 // `faas clear`, after which the chips' DDR reads back zero; a tenant without
 // a subscription is refused with the not-entitled exit code.
 //
+// TestDemo runs `make demo` in a fresh clone of the committed HEAD with HOME
+// moved, which proves that the repository stands alone.
+//
 // It needs PostgreSQL and MinIO (see internal/testenv): without them it is
 // skipped, or fails when CI=true.
 package e2e

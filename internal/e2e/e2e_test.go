@@ -544,7 +544,7 @@ func (p *platform) startFaasd(t *testing.T, socket, stateDir string, extra ...st
 // compares the scores with the reference outputs.
 func modelRunOnSlot(t *testing.T, env []string, agentFlag string, slot int) {
 	t.Helper()
-	const tolerance = 5e-3 // the shared test data's, for fp32 models
+	const tolerance = 5e-3 // testdata/README.md's, for fp32 models
 	dir := testenv.TestData(t, "onnx/models/mnist")
 	for _, set := range []string{"test_data_set_0", "test_data_set_1"} {
 		out := filepath.Join(t.TempDir(), "out.pb")

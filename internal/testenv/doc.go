@@ -13,6 +13,9 @@
 // except when the environment variable CI is true (as parsed by
 // strconv.ParseBool): then it is a test failure, never a silent skip.
 //
+// [TestData] finds the test data from outside the project: testdata/ at the
+// repository root, or the folder $FAAS_TESTDATA names.
+//
 // Server output goes to a log file in the temporary directory; it is shown
 // only when the server fails to start or the test fails.
 //

@@ -2,78 +2,58 @@ package testenv
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 )
 
-// DevTestData is where the development machines keep the shared test data.
-const DevTestData = "/work/shared/testdata"
-
 // TestData returns the absolute path of rel (joined with filepath.Join) in
-// the shared test data: data from outside the project (ONNX test models and
-// such; see its README.md) that tests read but never copy into the
-// repository.
+// the test data from outside the project (ONNX test models and such; see
+// testdata/README.md at the repository root).
 //
-// The test data folder is $FAAS_TESTDATA if set; else the first existing of
-// ../shared/testdata next to the repository root (the folder holding go.mod
-// above the working directory), shared/testdata in each folder above the
-// root, and DevTestData. rel need not exist: the caller reports that.
+// The test data folder is $FAAS_TESTDATA if set (a larger set laid out the
+// same way), else testdata/ in the repository root: the nearest folder
+// holding go.mod at or above the working directory. Nothing outside the
+// checkout is searched. rel need not exist: the caller reports that.
 //
 // Without the folder the test is skipped, or fails when CI=true.
 func TestData(t testing.TB, rel ...string) string {
 	t.Helper()
-	dir, tried, err := testDataDir()
+	dir, err := testDataDir()
 	if err != nil {
-		missing(t, "shared test data: %v", err)
+		missing(t, "test data: %v", err)
 		return "" // reached only if t's Skipf returns
-	}
-	if dir == "" {
-		missing(t, "shared test data not found in %s; set FAAS_TESTDATA to its folder", strings.Join(tried, ", "))
-		return ""
 	}
 	return filepath.Join(append([]string{dir}, rel...)...)
 }
 
-// testDataDir returns the test data folder, or "" and where it looked.
-func testDataDir() (dir string, tried []string, err error) {
-	isDir := func(p string) bool {
-		fi, err := os.Stat(p)
-		return err == nil && fi.IsDir()
-	}
+// testDataDir returns the test data folder.
+func testDataDir() (string, error) {
 	if env := os.Getenv("FAAS_TESTDATA"); env != "" {
 		abs, err := filepath.Abs(env)
 		if err != nil {
-			return "", nil, err
+			return "", err
 		}
 		if !isDir(abs) {
-			return "", nil, errors.New("FAAS_TESTDATA=" + env + " is not a folder")
+			return "", fmt.Errorf("FAAS_TESTDATA=%s is not a folder", env)
 		}
-		return abs, nil, nil
+		return abs, nil
 	}
-	var candidates []string
-	if root, err := repoRoot(); err == nil {
-		candidates = append(candidates, filepath.Join(root, "..", "shared", "testdata"))
-		for a := filepath.Dir(root); ; a = filepath.Dir(a) {
-			candidates = append(candidates, filepath.Join(a, "shared", "testdata"))
-			if a == filepath.Dir(a) {
-				break
-			}
-		}
+	root, err := repoRoot()
+	if err != nil {
+		return "", fmt.Errorf("%w; set FAAS_TESTDATA to the test data folder", err)
 	}
-	candidates = append(candidates, DevTestData)
-	for _, c := range candidates {
-		c = filepath.Clean(c)
-		if isDir(c) {
-			return c, nil, nil
-		}
-		if !slices.Contains(tried, c) { // root/../shared is also the parent's shared
-			tried = append(tried, c)
-		}
+	dir := filepath.Join(root, "testdata")
+	if !isDir(dir) {
+		return "", fmt.Errorf("%s is not a folder; set FAAS_TESTDATA to the test data folder", dir)
 	}
-	return "", tried, nil
+	return dir, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // repoRoot returns the nearest folder holding go.mod at or above the working

@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -73,38 +75,110 @@ func TestTestDataMissing(t *testing.T) {
 	}
 }
 
-// TestTestDataSearch lays out a repository and shared test data in a
-// temporary folder and checks that TestData finds the data from a package
-// folder, next to the root and further up.
-func TestTestDataSearch(t *testing.T) {
-	for _, tc := range []struct {
-		name, repo, data string
-	}{
-		{"sibling", "repo", "shared/testdata"},
-		{"ancestor", "a/b/repo", "shared/testdata"},
-		{"nearest", "a/repo", "a/shared/testdata"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tmp, err := filepath.EvalSymlinks(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			repo := filepath.Join(tmp, tc.repo)
-			pkg := filepath.Join(repo, "sdk", "onnx")
-			data := filepath.Join(tmp, tc.data)
-			for _, d := range []string{pkg, data, filepath.Join(tmp, "shared", "testdata")} {
-				if err := os.MkdirAll(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module x\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Setenv("FAAS_TESTDATA", "")
-			t.Chdir(pkg)
-			if got, want := TestData(t, "README.md"), filepath.Join(data, "README.md"); got != want {
-				t.Errorf("TestData = %s, want %s", got, want)
-			}
-		})
+// layoutRepo makes a repository (a go.mod) at tmp/repo with a package
+// folder, outside test data beside it (testdata in tmp/shared) and, if
+// withData, the repository's own testdata; it returns the repository root
+// and moves the working directory into the package folder, as go test does.
+func layoutRepo(t *testing.T, withData bool) string {
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(tmp, "repo")
+	pkg := filepath.Join(repo, "sdk", "onnx")
+	dirs := []string{pkg, filepath.Join(tmp, "shared", "testdata")}
+	if withData {
+		dirs = append(dirs, filepath.Join(repo, "testdata"))
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAAS_TESTDATA", "")
+	t.Chdir(pkg)
+	return repo
+}
+
+// TestTestDataRepo checks that the default is the repository's own testdata
+// even with outside test data beside the repository.
+func TestTestDataRepo(t *testing.T) {
+	repo := layoutRepo(t, true)
+	if got, want := TestData(t, "README.md"), filepath.Join(repo, "testdata", "README.md"); got != want {
+		t.Errorf("TestData = %s, want %s", got, want)
+	}
+}
+
+// TestTestDataNoOutsideSearch checks that a repository without testdata
+// does not fall back to test data outside the checkout.
+func TestTestDataNoOutsideSearch(t *testing.T) {
+	repo := layoutRepo(t, false)
+	t.Setenv("CI", "true")
+	r := &recorder{TB: t}
+	var got string
+	r.run(func(tb testing.TB) { got = TestData(tb, "README.md") })
+	if r.fatal == "" {
+		t.Fatalf("TestData = %q, want a failure", got)
+	}
+	if want := filepath.Join(repo, "testdata"); !strings.Contains(r.fatal, want) || !strings.Contains(r.fatal, "FAAS_TESTDATA") {
+		t.Errorf("message %q names neither %s nor FAAS_TESTDATA", r.fatal, want)
+	}
+}
+
+// TestRepoTestDataSums checks the repository's testdata against its
+// SHA256SUMS (see testdata/README.md): every file listed is there with its
+// sum, every data file is listed, and none is a symbolic link.
+func TestRepoTestDataSums(t *testing.T) {
+	t.Setenv("FAAS_TESTDATA", "")
+	dir := TestData(t)
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i, line := range strings.Split(strings.TrimSuffix(string(sums), "\n"), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok || len(sum) != 64 {
+			t.Fatalf("SHA256SUMS line %d: %q is not \"<sha256>  <path>\"", i+1, line)
+		}
+		want[name] = sum
+	}
+	seen := 0
+	err = filepath.WalkDir(filepath.Join(dir, "onnx"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if !d.Type().IsRegular() {
+			t.Errorf("%s is not a regular file (%v)", rel, d.Type())
+			return nil
+		}
+		sum, ok := want[rel]
+		if !ok {
+			t.Errorf("%s is not in SHA256SUMS", rel)
+			return nil
+		}
+		seen++
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != sum {
+			t.Errorf("%s: sha256 %s, SHA256SUMS says %s", rel, got, sum)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(want) {
+		t.Errorf("%d files of SHA256SUMS found under onnx/, want %d", seen, len(want))
 	}
 }

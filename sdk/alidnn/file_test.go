@@ -85,13 +85,19 @@ func FuzzReadProgram(f *testing.F) {
 	}
 	f.Add(buf.Bytes())
 	f.Add([]byte("ADNNPRG1\x02\x00\x00\x00{}"))
-	if m, err := onnx.ReadModel(filepath.Join(testenv.DevTestData, "onnx", "node", "test_relu", "model.onnx")); err == nil {
-		if q, err := alidnn.Compile(m); err == nil {
-			buf.Reset()
-			q.WriteTo(&buf)
-			f.Add(buf.Bytes())
-		}
+	m, err := onnx.ReadModel(testenv.TestData(f, "onnx", "node", "test_relu", "model.onnx"))
+	if err != nil {
+		f.Fatal(err)
 	}
+	q, err := alidnn.Compile(m)
+	if err != nil {
+		f.Fatal(err)
+	}
+	buf.Reset()
+	if _, err := q.WriteTo(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := alidnn.ReadProgram(bytes.NewReader(b))
 		if err != nil {

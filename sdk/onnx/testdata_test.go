@@ -45,7 +45,7 @@ func checkTensor(t *testing.T, where string, x *Tensor) {
 func TestNodeTestData(t *testing.T) {
 	models, _ := filepath.Glob(testenv.TestData(t, "onnx", "node", "*", "model.onnx"))
 	if len(models) == 0 {
-		t.Fatal("no onnx/node/*/model.onnx in the shared test data")
+		t.Fatal("no onnx/node/*/model.onnx in the test data")
 	}
 	for _, path := range models {
 		dir := filepath.Dir(path)

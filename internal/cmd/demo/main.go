@@ -24,7 +24,7 @@ func main() {
 	var cfg demo.Config
 	flag.StringVar(&cfg.Bin, "bin", "", "folder holding the built registry, faasd, hdk, faas, genbits and mnist")
 	flag.StringVar(&cfg.Work, "work", "", "folder for state, keys and logs (default: a temporary folder, removed at the end)")
-	flag.StringVar(&cfg.TestData, "testdata", demo.FindTestData(), "shared test data folder (MNIST model) [$FAAS_TESTDATA]")
+	flag.StringVar(&cfg.TestData, "testdata", demo.FindTestData(), "test data folder holding onnx/models/mnist (default testdata/ in the repository root) [$FAAS_TESTDATA]")
 	flag.StringVar(&cfg.PGBin, "pg-bin", os.Getenv("FAAS_PG_BIN"), "PostgreSQL server binaries (default "+demo.DefaultPGBin+" or PATH) [$FAAS_PG_BIN]")
 	flag.Parse()
 	if cfg.Bin == "" || cfg.TestData == "" || flag.NArg() != 0 {

@@ -21,7 +21,7 @@ func local(t *testing.T) *model.Local {
 	return dev
 }
 
-// TestNodeTests runs every ONNX backend node test of the shared test data.
+// TestNodeTests runs every ONNX backend node test of the test data (testdata/onnx/node).
 func TestNodeTests(t *testing.T) {
 	root := testenv.TestData(t, "onnx", "node")
 	dirs, err := os.ReadDir(root)

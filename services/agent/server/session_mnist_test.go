@@ -16,8 +16,8 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// mnistTolerance is the shared test data's tolerance for fp32 models
-// (../shared/testdata/README.md), on the scores before argmax.
+// mnistTolerance is the test data's tolerance for fp32 models
+// (testdata/README.md), on the scores before argmax.
 const mnistTolerance = 5e-3
 
 // TestSessionMNISTTwoTenants: two tenant processes share one AliDNN chip

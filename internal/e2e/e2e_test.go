@@ -677,6 +677,18 @@ func TestEndToEnd(t *testing.T) {
 	if s := st[1]; s.State != agentapi.Cleared {
 		t.Errorf("faas status: slot 1 is %s, want cleared", s.State)
 	}
+	// faasd reports the loads under their grants (in the background):
+	// three slot loads reach alice's usage, and each key release of the
+	// sealed image is audited with its grant.
+	poll(t, startTimeout, "alice's usage of three slot loads", func() bool {
+		var sum struct{ Items []struct{ Loads int } }
+		api(t, regURL, "alice", "GET", "/usage/summary", nil, &sum, http.StatusOK)
+		n := 0
+		for _, it := range sum.Items {
+			n += it.Loads
+		}
+		return n == 3
+	})
 	if s := st[0]; s.Role == nil || s.Role.Name != "loopback" {
 		t.Errorf("faas status: slot 0 role %+v, want loopback", s.Role)
 	}

@@ -163,27 +163,52 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// route is one endpoint of the API: a ServeMux pattern and its handler.
+type route struct {
+	pattern string
+	h       http.HandlerFunc
+}
+
+// routeTable is the API. Every endpoint but /healthz goes through authed.
+func (s *Server) routeTable() []route {
+	return []route{
+		{"GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }},
+		{"GET /v1/slots", s.authed(s.listSlots)},
+		{"GET /v1/slots/{n}", s.authed(s.getSlot)},
+		{"POST /v1/slots/{n}/clear", s.authed(s.clearSlot)},
+		{"POST /v1/slots/{n}/session", s.authed(s.openSession)},
+		{"GET /v1/slots/{n}/ddr", s.authed(s.readDDR)},
+		{"PUT /v1/slots/{n}/ddr", s.authed(s.writeDDR)},
+		{"POST /v1/loads", s.authed(s.startLoad(false))},
+		{"POST /v1/pulls", s.authed(s.startLoad(true))},
+		{"GET /v1/loads/{id}", s.authed(s.getLoad)},
+		{"GET /v1/loads/{id}/events", s.authed(s.loadEvents)},
+		{"GET /v1/images", s.authed(s.listImages)},
+		{"GET /metrics", s.authed(func(w http.ResponseWriter, r *http.Request, p *principal) {
+			if !p.operator {
+				writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: "metrics are for the operator"})
+				return
+			}
+			promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+		})},
+	}
+}
+
+// Patterns returns the API's route patterns ("METHOD /path/{param}"), so
+// that tests can prove every endpoint is covered.
+func (s *Server) Patterns() []string {
+	var out []string
+	for _, r := range s.routeTable() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
 func (s *Server) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	m.HandleFunc("GET /v1/slots", s.authed(s.listSlots))
-	m.HandleFunc("GET /v1/slots/{n}", s.authed(s.getSlot))
-	m.HandleFunc("POST /v1/slots/{n}/clear", s.authed(s.clearSlot))
-	m.HandleFunc("POST /v1/slots/{n}/session", s.authed(s.openSession))
-	m.HandleFunc("GET /v1/slots/{n}/ddr", s.authed(s.readDDR))
-	m.HandleFunc("PUT /v1/slots/{n}/ddr", s.authed(s.writeDDR))
-	m.HandleFunc("POST /v1/loads", s.authed(s.startLoad(false)))
-	m.HandleFunc("POST /v1/pulls", s.authed(s.startLoad(true)))
-	m.HandleFunc("GET /v1/loads/{id}", s.authed(s.getLoad))
-	m.HandleFunc("GET /v1/loads/{id}/events", s.authed(s.loadEvents))
-	m.HandleFunc("GET /v1/images", s.authed(s.listImages))
-	m.HandleFunc("GET /metrics", s.authed(func(w http.ResponseWriter, r *http.Request, p *principal) {
-		if !p.operator {
-			writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: "metrics are for the operator"})
-			return
-		}
-		promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
-	}))
+	for _, r := range s.routeTable() {
+		m.HandleFunc(r.pattern, r.h)
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})

@@ -125,6 +125,7 @@ type agent struct {
 	nodeID string
 	tcp    string // host:port of the TLS listener, if any
 	roots  *x509.CertPool
+	srv    *server.Server
 }
 
 type options struct {
@@ -203,6 +204,7 @@ func startAgent(t *testing.T, reg *registry, o options) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.srv = srv
 	serve(t, srv, a.socket)
 	return a
 }

@@ -4,6 +4,7 @@
 //
 //	registry serve [flags]              run the service
 //	registry users add NAME --role ROLE create an account; password on stdin
+//	registry gc [--dry-run] [--json]    collect garbage once (package gc)
 //
 // Every flag of serve defaults from the environment: FAAS_DATABASE_URL,
 // FAAS_S3_ENDPOINT, FAAS_S3_ACCESS_KEY, FAAS_S3_SECRET_KEY, FAAS_S3_BUCKET
@@ -16,10 +17,19 @@
 //
 // serve prints "registry listening on URL" on stdout once it accepts
 // connections, logs JSON to stderr and shuts down gracefully on SIGINT or
-// SIGTERM.
+// SIGTERM. It also collects garbage every --gc-interval.
+//
+// gc removes the blobs no manifest references and nothing pushed within
+// --grace-period, and uploads idle for longer than --upload-ttl, safely
+// while registries serve pushes; manifests, tagged or not, are kept (see
+// package gc). It prints one line per blob and upload removed ("would
+// remove" with --dry-run, which removes nothing) and a summary on stdout,
+// or with --json one JSON object (gc.Report); progress goes to stderr.
+// It takes the same storage flags as serve.
 //
 // Exit codes: 0 success (including a graceful shutdown); 1 the account
-// already exists (users add); 2 usage error or any other failure.
+// already exists (users add); 2 usage error or any other failure; 3 another
+// garbage collection is running (gc).
 package main
 
 import (
@@ -39,6 +49,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
 
@@ -50,8 +61,11 @@ func main() {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "registry:", err)
-	if errors.Is(err, auth.ErrExists) {
+	switch {
+	case errors.Is(err, auth.ErrExists):
 		os.Exit(1)
+	case errors.Is(err, meta.ErrGCBusy):
+		os.Exit(3)
 	}
 	os.Exit(2)
 }
@@ -68,7 +82,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	users := &cobra.Command{Use: "users", Short: "manage accounts"}
 	users.AddCommand(usersAddCommand())
-	root.AddCommand(serveCommand(), users)
+	root.AddCommand(serveCommand(), users, gcCommand())
 	return root
 }
 
@@ -162,6 +176,8 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&cfg.Service, "service", server.DefaultService, "token service name (audience)")
 	f.StringVar(&cfg.Issuer, "issuer", server.DefaultIssuer, "token issuer")
 	f.StringVar(&cfg.Realm, "realm", "", "absolute token endpoint URL for challenges; default derived from each request")
+	f.DurationVar(&cfg.GCInterval, "gc-interval", 0, "interval of garbage collection (default 24h; negative: never)")
+	f.DurationVar(&cfg.GCGracePeriod, "gc-grace-period", 0, "spare blobs pushed more recently than this (default 2h); must exceed the longest push")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
 }

@@ -16,11 +16,17 @@
 //	               reachable, else 503
 //	/metrics       Prometheus metrics: faas_registry_http_requests_total and
 //	               faas_registry_http_request_duration_seconds by route class,
-//	               method and status code, plus the Go and process collectors
+//	               method and status code; faas_registry_gc_runs_total by
+//	               result, faas_registry_gc_removed_blobs_total,
+//	               faas_registry_gc_freed_bytes_total and
+//	               faas_registry_gc_last_success_timestamp_seconds; plus the Go
+//	               and process collectors
 //
 // Serve also runs a validation.Worker (package validation) until it returns;
 // the platform keys it countersigns with, and that key release unwraps with,
-// live in Config.PlatformKeyDir.
+// live in Config.PlatformKeyDir. And it collects garbage (package gc) every
+// Config.GCInterval, the first time at most 5 minutes after the start;
+// [Server.CollectGarbage] runs one collection on demand (`registry gc`).
 //
 // Every response carries X-Request-Id (the client's, when it sent a sane one;
 // else a fresh random id) and every request is logged once through

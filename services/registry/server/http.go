@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fpga-faas/faas/services/registry/api"
@@ -45,21 +43,6 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		TTL:           s.cfg.TokenTTL,
 		DenyAnonymous: true,
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "faas_registry_http_requests_total",
-			Help: "HTTP requests by route class, method and status code.",
-		}, []string{"route", "method", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "faas_registry_http_request_duration_seconds",
-			Help:    "HTTP request latency by route class and method.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms … 262 s
-		}, []string{"route", "method"}),
-	}
-	reg.MustRegister(m.requests, m.duration)
-
 	market, err := api.New(api.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta,
 		PasswordParams: s.cfg.PasswordParams, MaxBodyBytes: s.cfg.MaxBodyBytes,
 		MaxConcurrentLogins: s.cfg.MaxConcurrentLogins, RequestID: RequestID,
@@ -95,13 +78,8 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return s.middleware(mux, m), nil
-}
-
-type metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	return s.middleware(mux, s.metrics), nil
 }
 
 // routeClass names the kind of endpoint of path, a bounded label set.

@@ -45,6 +45,8 @@ const (
 	DefaultMaxChunkBytes       = 8 << 30 // 8 GiB
 	DefaultMaxConcurrentLogins = 4
 	DefaultReadyTimeout        = 5 * time.Second
+	DefaultGCInterval          = 24 * time.Hour
+	DefaultGCGracePeriod       = blob.DefaultGracePeriod // 2 hours
 )
 
 // ErrConfig marks an unusable Config.
@@ -142,6 +144,17 @@ type Config struct {
 	// password with argon2id). Default DefaultMaxConcurrentLogins.
 	MaxConcurrentLogins int
 
+	// GCInterval is how often Serve collects garbage (package gc): the
+	// first collection runs min(GCInterval, 5 minutes) after the start,
+	// then one every GCInterval; a replica that finds another collecting
+	// skips its turn. Default DefaultGCInterval (24 hours); negative: never.
+	GCInterval time.Duration
+	// GCGracePeriod spares blobs committed, linked or held more recently;
+	// it must exceed the longest push, from its first blob to its
+	// manifest. Default (also for negative values) DefaultGCGracePeriod
+	// (2 hours).
+	GCGracePeriod time.Duration
+
 	// PasswordParams are the argon2id costs of new password hashes; the zero
 	// value means auth.DefaultParams. Tests lower them.
 	PasswordParams auth.Params
@@ -177,6 +190,10 @@ func (c *Config) setDefaults() {
 	defD(&c.IdleTimeout, DefaultIdleTimeout)
 	defD(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	defD(&c.ReadyTimeout, DefaultReadyTimeout)
+	defD(&c.GCInterval, DefaultGCInterval)
+	if c.GCGracePeriod <= 0 {
+		c.GCGracePeriod = DefaultGCGracePeriod
+	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -205,6 +222,7 @@ type Server struct {
 	keyring  *auth.Keyring
 	platform validation.PlatformKeys
 	worker   *validation.Worker
+	metrics  *metrics
 	handler  http.Handler
 }
 
@@ -228,7 +246,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("%w: S3 public endpoint: %v", ErrConfig, err)
 		}
 	}
-	s := &Server{cfg: cfg, log: slog.New(requestIDHandler{cfg.Logger.Handler()})}
+	s := &Server{cfg: cfg, log: slog.New(requestIDHandler{cfg.Logger.Handler()}), metrics: newMetrics()}
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		// The URL may hold a password: do not quote it.
@@ -357,14 +375,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.cfg.TLSCert != "" {
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	// The validation worker runs while the server does.
+	// The validation worker and the scheduled garbage collection run
+	// while the server does.
 	wctx, stopWorker := context.WithCancel(ctx)
 	workerDone := make(chan struct{})
 	go func() {
 		defer close(workerDone)
 		_ = s.worker.Run(wctx)
 	}()
-	defer func() { stopWorker(); <-workerDone }()
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		s.collectPeriodically(wctx)
+	}()
+	defer func() { stopWorker(); <-workerDone; <-gcDone }()
 	errc := make(chan error, 1)
 	go func() {
 		if s.cfg.TLSCert != "" {

@@ -45,5 +45,8 @@
 // # Errors
 //
 // Errors wrap the sentinels [ErrNotFound], [ErrDigestMismatch],
-// [ErrInvalidRange] and [ErrInvalidDigest]; test them with errors.Is.
+// [ErrInvalidRange], [ErrInvalidDigest] and [ErrStorageFull] (a write refused
+// for want of space: ENOSPC or EDQUOT from the file system, MinIO's
+// XMinioStorageFull or any 507 from S3); test them with errors.Is. A Store
+// may also implement [SpaceChecker] to say whether it is full right now.
 package blob

@@ -13,10 +13,15 @@
 //	/api/v1/keys/release  data-key release to nodes (package keyrelease)
 //	/healthz       200 while the process serves requests
 //	/readyz        200 when the database answers a ping and the blob store is
-//	               reachable, else 503
+//	               reachable and not full (blob.SpaceChecker), else 503 with
+//	               "not ready: blob storage is full" or, for reasons that may
+//	               name hosts (logged instead), "not ready"
 //	/metrics       Prometheus metrics: faas_registry_http_requests_total and
 //	               faas_registry_http_request_duration_seconds by route class,
-//	               method and status code; faas_registry_gc_runs_total by
+//	               method and status code; faas_registry_storage_full (1
+//	               while the blob store reports full) and
+//	               faas_registry_storage_refused_writes_total (answers 507:
+//	               uploads refused for want of space); faas_registry_gc_runs_total by
 //	               result, faas_registry_gc_removed_blobs_total,
 //	               faas_registry_gc_freed_bytes_total and
 //	               faas_registry_gc_last_success_timestamp_seconds; plus the Go

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
 )
 
@@ -73,6 +75,12 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		if err := s.ready(r.Context()); err != nil {
 			s.log.WarnContext(r.Context(), "not ready", slog.Any("err", err))
 			w.WriteHeader(http.StatusServiceUnavailable)
+			// Only this reason is told to anonymous callers; the others
+			// may name hosts and are in the log.
+			if errors.Is(err, blob.ErrStorageFull) {
+				_, _ = io.WriteString(w, "not ready: blob storage is full\n")
+				return
+			}
 			_, _ = io.WriteString(w, "not ready\n")
 			return
 		}
@@ -138,6 +146,9 @@ func (s *Server) middleware(next http.Handler, m *metrics) http.Handler {
 		d := time.Since(start)
 		method := methodLabel(r.Method)
 		m.requests.WithLabelValues(route, method, strconv.Itoa(rw.status)).Inc()
+		if rw.status == http.StatusInsufficientStorage {
+			m.storageRefused.Inc()
+		}
 		m.duration.WithLabelValues(route, method).Observe(d.Seconds())
 		level := slog.LevelInfo
 		if rw.status >= 500 {

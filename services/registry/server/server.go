@@ -305,6 +305,9 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		s.blobs = st
 	}
+	if sc, ok := s.blobs.(blob.SpaceChecker); ok {
+		s.metrics.watchSpace(sc.CheckSpace, cfg.ReadyTimeout)
+	}
 	s.keyring, err = auth.LoadKeyring(cfg.KeyDir, cfg.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("server: keyring: %w", err)
@@ -416,7 +419,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// ready checks the database and the blob store.
+// ready checks the database and the blob store, which must be reachable
+// and, when it can tell (blob.SpaceChecker), not full: an error wraps
+// blob.ErrStorageFull then.
 func (s *Server) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
 	defer cancel()
@@ -427,12 +432,17 @@ func (s *Server) ready(ctx context.Context) error {
 		if err := p.Ping(ctx); err != nil {
 			return fmt.Errorf("blob store: %w", err)
 		}
-		return nil
+	} else {
+		// A Stat of a blob that cannot exist reaches the store without reading.
+		_, err := s.blobs.Stat(ctx, blob.FromBytes([]byte("faas-registry readiness probe")))
+		if err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return fmt.Errorf("blob store: %w", err)
+		}
 	}
-	// A Stat of a blob that cannot exist reaches the store without reading.
-	_, err := s.blobs.Stat(ctx, blob.FromBytes([]byte("faas-registry readiness probe")))
-	if err != nil && !errors.Is(err, blob.ErrNotFound) {
-		return fmt.Errorf("blob store: %w", err)
+	if sc, ok := s.blobs.(blob.SpaceChecker); ok {
+		if err := sc.CheckSpace(ctx); err != nil {
+			return fmt.Errorf("blob store: %w", err)
+		}
 	}
 	return nil
 }

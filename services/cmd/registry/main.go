@@ -16,8 +16,11 @@
 // applies the migrations too.
 //
 // serve prints "registry listening on URL" on stdout once it accepts
-// connections, logs JSON to stderr and shuts down gracefully on SIGINT or
-// SIGTERM. It also collects garbage every --gc-interval.
+// connections, then "registry metrics on URL" for the Prometheus metrics,
+// which it serves on a listener of their own (--metrics-listen,
+// FAAS_METRICS_LISTEN; loopback 127.0.0.1:5001 by default, "off" for none),
+// never on the public one. It logs JSON to stderr and shuts down gracefully
+// on SIGINT or SIGTERM. It also collects garbage every --gc-interval.
 //
 // gc removes the blobs no manifest references and nothing pushed within
 // --grace-period, and uploads idle for longer than --upload-ttl, safely
@@ -148,16 +151,29 @@ func serveCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var mln net.Listener
+			if addr := srv.Config().MetricsListen; addr != server.MetricsOff {
+				if mln, err = net.Listen("tcp", addr); err != nil {
+					ln.Close()
+					return fmt.Errorf("--metrics-listen: %w", err)
+				}
+			}
 			scheme := "http"
 			if cfg.TLSCert != "" {
 				scheme = "https"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "registry listening on %s://%s\n", scheme, ln.Addr())
-			return srv.Serve(cmd.Context(), ln)
+			if mln == nil {
+				return srv.Serve(cmd.Context(), ln)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "registry metrics on http://%s/metrics\n", mln.Addr())
+			return serveBoth(cmd.Context(), srv, ln, mln)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Listen, "listen", env("FAAS_LISTEN", server.DefaultListen), "listen address [FAAS_LISTEN]")
+	f.StringVar(&cfg.MetricsListen, "metrics-listen", env("FAAS_METRICS_LISTEN", server.DefaultMetricsListen),
+		`address of the /metrics listener, apart from the public one; "off": none [FAAS_METRICS_LISTEN]`)
 	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL [FAAS_DATABASE_URL]")
 	f.StringVar(&cfg.DataDir, "data-dir", env("FAAS_DATA_DIR", server.DefaultDataDir), "data directory [FAAS_DATA_DIR]")
 	f.StringVar(&cfg.S3Endpoint, "s3-endpoint", env("FAAS_S3_ENDPOINT", ""), "S3 endpoint host:port; empty: directory store [FAAS_S3_ENDPOINT]")
@@ -180,6 +196,19 @@ func serveCommand() *cobra.Command {
 	f.DurationVar(&cfg.GCGracePeriod, "gc-grace-period", 0, "spare blobs pushed more recently than this (default 2h); must exceed the longest push")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
+}
+
+// serveBoth runs the registry on ln and its metrics on mln until ctx ends
+// or either fails, which stops the other.
+func serveBoth(ctx context.Context, srv *server.Server, ln, mln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	go func() { errc <- srv.ServeMetrics(ctx, mln) }()
+	err := <-errc
+	cancel()
+	return errors.Join(err, <-errc)
 }
 
 func usersAddCommand() *cobra.Command {

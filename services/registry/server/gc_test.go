@@ -50,7 +50,7 @@ func TestScheduledGC(t *testing.T) {
 	}
 	ran := regexp.MustCompile(`(?m)^faas_registry_gc_runs_total\{result="ok"\} [1-9]`)
 	for {
-		_, body := get(t, r.url+"/metrics", nil)
+		_, body := get(t, r.metrics+"/metrics", nil)
 		if strings.Contains(body, "\nfaas_registry_gc_removed_blobs_total 1\n") && ran.MatchString(body) {
 			break
 		}

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
@@ -86,7 +84,6 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	return s.middleware(mux, s.metrics), nil
 }
 
@@ -115,7 +112,7 @@ func routeClass(path string) string {
 		return "auth_token"
 	case strings.HasPrefix(path, api.Prefix+"/"):
 		return "api"
-	case path == "/healthz", path == "/readyz", path == "/metrics":
+	case path == "/healthz", path == "/readyz":
 		return path[1:]
 	}
 	return "other"

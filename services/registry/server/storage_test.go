@@ -66,7 +66,7 @@ func TestStorageFull(t *testing.T) {
 		}
 	}
 	metric := func(name string) string {
-		_, body := get(t, r.url+"/metrics", nil)
+		_, body := get(t, r.metrics+"/metrics", nil)
 		for _, l := range strings.Split(body, "\n") {
 			if v, ok := strings.CutPrefix(l, name+" "); ok {
 				return v

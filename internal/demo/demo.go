@@ -220,7 +220,7 @@ func (d *demo) bringUp(mnist string) (string, error) {
 		}
 		d.printf("      $ registry users add %s --role %s\n", a[0], a[1])
 	}
-	reg, err := d.serve(regEnv, "registry", "serve", "--listen", "127.0.0.1:0")
+	reg, err := d.serve(regEnv, "registry", "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off")
 	if err != nil {
 		return "", err
 	}

@@ -1,7 +1,7 @@
 // Package testenv starts real dependencies for integration tests: a throwaway
 // PostgreSQL cluster ([Postgres]) and a throwaway MinIO server ([MinIO]), each
 // on a random loopback port with its own temporary directory, stopped and
-// removed by t.Cleanup.
+// removed by t.Cleanup; and a small tmpfs to fill for real ([Tmpfs]).
 //
 // Binaries are found through environment variables first (FAAS_PG_BIN names
 // the directory holding initdb, pg_ctl and postgres; FAAS_MINIO_BIN names the

@@ -12,7 +12,7 @@
 //	GET  /v1/loads/{id}          Load                        a load's state and phase timings
 //	GET  /v1/loads/{id}/events   NDJSON stream of Event      progress from the start, ends with the final Load
 //	POST /v1/pulls               PullRequest → 202 Load      prefetch an image into the cache (Kind "pull")
-//	GET  /v1/images              {"images": [CachedBlob]}    the node cache
+//	GET  /v1/images              {"images": [CachedBlob]}    the node cache: your own pulls (all, as operator)
 //	POST /v1/slots/{n}/session   101 → session frames       a tenant session on an AliDNN slot (sdk/agentapi/session)
 //	GET  /healthz                "ok"                        liveness, no authentication
 //	GET  /metrics                Prometheus text             operator only

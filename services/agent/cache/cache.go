@@ -54,6 +54,8 @@ type Entry struct {
 	Digest   string
 	Size     int64
 	LastUsed time.Time
+	// Users are the users AddUser recorded for the blob, sorted.
+	Users []string
 }
 
 // Cache is a content-addressed blob cache in a directory. Its methods are
@@ -77,6 +79,7 @@ type entry struct {
 	size     int64
 	lastUsed time.Time
 	pins     int
+	users    map[string]struct{} // see AddUser
 }
 
 // tempFile is the part of *os.File the writer uses.
@@ -303,6 +306,32 @@ func (c *Cache) evictLocked(e *entry) error {
 	return nil
 }
 
+// AddUser records that user fetched or used the cached blob with digest d,
+// so that List names user among its Users. The agent records the tenants
+// that pulled or loaded an image, and shows each tenant only those: which
+// images a node holds for others is their business. Records live in memory,
+// as long as the blob stays cached: after a restart, or once the blob is
+// evicted and fetched again, it has no users until they use it again. A
+// blob that is not cached gives ErrNotFound.
+func (c *Cache) AddUser(d, user string) error {
+	hex, err := parseDigest(d)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.entries[hex]
+	if el == nil {
+		return fmt.Errorf("cache: %s: %w", d, ErrNotFound)
+	}
+	e := el.Value.(*entry)
+	if e.users == nil {
+		e.users = make(map[string]struct{})
+	}
+	e.users[user] = struct{}{}
+	return nil
+}
+
 // List returns the cached blobs, most recently used first.
 func (c *Cache) List() []Entry {
 	c.mu.Lock()
@@ -310,7 +339,12 @@ func (c *Cache) List() []Entry {
 	out := make([]Entry, 0, c.lru.Len())
 	for el := c.lru.Front(); el != nil; el = el.Next() {
 		e := el.Value.(*entry)
-		out = append(out, Entry{Digest: algPrefix + e.hex, Size: e.size, LastUsed: e.lastUsed})
+		var users []string
+		for u := range e.users {
+			users = append(users, u)
+		}
+		sort.Strings(users)
+		out = append(out, Entry{Digest: algPrefix + e.hex, Size: e.size, LastUsed: e.lastUsed, Users: users})
 	}
 	return out
 }

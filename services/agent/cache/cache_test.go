@@ -891,3 +891,47 @@ func TestStress(t *testing.T) {
 		t.Errorf("used %d > max %d", used, max)
 	}
 }
+
+func TestUsers(t *testing.T) {
+	c := open(t, t.TempDir(), 0)
+	ctx := context.Background()
+	m := []byte(`{"schemaVersion":2}`)
+	d := digestOf(m)
+	if err := c.AddUser(d, "alice"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("AddUser of a blob not cached: %v", err)
+	}
+	if err := c.AddUser("sha256:nope", "alice"); !errors.Is(err, ErrInvalidDigest) {
+		t.Fatalf("AddUser of a bad digest: %v", err)
+	}
+	if err := c.Put(ctx, d, bytes.NewReader(m)); err != nil {
+		t.Fatal(err)
+	}
+	users := func() []string {
+		l := c.List()
+		if len(l) != 1 {
+			t.Fatalf("List: %+v", l)
+		}
+		return l[0].Users
+	}
+	if u := users(); len(u) != 0 {
+		t.Fatalf("users before AddUser: %v", u)
+	}
+	for _, u := range []string{"bob", "alice", "bob"} {
+		if err := c.AddUser(d, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u := users(); !slices.Equal(u, []string{"alice", "bob"}) {
+		t.Fatalf("users: %v, want [alice bob]", u)
+	}
+	// Gone with the blob: fetched again, it starts without users.
+	if err := c.Remove(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(ctx, d, bytes.NewReader(m)); err != nil {
+		t.Fatal(err)
+	}
+	if u := users(); len(u) != 0 {
+		t.Fatalf("users after Remove and Put: %v", u)
+	}
+}

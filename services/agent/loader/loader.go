@@ -343,6 +343,8 @@ func (r *run) load(ctx context.Context) (Result, error) {
 	if err := l.cfg.Cache.Put(ctx, desc.Digest.String(), bytes.NewReader(manifest)); err != nil {
 		return res, cacheErr(desc.Digest.String(), err)
 	}
+	// Only a blob evicted meanwhile fails, and it is no longer listed.
+	_ = l.cfg.Cache.AddUser(desc.Digest.String(), r.req.Tenant.Name)
 	var targets []*target
 	if !r.req.PullOnly {
 		l.pick.Lock()
@@ -703,6 +705,8 @@ func (r *run) fetch(ctx context.Context, repo name.Repository, img v1.Image, ts 
 				errs[i] = cacheErr(t.chip.Layer.String(), err)
 				return
 			}
+			// b pins the blob: AddUser finds it.
+			_ = r.l.cfg.Cache.AddUser(t.chip.Layer.String(), r.req.Tenant.Name)
 			t.blob, hit[i] = b, h
 		}()
 	}

@@ -16,7 +16,9 @@
 // # Who may do what
 //
 // Everyone authenticated lists slots, but sees image and tenant only of the
-// slots they loaded (the operator sees all). A tenant clears its own slots,
+// slots they loaded (the operator sees all). Likewise the node cache
+// (/v1/images) lists to a tenant only the blobs it pulled or loaded itself,
+// since this agent started; the operator sees all. A tenant clears its own slots,
 // and cleared or failed ones; the operator any. Loads and their events belong
 // to the tenant that started them. /metrics and the DDR diagnostics are for
 // the operator. Tenant sessions on an AliDNN slot (session.go) are for the
@@ -38,6 +40,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -676,10 +679,15 @@ func (s *Server) ddrParams(w http.ResponseWriter, r *http.Request, p *principal)
 	return sl, addr, n, true
 }
 
-func (s *Server) listImages(w http.ResponseWriter, _ *http.Request, _ *principal) {
+// listImages lists the cache: for a tenant, the blobs it pulled or loaded
+// itself (cache.Cache.AddUser); for the operator, all.
+func (s *Server) listImages(w http.ResponseWriter, _ *http.Request, p *principal) {
 	used, max := s.cfg.Cache.Usage()
 	out := agentapi.ImageList{Images: []agentapi.CachedBlob{}, UsedBytes: used, MaxBytes: max}
 	for _, e := range s.cfg.Cache.List() {
+		if !p.operator && (p.tenant == "" || !slices.Contains(e.Users, p.tenant)) {
+			continue
+		}
 		out.Images = append(out.Images, agentapi.CachedBlob{Digest: e.Digest, Size: e.Size, LastUsed: e.LastUsed})
 	}
 	writeJSON(w, http.StatusOK, out)

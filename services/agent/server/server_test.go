@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,6 +125,7 @@ func (r *registry) api(t *testing.T, who, method, path string, in, out any) {
 type agent struct {
 	socket string
 	table  *slots.Table
+	cache  *cache.Cache
 	nodeID string
 	tcp    string // host:port of the TLS listener, if any
 	roots  *x509.CertPool
@@ -185,7 +189,7 @@ func startAgent(t *testing.T, reg *registry, o options) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{socket: filepath.Join(dir, "faasd.sock"), table: table, nodeID: node.ID}
+	a := &agent{socket: filepath.Join(dir, "faasd.sock"), table: table, cache: c, nodeID: node.ID}
 	cfg := server.Config{Socket: a.socket, Tenants: o.tenants, Slots: table, Cache: c, Loader: l, Registry: client,
 		NodeID: node.ID, Heartbeat: o.heartbeat}
 	if o.heartbeat == 0 {
@@ -286,6 +290,57 @@ func TestTenantsKeepToTheirSlots(t *testing.T) {
 	stranger := dial(t, "https://"+a.tcp, tc, faas.WithToken("faas_"+strings.Repeat("A", 43)))
 	if _, err := stranger.Slots(ctx); !errors.Is(err, faas.ErrPermission) {
 		t.Errorf("unknown token = %v, want ErrPermission", err)
+	}
+}
+
+// TestTenantsSeeTheirOwnImages: GET /v1/images lists to each tenant only
+// the cached blobs it pulled or loaded, over TLS and on the socket; the
+// operator sees them all.
+func TestTenantsSeeTheirOwnImages(t *testing.T) {
+	reg := startRegistry(t)
+	a := startAgent(t, reg, options{tls: true})
+	ctx := context.Background()
+	put := func(content string, users ...string) string {
+		t.Helper()
+		sum := sha256.Sum256([]byte(content))
+		d := "sha256:" + hex.EncodeToString(sum[:])
+		if err := a.cache.Put(ctx, d, strings.NewReader(content)); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range users {
+			if err := a.cache.AddUser(d, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	ofAlice, ofBob, shared, nobodys := put("alice's", "alice"), put("bob's", "bob"), put("both", "bob", "alice"), put("left over")
+
+	tc := faas.WithTLSConfig(&tls.Config{RootCAs: a.roots, MinVersion: tls.VersionTLS13})
+	for _, tt := range []struct {
+		who    string
+		client *faas.Client
+		want   []string
+	}{
+		{"alice over TLS", dial(t, "https://"+a.tcp, tc, faas.WithToken(reg.tokens["alice"])), []string{ofAlice, shared}},
+		{"bob over TLS", dial(t, "https://"+a.tcp, tc, faas.WithToken(reg.tokens["bob"])), []string{ofBob, shared}},
+		{"bob's token on the socket", dial(t, a.socket, faas.WithToken(reg.tokens["bob"])), []string{ofBob, shared}},
+		// This process is the agent's own uid: the operator.
+		{"the operator", dial(t, a.socket), []string{ofAlice, ofBob, shared, nobodys}},
+	} {
+		l, err := tt.client.Images(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.who, err)
+		}
+		var got []string
+		for _, im := range l.Images {
+			got = append(got, im.Digest)
+		}
+		slices.Sort(got)
+		slices.Sort(tt.want)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s sees %v, want %v", tt.who, got, tt.want)
+		}
 	}
 }
 

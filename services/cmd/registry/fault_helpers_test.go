@@ -136,7 +136,7 @@ func (w *stdoutWatch) Write(p []byte) (int, error) {
 func (e *registryEnv) start() *proc {
 	e.t.Helper()
 	e.gen++
-	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--log-level", "debug")
+	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off", "--log-level", "debug")
 	cmd.Env = e.env
 	watch := &stdoutWatch{url: make(chan string, 1)}
 	cmd.Stdout = watch

@@ -6,6 +6,7 @@
 //	registry users add NAME --role ROLE create an account; password on stdin
 //	registry nodes list|approve|revoke|enroll
 //	                                    which nodes the registry trusts with keys
+//	registry gc [--dry-run] [--json]    collect garbage once (package gc)
 //
 // Every flag of serve defaults from the environment: FAAS_DATABASE_URL,
 // FAAS_S3_ENDPOINT, FAAS_S3_ACCESS_KEY, FAAS_S3_SECRET_KEY, FAAS_S3_BUCKET
@@ -17,11 +18,23 @@
 // applies the migrations too.
 //
 // serve prints "registry listening on URL" on stdout once it accepts
-// connections, logs JSON to stderr and shuts down gracefully on SIGINT or
-// SIGTERM.
+// connections, then "registry metrics on URL" for the Prometheus metrics,
+// which it serves on a listener of their own (--metrics-listen,
+// FAAS_METRICS_LISTEN; loopback 127.0.0.1:5001 by default, "off" for none),
+// never on the public one. It logs JSON to stderr and shuts down gracefully
+// on SIGINT or SIGTERM. It also collects garbage every --gc-interval.
+//
+// gc removes the blobs no manifest references and nothing pushed within
+// --grace-period, and uploads idle for longer than --upload-ttl, safely
+// while registries serve pushes; manifests, tagged or not, are kept (see
+// package gc). It prints one line per blob and upload removed ("would
+// remove" with --dry-run, which removes nothing) and a summary on stdout,
+// or with --json one JSON object (gc.Report); progress goes to stderr.
+// It takes the same storage flags as serve.
 //
 // Exit codes: 0 success (including a graceful shutdown); 1 the account
-// already exists (users add); 2 usage error or any other failure.
+// already exists (users add); 2 usage error or any other failure; 3 another
+// garbage collection is running (gc).
 package main
 
 import (
@@ -42,6 +55,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
 
@@ -53,8 +67,11 @@ func main() {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "registry:", err)
-	if errors.Is(err, auth.ErrExists) {
+	switch {
+	case errors.Is(err, auth.ErrExists):
 		os.Exit(1)
+	case errors.Is(err, meta.ErrGCBusy):
+		os.Exit(3)
 	}
 	os.Exit(2)
 }
@@ -71,7 +88,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	users := &cobra.Command{Use: "users", Short: "manage accounts"}
 	users.AddCommand(usersAddCommand())
-	root.AddCommand(serveCommand(), users, nodesCommand())
+	root.AddCommand(serveCommand(), users, nodesCommand(), gcCommand())
 	return root
 }
 
@@ -137,16 +154,29 @@ func serveCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var mln net.Listener
+			if addr := srv.Config().MetricsListen; addr != server.MetricsOff {
+				if mln, err = net.Listen("tcp", addr); err != nil {
+					ln.Close()
+					return fmt.Errorf("--metrics-listen: %w", err)
+				}
+			}
 			scheme := "http"
 			if cfg.TLSCert != "" {
 				scheme = "https"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "registry listening on %s://%s\n", scheme, ln.Addr())
-			return srv.Serve(cmd.Context(), ln)
+			if mln == nil {
+				return srv.Serve(cmd.Context(), ln)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "registry metrics on http://%s/metrics\n", mln.Addr())
+			return serveBoth(cmd.Context(), srv, ln, mln)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Listen, "listen", env("FAAS_LISTEN", server.DefaultListen), "listen address [FAAS_LISTEN]")
+	f.StringVar(&cfg.MetricsListen, "metrics-listen", env("FAAS_METRICS_LISTEN", server.DefaultMetricsListen),
+		`address of the /metrics listener, apart from the public one; "off": none [FAAS_METRICS_LISTEN]`)
 	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL [FAAS_DATABASE_URL]")
 	f.StringVar(&cfg.DataDir, "data-dir", env("FAAS_DATA_DIR", server.DefaultDataDir), "data directory [FAAS_DATA_DIR]")
 	f.StringVar(&cfg.S3Endpoint, "s3-endpoint", env("FAAS_S3_ENDPOINT", ""), "S3 endpoint host:port; empty: directory store [FAAS_S3_ENDPOINT]")
@@ -165,8 +195,23 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&cfg.Service, "service", server.DefaultService, "token service name (audience)")
 	f.StringVar(&cfg.Issuer, "issuer", server.DefaultIssuer, "token issuer")
 	f.StringVar(&cfg.Realm, "realm", "", "absolute token endpoint URL for challenges; default derived from each request")
+	f.DurationVar(&cfg.GCInterval, "gc-interval", 0, "interval of garbage collection (default 24h; negative: never)")
+	f.DurationVar(&cfg.GCGracePeriod, "gc-grace-period", 0, "spare blobs pushed more recently than this (default 2h); must exceed the longest push")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
+}
+
+// serveBoth runs the registry on ln and its metrics on mln until ctx ends
+// or either fails, which stops the other.
+func serveBoth(ctx context.Context, srv *server.Server, ln, mln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	go func() { errc <- srv.ServeMetrics(ctx, mln) }()
+	err := <-errc
+	cancel()
+	return errors.Join(err, <-errc)
 }
 
 func usersAddCommand() *cobra.Command {
@@ -214,8 +259,10 @@ func storeFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL [FAAS_DATABASE_URL]")
 	f.StringVar(&cfg.DataDir, "data-dir", env("FAAS_DATA_DIR", server.DefaultDataDir), "data directory [FAAS_DATA_DIR]")
 	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory [FAAS_KEY_DIR]")
+	f.StringVar(&cfg.PlatformKeyDir, "platform-key-dir", env("FAAS_PLATFORM_KEY_DIR", ""), "platform keys directory [FAAS_PLATFORM_KEY_DIR]")
 	f.StringVar(&cfg.S3Endpoint, "s3-endpoint", env("FAAS_S3_ENDPOINT", ""), "S3 endpoint [FAAS_S3_ENDPOINT]")
 	f.StringVar(&cfg.S3AccessKey, "s3-access-key", env("FAAS_S3_ACCESS_KEY", ""), "S3 access key [FAAS_S3_ACCESS_KEY]")
 	f.StringVar(&cfg.S3SecretKey, "s3-secret-key", "", "S3 secret key [FAAS_S3_SECRET_KEY]")
 	f.StringVar(&cfg.S3Bucket, "s3-bucket", env("FAAS_S3_BUCKET", server.DefaultS3Bucket), "S3 bucket [FAAS_S3_BUCKET]")
+	f.BoolVar(&cfg.S3Secure, "s3-tls", false, "reach the S3 endpoint over HTTPS")
 }

@@ -46,12 +46,13 @@ func TestUsersAddAndServe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		root := newRoot(strings.NewReader(""), pw, io.Discard)
-		root.SetArgs(append([]string{"serve", "--listen", "127.0.0.1:0"}, common...))
+		root.SetArgs(append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, common...))
 		err := root.ExecuteContext(sctx)
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
 	if err != nil {
 		t.Fatalf("no address line: %v", err)
 	}
@@ -59,7 +60,25 @@ func TestUsersAddAndServe(t *testing.T) {
 	if !ok {
 		t.Fatalf("address line %q", line)
 	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	line, err = br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no metrics line: %v", err)
+	}
+	metrics, ok := strings.CutPrefix(strings.TrimSpace(line), "registry metrics on http://127.0.0.1:")
+	if !ok || !strings.HasSuffix(metrics, "/metrics") {
+		t.Fatalf("metrics line %q", line)
+	}
+	go func() { _, _ = io.Copy(io.Discard, br) }()
+	for u, want := range map[string]int{url + "/metrics": 404, "http://127.0.0.1:" + metrics: 200} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", u, resp.StatusCode, want)
+		}
+	}
 	resp, err := http.Get(url + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +115,7 @@ func TestServeRedirectSettings(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"--s3-redirect", "FAAS_S3_REDIRECT", "--s3-public-endpoint", "FAAS_S3_PUBLIC_ENDPOINT", "--s3-redirect-expiry"} {
+	for _, f := range []string{"--s3-redirect", "FAAS_S3_REDIRECT", "--s3-public-endpoint", "FAAS_S3_PUBLIC_ENDPOINT", "--s3-redirect-expiry", "--metrics-listen", "FAAS_METRICS_LISTEN", "127.0.0.1:5001"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("serve --help lacks %s", f)
 		}

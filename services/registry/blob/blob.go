@@ -22,6 +22,9 @@ var (
 	ErrInvalidRange = errors.New("blob: invalid range")
 	// ErrInvalidDigest: a malformed digest, or an algorithm other than sha256.
 	ErrInvalidDigest = errors.New("blob: invalid or unsupported digest")
+	// ErrStorageFull: the storage refused a write for want of space (a full
+	// disk, a quota, an S3 service below its free-space threshold).
+	ErrStorageFull = errors.New("blob: storage full")
 )
 
 // Digest is an OCI content digest, "sha256:" and 64 lowercase hex digits.
@@ -135,6 +138,15 @@ type Redirector interface {
 	// exists: the caller does, and a GET of a missing blob fails at the
 	// URL's server. An invalid digest wraps ErrInvalidDigest.
 	RedirectURL(ctx context.Context, d Digest, expiry time.Duration) (*url.URL, error)
+}
+
+// SpaceChecker is an optional capability of a Store, found by type
+// assertion: it tells whether the storage has room for more data, for
+// readiness probes and metrics.
+type SpaceChecker interface {
+	// CheckSpace returns an error wrapping ErrStorageFull while the storage
+	// is full, nil while it has room, and another error when it cannot tell.
+	CheckSpace(ctx context.Context) error
 }
 
 // Upload is staged, not yet visible content. See the package doc.

@@ -1,6 +1,6 @@
 // Package blob is the registry's content-addressed blob store contract: the
-// [Store] interface, its errors, the [Digest] type and garbage collection
-// ([Collect]). Implementations live in dirstore (a local directory, the
+// [Store] interface, its errors, the [Digest] type and the store side of
+// garbage collection ([Collect], with a [Marker] for the metadata side). Implementations live in dirstore (a local directory, the
 // embedded default) and s3store (S3 via minio-go); blobtest is the
 // conformance suite both pass.
 //
@@ -28,7 +28,10 @@
 //
 // Committing a digest that already exists replaces it with identical bytes
 // and refreshes its modification time, which the grace period of [Collect]
-// relies on. Concurrent commits of the same digest are safe.
+// relies on. Concurrent commits of the same digest are safe; a commit
+// concurrent with [Collect] is safe only through the [Marker], whose Sweep
+// must keep commits of the digest it removes waiting (the registry's callers
+// announce each commit with meta.Store.HoldBlob).
 //
 // # Redirects
 //
@@ -42,5 +45,8 @@
 // # Errors
 //
 // Errors wrap the sentinels [ErrNotFound], [ErrDigestMismatch],
-// [ErrInvalidRange] and [ErrInvalidDigest]; test them with errors.Is.
+// [ErrInvalidRange], [ErrInvalidDigest] and [ErrStorageFull] (a write refused
+// for want of space: ENOSPC or EDQUOT from the file system, MinIO's
+// XMinioStorageFull or any 507 from S3); test them with errors.Is. A Store
+// may also implement [SpaceChecker] to say whether it is full right now.
 package blob

@@ -57,4 +57,7 @@
 //
 // Failures are answered in the specification's JSON form,
 // {"errors":[{"code":…,"message":…,"detail":…}]}, with its status codes.
+// A write the blob store refuses for want of space (blob.ErrStorageFull)
+// answers 507 Insufficient Storage, code UNKNOWN, with a message that says
+// the storage is full; any other unexpected failure 500 UNKNOWN.
 package distribution

@@ -233,6 +233,7 @@ const (
 	codeUnsupported         = "UNSUPPORTED"
 	codeRangeInvalid        = "RANGE_INVALID"
 	codeNotFound            = "NOT_FOUND" // a path outside the API
+	codeUnknown             = "UNKNOWN"   // no better code: internal errors, full storage
 )
 
 // httpError is an API error answer: an HTTP status and one entry of the
@@ -248,6 +249,15 @@ func (e *httpError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e
 
 func apiError(status int, code, message string, detail any) *httpError {
 	return &httpError{Status: status, Code: code, Message: message, Detail: detail}
+}
+
+// storageFull answers a write the blob store refused for want of space:
+// 507 Insufficient Storage, as MinIO answers the same condition. The
+// specification has no error code for it, so the code is its catch-all
+// UNKNOWN and the message says what is wrong.
+func storageFull() *httpError {
+	return apiError(http.StatusInsufficientStorage, codeUnknown,
+		"storage full: the registry has no space left to store this upload; retry once space has been freed", nil)
 }
 
 func errUnsupported() *httpError {
@@ -273,6 +283,12 @@ func (s *server) handleEchoError(err error, c echo.Context) {
 	var he *echo.HTTPError
 	switch {
 	case errors.As(err, &ae):
+	case errors.Is(err, blob.ErrStorageFull):
+		ae = storageFull()
+		if s.cfg.Logger != nil {
+			s.cfg.Logger.ErrorContext(c.Request().Context(), "blob storage full",
+				slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path), slog.Any("err", err))
+		}
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
@@ -283,7 +299,7 @@ func (s *server) handleEchoError(err error, c echo.Context) {
 			ae = apiError(he.Code, codeUnsupported, fmt.Sprint(he.Message), nil)
 		}
 	default:
-		ae = apiError(http.StatusInternalServerError, "UNKNOWN", "internal error", nil)
+		ae = apiError(http.StatusInternalServerError, codeUnknown, "internal error", nil)
 		if s.cfg.Logger != nil {
 			s.cfg.Logger.ErrorContext(c.Request().Context(), "request failed",
 				slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path), slog.Any("err", err))

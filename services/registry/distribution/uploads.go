@@ -125,6 +125,10 @@ func (s *server) monolithic(c echo.Context, up blob.Upload, d blob.Digest) (blob
 	if _, err := up.Write(ctx, s.body(c)); err != nil {
 		return blob.Info{}, writeError(err)
 	}
+	// Garbage collection spares the digest from here on (meta.HoldBlob).
+	if err := s.cfg.Meta.HoldBlob(ctx, string(d)); err != nil {
+		return blob.Info{}, err
+	}
 	info, err := up.Commit(ctx, d)
 	return info, commitError(err, d)
 }
@@ -199,6 +203,11 @@ func (s *server) putUpload(c echo.Context, name, id string) error {
 	}
 	d, err := parseDigest(c.QueryParam("digest"))
 	if err != nil {
+		return err
+	}
+	// Before WithUpload, which holds a connection: garbage collection spares
+	// the digest from here on (meta.HoldBlob).
+	if err := s.cfg.Meta.HoldBlob(c.Request().Context(), string(d)); err != nil {
 		return err
 	}
 	err = s.cfg.Meta.WithUpload(c.Request().Context(), name, id, func(ctx context.Context) (meta.UploadOutcome, error) {

@@ -18,8 +18,22 @@
 //
 // Blob links give access: a repository can read (and mount into another
 // repository) only the blobs linked into it. Deleting a link does not delete
-// the bytes; garbage collection (blob.Collect) removes blobs no repository
-// and no manifest references any longer.
+// the bytes; garbage collection ([GC], run by blob.Collect) removes blobs
+// that no manifest references and that nothing linked, recorded or held
+// ([Store.HoldBlob]) within its grace period, with their links.
+//
+// # Garbage collection and concurrent pushes
+//
+// The blob store commits bytes before this package records them, so a
+// collection could otherwise delete bytes that a push has just committed
+// again. Every commit therefore calls [Store.HoldBlob] first: it waits for
+// a sweep of the same digest in progress to finish, and its hold keeps the
+// digest live for the grace period. A sweep ([GC.Sweep]) takes the same
+// per-digest advisory lock, locks the blob's links and row (as PutManifest
+// and MountBlob do, in the same order), checks liveness again and only then
+// deletes rows and bytes, so a manifest put or a mount either lands first,
+// and the blob stays, or finds the link gone and fails with
+// [ErrBlobUnknown]: a visible manifest never points at removed bytes.
 //
 // # Errors
 //

@@ -171,8 +171,8 @@ func (s *Store) MountBlob(ctx context.Context, repo, from, digest string) (int64
 }
 
 // UnlinkBlob removes blob digest from repo. The bytes stay until garbage
-// collection finds them unreferenced; manifests already referencing the
-// blob keep it alive.
+// collection (GC) finds them unreferenced; manifests already referencing
+// the blob keep it alive.
 func (s *Store) UnlinkBlob(ctx context.Context, repo, digest string) error {
 	tag, err := s.pool.Exec(ctx, `delete from repository_blobs rb using repositories r
 		where r.id = rb.repository_id and r.name = $1 and rb.digest = $2`, repo, digest)
@@ -183,19 +183,6 @@ func (s *Store) UnlinkBlob(ctx context.Context, repo, digest string) error {
 		return fmt.Errorf("%w: %s in %q", ErrBlobUnknown, digest, repo)
 	}
 	return nil
-}
-
-// BlobReferenced reports whether any repository links blob digest or any
-// manifest references it; it is the liveness test for blob.Collect.
-func (s *Store) BlobReferenced(ctx context.Context, digest string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `select exists (select 1 from repository_blobs where digest = $1)
-		or exists (select 1 from manifest_blobs where blob_digest = $1)
-		or exists (select 1 from manifests where blob_digest = $1)`, digest).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("meta: blob %s referenced: %w", digest, err)
-	}
-	return ok, nil
 }
 
 // Manifests --------------------------------------------------------------------

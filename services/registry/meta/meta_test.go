@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -49,9 +50,6 @@ func TestStore(t *testing.T) {
 		}
 		if err := s.UnlinkBlob(ctx, "r/one", blobA); !errors.Is(err, meta.ErrBlobUnknown) {
 			t.Fatalf("second unlink = %v", err)
-		}
-		if ok, err := s.BlobReferenced(ctx, blobA); err != nil || !ok {
-			t.Fatalf("referenced via r/two = %v, %v", ok, err)
 		}
 	})
 
@@ -176,4 +174,83 @@ func TestStore(t *testing.T) {
 			t.Fatalf("WithUpload after commit = %v", err)
 		}
 	})
+}
+
+func TestGC(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	held, linked, gone := digest('c'), digest('d'), digest('e')
+	for _, d := range []string{linked, gone} {
+		if err := s.PutBlob(ctx, "r/gc", d, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.HoldBlob(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.BeginGC(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := s.BeginGC(ctx); !errors.Is(err, meta.ErrGCBusy) {
+		t.Fatalf("second BeginGC = %v", err)
+	}
+	live := func(cutoff time.Time) []string {
+		var ds []string
+		if err := g.Live(ctx, cutoff, func(d string) error { ds = append(ds, d); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ds)
+		return ds
+	}
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	if got, want := live(past), []string{held, linked, gone}; !slices.Equal(got, want) {
+		t.Fatalf("Live(recent) = %v, want %v", got, want)
+	}
+	if got := live(future); len(got) != 0 {
+		t.Fatalf("Live(all old) = %v", got)
+	}
+	m := meta.Manifest{Digest: digest('9'), MediaType: "application/vnd.oci.image.manifest.v1+json", Content: []byte("m"),
+		Blobs: []string{linked}}
+	if err := s.PutManifest(ctx, "r/gc", m, ""); err != nil {
+		t.Fatal(err)
+	}
+	removed := map[string]bool{}
+	sweep := func(d string, cutoff time.Time) bool {
+		ok, err := g.Sweep(ctx, d, cutoff, func(context.Context) error { removed[d] = true; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != removed[d] {
+			t.Fatalf("Sweep(%s) = %v but remove called: %v", d, ok, removed[d])
+		}
+		return ok
+	}
+	if sweep(gone, past) || sweep(held, past) {
+		t.Fatal("Sweep removed a recent blob")
+	}
+	if sweep(linked, future) {
+		t.Fatal("Sweep removed a blob a manifest references")
+	}
+	if !sweep(gone, future) || !sweep(held, future) {
+		t.Fatal("Sweep kept garbage")
+	}
+	if _, err := s.BlobSize(ctx, "r/gc", gone); !errors.Is(err, meta.ErrBlobUnknown) {
+		t.Fatalf("swept blob still linked: %v", err)
+	}
+	if err := s.HoldBlob(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := g.PurgeHolds(ctx, future); err != nil || n != 1 {
+		t.Fatalf("PurgeHolds = %d, %v", n, err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g2, err := s.BeginGC(ctx); err != nil {
+		t.Fatalf("BeginGC after Close = %v", err)
+	} else {
+		g2.Close()
+	}
 }

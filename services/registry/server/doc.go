@@ -13,14 +13,28 @@
 //	/api/v1/keys/release  data-key release to nodes (package keyrelease)
 //	/healthz       200 while the process serves requests
 //	/readyz        200 when the database answers a ping and the blob store is
-//	               reachable, else 503
-//	/metrics       Prometheus metrics: faas_registry_http_requests_total and
-//	               faas_registry_http_request_duration_seconds by route class,
-//	               method and status code, plus the Go and process collectors
+//	               reachable and not full (blob.SpaceChecker), else 503 with
+//	               "not ready: blob storage is full" or, for reasons that may
+//	               name hosts (logged instead), "not ready"
+//	/metrics       only on the metrics listener (ServeMetrics; the command's
+//	               --metrics-listen, loopback by default), 404 on the public
+//	               one; Prometheus metrics:
+//
+//	faas_registry_http_requests_total{route,method,code}
+//	faas_registry_http_request_duration_seconds{route,method}
+//	faas_registry_storage_full                       1 while the blob store reports full
+//	faas_registry_storage_refused_writes_total       answers 507 (writes refused for want of space)
+//	faas_registry_gc_runs_total{result}              ok, error or busy
+//	faas_registry_gc_removed_blobs_total, faas_registry_gc_freed_bytes_total
+//	faas_registry_gc_last_success_timestamp_seconds
+//
+// plus the Go and process collectors.
 //
 // Serve also runs a validation.Worker (package validation) until it returns;
 // the platform keys it countersigns with, and that key release unwraps with,
-// live in Config.PlatformKeyDir.
+// live in Config.PlatformKeyDir. And it collects garbage (package gc) every
+// Config.GCInterval, the first time at most 5 minutes after the start;
+// [Server.CollectGarbage] runs one collection on demand (`registry gc`).
 //
 // Every response carries X-Request-Id (the client's, when it sent a sane one;
 // else a fresh random id) and every request is logged once through

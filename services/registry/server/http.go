@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,12 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
 )
 
@@ -45,21 +43,6 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		TTL:           s.cfg.TokenTTL,
 		DenyAnonymous: true,
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "faas_registry_http_requests_total",
-			Help: "HTTP requests by route class, method and status code.",
-		}, []string{"route", "method", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "faas_registry_http_request_duration_seconds",
-			Help:    "HTTP request latency by route class and method.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms … 262 s
-		}, []string{"route", "method"}),
-	}
-	reg.MustRegister(m.requests, m.duration)
-
 	market, err := api.New(api.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta,
 		PasswordParams: s.cfg.PasswordParams, MaxBodyBytes: s.cfg.MaxBodyBytes,
 		MaxConcurrentLogins: s.cfg.MaxConcurrentLogins, RequestID: RequestID,
@@ -90,18 +73,18 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		if err := s.ready(r.Context()); err != nil {
 			s.log.WarnContext(r.Context(), "not ready", slog.Any("err", err))
 			w.WriteHeader(http.StatusServiceUnavailable)
+			// Only this reason is told to anonymous callers; the others
+			// may name hosts and are in the log.
+			if errors.Is(err, blob.ErrStorageFull) {
+				_, _ = io.WriteString(w, "not ready: blob storage is full\n")
+				return
+			}
 			_, _ = io.WriteString(w, "not ready\n")
 			return
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return s.middleware(mux, m), nil
-}
-
-type metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	return s.middleware(mux, s.metrics), nil
 }
 
 // routeClass names the kind of endpoint of path, a bounded label set.
@@ -129,7 +112,7 @@ func routeClass(path string) string {
 		return "auth_token"
 	case strings.HasPrefix(path, api.Prefix+"/"):
 		return "api"
-	case path == "/healthz", path == "/readyz", path == "/metrics":
+	case path == "/healthz", path == "/readyz":
 		return path[1:]
 	}
 	return "other"
@@ -160,6 +143,9 @@ func (s *Server) middleware(next http.Handler, m *metrics) http.Handler {
 		d := time.Since(start)
 		method := methodLabel(r.Method)
 		m.requests.WithLabelValues(route, method, strconv.Itoa(rw.status)).Inc()
+		if rw.status == http.StatusInsufficientStorage {
+			m.storageRefused.Inc()
+		}
 		m.duration.WithLabelValues(route, method).Observe(d.Seconds())
 		level := slog.LevelInfo
 		if rw.status >= 500 {

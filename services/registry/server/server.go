@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fpga-faas/faas/migrations"
 	"github.com/fpga-faas/faas/services/registry/auth"
@@ -45,7 +46,13 @@ const (
 	DefaultMaxChunkBytes       = 8 << 30 // 8 GiB
 	DefaultMaxConcurrentLogins = 4
 	DefaultReadyTimeout        = 5 * time.Second
+	DefaultMetricsListen       = "127.0.0.1:5001" // distribution's debug address, where it serves its metrics
+	DefaultGCInterval          = 24 * time.Hour
+	DefaultGCGracePeriod       = blob.DefaultGracePeriod // 2 hours
 )
+
+// MetricsOff as Config.MetricsListen serves no metrics.
+const MetricsOff = "off"
 
 // ErrConfig marks an unusable Config.
 var ErrConfig = errors.New("server: invalid configuration")
@@ -56,6 +63,13 @@ type Config struct {
 	// Listen is the address the command listens on; Serve itself takes a
 	// listener. Default DefaultListen (":5000").
 	Listen string
+	// MetricsListen is the address the command serves /metrics on
+	// (ServeMetrics), apart from the public listener, which answers 404
+	// there: metrics tell request rates, storage state and process details
+	// to whoever reaches them, so they are exposed deliberately. MetricsOff
+	// ("off") serves none. Default DefaultMetricsListen ("127.0.0.1:5001",
+	// loopback only).
+	MetricsListen string
 	// DataDir holds the directory blob store (DataDir/blobs, when no S3
 	// endpoint is set) and the default key directory. Default DefaultDataDir.
 	DataDir string
@@ -142,6 +156,17 @@ type Config struct {
 	// password with argon2id). Default DefaultMaxConcurrentLogins.
 	MaxConcurrentLogins int
 
+	// GCInterval is how often Serve collects garbage (package gc): the
+	// first collection runs min(GCInterval, 5 minutes) after the start,
+	// then one every GCInterval; a replica that finds another collecting
+	// skips its turn. Default DefaultGCInterval (24 hours); negative: never.
+	GCInterval time.Duration
+	// GCGracePeriod spares blobs committed, linked or held more recently;
+	// it must exceed the longest push, from its first blob to its
+	// manifest. Default (also for negative values) DefaultGCGracePeriod
+	// (2 hours).
+	GCGracePeriod time.Duration
+
 	// PasswordParams are the argon2id costs of new password hashes; the zero
 	// value means auth.DefaultParams. Tests lower them.
 	PasswordParams auth.Params
@@ -164,6 +189,7 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.Listen, DefaultListen)
+	def(&c.MetricsListen, DefaultMetricsListen)
 	def(&c.DataDir, DefaultDataDir)
 	def(&c.S3Bucket, DefaultS3Bucket)
 	def(&c.S3Region, DefaultS3Region)
@@ -177,6 +203,10 @@ func (c *Config) setDefaults() {
 	defD(&c.IdleTimeout, DefaultIdleTimeout)
 	defD(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	defD(&c.ReadyTimeout, DefaultReadyTimeout)
+	defD(&c.GCInterval, DefaultGCInterval)
+	if c.GCGracePeriod <= 0 {
+		c.GCGracePeriod = DefaultGCGracePeriod
+	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -205,6 +235,7 @@ type Server struct {
 	keyring  *auth.Keyring
 	platform validation.PlatformKeys
 	worker   *validation.Worker
+	metrics  *metrics
 	handler  http.Handler
 }
 
@@ -228,7 +259,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("%w: S3 public endpoint: %v", ErrConfig, err)
 		}
 	}
-	s := &Server{cfg: cfg, log: slog.New(requestIDHandler{cfg.Logger.Handler()})}
+	s := &Server{cfg: cfg, log: slog.New(requestIDHandler{cfg.Logger.Handler()}), metrics: newMetrics()}
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		// The URL may hold a password: do not quote it.
@@ -287,6 +318,9 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		s.blobs = st
 	}
+	if sc, ok := s.blobs.(blob.SpaceChecker); ok {
+		s.metrics.watchSpace(sc.CheckSpace, cfg.ReadyTimeout)
+	}
 	s.keyring, err = auth.LoadKeyring(cfg.KeyDir, cfg.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("server: keyring: %w", err)
@@ -343,10 +377,46 @@ func (s *Server) CreateUser(ctx context.Context, name string, role auth.Role, pa
 // Serve serves the registry on ln until ctx is cancelled, then shuts down
 // gracefully: it stops accepting, waits up to Config.ShutdownTimeout for
 // requests in flight, and returns nil. It speaks TLS when Config.TLSCert and
-// TLSKey are set. Any other failure of the server is returned.
+// TLSKey are set. Any other failure of the server is returned. /metrics is
+// not among its endpoints: see ServeMetrics.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// The validation worker and the scheduled garbage collection run
+	// while the server does.
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		_ = s.worker.Run(wctx)
+	}()
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		s.collectPeriodically(wctx)
+	}()
+	defer func() { stopWorker(); <-workerDone; <-gcDone }()
+	return s.serveHTTP(ctx, ln, s.handler, s.cfg.TLSCert != "")
+}
+
+// MetricsHandler returns the Prometheus handler of the server's metrics
+// (see the package doc), which no endpoint of Handler serves.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
+
+// ServeMetrics serves GET /metrics (MetricsHandler) on ln, in plain HTTP,
+// and 404 for every other path, until ctx is cancelled; it shuts down as
+// Serve does. The command runs it on Config.MetricsListen.
+func (s *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.MetricsHandler())
+	return s.serveHTTP(ctx, ln, mux, false)
+}
+
+// serveHTTP runs an http.Server with the configured timeouts on ln until
+// ctx is cancelled, then shuts it down gracefully.
+func (s *Server) serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, useTLS bool) error {
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           h,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      s.cfg.WriteTimeout,
@@ -354,20 +424,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	if s.cfg.TLSCert != "" {
+	if useTLS {
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	// The validation worker runs while the server does.
-	wctx, stopWorker := context.WithCancel(ctx)
-	workerDone := make(chan struct{})
-	go func() {
-		defer close(workerDone)
-		_ = s.worker.Run(wctx)
-	}()
-	defer func() { stopWorker(); <-workerDone }()
 	errc := make(chan error, 1)
 	go func() {
-		if s.cfg.TLSCert != "" {
+		if useTLS {
 			errc <- srv.ServeTLS(ln, s.cfg.TLSCert, s.cfg.TLSKey)
 		} else {
 			errc <- srv.Serve(ln)
@@ -378,7 +440,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("server: %w", err)
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down", slog.Duration("timeout", s.cfg.ShutdownTimeout))
+	s.log.Info("shutting down", slog.String("addr", ln.Addr().String()), slog.Duration("timeout", s.cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)
@@ -392,7 +454,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// ready checks the database and the blob store.
+// ready checks the database and the blob store, which must be reachable
+// and, when it can tell (blob.SpaceChecker), not full: an error wraps
+// blob.ErrStorageFull then.
 func (s *Server) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
 	defer cancel()
@@ -403,12 +467,17 @@ func (s *Server) ready(ctx context.Context) error {
 		if err := p.Ping(ctx); err != nil {
 			return fmt.Errorf("blob store: %w", err)
 		}
-		return nil
+	} else {
+		// A Stat of a blob that cannot exist reaches the store without reading.
+		_, err := s.blobs.Stat(ctx, blob.FromBytes([]byte("faas-registry readiness probe")))
+		if err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return fmt.Errorf("blob store: %w", err)
+		}
 	}
-	// A Stat of a blob that cannot exist reaches the store without reading.
-	_, err := s.blobs.Stat(ctx, blob.FromBytes([]byte("faas-registry readiness probe")))
-	if err != nil && !errors.Is(err, blob.ErrNotFound) {
-		return fmt.Errorf("blob store: %w", err)
+	if sc, ok := s.blobs.(blob.SpaceChecker); ok {
+		if err := sc.CheckSpace(ctx); err != nil {
+			return fmt.Errorf("blob store: %w", err)
+		}
 	}
 	return nil
 }

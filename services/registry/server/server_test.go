@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -46,11 +47,12 @@ func (s *syncBuffer) String() string {
 }
 
 type running struct {
-	srv  *server.Server
-	host string // 127.0.0.1:port
-	url  string // http://host
-	logs *syncBuffer
-	stop func() error
+	srv     *server.Server
+	host    string // 127.0.0.1:port
+	url     string // http://host
+	metrics string // http://127.0.0.1:port of ServeMetrics
+	logs    *syncBuffer
+	stop    func() error
 }
 
 // start opens a registry on a fresh PostgreSQL (and cfg's blob store, a
@@ -75,18 +77,26 @@ func start(t *testing.T, cfg server.Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- srv.Serve(sctx, ln) }()
+	go func() { done <- srv.ServeMetrics(sctx, mln) }()
 	var once sync.Once
 	var stopErr error
 	stop := func() error {
 		once.Do(func() {
 			cancel()
-			select {
-			case stopErr = <-done:
-			case <-time.After(time.Minute):
-				stopErr = errors.New("Serve did not return")
+			for range 2 {
+				select {
+				case err := <-done:
+					stopErr = errors.Join(stopErr, err)
+				case <-time.After(time.Minute):
+					stopErr = errors.Join(stopErr, errors.New("Serve or ServeMetrics did not return"))
+				}
 			}
 			srv.Close()
 		})
@@ -101,7 +111,7 @@ func start(t *testing.T, cfg server.Config) *running {
 		}
 	})
 	host := ln.Addr().String()
-	return &running{srv: srv, host: host, url: "http://" + host, logs: logs, stop: stop}
+	return &running{srv: srv, host: host, url: "http://" + host, metrics: "http://" + mln.Addr().String(), logs: logs, stop: stop}
 }
 
 func (r *running) user(t *testing.T, name string, role auth.Role, pw string) {
@@ -127,6 +137,10 @@ func get(t *testing.T, url string, hdr map[string]string) (*http.Response, strin
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
+}
+
+func basic(user, pw string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
 }
 
 func statusOf(err error) int {
@@ -329,7 +343,21 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("metrics", func(t *testing.T) {
-		resp, body := get(t, r.url+"/metrics", nil)
+		// Not on the public listener, whoever asks.
+		for _, hdr := range []map[string]string{nil, {"Authorization": "Basic " + basic("admin1", adminPW)}} {
+			if resp, body := get(t, r.url+"/metrics", hdr); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "faas_registry") {
+				t.Errorf("public /metrics: %d %.80q", resp.StatusCode, body)
+			}
+		}
+		for _, p := range []string{"/", "/healthz", "/v2/", "/metrics/x"} {
+			if resp, _ := get(t, r.metrics+p, nil); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("metrics listener %s: %d, want 404", p, resp.StatusCode)
+			}
+		}
+		if got := r.srv.Config().MetricsListen; got != "127.0.0.1:5001" {
+			t.Errorf("default MetricsListen %q, want loopback 127.0.0.1:5001", got)
+		}
+		resp, body := get(t, r.metrics+"/metrics", nil)
 		if resp.StatusCode != 200 {
 			t.Fatalf("status %d", resp.StatusCode)
 		}

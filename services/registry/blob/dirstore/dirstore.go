@@ -160,15 +160,16 @@ func (s *Store) Begin(ctx context.Context) (blob.Upload, error) {
 	id := newID()
 	dir := s.uploadDir(id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("dirstore: begin: %w", err)
+		return nil, fmt.Errorf("dirstore: begin: %w", full(err))
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "data"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("dirstore: begin: %w", err)
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("dirstore: begin: %w", full(err))
 	}
 	err = errors.Join(f.Sync(), f.Close(), syncDir(dir), syncDir(s.uploadsDir()))
 	if err != nil {
-		return nil, fmt.Errorf("dirstore: begin: %w", err)
+		return nil, fmt.Errorf("dirstore: begin: %w", full(err))
 	}
 	return &upload{s: s, id: id}, nil
 }
@@ -259,6 +260,13 @@ func (u *upload) Write(ctx context.Context, r io.Reader) (int64, error) {
 	}
 	n, err := io.Copy(f, blob.ContextReader(ctx, r))
 	err = errors.Join(err, f.Sync())
+	if isFull(err) {
+		// Give the space back: the request failed, and nobody else may
+		// write until something is freed.
+		if terr := f.Truncate(u.offset); terr == nil {
+			n = 0
+		}
+	}
 	if fi, serr := f.Stat(); serr == nil {
 		u.offset = fi.Size()
 	} else {
@@ -268,7 +276,7 @@ func (u *upload) Write(ctx context.Context, r io.Reader) (int64, error) {
 		err = cerr
 	}
 	if err != nil {
-		return n, fmt.Errorf("dirstore: write upload %s: %w", u.id, err)
+		return n, fmt.Errorf("dirstore: write upload %s: %w", u.id, full(err))
 	}
 	return n, nil
 }
@@ -295,7 +303,7 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 	final := u.s.blobPath(expected)
 	dir := filepath.Dir(final)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return blob.Info{}, fmt.Errorf("dirstore: commit: %w", err)
+		return blob.Info{}, fmt.Errorf("dirstore: commit: %w", full(err))
 	}
 	// The blob's modification time is its commit time (see blob.Collect).
 	now := time.Now()
@@ -304,10 +312,10 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 	}
 	// The data was fsynced by Write; renaming makes it visible atomically.
 	if err := os.Rename(u.dataPath(), final); err != nil {
-		return blob.Info{}, notFound(err, "commit upload "+u.id)
+		return blob.Info{}, notFound(full(err), "commit upload "+u.id)
 	}
 	if err := syncDir(dir); err != nil {
-		return blob.Info{}, fmt.Errorf("dirstore: commit: %w", err)
+		return blob.Info{}, fmt.Errorf("dirstore: commit: %w", full(err))
 	}
 	// The blob is committed; a failure to clean up leaves a dataless upload for GC.
 	_ = os.RemoveAll(u.s.uploadDir(u.id))

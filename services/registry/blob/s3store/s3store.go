@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -43,11 +44,15 @@ type Store struct {
 	c      *minio.Client
 	bucket string
 	opt    Options
+	// full is set when the service refused a write for want of space and
+	// cleared by the next write it accepts (see CheckSpace).
+	full atomic.Bool
 }
 
 var (
-	_ blob.Store      = (*Store)(nil)
-	_ blob.Redirector = (*Store)(nil)
+	_ blob.Store        = (*Store)(nil)
+	_ blob.Redirector   = (*Store)(nil)
+	_ blob.SpaceChecker = (*Store)(nil)
 )
 
 // New returns a Store on bucket through client. It makes no request; the
@@ -110,11 +115,56 @@ func isNotFound(err error) bool {
 	return r.StatusCode == http.StatusNotFound || r.Code == "NoSuchKey"
 }
 
+// isFull reports whether err is the service's refusal of a write for want
+// of space: MinIO's XMinioStorageFull ("Storage backend has reached its
+// minimum free drive threshold", 507), a MinIO bucket quota, or any 507
+// Insufficient Storage.
+func isFull(err error) bool {
+	var r minio.ErrorResponse
+	if !errors.As(err, &r) {
+		return false
+	}
+	return r.StatusCode == http.StatusInsufficientStorage || r.Code == "XMinioStorageFull" ||
+		r.Code == "XMinioAdminBucketQuotaExceeded"
+}
+
 func wrap(err error, what string) error {
-	if isNotFound(err) {
+	switch {
+	case isNotFound(err):
 		return fmt.Errorf("s3store: %s: %w", what, blob.ErrNotFound)
+	case isFull(err):
+		return fmt.Errorf("s3store: %s: %w: %w", what, blob.ErrStorageFull, err)
 	}
 	return fmt.Errorf("s3store: %s: %w", what, err)
+}
+
+// wrote records the outcome of a write for CheckSpace and wraps its error.
+func (s *Store) wrote(err error, what string) error {
+	if err == nil {
+		s.full.Store(false)
+		return nil
+	}
+	if isFull(err) {
+		s.full.Store(true)
+	}
+	return wrap(err, what)
+}
+
+// CheckSpace implements blob.SpaceChecker. S3 tells no free space, so the
+// store is full from a write the service refused for want of space until
+// one it accepts: while full, CheckSpace writes a one-byte probe object
+// (outside the blob and upload keys) to learn whether space came back.
+func (s *Store) CheckSpace(ctx context.Context) error {
+	if !s.full.Load() {
+		return nil
+	}
+	key := s.opt.Prefix + "space-probe"
+	_, err := s.c.PutObject(ctx, s.bucket, key, bytes.NewReader([]byte{0}), 1, minio.PutObjectOptions{})
+	if err = s.wrote(err, "space probe"); err != nil {
+		return err
+	}
+	_ = s.c.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{})
+	return nil
 }
 
 // Stat implements blob.Store.
@@ -232,8 +282,8 @@ func validID(id string) bool {
 func (s *Store) Begin(ctx context.Context) (blob.Upload, error) {
 	id := newID()
 	_, err := s.c.PutObject(ctx, s.bucket, s.markerKey(id), bytes.NewReader(nil), 0, minio.PutObjectOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("s3store: begin: %w", err)
+	if err := s.wrote(err, "begin"); err != nil {
+		return nil, err
 	}
 	return &upload{s: s, id: id}, nil
 }
@@ -402,8 +452,8 @@ func (u *upload) Write(ctx context.Context, r io.Reader) (int64, error) {
 	body := io.MultiReader(bytes.NewReader(first[:]), blob.ContextReader(ctx, r))
 	info, err := u.s.c.PutObject(ctx, u.s.bucket, u.s.chunkKey(u.id, u.next), body, -1,
 		minio.PutObjectOptions{PartSize: u.s.opt.PartSize, ContentType: "application/octet-stream"})
-	if err != nil {
-		return 0, fmt.Errorf("s3store: write upload %s: %w", u.id, err)
+	if err := u.s.wrote(err, "write upload "+u.id); err != nil {
+		return 0, err
 	}
 	u.next++
 	u.offset += info.Size
@@ -434,9 +484,10 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 		if got := blob.FromBytes(nil); got != expected {
 			return blob.Info{}, mismatch(got)
 		}
-		if _, err := s.c.PutObject(ctx, s.bucket, s.blobKey(expected), bytes.NewReader(nil), 0,
-			minio.PutObjectOptions{ContentType: "application/octet-stream"}); err != nil {
-			return blob.Info{}, fmt.Errorf("s3store: commit upload %s: %w", u.id, err)
+		_, err := s.c.PutObject(ctx, s.bucket, s.blobKey(expected), bytes.NewReader(nil), 0,
+			minio.PutObjectOptions{ContentType: "application/octet-stream"})
+		if err := s.wrote(err, "commit upload "+u.id); err != nil {
+			return blob.Info{}, err
 		}
 	default:
 		src := chunks[0]
@@ -482,8 +533,8 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 			info, err := s.c.PutObject(ctx, s.bucket, s.assembledKey(u.id), io.TeeReader(pr, h), total,
 				minio.PutObjectOptions{PartSize: s.opt.PartSize, ContentType: "application/octet-stream"})
 			pr.CloseWithError(errors.New("s3store: assembly stopped"))
-			if err != nil {
-				return blob.Info{}, wrap(err, "commit upload "+u.id)
+			if err := s.wrote(err, "commit upload "+u.id); err != nil {
+				return blob.Info{}, err
 			}
 			size = info.Size
 			src = chunk{key: s.assembledKey(u.id), size: info.Size, etag: info.ETag}
@@ -500,8 +551,8 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 			minio.CopyDestOptions{Bucket: s.bucket, Object: s.blobKey(expected),
 				ReplaceMetadata: true, ContentType: "application/octet-stream"},
 			minio.CopySrcOptions{Bucket: s.bucket, Object: src.key, MatchETag: src.etag})
-		if err != nil {
-			return blob.Info{}, wrap(err, "commit upload "+u.id)
+		if err := s.wrote(err, "commit upload "+u.id); err != nil {
+			return blob.Info{}, err
 		}
 	}
 

@@ -153,8 +153,14 @@ func VerifyPassword(password, encoded string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return verify(password, p, salt, key), nil
+}
+
+// verify reports whether password hashes to key under p and salt, in
+// constant time; it allocates p.Memory KiB.
+func verify(password string, p Params, salt, key []byte) bool {
 	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
-	return subtle.ConstantTimeCompare(got, key) == 1, nil
+	return subtle.ConstantTimeCompare(got, key) == 1
 }
 
 // NeedsRehash reports whether encoded was made with costs below want (or is

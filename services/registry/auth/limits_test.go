@@ -213,23 +213,34 @@ func TestConcurrentGuessesCounted(t *testing.T) {
 	blocking.Store(true)
 	free := DefaultAccountBackoff.Free
 	errs := make(chan error, 40)
+	var returned atomic.Int32
 	for range 40 {
-		go func() { _, err := s.Authenticate(ctx, "t1", "wrong"); errs <- err }()
+		go func() {
+			_, err := s.Authenticate(ctx, "t1", "wrong")
+			returned.Add(1)
+			errs <- err
+		}()
 	}
-	var limited int
-	for range 40 - free {
-		err := <-errs
-		wantRetry(t, err, ErrRateLimited, "concurrent guess")
-		limited++
+	// Wait until each check has either been refused or is hashing.
+	for started.Load()+returned.Load() < 40 {
+		time.Sleep(time.Millisecond)
 	}
 	close(release)
-	for range free {
-		if err := <-errs; err != ErrUnauthenticated { //nolint:errorlint
-			t.Fatalf("admitted guess: %v", err)
+	var limited, failed int
+	for range 40 {
+		err := <-errs
+		switch {
+		case err == ErrUnauthenticated: //nolint:errorlint // the very same value
+			failed++
+		case errors.Is(err, ErrRateLimited):
+			wantRetry(t, err, ErrRateLimited, "concurrent guess")
+			limited++
+		default:
+			t.Fatalf("concurrent guess: %v", err)
 		}
 	}
-	if n := started.Load(); n != int32(free) {
-		t.Fatalf("%d hashes ran, want %d", n, free)
+	if n := started.Load(); n != int32(free) || failed != free || limited != 40-free {
+		t.Fatalf("%d hashes ran, %d failed, %d refused; want %d, %d, %d", n, failed, limited, free, free, 40-free)
 	}
 }
 

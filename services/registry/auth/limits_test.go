@@ -248,7 +248,7 @@ func TestConcurrentGuessesCounted(t *testing.T) {
 // once than the memory budget allows.
 func TestHashMemoryBudget(t *testing.T) {
 	ctx := context.Background()
-	cost := int64(testParams.Memory) << 10
+	cost := heapFactor * int64(testParams.Memory) << 10
 	var mu sync.Mutex
 	maxRunning, maxMemory, calls := 0, int64(0), 0
 	s := newLimitedStore(t, Limits{HashMemory: 3 * cost, OnHash: func(running int, memory int64) {

@@ -24,8 +24,9 @@ type Params struct {
 // second recommended option of RFC 9106 §4 with the memory lowered for a
 // shared server). One hash or verification takes about 35 ms wall time with
 // its two lanes on the 2-core CI machine (BenchmarkHashDefault) and allocates
-// 64 MiB, so concurrent logins should be bounded by the caller (the token
-// endpoint's request limit): 16 at once already hold 1 GiB.
+// 64 MiB: 16 at once already hold 1 GiB. Store bounds the hashes that run
+// at once by memory (Limits.HashMemory); HashPassword and VerifyPassword
+// called directly are not bounded.
 var DefaultParams = Params{Memory: 64 * 1024, Time: 1, Threads: 2, SaltLen: 16, KeyLen: 32}
 
 // Bounds accepted by ParseHash (and HashPassword). The encoded string comes

@@ -19,8 +19,10 @@
 //     waits in a bounded queue, then fails with ErrBusy), and each account
 //     name and each client address (clientip) is locked out with doubling
 //     delays after repeated failures (ErrRateLimited, refused even with the
-//     right password). Both come as a *RetryError saying when to retry. The
-//     state lives in memory, bounded in size: replicas count separately.
+//     right password); concurrent checks of one account queue, so a burst
+//     of guesses counts as the same guesses one after the other. Both
+//     refusals come as a *RetryError saying when to retry. The state lives
+//     in memory, bounded in size: replicas count separately.
 //   - Keyring: short-lived JWT access tokens signed with Ed25519 ("EdDSA"),
 //     each key named by a kid. Rotate adds a new signing key; older keys keep
 //     verifying until Retire. Keys persist as PKCS#8 PEM files (0600) in a key

@@ -18,11 +18,12 @@ const (
 	// DefaultHashMemory is the memory all concurrent password hashes may
 	// cost together: two at DefaultParams (see Limits.HashMemory).
 	DefaultHashMemory = 256 << 20
-	// DefaultMaxWaiting password checks may wait for hashing memory; more
-	// are refused at once (ErrBusy).
+	// DefaultMaxWaiting password checks may wait for hashing memory, and
+	// as many for their turn at an account or source; more are refused at
+	// once.
 	DefaultMaxWaiting = 64
-	// DefaultMaxWait is how long a password check waits for hashing memory
-	// before it is refused (ErrBusy).
+	// DefaultMaxWait is how long a password check waits for either before
+	// it is refused.
 	DefaultMaxWait = 10 * time.Second
 	// DefaultMaxTracked accounts and as many source networks have their
 	// failures remembered; beyond that the least recently seen are
@@ -46,18 +47,18 @@ var (
 // took a registry from 87 to 537 MiB.
 const heapFactor = 2
 
-// inflightRetry is the Retry-After of a check refused because as many
-// checks of the same account or source as it may still fail are running.
-const inflightRetry = time.Second
-
 var (
 	// ErrRateLimited: too many failed password checks for this account or
-	// from this source; try again later (RetryError says when). The right
-	// password is refused too until then.
+	// from this source, or too many at once; try again later (RetryError
+	// says when). The right password is refused too until then.
 	ErrRateLimited = errors.New("auth: too many failed login attempts")
 	// ErrBusy: too many password checks are waiting for hashing memory.
 	ErrBusy = errors.New("auth: too many concurrent password checks")
 )
+
+// errCrowded refuses a check that found too many others of its account or
+// source ahead of it.
+var errCrowded = fmt.Errorf("%w: too many concurrent checks of this account or address", ErrRateLimited)
 
 // RetryError is a refusal that may succeed later; it wraps ErrRateLimited
 // or ErrBusy.
@@ -67,7 +68,8 @@ type RetryError struct {
 }
 
 func (e *RetryError) Error() string {
-	return fmt.Sprintf("%v; retry in %s", e.Err, e.After.Round(time.Second))
+	s, _ := RetryAfter(e)
+	return fmt.Sprintf("%v; retry in %ds", e.Err, s)
 }
 
 func (e *RetryError) Unwrap() error { return e.Err }
@@ -133,10 +135,13 @@ type Limits struct {
 	// share. A hash that needs more than HashMemory runs alone. Default
 	// DefaultHashMemory.
 	HashMemory int64
-	// MaxWaiting bounds the checks waiting for memory. Default
+	// MaxWaiting bounds the checks waiting for memory (ErrBusy beyond),
+	// and separately those waiting for concurrent checks of the same
+	// account or source to end (ErrRateLimited beyond). Default
 	// DefaultMaxWaiting.
 	MaxWaiting int
-	// MaxWait bounds how long one check waits. Default DefaultMaxWait.
+	// MaxWait bounds how long one check waits for either. Default
+	// DefaultMaxWait.
 	MaxWait time.Duration
 	// Account is the lockout policy per account name, Source per client
 	// address (IPv6 by /64) as clientip.FromContext reports it; checks
@@ -181,7 +186,9 @@ type guard struct {
 	mem *semaphore.Weighted
 
 	mu       sync.Mutex
-	waiting  int
+	waiting  int           // checks waiting for memory
+	queued   int           // checks waiting in begin
+	ended    chan struct{} // closed and replaced when a check ends
 	running  int
 	granted  int64
 	accounts *tracker[string]
@@ -193,6 +200,7 @@ func newGuard(l Limits) *guard {
 	return &guard{
 		cfg:      l,
 		mem:      semaphore.NewWeighted(l.HashMemory),
+		ended:    make(chan struct{}),
 		accounts: newTracker[string](l.Account, l.MaxTracked),
 		sources:  newTracker[netip.Prefix](l.Source, l.MaxTracked),
 	}
@@ -263,34 +271,72 @@ type attempt struct {
 }
 
 // begin admits a password check of account name from source (invalid: not
-// known), or refuses it with a *RetryError wrapping ErrRateLimited.
-func (g *guard) begin(name string, source netip.Addr) (*attempt, error) {
+// known). It refuses it with a *RetryError wrapping ErrRateLimited while
+// either is locked out. While as many checks of either are running as it
+// may still fail, it waits for one to end (they may succeed), at most
+// MaxWait and with at most MaxWaiting others, so that concurrent guesses
+// count exactly as sequential ones and concurrent logins are merely queued.
+func (g *guard) begin(ctx context.Context, name string, source netip.Addr) (*attempt, error) {
 	if len(name) > 64 {
 		name = name[:65] // no account has a longer name; bounds the key
 	}
-	now := g.cfg.Now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	a := &attempt{g: g, acct: g.accounts.get(name, now)}
-	if source.IsValid() {
-		a.src = g.sources.get(sourceKey(source), now)
-	}
-	wait := g.accounts.wait(a.acct, now)
-	if a.src != nil {
-		wait = max(wait, g.sources.wait(a.src, now))
-	}
-	if wait > 0 {
+	var timeout <-chan time.Time
+	for {
+		now := g.cfg.Now()
+		g.mu.Lock()
+		a := &attempt{g: g, acct: g.accounts.get(name, now)}
+		if source.IsValid() {
+			a.src = g.sources.get(sourceKey(source), now)
+		}
+		locked := g.accounts.locked(a.acct, now)
+		full := g.accounts.full(a.acct)
+		if a.src != nil {
+			locked = max(locked, g.sources.locked(a.src, now))
+			full = full || g.sources.full(a.src)
+		}
+		if locked == 0 && !full {
+			a.acct.inflight++
+			if a.src != nil {
+				a.src.inflight++
+			}
+			g.mu.Unlock()
+			return a, nil
+		}
 		g.accounts.release(a.acct)
 		if a.src != nil {
 			g.sources.release(a.src)
 		}
-		return nil, &RetryError{Err: ErrRateLimited, After: wait}
+		if locked > 0 {
+			g.mu.Unlock()
+			return nil, &RetryError{Err: ErrRateLimited, After: locked}
+		}
+		if g.queued >= g.cfg.MaxWaiting {
+			g.mu.Unlock()
+			return nil, &RetryError{Err: errCrowded, After: time.Second}
+		}
+		g.queued++
+		ended := g.ended
+		g.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(g.cfg.MaxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		var err error
+		select {
+		case <-ended:
+		case <-timeout:
+			err = &RetryError{Err: errCrowded, After: time.Second}
+		case <-ctx.Done():
+			err = &RetryError{Err: fmt.Errorf("%w: %w", ErrBusy, context.Cause(ctx)), After: time.Second}
+		}
+		g.mu.Lock()
+		g.queued--
+		g.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
-	a.acct.inflight++
-	if a.src != nil {
-		a.src.inflight++
-	}
-	return a, nil
 }
 
 func (a *attempt) end(ok, counts bool) {
@@ -302,6 +348,8 @@ func (a *attempt) end(ok, counts bool) {
 	now := g.cfg.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	close(g.ended) // wake the checks waiting in begin
+	g.ended = make(chan struct{})
 	a.acct.inflight--
 	switch {
 	case ok:
@@ -370,17 +418,18 @@ func (t *tracker[K]) get(k K, now time.Time) *entry[K] {
 	return e
 }
 
-// wait returns how long e must wait before another check: until its
-// lockout ends, or, when as many checks are running as it may still fail
-// before a lockout (one once locked before), until one of them ends.
-func (t *tracker[K]) wait(e *entry[K], now time.Time) time.Duration {
+// locked returns how long e's lockout lasts from now (0: none).
+func (t *tracker[K]) locked(e *entry[K], now time.Time) time.Duration {
 	if now.Before(e.lockedUntil) {
 		return e.lockedUntil.Sub(now)
 	}
-	if e.inflight >= max(1, t.b.Free-e.failures) {
-		return inflightRetry
-	}
 	return 0
+}
+
+// full reports whether as many checks of e are running as it may still fail
+// before a lockout (one, once it was locked before).
+func (t *tracker[K]) full(e *entry[K]) bool {
+	return e.inflight >= max(1, t.b.Free-e.failures)
 }
 
 func (t *tracker[K]) fail(e *entry[K], now time.Time) {

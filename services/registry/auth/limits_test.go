@@ -194,35 +194,39 @@ func TestSourceLockout(t *testing.T) {
 	}
 }
 
-// TestConcurrentGuessesCounted: concurrent checks of one account cannot
-// together exceed its free failures.
+// TestConcurrentGuessesCounted: concurrent wrong passwords for one
+// account count exactly as sequential ones: the free failures, one more,
+// then the lockout, however many arrive at once.
 func TestConcurrentGuessesCounted(t *testing.T) {
 	ctx := context.Background()
+	free := DefaultAccountBackoff.Free
 	release := make(chan struct{})
 	var started atomic.Int32
-	var blocking atomic.Bool
+	var counting atomic.Bool
 	s := newLimitedStore(t, Limits{Now: newClock().Now, OnHash: func(int, int64) {
-		if blocking.Load() {
-			started.Add(1)
+		// The first free checks wait until all 40 have arrived.
+		if counting.Load() && started.Add(1) <= int32(free) {
 			<-release
 		}
 	}})
 	if _, err := s.Create(ctx, "t1", RoleTenant, "pw"); err != nil {
 		t.Fatal(err)
 	}
-	blocking.Store(true)
-	free := DefaultAccountBackoff.Free
+	counting.Store(true)
 	errs := make(chan error, 40)
-	var returned atomic.Int32
 	for range 40 {
-		go func() {
-			_, err := s.Authenticate(ctx, "t1", "wrong")
-			returned.Add(1)
-			errs <- err
-		}()
+		go func() { _, err := s.Authenticate(ctx, "t1", "wrong"); errs <- err }()
 	}
-	// Wait until each check has either been refused or is hashing.
-	for started.Load()+returned.Load() < 40 {
+	for started.Load() < int32(free) {
+		time.Sleep(time.Millisecond)
+	}
+	for {
+		s.guard.mu.Lock()
+		n := s.guard.queued
+		s.guard.mu.Unlock()
+		if n == 40-free || started.Load() > int32(free) {
+			break
+		}
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
@@ -239,9 +243,28 @@ func TestConcurrentGuessesCounted(t *testing.T) {
 			t.Fatalf("concurrent guess: %v", err)
 		}
 	}
-	if n := started.Load(); n != int32(free) || failed != free || limited != 40-free {
-		t.Fatalf("%d hashes ran, %d failed, %d refused; want %d, %d, %d", n, failed, limited, free, free, 40-free)
+	if n := started.Load(); n != int32(free+1) || failed != free+1 || limited != 40-free-1 {
+		t.Fatalf("%d hashes ran, %d failed, %d refused; want %d, %d, %d", n, failed, limited, free+1, free+1, 40-free-1)
 	}
+}
+
+// TestConcurrentLoginsQueued: many concurrent right passwords for one
+// account all succeed; they queue rather than being refused.
+func TestConcurrentLoginsQueued(t *testing.T) {
+	ctx := context.Background()
+	s := newLimitedStore(t, Limits{OnHash: func(int, int64) { time.Sleep(time.Millisecond) }})
+	if _, err := s.Create(ctx, "t1", RoleTenant, "pw"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			if _, err := s.Authenticate(from("192.0.2.1"), "t1", "pw"); err != nil {
+				t.Errorf("concurrent login: %v", err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // TestHashMemoryBudget: 40 concurrent wrong passwords never hash more at
@@ -414,7 +437,7 @@ func TestBackoffLockout(t *testing.T) {
 func TestTrackerBounded(t *testing.T) {
 	g := newGuard(Limits{MaxTracked: 8, Now: newClock().Now})
 	for i := range 100 {
-		a, err := g.begin(fmt.Sprintf("user%d", i), netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}))
+		a, err := g.begin(context.Background(), fmt.Sprintf("user%d", i), netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,14 +450,14 @@ func TestTrackerBounded(t *testing.T) {
 	if n, m := len(g.accounts.m), len(g.sources.m); n > 8 || m > 8 || g.accounts.lru.Len() != n {
 		t.Fatalf("tracked %d accounts, %d sources", n, m)
 	}
-	a, _ := g.begin("passing", netip.Addr{})
+	a, _ := g.begin(context.Background(), "passing", netip.Addr{})
 	a.succeeded()
 	if _, ok := g.accounts.m["passing"]; ok {
 		t.Fatal("an account without failures is kept")
 	}
 	// Over-long names share one bounded key.
 	long := string(make([]byte, 10000))
-	a, _ = g.begin(long, netip.Addr{})
+	a, _ = g.begin(context.Background(), long, netip.Addr{})
 	a.failed()
 	for k := range g.accounts.m {
 		if len(k) > 65 {

@@ -210,7 +210,7 @@ func (s *Store) HashPassword(ctx context.Context, password string) (string, erro
 // password is right, or wrapping ErrBusy when hashing memory stays short.
 func (s *Store) Authenticate(ctx context.Context, name, password string) (Account, error) {
 	src, _ := clientip.FromContext(ctx)
-	att, err := s.guard.begin(name, src)
+	att, err := s.guard.begin(ctx, name, src)
 	if err != nil {
 		return Account{}, err
 	}

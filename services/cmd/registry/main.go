@@ -14,7 +14,7 @@
 // FAAS_S3_PUBLIC_ENDPOINT (redirect blob downloads to presigned S3 URLs, on
 // the endpoint clients reach), FAAS_DATA_DIR (directory blob
 // store and default key directory), FAAS_LISTEN, FAAS_TLS_CERT, FAAS_TLS_KEY,
-// FAAS_KEY_DIR. users add reads FAAS_DATABASE_URL (or --database-url) and
+// FAAS_KEY_DIR, FAAS_TRUSTED_PROXIES. users add reads FAAS_DATABASE_URL (or --database-url) and
 // applies the migrations too.
 //
 // serve prints "registry listening on URL" on stdout once it accepts
@@ -55,6 +55,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
@@ -130,7 +131,8 @@ func checkEnvBool(name string) error {
 
 func serveCommand() *cobra.Command {
 	var cfg server.Config
-	var logLevel string
+	var logLevel, trustedProxies string
+	var hashMemoryMiB int64
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "run the registry service",
@@ -143,6 +145,14 @@ func serveCommand() *cobra.Command {
 			if err := checkEnvBool("FAAS_S3_REDIRECT"); err != nil {
 				return err
 			}
+			var err error
+			if cfg.TrustedProxies, err = clientip.ParsePrefixes(trustedProxies); err != nil {
+				return fmt.Errorf("--trusted-proxies: %w", err)
+			}
+			if hashMemoryMiB < 0 || hashMemoryMiB > 1<<20 {
+				return fmt.Errorf("--password-hash-memory %d: want MiB in [0, %d]", hashMemoryMiB, 1<<20)
+			}
+			cfg.PasswordLimits.HashMemory = hashMemoryMiB << 20
 			secretsFromEnv(&cfg)
 			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			srv, err := server.Open(cmd.Context(), cfg)
@@ -197,6 +207,8 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&cfg.Realm, "realm", "", "absolute token endpoint URL for challenges; default derived from each request")
 	f.DurationVar(&cfg.GCInterval, "gc-interval", 0, "interval of garbage collection (default 24h; negative: never)")
 	f.DurationVar(&cfg.GCGracePeriod, "gc-grace-period", 0, "spare blobs pushed more recently than this (default 2h); must exceed the longest push")
+	f.StringVar(&trustedProxies, "trusted-proxies", env("FAAS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR networks of reverse proxies whose X-Forwarded-For / X-Real-IP name the client; default none: those headers are ignored [FAAS_TRUSTED_PROXIES]")
+	f.Int64Var(&hashMemoryMiB, "password-hash-memory", 0, "MiB of memory all concurrent password hashes may hold together (default 256); checks beyond it wait, then answer 503")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
@@ -25,10 +26,9 @@ const Prefix = "/api/v1"
 
 // Defaults of Config.
 const (
-	DefaultMaxBodyBytes        = 1 << 20
-	DefaultMaxConcurrentLogins = 4
-	DefaultLimit               = 50
-	MaxLimit                   = 200
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultLimit        = 50
+	MaxLimit            = 200
 )
 
 // Sentinels; store and handler errors wrap them.
@@ -60,16 +60,13 @@ func fieldErr(field, format string, args ...any) error {
 
 // Config configures the API.
 type Config struct {
-	Pool     *pgxpool.Pool // migrated database (required)
-	Accounts *auth.Store   // credential checks (required)
-	Meta     *meta.Store   // manifests of versions (required)
-	// PasswordParams hash the passwords of accounts created through the API.
-	// Zero: auth.DefaultParams.
-	PasswordParams auth.Params
+	Pool *pgxpool.Pool // migrated database (required)
+	// Accounts checks credentials and hashes the passwords of accounts
+	// created through the API, under its own limits (required).
+	Accounts *auth.Store
+	Meta     *meta.Store // manifests of versions (required)
 	// MaxBodyBytes caps request bodies. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// MaxConcurrentLogins bounds concurrent password checks.
-	MaxConcurrentLogins int
 	// RequestID returns the request id of a request context (for the audit
 	// log); nil: the X-Request-Id header is used.
 	RequestID func(context.Context) string
@@ -79,11 +76,10 @@ type Config struct {
 
 // API is the marketplace API; it is an http.Handler for paths under Prefix.
 type API struct {
-	cfg   Config
-	log   *slog.Logger
-	st    *store
-	e     *echo.Echo
-	login chan struct{}
+	cfg Config
+	log *slog.Logger
+	st  *store
+	e   *echo.Echo
 }
 
 // New returns the API over cfg.
@@ -94,20 +90,13 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if cfg.MaxConcurrentLogins <= 0 {
-		cfg.MaxConcurrentLogins = DefaultMaxConcurrentLogins
-	}
-	if cfg.PasswordParams == (auth.Params{}) {
-		cfg.PasswordParams = auth.DefaultParams
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	a := &API{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		st:    &store{pool: cfg.Pool, meta: cfg.Meta, params: cfg.PasswordParams},
-		login: make(chan struct{}, cfg.MaxConcurrentLogins),
+		cfg: cfg,
+		log: cfg.Logger,
+		st:  &store{pool: cfg.Pool, meta: cfg.Meta, accounts: cfg.Accounts},
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -206,13 +195,7 @@ func (a *API) authenticate(c echo.Context) (*principal, error) {
 		if strings.HasPrefix(pass, auth.TokenPrefix) {
 			acct, err = a.cfg.Accounts.AuthenticateToken(ctx, pass)
 		} else {
-			select {
-			case a.login <- struct{}{}:
-			case <-ctx.Done():
-				return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "busy")
-			}
 			acct, err = a.cfg.Accounts.Authenticate(ctx, user, pass)
-			<-a.login
 		}
 	default:
 		return nil, fmt.Errorf("%w: unsupported authorization scheme", ErrUnauthenticated)
@@ -226,7 +209,8 @@ func (a *API) authenticate(c echo.Context) (*principal, error) {
 	if acct.Disabled {
 		return nil, fmt.Errorf("%w: invalid credentials", ErrUnauthenticated)
 	}
-	p := &principal{Account: acct, remote: c.RealIP()}
+	// Not c.RealIP(): it believes X-Forwarded-For from anyone.
+	p := &principal{Account: acct, remote: clientip.String(clientip.FromRequest(r))}
 	if a.cfg.RequestID != nil {
 		p.requestID = a.cfg.RequestID(ctx)
 	}
@@ -234,6 +218,13 @@ func (a *API) authenticate(c echo.Context) (*principal, error) {
 		p.requestID = r.Header.Get("X-Request-Id")
 	}
 	return p, nil
+}
+
+// setRetryAfter sets the Retry-After header of an auth.RetryError.
+func setRetryAfter(c echo.Context, err error) {
+	if s, ok := auth.RetryAfter(err); ok {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(s))
+	}
 }
 
 // errorBody is the JSON error envelope.
@@ -284,6 +275,12 @@ func (a *API) classify(err error, c echo.Context) (int, errorInfo) {
 		return http.StatusUnauthorized, errorInfo{"unauthenticated", message(err, ErrUnauthenticated), ""}
 	case errors.Is(err, ErrNodeUntrusted):
 		return http.StatusForbidden, errorInfo{"node_untrusted", message(err, ErrNodeUntrusted), ""}
+	case errors.Is(err, auth.ErrRateLimited):
+		setRetryAfter(c, err)
+		return http.StatusTooManyRequests, errorInfo{"rate_limited", "too many failed login attempts, try again later", ""}
+	case errors.Is(err, auth.ErrBusy):
+		setRetryAfter(c, err)
+		return http.StatusServiceUnavailable, errorInfo{"unavailable", "too many logins at once, try again later", ""}
 	case errors.Is(err, ErrForbidden):
 		return http.StatusForbidden, errorInfo{"forbidden", message(err, ErrForbidden), ""}
 	case errors.Is(err, ErrNotFound):

@@ -55,7 +55,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	ms := meta.New(pool)
-	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: ms, PasswordParams: testParams})
+	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: ms})
 	if err != nil {
 		t.Fatal(err)
 	}

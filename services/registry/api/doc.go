@@ -14,8 +14,11 @@
 //   - "Authorization: Bearer faas_…" with an API token.
 //
 // Bad or unusable credentials answer 401 with a WWW-Authenticate challenge
-// (Basic realm="faas-registry"). Password checks (argon2id) run at most
-// Config.MaxConcurrentLogins at a time. Anonymous requests may read only
+// (Basic realm="faas-registry"). Password checks run under the limits of
+// auth.Store (auth.Limits): too many failures for one account or from one
+// client address answer 429 rate_limited, too many checks at once for the
+// hashing memory budget 503 unavailable, both with Retry-After. Anonymous
+// requests may read only
 // GET /api/v1/openapi.json, GET /api/v1/listings (published public listings)
 // and GET /api/v1/listings/{id} (the same listings); everything else answers
 // 401 without credentials.
@@ -44,7 +47,8 @@
 // (unknown fields are errors). Errors are {"error":{"code":…,"message":…}}
 // (plus "field" for validation errors) with codes unauthenticated (401),
 // forbidden (403), not_found (404), conflict (409), invalid (400/422),
-// too_large (413) and internal (500; details are logged, never returned).
+// too_large (413), rate_limited (429), unavailable (503) and internal (500;
+// details are logged, never returned).
 // Lists take ?limit= (1…200, default 50) and ?cursor= (opaque, from the
 // previous page's next_cursor, absent on the last page).
 //
@@ -56,6 +60,8 @@
 //
 // Every state-changing call writes an audit_log row (actor, action, target,
 // request id, remote address, details) in the same transaction as the change.
+// The remote address is clientip.FromRequest's: the socket peer, or what a
+// trusted proxy reported, never a header from anyone else.
 //
 // The package logs only through Config.Logger (internal errors).
 package api

@@ -29,7 +29,7 @@ func FuzzHandlers(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: meta.New(pool), PasswordParams: testParams})
+	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: meta.New(pool)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -186,7 +186,10 @@ func Document() []byte {
 				ok["content"] = obj{"application/json": obj{"schema": s}}
 			}
 			responses := obj{o.status: ok, "400": errResp("malformed request"), "422": errResp("invalid field"),
-				"404": errResp("not found or not visible"), "500": errResp("internal error")}
+				"404": errResp("not found or not visible"), "500": errResp("internal error"),
+				// Any request may carry a password, anonymous routes too.
+				"429": errResp("too many failed password checks for this account or address; see Retry-After"),
+				"503": errResp("too many password checks at once; see Retry-After")}
 			if !o.anonymous {
 				responses["401"] = errResp("no or invalid credentials")
 				responses["403"] = errResp("forbidden for this role or account")

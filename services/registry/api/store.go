@@ -21,9 +21,9 @@ import (
 // store holds the API's SQL. Every mutation runs in tx, which writes the
 // audit row in the same transaction.
 type store struct {
-	pool   *pgxpool.Pool
-	meta   *meta.Store
-	params auth.Params
+	pool     *pgxpool.Pool
+	meta     *meta.Store
+	accounts *auth.Store
 }
 
 // auditEntry describes the change a mutation makes.
@@ -117,7 +117,7 @@ type Account struct {
 func (s *store) createAccount(ctx context.Context, p *principal, name string, role auth.Role, password string) (Account, error) {
 	var hash *string
 	if password != "" {
-		h, err := auth.HashPassword(password, s.params)
+		h, err := s.accounts.HashPassword(ctx, password)
 		if err != nil {
 			return Account{}, err
 		}

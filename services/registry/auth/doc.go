@@ -1,7 +1,7 @@
 // Package auth is the registry's authentication and token layer (DESIGN.md
 // §4.4, issue 5 item 3).
 //
-// It holds four pieces:
+// It holds five pieces:
 //
 //   - Passwords: argon2id, encoded as a PHC string
 //     ($argon2id$v=19$m=…,t=…,p=…$salt$hash) so the cost can be raised later
@@ -12,7 +12,17 @@
 //     the same work and returns the same ErrUnauthenticated for an unknown
 //     account, a disabled one, one without password and a wrong password.
 //     API tokens are "faas_" + 43 base64url characters (32 random bytes); only
-//     their SHA-256 is stored.
+//     their SHA-256 is stored, and they are found by it: 256 random bits need
+//     no slow hash, so token checks never run argon2id.
+//   - Limits, enforced inside Store.Authenticate so that no endpoint can
+//     skip them: concurrent argon2id hashes share a memory budget (a check
+//     waits in a bounded queue, then fails with ErrBusy), and each account
+//     name and each client address (clientip) is locked out with doubling
+//     delays after repeated failures (ErrRateLimited, refused even with the
+//     right password); concurrent checks of one account queue, so a burst
+//     of guesses counts as the same guesses one after the other. Both
+//     refusals come as a *RetryError saying when to retry. The state lives
+//     in memory, bounded in size: replicas count separately.
 //   - Keyring: short-lived JWT access tokens signed with Ed25519 ("EdDSA"),
 //     each key named by a kid. Rotate adds a new signing key; older keys keep
 //     verifying until Retire. Keys persist as PKCS#8 PEM files (0600) in a key

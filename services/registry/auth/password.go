@@ -24,8 +24,9 @@ type Params struct {
 // second recommended option of RFC 9106 §4 with the memory lowered for a
 // shared server). One hash or verification takes about 35 ms wall time with
 // its two lanes on the 2-core CI machine (BenchmarkHashDefault) and allocates
-// 64 MiB, so concurrent logins should be bounded by the caller (the token
-// endpoint's request limit): 16 at once already hold 1 GiB.
+// 64 MiB: 16 at once already hold 1 GiB. Store bounds the hashes that run
+// at once by memory (Limits.HashMemory); HashPassword and VerifyPassword
+// called directly are not bounded.
 var DefaultParams = Params{Memory: 64 * 1024, Time: 1, Threads: 2, SaltLen: 16, KeyLen: 32}
 
 // Bounds accepted by ParseHash (and HashPassword). The encoded string comes
@@ -153,8 +154,14 @@ func VerifyPassword(password, encoded string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return verify(password, p, salt, key), nil
+}
+
+// verify reports whether password hashes to key under p and salt, in
+// constant time; it allocates p.Memory KiB.
+func verify(password string, p Params, salt, key []byte) bool {
 	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
-	return subtle.ConstantTimeCompare(got, key) == 1, nil
+	return subtle.ConstantTimeCompare(got, key) == 1
 }
 
 // NeedsRehash reports whether encoded was made with costs below want (or is

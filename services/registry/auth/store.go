@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fpga-faas/faas/services/registry/clientip"
 )
 
 // Role is an account's role; the database checks the same set.
@@ -76,6 +78,8 @@ type Store struct {
 	pool   *pgxpool.Pool
 	params Params
 	dummy  string // a hash under params, verified when the account is missing
+	limits Limits
+	guard  *guard
 }
 
 // Option configures a Store.
@@ -84,6 +88,10 @@ type Option func(*Store)
 // WithParams sets the argon2id costs for new password hashes (and the dummy
 // hash). Tests use small ones; production keeps DefaultParams.
 func WithParams(p Params) Option { return func(s *Store) { s.params = p } }
+
+// WithLimits sets the guards on password checks; without it every field of
+// Limits takes its default.
+func WithLimits(l Limits) Option { return func(s *Store) { s.limits = l } }
 
 // NewStore returns a Store over pool, whose schema must be migrated
 // (migrations.ApplyPool).
@@ -97,6 +105,7 @@ func NewStore(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s.dummy = dummy
+	s.guard = newGuard(s.limits)
 	return s, nil
 }
 
@@ -117,7 +126,7 @@ func (s *Store) Create(ctx context.Context, name string, role Role, password str
 	}
 	var hash *string
 	if password != "" {
-		h, err := HashPassword(password, s.params)
+		h, err := s.HashPassword(ctx, password)
 		if err != nil {
 			return Account{}, err
 		}
@@ -144,7 +153,7 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 	}
 	var hash *string
 	if password != "" {
-		h, err := HashPassword(password, s.params)
+		h, err := s.HashPassword(ctx, password)
 		if err != nil {
 			return err
 		}
@@ -177,16 +186,40 @@ func (s *Store) Lookup(ctx context.Context, name string) (Account, error) {
 	return a, nil
 }
 
+// HashPassword hashes password under the Store's costs (WithParams) within
+// the hashing memory budget of its Limits; it may fail with a *RetryError
+// wrapping ErrBusy.
+func (s *Store) HashPassword(ctx context.Context, password string) (string, error) {
+	var h string
+	var err error
+	if gerr := s.guard.hash(ctx, s.params.Memory, func() { h, err = HashPassword(password, s.params) }); gerr != nil {
+		return "", gerr
+	}
+	return h, err
+}
+
 // Authenticate checks name and password. Unknown account, disabled account,
 // account without password, unreadable hash and wrong password all cost one
 // argon2id verification and return ErrUnauthenticated itself, so callers
 // cannot tell them apart (no account enumeration). Database failures are
 // returned as other errors.
+//
+// Every check passes the Store's Limits first: a *RetryError wrapping
+// ErrRateLimited when the account name or the client address of ctx
+// (clientip.FromContext) failed too often lately, whether or not the
+// password is right, or wrapping ErrBusy when hashing memory stays short.
 func (s *Store) Authenticate(ctx context.Context, name, password string) (Account, error) {
+	src, _ := clientip.FromContext(ctx)
+	att, err := s.guard.begin(ctx, name, src)
+	if err != nil {
+		return Account{}, err
+	}
+	defer att.abandoned() // unless it ended before
+
 	var a Account
 	var role string
 	var hash *string
-	err := s.pool.QueryRow(ctx,
+	err = s.pool.QueryRow(ctx,
 		`select id::text, name, role, disabled, created_at, password_hash from accounts where name = $1`, name).
 		Scan(&a.ID, &a.Name, &role, &a.Disabled, &a.CreatedAt, &hash)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -199,17 +232,27 @@ func (s *Store) Authenticate(ctx context.Context, name, password string) (Accoun
 	}
 	encoded := s.dummy
 	usable := err == nil && hash != nil && !a.Disabled
+	var p Params
+	var salt, key []byte
 	if usable {
-		if _, _, _, perr := ParseHash(*hash); perr == nil {
+		if p, salt, key, err = ParseHash(*hash); err == nil {
 			encoded = *hash
 		} else {
 			usable = false
 		}
 	}
-	ok, verr := VerifyPassword(password, encoded)
-	if verr != nil || !ok || !usable {
+	if !usable {
+		p, salt, key, _ = ParseHash(encoded)
+	}
+	var match bool
+	if err := s.guard.hash(ctx, p.Memory, func() { match = verify(password, p, salt, key) }); err != nil {
+		return Account{}, err
+	}
+	if !match || !usable {
+		att.failed()
 		return Account{}, ErrUnauthenticated
 	}
+	att.succeeded()
 	return a, nil
 }
 

@@ -9,11 +9,12 @@ import (
 	"github.com/fpga-faas/faas/internal/testenv"
 )
 
-// newStore returns a Store on a fresh, migrated PostgreSQL cluster.
-func newStore(t *testing.T) *Store {
+// newStore returns a Store with testParams and opts on a fresh, migrated
+// PostgreSQL cluster.
+func newStore(t *testing.T, opts ...Option) *Store {
 	t.Helper()
 	pool := testenv.RegistryDB(t)
-	s, err := NewStore(pool, WithParams(testParams))
+	s, err := NewStore(pool, append([]Option{WithParams(testParams)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

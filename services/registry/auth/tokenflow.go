@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -102,12 +103,19 @@ func (h *TokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	acct, err := h.authenticate(r)
 	if err != nil {
-		if errors.Is(err, ErrUnauthenticated) {
+		switch {
+		case errors.Is(err, ErrUnauthenticated):
 			w.Header().Set("WWW-Authenticate", `Basic realm="`+quote(h.Service)+`"`)
 			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
-			return
+		case errors.Is(err, ErrRateLimited):
+			setRetryAfter(w, err)
+			writeError(w, http.StatusTooManyRequests, "TOOMANYREQUESTS", "too many failed login attempts, try again later")
+		case errors.Is(err, ErrBusy):
+			setRetryAfter(w, err)
+			writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "too many logins at once, try again later")
+		default:
+			writeError(w, http.StatusInternalServerError, "UNKNOWN", "authentication failed")
 		}
-		writeError(w, http.StatusInternalServerError, "UNKNOWN", "authentication failed")
 		return
 	}
 	if a := q.Get("account"); a != "" && (acct == nil || a != acct.Name) {
@@ -271,6 +279,13 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(ErrorBody{Errors: []ErrorEntry{{Code: code, Message: msg}}})
+}
+
+// setRetryAfter sets the Retry-After header of a *RetryError.
+func setRetryAfter(w http.ResponseWriter, err error) {
+	if s, ok := RetryAfter(err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(s))
+	}
 }
 
 // quote escapes s for a quoted-string of an HTTP auth parameter.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -58,10 +60,10 @@ type flow struct {
 	token  string // API token of isv1
 }
 
-func newFlow(t *testing.T) *flow {
+func newFlow(t *testing.T, opts ...Option) *flow {
 	t.Helper()
 	ctx := context.Background()
-	s := newStore(t)
+	s := newStore(t, opts...)
 	isv, err := s.Create(ctx, "isv1", RoleISV, "isvpw")
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +271,64 @@ func TestTokenHandler(t *testing.T) {
 			t.Fatalf("status %d", rec.Code)
 		}
 	})
+}
+
+// TestTokenHandlerLimits: the token endpoint answers 429 with Retry-After
+// once an account is locked out, even to its right password, and 503 with
+// Retry-After when the hashing memory stays taken.
+func TestTokenHandlerLimits(t *testing.T) {
+	clock := newClock()
+	hold := make(chan struct{})
+	var blocking atomic.Bool
+	f := newFlow(t, WithLimits(Limits{Now: clock.Now, HashMemory: 1, MaxWait: time.Millisecond, OnHash: func(int, int64) {
+		if blocking.Load() {
+			<-hold
+		}
+	}}))
+	q := scopes("repository:isv1/app:pull")
+	for i := 1; i <= 30; i++ {
+		code, resp, body := f.get(t, "isv1", fmt.Sprintf("guess-%d", i), q)
+		want := http.StatusUnauthorized
+		if i > DefaultAccountBackoff.Free+1 {
+			want = http.StatusTooManyRequests
+		}
+		if code != want {
+			t.Fatalf("guess %d: %d %s, want %d", i, code, body, want)
+		}
+		if want == http.StatusTooManyRequests && (resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "TOOMANYREQUESTS")) {
+			t.Fatalf("guess %d: Retry-After %q, body %s", i, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	if code, _, body := f.get(t, "isv1", "isvpw", q); code != http.StatusTooManyRequests {
+		t.Fatalf("right password while locked: %d %s", code, body)
+	}
+	// API tokens are no passwords: they still work.
+	if code, _, body := f.get(t, "isv1", f.token, q); code != http.StatusOK {
+		t.Fatalf("API token while the password is locked: %d %s", code, body)
+	}
+	clock.Advance(time.Second)
+	if code, _, body := f.get(t, "isv1", "isvpw", q); code != http.StatusOK {
+		t.Fatalf("right password after the lockout: %d %s", code, body)
+	}
+
+	blocking.Store(true)
+	done := make(chan struct{})
+	go func() { defer close(done); f.get(t, "tenant1", "tenantpw", q) }()
+	for {
+		f.store.guard.mu.Lock()
+		n := f.store.guard.running
+		f.store.guard.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	code, resp, body := f.get(t, "isv1", "isvpw", q)
+	if code != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("hashing memory taken: %d Retry-After %q %s", code, resp.Header.Get("Retry-After"), body)
+	}
+	close(hold)
+	<-done
 }
 
 func TestChallenge(t *testing.T) {

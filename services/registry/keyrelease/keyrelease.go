@@ -32,11 +32,12 @@
 //
 // with one entry per sealed layer of the image, each data key wrapped
 // (hdk/seal.WrapKey) to the node's registered public key. Refusals: 401 bad
-// credentials; 403 caller is not a node account, the node is not approved
-// or revoked (code node_untrusted), the grant is unknown, spent, expired or
-// names another node, image or tenant (grant_invalid), or the grant's
-// tenant holds no active entitlement to a listing of the repository whose
-// versions include the digest; 404 the node is unknown or belongs to
+// credentials; 429 too many failed password checks, 503 too many at once
+// (auth.Limits, both with Retry-After); 403 caller is not a node account,
+// the node is not approved or revoked (code node_untrusted), the grant is
+// unknown, spent, expired or names another node, image or tenant
+// (grant_invalid), or the grant's tenant holds no active entitlement to a
+// listing of the repository whose versions include the digest; 404 the node is unknown or belongs to
 // another account; 409 the image is not validated (available), not sealed,
 // or the registry holds no data key for one of its sealed layers.
 // Every release and every refusal after authentication is recorded in
@@ -56,6 +57,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -66,6 +68,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/seal"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
+	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
@@ -134,15 +137,23 @@ type Response struct {
 
 // refusal is an HTTP error answer.
 type refusal struct {
-	status int
-	code   string
-	msg    string
+	status     int
+	code       string
+	msg        string
+	retryAfter int // seconds; 0: no Retry-After
 }
 
 func (r *refusal) Error() string { return r.msg }
 
 func refuse(status int, code, format string, args ...any) *refusal {
-	return &refusal{status, code, fmt.Sprintf(format, args...)}
+	return &refusal{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// retryLater is the refusal of an auth.RetryError.
+func retryLater(err error, status int, code, msg string) *refusal {
+	rf := refuse(status, code, "%s", msg)
+	rf.retryAfter, _ = auth.RetryAfter(err)
+	return rf
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -155,6 +166,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeErr(w http.ResponseWriter, r *refusal) {
 	if r.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Basic realm="faas-registry", charset="UTF-8"`)
+	}
+	if r.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(r.retryAfter))
 	}
 	writeJSON(w, r.status, map[string]any{"error": map[string]string{"code": r.code, "message": r.msg}})
 }
@@ -235,8 +249,13 @@ func (h *Handler) authenticate(ctx context.Context, r *http.Request) (auth.Accou
 	default:
 		return acct, refuse(http.StatusUnauthorized, "unauthenticated", "authentication required")
 	}
-	if errors.Is(err, auth.ErrUnauthenticated) || (err == nil && acct.Disabled) {
+	switch {
+	case errors.Is(err, auth.ErrUnauthenticated) || (err == nil && acct.Disabled):
 		return acct, refuse(http.StatusUnauthorized, "unauthenticated", "invalid credentials")
+	case errors.Is(err, auth.ErrRateLimited):
+		return acct, retryLater(err, http.StatusTooManyRequests, "rate_limited", "too many failed login attempts, try again later")
+	case errors.Is(err, auth.ErrBusy):
+		return acct, retryLater(err, http.StatusServiceUnavailable, "unavailable", "too many logins at once, try again later")
 	}
 	return acct, err
 }
@@ -440,7 +459,7 @@ func (h *Handler) audit(ctx context.Context, r *http.Request, acct auth.Account,
 	_, err = h.cfg.Pool.Exec(context.WithoutCancel(ctx), `insert into audit_log
 		(actor_id, actor_name, action, target_type, target_id, outcome, request_id, remote_addr, details)
 		values (nullif($1, '')::uuid, $2, 'keys.release', 'image', $3, $4, $5, $6, $7)`,
-		acct.ID, acct.Name, req.Repository+"@"+req.Digest, outcome, rid, r.RemoteAddr, details)
+		acct.ID, acct.Name, req.Repository+"@"+req.Digest, outcome, rid, clientip.String(clientip.FromRequest(r)), details)
 	if err != nil {
 		err = fmt.Errorf("keyrelease: audit: %w", err)
 		h.cfg.Logger.ErrorContext(ctx, "keyrelease: audit", slog.Any("err", err))

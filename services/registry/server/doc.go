@@ -74,8 +74,13 @@
 // The http.Server has read-header, read, write and idle timeouts; request
 // bodies are capped at Config.MaxBodyBytes outside the blob upload endpoints,
 // whose chunks are capped at Config.MaxChunkBytes (manifests by the
-// distribution package's own limit). Password checks at the token endpoint
-// (argon2id, 64 MiB each) run at most Config.MaxConcurrentLogins at a time.
+// distribution package's own limit). Every password check, at the token
+// endpoint, /api/v1 and the key release alike, runs inside auth.Store under
+// Config.PasswordLimits: concurrent argon2id hashes share a memory budget
+// (503 and Retry-After when it stays full), and each account and each client
+// address is locked out with doubling delays after repeated failures (429
+// and Retry-After). The client address is the socket peer unless the peer
+// is one of Config.TrustedProxies (package clientip).
 //
 // The package logs only through Config.Logger.
 package server

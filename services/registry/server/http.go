@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
+	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
 )
 
@@ -44,8 +46,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		DenyAnonymous: true,
 	}
 	market, err := api.New(api.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta,
-		PasswordParams: s.cfg.PasswordParams, MaxBodyBytes: s.cfg.MaxBodyBytes,
-		MaxConcurrentLogins: s.cfg.MaxConcurrentLogins, RequestID: RequestID,
+		MaxBodyBytes: s.cfg.MaxBodyBytes, RequestID: RequestID,
 		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	mux.Handle("/v2/", dist)
 	mux.Handle(api.Prefix+"/", market)
 	mux.Handle(keyrelease.Path, release)
-	mux.Handle("/auth/token", limitConcurrency(tokens, s.cfg.MaxConcurrentLogins))
+	mux.Handle("/auth/token", tokens)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
@@ -127,7 +128,8 @@ func (s *Server) middleware(next http.Handler, m *metrics) http.Handler {
 		}
 		r.Header.Set(RequestIDHeader, id)
 		w.Header().Set(RequestIDHeader, id)
-		ctx := context.WithValue(r.Context(), ctxKey{}, id)
+		client := s.clients.Addr(r)
+		ctx := clientip.NewContext(context.WithValue(r.Context(), ctxKey{}, id), client)
 		r = r.WithContext(ctx)
 		route := routeClass(r.URL.Path)
 		// Blob upload bodies and manifests are limited by the distribution
@@ -153,14 +155,19 @@ func (s *Server) middleware(next http.Handler, m *metrics) http.Handler {
 		}
 		// No header values and no query string: they may hold credentials
 		// or account names.
-		s.log.LogAttrs(ctx, level, "request",
+		attrs := []slog.Attr{
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
 			slog.String("route", route),
 			slog.Int("status", rw.status),
 			slog.Int64("bytes", rw.bytes),
 			slog.Duration("duration", d),
-			slog.String("remote", r.RemoteAddr))
+			slog.String("remote", clientip.String(client)),
+		}
+		if peer, _ := netip.ParseAddrPort(r.RemoteAddr); peer.Addr().Unmap() != client {
+			attrs = append(attrs, slog.String("peer", r.RemoteAddr)) // a trusted proxy's
+		}
+		s.log.LogAttrs(ctx, level, "request", attrs...)
 	})
 }
 
@@ -223,22 +230,6 @@ func (w *statusWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// limitConcurrency runs at most n requests of h at once; the others wait
-// (until their context ends: 503).
-func limitConcurrency(h http.Handler, n int) http.Handler {
-	sem := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sem <- struct{}{}:
-		case <-r.Context().Done():
-			http.Error(w, "busy", http.StatusServiceUnavailable)
-			return
-		}
-		defer func() { <-sem }()
-		h.ServeHTTP(w, r)
-	})
-}
 
 // requestIDHandler adds the request id of a record's context.
 type requestIDHandler struct{ slog.Handler }

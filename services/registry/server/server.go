@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/blob/s3store"
+	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/distribution"
 	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/validation"
@@ -31,24 +33,23 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultListen              = ":5000"
-	DefaultDataDir             = "/var/lib/faas-registry"
-	DefaultS3Bucket            = "faas-registry"
-	DefaultS3Region            = "us-east-1"
-	DefaultIssuer              = "faas-registry"
-	DefaultService             = "faas-registry"
-	DefaultReadHeaderTimeout   = 10 * time.Second
-	DefaultReadTimeout         = 15 * time.Minute
-	DefaultWriteTimeout        = 15 * time.Minute
-	DefaultIdleTimeout         = 2 * time.Minute
-	DefaultShutdownTimeout     = 30 * time.Second
-	DefaultMaxBodyBytes        = 1 << 20 // 1 MiB
-	DefaultMaxChunkBytes       = 8 << 30 // 8 GiB
-	DefaultMaxConcurrentLogins = 4
-	DefaultReadyTimeout        = 5 * time.Second
-	DefaultMetricsListen       = "127.0.0.1:5001" // distribution's debug address, where it serves its metrics
-	DefaultGCInterval          = 24 * time.Hour
-	DefaultGCGracePeriod       = blob.DefaultGracePeriod // 2 hours
+	DefaultListen            = ":5000"
+	DefaultDataDir           = "/var/lib/faas-registry"
+	DefaultS3Bucket          = "faas-registry"
+	DefaultS3Region          = "us-east-1"
+	DefaultIssuer            = "faas-registry"
+	DefaultService           = "faas-registry"
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 15 * time.Minute
+	DefaultWriteTimeout      = 15 * time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultMaxBodyBytes      = 1 << 20 // 1 MiB
+	DefaultMaxChunkBytes     = 8 << 30 // 8 GiB
+	DefaultReadyTimeout      = 5 * time.Second
+	DefaultMetricsListen     = "127.0.0.1:5001" // distribution's debug address, where it serves its metrics
+	DefaultGCInterval        = 24 * time.Hour
+	DefaultGCGracePeriod     = blob.DefaultGracePeriod // 2 hours
 )
 
 // MetricsOff as Config.MetricsListen serves no metrics.
@@ -152,9 +153,6 @@ type Config struct {
 	// MaxManifestBytes caps a manifest. Default
 	// distribution.DefaultMaxManifestBytes.
 	MaxManifestBytes int64
-	// MaxConcurrentLogins bounds concurrent token requests (each may hash a
-	// password with argon2id). Default DefaultMaxConcurrentLogins.
-	MaxConcurrentLogins int
 
 	// GCInterval is how often Serve collects garbage (package gc): the
 	// first collection runs min(GCInterval, 5 minutes) after the start,
@@ -170,6 +168,17 @@ type Config struct {
 	// PasswordParams are the argon2id costs of new password hashes; the zero
 	// value means auth.DefaultParams. Tests lower them.
 	PasswordParams auth.Params
+	// PasswordLimits guard every password check (token endpoint, /api/v1,
+	// key release): the memory budget of concurrent hashing and the
+	// lockouts after failures, per account and per client address. Zero
+	// fields take the defaults of auth.Limits.
+	PasswordLimits auth.Limits
+
+	// TrustedProxies are the networks of reverse proxies whose
+	// X-Forwarded-For and X-Real-IP headers name the client (for the audit
+	// log, the request log and the per-address login limits). Default none:
+	// the client is the socket peer and those headers are ignored.
+	TrustedProxies []netip.Prefix
 
 	// Logger receives request logs and errors. Default: discard.
 	Logger *slog.Logger
@@ -213,9 +222,6 @@ func (c *Config) setDefaults() {
 	if c.MaxChunkBytes <= 0 {
 		c.MaxChunkBytes = DefaultMaxChunkBytes
 	}
-	if c.MaxConcurrentLogins <= 0 {
-		c.MaxConcurrentLogins = DefaultMaxConcurrentLogins
-	}
 	if c.PasswordParams == (auth.Params{}) {
 		c.PasswordParams = auth.DefaultParams
 	}
@@ -236,6 +242,7 @@ type Server struct {
 	platform validation.PlatformKeys
 	worker   *validation.Worker
 	metrics  *metrics
+	clients  clientip.Resolver
 	handler  http.Handler
 }
 
@@ -259,7 +266,8 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("%w: S3 public endpoint: %v", ErrConfig, err)
 		}
 	}
-	s := &Server{cfg: cfg, log: slog.New(requestIDHandler{cfg.Logger.Handler()}), metrics: newMetrics()}
+	s := &Server{cfg: cfg, log: slog.New(requestIDHandler{cfg.Logger.Handler()}), metrics: newMetrics(),
+		clients: clientip.Resolver{Trusted: cfg.TrustedProxies}}
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		// The URL may hold a password: do not quote it.
@@ -281,7 +289,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: migrations: %w", err)
 	}
 	s.meta = meta.New(s.pool)
-	s.accounts, err = auth.NewStore(s.pool, auth.WithParams(cfg.PasswordParams))
+	s.accounts, err = auth.NewStore(s.pool, auth.WithParams(cfg.PasswordParams), auth.WithLimits(cfg.PasswordLimits))
 	if err != nil {
 		return nil, fmt.Errorf("server: accounts: %w", err)
 	}

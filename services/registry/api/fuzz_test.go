@@ -87,7 +87,9 @@ func FuzzHandlers(f *testing.F) {
 				t.Fatalf("%s as %s with %q: %d %s", route, who, body, res.StatusCode, b)
 			}
 			if res.StatusCode >= 400 {
-				var e struct{ Error struct{ Code, Message string } }
+				var e struct {
+					Error struct{ Code, Message string }
+				}
 				if json.Unmarshal(b, &e) != nil || e.Error.Code == "" || e.Error.Message == "" {
 					t.Fatalf("%s as %s with %q: %d without a JSON error: %s", route, who, body, res.StatusCode, b)
 				}

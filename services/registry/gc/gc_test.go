@@ -424,17 +424,23 @@ func testPushDuringSweep(t *testing.T, e *env) {
 		go func() { _, code := e.pushChunked("isv/app", ps[2]); pushed <- code }()
 		e.waitBlockedOrDone(pushed)
 	})
-	// 3: a manifest put while the sweep deletes the blob's bytes: it must
-	// be refused, never stored pointing at removed bytes.
-	var late int
+	// 3: a manifest put while the sweep deletes the blob's bytes: it waits
+	// for the sweep and is then refused, never stored pointing at removed
+	// bytes.
+	lateDone := make(chan int, 1)
 	e.gcs.hook(&e.gcs.onDelete, ds[3], func() {
-		_, late, _ = e.putManifest("isv/app", "late", dc, len(cfg), map[blob.Digest]int{ds[3]: len(ps[3])})
+		go func() {
+			_, code, _ := e.putManifest("isv/app", "late", dc, len(cfg), map[blob.Digest]int{ds[3]: len(ps[3])})
+			lateDone <- code
+		}()
+		e.waitBlockedOrDone(lateDone)
 	})
 
 	rep := e.run(gc.Options{})
 	if code := <-pushed; code != http.StatusCreated {
 		t.Fatalf("push racing the sweep: %d", code)
 	}
+	late := <-lateDone
 	if got, want := removed(rep), []string{string(ds[2]), string(ds[3]), string(ds[4])}; !slices.Equal(got, sorted(want)) {
 		t.Errorf("removed %v, want %v", got, sorted(want))
 	}

@@ -30,8 +30,8 @@ const (
 // commit never races with the removal of the same bytes.
 func (s *Store) HoldBlob(ctx context.Context, digest string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock_shared($1, hashtext($2))`, blobLockClass, digest); err != nil {
-			return fmt.Errorf("meta: hold blob %s: %w", digest, err)
+		if err := lockDigest(ctx, tx, digest); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `insert into blob_holds (digest, held_at) values ($1, clock_timestamp())
 			on conflict (digest) do update set held_at = excluded.held_at`, digest); err != nil {
@@ -39,6 +39,19 @@ func (s *Store) HoldBlob(ctx context.Context, digest string) error {
 		}
 		return nil
 	})
+}
+
+// lockDigest takes digest's lock in shared mode until tx ends: a sweep of
+// digest (exclusive) finishes first, and no sweep starts meanwhile. Every
+// transaction that adds a reference to a blob (a link, a manifest's blob)
+// takes it before touching the blob's rows. Without it, a sweep that holds
+// the blob's row and waits in the delete's foreign-key check for a new,
+// uncommitted link deadlocks with that link's own check of the blob row.
+func lockDigest(ctx context.Context, tx pgx.Tx, digest string) error {
+	if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock_shared($1, hashtext($2))`, blobLockClass, digest); err != nil {
+		return fmt.Errorf("meta: lock %s: %w", digest, err)
+	}
+	return nil
 }
 
 // GC is one garbage collection: it holds the collection lock, so that one
@@ -145,19 +158,27 @@ func (g *GC) Live(ctx context.Context, cutoff time.Time, fn func(digest string) 
 }
 
 // Sweep removes blob digest if it is still garbage: under the digest's
-// lock, which HoldBlob waits for, and with its repository links and its row
+// lock, which HoldBlob and every writer of a reference wait for, and with
+// its repository links and its row
 // locked against new manifest references and mounts, it checks that the
 // blob is not live (see Live), deletes its links, row and hold, commits,
 // and then calls remove to delete the bytes before releasing the lock. It
 // reports whether the blob was removed; false with a nil error means it
-// turned out live. When remove fails the rows are gone but the bytes stay:
-// the next collection finds them as bytes without a row.
+// turned out live, or in use: a writer holds the digest's lock, and the
+// sweep never waits for one (a waiting exclusive lock would queue every
+// later writer of the digest behind it, and those may hold what the first
+// writer waits for). When remove fails the rows are gone but the bytes
+// stay: the next collection finds them as bytes without a row.
 func (g *GC) Sweep(ctx context.Context, digest string, cutoff time.Time, remove func(context.Context) error) (removed bool, err error) {
 	if g.conn == nil {
 		return false, errors.New("meta: gc: closed")
 	}
-	if _, err := g.conn.Exec(ctx, `select pg_advisory_lock($1, hashtext($2))`, blobLockClass, digest); err != nil {
+	var locked bool
+	if err := g.conn.QueryRow(ctx, `select pg_try_advisory_lock($1, hashtext($2))`, blobLockClass, digest).Scan(&locked); err != nil {
 		return false, fmt.Errorf("meta: gc: lock %s: %w", digest, err)
+	}
+	if !locked {
+		return false, nil
 	}
 	defer func() {
 		if uerr := g.release(ctx, `select pg_advisory_unlock($1, hashtext($2))`, blobLockClass, digest); uerr != nil {

@@ -111,6 +111,9 @@ func (s *Store) RepositoryExists(ctx context.Context, name string) (bool, error)
 // repository repo, creating the repository. Call it only after the commit.
 func (s *Store) PutBlob(ctx context.Context, repo, digest string, size int64) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockDigest(ctx, tx, digest); err != nil {
+			return err
+		}
 		id, err := ensureRepository(ctx, tx, repo)
 		if err != nil {
 			return err
@@ -148,6 +151,9 @@ func (s *Store) BlobSize(ctx context.Context, repo, digest string) (int64, error
 func (s *Store) MountBlob(ctx context.Context, repo, from, digest string) (int64, error) {
 	var size int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockDigest(ctx, tx, digest); err != nil {
+			return err
+		}
 		err := tx.QueryRow(ctx, `select b.size from blobs b
 			join repository_blobs rb on rb.digest = b.digest
 			join repositories r on r.id = rb.repository_id
@@ -210,6 +216,13 @@ type Manifest struct {
 // is stored then. Storing a manifest that exists again only moves the tag.
 func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tag string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
+		// The digests' locks before any row: shared locks never wait for
+		// each other, and a sweep never waits for them.
+		for _, d := range m.Blobs {
+			if err := lockDigest(ctx, tx, d); err != nil {
+				return err
+			}
+		}
 		id, err := ensureRepository(ctx, tx, repo)
 		if err != nil {
 			return err
@@ -490,6 +503,9 @@ func (s *Store) WithUpload(ctx context.Context, repo, id string, fn func(ctx con
 			return err
 		}
 		if out.Digest != "" {
+			if err := lockDigest(ctx, tx, out.Digest); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, `insert into blobs (digest, size) values ($1, $2) on conflict (digest) do nothing`, out.Digest, out.Size); err != nil {
 				return fmt.Errorf("meta: blob %s: %w", out.Digest, err)
 			}

@@ -13,6 +13,19 @@
 // otherwise), and it is stored in one transaction, so clients never see a
 // partial blob or a manifest with missing content.
 //
+// # Digests
+//
+// Blobs and manifests are addressed by sha256 or sha512 digests everywhere
+// (uploads, mounts, pulls, deletes, manifests by digest, referrers). A blob
+// is verified with the algorithm of the digest it is committed under; a
+// POST may announce it with digest-algorithm, which is only checked. A
+// manifest pushed by digest keeps that digest; one pushed by tag gets its
+// canonical (sha256) digest, so tags of a sha512 manifest come as tag
+// parameters of a push by digest (PUT …/manifests/sha512:…?tag=a&tag=b,
+// answered with an OCI-Tag header per tag). A malformed digest, or one of
+// another algorithm, answers 400 DIGEST_INVALID (an unknown
+// digest-algorithm 400 UNSUPPORTED).
+//
 // # Authorization
 //
 // Every request is passed to the configured [Authorizer] with the repository

@@ -71,6 +71,15 @@ func (s *server) startUpload(c echo.Context, name string) error {
 	}
 	ctx := c.Request().Context()
 	q := c.QueryParams()
+	// The algorithm a chunked upload will be committed with. Nothing
+	// depends on it here (Commit hashes with the algorithm of the closing
+	// PUT's digest), but an algorithm the registry cannot verify is
+	// refused now rather than after the upload.
+	if q.Has("digest-algorithm") {
+		if _, err := blob.ParseAlgorithm(q.Get("digest-algorithm")); err != nil {
+			return apiError(http.StatusBadRequest, codeUnsupported, "unsupported digest algorithm; supported: sha256, sha512", q.Get("digest-algorithm"))
+		}
+	}
 	if q.Has("mount") {
 		d, err := parseDigest(q.Get("mount"))
 		if err != nil {

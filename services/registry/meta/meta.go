@@ -216,12 +216,12 @@ type Manifest struct {
 	Children []string
 }
 
-// PutManifest stores m in repo, creating the repository, and points tag at
-// it when tag is not "". Every blob in m.Blobs must be linked into repo and
+// PutManifest stores m in repo, creating the repository, and points each of
+// tags (skipping "") at it. Every blob in m.Blobs must be linked into repo and
 // every child in m.Children must be a manifest of repo, else the error is a
 // *MissingError (wrapping ErrBlobUnknown or ErrManifestUnknown); nothing
 // is stored then. Storing a manifest that exists again only moves the tag.
-func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tag string) error {
+func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tags ...string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		id, err := ensureRepository(ctx, tx, repo)
 		if err != nil {
@@ -276,7 +276,10 @@ func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tag st
 				}
 			}
 		}
-		if tag != "" {
+		for _, tag := range tags {
+			if tag == "" {
+				continue
+			}
 			if _, err := tx.Exec(ctx, `insert into tags (repository_id, name, manifest_digest) values ($1, $2, $3)
 				on conflict (repository_id, name) do update set manifest_digest = excluded.manifest_digest, updated_at = now()`,
 				id, tag, m.Digest); err != nil {

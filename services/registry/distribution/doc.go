@@ -37,6 +37,13 @@
 // [Challenger]; [ErrDenied] answers 403 DENIED. This package has no policy of
 // its own: [AllowAll] admits everyone and is meant for tests.
 //
+// Upload requests ask for "push". The one exception is the status of an
+// upload (GET …/blobs/uploads/<id>), which the account that started the
+// upload may also read with "pull": clients that keep one token for GET and
+// HEAD and another for writes (the reference registry asks "pull" of this
+// request) send their pull token there. Knowing the account takes an
+// [AccountAuthorizer]; upload sessions record it.
+//
 // # Redirects
 //
 // With Config.BlobRedirects and a blob store that implements

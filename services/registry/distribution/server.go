@@ -198,7 +198,26 @@ func (s *server) route(c echo.Context) error {
 
 // authorize asks the Authorizer and turns its refusal into an API error.
 func (s *server) authorize(c echo.Context, repo string, actions ...string) error {
-	err := s.cfg.Authorizer.Authorize(c.Request(), repo, actions...)
+	_, err := s.authorizeAccount(c, repo, actions...)
+	return err
+}
+
+// authorizeAccount is authorize that also returns the account the request
+// is authorized as ("" when the Authorizer does not tell), along with an
+// error of status 403 too.
+func (s *server) authorizeAccount(c echo.Context, repo string, actions ...string) (string, error) {
+	var account string
+	var err error
+	if aa, ok := s.cfg.Authorizer.(AccountAuthorizer); ok {
+		account, err = aa.AuthorizeAccount(c.Request(), repo, actions...)
+	} else {
+		err = s.cfg.Authorizer.Authorize(c.Request(), repo, actions...)
+	}
+	return account, s.authError(c, err, repo, actions)
+}
+
+// authError turns an Authorizer's refusal into an API error.
+func (s *server) authError(c echo.Context, err error, repo string, actions []string) error {
 	switch {
 	case err == nil:
 		return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -146,11 +147,14 @@ func TestStore(t *testing.T) {
 	})
 
 	t.Run("uploads", func(t *testing.T) {
-		if err := s.CreateUpload(ctx, "r/up", "u1"); err != nil {
+		if err := s.CreateUpload(ctx, "r/up", "u1", "nobody"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.UploadExists(ctx, "r/other", "u1"); !errors.Is(err, meta.ErrUploadUnknown) {
+		if _, err := s.GetUpload(ctx, "r/other", "u1", 0); !errors.Is(err, meta.ErrUploadUnknown) {
 			t.Fatalf("upload in another repo = %v", err)
+		}
+		if u, err := s.GetUpload(ctx, "r/up", "u1", time.Hour); err != nil || u.Account != "" || u.Offset != 0 || u.Updated.IsZero() {
+			t.Fatalf("GetUpload = %+v, %v", u, err)
 		}
 		boom := errors.New("boom")
 		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
@@ -163,7 +167,7 @@ func TestStore(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.UploadExists(ctx, "r/up", "u1"); !errors.Is(err, meta.ErrUploadUnknown) {
+		if _, err := s.GetUpload(ctx, "r/up", "u1", 0); !errors.Is(err, meta.ErrUploadUnknown) {
 			t.Fatalf("committed upload still exists: %v", err)
 		}
 		if n, err := s.BlobSize(ctx, "r/up", digest('c')); err != nil || n != 3 {

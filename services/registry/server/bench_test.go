@@ -273,7 +273,7 @@ func newPullEnv(b *testing.B, redirect bool) *pullEnv {
 }
 
 // bearerToken runs the Docker token flow with a password.
-func bearerToken(b *testing.B, base, user, pw, scope string) string {
+func bearerToken(b testing.TB, base, user, pw, scope string) string {
 	b.Helper()
 	q := url.Values{"service": {server.DefaultService}, "scope": {scope}}
 	req, err := http.NewRequest(http.MethodGet, base+"/auth/token?"+q.Encode(), nil)

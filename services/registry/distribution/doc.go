@@ -66,7 +66,27 @@
 // registry.example.com). go-containerregistry (crane) adds the header in
 // its transport, only for the registry's host:port, and never resends it.
 //
-// # Limits
+// # Uploads and their limits
+//
+// Nothing that waits on a client's body holds a database connection, a
+// transaction or a lock others need. A PATCH or PUT reads its session in
+// one short query, streams the body into the blob store's staging, and
+// then records the new offset in one statement that succeeds only if the
+// recorded offset is still the one it read (meta.Store.AdvanceUpload), or
+// records the blob and ends the session in one short transaction. Two
+// requests writing one upload at once are refused 416 RANGE_INVALID: within
+// a process by an in-memory claim on the upload, across processes by that
+// conditional update. Content a conflict may have mixed into the staging
+// never becomes a blob: the commit verifies the digest. A monolithic upload
+// (POST with a digest) is a session too while its body arrives.
+//
+// Bodies slower than Config.MinBodyRate bytes per second over a window of
+// Config.MinBodyRateWindow are cut with 408 (upload bodies keep what
+// arrived: the client resumes from the status); one account sends at most
+// Config.MaxConcurrentUploads upload bodies at a time, beyond which
+// requests answer 429 TOOMANYREQUESTS with Retry-After. The account is the
+// one an [AccountAuthorizer] names; without one all requests count as one
+// anonymous account.
 //
 // Manifest bodies are capped by Config.MaxManifestBytes and upload chunks by
 // Config.MaxChunkBytes. Read and write timeouts, overall request body

@@ -149,9 +149,11 @@ func (s *server) putManifest(c echo.Context, name, ref string) error {
 	if r.ContentLength > limit {
 		return apiError(http.StatusRequestEntityTooLarge, codeSizeInvalid, fmt.Sprintf("manifest larger than %d bytes", limit), nil)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	rd, stop := s.body(c, 0)
+	body, err := io.ReadAll(io.LimitReader(rd, limit+1))
+	stop()
 	if err != nil {
-		return err
+		return bodyError(err, codeManifestInvalid)
 	}
 	if int64(len(body)) > limit {
 		return apiError(http.StatusRequestEntityTooLarge, codeSizeInvalid, fmt.Sprintf("manifest larger than %d bytes", limit), nil)

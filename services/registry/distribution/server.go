@@ -17,8 +17,13 @@ import (
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
-// DefaultMaxManifestBytes is the manifest size limit when Config leaves it 0.
-const DefaultMaxManifestBytes = 4 << 20
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxManifestBytes     = 4 << 20
+	DefaultMinBodyRate          = 16 << 10 // bytes per second
+	DefaultMinBodyRateWindow    = 30 * time.Second
+	DefaultMaxConcurrentUploads = 8
+)
 
 // Config configures the API. Meta, Blobs and Authorizer are required; the
 // other zero values are the documented defaults.
@@ -33,6 +38,19 @@ type Config struct {
 	// PUT); larger ones answer 413 SIZE_INVALID. 0: no limit of this
 	// package (the caller's request limits apply).
 	MaxChunkBytes int64
+	// MinBodyRate is the slowest, in bytes per second averaged over each
+	// MinBodyRateWindow of a request, that an upload or manifest body may
+	// arrive at; a slower one is cut and answers 408. 0:
+	// DefaultMinBodyRate (16 KiB/s); negative: no minimum.
+	MinBodyRate int64
+	// MinBodyRateWindow: see MinBodyRate. 0: DefaultMinBodyRateWindow
+	// (30 s).
+	MinBodyRateWindow time.Duration
+	// MaxConcurrentUploads bounds the requests of one account that send
+	// upload bodies at a time (a POST with a digest, PATCH, PUT); more
+	// answer 429 TOOMANYREQUESTS with Retry-After. 0:
+	// DefaultMaxConcurrentUploads (8); negative: no limit.
+	MaxConcurrentUploads int
 	// BlobRedirects answers a GET of a whole blob with 307 Temporary
 	// Redirect to a short-lived URL of the blob store, when Blobs implements
 	// blob.Redirector (s3store: a presigned URL), instead of streaming the
@@ -55,7 +73,8 @@ type Config struct {
 
 // server holds the configured dependencies of the handlers.
 type server struct {
-	cfg Config
+	cfg    Config
+	active *activeUploads
 	// redirector is Blobs as a blob.Redirector when Config.BlobRedirects
 	// is set and it is one; nil otherwise.
 	redirector blob.Redirector
@@ -70,7 +89,16 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.MaxManifestBytes <= 0 {
 		cfg.MaxManifestBytes = DefaultMaxManifestBytes
 	}
-	s := &server{cfg: cfg}
+	if cfg.MinBodyRate == 0 {
+		cfg.MinBodyRate = DefaultMinBodyRate
+	}
+	if cfg.MinBodyRateWindow <= 0 {
+		cfg.MinBodyRateWindow = DefaultMinBodyRateWindow
+	}
+	if cfg.MaxConcurrentUploads == 0 {
+		cfg.MaxConcurrentUploads = DefaultMaxConcurrentUploads
+	}
+	s := &server{cfg: cfg, active: newActiveUploads(cfg.MaxConcurrentUploads)}
 	if r, ok := cfg.Blobs.(blob.Redirector); ok && cfg.BlobRedirects {
 		s.redirector = r
 	}
@@ -251,6 +279,7 @@ const (
 	codeDenied              = "DENIED"
 	codeUnsupported         = "UNSUPPORTED"
 	codeRangeInvalid        = "RANGE_INVALID"
+	codeTooManyRequests     = "TOOMANYREQUESTS"
 	codeNotFound            = "NOT_FOUND" // a path outside the API
 )
 

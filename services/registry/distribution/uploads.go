@@ -4,17 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
+
+// recordTimeout bounds the database writes that record what a request
+// staged; they run even when the client went away meanwhile, since the
+// bytes are in the store.
+const recordTimeout = 30 * time.Second
 
 func uploadURL(name, id string) string          { return "/v2/" + name + "/blobs/uploads/" + url.PathEscape(id) }
 func blobURL(name string, d blob.Digest) string { return "/v2/" + name + "/blobs/" + string(d) }
@@ -36,29 +41,17 @@ func created(c echo.Context, name string, d blob.Digest) error {
 	return c.NoContent(http.StatusCreated)
 }
 
-// body returns the request body, capped by MaxChunkBytes.
-func (s *server) body(c echo.Context) io.Reader {
-	r := c.Request()
-	if s.cfg.MaxChunkBytes > 0 {
-		return http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxChunkBytes)
-	}
-	return r.Body
-}
-
-// writeError maps a failed upload Write.
-func writeError(err error) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return apiError(http.StatusRequestEntityTooLarge, codeSizeInvalid,
-			fmt.Sprintf("chunk larger than %d bytes", tooBig.Limit), nil)
-	}
-	return err
-}
-
 // commitError maps a failed Commit.
 func commitError(err error, d blob.Digest) error {
 	if errors.Is(err, blob.ErrDigestMismatch) {
 		return apiError(http.StatusBadRequest, codeDigestInvalid, "content does not match digest", string(d))
+	}
+	return err
+}
+
+func uploadUnknown(err error, id string) error {
+	if errors.Is(err, meta.ErrNotFound) {
+		return apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", id)
 	}
 	return err
 }
@@ -103,37 +96,76 @@ func (s *server) startUpload(c echo.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		up, err := s.cfg.Blobs.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		info, err := s.monolithic(c, up, d)
-		if err != nil {
-			_ = up.Cancel(ctx)
-			return err
-		}
-		if err := s.cfg.Meta.PutBlob(ctx, name, string(d), info.Size); err != nil {
-			return err
-		}
-		return created(c, name, d)
+		return s.monolithic(c, name, account, d)
 	}
 	drain(c.Request().Body)
-	up, err := s.cfg.Blobs.Begin(ctx)
+	up, err := s.begin(c, name, account)
 	if err != nil {
-		return err
-	}
-	if err := s.cfg.Meta.CreateUpload(ctx, name, up.ID(), account); err != nil {
-		_ = up.Cancel(ctx)
 		return err
 	}
 	setUploadHeaders(c, name, up.ID(), 0)
 	return c.NoContent(http.StatusAccepted)
 }
 
-func (s *server) monolithic(c echo.Context, up blob.Upload, d blob.Digest) (blob.Info, error) {
+// begin starts an upload and its session.
+func (s *server) begin(c echo.Context, name, account string) (blob.Upload, error) {
 	ctx := c.Request().Context()
-	if _, err := up.Write(ctx, s.body(c)); err != nil {
-		return blob.Info{}, writeError(err)
+	up, err := s.cfg.Blobs.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Meta.CreateUpload(ctx, name, up.ID(), account); err != nil {
+		_ = up.Cancel(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return up, nil
+}
+
+// monolithic is a whole blob in one POST. It is an upload session like any
+// other while its body arrives, so that its staging is accounted for and
+// ends with the session.
+func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest) error {
+	leave, ok := s.active.enter(account)
+	if !ok {
+		return tooManyRequests(c, "too many uploads in progress for this account", s.cfg.MaxConcurrentUploads)
+	}
+	defer leave()
+	up, err := s.begin(c, name, account)
+	if err != nil {
+		return err
+	}
+	release, _ := s.active.claim(up.ID(), account) // a new id: never busy
+	defer release()
+	ctx := c.Request().Context()
+	info, err := s.write(c, up, true, d)
+	if err == nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		err = s.cfg.Meta.CompleteUpload(rctx, name, up.ID(), string(d), info.Size)
+	}
+	if err != nil {
+		// Nothing to resume: the client never learnt the session.
+		bg := context.WithoutCancel(ctx)
+		_ = up.Cancel(bg)
+		_ = s.cfg.Meta.EndUpload(bg, name, up.ID())
+		return err
+	}
+	return created(c, name, d)
+}
+
+// write stages the request body into up and, when commit is set, commits
+// the upload as digest d. No database connection is held meanwhile: the
+// body may take long to arrive.
+func (s *server) write(c echo.Context, up blob.Upload, commit bool, d blob.Digest) (blob.Info, error) {
+	ctx := c.Request().Context()
+	body, stop := s.body(c, s.cfg.MaxChunkBytes)
+	_, err := up.Write(ctx, body)
+	stop()
+	if err != nil {
+		return blob.Info{}, bodyError(err, codeBlobUploadInvalid)
+	}
+	if !commit {
+		return blob.Info{}, nil
 	}
 	info, err := up.Commit(ctx, d)
 	return info, commitError(err, d)
@@ -146,13 +178,6 @@ func (s *server) resume(c echo.Context, id string) (blob.Upload, error) {
 		return nil, apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", id)
 	}
 	return up, err
-}
-
-func uploadUnknown(err error, id string) error {
-	if errors.Is(err, meta.ErrNotFound) {
-		return apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", id)
-	}
-	return err
 }
 
 // checkContentRange checks a chunk's Content-Range "first-last" against
@@ -177,60 +202,90 @@ func checkContentRange(c echo.Context, name string, up blob.Upload) error {
 	return nil
 }
 
+// chunk is the common part of PATCH and PUT by account, authorized: it
+// writes the request's body to upload id of repository name (and for a PUT
+// commits it as d), then
+// records the new offset, or the end of the session. The database is asked
+// before and told after, in short statements; what guards an upload
+// against two writers is the in-process claim and, across processes, the
+// conditional update of the recorded offset (meta.AdvanceUpload).
+func (s *server) chunk(c echo.Context, name, id, account string, commit bool, d blob.Digest) (offset int64, err error) {
+	ctx := c.Request().Context()
+	sess, err := s.cfg.Meta.GetUpload(ctx, name, id, 0)
+	if err != nil {
+		return 0, uploadUnknown(err, id)
+	}
+	leave, ok := s.active.enter(account)
+	if !ok {
+		return 0, tooManyRequests(c, "too many uploads in progress for this account", s.cfg.MaxConcurrentUploads)
+	}
+	defer leave()
+	release, ok := s.active.claim(id, account)
+	if !ok {
+		return 0, s.busy(c, name, id)
+	}
+	defer release()
+	up, err := s.resume(c, id)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkContentRange(c, name, up); err != nil {
+		return 0, err
+	}
+	info, werr := s.write(c, up, commit, d)
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if werr == nil && commit {
+		return info.Size, s.cfg.Meta.CompleteUpload(rctx, name, id, string(d), info.Size)
+	}
+	// Record what is staged now, also after a failed write: the store
+	// keeps what arrived, and a client resumes from the status.
+	err = s.cfg.Meta.AdvanceUpload(rctx, name, id, sess.Offset, up.Offset())
+	switch {
+	case errors.Is(err, meta.ErrUploadConflict):
+		return 0, s.busy(c, name, id)
+	case err != nil:
+		return 0, uploadUnknown(err, id)
+	case werr != nil:
+		return 0, werr
+	}
+	return up.Offset(), nil
+}
+
+// busy answers a request for an upload that another request writes to.
+func (s *server) busy(c echo.Context, name, id string) error {
+	if up, err := s.cfg.Blobs.Resume(c.Request().Context(), id); err == nil {
+		setUploadHeaders(c, name, id, up.Offset())
+	}
+	return apiError(http.StatusRequestedRangeNotSatisfiable, codeRangeInvalid,
+		"another request is writing to this upload; get its status and continue from there", id)
+}
+
 func (s *server) patchUpload(c echo.Context, name, id string) error {
-	if err := s.authorize(c, name, ActionPush); err != nil {
+	account, err := s.authorizeAccount(c, name, ActionPush)
+	if err != nil {
 		return err
 	}
-	var offset int64
-	err := s.cfg.Meta.WithUpload(c.Request().Context(), name, id, func(ctx context.Context) (meta.UploadOutcome, error) {
-		up, err := s.resume(c, id)
-		if err != nil {
-			return meta.UploadOutcome{}, err
-		}
-		if err := checkContentRange(c, name, up); err != nil {
-			return meta.UploadOutcome{}, err
-		}
-		if _, err := up.Write(ctx, s.body(c)); err != nil {
-			return meta.UploadOutcome{}, writeError(err)
-		}
-		offset = up.Offset()
-		return meta.UploadOutcome{Offset: offset}, nil
-	})
+	offset, err := s.chunk(c, name, id, account, false, "")
 	if err != nil {
-		return uploadUnknown(err, id)
+		return err
 	}
 	setUploadHeaders(c, name, id, offset)
 	return c.NoContent(http.StatusAccepted)
 }
 
 func (s *server) putUpload(c echo.Context, name, id string) error {
-	if err := s.authorize(c, name, ActionPush); err != nil {
+	account, err := s.authorizeAccount(c, name, ActionPush)
+	if err != nil {
 		return err
 	}
 	d, err := parseDigest(c.QueryParam("digest"))
 	if err != nil {
 		return err
 	}
-	err = s.cfg.Meta.WithUpload(c.Request().Context(), name, id, func(ctx context.Context) (meta.UploadOutcome, error) {
-		up, err := s.resume(c, id)
-		if err != nil {
-			return meta.UploadOutcome{}, err
-		}
-		if err := checkContentRange(c, name, up); err != nil {
-			return meta.UploadOutcome{}, err
-		}
-		// The final chunk, if any.
-		if _, err := up.Write(ctx, s.body(c)); err != nil {
-			return meta.UploadOutcome{}, writeError(err)
-		}
-		info, err := up.Commit(ctx, d)
-		if err != nil {
-			return meta.UploadOutcome{}, commitError(err, d)
-		}
-		return meta.UploadOutcome{Digest: string(d), Size: info.Size}, nil
-	})
-	if err != nil {
-		return uploadUnknown(err, id)
+	if _, err := s.chunk(c, name, id, account, true, d); err != nil {
+		return err
 	}
 	return created(c, name, d)
 }
@@ -272,15 +327,14 @@ func (s *server) cancelUpload(c echo.Context, name, id string) error {
 	if err := s.authorize(c, name, ActionPush); err != nil {
 		return err
 	}
-	err := s.cfg.Meta.WithUpload(c.Request().Context(), name, id, func(ctx context.Context) (meta.UploadOutcome, error) {
-		err := s.cfg.Blobs.Abort(ctx, id)
-		if err != nil && !errors.Is(err, blob.ErrNotFound) {
-			return meta.UploadOutcome{}, err
-		}
-		return meta.UploadOutcome{Ended: true}, nil
-	})
-	if err != nil {
+	ctx := c.Request().Context()
+	// The session first: once it is gone nobody writes to the upload, and
+	// staging left by a failed Abort is an orphan that sweeps remove.
+	if err := s.cfg.Meta.EndUpload(ctx, name, id); err != nil {
 		return uploadUnknown(err, id)
+	}
+	if err := s.cfg.Blobs.Abort(ctx, id); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -26,6 +26,9 @@ var (
 	ErrUploadUnknown = fmt.Errorf("%w: upload unknown", ErrNotFound)
 	// ErrInUse: the manifest is still referenced by an index in its repository.
 	ErrInUse = errors.New("meta: in use")
+	// ErrUploadConflict: an upload session changed while the caller wrote
+	// to its upload (another request wrote to it too).
+	ErrUploadConflict = errors.New("meta: upload changed concurrently")
 )
 
 // MissingError names the digest a manifest references but the repository
@@ -115,14 +118,20 @@ func (s *Store) PutBlob(ctx context.Context, repo, digest string, size int64) er
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `insert into blobs (digest, size) values ($1, $2) on conflict (digest) do nothing`, digest, size); err != nil {
-			return fmt.Errorf("meta: blob %s: %w", digest, err)
-		}
-		if _, err := tx.Exec(ctx, `insert into repository_blobs (repository_id, digest) values ($1, $2) on conflict do nothing`, id, digest); err != nil {
-			return fmt.Errorf("meta: link blob %s: %w", digest, err)
-		}
-		return nil
+		return linkBlob(ctx, tx, id, digest, size)
 	})
+}
+
+// linkBlob records blob digest of size bytes and links it into the
+// repository with id rid.
+func linkBlob(ctx context.Context, q querier, rid int64, digest string, size int64) error {
+	if _, err := q.Exec(ctx, `insert into blobs (digest, size) values ($1, $2) on conflict (digest) do nothing`, digest, size); err != nil {
+		return fmt.Errorf("meta: blob %s: %w", digest, err)
+	}
+	if _, err := q.Exec(ctx, `insert into repository_blobs (repository_id, digest) values ($1, $2) on conflict do nothing`, rid, digest); err != nil {
+		return fmt.Errorf("meta: link blob %s: %w", digest, err)
+	}
+	return nil
 }
 
 // BlobSize returns the size of blob digest linked into repo, or an error

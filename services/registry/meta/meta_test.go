@@ -156,15 +156,20 @@ func TestStore(t *testing.T) {
 		if u, err := s.GetUpload(ctx, "r/up", "u1", time.Hour); err != nil || u.Account != "" || u.Offset != 0 || u.Updated.IsZero() {
 			t.Fatalf("GetUpload = %+v, %v", u, err)
 		}
-		boom := errors.New("boom")
-		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
-			return meta.UploadOutcome{}, boom
-		}); !errors.Is(err, boom) {
-			t.Fatalf("WithUpload error = %v", err)
+		// Offsets advance only from the recorded one.
+		if err := s.AdvanceUpload(ctx, "r/up", "u1", 0, 5); err != nil {
+			t.Fatal(err)
 		}
-		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
-			return meta.UploadOutcome{Digest: digest('c'), Size: 3}, nil
-		}); err != nil {
+		if err := s.AdvanceUpload(ctx, "r/up", "u1", 0, 9); !errors.Is(err, meta.ErrUploadConflict) {
+			t.Fatalf("AdvanceUpload from a stale offset = %v", err)
+		}
+		if err := s.AdvanceUpload(ctx, "r/other", "u1", 5, 9); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("AdvanceUpload in another repo = %v", err)
+		}
+		if u, err := s.GetUpload(ctx, "r/up", "u1", 0); err != nil || u.Offset != 5 {
+			t.Fatalf("GetUpload after advancing = %+v, %v", u, err)
+		}
+		if err := s.CompleteUpload(ctx, "r/up", "u1", digest('c'), 3); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.GetUpload(ctx, "r/up", "u1", 0); !errors.Is(err, meta.ErrUploadUnknown) {
@@ -173,11 +178,56 @@ func TestStore(t *testing.T) {
 		if n, err := s.BlobSize(ctx, "r/up", digest('c')); err != nil || n != 3 {
 			t.Fatalf("committed blob = %d, %v", n, err)
 		}
-		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
-			t.Fatal("fn ran for an ended upload")
-			return meta.UploadOutcome{}, nil
-		}); !errors.Is(err, meta.ErrUploadUnknown) {
-			t.Fatalf("WithUpload after commit = %v", err)
+		if err := s.AdvanceUpload(ctx, "r/up", "u1", 5, 9); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("AdvanceUpload after commit = %v", err)
+		}
+		// Completing a session that ended meanwhile still records the blob.
+		if err := s.CompleteUpload(ctx, "r/up", "gone", digest('d'), 4); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.BlobSize(ctx, "r/up", digest('d')); err != nil || n != 4 {
+			t.Fatalf("blob of an ended session = %d, %v", n, err)
+		}
+		if err := s.CreateUpload(ctx, "r/up", "u2", ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndUpload(ctx, "r/other", "u2"); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("EndUpload in another repo = %v", err)
+		}
+		if err := s.EndUpload(ctx, "r/up", "u2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndUpload(ctx, "r/up", "u2"); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("second EndUpload = %v", err)
 		}
 	})
+}
+
+// TestAdvanceUploadRace: of writers that read the same offset, exactly one
+// records its new offset; the others learn of the conflict.
+func TestAdvanceUploadRace(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.CreateUpload(ctx, "r/race", "u", ""); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- s.AdvanceUpload(ctx, "r/race", "u", 0, int64(10+i)) }()
+	}
+	won := 0
+	for range n {
+		err := <-errs
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, meta.ErrUploadConflict):
+			t.Errorf("AdvanceUpload: %v", err)
+		}
+	}
+	u, err := s.GetUpload(ctx, "r/race", "u", 0)
+	if won != 1 || err != nil || u.Offset < 10 {
+		t.Fatalf("%d writers won; session %+v, %v", won, u, err)
+	}
 }

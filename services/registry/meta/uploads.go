@@ -55,59 +55,67 @@ func (s *Store) GetUpload(ctx context.Context, repo, id string, idle time.Durati
 	return u, nil
 }
 
-// UploadOutcome is what the function given to WithUpload did to the upload.
-type UploadOutcome struct {
-	Offset int64 // bytes staged after it, recorded with the session
-	// Digest and Size, when Digest is not "", are the blob the upload was
-	// committed as: it is recorded and linked into the repository in the
-	// same transaction that ends the session.
-	Digest string
-	Size   int64
-	// Ended ends the session (the upload was cancelled).
-	Ended bool
+// AdvanceUpload records that upload session id of repo has offset bytes
+// staged, and that it was active now, provided its recorded offset is
+// still from: the check that keeps two writers of one upload (on different
+// replicas, say) from both succeeding, without a lock held while a body
+// arrives. A session whose offset moved meanwhile wraps ErrUploadConflict;
+// a session that is gone (or of another repository) ErrUploadUnknown.
+func (s *Store) AdvanceUpload(ctx context.Context, repo, id string, from, offset int64) error {
+	// One statement: the row is locked only while it runs.
+	var found, updated bool
+	err := s.pool.QueryRow(ctx, `with sess as (
+			select u.id, u.byte_offset from upload_sessions u join repositories r on r.id = u.repository_id
+			where u.id = $1 and r.name = $2),
+		upd as (
+			update upload_sessions u set byte_offset = $4, updated_at = now()
+			from sess where u.id = sess.id and u.byte_offset = $3 returning 1)
+		select exists (select 1 from sess), exists (select 1 from upd)`, id, repo, from, offset).Scan(&found, &updated)
+	switch {
+	case err != nil:
+		return fmt.Errorf("meta: upload %s: %w", id, err)
+	case !found:
+		return fmt.Errorf("%w: %s in %q", ErrUploadUnknown, id, repo)
+	case !updated:
+		return fmt.Errorf("%w: upload %s is no longer at offset %d", ErrUploadConflict, id, from)
+	}
+	return nil
 }
 
-// WithUpload runs fn while holding upload session id of repo locked, which
-// serializes the writers of one upload across replicas, and then records
-// the outcome fn returns. When fn fails nothing is recorded. An unknown
-// session, or one of another repository, wraps ErrUploadUnknown.
-//
-// fn runs inside the transaction but must not use the Store itself: the
-// outcome is applied on fn's behalf, so one request never needs two
-// connections of the pool at once.
-func (s *Store) WithUpload(ctx context.Context, repo, id string, fn func(ctx context.Context) (UploadOutcome, error)) error {
+// CompleteUpload records that upload session id of repo was committed as
+// blob digest of size bytes: in one transaction the blob is recorded and
+// linked into repo, and the session ends. A session that ended meanwhile
+// (cancelled, say) is no error: the blob store committed the blob, so it is
+// recorded all the same.
+func (s *Store) CompleteUpload(ctx context.Context, repo, id, digest string, size int64) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		var rid int64
-		err := tx.QueryRow(ctx, `select u.repository_id from upload_sessions u join repositories r on r.id = u.repository_id
-			where u.id = $1 and r.name = $2 for update of u`, id, repo).Scan(&rid)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s in %q", ErrUploadUnknown, id, repo)
-		}
-		if err != nil {
-			return fmt.Errorf("meta: upload %s: %w", id, err)
-		}
-		out, err := fn(ctx)
+		rid, err := ensureRepository(ctx, tx, repo)
 		if err != nil {
 			return err
 		}
-		if out.Digest != "" {
-			if _, err := tx.Exec(ctx, `insert into blobs (digest, size) values ($1, $2) on conflict (digest) do nothing`, out.Digest, out.Size); err != nil {
-				return fmt.Errorf("meta: blob %s: %w", out.Digest, err)
-			}
-			if _, err := tx.Exec(ctx, `insert into repository_blobs (repository_id, digest) values ($1, $2) on conflict do nothing`, rid, out.Digest); err != nil {
-				return fmt.Errorf("meta: link blob %s: %w", out.Digest, err)
-			}
+		if err := linkBlob(ctx, tx, rid, digest, size); err != nil {
+			return err
 		}
-		if out.Digest != "" || out.Ended {
-			_, err = tx.Exec(ctx, `delete from upload_sessions where id = $1`, id)
-		} else {
-			_, err = tx.Exec(ctx, `update upload_sessions set byte_offset = $2, updated_at = now() where id = $1`, id, out.Offset)
-		}
-		if err != nil {
+		if _, err := tx.Exec(ctx, `delete from upload_sessions where id = $1 and repository_id = $2`, id, rid); err != nil {
 			return fmt.Errorf("meta: upload %s: %w", id, err)
 		}
 		return nil
 	})
+}
+
+// EndUpload ends upload session id of repo (the upload was cancelled or
+// failed); a session that is gone, or of another repository, wraps
+// ErrUploadUnknown.
+func (s *Store) EndUpload(ctx context.Context, repo, id string) error {
+	tag, err := s.pool.Exec(ctx, `delete from upload_sessions u using repositories r
+		where r.id = u.repository_id and u.id = $1 and r.name = $2`, id, repo)
+	if err != nil {
+		return fmt.Errorf("meta: end upload %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s in %q", ErrUploadUnknown, id, repo)
+	}
+	return nil
 }
 
 // DeleteUpload removes upload session id, whatever its repository; a

@@ -62,6 +62,10 @@
 // whose chunks are capped at Config.MaxChunkBytes (manifests by the
 // distribution package's own limit). Password checks at the token endpoint
 // (argon2id, 64 MiB each) run at most Config.MaxConcurrentLogins at a time.
+// Upload and manifest bodies slower than Config.MinBodyRate are cut, and
+// one account sends at most Config.MaxConcurrentUploads upload bodies at a
+// time (see package distribution): no request waiting on a client's body
+// holds a database connection.
 //
 // The package logs only through Config.Logger.
 package server

@@ -141,6 +141,17 @@ type Config struct {
 	// MaxConcurrentLogins bounds concurrent token requests (each may hash a
 	// password with argon2id). Default DefaultMaxConcurrentLogins.
 	MaxConcurrentLogins int
+	// MinBodyRate and MinBodyRateWindow: upload and manifest bodies slower
+	// than MinBodyRate bytes per second over a window are cut (408).
+	// Defaults distribution.DefaultMinBodyRate (16 KiB/s) and
+	// distribution.DefaultMinBodyRateWindow (30 s); a negative rate: no
+	// minimum.
+	MinBodyRate       int64
+	MinBodyRateWindow time.Duration
+	// MaxConcurrentUploads bounds the upload bodies one account sends at a
+	// time; more answer 429. Default
+	// distribution.DefaultMaxConcurrentUploads (8); negative: no limit.
+	MaxConcurrentUploads int
 
 	// PasswordParams are the argon2id costs of new password hashes; the zero
 	// value means auth.DefaultParams. Tests lower them.
@@ -415,11 +426,14 @@ func (s *Server) ready(ctx context.Context) error {
 
 func (s *Server) newDistribution() (http.Handler, error) {
 	return distribution.New(distribution.Config{
-		Meta:             s.meta,
-		Blobs:            s.blobs,
-		Authorizer:       &authorizer{bearer: auth.BearerAuthorizer{Keyring: s.keyring, Audience: s.cfg.Service, Realm: s.cfg.Realm}, accounts: s.accounts},
-		MaxManifestBytes: s.cfg.MaxManifestBytes,
-		MaxChunkBytes:    s.cfg.MaxChunkBytes,
+		Meta:                 s.meta,
+		Blobs:                s.blobs,
+		Authorizer:           &authorizer{bearer: auth.BearerAuthorizer{Keyring: s.keyring, Audience: s.cfg.Service, Realm: s.cfg.Realm}, accounts: s.accounts},
+		MaxManifestBytes:     s.cfg.MaxManifestBytes,
+		MaxChunkBytes:        s.cfg.MaxChunkBytes,
+		MinBodyRate:          s.cfg.MinBodyRate,
+		MinBodyRateWindow:    s.cfg.MinBodyRateWindow,
+		MaxConcurrentUploads: s.cfg.MaxConcurrentUploads,
 		// Only the S3 store redirects (dirstore is no blob.Redirector).
 		BlobRedirects:      s.cfg.S3Redirect,
 		BlobRedirectExpiry: s.cfg.S3RedirectExpiry,

@@ -2,17 +2,23 @@ package server_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
 
 // call sends a request with a bearer token and returns the response with
-// its body read.
+// its body read; it fails the test when there is no answer within a
+// (generous) minute.
 func call(t *testing.T, base, token, method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
@@ -25,9 +31,9 @@ func call(t *testing.T, base, token, method, path string, body []byte, hdr ...st
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -68,5 +74,180 @@ func TestUploadStatusTokens(t *testing.T) {
 	}
 	if resp, b := call(t, r.url, push, "PUT", loc+"?digest="+string(blob.FromBytes(p)), p[5:], "Content-Range", "5-13"); resp.StatusCode != 201 {
 		t.Fatalf("PUT: %d %s", resp.StatusCode, b)
+	}
+}
+
+// trickle is a request whose body arrives a byte every tick until the
+// server stops reading or the test ends.
+type trickle struct {
+	done chan struct{}
+	code int   // the answer, once done; 0 when the request failed
+	err  error // the request's error, once done
+}
+
+// startTrickle sends method url with a body of declared length n that
+// trickles in.
+func startTrickle(t *testing.T, method, url, token string, n int64, tick time.Duration) *trickle {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	req, err := http.NewRequestWithContext(ctx, method, url, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = n
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	tr := &trickle{done: make(chan struct{})}
+	go func() {
+		tk := time.NewTicker(tick)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				pw.CloseWithError(ctx.Err())
+				return
+			case <-tk.C:
+			}
+			if _, err := pw.Write([]byte{'x'}); err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		defer close(tr.done)
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+		if err != nil {
+			tr.err = err
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		tr.code = resp.StatusCode
+	}()
+	t.Cleanup(func() { cancel(); <-tr.done })
+	return tr
+}
+
+// running reports whether the request is still in progress.
+func (tr *trickle) running() bool {
+	select {
+	case <-tr.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// TestSlowUploadBodies: one ISV trickling the bodies of several chunked
+// uploads holds no database connection, so that with a pool of three
+// connections other accounts still get tokens, use the REST API and push,
+// and the registry stays ready; its extra uploads answer 429; and the
+// trickling bodies are cut for being slower than the minimum rate, keeping
+// what arrived. Before, every PATCH held a connection (a transaction on
+// the session row) while its body arrived.
+func TestSlowUploadBodies(t *testing.T) {
+	pg := testenv.Postgres(t)
+	const window = 10 * time.Second
+	r := start(t, server.Config{DatabaseURL: pg.URL + "&pool_max_conns=3",
+		MinBodyRate: 1 << 10, MinBodyRateWindow: window, MaxConcurrentUploads: 4})
+	r.user(t, "slow", auth.RoleISV, isvPW)
+	r.user(t, "other", auth.RoleISV, isvPW+"2")
+	slow := bearerToken(t, r.url, "slow", isvPW, "repository:slow/img:pull,push")
+
+	// Four trickling PATCHes, each on its own session, reading a byte every
+	// 100 ms: far below 1 KiB/s.
+	var locs []string
+	var trickles []*trickle
+	for range 4 {
+		resp, b := call(t, r.url, slow, "POST", "/v2/slow/img/blobs/uploads/", nil)
+		if resp.StatusCode != 202 {
+			t.Fatalf("POST: %d %s", resp.StatusCode, b)
+		}
+		loc := resp.Header.Get("Location")
+		locs = append(locs, loc)
+		trickles = append(trickles, startTrickle(t, "PATCH", r.url+loc, slow, 1<<20, 100*time.Millisecond))
+	}
+	// Wait until the registry reads every body: the status shows bytes.
+	deadline := time.Now().Add(time.Minute)
+	for _, loc := range locs {
+		for {
+			resp, _ := call(t, r.url, slow, "GET", loc, nil)
+			if resp.StatusCode == 204 && resp.Header.Get("Range") != "0-0" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the registry does not read the trickling body of %s: %d %q", loc, resp.StatusCode, resp.Header.Get("Range"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// A fifth upload body of the same account is refused for now.
+	resp, b := call(t, r.url, slow, "POST", "/v2/slow/img/blobs/uploads/?digest="+string(blob.FromBytes([]byte("five"))), []byte("five"))
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "TOOMANYREQUESTS") {
+		t.Errorf("fifth upload: %d, Retry-After %q, %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+
+	// Everyone else is served meanwhile (within generous deadlines).
+	c := &http.Client{Timeout: 30 * time.Second}
+	check := func(what string, req *http.Request, want int) {
+		t.Helper()
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s while uploads trickle: %v", what, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%s while uploads trickle: %d %s", what, resp.StatusCode, b)
+		}
+	}
+	req, _ := http.NewRequest("GET", r.url+"/readyz", nil)
+	check("/readyz", req, 200)
+	other := bearerToken(t, r.url, "other", isvPW+"2", "repository:other/img:pull,push")
+	req, _ = http.NewRequest("GET", r.url+"/api/v1/me", nil)
+	req.SetBasicAuth("other", isvPW+"2")
+	check("/api/v1/me", req, 200)
+	p := []byte("another account's blob")
+	d := string(blob.FromBytes(p))
+	req, _ = http.NewRequest("POST", r.url+"/v2/other/img/blobs/uploads/?digest="+d, bytes.NewReader(p))
+	req.Header.Set("Authorization", "Bearer "+other)
+	check("monolithic push", req, 201)
+	req, _ = http.NewRequest("GET", r.url+"/v2/other/img/blobs/"+d, nil)
+	req.Header.Set("Authorization", "Bearer "+other)
+	check("pull", req, 200)
+	req, _ = http.NewRequest("GET", r.url+"/readyz", nil)
+	check("/readyz", req, 200)
+	for i, tr := range trickles {
+		if !tr.running() {
+			t.Errorf("trickle %d ended before the other requests were done: %d %v", i, tr.code, tr.err)
+		}
+	}
+
+	// The trickles are cut: after a window of too few bytes, with 408 (or
+	// the connection closed under the body).
+	for i, tr := range trickles {
+		select {
+		case <-tr.done:
+		case <-time.After(3*window + time.Minute):
+			t.Fatalf("trickle %d was not cut", i)
+		}
+		if tr.code != http.StatusRequestTimeout && tr.err == nil {
+			t.Errorf("trickle %d: %d, want 408", i, tr.code)
+		}
+	}
+	// What arrived is staged, and the upload goes on from there.
+	resp, _ = call(t, r.url, slow, "GET", locs[0], nil)
+	var last int
+	if _, err := fmt.Sscanf(resp.Header.Get("Range"), "0-%d", &last); resp.StatusCode != 204 || err != nil || last < 1 {
+		t.Fatalf("status after the cut: %d %q", resp.StatusCode, resp.Header.Get("Range"))
+	}
+	staged := bytes.Repeat([]byte{'x'}, last+1)
+	rest := []byte("and the rest")
+	full := append(staged, rest...)
+	if resp, b := call(t, r.url, slow, "PUT", locs[0]+"?digest="+string(blob.FromBytes(full)), rest,
+		"Content-Range", fmt.Sprintf("%d-%d", len(staged), len(full)-1)); resp.StatusCode != 201 {
+		t.Fatalf("PUT after the cut: %d %s", resp.StatusCode, b)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/services/registry/distribution"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -38,9 +40,9 @@ func (grants) AuthorizeAccount(r *http.Request, repo string, actions ...string) 
 	return account, nil
 }
 
-// newMetaWithAccounts starts PostgreSQL with accounts of the given names
-// (role isv) and returns the metadata store on it.
-func newMetaWithAccounts(t *testing.T, names ...string) *meta.Store {
+// accountsDB starts PostgreSQL with the registry's schema and accounts of
+// the given names (role isv).
+func accountsDB(t *testing.T, names ...string) *pgxpool.Pool {
 	t.Helper()
 	pool := testenv.RegistryDB(t)
 	for _, n := range names {
@@ -48,7 +50,12 @@ func newMetaWithAccounts(t *testing.T, names ...string) *meta.Store {
 			t.Fatal(err)
 		}
 	}
-	return meta.New(pool)
+	return pool
+}
+
+// newMetaWithAccounts returns the metadata store on an accountsDB.
+func newMetaWithAccounts(t *testing.T, names ...string) *meta.Store {
+	return meta.New(accountsDB(t, names...))
 }
 
 // as returns the headers of a request by account with grants.

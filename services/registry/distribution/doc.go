@@ -1,8 +1,8 @@
 // Package distribution serves the OCI Distribution Specification v1.1 API
 // under /v2/: pull, push (monolithic, chunked and resumable uploads,
 // cross-repository mounts), tags, deletes, the catalog and the referrers
-// API. [New] returns an http.Handler built on echo; the metadata lives in
-// meta.Store (PostgreSQL) and the bytes in a blob.Store.
+// API. [New] returns a [Handler], an http.Handler built on echo; the
+// metadata lives in meta.Store (PostgreSQL) and the bytes in a blob.Store.
 //
 // # Visibility
 //
@@ -84,9 +84,18 @@
 // Config.MinBodyRateWindow are cut with 408 (upload bodies keep what
 // arrived: the client resumes from the status); one account sends at most
 // Config.MaxConcurrentUploads upload bodies at a time, beyond which
-// requests answer 429 TOOMANYREQUESTS with Retry-After. The account is the
-// one an [AccountAuthorizer] names; without one all requests count as one
-// anonymous account.
+// requests answer 429 TOOMANYREQUESTS with Retry-After. An account also
+// has at most Config.MaxUploadSessions sessions open and
+// Config.MaxStagedBytes staged in them (429 beyond; a body that crosses the
+// limit keeps what fit). The account is the one an [AccountAuthorizer]
+// names; without one all requests count as one anonymous account.
+//
+// A session without activity for Config.UploadIdleTimeout is unknown (404
+// BLOB_UPLOAD_UNKNOWN). [Handler.SweepUploads], which the serving process
+// runs at start and on a schedule, ends such sessions and removes their
+// staging, and removes staging no session names once it is a minute old
+// (left by a crash between a store's Begin and the session's insert, or by
+// an older version's monolithic upload killed mid-body).
 //
 // Manifest bodies are capped by Config.MaxManifestBytes and upload chunks by
 // Config.MaxChunkBytes. Read and write timeouts, overall request body

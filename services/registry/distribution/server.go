@@ -23,6 +23,9 @@ const (
 	DefaultMinBodyRate          = 16 << 10 // bytes per second
 	DefaultMinBodyRateWindow    = 30 * time.Second
 	DefaultMaxConcurrentUploads = 8
+	DefaultMaxUploadSessions    = 64
+	DefaultMaxStagedBytes       = 10 << 30
+	DefaultUploadIdleTimeout    = time.Hour
 )
 
 // Config configures the API. Meta, Blobs and Authorizer are required; the
@@ -51,6 +54,22 @@ type Config struct {
 	// answer 429 TOOMANYREQUESTS with Retry-After. 0:
 	// DefaultMaxConcurrentUploads (8); negative: no limit.
 	MaxConcurrentUploads int
+	// MaxUploadSessions bounds the upload sessions one account has open
+	// (monolithic uploads count while their body arrives); a POST beyond
+	// answers 429 TOOMANYREQUESTS. 0: DefaultMaxUploadSessions (64);
+	// negative: no limit.
+	MaxUploadSessions int
+	// MaxStagedBytes bounds the bytes one account has staged in open
+	// uploads; a body that would go past it answers 429 TOOMANYREQUESTS
+	// (keeping what was staged before the limit). 0: DefaultMaxStagedBytes
+	// (10 GiB); negative: no limit.
+	MaxStagedBytes int64
+	// UploadIdleTimeout is how long an upload session may go without
+	// activity: then it is unknown (404 BLOB_UPLOAD_UNKNOWN), and
+	// Handler.SweepUploads removes it and its staging. Sweeps must run
+	// well within it: they also mark the sessions this process is writing
+	// to as active. 0: DefaultUploadIdleTimeout (1 h).
+	UploadIdleTimeout time.Duration
 	// BlobRedirects answers a GET of a whole blob with 307 Temporary
 	// Redirect to a short-lived URL of the blob store, when Blobs implements
 	// blob.Redirector (s3store: a presigned URL), instead of streaming the
@@ -82,7 +101,7 @@ type server struct {
 
 // New returns the handler of the API. It expects the full request path,
 // so mount it at /v2/ without stripping the prefix.
-func New(cfg Config) (http.Handler, error) {
+func New(cfg Config) (*Handler, error) {
 	if cfg.Meta == nil || cfg.Blobs == nil || cfg.Authorizer == nil {
 		return nil, errors.New("distribution: Config needs Meta, Blobs and Authorizer")
 	}
@@ -97,6 +116,15 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	if cfg.MaxConcurrentUploads == 0 {
 		cfg.MaxConcurrentUploads = DefaultMaxConcurrentUploads
+	}
+	if cfg.MaxUploadSessions == 0 {
+		cfg.MaxUploadSessions = DefaultMaxUploadSessions
+	}
+	if cfg.MaxStagedBytes == 0 {
+		cfg.MaxStagedBytes = DefaultMaxStagedBytes
+	}
+	if cfg.UploadIdleTimeout <= 0 {
+		cfg.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
 	s := &server{cfg: cfg, active: newActiveUploads(cfg.MaxConcurrentUploads)}
 	if r, ok := cfg.Blobs.(blob.Redirector); ok && cfg.BlobRedirects {
@@ -114,7 +142,7 @@ func New(cfg Config) (http.Handler, error) {
 	// Repository names contain slashes, so everything else is routed by
 	// route, on the whole path.
 	e.Any("/v2/*", s.route)
-	return e, nil
+	return &Handler{Handler: e, s: s}, nil
 }
 
 func (s *server) commonHeaders(next echo.HandlerFunc) echo.HandlerFunc {

@@ -114,8 +114,12 @@ func (s *server) begin(c echo.Context, name, account string) (blob.Upload, error
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cfg.Meta.CreateUpload(ctx, name, up.ID(), account); err != nil {
+	err = s.cfg.Meta.CreateUpload(ctx, name, up.ID(), account, s.cfg.MaxUploadSessions)
+	if err != nil {
 		_ = up.Cancel(context.WithoutCancel(ctx))
+		if errors.Is(err, meta.ErrTooManyUploads) {
+			return nil, tooManyRequests(c, "the account has as many upload sessions open as it may; finish or cancel some", s.cfg.MaxUploadSessions)
+		}
 		return nil, err
 	}
 	return up, nil
@@ -130,6 +134,10 @@ func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest)
 		return tooManyRequests(c, "too many uploads in progress for this account", s.cfg.MaxConcurrentUploads)
 	}
 	defer leave()
+	q, err := s.uploadQuota(c, account)
+	if err != nil {
+		return err
+	}
 	up, err := s.begin(c, name, account)
 	if err != nil {
 		return err
@@ -137,7 +145,7 @@ func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest)
 	release, _ := s.active.claim(up.ID(), account) // a new id: never busy
 	defer release()
 	ctx := c.Request().Context()
-	info, err := s.write(c, up, true, d)
+	info, err := s.write(c, up, q, true, d)
 	if err == nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		defer cancel()
@@ -153,14 +161,21 @@ func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest)
 	return created(c, name, d)
 }
 
-// write stages the request body into up and, when commit is set, commits
-// the upload as digest d. No database connection is held meanwhile: the
+// write stages the request body into up, counting it against q (nil: no
+// limit), and, when commit is set, commits the upload as digest d. No database connection is held meanwhile: the
 // body may take long to arrive.
-func (s *server) write(c echo.Context, up blob.Upload, commit bool, d blob.Digest) (blob.Info, error) {
+func (s *server) write(c echo.Context, up blob.Upload, q *quota, commit bool, d blob.Digest) (blob.Info, error) {
 	ctx := c.Request().Context()
 	body, stop := s.body(c, s.cfg.MaxChunkBytes)
+	if q != nil {
+		body = q.reader(body)
+		defer q.release()
+	}
 	_, err := up.Write(ctx, body)
 	stop()
+	if errors.Is(err, errStagingFull) {
+		return blob.Info{}, stagingFull(c, s.cfg.MaxStagedBytes)
+	}
 	if err != nil {
 		return blob.Info{}, bodyError(err, codeBlobUploadInvalid)
 	}
@@ -211,7 +226,7 @@ func checkContentRange(c echo.Context, name string, up blob.Upload) error {
 // conditional update of the recorded offset (meta.AdvanceUpload).
 func (s *server) chunk(c echo.Context, name, id, account string, commit bool, d blob.Digest) (offset int64, err error) {
 	ctx := c.Request().Context()
-	sess, err := s.cfg.Meta.GetUpload(ctx, name, id, 0)
+	sess, err := s.cfg.Meta.GetUpload(ctx, name, id, s.cfg.UploadIdleTimeout)
 	if err != nil {
 		return 0, uploadUnknown(err, id)
 	}
@@ -220,6 +235,10 @@ func (s *server) chunk(c echo.Context, name, id, account string, commit bool, d 
 		return 0, tooManyRequests(c, "too many uploads in progress for this account", s.cfg.MaxConcurrentUploads)
 	}
 	defer leave()
+	q, err := s.uploadQuota(c, account)
+	if err != nil {
+		return 0, err
+	}
 	release, ok := s.active.claim(id, account)
 	if !ok {
 		return 0, s.busy(c, name, id)
@@ -232,7 +251,7 @@ func (s *server) chunk(c echo.Context, name, id, account string, commit bool, d 
 	if err := checkContentRange(c, name, up); err != nil {
 		return 0, err
 	}
-	info, werr := s.write(c, up, commit, d)
+	info, werr := s.write(c, up, q, commit, d)
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -308,7 +327,7 @@ func (s *server) uploadStatus(c echo.Context, name, id string) error {
 	} else if err != nil {
 		return err
 	}
-	sess, err2 := s.cfg.Meta.GetUpload(c.Request().Context(), name, id, 0)
+	sess, err2 := s.cfg.Meta.GetUpload(c.Request().Context(), name, id, s.cfg.UploadIdleTimeout)
 	if viaPull && (err2 != nil || sess.Account != account) {
 		return err // 403, whether or not such an upload exists
 	}
@@ -328,6 +347,10 @@ func (s *server) cancelUpload(c echo.Context, name, id string) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	// An expired session is unknown; the sweep removes it.
+	if _, err := s.cfg.Meta.GetUpload(ctx, name, id, s.cfg.UploadIdleTimeout); err != nil {
+		return uploadUnknown(err, id)
+	}
 	// The session first: once it is gone nobody writes to the upload, and
 	// staging left by a failed Abort is an orphan that sweeps remove.
 	if err := s.cfg.Meta.EndUpload(ctx, name, id); err != nil {

@@ -26,6 +26,9 @@ var (
 	ErrUploadUnknown = fmt.Errorf("%w: upload unknown", ErrNotFound)
 	// ErrInUse: the manifest is still referenced by an index in its repository.
 	ErrInUse = errors.New("meta: in use")
+	// ErrTooManyUploads: the account has as many upload sessions open as
+	// it may.
+	ErrTooManyUploads = errors.New("meta: too many upload sessions")
 	// ErrUploadConflict: an upload session changed while the caller wrote
 	// to its upload (another request wrote to it too).
 	ErrUploadConflict = errors.New("meta: upload changed concurrently")

@@ -21,9 +21,25 @@ type Upload struct {
 
 // CreateUpload records upload session id (the blob store's upload id) for
 // repo, started by the account named account ("" or an unknown name: no
-// account), creating the repository.
-func (s *Store) CreateUpload(ctx context.Context, repo, id, account string) error {
+// account; such sessions count as one account), creating the repository.
+// When maxSessions > 0 and the account has that many sessions open
+// already, nothing is recorded and the error wraps ErrTooManyUploads.
+func (s *Store) CreateUpload(ctx context.Context, repo, id, account string, maxSessions int) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if maxSessions > 0 {
+			// Serializes the count and the insert of one account's sessions.
+			if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock(hashtextextended('faas-registry upload sessions of ' || $1, 0))`, account); err != nil {
+				return fmt.Errorf("meta: upload %s: %w", id, err)
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `select count(*) from upload_sessions
+				where account_id is not distinct from (select id from accounts where name = $1)`, account).Scan(&n); err != nil {
+				return fmt.Errorf("meta: upload %s: %w", id, err)
+			}
+			if n >= maxSessions {
+				return fmt.Errorf("%w: account %q has %d open upload sessions", ErrTooManyUploads, account, n)
+			}
+		}
 		rid, err := ensureRepository(ctx, tx, repo)
 		if err != nil {
 			return err
@@ -34,6 +50,69 @@ func (s *Store) CreateUpload(ctx context.Context, repo, id, account string) erro
 		}
 		return nil
 	})
+}
+
+// UploadUsage is what an account has in open upload sessions.
+type UploadUsage struct {
+	Sessions int
+	Staged   int64 // bytes, as recorded
+}
+
+// AccountUploads returns the upload usage of the account named account
+// ("": sessions of no account).
+func (s *Store) AccountUploads(ctx context.Context, account string) (UploadUsage, error) {
+	var u UploadUsage
+	err := s.pool.QueryRow(ctx, `select count(*), coalesce(sum(byte_offset), 0)::bigint from upload_sessions
+		where account_id is not distinct from (select id from accounts where name = $1)`, account).Scan(&u.Sessions, &u.Staged)
+	if err != nil {
+		return UploadUsage{}, fmt.Errorf("meta: uploads of %q: %w", account, err)
+	}
+	return u, nil
+}
+
+// TouchUploads records activity now on the sessions of ids (those a
+// process is writing to), so that they do not expire meanwhile.
+func (s *Store) TouchUploads(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `update upload_sessions set updated_at = now() where id = any($1)`, ids); err != nil {
+		return fmt.Errorf("meta: touch uploads: %w", err)
+	}
+	return nil
+}
+
+// ExpireUploads ends the sessions without activity for longer than idle
+// and returns the blob store upload ids they named (whose staging the
+// caller removes).
+func (s *Store) ExpireUploads(ctx context.Context, idle time.Duration) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `delete from upload_sessions
+		where updated_at < now() - $1::bigint * interval '1 microsecond' returning staged_key`, idle.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("meta: expire uploads: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("meta: expire uploads: %w", err)
+	}
+	return keys, nil
+}
+
+// StagedKeys returns the blob store upload ids that sessions name.
+func (s *Store) StagedKeys(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `select staged_key from upload_sessions`)
+	if err != nil {
+		return nil, fmt.Errorf("meta: upload keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("meta: upload keys: %w", err)
+	}
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	return set, nil
 }
 
 // GetUpload returns upload session id of repo. A session that does not

@@ -18,6 +18,12 @@
 //	               faas_registry_http_request_duration_seconds by route class,
 //	               method and status code, plus the Go and process collectors
 //
+// Serve also sweeps upload sessions, at start and every
+// Config.UploadSweepInterval (10 minutes): it ends sessions idle for longer
+// than Config.UploadIdleTimeout (1 hour) and removes their staging, and
+// removes staging that no session names (see
+// distribution.Handler.SweepUploads).
+//
 // Serve also runs a validation.Worker (package validation) until it returns;
 // the platform keys it countersigns with, and that key release unwraps with,
 // live in Config.PlatformKeyDir.

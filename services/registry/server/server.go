@@ -45,6 +45,7 @@ const (
 	DefaultMaxChunkBytes       = 8 << 30 // 8 GiB
 	DefaultMaxConcurrentLogins = 4
 	DefaultReadyTimeout        = 5 * time.Second
+	DefaultUploadSweepInterval = 10 * time.Minute
 )
 
 // ErrConfig marks an unusable Config.
@@ -152,6 +153,22 @@ type Config struct {
 	// time; more answer 429. Default
 	// distribution.DefaultMaxConcurrentUploads (8); negative: no limit.
 	MaxConcurrentUploads int
+	// MaxUploadSessions and MaxStagedBytes bound the open upload sessions
+	// of one account and the bytes staged in them. Defaults
+	// distribution.DefaultMaxUploadSessions (64) and
+	// distribution.DefaultMaxStagedBytes (10 GiB); negative: no limit.
+	MaxUploadSessions int
+	MaxStagedBytes    int64
+	// UploadIdleTimeout is how long an upload session may stay without
+	// activity before it expires. Default
+	// distribution.DefaultUploadIdleTimeout (1 h).
+	UploadIdleTimeout time.Duration
+	// UploadSweepInterval is how often Serve sweeps upload sessions: it
+	// ends expired ones and removes their staging, and removes staging no
+	// session names (distribution.Handler.SweepUploads); it also sweeps
+	// once at start. Keep it well within UploadIdleTimeout. Default
+	// DefaultUploadSweepInterval (10 minutes); negative: never.
+	UploadSweepInterval time.Duration
 
 	// PasswordParams are the argon2id costs of new password hashes; the zero
 	// value means auth.DefaultParams. Tests lower them.
@@ -188,6 +205,9 @@ func (c *Config) setDefaults() {
 	defD(&c.IdleTimeout, DefaultIdleTimeout)
 	defD(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	defD(&c.ReadyTimeout, DefaultReadyTimeout)
+	if c.UploadSweepInterval == 0 {
+		c.UploadSweepInterval = DefaultUploadSweepInterval
+	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -216,6 +236,7 @@ type Server struct {
 	keyring  *auth.Keyring
 	platform validation.PlatformKeys
 	worker   *validation.Worker
+	dist     *distribution.Handler
 	handler  http.Handler
 }
 
@@ -376,6 +397,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = s.worker.Run(wctx)
 	}()
 	defer func() { stopWorker(); <-workerDone }()
+	// So do the sweeps of upload sessions, the first one now.
+	if s.cfg.UploadSweepInterval > 0 {
+		sweepDone := make(chan struct{})
+		go func() {
+			defer close(sweepDone)
+			s.sweepUploads(wctx)
+		}()
+		defer func() { stopWorker(); <-sweepDone }()
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if s.cfg.TLSCert != "" {
@@ -403,6 +433,35 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
+// SweepUploads ends expired upload sessions and removes their staging, and
+// removes staging that no session names; see
+// distribution.Handler.SweepUploads. Serve runs it at start and every
+// Config.UploadSweepInterval.
+func (s *Server) SweepUploads(ctx context.Context) (distribution.SweepResult, error) {
+	return s.dist.SweepUploads(ctx)
+}
+
+// sweepUploads sweeps now and then every UploadSweepInterval until ctx ends.
+func (s *Server) sweepUploads(ctx context.Context) {
+	t := time.NewTicker(s.cfg.UploadSweepInterval)
+	defer t.Stop()
+	for {
+		res, err := s.SweepUploads(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.WarnContext(ctx, "upload sweep failed", slog.Any("err", err))
+		case res != (distribution.SweepResult{}):
+			s.log.InfoContext(ctx, "upload sweep", slog.Int("expired", res.Expired),
+				slog.Int("orphans", res.Orphans), slog.Int64("freed_bytes", res.FreedBytes))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // ready checks the database and the blob store.
 func (s *Server) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
@@ -424,7 +483,7 @@ func (s *Server) ready(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) newDistribution() (http.Handler, error) {
+func (s *Server) newDistribution() (*distribution.Handler, error) {
 	return distribution.New(distribution.Config{
 		Meta:                 s.meta,
 		Blobs:                s.blobs,
@@ -434,6 +493,9 @@ func (s *Server) newDistribution() (http.Handler, error) {
 		MinBodyRate:          s.cfg.MinBodyRate,
 		MinBodyRateWindow:    s.cfg.MinBodyRateWindow,
 		MaxConcurrentUploads: s.cfg.MaxConcurrentUploads,
+		MaxUploadSessions:    s.cfg.MaxUploadSessions,
+		MaxStagedBytes:       s.cfg.MaxStagedBytes,
+		UploadIdleTimeout:    s.cfg.UploadIdleTimeout,
 		// Only the S3 store redirects (dirstore is no blob.Redirector).
 		BlobRedirects:      s.cfg.S3Redirect,
 		BlobRedirectExpiry: s.cfg.S3RedirectExpiry,

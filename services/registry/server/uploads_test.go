@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
+	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
 
@@ -249,5 +253,68 @@ func TestSlowUploadBodies(t *testing.T) {
 	if resp, b := call(t, r.url, slow, "PUT", locs[0]+"?digest="+string(blob.FromBytes(full)), rest,
 		"Content-Range", fmt.Sprintf("%d-%d", len(staged), len(full)-1)); resp.StatusCode != 201 {
 		t.Fatalf("PUT after the cut: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestUploadSweeps: Serve sweeps upload staging at start, removing what no
+// session names (a monolithic upload killed mid-body in an earlier run),
+// and then on its interval, removing expired sessions with their staging.
+func TestUploadSweeps(t *testing.T) {
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	bs, err := dirstore.New(filepath.Join(dataDir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := bs.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Write(ctx, strings.NewReader("half a blob")); err != nil {
+		t.Fatal(err)
+	}
+	then := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(dataDir, "blobs", "uploads", up.ID(), "data"), then, then); err != nil {
+		t.Fatal(err)
+	}
+	staged := func(id string) bool {
+		t.Helper()
+		var ids []string
+		if err := bs.Uploads(ctx, func(u blob.UploadInfo) error { ids = append(ids, u.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(ids, id)
+	}
+	waitGone := func(what, id string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for staged(id) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: staging %s is still there", what, id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	r := start(t, server.Config{DataDir: dataDir, UploadSweepInterval: 100 * time.Millisecond})
+	waitGone("the sweep at start", up.ID())
+
+	r.user(t, "isv1", auth.RoleISV, isvPW)
+	tok := bearerToken(t, r.url, "isv1", isvPW, "repository:isv1/img:push")
+	resp, b := call(t, r.url, tok, "POST", "/v2/isv1/img/blobs/uploads/", nil)
+	if resp.StatusCode != 202 {
+		t.Fatalf("POST: %d %s", resp.StatusCode, b)
+	}
+	loc := resp.Header.Get("Location")
+	if resp, b := call(t, r.url, tok, "PATCH", loc, []byte("abc")); resp.StatusCode != 202 {
+		t.Fatalf("PATCH: %d %s", resp.StatusCode, b)
+	}
+	id := loc[strings.LastIndexByte(loc, '/')+1:]
+	if _, err := r.srv.Pool().Exec(ctx, `update upload_sessions set updated_at = now() - interval '2 hours' where id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	waitGone("the periodic sweep", id)
+	if resp, _ := call(t, r.url, tok, "GET", loc, nil); resp.StatusCode != 404 {
+		t.Errorf("status of the expired upload: %d", resp.StatusCode)
 	}
 }

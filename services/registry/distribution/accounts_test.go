@@ -65,7 +65,8 @@ func as(account, grants string) []string {
 
 // TestUploadStatusScopes: the status of an upload answers to the upload's
 // own grant (push) and, for the account that started it, to a pull grant,
-// as clients that pick tokens by method send; to nobody else.
+// as clients that pick tokens by method send; to nobody else. Cancelling
+// answers to push or delete.
 func TestUploadStatusScopes(t *testing.T) {
 	c := client{t, serve(t, distribution.Config{Meta: newMetaWithAccounts(t, "isv", "tenant"), Blobs: newDirStore(t), Authorizer: grants{}})}
 	loc := c.do("POST", "/v2/isv/img/blobs/uploads/", nil, as("isv", "push")...).want(t, 202, "").Header.Get("Location")
@@ -84,4 +85,8 @@ func TestUploadStatusScopes(t *testing.T) {
 	// Pull is for the status only.
 	c.do("PATCH", loc, []byte("d"), append(as("isv", "pull"), "Content-Range", "3-3")...).want(t, 403, "DENIED")
 	c.do("DELETE", loc, nil, as("isv", "pull")...).want(t, 403, "DENIED")
+	// Cancelling takes push, or delete (as the reference registry asks).
+	c.do("DELETE", loc, nil, as("isv", "delete")...).want(t, 204, "")
+	loc = c.do("POST", "/v2/isv/img/blobs/uploads/", nil, as("isv", "push")...).want(t, 202, "").Header.Get("Location")
+	c.do("DELETE", loc, nil, as("isv", "push")...).want(t, 204, "")
 }

@@ -37,12 +37,13 @@
 // [Challenger]; [ErrDenied] answers 403 DENIED. This package has no policy of
 // its own: [AllowAll] admits everyone and is meant for tests.
 //
-// Upload requests ask for "push". The one exception is the status of an
-// upload (GET …/blobs/uploads/<id>), which the account that started the
-// upload may also read with "pull": clients that keep one token for GET and
-// HEAD and another for writes (the reference registry asks "pull" of this
-// request) send their pull token there. Knowing the account takes an
-// [AccountAuthorizer]; upload sessions record it.
+// Upload requests ask for "push", with two exceptions for clients that
+// keep one token per method, as the reference registry's grants go (GET
+// and HEAD: pull; DELETE: delete): the status of an upload (GET
+// …/blobs/uploads/<id>) is also answered with "pull" to the account that
+// started the upload, and an upload is also cancelled with "delete".
+// Knowing the account takes an [AccountAuthorizer]; upload sessions record
+// it.
 //
 // # Redirects
 //

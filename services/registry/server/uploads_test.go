@@ -50,7 +50,8 @@ func call(t *testing.T, base, token, method, path string, body []byte, hdr ...st
 // TestUploadStatusTokens: a client that keeps one token for GET and HEAD
 // (pull) and one for POST, PATCH and PUT (push), as the distribution-spec
 // conformance suite does, reads the status of its chunked upload with its
-// pull token; the push token works too. It used to answer 403.
+// pull token; the push token works too. It used to answer 403; so did
+// cancelling with its token for DELETE (delete).
 func TestUploadStatusTokens(t *testing.T) {
 	r := start(t, server.Config{})
 	r.user(t, "isv1", auth.RoleISV, isvPW)
@@ -78,6 +79,15 @@ func TestUploadStatusTokens(t *testing.T) {
 	}
 	if resp, b := call(t, r.url, push, "PUT", loc+"?digest="+string(blob.FromBytes(p)), p[5:], "Content-Range", "5-13"); resp.StatusCode != 201 {
 		t.Fatalf("PUT: %d %s", resp.StatusCode, b)
+	}
+	// Its token for DELETE holds delete, as a blob delete asked for.
+	del := bearerToken(t, r.url, "isv1", isvPW, "repository:"+repo+":delete")
+	resp, b = call(t, r.url, push, "POST", "/v2/"+repo+"/blobs/uploads/", nil)
+	if resp.StatusCode != 202 {
+		t.Fatalf("POST: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := call(t, r.url, del, "DELETE", resp.Header.Get("Location"), nil); resp.StatusCode != 204 {
+		t.Errorf("DELETE upload with the delete token: %d %s", resp.StatusCode, b)
 	}
 }
 

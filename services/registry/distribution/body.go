@@ -15,55 +15,75 @@ import (
 // errBodyTooSlow: a request body arrived slower than Config.MinBodyRate.
 var errBodyTooSlow = errors.New("distribution: request body too slow")
 
-// slowBodyReader fails a body that delivers fewer than min bytes in any
-// window (counted from the first read), so that a client trickling its
-// body cannot keep a request, and what it holds, for as long as it likes.
-// A read that waits on the client is interrupted by a timer through
-// interrupt (which sets the connection's read deadline to now): it would
-// not return otherwise.
+// slowBodyReader fails a body that delivers fewer than rate bytes per
+// second over a window of time spent waiting for it, so that a client
+// trickling its body cannot keep a request, and what it holds, for as long
+// as it likes. Only time spent in Read counts: while the registry is busy
+// elsewhere (writing a part to S3, say) the client cannot send. A Read
+// that waits on the client is interrupted by a timer through interrupt
+// (which sets the connection's read deadline to now): it would not return
+// otherwise.
 type slowBodyReader struct {
 	r         io.Reader
-	min       int64 // bytes per window
+	rate      float64 // bytes per second
 	window    time.Duration
 	interrupt func()
-	n         atomic.Int64 // bytes read
 	cut       atomic.Bool
 
-	mu      sync.Mutex // guards the fields below against the timer
-	last    int64      // n at the start of the current window
-	stopped bool
-	timer   *time.Timer
+	mu        sync.Mutex // guards the fields below against the timer
+	got       int64      // bytes read in the current window
+	waited    time.Duration
+	inRead    bool
+	readStart time.Time // of the Read in progress, or of the window if later
+	stopped   bool
+	timer     *time.Timer
 }
 
 func newSlowBodyReader(r io.Reader, rate int64, window time.Duration, interrupt func()) *slowBodyReader {
-	b := &slowBodyReader{r: r, min: int64(float64(rate) * window.Seconds()), window: window, interrupt: interrupt}
-	b.timer = time.AfterFunc(window, b.check)
+	b := &slowBodyReader{r: r, rate: float64(rate), window: window, interrupt: interrupt}
+	b.timer = time.AfterFunc(b.tick(), b.check)
 	return b
 }
 
-// check ends a window.
+// tick is how often the timer looks.
+func (b *slowBodyReader) tick() time.Duration { return max(b.window/4, time.Millisecond) }
+
+// check ends a window once enough time was spent waiting for the body.
 func (b *slowBodyReader) check() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
 		return
 	}
-	n := b.n.Load()
-	if n-b.last < b.min {
-		b.cut.Store(true)
-		b.interrupt()
-		return
+	now := time.Now()
+	waited := b.waited
+	if b.inRead {
+		waited += now.Sub(b.readStart)
 	}
-	b.last = n
-	b.timer.Reset(b.window)
+	if waited >= b.window {
+		if float64(b.got) < b.rate*waited.Seconds() {
+			b.cut.Store(true)
+			b.interrupt()
+			return
+		}
+		b.got, b.waited, b.readStart = 0, 0, now
+	}
+	b.timer.Reset(b.tick())
 }
 
 func (b *slowBodyReader) Read(p []byte) (int, error) {
 	if b.cut.Load() {
 		return 0, b.err()
 	}
+	b.mu.Lock()
+	b.inRead, b.readStart = true, time.Now()
+	b.mu.Unlock()
 	n, err := b.r.Read(p)
-	b.n.Add(int64(n))
+	b.mu.Lock()
+	b.inRead = false
+	b.waited += time.Since(b.readStart)
+	b.got += int64(n)
+	b.mu.Unlock()
 	if err != nil && err != io.EOF && b.cut.Load() {
 		err = b.err() // the read was interrupted
 	}
@@ -71,7 +91,7 @@ func (b *slowBodyReader) Read(p []byte) (int, error) {
 }
 
 func (b *slowBodyReader) err() error {
-	return fmt.Errorf("%w: fewer than %d bytes in %v", errBodyTooSlow, b.min, b.window)
+	return fmt.Errorf("%w: fewer than %.0f bytes per second over %v", errBodyTooSlow, b.rate, b.window)
 }
 
 // stop ends the watch; after it returns, interrupt is not called.

@@ -42,9 +42,10 @@ type Config struct {
 	// package (the caller's request limits apply).
 	MaxChunkBytes int64
 	// MinBodyRate is the slowest, in bytes per second averaged over each
-	// MinBodyRateWindow of a request, that an upload or manifest body may
-	// arrive at; a slower one is cut and answers 408. 0:
-	// DefaultMinBodyRate (16 KiB/s); negative: no minimum.
+	// MinBodyRateWindow the registry spends waiting for it, that an upload
+	// or manifest body may arrive at; a slower one is cut and answers 408.
+	// Time the registry spends elsewhere (storing what it read) does not
+	// count. 0: DefaultMinBodyRate (16 KiB/s); negative: no minimum.
 	MinBodyRate int64
 	// MinBodyRateWindow: see MinBodyRate. 0: DefaultMinBodyRateWindow
 	// (30 s).

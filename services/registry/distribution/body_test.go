@@ -49,3 +49,19 @@ func TestSlowBodyReaderCutsStall(t *testing.T) {
 		t.Fatal("a stalled body was not cut")
 	}
 }
+
+// FuzzParseByteRange: what parseByteRange accepts lies within the blob.
+func FuzzParseByteRange(f *testing.F) {
+	for _, s := range []string{"bytes=0-0", "bytes=5-", "bytes=-3", "bytes=1-2,4-5", "bytes=9-1", "items=0-1", "bytes= 3 - 4", "bytes=-0"} {
+		f.Add(s, int64(10))
+	}
+	f.Fuzz(func(t *testing.T, h string, size int64) {
+		if size < 0 {
+			return
+		}
+		first, last, ok := parseByteRange(h, size)
+		if ok && (first < 0 || last < first || last >= size) {
+			t.Fatalf("parseByteRange(%q, %d) = %d, %d", h, size, first, last)
+		}
+	})
+}

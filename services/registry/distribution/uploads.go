@@ -173,16 +173,20 @@ func (s *server) write(c echo.Context, up blob.Upload, q *quota, commit bool, d 
 	}
 	_, err := up.Write(ctx, body)
 	stop()
-	if errors.Is(err, errStagingFull) {
+	switch {
+	case errors.Is(err, errStagingFull):
 		return blob.Info{}, stagingFull(c, s.cfg.MaxStagedBytes)
-	}
-	if err != nil {
+	case errors.Is(err, blob.ErrNotFound): // cancelled or swept meanwhile
+		return blob.Info{}, apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", up.ID())
+	case err != nil:
 		return blob.Info{}, bodyError(err, codeBlobUploadInvalid)
-	}
-	if !commit {
+	case !commit:
 		return blob.Info{}, nil
 	}
 	info, err := up.Commit(ctx, d)
+	if errors.Is(err, blob.ErrNotFound) {
+		return blob.Info{}, apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", up.ID())
+	}
 	return info, commitError(err, d)
 }
 

@@ -30,13 +30,13 @@ type activeUploads struct {
 	max int
 
 	mu       sync.Mutex
-	inFlight map[string]int    // account → requests
-	received map[string]int64  // account → bytes received by them, not yet recorded
-	writing  map[string]string // upload id → account
+	inFlight map[string]int   // account → requests
+	received map[string]int64 // account → bytes received by them, not yet recorded
+	writing  map[string]bool  // upload ids
 }
 
 func newActiveUploads(max int) *activeUploads {
-	return &activeUploads{max: max, inFlight: map[string]int{}, received: map[string]int64{}, writing: map[string]string{}}
+	return &activeUploads{max: max, inFlight: map[string]int{}, received: map[string]int64{}, writing: map[string]bool{}}
 }
 
 // receive adds n bytes received for account and returns the account's
@@ -67,8 +67,7 @@ func (a *activeUploads) ids() []string {
 func (a *activeUploads) writes(id string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, ok := a.writing[id]
-	return ok
+	return a.writing[id]
 }
 
 // enter registers a request of account that will send a body, or reports
@@ -89,15 +88,15 @@ func (a *activeUploads) enter(account string) (leave func(), ok bool) {
 	}, true
 }
 
-// claim marks upload id as being written by a request of account, or
-// reports false when another request of this process writes to it.
-func (a *activeUploads) claim(id, account string) (release func(), ok bool) {
+// claim marks upload id as being written, or reports false when another
+// request of this process writes to it.
+func (a *activeUploads) claim(id string) (release func(), ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, busy := a.writing[id]; busy {
+	if a.writing[id] {
 		return nil, false
 	}
-	a.writing[id] = account
+	a.writing[id] = true
 	return func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()

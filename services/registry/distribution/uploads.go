@@ -142,7 +142,7 @@ func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest)
 	if err != nil {
 		return err
 	}
-	release, _ := s.active.claim(up.ID(), account) // a new id: never busy
+	release, _ := s.active.claim(up.ID()) // a new id: never busy
 	defer release()
 	ctx := c.Request().Context()
 	info, err := s.write(c, up, q, true, d)
@@ -162,8 +162,8 @@ func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest)
 }
 
 // write stages the request body into up, counting it against q (nil: no
-// limit), and, when commit is set, commits the upload as digest d. No database connection is held meanwhile: the
-// body may take long to arrive.
+// limit), and, when commit is set, commits the upload as digest d. No
+// database connection is held meanwhile: the body may take long to arrive.
 func (s *server) write(c echo.Context, up blob.Upload, q *quota, commit bool, d blob.Digest) (blob.Info, error) {
 	ctx := c.Request().Context()
 	body, stop := s.body(c, s.cfg.MaxChunkBytes)
@@ -243,7 +243,7 @@ func (s *server) chunk(c echo.Context, name, id, account string, commit bool, d 
 	if err != nil {
 		return 0, err
 	}
-	release, ok := s.active.claim(id, account)
+	release, ok := s.active.claim(id)
 	if !ok {
 		return 0, s.busy(c, name, id)
 	}

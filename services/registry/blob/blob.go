@@ -3,12 +3,15 @@ package blob
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,55 +23,143 @@ var (
 	ErrDigestMismatch = errors.New("blob: digest mismatch")
 	// ErrInvalidRange: a range outside the blob.
 	ErrInvalidRange = errors.New("blob: invalid range")
-	// ErrInvalidDigest: a malformed digest, or an algorithm other than sha256.
+	// ErrInvalidDigest: a malformed digest, or one of an algorithm the
+	// registry does not support (then the error also wraps
+	// ErrUnsupportedDigest).
 	ErrInvalidDigest = errors.New("blob: invalid or unsupported digest")
 	// ErrStorageFull: the storage refused a write for want of space (a full
 	// disk, a quota, an S3 service below its free-space threshold).
 	ErrStorageFull = errors.New("blob: storage full")
+	// ErrUnsupportedDigest: a well-formed digest ("algorithm:encoded", as
+	// the OCI image specification defines it) of an algorithm other than
+	// those of [Algorithms]. It wraps ErrInvalidDigest.
+	ErrUnsupportedDigest = fmt.Errorf("%w: unsupported algorithm", ErrInvalidDigest)
 )
 
-// Digest is an OCI content digest, "sha256:" and 64 lowercase hex digits.
+// Algorithm is a digest algorithm the registry supports.
+type Algorithm string
+
+// The supported algorithms, those the OCI image specification registers.
+const (
+	SHA256 Algorithm = "sha256"
+	SHA512 Algorithm = "sha512"
+	// Canonical is the algorithm of the digests the registry computes
+	// itself, e.g. of a manifest pushed by tag.
+	Canonical = SHA256
+)
+
+// Algorithms lists the supported algorithms.
+func Algorithms() []Algorithm { return []Algorithm{SHA256, SHA512} }
+
+// ParseAlgorithm returns s as an Algorithm, or an error wrapping
+// ErrUnsupportedDigest.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	if a := Algorithm(s); a.Available() {
+		return a, nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrUnsupportedDigest, truncate(s))
+}
+
+// Available reports whether a is a supported algorithm.
+func (a Algorithm) Available() bool { return a == SHA256 || a == SHA512 }
+
+// New returns a new hash of algorithm a, which must be available.
+func (a Algorithm) New() hash.Hash {
+	switch a {
+	case SHA256:
+		return sha256.New()
+	case SHA512:
+		return sha512.New()
+	}
+	panic("blob: unavailable algorithm " + strconv.Quote(string(a)))
+}
+
+// hexLen is the length of the encoded part of a's digests.
+func (a Algorithm) hexLen() int {
+	switch a {
+	case SHA256:
+		return 2 * sha256.Size
+	case SHA512:
+		return 2 * sha512.Size
+	}
+	return 0
+}
+
+// FromBytes returns the digest of p with algorithm a, which must be available.
+func (a Algorithm) FromBytes(p []byte) Digest {
+	h := a.New()
+	h.Write(p)
+	return a.FromHash(h)
+}
+
+// FromHash returns the digest that h, a hash of algorithm a (from a.New),
+// has computed so far.
+func (a Algorithm) FromHash(h hash.Hash) Digest {
+	return Digest(string(a) + ":" + hex.EncodeToString(h.Sum(nil)))
+}
+
+// String returns a.
+func (a Algorithm) String() string { return string(a) }
+
+// Digest is an OCI content digest of a supported algorithm:
+// "sha256:" and 64, or "sha512:" and 128, lowercase hex digits.
 type Digest string
 
-const sha256Prefix = "sha256:"
+// maxDigestLen bounds what ParseDigest looks at; no supported digest is
+// longer.
+const maxDigestLen = 256
 
-// ParseDigest checks s and returns it as a Digest. Only sha256 is supported.
+var (
+	// The digest grammar of the OCI image specification (descriptor.md).
+	algorithmRe = regexp.MustCompile(`^[a-z0-9]+(?:[+._-][a-z0-9]+)*$`)
+	encodedRe   = regexp.MustCompile(`^[a-zA-Z0-9=_-]+$`)
+)
+
+// ParseDigest checks s and returns it as a Digest. A malformed digest
+// wraps ErrInvalidDigest; a well-formed one of an algorithm other than
+// sha256 and sha512 wraps ErrUnsupportedDigest (and so ErrInvalidDigest).
 func ParseDigest(s string) (Digest, error) {
-	if !strings.HasPrefix(s, sha256Prefix) {
-		return "", fmt.Errorf("%w: %q", ErrInvalidDigest, s)
+	alg, enc, ok := strings.Cut(s, ":")
+	if !ok || len(s) > maxDigestLen || !algorithmRe.MatchString(alg) || !encodedRe.MatchString(enc) {
+		return "", fmt.Errorf("%w: %q", ErrInvalidDigest, truncate(s))
 	}
-	h := s[len(sha256Prefix):]
-	if !isHex64(h) {
-		return "", fmt.Errorf("%w: %q", ErrInvalidDigest, s)
+	a := Algorithm(alg)
+	if !a.Available() {
+		return "", fmt.Errorf("%w: %q", ErrUnsupportedDigest, truncate(s))
+	}
+	if !isLowerHex(enc, a.hexLen()) {
+		return "", fmt.Errorf("%w: %q is not %d lowercase hex digits", ErrInvalidDigest, truncate(s), a.hexLen())
 	}
 	return Digest(s), nil
 }
 
-// DigestFromHex returns the sha256 digest with hex part h.
-func DigestFromHex(h string) (Digest, error) { return ParseDigest(sha256Prefix + h) }
+// NewDigest returns the digest of algorithm a with encoded (hex) part h.
+func NewDigest(a Algorithm, h string) (Digest, error) { return ParseDigest(string(a) + ":" + h) }
 
-// FromBytes returns the digest of p.
-func FromBytes(p []byte) Digest {
-	sum := sha256.Sum256(p)
-	return Digest(sha256Prefix + hex.EncodeToString(sum[:]))
-}
+// FromBytes returns the canonical (sha256) digest of p.
+func FromBytes(p []byte) Digest { return Canonical.FromBytes(p) }
 
-// FromHash returns the digest a sha256 hash.Hash has computed so far.
-func FromHash(h hash.Hash) Digest {
-	return Digest(sha256Prefix + hex.EncodeToString(h.Sum(nil)))
-}
-
-// Validate reports whether d is well formed, wrapping ErrInvalidDigest.
+// Validate reports whether d is well formed and supported, wrapping
+// ErrInvalidDigest.
 func (d Digest) Validate() error { _, err := ParseDigest(string(d)); return err }
 
-// Hex returns the hex part of d.
-func (d Digest) Hex() string { return strings.TrimPrefix(string(d), sha256Prefix) }
+// Algorithm returns the algorithm part of d.
+func (d Digest) Algorithm() Algorithm {
+	a, _, _ := strings.Cut(string(d), ":")
+	return Algorithm(a)
+}
+
+// Hex returns the encoded (hex) part of d.
+func (d Digest) Hex() string {
+	_, h, _ := strings.Cut(string(d), ":")
+	return h
+}
 
 // String returns d.
 func (d Digest) String() string { return string(d) }
 
-func isHex64(h string) bool {
-	if len(h) != 64 {
+func isLowerHex(h string, n int) bool {
+	if len(h) != n {
 		return false
 	}
 	for i := 0; i < len(h); i++ {
@@ -78,6 +169,15 @@ func isHex64(h string) bool {
 		}
 	}
 	return true
+}
+
+// truncate shortens s for an error message.
+func truncate(s string) string {
+	const n = 80
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // Info describes a committed blob.

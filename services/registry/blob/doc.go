@@ -7,15 +7,20 @@
 // # Visibility and staging
 //
 // A blob is visible (Stat, Open, List) only once it is complete and its
-// SHA-256 digest verified. Content reaches the store only through an
-// [Upload]: [Store.Begin] starts one, [Upload.Write] appends to its staged
-// data (kept apart from the blobs, under an "uploads/" prefix), and
-// [Upload.Commit] reads back everything staged, checks it against the
-// expected digest and only then moves it to the blob's key in one atomic
-// step (a rename, or a server-side copy). A process crash at any point
-// therefore leaves either no blob or the whole, verified blob; at worst it
-// leaves staged data behind, which [Store.Uploads] lists and [Collect]
-// removes once it is idle for longer than [GCOptions.UploadTTL].
+// digest verified. A blob is addressed by a [Digest] of one of the
+// [Algorithms], sha256 (the [Canonical] one) or sha512; the same bytes
+// committed under both are two blobs. The algorithm of the digest given to
+// [Upload.Commit] is the one the staged content is hashed with.
+//
+// Content reaches the store only through an [Upload]: [Store.Begin] starts
+// one, [Upload.Write] appends to its staged data (kept apart from the
+// blobs, under an "uploads/" prefix), and [Upload.Commit] reads back
+// everything staged, checks it against the expected digest and only then
+// moves it to the blob's key in one atomic step (a rename, or a
+// server-side copy). A process crash at any point therefore leaves either
+// no blob or the whole, verified blob; at worst it leaves staged data
+// behind, which [Store.Uploads] lists and [Collect] removes once it is idle
+// for longer than [GCOptions.UploadTTL].
 //
 // Uploads are durable and resumable: [Store.Resume] finds an upload by
 // [Upload.ID] from any Store instance over the same storage, also after a
@@ -45,8 +50,9 @@
 // # Errors
 //
 // Errors wrap the sentinels [ErrNotFound], [ErrDigestMismatch],
-// [ErrInvalidRange], [ErrInvalidDigest] and [ErrStorageFull] (a write refused
-// for want of space: ENOSPC or EDQUOT from the file system, MinIO's
+// [ErrInvalidRange], [ErrInvalidDigest] (refined by [ErrUnsupportedDigest]
+// for well-formed digests of other algorithms) and [ErrStorageFull] (a write
+// refused for want of space: ENOSPC or EDQUOT from the file system, MinIO's
 // XMinioStorageFull or any 507 from S3); test them with errors.Is. A Store
 // may also implement [SpaceChecker] to say whether it is full right now.
 package blob

@@ -27,6 +27,17 @@ type Authorizer interface {
 	Authorize(r *http.Request, repo string, actions ...string) error
 }
 
+// AccountAuthorizer is an Authorizer that also names the account a request
+// is authorized as. The registry counts uploads per account (see the package
+// doc) and lets the account that started an upload read its status with a
+// pull grant. Authorizers without it leave every request anonymous ("").
+type AccountAuthorizer interface {
+	Authorizer
+	// AuthorizeAccount decides like Authorize and returns the name of the
+	// authenticated account ("" for none), also along with ErrDenied.
+	AuthorizeAccount(r *http.Request, repo string, actions ...string) (account string, err error)
+}
+
 // Challenger is implemented by Authorizers that tell clients how to
 // authenticate: Challenge returns the WWW-Authenticate header value for a
 // 401 answer to r (for the token flow, `Bearer realm="…",service="…",scope="…"`).

@@ -17,10 +17,17 @@ import (
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
+// parseDigest parses a digest of a request. A malformed digest and one of
+// an algorithm other than sha256 and sha512 answer 400 DIGEST_INVALID, as
+// the specification asks of registries ("if the client provided digest is
+// invalid or uses an unsupported algorithm").
 func parseDigest(s string) (blob.Digest, error) {
 	d, err := blob.ParseDigest(s)
-	if err != nil {
-		return "", apiError(http.StatusBadRequest, codeDigestInvalid, "invalid or unsupported digest", s)
+	switch {
+	case errors.Is(err, blob.ErrUnsupportedDigest):
+		return "", apiError(http.StatusBadRequest, codeDigestInvalid, "unsupported digest algorithm; supported: sha256, sha512", s)
+	case err != nil:
+		return "", apiError(http.StatusBadRequest, codeDigestInvalid, "invalid digest", s)
 	}
 	return d, nil
 }

@@ -1,8 +1,8 @@
 // Package distribution serves the OCI Distribution Specification v1.1 API
 // under /v2/: pull, push (monolithic, chunked and resumable uploads,
 // cross-repository mounts), tags, deletes, the catalog and the referrers
-// API. [New] returns an http.Handler built on echo; the metadata lives in
-// meta.Store (PostgreSQL) and the bytes in a blob.Store.
+// API. [New] returns a [Handler], an http.Handler built on echo; the
+// metadata lives in meta.Store (PostgreSQL) and the bytes in a blob.Store.
 //
 // # Visibility
 //
@@ -12,6 +12,19 @@
 // it references is present in the repository (MANIFEST_BLOB_UNKNOWN
 // otherwise), and it is stored in one transaction, so clients never see a
 // partial blob or a manifest with missing content.
+//
+// # Digests
+//
+// Blobs and manifests are addressed by sha256 or sha512 digests everywhere
+// (uploads, mounts, pulls, deletes, manifests by digest, referrers). A blob
+// is verified with the algorithm of the digest it is committed under; a
+// POST may announce it with digest-algorithm, which is only checked. A
+// manifest pushed by digest keeps that digest; one pushed by tag gets its
+// canonical (sha256) digest, so tags of a sha512 manifest come as tag
+// parameters of a push by digest (PUT …/manifests/sha512:…?tag=a&tag=b,
+// answered with an OCI-Tag header per tag). A malformed digest, or one of
+// another algorithm, answers 400 DIGEST_INVALID (an unknown
+// digest-algorithm 400 UNSUPPORTED).
 //
 // # Authorization
 //
@@ -23,6 +36,14 @@
 // WWW-Authenticate challenge of the Authorizer if it also implements
 // [Challenger]; [ErrDenied] answers 403 DENIED. This package has no policy of
 // its own: [AllowAll] admits everyone and is meant for tests.
+//
+// Upload requests ask for "push", with two exceptions for clients that
+// keep one token per method, as the reference registry's grants go (GET
+// and HEAD: pull; DELETE: delete): the status of an upload (GET
+// …/blobs/uploads/<id>) is also answered with "pull" to the account that
+// started the upload, and an upload is also cancelled with "delete".
+// Knowing the account takes an [AccountAuthorizer]; upload sessions record
+// it.
 //
 // # Redirects
 //
@@ -46,7 +67,36 @@
 // registry.example.com). go-containerregistry (crane) adds the header in
 // its transport, only for the registry's host:port, and never resends it.
 //
-// # Limits
+// # Uploads and their limits
+//
+// Nothing that waits on a client's body holds a database connection, a
+// transaction or a lock others need. A PATCH or PUT reads its session in
+// one short query, streams the body into the blob store's staging, and
+// then records the new offset in one statement that succeeds only if the
+// recorded offset is still the one it read (meta.Store.AdvanceUpload), or
+// records the blob and ends the session in one short transaction. Two
+// requests writing one upload at once are refused 416 RANGE_INVALID: within
+// a process by an in-memory claim on the upload, across processes by that
+// conditional update. Content a conflict may have mixed into the staging
+// never becomes a blob: the commit verifies the digest. A monolithic upload
+// (POST with a digest) is a session too while its body arrives.
+//
+// Bodies slower than Config.MinBodyRate bytes per second over a window of
+// Config.MinBodyRateWindow are cut with 408 (upload bodies keep what
+// arrived: the client resumes from the status); one account sends at most
+// Config.MaxConcurrentUploads upload bodies at a time, beyond which
+// requests answer 429 TOOMANYREQUESTS with Retry-After. An account also
+// has at most Config.MaxUploadSessions sessions open and
+// Config.MaxStagedBytes staged in them (429 beyond; a body that crosses the
+// limit keeps what fit). The account is the one an [AccountAuthorizer]
+// names; without one all requests count as one anonymous account.
+//
+// A session without activity for Config.UploadIdleTimeout is unknown (404
+// BLOB_UPLOAD_UNKNOWN). [Handler.SweepUploads], which the serving process
+// runs at start and on a schedule, ends such sessions and removes their
+// staging, and removes staging no session names once it is a minute old
+// (left by a crash between a store's Begin and the session's insert, or by
+// an older version's monolithic upload killed mid-body).
 //
 // Manifest bodies are capped by Config.MaxManifestBytes and upload chunks by
 // Config.MaxChunkBytes. Read and write timeouts, overall request body

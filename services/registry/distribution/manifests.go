@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -135,6 +136,10 @@ func parseManifest(body []byte, mediaType string) (meta.Manifest, error) {
 
 func isDigestRef(ref string) bool { return strings.Contains(ref, ":") }
 
+// maxTagParams bounds the tag parameters of one manifest push (the
+// specification asks for at least 10).
+const maxTagParams = 32
+
 func (s *server) putManifest(c echo.Context, name, ref string) error {
 	if err := s.authorize(c, name, ActionPush); err != nil {
 		return err
@@ -144,27 +149,46 @@ func (s *server) putManifest(c echo.Context, name, ref string) error {
 	if r.ContentLength > limit {
 		return apiError(http.StatusRequestEntityTooLarge, codeSizeInvalid, fmt.Sprintf("manifest larger than %d bytes", limit), nil)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	rd, stop := s.body(c, 0)
+	body, err := io.ReadAll(io.LimitReader(rd, limit+1))
+	stop()
 	if err != nil {
-		return err
+		return bodyError(err, codeManifestInvalid)
 	}
 	if int64(len(body)) > limit {
 		return apiError(http.StatusRequestEntityTooLarge, codeSizeInvalid, fmt.Sprintf("manifest larger than %d bytes", limit), nil)
 	}
-	d := blob.FromBytes(body)
-	tag := ""
+	// A manifest pushed by digest is stored under that digest, of its
+	// algorithm; one pushed by tag under its canonical (sha256) digest.
+	// Tags of a manifest of another algorithm come as tag parameters of a
+	// push by digest, as the specification provides.
+	var d blob.Digest
+	var tags []string
 	if isDigestRef(ref) {
 		want, err := parseDigest(ref)
 		if err != nil {
 			return err
 		}
-		if want != d {
+		if d = want.Algorithm().FromBytes(body); want != d {
 			return apiError(http.StatusBadRequest, codeDigestInvalid, "manifest does not match digest", ref)
 		}
 	} else if !tagRe.MatchString(ref) {
 		return manifestInvalid("invalid tag %q", ref)
 	} else {
-		tag = ref
+		d = blob.Canonical.FromBytes(body)
+		tags = append(tags, ref)
+	}
+	params := r.URL.Query()["tag"]
+	if len(params) > maxTagParams {
+		return apiError(http.StatusRequestURITooLong, codeUnsupported, fmt.Sprintf("more than %d tag parameters", maxTagParams), nil)
+	}
+	for _, t := range params {
+		if !tagRe.MatchString(t) {
+			return manifestInvalid("invalid tag %q", t)
+		}
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
 	}
 	mediaType := ""
 	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
@@ -177,7 +201,7 @@ func (s *server) putManifest(c echo.Context, name, ref string) error {
 		return err
 	}
 	m.Digest, m.Content = string(d), body
-	err = s.cfg.Meta.PutManifest(r.Context(), name, m, tag)
+	err = s.cfg.Meta.PutManifest(r.Context(), name, m, tags...)
 	var missing *meta.MissingError
 	if errors.As(err, &missing) {
 		return apiError(http.StatusBadRequest, codeManifestBlobUnknown, "manifest references unknown content", missing.Digest)
@@ -188,6 +212,9 @@ func (s *server) putManifest(c echo.Context, name, ref string) error {
 	h := c.Response().Header()
 	h.Set(echo.HeaderLocation, "/v2/"+name+"/manifests/"+string(d))
 	h.Set("Docker-Content-Digest", string(d))
+	for _, t := range params {
+		h.Add("OCI-Tag", t)
+	}
 	if m.Subject != "" {
 		h.Set("OCI-Subject", m.Subject)
 	}

@@ -17,8 +17,16 @@ import (
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
-// DefaultMaxManifestBytes is the manifest size limit when Config leaves it 0.
-const DefaultMaxManifestBytes = 4 << 20
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxManifestBytes     = 4 << 20
+	DefaultMinBodyRate          = 16 << 10 // bytes per second
+	DefaultMinBodyRateWindow    = 30 * time.Second
+	DefaultMaxConcurrentUploads = 8
+	DefaultMaxUploadSessions    = 64
+	DefaultMaxStagedBytes       = 10 << 30
+	DefaultUploadIdleTimeout    = time.Hour
+)
 
 // Config configures the API. Meta, Blobs and Authorizer are required; the
 // other zero values are the documented defaults.
@@ -33,6 +41,36 @@ type Config struct {
 	// PUT); larger ones answer 413 SIZE_INVALID. 0: no limit of this
 	// package (the caller's request limits apply).
 	MaxChunkBytes int64
+	// MinBodyRate is the slowest, in bytes per second averaged over each
+	// MinBodyRateWindow the registry spends waiting for it, that an upload
+	// or manifest body may arrive at; a slower one is cut and answers 408.
+	// Time the registry spends elsewhere (storing what it read) does not
+	// count. 0: DefaultMinBodyRate (16 KiB/s); negative: no minimum.
+	MinBodyRate int64
+	// MinBodyRateWindow: see MinBodyRate. 0: DefaultMinBodyRateWindow
+	// (30 s).
+	MinBodyRateWindow time.Duration
+	// MaxConcurrentUploads bounds the requests of one account that send
+	// upload bodies at a time (a POST with a digest, PATCH, PUT); more
+	// answer 429 TOOMANYREQUESTS with Retry-After. 0:
+	// DefaultMaxConcurrentUploads (8); negative: no limit.
+	MaxConcurrentUploads int
+	// MaxUploadSessions bounds the upload sessions one account has open
+	// (monolithic uploads count while their body arrives); a POST beyond
+	// answers 429 TOOMANYREQUESTS. 0: DefaultMaxUploadSessions (64);
+	// negative: no limit.
+	MaxUploadSessions int
+	// MaxStagedBytes bounds the bytes one account has staged in open
+	// uploads; a body that would go past it answers 429 TOOMANYREQUESTS
+	// (keeping what was staged before the limit). 0: DefaultMaxStagedBytes
+	// (10 GiB); negative: no limit.
+	MaxStagedBytes int64
+	// UploadIdleTimeout is how long an upload session may go without
+	// activity: then it is unknown (404 BLOB_UPLOAD_UNKNOWN), and
+	// Handler.SweepUploads removes it and its staging. Sweeps must run
+	// well within it: they also mark the sessions this process is writing
+	// to as active. 0: DefaultUploadIdleTimeout (1 h).
+	UploadIdleTimeout time.Duration
 	// BlobRedirects answers a GET of a whole blob with 307 Temporary
 	// Redirect to a short-lived URL of the blob store, when Blobs implements
 	// blob.Redirector (s3store: a presigned URL), instead of streaming the
@@ -55,7 +93,8 @@ type Config struct {
 
 // server holds the configured dependencies of the handlers.
 type server struct {
-	cfg Config
+	cfg    Config
+	active *activeUploads
 	// redirector is Blobs as a blob.Redirector when Config.BlobRedirects
 	// is set and it is one; nil otherwise.
 	redirector blob.Redirector
@@ -63,14 +102,32 @@ type server struct {
 
 // New returns the handler of the API. It expects the full request path,
 // so mount it at /v2/ without stripping the prefix.
-func New(cfg Config) (http.Handler, error) {
+func New(cfg Config) (*Handler, error) {
 	if cfg.Meta == nil || cfg.Blobs == nil || cfg.Authorizer == nil {
 		return nil, errors.New("distribution: Config needs Meta, Blobs and Authorizer")
 	}
 	if cfg.MaxManifestBytes <= 0 {
 		cfg.MaxManifestBytes = DefaultMaxManifestBytes
 	}
-	s := &server{cfg: cfg}
+	if cfg.MinBodyRate == 0 {
+		cfg.MinBodyRate = DefaultMinBodyRate
+	}
+	if cfg.MinBodyRateWindow <= 0 {
+		cfg.MinBodyRateWindow = DefaultMinBodyRateWindow
+	}
+	if cfg.MaxConcurrentUploads == 0 {
+		cfg.MaxConcurrentUploads = DefaultMaxConcurrentUploads
+	}
+	if cfg.MaxUploadSessions == 0 {
+		cfg.MaxUploadSessions = DefaultMaxUploadSessions
+	}
+	if cfg.MaxStagedBytes == 0 {
+		cfg.MaxStagedBytes = DefaultMaxStagedBytes
+	}
+	if cfg.UploadIdleTimeout <= 0 {
+		cfg.UploadIdleTimeout = DefaultUploadIdleTimeout
+	}
+	s := &server{cfg: cfg, active: newActiveUploads(cfg.MaxConcurrentUploads)}
 	if r, ok := cfg.Blobs.(blob.Redirector); ok && cfg.BlobRedirects {
 		s.redirector = r
 	}
@@ -86,7 +143,7 @@ func New(cfg Config) (http.Handler, error) {
 	// Repository names contain slashes, so everything else is routed by
 	// route, on the whole path.
 	e.Any("/v2/*", s.route)
-	return e, nil
+	return &Handler{Handler: e, s: s}, nil
 }
 
 func (s *server) commonHeaders(next echo.HandlerFunc) echo.HandlerFunc {
@@ -198,7 +255,26 @@ func (s *server) route(c echo.Context) error {
 
 // authorize asks the Authorizer and turns its refusal into an API error.
 func (s *server) authorize(c echo.Context, repo string, actions ...string) error {
-	err := s.cfg.Authorizer.Authorize(c.Request(), repo, actions...)
+	_, err := s.authorizeAccount(c, repo, actions...)
+	return err
+}
+
+// authorizeAccount is authorize that also returns the account the request
+// is authorized as ("" when the Authorizer does not tell), along with an
+// error of status 403 too.
+func (s *server) authorizeAccount(c echo.Context, repo string, actions ...string) (string, error) {
+	var account string
+	var err error
+	if aa, ok := s.cfg.Authorizer.(AccountAuthorizer); ok {
+		account, err = aa.AuthorizeAccount(c.Request(), repo, actions...)
+	} else {
+		err = s.cfg.Authorizer.Authorize(c.Request(), repo, actions...)
+	}
+	return account, s.authError(c, err, repo, actions)
+}
+
+// authError turns an Authorizer's refusal into an API error.
+func (s *server) authError(c echo.Context, err error, repo string, actions []string) error {
 	switch {
 	case err == nil:
 		return nil
@@ -232,6 +308,7 @@ const (
 	codeDenied              = "DENIED"
 	codeUnsupported         = "UNSUPPORTED"
 	codeRangeInvalid        = "RANGE_INVALID"
+	codeTooManyRequests     = "TOOMANYREQUESTS"
 	codeNotFound            = "NOT_FOUND" // a path outside the API
 	codeUnknown             = "UNKNOWN"   // no better code: internal errors, full storage
 )

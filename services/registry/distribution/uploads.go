@@ -4,17 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
+
+// recordTimeout bounds the database writes that record what a request
+// staged; they run even when the client went away meanwhile, since the
+// bytes are in the store.
+const recordTimeout = 30 * time.Second
 
 func uploadURL(name, id string) string          { return "/v2/" + name + "/blobs/uploads/" + url.PathEscape(id) }
 func blobURL(name string, d blob.Digest) string { return "/v2/" + name + "/blobs/" + string(d) }
@@ -36,25 +41,6 @@ func created(c echo.Context, name string, d blob.Digest) error {
 	return c.NoContent(http.StatusCreated)
 }
 
-// body returns the request body, capped by MaxChunkBytes.
-func (s *server) body(c echo.Context) io.Reader {
-	r := c.Request()
-	if s.cfg.MaxChunkBytes > 0 {
-		return http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxChunkBytes)
-	}
-	return r.Body
-}
-
-// writeError maps a failed upload Write.
-func writeError(err error) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return apiError(http.StatusRequestEntityTooLarge, codeSizeInvalid,
-			fmt.Sprintf("chunk larger than %d bytes", tooBig.Limit), nil)
-	}
-	return err
-}
-
 // commitError maps a failed Commit.
 func commitError(err error, d blob.Digest) error {
 	if errors.Is(err, blob.ErrDigestMismatch) {
@@ -63,14 +49,31 @@ func commitError(err error, d blob.Digest) error {
 	return err
 }
 
+func uploadUnknown(err error, id string) error {
+	if errors.Is(err, meta.ErrNotFound) {
+		return apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", id)
+	}
+	return err
+}
+
 // startUpload is POST /v2/<name>/blobs/uploads/: a mount, a monolithic
 // upload (?digest=), or a new upload session.
 func (s *server) startUpload(c echo.Context, name string) error {
-	if err := s.authorize(c, name, ActionPush); err != nil {
+	account, err := s.authorizeAccount(c, name, ActionPush)
+	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	q := c.QueryParams()
+	// The algorithm a chunked upload will be committed with. Nothing
+	// depends on it here (Commit hashes with the algorithm of the closing
+	// PUT's digest), but an algorithm the registry cannot verify is
+	// refused now rather than after the upload.
+	if q.Has("digest-algorithm") {
+		if _, err := blob.ParseAlgorithm(q.Get("digest-algorithm")); err != nil {
+			return apiError(http.StatusBadRequest, codeUnsupported, "unsupported digest algorithm; supported: sha256, sha512", q.Get("digest-algorithm"))
+		}
+	}
 	if q.Has("mount") {
 		d, err := parseDigest(q.Get("mount"))
 		if err != nil {
@@ -93,43 +96,101 @@ func (s *server) startUpload(c echo.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		up, err := s.cfg.Blobs.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		info, err := s.monolithic(c, up, d)
-		if err != nil {
-			_ = up.Cancel(ctx)
-			return err
-		}
-		if err := s.cfg.Meta.PutBlob(ctx, name, string(d), info.Size); err != nil {
-			return err
-		}
-		return created(c, name, d)
+		return s.monolithic(c, name, account, d)
 	}
 	drain(c.Request().Body)
-	up, err := s.cfg.Blobs.Begin(ctx)
+	up, err := s.begin(c, name, account)
 	if err != nil {
-		return err
-	}
-	if err := s.cfg.Meta.CreateUpload(ctx, name, up.ID()); err != nil {
-		_ = up.Cancel(ctx)
 		return err
 	}
 	setUploadHeaders(c, name, up.ID(), 0)
 	return c.NoContent(http.StatusAccepted)
 }
 
-func (s *server) monolithic(c echo.Context, up blob.Upload, d blob.Digest) (blob.Info, error) {
+// begin starts an upload and its session.
+func (s *server) begin(c echo.Context, name, account string) (blob.Upload, error) {
 	ctx := c.Request().Context()
-	if _, err := up.Write(ctx, s.body(c)); err != nil {
-		return blob.Info{}, writeError(err)
+	up, err := s.cfg.Blobs.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = s.cfg.Meta.CreateUpload(ctx, name, up.ID(), account, s.cfg.MaxUploadSessions)
+	if err != nil {
+		_ = up.Cancel(context.WithoutCancel(ctx))
+		if errors.Is(err, meta.ErrTooManyUploads) {
+			return nil, tooManyRequests(c, "the account has as many upload sessions open as it may; finish or cancel some", s.cfg.MaxUploadSessions)
+		}
+		return nil, err
+	}
+	return up, nil
+}
+
+// monolithic is a whole blob in one POST. It is an upload session like any
+// other while its body arrives, so that its staging is accounted for and
+// ends with the session.
+func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest) error {
+	leave, ok := s.active.enter(account)
+	if !ok {
+		return tooManyRequests(c, "too many uploads in progress for this account", s.cfg.MaxConcurrentUploads)
+	}
+	defer leave()
+	q, err := s.uploadQuota(c, account)
+	if err != nil {
+		return err
+	}
+	up, err := s.begin(c, name, account)
+	if err != nil {
+		return err
+	}
+	release, _ := s.active.claim(up.ID()) // a new id: never busy
+	defer release()
+	ctx := c.Request().Context()
+	info, err := s.write(c, up, q, true, d)
+	if err == nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		err = s.cfg.Meta.CompleteUpload(rctx, name, up.ID(), string(d), info.Size)
+	}
+	if err != nil {
+		// Nothing to resume: the client never learnt the session.
+		bg := context.WithoutCancel(ctx)
+		_ = up.Cancel(bg)
+		_ = s.cfg.Meta.EndUpload(bg, name, up.ID())
+		return err
+	}
+	return created(c, name, d)
+}
+
+// write stages the request body into up, counting it against q (nil: no
+// limit), and, when commit is set, commits the upload as digest d. No
+// database connection is held meanwhile: the body may take long to arrive.
+func (s *server) write(c echo.Context, up blob.Upload, q *quota, commit bool, d blob.Digest) (blob.Info, error) {
+	ctx := c.Request().Context()
+	body, stop := s.body(c, s.cfg.MaxChunkBytes)
+	if q != nil {
+		body = q.reader(body)
+		defer q.release()
+	}
+	_, err := up.Write(ctx, body)
+	stop()
+	switch {
+	case errors.Is(err, errStagingFull):
+		return blob.Info{}, stagingFull(c, s.cfg.MaxStagedBytes)
+	case errors.Is(err, blob.ErrNotFound): // cancelled or swept meanwhile
+		return blob.Info{}, apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", up.ID())
+	case err != nil:
+		return blob.Info{}, bodyError(err, codeBlobUploadInvalid)
+	case !commit:
+		return blob.Info{}, nil
 	}
 	// Garbage collection spares the digest from here on (meta.HoldBlob).
 	if err := s.cfg.Meta.HoldBlob(ctx, string(d)); err != nil {
 		return blob.Info{}, err
 	}
 	info, err := up.Commit(ctx, d)
+	if errors.Is(err, blob.ErrNotFound) {
+		return blob.Info{}, apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", up.ID())
+	}
 	return info, commitError(err, d)
 }
 
@@ -140,13 +201,6 @@ func (s *server) resume(c echo.Context, id string) (blob.Upload, error) {
 		return nil, apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", id)
 	}
 	return up, err
-}
-
-func uploadUnknown(err error, id string) error {
-	if errors.Is(err, meta.ErrNotFound) {
-		return apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", id)
-	}
-	return err
 }
 
 // checkContentRange checks a chunk's Content-Range "first-last" against
@@ -171,75 +225,122 @@ func checkContentRange(c echo.Context, name string, up blob.Upload) error {
 	return nil
 }
 
+// chunk is the common part of PATCH and PUT by account, authorized: it
+// writes the request's body to upload id of repository name (and for a PUT
+// commits it as d), then
+// records the new offset, or the end of the session. The database is asked
+// before and told after, in short statements; what guards an upload
+// against two writers is the in-process claim and, across processes, the
+// conditional update of the recorded offset (meta.AdvanceUpload).
+func (s *server) chunk(c echo.Context, name, id, account string, commit bool, d blob.Digest) (offset int64, err error) {
+	ctx := c.Request().Context()
+	sess, err := s.cfg.Meta.GetUpload(ctx, name, id, s.cfg.UploadIdleTimeout)
+	if err != nil {
+		return 0, uploadUnknown(err, id)
+	}
+	leave, ok := s.active.enter(account)
+	if !ok {
+		return 0, tooManyRequests(c, "too many uploads in progress for this account", s.cfg.MaxConcurrentUploads)
+	}
+	defer leave()
+	q, err := s.uploadQuota(c, account)
+	if err != nil {
+		return 0, err
+	}
+	release, ok := s.active.claim(id)
+	if !ok {
+		return 0, s.busy(c, name, id)
+	}
+	defer release()
+	up, err := s.resume(c, id)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkContentRange(c, name, up); err != nil {
+		return 0, err
+	}
+	info, werr := s.write(c, up, q, commit, d)
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if werr == nil && commit {
+		return info.Size, s.cfg.Meta.CompleteUpload(rctx, name, id, string(d), info.Size)
+	}
+	// Record what is staged now, also after a failed write: the store
+	// keeps what arrived, and a client resumes from the status.
+	err = s.cfg.Meta.AdvanceUpload(rctx, name, id, sess.Offset, up.Offset())
+	switch {
+	case errors.Is(err, meta.ErrUploadConflict):
+		return 0, s.busy(c, name, id)
+	case err != nil:
+		return 0, uploadUnknown(err, id)
+	case werr != nil:
+		return 0, werr
+	}
+	return up.Offset(), nil
+}
+
+// busy answers a request for an upload that another request writes to.
+func (s *server) busy(c echo.Context, name, id string) error {
+	if up, err := s.cfg.Blobs.Resume(c.Request().Context(), id); err == nil {
+		setUploadHeaders(c, name, id, up.Offset())
+	}
+	return apiError(http.StatusRequestedRangeNotSatisfiable, codeRangeInvalid,
+		"another request is writing to this upload; get its status and continue from there", id)
+}
+
 func (s *server) patchUpload(c echo.Context, name, id string) error {
-	if err := s.authorize(c, name, ActionPush); err != nil {
+	account, err := s.authorizeAccount(c, name, ActionPush)
+	if err != nil {
 		return err
 	}
-	var offset int64
-	err := s.cfg.Meta.WithUpload(c.Request().Context(), name, id, func(ctx context.Context) (meta.UploadOutcome, error) {
-		up, err := s.resume(c, id)
-		if err != nil {
-			return meta.UploadOutcome{}, err
-		}
-		if err := checkContentRange(c, name, up); err != nil {
-			return meta.UploadOutcome{}, err
-		}
-		if _, err := up.Write(ctx, s.body(c)); err != nil {
-			return meta.UploadOutcome{}, writeError(err)
-		}
-		offset = up.Offset()
-		return meta.UploadOutcome{Offset: offset}, nil
-	})
+	offset, err := s.chunk(c, name, id, account, false, "")
 	if err != nil {
-		return uploadUnknown(err, id)
+		return err
 	}
 	setUploadHeaders(c, name, id, offset)
 	return c.NoContent(http.StatusAccepted)
 }
 
 func (s *server) putUpload(c echo.Context, name, id string) error {
-	if err := s.authorize(c, name, ActionPush); err != nil {
+	account, err := s.authorizeAccount(c, name, ActionPush)
+	if err != nil {
 		return err
 	}
 	d, err := parseDigest(c.QueryParam("digest"))
 	if err != nil {
 		return err
 	}
-	// Before WithUpload, which holds a connection: garbage collection spares
-	// the digest from here on (meta.HoldBlob).
-	if err := s.cfg.Meta.HoldBlob(c.Request().Context(), string(d)); err != nil {
+	if _, err := s.chunk(c, name, id, account, true, d); err != nil {
 		return err
-	}
-	err = s.cfg.Meta.WithUpload(c.Request().Context(), name, id, func(ctx context.Context) (meta.UploadOutcome, error) {
-		up, err := s.resume(c, id)
-		if err != nil {
-			return meta.UploadOutcome{}, err
-		}
-		if err := checkContentRange(c, name, up); err != nil {
-			return meta.UploadOutcome{}, err
-		}
-		// The final chunk, if any.
-		if _, err := up.Write(ctx, s.body(c)); err != nil {
-			return meta.UploadOutcome{}, writeError(err)
-		}
-		info, err := up.Commit(ctx, d)
-		if err != nil {
-			return meta.UploadOutcome{}, commitError(err, d)
-		}
-		return meta.UploadOutcome{Digest: string(d), Size: info.Size}, nil
-	})
-	if err != nil {
-		return uploadUnknown(err, id)
 	}
 	return created(c, name, d)
 }
 
+// uploadStatus is GET of an upload: where it stands. It takes the upload's
+// own grant, push; or pull, when the caller is the account that started
+// the upload: clients that choose tokens by method (GET and HEAD: pull, as
+// the reference registry asks for this request), such as the
+// specification's conformance suite, send their pull token here.
 func (s *server) uploadStatus(c echo.Context, name, id string) error {
-	if err := s.authorize(c, name, ActionPush); err != nil {
+	account, err := s.authorizeAccount(c, name, ActionPush)
+	viaPull := false
+	var denied *httpError
+	if errors.As(err, &denied) && denied.Status == http.StatusForbidden {
+		a, perr := s.authorizeAccount(c, name, ActionPull)
+		if perr != nil || a == "" {
+			return err
+		}
+		account, viaPull = a, true
+	} else if err != nil {
 		return err
 	}
-	if err := s.cfg.Meta.UploadExists(c.Request().Context(), name, id); err != nil {
-		return uploadUnknown(err, id)
+	sess, err2 := s.cfg.Meta.GetUpload(c.Request().Context(), name, id, s.cfg.UploadIdleTimeout)
+	if viaPull && (err2 != nil || sess.Account != account) {
+		return err // 403, whether or not such an upload exists
+	}
+	if err2 != nil {
+		return uploadUnknown(err2, id)
 	}
 	up, err := s.resume(c, id)
 	if err != nil {
@@ -249,19 +350,33 @@ func (s *server) uploadStatus(c echo.Context, name, id string) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// cancelUpload is DELETE of an upload. It takes the upload's own grant,
+// push, or delete: clients that choose tokens by method send the latter
+// (the reference registry asks "delete" of this request), and who may
+// delete a repository's content may end its uploads.
 func (s *server) cancelUpload(c echo.Context, name, id string) error {
-	if err := s.authorize(c, name, ActionPush); err != nil {
+	err := s.authorize(c, name, ActionPush)
+	var denied *httpError
+	if errors.As(err, &denied) && denied.Status == http.StatusForbidden {
+		if s.authorize(c, name, ActionDelete) == nil {
+			err = nil
+		}
+	}
+	if err != nil {
 		return err
 	}
-	err := s.cfg.Meta.WithUpload(c.Request().Context(), name, id, func(ctx context.Context) (meta.UploadOutcome, error) {
-		err := s.cfg.Blobs.Abort(ctx, id)
-		if err != nil && !errors.Is(err, blob.ErrNotFound) {
-			return meta.UploadOutcome{}, err
-		}
-		return meta.UploadOutcome{Ended: true}, nil
-	})
-	if err != nil {
+	ctx := c.Request().Context()
+	// An expired session is unknown; the sweep removes it.
+	if _, err := s.cfg.Meta.GetUpload(ctx, name, id, s.cfg.UploadIdleTimeout); err != nil {
 		return uploadUnknown(err, id)
+	}
+	// The session first: once it is gone nobody writes to the upload, and
+	// staging left by a failed Abort is an orphan that sweeps remove.
+	if err := s.cfg.Meta.EndUpload(ctx, name, id); err != nil {
+		return uploadUnknown(err, id)
+	}
+	if err := s.cfg.Blobs.Abort(ctx, id); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }

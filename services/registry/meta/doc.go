@@ -35,9 +35,18 @@
 // and the blob stays, or finds the link gone and fails with
 // [ErrBlobUnknown]: a visible manifest never points at removed bytes.
 //
+// # Upload sessions
+//
+// A session row names an upload of the blob store (staged_key) and the
+// account that started it. Writers never hold its row while a body
+// arrives: they read it, stage bytes, and then move its byte_offset with a
+// conditional update ([Store.AdvanceUpload]) that fails with
+// [ErrUploadConflict] when another writer moved it first.
+//
 // # Errors
 //
 // Errors wrap the sentinels [ErrNotFound] (and its refinements
 // [ErrRepositoryUnknown], [ErrBlobUnknown], [ErrManifestUnknown],
-// [ErrUploadUnknown]) and [ErrInUse]; test them with errors.Is.
+// [ErrUploadUnknown]), [ErrUploadConflict] and [ErrInUse]; test them with
+// errors.Is.
 package meta

@@ -26,6 +26,12 @@ var (
 	ErrUploadUnknown = fmt.Errorf("%w: upload unknown", ErrNotFound)
 	// ErrInUse: the manifest is still referenced by an index in its repository.
 	ErrInUse = errors.New("meta: in use")
+	// ErrTooManyUploads: the account has as many upload sessions open as
+	// it may.
+	ErrTooManyUploads = errors.New("meta: too many upload sessions")
+	// ErrUploadConflict: an upload session changed while the caller wrote
+	// to its upload (another request wrote to it too).
+	ErrUploadConflict = errors.New("meta: upload changed concurrently")
 )
 
 // MissingError names the digest a manifest references but the repository
@@ -118,14 +124,20 @@ func (s *Store) PutBlob(ctx context.Context, repo, digest string, size int64) er
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `insert into blobs (digest, size) values ($1, $2) on conflict (digest) do nothing`, digest, size); err != nil {
-			return fmt.Errorf("meta: blob %s: %w", digest, err)
-		}
-		if _, err := tx.Exec(ctx, `insert into repository_blobs (repository_id, digest) values ($1, $2) on conflict do nothing`, id, digest); err != nil {
-			return fmt.Errorf("meta: link blob %s: %w", digest, err)
-		}
-		return nil
+		return linkBlob(ctx, tx, id, digest, size)
 	})
+}
+
+// linkBlob records blob digest of size bytes and links it into the
+// repository with id rid.
+func linkBlob(ctx context.Context, q querier, rid int64, digest string, size int64) error {
+	if _, err := q.Exec(ctx, `insert into blobs (digest, size) values ($1, $2) on conflict (digest) do nothing`, digest, size); err != nil {
+		return fmt.Errorf("meta: blob %s: %w", digest, err)
+	}
+	if _, err := q.Exec(ctx, `insert into repository_blobs (repository_id, digest) values ($1, $2) on conflict do nothing`, rid, digest); err != nil {
+		return fmt.Errorf("meta: link blob %s: %w", digest, err)
+	}
+	return nil
 }
 
 // BlobSize returns the size of blob digest linked into repo, or an error
@@ -209,12 +221,12 @@ type Manifest struct {
 	Children []string
 }
 
-// PutManifest stores m in repo, creating the repository, and points tag at
-// it when tag is not "". Every blob in m.Blobs must be linked into repo and
+// PutManifest stores m in repo, creating the repository, and points each of
+// tags (skipping "") at it. Every blob in m.Blobs must be linked into repo and
 // every child in m.Children must be a manifest of repo, else the error is a
 // *MissingError (wrapping ErrBlobUnknown or ErrManifestUnknown); nothing
 // is stored then. Storing a manifest that exists again only moves the tag.
-func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tag string) error {
+func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tags ...string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		// The digests' locks before any row: shared locks never wait for
 		// each other, and a sweep never waits for them.
@@ -276,7 +288,10 @@ func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tag st
 				}
 			}
 		}
-		if tag != "" {
+		for _, tag := range tags {
+			if tag == "" {
+				continue
+			}
 			if _, err := tx.Exec(ctx, `insert into tags (repository_id, name, manifest_digest) values ($1, $2, $3)
 				on conflict (repository_id, name) do update set manifest_digest = excluded.manifest_digest, updated_at = now()`,
 				id, tag, m.Digest); err != nil {
@@ -448,103 +463,4 @@ func (s *Store) Referrers(ctx context.Context, repo, subject, artifactType strin
 		return nil, fmt.Errorf("meta: referrers of %s: %w", subject, err)
 	}
 	return out, nil
-}
-
-// Upload sessions --------------------------------------------------------------
-
-// CreateUpload records upload session id (the blob store's upload id) for
-// repo, creating the repository.
-func (s *Store) CreateUpload(ctx context.Context, repo, id string) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		rid, err := ensureRepository(ctx, tx, repo)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `insert into upload_sessions (id, repository_id, staged_key) values ($1, $2, $1)`, id, rid); err != nil {
-			return fmt.Errorf("meta: upload %s: %w", id, err)
-		}
-		return nil
-	})
-}
-
-// UploadOutcome is what the function given to WithUpload did to the upload.
-type UploadOutcome struct {
-	Offset int64 // bytes staged after it, recorded with the session
-	// Digest and Size, when Digest is not "", are the blob the upload was
-	// committed as: it is recorded and linked into the repository in the
-	// same transaction that ends the session.
-	Digest string
-	Size   int64
-	// Ended ends the session (the upload was cancelled).
-	Ended bool
-}
-
-// WithUpload runs fn while holding upload session id of repo locked, which
-// serializes the writers of one upload across replicas, and then records
-// the outcome fn returns. When fn fails nothing is recorded. An unknown
-// session, or one of another repository, wraps ErrUploadUnknown.
-//
-// fn runs inside the transaction but must not use the Store itself: the
-// outcome is applied on fn's behalf, so one request never needs two
-// connections of the pool at once.
-func (s *Store) WithUpload(ctx context.Context, repo, id string, fn func(ctx context.Context) (UploadOutcome, error)) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		var rid int64
-		err := tx.QueryRow(ctx, `select u.repository_id from upload_sessions u join repositories r on r.id = u.repository_id
-			where u.id = $1 and r.name = $2 for update of u`, id, repo).Scan(&rid)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s in %q", ErrUploadUnknown, id, repo)
-		}
-		if err != nil {
-			return fmt.Errorf("meta: upload %s: %w", id, err)
-		}
-		out, err := fn(ctx)
-		if err != nil {
-			return err
-		}
-		if out.Digest != "" {
-			if err := lockDigest(ctx, tx, out.Digest); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `insert into blobs (digest, size) values ($1, $2) on conflict (digest) do nothing`, out.Digest, out.Size); err != nil {
-				return fmt.Errorf("meta: blob %s: %w", out.Digest, err)
-			}
-			if _, err := tx.Exec(ctx, `insert into repository_blobs (repository_id, digest) values ($1, $2) on conflict do nothing`, rid, out.Digest); err != nil {
-				return fmt.Errorf("meta: link blob %s: %w", out.Digest, err)
-			}
-		}
-		if out.Digest != "" || out.Ended {
-			_, err = tx.Exec(ctx, `delete from upload_sessions where id = $1`, id)
-		} else {
-			_, err = tx.Exec(ctx, `update upload_sessions set byte_offset = $2, updated_at = now() where id = $1`, id, out.Offset)
-		}
-		if err != nil {
-			return fmt.Errorf("meta: upload %s: %w", id, err)
-		}
-		return nil
-	})
-}
-
-// UploadExists returns nil if upload session id belongs to repo, else an
-// error wrapping ErrUploadUnknown. It takes no lock.
-func (s *Store) UploadExists(ctx context.Context, repo, id string) error {
-	var one int
-	err := s.pool.QueryRow(ctx, `select 1 from upload_sessions u join repositories r on r.id = u.repository_id
-		where u.id = $1 and r.name = $2`, id, repo).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: %s in %q", ErrUploadUnknown, id, repo)
-	}
-	if err != nil {
-		return fmt.Errorf("meta: upload %s: %w", id, err)
-	}
-	return nil
-}
-
-// DeleteUpload removes upload session id, whatever its repository; a
-// missing session is not an error.
-func (s *Store) DeleteUpload(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, `delete from upload_sessions where id = $1`, id); err != nil {
-		return fmt.Errorf("meta: delete upload %s: %w", id, err)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package meta_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -144,34 +145,58 @@ func TestStore(t *testing.T) {
 	})
 
 	t.Run("uploads", func(t *testing.T) {
-		if err := s.CreateUpload(ctx, "r/up", "u1"); err != nil {
+		if err := s.CreateUpload(ctx, "r/up", "u1", "nobody", 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.UploadExists(ctx, "r/other", "u1"); !errors.Is(err, meta.ErrUploadUnknown) {
+		if _, err := s.GetUpload(ctx, "r/other", "u1", 0); !errors.Is(err, meta.ErrUploadUnknown) {
 			t.Fatalf("upload in another repo = %v", err)
 		}
-		boom := errors.New("boom")
-		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
-			return meta.UploadOutcome{}, boom
-		}); !errors.Is(err, boom) {
-			t.Fatalf("WithUpload error = %v", err)
+		if u, err := s.GetUpload(ctx, "r/up", "u1", time.Hour); err != nil || u.Account != "" || u.Offset != 0 || u.Updated.IsZero() {
+			t.Fatalf("GetUpload = %+v, %v", u, err)
 		}
-		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
-			return meta.UploadOutcome{Digest: digest('c'), Size: 3}, nil
-		}); err != nil {
+		// Offsets advance only from the recorded one.
+		if err := s.AdvanceUpload(ctx, "r/up", "u1", 0, 5); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.UploadExists(ctx, "r/up", "u1"); !errors.Is(err, meta.ErrUploadUnknown) {
+		if err := s.AdvanceUpload(ctx, "r/up", "u1", 0, 9); !errors.Is(err, meta.ErrUploadConflict) {
+			t.Fatalf("AdvanceUpload from a stale offset = %v", err)
+		}
+		if err := s.AdvanceUpload(ctx, "r/other", "u1", 5, 9); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("AdvanceUpload in another repo = %v", err)
+		}
+		if u, err := s.GetUpload(ctx, "r/up", "u1", 0); err != nil || u.Offset != 5 {
+			t.Fatalf("GetUpload after advancing = %+v, %v", u, err)
+		}
+		if err := s.CompleteUpload(ctx, "r/up", "u1", digest('c'), 3); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetUpload(ctx, "r/up", "u1", 0); !errors.Is(err, meta.ErrUploadUnknown) {
 			t.Fatalf("committed upload still exists: %v", err)
 		}
 		if n, err := s.BlobSize(ctx, "r/up", digest('c')); err != nil || n != 3 {
 			t.Fatalf("committed blob = %d, %v", n, err)
 		}
-		if err := s.WithUpload(ctx, "r/up", "u1", func(context.Context) (meta.UploadOutcome, error) {
-			t.Fatal("fn ran for an ended upload")
-			return meta.UploadOutcome{}, nil
-		}); !errors.Is(err, meta.ErrUploadUnknown) {
-			t.Fatalf("WithUpload after commit = %v", err)
+		if err := s.AdvanceUpload(ctx, "r/up", "u1", 5, 9); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("AdvanceUpload after commit = %v", err)
+		}
+		// Completing a session that ended meanwhile still records the blob.
+		if err := s.CompleteUpload(ctx, "r/up", "gone", digest('d'), 4); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.BlobSize(ctx, "r/up", digest('d')); err != nil || n != 4 {
+			t.Fatalf("blob of an ended session = %d, %v", n, err)
+		}
+		if err := s.CreateUpload(ctx, "r/up", "u2", "", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndUpload(ctx, "r/other", "u2"); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("EndUpload in another repo = %v", err)
+		}
+		if err := s.EndUpload(ctx, "r/up", "u2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndUpload(ctx, "r/up", "u2"); !errors.Is(err, meta.ErrUploadUnknown) {
+			t.Fatalf("second EndUpload = %v", err)
 		}
 	})
 }
@@ -252,5 +277,99 @@ func TestGC(t *testing.T) {
 		t.Fatalf("BeginGC after Close = %v", err)
 	} else {
 		g2.Close()
+	}
+}
+
+// TestAdvanceUploadRace: of writers that read the same offset, exactly one
+// records its new offset; the others learn of the conflict.
+func TestAdvanceUploadRace(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.CreateUpload(ctx, "r/race", "u", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- s.AdvanceUpload(ctx, "r/race", "u", 0, int64(10+i)) }()
+	}
+	won := 0
+	for range n {
+		err := <-errs
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, meta.ErrUploadConflict):
+			t.Errorf("AdvanceUpload: %v", err)
+		}
+	}
+	u, err := s.GetUpload(ctx, "r/race", "u", 0)
+	if won != 1 || err != nil || u.Offset < 10 {
+		t.Fatalf("%d writers won; session %+v, %v", won, u, err)
+	}
+}
+
+// TestUploadSessionsOfAccounts: session limits and usage per account, and
+// the queries of sweeps.
+func TestUploadSessionsOfAccounts(t *testing.T) {
+	pool := testenv.RegistryDB(t)
+	s := meta.New(pool)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `insert into accounts (name, role) values ('a', 'isv'), ('b', 'isv')`); err != nil {
+		t.Fatal(err)
+	}
+	// Concurrent creations stop at the limit exactly.
+	errs := make(chan error, 6)
+	for i := range 6 {
+		go func() { errs <- s.CreateUpload(ctx, "a/img", fmt.Sprintf("a%d", i), "a", 4) }()
+	}
+	created := 0
+	for range 6 {
+		switch err := <-errs; {
+		case err == nil:
+			created++
+		case !errors.Is(err, meta.ErrTooManyUploads):
+			t.Fatal(err)
+		}
+	}
+	if created != 4 {
+		t.Fatalf("%d sessions created, want 4", created)
+	}
+	if err := s.CreateUpload(ctx, "a/img", "b0", "b", 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateUpload(ctx, "a/img", "n0", "", 4); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.GetUpload(ctx, "a/img", "b0", 0)
+	if err != nil || u.Account != "b" {
+		t.Fatalf("GetUpload = %+v, %v", u, err)
+	}
+	if err := s.AdvanceUpload(ctx, "a/img", "b0", 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	for acct, want := range map[string]meta.UploadUsage{"a": {Sessions: 4}, "b": {Sessions: 1, Staged: 100}, "": {Sessions: 1}, "unknown": {Sessions: 1}} {
+		if got, err := s.AccountUploads(ctx, acct); err != nil || got != want {
+			t.Errorf("AccountUploads(%q) = %+v, %v; want %+v", acct, got, err, want)
+		}
+	}
+
+	// Expiry by inactivity; touching keeps a session alive.
+	if _, err := pool.Exec(ctx, `update upload_sessions set updated_at = now() - interval '2 hours' where id in ('b0', 'n0')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetUpload(ctx, "a/img", "b0", time.Hour); !errors.Is(err, meta.ErrUploadUnknown) {
+		t.Fatalf("GetUpload of an idle session = %v", err)
+	}
+	if err := s.TouchUploads(ctx, []string{"n0"}); err != nil {
+		t.Fatal(err)
+	}
+	expired, err := s.ExpireUploads(ctx, time.Hour)
+	if err != nil || !slices.Equal(expired, []string{"b0"}) {
+		t.Fatalf("ExpireUploads = %v, %v", expired, err)
+	}
+	keys, err := s.StagedKeys(ctx)
+	if err != nil || len(keys) != 5 || keys["b0"] || !keys["n0"] {
+		t.Fatalf("StagedKeys = %v, %v", keys, err)
 	}
 }

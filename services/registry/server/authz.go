@@ -31,23 +31,39 @@ type authorizer struct {
 }
 
 var (
-	_ distribution.Authorizer = (*authorizer)(nil)
-	_ distribution.Challenger = (*authorizer)(nil)
+	_ distribution.AccountAuthorizer = (*authorizer)(nil)
+	_ distribution.Challenger        = (*authorizer)(nil)
 )
 
 // Authorize implements distribution.Authorizer.
 func (a *authorizer) Authorize(r *http.Request, repo string, actions ...string) error {
+	_, err := a.AuthorizeAccount(r, repo, actions...)
+	return err
+}
+
+// AuthorizeAccount implements distribution.AccountAuthorizer: the account
+// is the token's subject.
+func (a *authorizer) AuthorizeAccount(r *http.Request, repo string, actions ...string) (string, error) {
 	catalog := repo == "" && slices.Contains(actions, distribution.ActionCatalog)
 	if repo == "" {
 		actions = nil
 	}
 	claims, err := a.bearer.Authorize(r, repo, actions...)
+	subject := ""
+	if claims != nil {
+		subject = claims.Subject
+	}
 	if err != nil {
-		return mapAuthErr(err)
+		return subject, mapAuthErr(err)
 	}
 	if !catalog {
-		return nil
+		return subject, nil
 	}
+	return subject, a.authorizeCatalog(r, claims)
+}
+
+// authorizeCatalog checks that the token's subject may list the catalog.
+func (a *authorizer) authorizeCatalog(r *http.Request, claims *auth.Claims) error {
 	// auth.TokenHandler grants no registry:catalog scope; the catalog is
 	// for admins, checked against the account (it may have been disabled
 	// or demoted since the token was issued).

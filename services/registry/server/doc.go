@@ -30,6 +30,12 @@
 //
 // plus the Go and process collectors.
 //
+// Serve also sweeps upload sessions, at start and every
+// Config.UploadSweepInterval (10 minutes): it ends sessions idle for longer
+// than Config.UploadIdleTimeout (1 hour) and removes their staging, and
+// removes staging that no session names (see
+// distribution.Handler.SweepUploads).
+//
 // Serve also runs a validation.Worker (package validation) until it returns;
 // the platform keys it countersigns with, and that key release unwraps with,
 // live in Config.PlatformKeyDir. And it collects garbage (package gc) every
@@ -81,6 +87,10 @@
 // address is locked out with doubling delays after repeated failures (429
 // and Retry-After). The client address is the socket peer unless the peer
 // is one of Config.TrustedProxies (package clientip).
+// Upload and manifest bodies slower than Config.MinBodyRate are cut, and
+// one account sends at most Config.MaxConcurrentUploads upload bodies at a
+// time (see package distribution): no request waiting on a client's body
+// holds a database connection.
 //
 // The package logs only through Config.Logger.
 package server

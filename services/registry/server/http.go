@@ -37,6 +37,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.dist = dist
 	tokens := &auth.TokenHandler{
 		Keyring:       s.keyring,
 		Accounts:      s.accounts,

@@ -16,7 +16,7 @@ import (
 
 // call sends an /api/v1 request as user (password "pw-"+user) with extra
 // headers and returns the status and body.
-func call(t *testing.T, r *running, method, path, user, body string, hdr ...string) (int, []byte) {
+func apiCall(t *testing.T, r *running, method, path, user, body string, hdr ...string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, r.url+"/api/v1"+path, strings.NewReader(body))
 	if err != nil {
@@ -45,7 +45,7 @@ func call(t *testing.T, r *running, method, path, user, body string, hdr ...stri
 // returns the remote address its audit record holds.
 func auditRemote(t *testing.T, r *running, account string, hdr ...string) string {
 	t.Helper()
-	code, body := call(t, r, http.MethodPost, "/accounts", "admin", fmt.Sprintf(`{"name":%q,"role":"tenant","password":"x"}`, account), hdr...)
+	code, body := apiCall(t, r, http.MethodPost, "/accounts", "admin", fmt.Sprintf(`{"name":%q,"role":"tenant","password":"x"}`, account), hdr...)
 	if code != http.StatusCreated {
 		t.Fatalf("create account: %d %s", code, body)
 	}
@@ -53,7 +53,7 @@ func auditRemote(t *testing.T, r *running, account string, hdr ...string) string
 	if err := json.Unmarshal(body, &created); err != nil {
 		t.Fatal(err)
 	}
-	code, body = call(t, r, http.MethodGet, "/audit?action=account.create&target_id="+created.ID, "admin", "")
+	code, body = apiCall(t, r, http.MethodGet, "/audit?action=account.create&target_id="+created.ID, "admin", "")
 	var page struct {
 		Items []struct {
 			RemoteAddr string `json:"remote_addr"`
@@ -77,12 +77,12 @@ func TestForwardedHeadersUntrusted(t *testing.T) {
 	// Wrong passwords for different accounts, each with another forged
 	// address: all count against 127.0.0.1.
 	for i := range 4 {
-		code, _ := call(t, r, http.MethodGet, "/me", fmt.Sprintf("nobody%d", i), "", "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
+		code, _ := apiCall(t, r, http.MethodGet, "/me", fmt.Sprintf("nobody%d", i), "", "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
 		if code != http.StatusUnauthorized {
 			t.Fatalf("guess %d: %d", i, code)
 		}
 	}
-	if code, _ := call(t, r, http.MethodGet, "/me", "admin", "", "X-Forwarded-For", "198.51.100.1"); code != http.StatusTooManyRequests {
+	if code, _ := apiCall(t, r, http.MethodGet, "/me", "admin", "", "X-Forwarded-For", "198.51.100.1"); code != http.StatusTooManyRequests {
 		t.Fatalf("locked address with a forged X-Forwarded-For: %d, want 429", code)
 	}
 }
@@ -106,15 +106,15 @@ func TestForwardedHeadersTrusted(t *testing.T) {
 		t.Fatalf("audit remote_addr %q without forwarding headers, want the proxy 127.0.0.1", got)
 	}
 	for i := range 4 {
-		code, _ := call(t, r, http.MethodGet, "/me", fmt.Sprintf("nobody%d", i), "", "X-Forwarded-For", "203.0.113.5")
+		code, _ := apiCall(t, r, http.MethodGet, "/me", fmt.Sprintf("nobody%d", i), "", "X-Forwarded-For", "203.0.113.5")
 		if code != http.StatusUnauthorized {
 			t.Fatalf("guess %d: %d", i, code)
 		}
 	}
-	if code, _ := call(t, r, http.MethodGet, "/me", "admin", "", "X-Forwarded-For", "203.0.113.5"); code != http.StatusTooManyRequests {
+	if code, _ := apiCall(t, r, http.MethodGet, "/me", "admin", "", "X-Forwarded-For", "203.0.113.5"); code != http.StatusTooManyRequests {
 		t.Fatalf("locked client behind the proxy: %d, want 429", code)
 	}
-	if code, body := call(t, r, http.MethodGet, "/me", "admin", "", "X-Forwarded-For", "198.51.100.1"); code != http.StatusOK {
+	if code, body := apiCall(t, r, http.MethodGet, "/me", "admin", "", "X-Forwarded-For", "198.51.100.1"); code != http.StatusOK {
 		t.Fatalf("another client behind the same proxy: %d %s", code, body)
 	}
 }

@@ -33,23 +33,24 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultListen            = ":5000"
-	DefaultDataDir           = "/var/lib/faas-registry"
-	DefaultS3Bucket          = "faas-registry"
-	DefaultS3Region          = "us-east-1"
-	DefaultIssuer            = "faas-registry"
-	DefaultService           = "faas-registry"
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultReadTimeout       = 15 * time.Minute
-	DefaultWriteTimeout      = 15 * time.Minute
-	DefaultIdleTimeout       = 2 * time.Minute
-	DefaultShutdownTimeout   = 30 * time.Second
-	DefaultMaxBodyBytes      = 1 << 20 // 1 MiB
-	DefaultMaxChunkBytes     = 8 << 30 // 8 GiB
-	DefaultReadyTimeout      = 5 * time.Second
-	DefaultMetricsListen     = "127.0.0.1:5001" // distribution's debug address, where it serves its metrics
-	DefaultGCInterval        = 24 * time.Hour
-	DefaultGCGracePeriod     = blob.DefaultGracePeriod // 2 hours
+	DefaultListen              = ":5000"
+	DefaultDataDir             = "/var/lib/faas-registry"
+	DefaultS3Bucket            = "faas-registry"
+	DefaultS3Region            = "us-east-1"
+	DefaultIssuer              = "faas-registry"
+	DefaultService             = "faas-registry"
+	DefaultReadHeaderTimeout   = 10 * time.Second
+	DefaultReadTimeout         = 15 * time.Minute
+	DefaultWriteTimeout        = 15 * time.Minute
+	DefaultIdleTimeout         = 2 * time.Minute
+	DefaultShutdownTimeout     = 30 * time.Second
+	DefaultMaxBodyBytes        = 1 << 20 // 1 MiB
+	DefaultMaxChunkBytes       = 8 << 30 // 8 GiB
+	DefaultReadyTimeout        = 5 * time.Second
+	DefaultMetricsListen       = "127.0.0.1:5001" // distribution's debug address, where it serves its metrics
+	DefaultGCInterval          = 24 * time.Hour
+	DefaultGCGracePeriod       = blob.DefaultGracePeriod // 2 hours
+	DefaultUploadSweepInterval = 10 * time.Minute
 )
 
 // MetricsOff as Config.MetricsListen serves no metrics.
@@ -164,6 +165,33 @@ type Config struct {
 	// manifest. Default (also for negative values) DefaultGCGracePeriod
 	// (2 hours).
 	GCGracePeriod time.Duration
+	// MinBodyRate and MinBodyRateWindow: upload and manifest bodies slower
+	// than MinBodyRate bytes per second over a window are cut (408).
+	// Defaults distribution.DefaultMinBodyRate (16 KiB/s) and
+	// distribution.DefaultMinBodyRateWindow (30 s); a negative rate: no
+	// minimum.
+	MinBodyRate       int64
+	MinBodyRateWindow time.Duration
+	// MaxConcurrentUploads bounds the upload bodies one account sends at a
+	// time; more answer 429. Default
+	// distribution.DefaultMaxConcurrentUploads (8); negative: no limit.
+	MaxConcurrentUploads int
+	// MaxUploadSessions and MaxStagedBytes bound the open upload sessions
+	// of one account and the bytes staged in them. Defaults
+	// distribution.DefaultMaxUploadSessions (64) and
+	// distribution.DefaultMaxStagedBytes (10 GiB); negative: no limit.
+	MaxUploadSessions int
+	MaxStagedBytes    int64
+	// UploadIdleTimeout is how long an upload session may stay without
+	// activity before it expires. Default
+	// distribution.DefaultUploadIdleTimeout (1 h).
+	UploadIdleTimeout time.Duration
+	// UploadSweepInterval is how often Serve sweeps upload sessions: it
+	// ends expired ones and removes their staging, and removes staging no
+	// session names (distribution.Handler.SweepUploads); it also sweeps
+	// once at start. Keep it well within UploadIdleTimeout. Default
+	// DefaultUploadSweepInterval (10 minutes); negative: never.
+	UploadSweepInterval time.Duration
 
 	// PasswordParams are the argon2id costs of new password hashes; the zero
 	// value means auth.DefaultParams. Tests lower them.
@@ -216,6 +244,9 @@ func (c *Config) setDefaults() {
 	if c.GCGracePeriod <= 0 {
 		c.GCGracePeriod = DefaultGCGracePeriod
 	}
+	if c.UploadSweepInterval == 0 {
+		c.UploadSweepInterval = DefaultUploadSweepInterval
+	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -243,6 +274,7 @@ type Server struct {
 	worker   *validation.Worker
 	metrics  *metrics
 	clients  clientip.Resolver
+	dist     *distribution.Handler
 	handler  http.Handler
 }
 
@@ -388,8 +420,8 @@ func (s *Server) CreateUser(ctx context.Context, name string, role auth.Role, pa
 // TLSKey are set. Any other failure of the server is returned. /metrics is
 // not among its endpoints: see ServeMetrics.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	// The validation worker and the scheduled garbage collection run
-	// while the server does.
+	// The validation worker, the scheduled garbage collection and the
+	// upload sweeps run while the server does.
 	wctx, stopWorker := context.WithCancel(ctx)
 	workerDone := make(chan struct{})
 	go func() {
@@ -401,7 +433,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer close(gcDone)
 		s.collectPeriodically(wctx)
 	}()
-	defer func() { stopWorker(); <-workerDone; <-gcDone }()
+	// So do the sweeps of upload sessions, the first one now.
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		if s.cfg.UploadSweepInterval > 0 {
+			s.sweepUploads(wctx)
+		}
+	}()
+	defer func() { stopWorker(); <-workerDone; <-gcDone; <-sweepDone }()
 	return s.serveHTTP(ctx, ln, s.handler, s.cfg.TLSCert != "")
 }
 
@@ -462,6 +502,35 @@ func (s *Server) serveHTTP(ctx context.Context, ln net.Listener, h http.Handler,
 	return nil
 }
 
+// SweepUploads ends expired upload sessions and removes their staging, and
+// removes staging that no session names; see
+// distribution.Handler.SweepUploads. Serve runs it at start and every
+// Config.UploadSweepInterval.
+func (s *Server) SweepUploads(ctx context.Context) (distribution.SweepResult, error) {
+	return s.dist.SweepUploads(ctx)
+}
+
+// sweepUploads sweeps now and then every UploadSweepInterval until ctx ends.
+func (s *Server) sweepUploads(ctx context.Context) {
+	t := time.NewTicker(s.cfg.UploadSweepInterval)
+	defer t.Stop()
+	for {
+		res, err := s.SweepUploads(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.WarnContext(ctx, "upload sweep failed", slog.Any("err", err))
+		case res != (distribution.SweepResult{}):
+			s.log.InfoContext(ctx, "upload sweep", slog.Int("expired", res.Expired),
+				slog.Int("orphans", res.Orphans), slog.Int64("freed_bytes", res.FreedBytes))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // ready checks the database and the blob store, which must be reachable
 // and, when it can tell (blob.SpaceChecker), not full: an error wraps
 // blob.ErrStorageFull then.
@@ -490,13 +559,19 @@ func (s *Server) ready(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) newDistribution() (http.Handler, error) {
+func (s *Server) newDistribution() (*distribution.Handler, error) {
 	return distribution.New(distribution.Config{
-		Meta:             s.meta,
-		Blobs:            s.blobs,
-		Authorizer:       &authorizer{bearer: auth.BearerAuthorizer{Keyring: s.keyring, Audience: s.cfg.Service, Realm: s.cfg.Realm}, accounts: s.accounts},
-		MaxManifestBytes: s.cfg.MaxManifestBytes,
-		MaxChunkBytes:    s.cfg.MaxChunkBytes,
+		Meta:                 s.meta,
+		Blobs:                s.blobs,
+		Authorizer:           &authorizer{bearer: auth.BearerAuthorizer{Keyring: s.keyring, Audience: s.cfg.Service, Realm: s.cfg.Realm}, accounts: s.accounts},
+		MaxManifestBytes:     s.cfg.MaxManifestBytes,
+		MaxChunkBytes:        s.cfg.MaxChunkBytes,
+		MinBodyRate:          s.cfg.MinBodyRate,
+		MinBodyRateWindow:    s.cfg.MinBodyRateWindow,
+		MaxConcurrentUploads: s.cfg.MaxConcurrentUploads,
+		MaxUploadSessions:    s.cfg.MaxUploadSessions,
+		MaxStagedBytes:       s.cfg.MaxStagedBytes,
+		UploadIdleTimeout:    s.cfg.UploadIdleTimeout,
 		// Only the S3 store redirects (dirstore is no blob.Redirector).
 		BlobRedirects:      s.cfg.S3Redirect,
 		BlobRedirectExpiry: s.cfg.S3RedirectExpiry,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
@@ -20,11 +21,12 @@ import (
 // Store instance over the same storage, as a restarted process would get.
 type Backend func(t *testing.T) (open func() blob.Store)
 
-// Run runs the conformance suite, each test on fresh storage from newBackend.
+// Run runs the conformance suite, each test on fresh storage from newBackend
+// and once for every supported digest algorithm.
 func Run(t *testing.T, newBackend Backend) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, open func() blob.Store)
+		fn   func(t *testing.T, open func() blob.Store, alg blob.Algorithm)
 	}{
 		{"PutStatOpenDelete", testPutStatOpenDelete},
 		{"Ranges", testRanges},
@@ -40,11 +42,16 @@ func Run(t *testing.T, newBackend Backend) {
 		{"RecommitRefreshes", testRecommitRefreshes},
 		{"Collect", testCollect},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, newBackend(t))
+	for _, alg := range blob.Algorithms() {
+		t.Run(string(alg), func(t *testing.T) {
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					tc.fn(t, newBackend(t), alg)
+				})
+			}
 		})
 	}
+	t.Run("MixedAlgorithms", func(t *testing.T) { testMixedAlgorithms(t, newBackend(t)) })
 }
 
 func ctx(t *testing.T) context.Context {
@@ -60,7 +67,7 @@ func random(t *testing.T, n int) []byte {
 }
 
 // put stores p through one upload written in chunks of the given sizes (the rest last).
-func put(t *testing.T, s blob.Store, p []byte, chunks ...int) blob.Info {
+func put(t *testing.T, s blob.Store, alg blob.Algorithm, p []byte, chunks ...int) blob.Info {
 	t.Helper()
 	c := ctx(t)
 	u, err := s.Begin(c)
@@ -78,12 +85,12 @@ func put(t *testing.T, s blob.Store, p []byte, chunks ...int) blob.Info {
 	if u.Offset() != int64(len(p)) {
 		t.Fatalf("Offset = %d, want %d", u.Offset(), len(p))
 	}
-	info, err := u.Commit(c, blob.FromBytes(p))
+	info, err := u.Commit(c, alg.FromBytes(p))
 	if err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
-	if info.Digest != blob.FromBytes(p) || info.Size != int64(len(p)) {
-		t.Fatalf("Commit = %+v, want digest %s size %d", info, blob.FromBytes(p), len(p))
+	if info.Digest != alg.FromBytes(p) || info.Size != int64(len(p)) {
+		t.Fatalf("Commit = %+v, want digest %s size %d", info, alg.FromBytes(p), len(p))
 	}
 	return info
 }
@@ -116,12 +123,12 @@ func wantErr(t *testing.T, what string, err, target error) {
 	}
 }
 
-func testPutStatOpenDelete(t *testing.T, open func() blob.Store) {
+func testPutStatOpenDelete(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
 	p := random(t, 100_000)
 	before := time.Now().Add(-time.Minute)
-	info := put(t, s, p)
+	info := put(t, s, alg, p)
 	st, err := s.Stat(c, info.Digest)
 	if err != nil {
 		t.Fatal(err)
@@ -141,10 +148,10 @@ func testPutStatOpenDelete(t *testing.T, open func() blob.Store) {
 	wantErr(t, "Delete twice", s.Delete(c, info.Digest), blob.ErrNotFound)
 }
 
-func testRanges(t *testing.T, open func() blob.Store) {
+func testRanges(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	p := random(t, 4096)
-	d := put(t, s, p).Digest
+	d := put(t, s, alg, p).Digest
 	n := int64(len(p))
 	for _, r := range []struct{ off, len int64 }{{0, 1}, {1, 10}, {100, -1}, {n - 1, 1}, {n - 1, -1}, {n, -1}, {n, 0}, {0, 0}, {17, n - 17}} {
 		end := n
@@ -159,10 +166,10 @@ func testRanges(t *testing.T, open func() blob.Store) {
 	}
 }
 
-func testNotFound(t *testing.T, open func() blob.Store) {
+func testNotFound(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
-	d := blob.FromBytes([]byte("never stored"))
+	d := alg.FromBytes([]byte("never stored"))
 	_, err := s.Stat(c, d)
 	wantErr(t, "Stat", err, blob.ErrNotFound)
 	_, err = s.Open(c, d, 0, -1)
@@ -177,30 +184,46 @@ func testNotFound(t *testing.T, open func() blob.Store) {
 	}
 }
 
-func testInvalidDigest(t *testing.T, open func() blob.Store) {
+func testInvalidDigest(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
-	for _, d := range []blob.Digest{"", "sha256:abc", "md5:d41d8cd98f00b204e9800998ecf8427e", "sha256:../../../../etc/passwd0000000000000000000000000000000000000000"} {
+	hex := alg.FromBytes(nil).Hex()
+	invalid := []blob.Digest{"", blob.Digest(alg) + ":abc", blob.Digest(alg) + ":" + blob.Digest(strings.ToUpper(hex)),
+		blob.Digest(alg) + ":../../../../etc/passwd" + blob.Digest(hex[22:])}
+	// Well-formed, but of algorithms the store does not support.
+	unsupported := []blob.Digest{"md5:d41d8cd98f00b204e9800998ecf8427e", "sha384:" + blob.Digest(hex), "foo:" + blob.Digest(hex)}
+	for _, d := range append(invalid, unsupported...) {
 		_, err := s.Stat(c, d)
 		wantErr(t, "Stat "+string(d), err, blob.ErrInvalidDigest)
+		_, err = s.Open(c, d, 0, -1)
+		wantErr(t, "Open "+string(d), err, blob.ErrInvalidDigest)
+		wantErr(t, "Delete "+string(d), s.Delete(c, d), blob.ErrInvalidDigest)
 	}
 	u, err := s.Begin(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = u.Commit(c, "sha256:zz")
-	wantErr(t, "Commit", err, blob.ErrInvalidDigest)
-	if err := u.Cancel(c); err != nil {
+	if _, err := u.Write(c, bytes.NewReader([]byte("content"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range append(invalid, unsupported...) {
+		_, err = u.Commit(c, d)
+		wantErr(t, "Commit "+string(d), err, blob.ErrInvalidDigest)
+	}
+	_, err = u.Commit(c, unsupported[0])
+	wantErr(t, "Commit "+string(unsupported[0]), err, blob.ErrUnsupportedDigest)
+	// The upload is intact: it commits under a valid digest.
+	if _, err := u.Commit(c, alg.FromBytes([]byte("content"))); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testDigestMismatch(t *testing.T, open func() blob.Store) {
+func testDigestMismatch(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
 	for _, chunks := range [][]int{nil, {10, 20}} {
 		p := random(t, 1000)
-		claimed := blob.FromBytes(append([]byte("x"), p...))
+		claimed := alg.FromBytes(append([]byte("x"), p...))
 		u, err := s.Begin(c)
 		if err != nil {
 			t.Fatal(err)
@@ -215,7 +238,7 @@ func testDigestMismatch(t *testing.T, open func() blob.Store) {
 		}
 		_, err = u.Commit(c, claimed)
 		wantErr(t, "Commit with wrong digest", err, blob.ErrDigestMismatch)
-		for _, d := range []blob.Digest{claimed, blob.FromBytes(p)} {
+		for _, d := range []blob.Digest{claimed, alg.FromBytes(p)} {
 			_, err = s.Stat(c, d)
 			wantErr(t, "Stat after mismatch", err, blob.ErrNotFound)
 		}
@@ -230,20 +253,20 @@ func testDigestMismatch(t *testing.T, open func() blob.Store) {
 		if u2.Offset() != int64(len(p)) {
 			t.Fatalf("Offset after mismatch = %d, want %d", u2.Offset(), len(p))
 		}
-		if _, err := u2.Commit(c, blob.FromBytes(p)); err != nil {
+		if _, err := u2.Commit(c, alg.FromBytes(p)); err != nil {
 			t.Fatal(err)
 		}
-		mustRead(t, s, blob.FromBytes(p), 0, -1, p)
-		if err := s.Delete(c, blob.FromBytes(p)); err != nil {
+		mustRead(t, s, alg.FromBytes(p), 0, -1, p)
+		if err := s.Delete(c, alg.FromBytes(p)); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func testEmpty(t *testing.T, open func() blob.Store) {
+func testEmpty(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
-	info := put(t, s, nil)
+	info := put(t, s, alg, nil)
 	if info.Size != 0 {
 		t.Fatalf("size %d", info.Size)
 	}
@@ -273,7 +296,7 @@ func testEmpty(t *testing.T, open func() blob.Store) {
 	}
 }
 
-func testResumeAfterRestart(t *testing.T, open func() blob.Store) {
+func testResumeAfterRestart(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	c := ctx(t)
 	p := random(t, 300_000)
 	parts := [][]byte{p[:1], p[1:70_000], p[70_000:70_001], p[70_001:]}
@@ -303,7 +326,7 @@ func testResumeAfterRestart(t *testing.T, open func() blob.Store) {
 			t.Fatalf("Write = %d, %v", n, err)
 		}
 		off += n
-		_, err = s.Stat(c, blob.FromBytes(p))
+		_, err = s.Stat(c, alg.FromBytes(p))
 		wantErr(t, "Stat before Commit", err, blob.ErrNotFound)
 	}
 	s := open()
@@ -314,10 +337,10 @@ func testResumeAfterRestart(t *testing.T, open func() blob.Store) {
 	if u.Offset() != int64(len(p)) {
 		t.Fatalf("Offset %d want %d", u.Offset(), len(p))
 	}
-	if _, err := u.Commit(c, blob.FromBytes(p)); err != nil {
+	if _, err := u.Commit(c, alg.FromBytes(p)); err != nil {
 		t.Fatal(err)
 	}
-	mustRead(t, open(), blob.FromBytes(p), 0, -1, p)
+	mustRead(t, open(), alg.FromBytes(p), 0, -1, p)
 	_, err = open().Resume(c, id)
 	wantErr(t, "Resume after Commit", err, blob.ErrNotFound)
 	if err := open().Uploads(c, func(u blob.UploadInfo) error { t.Errorf("upload left after Commit: %+v", u); return nil }); err != nil {
@@ -325,7 +348,7 @@ func testResumeAfterRestart(t *testing.T, open func() blob.Store) {
 	}
 }
 
-func testFailedWrite(t *testing.T, open func() blob.Store) {
+func testFailedWrite(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
 	p := random(t, 50_000)
@@ -353,13 +376,13 @@ func testFailedWrite(t *testing.T, open func() blob.Store) {
 	if _, err := u2.Write(c, bytes.NewReader(p[off:])); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := u2.Commit(c, blob.FromBytes(p)); err != nil {
+	if _, err := u2.Commit(c, alg.FromBytes(p)); err != nil {
 		t.Fatal(err)
 	}
-	mustRead(t, s, blob.FromBytes(p), 0, -1, p)
+	mustRead(t, s, alg.FromBytes(p), 0, -1, p)
 }
 
-func testConcurrentSameDigest(t *testing.T, open func() blob.Store) {
+func testConcurrentSameDigest(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	c := ctx(t)
 	p := random(t, 200_000)
 	const n = 6
@@ -381,7 +404,7 @@ func testConcurrentSameDigest(t *testing.T, open func() blob.Store) {
 					return
 				}
 			}
-			_, errs[i] = u.Commit(c, blob.FromBytes(p))
+			_, errs[i] = u.Commit(c, alg.FromBytes(p))
 		}()
 	}
 	// Meanwhile, readers never see partial content.
@@ -397,7 +420,7 @@ func testConcurrentSameDigest(t *testing.T, open func() blob.Store) {
 				return
 			default:
 			}
-			got, err := read(t, s, blob.FromBytes(p), 0, -1)
+			got, err := read(t, s, alg.FromBytes(p), 0, -1)
 			if err == nil && !bytes.Equal(got, p) {
 				t.Errorf("read %d bytes of a blob being committed concurrently, want all %d", len(got), len(p))
 				return
@@ -415,16 +438,16 @@ func testConcurrentSameDigest(t *testing.T, open func() blob.Store) {
 			t.Errorf("upload %d: %v", i, err)
 		}
 	}
-	mustRead(t, open(), blob.FromBytes(p), 0, -1, p)
+	mustRead(t, open(), alg.FromBytes(p), 0, -1, p)
 }
 
-func testList(t *testing.T, open func() blob.Store) {
+func testList(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
 	want := map[blob.Digest]int64{}
 	for i := range 5 {
 		p := random(t, 10*i+1)
-		want[put(t, s, p).Digest] = int64(len(p))
+		want[put(t, s, alg, p).Digest] = int64(len(p))
 	}
 	// An unfinished upload is not listed.
 	u, err := s.Begin(c)
@@ -473,7 +496,7 @@ func testList(t *testing.T, open func() blob.Store) {
 	}
 }
 
-func testCancel(t *testing.T, open func() blob.Store) {
+func testCancel(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
 	p := random(t, 5000)
@@ -489,9 +512,9 @@ func testCancel(t *testing.T, open func() blob.Store) {
 	}
 	_, err = s.Resume(c, u.ID())
 	wantErr(t, "Resume after Cancel", err, blob.ErrNotFound)
-	_, err = u.Commit(c, blob.FromBytes(p))
+	_, err = u.Commit(c, alg.FromBytes(p))
 	wantErr(t, "Commit after Cancel", err, blob.ErrNotFound)
-	_, err = s.Stat(c, blob.FromBytes(p))
+	_, err = s.Stat(c, alg.FromBytes(p))
 	wantErr(t, "Stat after Cancel", err, blob.ErrNotFound)
 	wantErr(t, "Abort after Cancel", s.Abort(c, u.ID()), blob.ErrNotFound)
 	var n int
@@ -500,13 +523,13 @@ func testCancel(t *testing.T, open func() blob.Store) {
 	}
 }
 
-func testRecommitRefreshes(t *testing.T, open func() blob.Store) {
+func testRecommitRefreshes(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
 	p := random(t, 100)
-	first := put(t, s, p)
+	first := put(t, s, alg, p)
 	time.Sleep(1100 * time.Millisecond) // S3 times have a resolution of one second
-	second := put(t, s, p)
+	second := put(t, s, alg, p)
 	st, err := s.Stat(c, first.Digest)
 	if err != nil {
 		t.Fatal(err)
@@ -544,11 +567,11 @@ func (m *setMarker) Sweep(ctx context.Context, d blob.Digest, _ time.Time, remov
 	return true, remove(ctx)
 }
 
-func testCollect(t *testing.T, open func() blob.Store) {
+func testCollect(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
 	s := open()
 	c := ctx(t)
 	keep, drop := random(t, 1000), random(t, 2000)
-	dk, dd := put(t, s, keep).Digest, put(t, s, drop).Digest
+	dk, dd := put(t, s, alg, keep).Digest, put(t, s, alg, drop).Digest
 	u, err := s.Begin(c)
 	if err != nil {
 		t.Fatal(err)
@@ -638,4 +661,50 @@ func (x markOnly) Live(ctx context.Context, cutoff time.Time, fn func(blob.Diges
 
 func (x markOnly) Sweep(ctx context.Context, d blob.Digest, cutoff time.Time, remove func(context.Context) error) (bool, error) {
 	return x.sweep.Sweep(ctx, d, cutoff, remove)
+}
+
+// testMixedAlgorithms: the same content committed under a sha256 and a
+// sha512 digest is two blobs, listed, read and deleted independently, and
+// a digest of one algorithm does not verify content staged for the other.
+func testMixedAlgorithms(t *testing.T, open func() blob.Store) {
+	s := open()
+	c := ctx(t)
+	p := random(t, 10_000)
+	d256, d512 := blob.SHA256.FromBytes(p), blob.SHA512.FromBytes(p)
+	if put(t, s, blob.SHA256, p).Digest != d256 || put(t, s, blob.SHA512, p, 3000).Digest != d512 {
+		t.Fatal("Commit returned another digest")
+	}
+	listed := map[blob.Digest]int64{}
+	if err := s.List(c, func(i blob.Info) error { listed[i.Digest] = i.Size; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 2 || listed[d256] != int64(len(p)) || listed[d512] != int64(len(p)) {
+		t.Fatalf("List = %v, want both digests of %d bytes", listed, len(p))
+	}
+	if err := s.Delete(c, d256); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Stat(c, d256)
+	wantErr(t, "Stat of the deleted sha256 blob", err, blob.ErrNotFound)
+	mustRead(t, s, d512, 0, -1, p)
+	mustRead(t, open(), d512, 5000, 10, p[5000:5010])
+
+	// A sha512 digest whose hex part is the sha256 of the content (or
+	// vice versa, truncated) does not match: each is checked with its own
+	// algorithm.
+	u, err := s.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(c, bytes.NewReader(p)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = u.Commit(c, blob.SHA256.FromBytes(append([]byte{0}, p...)))
+	wantErr(t, "Commit with another sha256", err, blob.ErrDigestMismatch)
+	_, err = u.Commit(c, blob.Digest("sha256:"+d512.Hex()[:64]))
+	wantErr(t, "Commit with a truncated sha512 as sha256", err, blob.ErrDigestMismatch)
+	if _, err := u.Commit(c, d256); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, s, d256, 0, -1, p)
 }

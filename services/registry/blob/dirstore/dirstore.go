@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,7 +27,7 @@ var _ blob.Store = (*Store)(nil)
 // New returns a Store rooted at dir, creating its layout if needed.
 func New(dir string) (*Store, error) {
 	s := &Store{root: dir}
-	for _, d := range []string{s.blobDir(), s.uploadsDir()} {
+	for _, d := range []string{s.blobDir(blob.Canonical), s.uploadsDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("dirstore: %w", err)
 		}
@@ -36,12 +35,13 @@ func New(dir string) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) blobDir() string    { return filepath.Join(s.root, "blobs", "sha256") }
-func (s *Store) uploadsDir() string { return filepath.Join(s.root, "uploads") }
+func (s *Store) blobDir(a blob.Algorithm) string { return filepath.Join(s.root, "blobs", string(a)) }
+func (s *Store) uploadsDir() string              { return filepath.Join(s.root, "uploads") }
 
+// blobPath is the file of d, which must be valid (so its parts are safe in a path).
 func (s *Store) blobPath(d blob.Digest) string {
 	h := d.Hex()
-	return filepath.Join(s.blobDir(), h[:2], h)
+	return filepath.Join(s.blobDir(d.Algorithm()), h[:2], h)
 }
 
 func (s *Store) uploadDir(id string) string { return filepath.Join(s.uploadsDir(), id) }
@@ -107,7 +107,20 @@ func (s *Store) Delete(ctx context.Context, d blob.Digest) error {
 
 // List implements blob.Store.
 func (s *Store) List(ctx context.Context, fn func(blob.Info) error) error {
-	prefixes, err := os.ReadDir(s.blobDir())
+	for _, a := range blob.Algorithms() {
+		if err := s.list(ctx, a, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// list lists the blobs of algorithm a.
+func (s *Store) list(ctx context.Context, a blob.Algorithm, fn func(blob.Info) error) error {
+	prefixes, err := os.ReadDir(s.blobDir(a))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // created by the first commit of such a blob
+	}
 	if err != nil {
 		return fmt.Errorf("dirstore: list: %w", err)
 	}
@@ -115,7 +128,7 @@ func (s *Store) List(ctx context.Context, fn func(blob.Info) error) error {
 		if !p.IsDir() {
 			continue
 		}
-		entries, err := os.ReadDir(filepath.Join(s.blobDir(), p.Name()))
+		entries, err := os.ReadDir(filepath.Join(s.blobDir(a), p.Name()))
 		if err != nil {
 			return fmt.Errorf("dirstore: list: %w", err)
 		}
@@ -123,7 +136,7 @@ func (s *Store) List(ctx context.Context, fn func(blob.Info) error) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			d, err := blob.DigestFromHex(e.Name())
+			d, err := blob.NewDigest(a, e.Name())
 			if err != nil || !e.Type().IsRegular() {
 				continue
 			}
@@ -291,13 +304,13 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 	if err != nil {
 		return blob.Info{}, notFound(err, "upload "+u.id)
 	}
-	h := sha256.New()
+	h := expected.Algorithm().New()
 	size, err := io.Copy(h, blob.ContextReader(ctx, f))
 	f.Close()
 	if err != nil {
 		return blob.Info{}, fmt.Errorf("dirstore: commit upload %s: %w", u.id, err)
 	}
-	if got := blob.FromHash(h); got != expected {
+	if got := expected.Algorithm().FromHash(h); got != expected {
 		return blob.Info{}, fmt.Errorf("dirstore: commit upload %s: %w: content is %s, expected %s", u.id, blob.ErrDigestMismatch, got, expected)
 	}
 	final := u.s.blobPath(expected)

@@ -53,6 +53,20 @@ func TestLayout(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "uploads", u.ID())); !os.IsNotExist(err) {
 		t.Fatalf("upload directory left after commit: %v", err)
 	}
+	// sha512 blobs live beside the sha256 ones.
+	if u, err = s.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(ctx, bytes.NewReader(p)); err != nil {
+		t.Fatal(err)
+	}
+	d = blob.SHA512.FromBytes(p)
+	if _, err := u.Commit(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "blobs", "sha512", d.Hex()[:2], d.Hex())); err != nil || !bytes.Equal(got, p) {
+		t.Fatalf("sha512 blob: %q, %v", got, err)
+	}
 }
 
 // A crash after Commit's rename but before the upload directory is removed

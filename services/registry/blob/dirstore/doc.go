@@ -3,8 +3,10 @@
 //
 // Layout under the root directory:
 //
-//	blobs/sha256/<first two hex digits>/<hex>   committed blobs
-//	uploads/<id>/data                           staged data of an upload
+//	blobs/<algorithm>/<first two hex digits>/<hex>   committed blobs
+//	uploads/<id>/data                                staged data of an upload
+//
+// where the algorithm is sha256 or sha512.
 //
 // An upload's offset is the size of its data file; every Write ends with
 // fsync. Commit hashes the data file, renames it to the blob's path (atomic

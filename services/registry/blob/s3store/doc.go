@@ -2,7 +2,7 @@
 //
 // Keys under the bucket (after an optional prefix):
 //
-//	blobs/sha256/<hex>               committed blobs
+//	blobs/<algorithm>/<hex>          committed blobs (sha256 or sha512)
 //	uploads/<id>/started             marker: the upload exists and is resumable
 //	uploads/<id>/<n>                 chunk n (ten digits) of the staged data
 //	uploads/<id>/assembled           chunks joined, during Commit only

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -98,8 +97,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) blobsPrefix() string          { return s.opt.Prefix + "blobs/sha256/" }
-func (s *Store) blobKey(d blob.Digest) string { return s.blobsPrefix() + d.Hex() }
+func (s *Store) blobsPrefix(a blob.Algorithm) string {
+	return s.opt.Prefix + "blobs/" + string(a) + "/"
+}
+
+// blobKey is the key of d, which must be valid (so its parts are safe in a key).
+func (s *Store) blobKey(d blob.Digest) string { return s.blobsPrefix(d.Algorithm()) + d.Hex() }
 func (s *Store) uploadsPrefix() string        { return s.opt.Prefix + "uploads/" }
 func (s *Store) uploadPrefix(id string) string {
 	return s.uploadsPrefix() + id + "/"
@@ -246,14 +249,24 @@ func (s *Store) Delete(ctx context.Context, d blob.Digest) error {
 
 // List implements blob.Store.
 func (s *Store) List(ctx context.Context, fn func(blob.Info) error) error {
+	for _, a := range blob.Algorithms() {
+		if err := s.list(ctx, a, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// list lists the blobs of algorithm a.
+func (s *Store) list(ctx context.Context, a blob.Algorithm, fn func(blob.Info) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the listing goroutine when fn fails
-	prefix := s.blobsPrefix()
+	prefix := s.blobsPrefix(a)
 	for oi := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if oi.Err != nil {
 			return fmt.Errorf("s3store: list: %w", oi.Err)
 		}
-		d, err := blob.DigestFromHex(strings.TrimPrefix(oi.Key, prefix))
+		d, err := blob.NewDigest(a, strings.TrimPrefix(oi.Key, prefix))
 		if err != nil {
 			continue
 		}
@@ -481,7 +494,7 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 	var size int64
 	switch len(chunks) {
 	case 0:
-		if got := blob.FromBytes(nil); got != expected {
+		if got := expected.Algorithm().FromBytes(nil); got != expected {
 			return blob.Info{}, mismatch(got)
 		}
 		_, err := s.c.PutObject(ctx, s.bucket, s.blobKey(expected), bytes.NewReader(nil), 0,
@@ -491,7 +504,7 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 		}
 	default:
 		src := chunks[0]
-		h := sha256.New()
+		h := expected.Algorithm().New()
 		if len(chunks) == 1 {
 			obj, err := s.c.GetObject(ctx, s.bucket, src.key, minio.GetObjectOptions{})
 			if err != nil {
@@ -540,7 +553,7 @@ func (u *upload) Commit(ctx context.Context, expected blob.Digest) (blob.Info, e
 			src = chunk{key: s.assembledKey(u.id), size: info.Size, etag: info.ETag}
 			keys = append(keys, src.key)
 		}
-		if got := blob.FromHash(h); got != expected {
+		if got := expected.Algorithm().FromHash(h); got != expected {
 			if len(chunks) > 1 {
 				_ = s.removeKeys(ctx, []string{src.key})
 			}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,6 +198,37 @@ var (
 	}
 )
 
+// operations are the endpoints under a repository name, by route kind and
+// method; the argument is the reference, digest or upload id of the path.
+var operations = map[string]func(s *server, c echo.Context, name, arg string) error{
+	"tags GET":        func(s *server, c echo.Context, name, _ string) error { return s.tags(c, name) },
+	"manifest GET":    (*server).getManifest,
+	"manifest HEAD":   (*server).getManifest,
+	"manifest PUT":    (*server).putManifest,
+	"manifest DELETE": (*server).deleteManifest,
+	"uploads POST":    func(s *server, c echo.Context, name, _ string) error { return s.startUpload(c, name) },
+	"upload GET":      (*server).uploadStatus,
+	"upload PATCH":    (*server).patchUpload,
+	"upload PUT":      (*server).putUpload,
+	"upload DELETE":   (*server).cancelUpload,
+	"blob GET":        (*server).getBlob,
+	"blob HEAD":       (*server).getBlob,
+	"blob DELETE":     (*server).deleteBlob,
+	"referrers GET":   (*server).referrers,
+}
+
+// Operations returns the endpoints under /v2/<name>/ as "kind METHOD"
+// (kinds: tags, manifest, uploads, upload, blob, referrers), plus
+// "catalog GET" for /v2/_catalog, so that tests can prove each is covered.
+func Operations() []string {
+	ops := []string{"catalog GET"}
+	for k := range operations {
+		ops = append(ops, k)
+	}
+	slices.Sort(ops)
+	return ops
+}
+
 // maxNameLength is the schema's limit on repository names.
 const maxNameLength = 255
 
@@ -222,31 +254,8 @@ func (s *server) route(c echo.Context) error {
 			arg = m[2]
 		}
 		method := c.Request().Method
-		switch rt.kind + " " + method {
-		case "tags GET":
-			return s.tags(c, name)
-		case "manifest GET", "manifest HEAD":
-			return s.getManifest(c, name, arg)
-		case "manifest PUT":
-			return s.putManifest(c, name, arg)
-		case "manifest DELETE":
-			return s.deleteManifest(c, name, arg)
-		case "uploads POST":
-			return s.startUpload(c, name)
-		case "upload GET":
-			return s.uploadStatus(c, name, arg)
-		case "upload PATCH":
-			return s.patchUpload(c, name, arg)
-		case "upload PUT":
-			return s.putUpload(c, name, arg)
-		case "upload DELETE":
-			return s.cancelUpload(c, name, arg)
-		case "blob GET", "blob HEAD":
-			return s.getBlob(c, name, arg)
-		case "blob DELETE":
-			return s.deleteBlob(c, name, arg)
-		case "referrers GET":
-			return s.referrers(c, name, arg)
+		if op, ok := operations[rt.kind+" "+method]; ok {
+			return op(s, c, name, arg)
 		}
 		return errUnsupported()
 	}

@@ -5,6 +5,7 @@
 //	faasd validate  bring every chip up with the loopback role and check
 //	                programming, DMA, tenant windows, the role's DDR access,
 //	                interrupts and its CRC, like `xbutil validate` on Alveo
+//	faasd health    exit 0 when the running faasd answers on its socket (a probe)
 //
 // serve logs JSON lines to standard error.
 //
@@ -42,7 +43,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(validateCommand(), serveCommand())
+	root.AddCommand(validateCommand(), serveCommand(), healthCommand())
 	err := root.ExecuteContext(ctx)
 	switch {
 	case err == nil:

@@ -95,6 +95,16 @@ func (k *fakeKubelet) restart() {
 	k.listen()
 }
 
+// replaceSocket makes a new kubelet.sock and leaves the plugins' sockets:
+// a kubelet that restarted without cleaning up.
+func (k *fakeKubelet) replaceSocket() {
+	k.mu.Lock()
+	k.srv.Stop()
+	k.mu.Unlock()
+	os.Remove(filepath.Join(k.dir, "kubelet.sock"))
+	k.listen()
+}
+
 type registration struct {
 	pluginapi.UnimplementedRegistrationServer
 	k *fakeKubelet

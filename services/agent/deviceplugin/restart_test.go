@@ -28,6 +28,11 @@ func TestKubeletRestart(t *testing.T) {
 	}
 	eps = r.kubelet.accept(3)
 	eps[deviceplugin.ResourceChip].await("after its socket was removed", map[string]string{"slot-0": U, "slot-2": H})
+
+	// A new kubelet.sock alone: a kubelet that left the directory as it was.
+	r.kubelet.replaceSocket()
+	eps = r.kubelet.accept(3)
+	eps[deviceplugin.ResourceChip].await("after kubelet.sock was replaced", map[string]string{"slot-0": U, "slot-2": H})
 }
 
 // TestPluginRestart: faasd restarts while a pod holds board-0. The new

@@ -214,8 +214,12 @@ func (p *Plugin) serveOnce(ctx context.Context) error {
 	}
 }
 
-// fileID tells one file from another made later at the same path.
-type fileID struct{ dev, ino uint64 }
+// fileID tells one file from another made later at the same path: the
+// inode number alone does not, since a file system may reuse it at once.
+type fileID struct {
+	dev, ino    uint64
+	csec, cnsec int64
+}
 
 func statID(path string) (fileID, error) {
 	fi, err := os.Stat(path)
@@ -226,7 +230,7 @@ func statID(path string) (fileID, error) {
 	if !ok {
 		return fileID{}, fmt.Errorf("deviceplugin: %s: no inode", path)
 	}
-	return fileID{uint64(st.Dev), st.Ino}, nil
+	return fileID{uint64(st.Dev), st.Ino, st.Ctim.Sec, st.Ctim.Nsec}, nil
 }
 
 // waitFile waits for path to exist.

@@ -129,6 +129,11 @@ var socketNames = [numKinds]string{"faasd-chip.sock", "faasd-board.sock", "faasd
 // Run serves the three resources and keeps them registered with the
 // kubelet until ctx ends.
 func (p *Plugin) Run(ctx context.Context) error {
+	// Allocate mounts the pod socket's directory: it must exist even
+	// before the agent serves there.
+	if err := os.MkdirAll(filepath.Dir(p.cfg.PodSocket), 0o755); err != nil {
+		return fmt.Errorf("deviceplugin: %w", err)
+	}
 	p.checkAll()
 	if err := p.writeCDISpecs(); err != nil {
 		p.log.Warn("CDI specs not written; responses name no CDI devices", "dir", p.cfg.CDIDir, "err", err)

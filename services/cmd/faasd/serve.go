@@ -255,7 +255,11 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		return err
 	}
 	if plugin != nil {
-		go plugin.Run(ctx)
+		go func() {
+			if err := plugin.Run(ctx); err != nil {
+				log.Error("device plugin stopped", "err", err)
+			}
+		}()
 	}
 	log.Info("faasd ready", "socket", f.socket, "node", node.ID, "boards", len(bs), "device-plugin", f.devicePlugin)
 	return srv.Serve(ctx)

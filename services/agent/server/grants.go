@@ -9,6 +9,8 @@ package server
 //   - A whole-slot grant (faas.dev/chip, faas.dev/board) opens sessions on
 //     its slots as the tenant that loaded them, as that tenant's own
 //     processes would: the pod works on behalf of whoever loaded its chips.
+//     The first session binds the grant to that tenant: once another
+//     tenant has loaded the slot, the grant opens nothing there.
 //   - A share grant (faas.dev/alidnn-share) holds, per slot, a number of
 //     the chip's tenant windows: at most that many sessions at once, each
 //     its own window, scheduled as a tenant of its own ("alloc/<id>") so
@@ -62,9 +64,10 @@ type Grants struct {
 }
 
 type grantEntry struct {
-	g    Grant
-	hash [32]byte
-	open map[int]int // share sessions open, by slot
+	g     Grant
+	hash  [32]byte
+	open  map[int]int    // share sessions open, by slot
+	bound map[int]string // tenant of each whole slot, from the first session
 }
 
 // NewGrants returns an empty credential store.
@@ -86,7 +89,7 @@ func (gs *Grants) Issue(g Grant) (string, error) {
 	tok := GrantPrefix + g.ID + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
 	g.Slots, g.Shares = slices.Clone(g.Slots), maps.Clone(g.Shares)
 	gs.mu.Lock()
-	gs.byID[g.ID] = &grantEntry{g: g, hash: sha256.Sum256(secret[:]), open: map[int]int{}}
+	gs.byID[g.ID] = &grantEntry{g: g, hash: sha256.Sum256(secret[:]), open: map[int]int{}, bound: map[int]string{}}
 	gs.mu.Unlock()
 	return tok, nil
 }
@@ -134,6 +137,22 @@ func (e *grantEntry) whole(i int) bool { return slices.Contains(e.g.Slots, i) }
 
 // tenant is the name share sessions of the grant run under.
 func (e *grantEntry) tenant() string { return "alloc/" + e.g.ID }
+
+// bind binds whole slot i of the grant to tenant, the slot's loader, at
+// the first session; later it fails if the slot's loader is another.
+func (gs *Grants) bind(e *grantEntry, i int, tenant string) error {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	b, ok := e.bound[i]
+	if !ok {
+		e.bound[i] = tenant
+		return nil
+	}
+	if b != tenant {
+		return fmt.Errorf("slot %d was loaded by another tenant since this allocation first used it", i)
+	}
+	return nil
+}
 
 // takeWindow counts a share session on slot i; it fails when the grant's
 // windows there are all in use. release gives it back.

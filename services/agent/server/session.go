@@ -199,6 +199,11 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 	tenant := p.tenant
 	switch {
 	case p.grant != nil && p.grant.whole(sl.Index):
+		if err := s.cfg.Grants.bind(p.grant, sl.Index, rec.Tenant); err != nil {
+			writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: err.Error(),
+				Hint: "the pod's chip changed hands; restart the pod"})
+			return
+		}
 		tenant = rec.Tenant // the pod works for whoever loaded its chip
 	case p.grant != nil:
 		release, err := s.cfg.Grants.takeWindow(p.grant, sl.Index)

@@ -24,6 +24,14 @@
 // the operator. Tenant sessions on an AliDNN slot (session.go) are for the
 // tenant that loaded it, the tenants Config.SharedWith lists for it, and the
 // operator.
+//
+// # Containers
+//
+// Kubernetes pods reach the agent through Config.PodSocket, where the
+// caller's uid counts for nothing, with the allocation credential the
+// device plugin gave them (grants.go, Bearer faasa_…): it lists slots,
+// seeing image and tenant of its own whole slots, and opens sessions on
+// the slots it was allocated, nothing else.
 package server
 
 import (
@@ -105,6 +113,15 @@ type Config struct {
 	// (sessions.Config.JobTimeout). Zero: sessions.DefaultJobTimeout;
 	// negative: no limit.
 	JobTimeout time.Duration
+
+	// Grants are the allocation credentials the device plugin issues
+	// (grants.go); nil accepts none.
+	Grants *Grants
+	// PodSocket, if set, is a second unix socket, for containers (the
+	// device plugin mounts its directory into them). Peer credentials
+	// count for nothing there, since a container's root is uid 0 to the
+	// kernel: every request needs a credential.
+	PodSocket string
 }
 
 // Server serves the agent's API.
@@ -237,19 +254,9 @@ type peer struct {
 // running loads up to a minute, and returns.
 func (s *Server) Serve(ctx context.Context) error {
 	s.base = ctx
-	if err := os.MkdirAll(filepath.Dir(s.cfg.Socket), 0o755); err != nil {
-		return fmt.Errorf("server: socket directory: %w", err)
-	}
-	if err := removeStaleSocket(s.cfg.Socket); err != nil {
-		return err
-	}
-	ul, err := net.Listen("unix", s.cfg.Socket)
+	ul, err := listenUnix(s.cfg.Socket, s.cfg.SocketMode)
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	if err := os.Chmod(s.cfg.Socket, s.cfg.SocketMode); err != nil {
-		ul.Close()
-		return fmt.Errorf("server: %w", err)
+		return err
 	}
 	srv := &http.Server{
 		Handler:           s.mux,
@@ -265,8 +272,24 @@ func (s *Server) Serve(ctx context.Context) error {
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(ul) }()
+	if s.cfg.PodSocket != "" {
+		pl, err := listenUnix(s.cfg.PodSocket, s.cfg.SocketMode)
+		if err != nil {
+			srv.Close()
+			return err
+		}
+		// Its own server, without ConnContext: no peer credentials.
+		psrv := &http.Server{Handler: s.mux, ReadHeaderTimeout: srv.ReadHeaderTimeout, IdleTimeout: srv.IdleTimeout, ErrorLog: srv.ErrorLog}
+		go func() { errc <- psrv.Serve(pl) }()
+		srv.RegisterOnShutdown(func() { psrv.Shutdown(context.Background()) })
+		defer func() {
+			psrv.Close()
+			os.Remove(s.cfg.PodSocket)
+		}()
+		s.log.Info("listening", "pod-socket", s.cfg.PodSocket)
+	}
 	if s.cfg.TCPAddr != "" || s.cfg.TCPListener != nil {
 		ln := s.cfg.TCPListener
 		if ln == nil {
@@ -300,6 +323,25 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	os.Remove(s.cfg.Socket)
 	return err
+}
+
+// listenUnix listens on a fresh socket at path with mode.
+func listenUnix(path string, mode os.FileMode) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("server: socket directory: %w", err)
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return l, nil
 }
 
 // removeStaleSocket removes a socket file left by a previous run, but
@@ -346,6 +388,7 @@ type principal struct {
 	tenant   string
 	tenantID string
 	token    string // registry API token, when the caller sent one
+	grant    *grantEntry
 }
 
 func (p *principal) owns(r slots.Record) bool {
@@ -386,6 +429,16 @@ func writeError(w http.ResponseWriter, err error, fallback agentapi.Code, hint s
 
 func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	pr, _ := r.Context().Value(peerKey).(peer)
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "+GrantPrefix); ok {
+		if s.cfg.Grants == nil {
+			return nil, agentErr(agentapi.CodeUnauthenticated, "this agent issues no allocation credentials", "")
+		}
+		g, err := s.cfg.Grants.lookup(tok)
+		if err != nil {
+			return nil, err
+		}
+		return &principal{grant: g}, nil
+	}
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		acct, err := s.checkToken(r.Context(), tok)
 		if err != nil {
@@ -509,7 +562,7 @@ func (s *Server) view(sl slots.Slot, p *principal, detail bool) agentapi.Slot {
 	if v.State == agentapi.Loaded && s.hub.busy(sl.Index) {
 		v.State = agentapi.Busy
 	}
-	if p.owns(rec) {
+	if p.owns(rec) || (p.grant != nil && p.grant.whole(sl.Index)) {
 		v.Image, v.Tenant, v.LoadedAt = rec.Image, rec.Tenant, rec.LoadedAt
 	} else if rec.Tenant != "" {
 		v.Role, v.Reason = nil, ""

@@ -7,8 +7,8 @@ package server
 // # Who may open a session
 //
 // A slot's sessions are for the tenant that loaded it, for the tenants the
-// operator shares it with (Config.SharedWith, by slot), and for the
-// operator. The engine knows the caller by tenant name (the operator, when
+// operator shares it with (Config.SharedWith, by slot), for the operator,
+// and for the allocation credentials that name the slot (grants.go). The engine knows the caller by tenant name (the operator, when
 // it has no tenant token, as "operator"): quotas and fair shares are per
 // tenant, windows and buffers per session.
 //
@@ -151,6 +151,9 @@ func (s *Server) maySession(p *principal, i int, rec slots.Record) bool {
 	if p.operator {
 		return true
 	}
+	if p.grant != nil {
+		return p.grant.whole(i) || p.grant.g.Shares[i] > 0
+	}
 	if p.tenant == "" {
 		return false
 	}
@@ -194,6 +197,24 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 		return
 	}
 	tenant := p.tenant
+	switch {
+	case p.grant != nil && p.grant.whole(sl.Index):
+		if err := s.cfg.Grants.bind(p.grant, sl.Index, rec.Tenant); err != nil {
+			writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: err.Error(),
+				Hint: "the pod's chip changed hands; restart the pod"})
+			return
+		}
+		tenant = rec.Tenant // the pod works for whoever loaded its chip
+	case p.grant != nil:
+		release, err := s.cfg.Grants.takeWindow(p.grant, sl.Index)
+		if err != nil {
+			writeErr(w, statusOf(agentapi.CodeQuota), agentapi.Error{Code: agentapi.CodeQuota, Message: err.Error(),
+				Hint: "close a session first, or request more faas.dev/alidnn-share"})
+			return
+		}
+		defer release()
+		tenant = p.grant.tenant()
+	}
 	if tenant == "" {
 		tenant = operatorTenant
 	}

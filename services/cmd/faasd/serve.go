@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/sdk/agentapi"
@@ -22,6 +23,7 @@ import (
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/device"
 	devsim "github.com/fpga-faas/faas/services/agent/device/sim"
+	"github.com/fpga-faas/faas/services/agent/deviceplugin"
 	"github.com/fpga-faas/faas/services/agent/identity"
 	"github.com/fpga-faas/faas/services/agent/loader"
 	"github.com/fpga-faas/faas/services/agent/regclient"
@@ -44,6 +46,9 @@ type serveFlags struct {
 	simFresh                                                                                bool
 	simDDR                                                                                  uint64
 	jobTimeout                                                                              time.Duration
+	devicePlugin                                                                            bool
+	pluginDir, podSocket, podResources, cdiDir                                              string
+	sharesPerChip                                                                           int
 }
 
 func serveCommand() *cobra.Command {
@@ -84,6 +89,12 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.IntSliceVar(&f.operators, "operator", nil, "uids with operator rights besides 0 and faasd's own")
 	fl.StringArrayVar(&f.shares, "share", nil, "let tenants open sessions on a slot loaded by another: SLOT=NAME[,NAME…] (repeatable)")
 	fl.DurationVar(&f.jobTimeout, "job-timeout", sessions.DefaultJobTimeout, "abort a tenant's job that holds an engine longer than this (negative: no limit)")
+	fl.BoolVar(&f.devicePlugin, "device-plugin", false, "also run the Kubernetes device plugin (faas.dev/chip, faas.dev/board, faas.dev/alidnn-share)")
+	fl.StringVar(&f.pluginDir, "device-plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device plugin directory (kubelet.sock)")
+	fl.IntVar(&f.sharesPerChip, "shares-per-chip", 4, "faas.dev/alidnn-share devices per chip holding an AliDNN engine (1-7)")
+	fl.StringVar(&f.podSocket, "pod-socket", "/run/faas/pods/faasd.sock", "with --device-plugin: the socket containers reach faasd on; its directory is mounted into them, so keep it apart from --socket")
+	fl.StringVar(&f.podResources, "pod-resources-socket", deviceplugin.DefaultPodResources, "the kubelet's PodResources socket, read to release the devices of ended pods")
+	fl.StringVar(&f.cdiDir, "cdi-spec-dir", "/var/run/cdi", "where the device plugin writes its CDI specs")
 	fl.StringVar(&f.listen, "listen", "", "also serve on TCP with TLS at this address (remote attach)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate for --listen")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS key for --listen")
@@ -226,11 +237,31 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		}
 		cfg.TCPAddr = f.listen
 	}
+	var plugin *deviceplugin.Plugin
+	if f.devicePlugin {
+		if filepath.Dir(f.podSocket) == filepath.Dir(f.socket) {
+			return fmt.Errorf("--pod-socket %s: its directory is mounted into containers, so it must not hold --socket %s", f.podSocket, f.socket)
+		}
+		cfg.Grants, cfg.PodSocket = server.NewGrants(), f.podSocket
+		plugin, err = deviceplugin.New(deviceplugin.Config{Slots: table, Grants: cfg.Grants, PodSocket: f.podSocket,
+			Dir: f.pluginDir, SharesPerChip: f.sharesPerChip, PodResources: f.podResources, CDIDir: f.cdiDir,
+			Logger: log.With("component", "deviceplugin")})
+		if err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
-	log.Info("faasd ready", "socket", f.socket, "node", node.ID, "boards", len(bs))
+	if plugin != nil {
+		go func() {
+			if err := plugin.Run(ctx); err != nil {
+				log.Error("device plugin stopped", "err", err)
+			}
+		}()
+	}
+	log.Info("faasd ready", "socket", f.socket, "node", node.ID, "boards", len(bs), "device-plugin", f.devicePlugin)
 	return srv.Serve(ctx)
 }
 

@@ -5,39 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/services/registry/auth"
-	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
-	"github.com/fpga-faas/faas/services/registry/meta"
-	"github.com/fpga-faas/faas/services/registry/validation"
 )
 
 // FuzzRelease sends arbitrary bodies to the key release as a node account:
 // never a 5xx, never a key, always a JSON error.
 func FuzzRelease(f *testing.F) {
-	pool := testenv.RegistryDB(f)
-	st, err := dirstore.New(f.TempDir())
-	if err != nil {
-		f.Fatal(err)
-	}
-	accounts, err := auth.NewStore(pool, auth.WithParams(auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}))
-	if err != nil {
-		f.Fatal(err)
-	}
-	platform, err := validation.LoadPlatformKeys(f.TempDir())
-	if err != nil {
-		f.Fatal(err)
-	}
-	h, err := keyrelease.New(keyrelease.Config{Pool: pool, Accounts: accounts, Meta: meta.New(pool), Blobs: st, Recipient: platform.Recipient})
-	if err != nil {
-		f.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	f.Cleanup(srv.Close)
+	srv, accounts := startHandler(f)
 	acct, err := accounts.Create(f.Context(), "node1", auth.RoleNode, "pw")
 	if err != nil {
 		f.Fatal(err)

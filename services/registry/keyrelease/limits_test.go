@@ -25,26 +25,7 @@ func TestPasswordLockout(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	pool := testenv.RegistryDB(t)
-	st, err := dirstore.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	accounts, err := auth.NewStore(pool, auth.WithParams(auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}),
-		auth.WithLimits(auth.Limits{Now: clock}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	platform, err := validation.LoadPlatformKeys(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := keyrelease.New(keyrelease.Config{Pool: pool, Accounts: accounts, Meta: meta.New(pool), Blobs: st, Recipient: platform.Recipient})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv, accounts := startHandler(t, auth.WithLimits(auth.Limits{Now: clock}))
 	if _, err := accounts.Create(t.Context(), "node1", auth.RoleNode, "right"); err != nil {
 		t.Fatal(err)
 	}
@@ -79,4 +60,31 @@ func TestPasswordLockout(t *testing.T) {
 	if code, _ := post("right"); code != http.StatusBadRequest {
 		t.Fatalf("right password after the lockout: %d, want 400 (authenticated, empty request)", code)
 	}
+}
+
+// startHandler serves a key release on a fresh database, with a directory
+// blob store and new platform keys, and returns it with its account store.
+func startHandler(t testing.TB, opts ...auth.Option) (*httptest.Server, *auth.Store) {
+	t.Helper()
+	pool := testenv.RegistryDB(t)
+	st, err := dirstore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append([]auth.Option{auth.WithParams(auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})}, opts...)
+	accounts, err := auth.NewStore(pool, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	platform, err := validation.LoadPlatformKeys(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := keyrelease.New(keyrelease.Config{Pool: pool, Accounts: accounts, Meta: meta.New(pool), Blobs: st, Recipient: platform.Recipient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, accounts
 }

@@ -54,6 +54,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -674,12 +675,20 @@ func (s *Server) readDDR(w http.ResponseWriter, r *http.Request, p *principal) {
 	if !ok {
 		return
 	}
-	buf := make([]byte, n)
+	buf := dmaBuffer(n)
 	if err := sl.Chip.Read(r.Context(), addr, buf); err != nil {
 		badRequest(w, "reading DDR: %v", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"data": base64.StdEncoding.EncodeToString(buf)})
+}
+
+// dmaBuffer returns n bytes at a word-aligned address: the shell's DMA
+// moves whole words from whole-word host addresses, and Go's allocator
+// packs byte slices under 16 bytes at any offset.
+func dmaBuffer(n int) []byte {
+	w := make([]uint32, (n+3)/4)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), n)
 }
 
 // writeDDR (operator only) writes up to 1 MiB to a chip's DDR.
@@ -695,11 +704,13 @@ func (s *Server) writeDDR(w http.ResponseWriter, r *http.Request, p *principal) 
 		badRequest(w, "%v", err)
 		return
 	}
-	buf, err := base64.StdEncoding.DecodeString(in.Data)
-	if err != nil || len(buf) > maxDDRIO {
+	data, err := base64.StdEncoding.DecodeString(in.Data)
+	if err != nil || len(data) > maxDDRIO {
 		badRequest(w, "data: want base64 of at most %d bytes", maxDDRIO)
 		return
 	}
+	buf := dmaBuffer(len(data))
+	copy(buf, data)
 	if err := sl.Chip.Write(r.Context(), addr, buf); err != nil {
 		badRequest(w, "writing DDR: %v", err)
 		return

@@ -157,7 +157,8 @@ func TestRegistryMetrics(t *testing.T) {
 func TestFaasd(t *testing.T) {
 	base := find[*appsv1.DaemonSet](t, renderDir(t, "base"), "faas-node", "faasd").Spec.Template.Spec
 	want := map[string]string{"/dev": "/dev", "/sys": "/sys", "/run/faasd": "/run/faasd",
-		"/var/lib/kubelet/device-plugins": "/var/lib/kubelet/device-plugins"}
+		"/var/lib/kubelet/device-plugins": "/var/lib/kubelet/device-plugins", "/run/faas/pods": "/run/faas/pods",
+		"/var/lib/kubelet/pod-resources": "/var/lib/kubelet/pod-resources"}
 	got := hostPaths(base)
 	for host, mount := range want {
 		if got[host] != mount {
@@ -172,6 +173,11 @@ func TestFaasd(t *testing.T) {
 	c := dev.Containers[0]
 	if i := slices.Index(c.Args, "--sim"); i < 0 || i+1 == len(c.Args) || c.Args[i+1] != "2" {
 		t.Errorf("dev: faasd args %q, want --sim 2", c.Args)
+	}
+	for _, spec := range []corev1.PodSpec{base, dev} {
+		if !slices.Contains(spec.Containers[0].Args, "--device-plugin") {
+			t.Errorf("faasd args %q: no --device-plugin", spec.Containers[0].Args)
+		}
 	}
 	got = hostPaths(dev)
 	for _, host := range []string{"/dev", "/sys"} {

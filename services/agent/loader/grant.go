@@ -1,0 +1,135 @@
+package loader
+
+// The key phase and what the registry is told of a load: the load grant
+// (asked for with the tenant's token while verify and pull run), the data
+// keys released against it, and the usage report that names it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/fpga-faas/faas/hdk/seal"
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/services/agent/regclient"
+	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/services/registry/keyrelease"
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
+)
+
+// askGrant starts asking the registry for the grant of this load.
+func (r *run) askGrant(ctx context.Context, repo, digest string) {
+	r.grantDone = make(chan struct{})
+	go func() {
+		defer close(r.grantDone)
+		if r.req.Tenant.Token == "" {
+			r.grantErr = fail(agentapi.CodeNotEntitled, "load as a tenant (faas login)", "a load without a tenant's token gets no load grant")
+			return
+		}
+		r.grant, r.grantErr = r.l.cfg.Registry.LoadGrant(ctx, r.req.Tenant.Token,
+			nodetrust.GrantRequest{NodeID: r.l.cfg.NodeID, Repository: repo, Digest: digest})
+	}()
+}
+
+// waitGrant returns the load grant, or why there is none.
+func (r *run) waitGrant(ctx context.Context) (nodetrust.Grant, error) {
+	if r.grantDone == nil {
+		return nodetrust.Grant{}, errors.New("loader: no grant was asked for")
+	}
+	select {
+	case <-r.grantDone:
+	case <-ctx.Done():
+		return nodetrust.Grant{}, ctx.Err()
+	}
+	err := r.grantErr
+	var le *Error
+	switch {
+	case err == nil:
+		return r.grant, nil
+	case errors.As(err, &le):
+		return nodetrust.Grant{}, err
+	case errors.Is(err, regclient.ErrNodeUntrusted):
+		return nodetrust.Grant{}, &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
+			Err: fmt.Errorf("no load grant for this node: %w", err)}
+	case errors.Is(err, regclient.ErrDenied):
+		return nodetrust.Grant{}, &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first",
+			Err: fmt.Errorf("the registry granted no load: %w", err)}
+	case errors.Is(err, regclient.ErrUnauthenticated):
+		return nodetrust.Grant{}, &Error{Code: agentapi.CodeUnauthenticated, Hint: "faas login again",
+			Err: fmt.Errorf("the registry refused the tenant's token for a load grant: %w", err)}
+	}
+	return nodetrust.Grant{}, fmt.Errorf("load grant: %w", err)
+}
+
+// keys obtains and unwraps the data keys of the sealed targets.
+func (r *run) keys(ctx context.Context, ref name.Reference, digest string, ts []*target) error {
+	sealed := false
+	for _, t := range ts {
+		sealed = sealed || t.sealed
+	}
+	if !sealed {
+		return nil
+	}
+	r.begin(agentapi.PhaseKey)
+	l := r.l
+	g, err := r.waitGrant(ctx)
+	if err != nil {
+		return err
+	}
+	wrapped, err := l.cfg.Registry.ReleaseKeys(ctx, keyrelease.Request{
+		NodeID: l.cfg.NodeID, TenantID: r.req.Tenant.ID, Repository: ref.Context().RepositoryStr(), Digest: digest, Grant: g.Secret,
+	})
+	switch {
+	case errors.Is(err, regclient.ErrNodeUntrusted):
+		return &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
+			Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
+	case errors.Is(err, regclient.ErrDenied):
+		return &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first", Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
+	case errors.Is(err, regclient.ErrConflict):
+		return &Error{Code: agentapi.CodeCountersign, Hint: "load a validated version", Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
+	case err != nil:
+		return fmt.Errorf("key release for %s: %w", digest, err)
+	}
+	for _, t := range ts {
+		if !t.sealed {
+			continue
+		}
+		i := slices.IndexFunc(wrapped, func(w keyrelease.WrappedKey) bool { return w.Layer == t.chip.Layer.String() })
+		if i < 0 {
+			return fail(agentapi.CodeCountersign, "", "the registry released no key for layer %s", t.chip.Layer)
+		}
+		wk, err := parseWrapped(wrapped[i].WrappedKey)
+		if err != nil {
+			return fmt.Errorf("key release: layer %s: %w", t.chip.Layer, err)
+		}
+		if t.key, err = seal.UnwrapKey(l.cfg.NodeKey, wk); err != nil {
+			return fail(agentapi.CodeSignature, "", "the key released for layer %s does not open with this node's key: %v", t.chip.Layer, err)
+		}
+	}
+	return nil
+}
+
+// report records the load as usage in the registry, in the background.
+func (l *Loader) report(req Request, res Result, grantID string) {
+	if l.cfg.NodeID == "" || req.Tenant.ID == "" || grantID == "" {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		now := time.Now().UTC()
+		d := res.Image.Digest
+		var recs []api.UsageRecord
+		for _, s := range res.Slots {
+			slot := s
+			recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", req.ID, s), TenantID: req.Tenant.ID, GrantID: grantID, ManifestDigest: &d, Slot: &slot, Event: "load", StartedAt: &now})
+		}
+		if err := l.cfg.Registry.ReportUsage(ctx, l.cfg.NodeID, recs); err != nil {
+			l.log.Warn("usage report failed", "op", req.ID, "err", err)
+		}
+	}()
+}

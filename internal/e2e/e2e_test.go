@@ -734,6 +734,17 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("after faas clear: slot %d: state %s image %+v tenant %q, want cleared and empty", i, s.State, s.Image, s.Tenant)
 		}
 	}
+	// The clears reach alice's usage too, under their loads' grants: one
+	// record per cleared slot (0, 2 and 3).
+	poll(t, startTimeout, "alice's usage of three slot clears", func() bool {
+		var sum struct{ Items []struct{ Clears int } }
+		api(t, regURL, "alice", "GET", "/usage/summary", nil, &sum, http.StatusOK)
+		n := 0
+		for _, it := range sum.Items {
+			n += it.Clears
+		}
+		return n == 3
+	})
 	zero := make([]byte, ddrLen)
 	for _, i := range loaded {
 		if got := readDDR(t, agent, i); !bytes.Equal(got, zero) {

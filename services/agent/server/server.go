@@ -646,15 +646,17 @@ func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal)
 }
 
 func (s *Server) reportClear(rec slots.Record, group []int, op string) {
-	if s.cfg.NodeID == "" || rec.TenantID == "" || rec.Image == nil {
+	// The registry takes usage only under the load's grant; a slot loaded
+	// before grants existed has none to name.
+	if s.cfg.NodeID == "" || rec.TenantID == "" || rec.GrantID == "" || rec.Image == nil {
 		return
 	}
 	now := time.Now().UTC()
 	var recs []api.UsageRecord
 	for _, i := range group {
 		slot, d := i, rec.Image.Digest
-		recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", op, i), TenantID: rec.TenantID, ManifestDigest: &d,
-			Slot: &slot, Event: "clear", StartedAt: &rec.LoadedAt, EndedAt: &now})
+		recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", op, i), TenantID: rec.TenantID, GrantID: rec.GrantID,
+			ManifestDigest: &d, Slot: &slot, Event: "clear", StartedAt: &rec.LoadedAt, EndedAt: &now})
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -57,6 +57,9 @@ type Record struct {
 	Role     *agentapi.Role     `json:"role,omitempty"`
 	Tenant   string             `json:"tenant,omitempty"`
 	TenantID string             `json:"tenant_id,omitempty"`
+	// GrantID is the registry's load grant the image was loaded under;
+	// usage reports of the slot (its clear) must name it.
+	GrantID string `json:"grant_id,omitempty"`
 	// Group lists the slots loaded together with this one (itself
 	// included); a two-chip image is loaded or cleared as one.
 	Group    []int     `json:"group,omitempty"`

@@ -80,4 +80,14 @@ var comparisons = []benchreport.Comparison{
 		Bench: "BenchmarkBuffer64MiB", Baseline: "BenchmarkMemcpy64MiBSDK",
 		Target: "≥ 0.5× (throughput) of memcpy of 64 MiB in the same run; both directions count (128 MiB per op), and the simulator's DMA is itself a CPU copy, so each byte is copied twice per direction",
 	},
+	{
+		Title: "Device plugin Allocate of one chip, fake kubelet over the plugin's unix socket", Pkg: "github.com/fpga-faas/faas/services/agent/deviceplugin",
+		Bench: "BenchmarkAllocate", Baseline: "BenchmarkAllocateFloor",
+		Target: "p50 and p99 in the Other column (kubelet's Allocate has a 10 s deadline; we aim under 1 ms p99); the baseline is an empty gRPC call (GetDevicePluginOptions) on the same socket",
+	},
+	{
+		Title: "Device plugin ListAndWatch health change (inter-chip link down, then up) at a 250 ms poll", Pkg: "github.com/fpga-faas/faas/services/agent/deviceplugin",
+		Bench: "BenchmarkHealthChange", Baseline: "BenchmarkHealthFloor",
+		Target: "≤ 1 s (the issue's bound) at p99; faults come at a random point of the poll period, so the floor is the wait for the next tick of a 250 ms ticker (median 125 ms): a ratio near 1× means the plugin adds nothing to the poll",
+	},
 }

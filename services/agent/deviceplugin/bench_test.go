@@ -1,10 +1,13 @@
 package deviceplugin_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/fpga-faas/faas/services/agent/deviceplugin"
 )
@@ -20,6 +23,23 @@ func BenchmarkAllocate(b *testing.B) {
 	for range b.N {
 		start := time.Now()
 		if _, err := chip.allocate("pod", "slot-0"); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkAllocateFloor is the floor of BenchmarkAllocate: a gRPC round
+// trip on the same plugin socket that does no work (GetDevicePluginOptions).
+func BenchmarkAllocateFloor(b *testing.B) {
+	r := newRig(b, rigOptions{grace: 1 << 62})
+	chip := r.kubelet.accept(3)[deviceplugin.ResourceChip]
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if _, err := chip.cli.GetDevicePluginOptions(context.Background(), &pluginapi.Empty{}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
@@ -54,6 +74,26 @@ func BenchmarkHealthChange(b *testing.B) {
 		start = time.Now()
 		r.boards[0].RestoreLink()
 		chip.await("link up", map[string]string{"slot-0": H})
+		lat = append(lat, time.Since(start))
+	}
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkHealthFloor is the floor of BenchmarkHealthChange: a fault at
+// a random point of the poll period waits for the next tick of a ticker of
+// that period, with no chip to read and no stream to send.
+func BenchmarkHealthFloor(b *testing.B) {
+	const poll = 250 * time.Millisecond
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	lat := make([]time.Duration, 0, 2*b.N)
+	b.ResetTimer()
+	for range 2 * b.N {
+		b.StopTimer()
+		time.Sleep(rand.N(poll))
+		b.StartTimer()
+		start := time.Now()
+		<-t.C
 		lat = append(lat, time.Since(start))
 	}
 	reportPercentiles(b, lat)

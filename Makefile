@@ -42,12 +42,13 @@ TEST_TIMEOUT ?= 60m
 BENCHTIME    ?= 1s
 FUZZTIME     ?= 10s
 
-.PHONY: help tools test onnx-node-tests lint bench fuzz-smoke demo images
+.PHONY: help tools test onnx-node-tests lint bench fuzz-smoke demo images portal-shots
 
 help:
 	@echo 'make demo        bring up the whole platform (PostgreSQL, registry, faasd --sim 2), publish, load and classify MNIST; DEMO_NO_WAIT=1 exits when done'
 	@echo 'make test        install test dependencies (tools), go vet, go test -race'
-	@echo 'make tools       install the pinned MinIO server, cosign, crane and oras; PostgreSQL 15 and a C compiler (for -race) via apt when root'
+	@echo 'make tools       install the pinned MinIO server, cosign, crane and oras; PostgreSQL 15, Chromium (portal browser tests) and a C compiler (for -race) via apt when root'
+	@echo 'make portal-shots  screenshots of every portal page of the browser tests into $(PORTAL_SHOTS)'
 	@echo 'make lint        gofmt check and go vet'
 	@echo 'make bench       benchmarks (see BENCHMARKS.md)'
 	@echo 'make images      generate and build the reference images into build/images (SMALL=1: small bitstreams)'
@@ -63,6 +64,7 @@ tools: $(MINIO_BIN) $(COSIGN_BIN) $(CRANE_BIN) $(ORAS_BIN)
 	elif [ -n "$(FAAS_PG_BIN)" ]; then echo "tools: FAAS_PG_BIN=$(FAAS_PG_BIN) lacks initdb, pg_ctl or postgres" >&2; exit 1; \
 	else pkgs="$$pkgs $(PG_DEBPKG)"; fi; \
 	if ! command -v "$$($(GO) env CC)" >/dev/null 2>&1; then pkgs="$$pkgs gcc libc6-dev"; fi; \
+	if [ -z "$(FAAS_CHROMIUM)" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then pkgs="$$pkgs chromium"; fi; \
 	if [ -z "$$pkgs" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "tools: installing$$pkgs"; \
@@ -127,6 +129,14 @@ images:
 BENCH_COUNT ?= 5
 bench:
 	$(GO) run ./internal/cmd/bench -count $(BENCH_COUNT) -benchtime $(BENCHTIME)
+
+# portal-shots runs the portal's browser journeys (chromedp driving
+# Chromium) and keeps a screenshot of every page they visit in
+# $(PORTAL_SHOTS), for reviewers.
+PORTAL_SHOTS ?= build/portal-shots
+portal-shots: tools
+	FAAS_PORTAL_SHOTS="$(abspath $(PORTAL_SHOTS))" $(GO) test -count=1 -run 'TestBrowser' ./services/registry/portal/
+	@ls -1 $(PORTAL_SHOTS)
 
 # fuzz-smoke runs each fuzz target for FUZZTIME (go test -fuzz takes one
 # target of one package at a time).

@@ -199,6 +199,7 @@ func serveCommand() *cobra.Command {
 	f.DurationVar(&cfg.S3RedirectExpiry, "s3-redirect-expiry", 0, "validity of redirect URLs (default 10m)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", env("FAAS_TLS_CERT", ""), "TLS certificate PEM file [FAAS_TLS_CERT]")
 	f.StringVar(&cfg.TLSKey, "tls-key", env("FAAS_TLS_KEY", ""), "TLS key PEM file [FAAS_TLS_KEY]")
+	f.BoolVar(&cfg.SecureCookies, "secure-cookies", envBool("FAAS_SECURE_COOKIES"), "mark the portal's cookies Secure when a proxy in front ends TLS (always so with --tls-cert) [FAAS_SECURE_COOKIES]")
 	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory; default DATA_DIR/keys [FAAS_KEY_DIR]")
 	f.StringVar(&cfg.PlatformKeyDir, "platform-key-dir", env("FAAS_PLATFORM_KEY_DIR", ""), "platform countersigning and sealing keys; default DATA_DIR/platform-keys [FAAS_PLATFORM_KEY_DIR]")
 	f.DurationVar(&cfg.ValidationLease, "validation-lease", 0, "how long a validation job stays claimed (default 5m); a crashed registry's job is retried after it")
@@ -270,6 +271,7 @@ func usersAddCommand() *cobra.Command {
 func storeFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL [FAAS_DATABASE_URL]")
 	f.StringVar(&cfg.DataDir, "data-dir", env("FAAS_DATA_DIR", server.DefaultDataDir), "data directory [FAAS_DATA_DIR]")
+	f.BoolVar(&cfg.SecureCookies, "secure-cookies", envBool("FAAS_SECURE_COOKIES"), "mark the portal's cookies Secure when a proxy in front ends TLS (always so with --tls-cert) [FAAS_SECURE_COOKIES]")
 	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory [FAAS_KEY_DIR]")
 	f.StringVar(&cfg.PlatformKeyDir, "platform-key-dir", env("FAAS_PLATFORM_KEY_DIR", ""), "platform keys directory [FAAS_PLATFORM_KEY_DIR]")
 	f.StringVar(&cfg.S3Endpoint, "s3-endpoint", env("FAAS_S3_ENDPOINT", ""), "S3 endpoint [FAAS_S3_ENDPOINT]")

@@ -172,13 +172,28 @@ func (p *principal) is(r auth.Role) bool { return p != nil && p.Role == r }
 
 func (a *API) authenticate(c echo.Context) (*principal, error) {
 	r := c.Request()
+	ctx := r.Context()
+	var acct auth.Account
+	var err error
+	if as, ok := serveAsAccount(ctx); ok {
+		if as == nil {
+			return nil, nil
+		}
+		// Looked up again, so that an account disabled since sign-in
+		// stops at once.
+		acct, err = a.cfg.Accounts.Lookup(ctx, as.Name)
+		if errors.Is(err, auth.ErrNotFound) || (err == nil && acct.ID != as.ID) {
+			return nil, fmt.Errorf("%w: account no longer exists", ErrUnauthenticated)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return a.principalOf(r, acct)
+	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return nil, nil
 	}
-	ctx := r.Context()
-	var acct auth.Account
-	var err error
 	scheme, cred, _ := strings.Cut(h, " ")
 	switch strings.ToLower(scheme) {
 	case "bearer":
@@ -206,6 +221,12 @@ func (a *API) authenticate(c echo.Context) (*principal, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.principalOf(r, acct)
+}
+
+// principalOf makes the principal of an authenticated request.
+func (a *API) principalOf(r *http.Request, acct auth.Account) (*principal, error) {
+	ctx := r.Context()
 	if acct.Disabled {
 		return nil, fmt.Errorf("%w: invalid credentials", ErrUnauthenticated)
 	}

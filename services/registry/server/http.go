@@ -18,6 +18,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
+	"github.com/fpga-faas/faas/services/registry/portal"
 )
 
 // RequestIDHeader carries the request id in requests and responses.
@@ -60,7 +61,17 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		return nil, err
 	}
 
+	site, err := portal.New(portal.Config{API: market, Accounts: s.accounts, Pool: s.pool,
+		Secure: s.cfg.TLSCert != "" || s.cfg.SecureCookies,
+		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
+	if err != nil {
+		return nil, err
+	}
+	s.portal = site
+
 	mux := http.NewServeMux()
+	// The portal answers every path no other endpoint claims.
+	mux.Handle("/", site)
 	mux.Handle("/v2/", dist)
 	mux.Handle(api.Prefix+"/", market)
 	mux.Handle(keyrelease.Path, release)
@@ -116,8 +127,10 @@ func routeClass(path string) string {
 		return "api"
 	case path == "/healthz", path == "/readyz":
 		return path[1:]
+	case path == keyrelease.Path:
+		return "key_release"
 	}
-	return "other"
+	return "portal"
 }
 
 func (s *Server) middleware(next http.Handler, m *metrics) http.Handler {

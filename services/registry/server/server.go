@@ -28,6 +28,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/distribution"
 	"github.com/fpga-faas/faas/services/registry/meta"
+	"github.com/fpga-faas/faas/services/registry/portal"
 	"github.com/fpga-faas/faas/services/registry/validation"
 )
 
@@ -123,6 +124,10 @@ type Config struct {
 
 	// TLSCert and TLSKey are PEM files; when both are set Serve speaks TLS.
 	TLSCert, TLSKey string
+	// SecureCookies marks the portal's cookies Secure when TLS ends at a
+	// proxy in front of the registry (with TLSCert they always are).
+	// Default false.
+	SecureCookies bool
 
 	// Issuer is the iss of access tokens. Default DefaultIssuer.
 	Issuer string
@@ -275,6 +280,7 @@ type Server struct {
 	metrics  *metrics
 	clients  clientip.Resolver
 	dist     *distribution.Handler
+	portal   *portal.Portal
 	handler  http.Handler
 }
 
@@ -515,6 +521,11 @@ func (s *Server) sweepUploads(ctx context.Context) {
 	t := time.NewTicker(s.cfg.UploadSweepInterval)
 	defer t.Stop()
 	for {
+		if n, err := s.portal.SweepSessions(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "portal session sweep failed", slog.Any("err", err))
+		} else if n > 0 {
+			s.log.InfoContext(ctx, "portal session sweep", slog.Int64("expired", n))
+		}
 		res, err := s.SweepUploads(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:

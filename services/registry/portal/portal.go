@@ -1,0 +1,264 @@
+package portal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+// Defaults of Config's zero values.
+const (
+	DefaultSessionTTL  = 12 * time.Hour
+	DefaultSessionIdle = time.Hour
+	DefaultMaxSessions = 16
+)
+
+// ErrConfig marks an unusable Config.
+var ErrConfig = errors.New("portal: invalid configuration")
+
+// Config configures the portal. API, Accounts and Pool are required; every
+// other zero value is the default its comment names.
+type Config struct {
+	// API serves the marketplace API in process as a signed-in account.
+	API API
+	// Accounts checks sign-in passwords, under the registry's login
+	// limits (per account and per client address).
+	Accounts *auth.Store
+	// Pool holds the sessions (migration 004).
+	Pool *pgxpool.Pool
+	// Secure marks cookies Secure and names the session cookie with the
+	// __Host- prefix: set it when the registry serves TLS (directly or
+	// behind a proxy that does). Default false.
+	Secure bool
+	// SessionTTL is a session's absolute lifetime. Default
+	// DefaultSessionTTL (12 h).
+	SessionTTL time.Duration
+	// SessionIdle ends a session unused this long. Default
+	// DefaultSessionIdle (1 h).
+	SessionIdle time.Duration
+	// MaxSessions bounds the sessions of one account; signing in once
+	// more ends the oldest. Default DefaultMaxSessions (16).
+	MaxSessions int
+	// Logger receives internal errors. Default: discard.
+	Logger *slog.Logger
+}
+
+// Portal is the web portal, an http.Handler for every path the registry
+// does not serve otherwise.
+type Portal struct {
+	cfg      Config
+	log      *slog.Logger
+	sessions *sessions
+	pages    *pages
+	handler  http.Handler
+}
+
+// New returns the portal over cfg.
+func New(cfg Config) (*Portal, error) {
+	if cfg.API == nil || cfg.Accounts == nil || cfg.Pool == nil {
+		return nil, fmt.Errorf("%w: API, Accounts and Pool are required", ErrConfig)
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	pg, err := loadPages()
+	if err != nil {
+		return nil, err
+	}
+	p := &Portal{cfg: cfg, log: cfg.Logger, pages: pg,
+		sessions: &sessions{pool: cfg.Pool, ttl: cfg.SessionTTL, idle: cfg.SessionIdle, max: cfg.MaxSessions}}
+	p.handler = p.routes()
+	return p, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
+
+// SweepSessions removes expired sessions; the registry runs it with its
+// other sweeps.
+func (p *Portal) SweepSessions(ctx context.Context) (int64, error) { return p.sessions.sweep(ctx) }
+
+// cookieName is the session cookie's name: __Host- binds it to this host,
+// path / and Secure, where browsers support it.
+func (p *Portal) cookieName() string {
+	if p.cfg.Secure {
+		return "__Host-faas_session"
+	}
+	return "faas_session"
+}
+
+// signinCookie carries the sign-in form's CSRF token before a session exists
+// (double submit).
+func (p *Portal) signinCookie() string {
+	if p.cfg.Secure {
+		return "__Host-faas_signin"
+	}
+	return "faas_signin"
+}
+
+func (p *Portal) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: int(maxAge / time.Second),
+		HttpOnly: true, Secure: p.cfg.Secure, SameSite: http.SameSiteLaxMode})
+}
+
+func (p *Portal) clearCookie(w http.ResponseWriter, name string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: p.cfg.Secure, SameSite: http.SameSiteLaxMode})
+}
+
+// contentSecurityPolicy forbids inline script and style, and every origin
+// but our own: what a listing's description smuggles in cannot run.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// secure sets the headers every answer carries.
+func secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type sessionKey struct{}
+
+// sessionOf returns the request's session, or nil when signed out.
+func sessionOf(r *http.Request) *session {
+	se, _ := r.Context().Value(sessionKey{}).(*session)
+	return se
+}
+
+// withSession loads the session named by the cookie and, on every request
+// that changes state, requires its CSRF token (form field csrf or header
+// X-CSRF-Token); the sign-in form has its own (double submit).
+func (p *Portal) withSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var se *session
+		if c, err := r.Cookie(p.cookieName()); err == nil {
+			se, err = p.sessions.get(r.Context(), c.Value)
+			switch {
+			case errors.Is(err, errNoSession):
+				p.clearCookie(w, p.cookieName())
+			case err != nil:
+				p.fail(w, r, err)
+				return
+			}
+		}
+		if se != nil {
+			r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, se))
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/signin" {
+			tok := r.Header.Get("X-CSRF-Token")
+			if tok == "" {
+				tok = r.PostFormValue("csrf")
+			}
+			if se == nil {
+				p.redirectSignin(w, r)
+				return
+			}
+			if !se.validCSRF(tok) {
+				p.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Request refused",
+					Message: "This form is out of date or did not come from this site. Reload the page and try again."})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// redirectSignin sends a signed-out browser to sign in, and back after.
+func (p *Portal) redirectSignin(w http.ResponseWriter, r *http.Request) {
+	to := "/signin"
+	if r.Method == http.MethodGet && r.URL.Path != "/" {
+		to += "?next=" + urlQueryEscape(r.URL.RequestURI())
+	}
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("HX-Redirect", to)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// localPath reports whether next is a path on this site (no scheme, no
+// host, no protocol-relative "//"), so that sign-in cannot redirect away.
+func localPath(next string) bool {
+	return strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") &&
+		!strings.ContainsAny(next, "\r\n")
+}
+
+// requireRole wraps h: signed-out browsers go to sign-in; other roles than
+// those listed get 403 (none listed: any signed-in account).
+func (p *Portal) requireRole(h http.HandlerFunc, roles ...auth.Role) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		se := sessionOf(r)
+		if se == nil {
+			p.redirectSignin(w, r)
+			return
+		}
+		if len(roles) > 0 {
+			ok := false
+			for _, role := range roles {
+				ok = ok || se.account.Role == role
+			}
+			if !ok {
+				p.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Not for this account",
+					Message: fmt.Sprintf("This page is for %s accounts; you are signed in as %s (%s).", roleList(roles), se.account.Name, se.account.Role)})
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+func roleList(roles []auth.Role) string {
+	s := make([]string, len(roles))
+	for i, r := range roles {
+		s[i] = string(r)
+	}
+	return strings.Join(s, " or ")
+}
+
+// fail answers an error: API refusals with their message and status,
+// anything else as an internal error, logged.
+func (p *Portal) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		if ae.Status == http.StatusUnauthorized {
+			p.redirectSignin(w, r)
+			return
+		}
+		title := http.StatusText(ae.Status)
+		if ae.Status == http.StatusNotFound {
+			title = "Not found"
+		}
+		p.render(w, r, ae.Status, "error", errorPage{Title: title, Message: ae.Message})
+		return
+	}
+	p.log.ErrorContext(r.Context(), "portal: internal error", slog.String("method", r.Method),
+		slog.String("path", r.URL.Path), slog.Any("err", err))
+	p.render(w, r, http.StatusInternalServerError, "error", errorPage{Title: "Something went wrong",
+		Message: "The portal could not answer. Try again; if it persists, tell the operator the time of the error."})
+}

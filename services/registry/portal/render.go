@@ -1,0 +1,137 @@
+package portal
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/web"
+)
+
+// pages are the parsed templates: the layout with each page's "content".
+type pages struct {
+	byName map[string]*template.Template
+}
+
+var funcs = template.FuncMap{
+	"price": price,
+	"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+}
+
+// price formats micro-units of currency: 1500000 USD is "USD 1.50".
+func price(currency string, micros int64) string {
+	return fmt.Sprintf("%s %d.%02d", currency, micros/1_000_000, micros%1_000_000/10_000)
+}
+
+func loadPages() (*pages, error) {
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(web.Templates, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("portal: layout: %w", err)
+	}
+	names, err := fs.Glob(web.Templates, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("portal: templates: %w", err)
+	}
+	pg := &pages{byName: map[string]*template.Template{}}
+	for _, n := range names {
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(web.Templates, n)
+		if err != nil {
+			return nil, fmt.Errorf("portal: template %s: %w", name, err)
+		}
+		pg.byName[name] = t
+	}
+	return pg, nil
+}
+
+// sessionView is what templates see of the session.
+type sessionView struct {
+	Name string
+	Role auth.Role
+	CSRF string
+}
+
+// pageData is every page's template data.
+type pageData struct {
+	Title   string
+	Nav     string // the main navigation entry to mark current
+	Session *sessionView
+	Flash   string
+	Back    string // where sign-in returns to: this page, when it is one to return to
+	Page    any
+}
+
+// titled is implemented by page models that name their page.
+type titled interface{ title() string }
+
+type errorPage struct{ Title, Message string }
+
+func (e errorPage) title() string { return e.Title }
+
+// render writes page name with model at status. Templates run into a
+// buffer first, so that a failing template never sends half a page.
+func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name string, model any) {
+	t := p.pages.byName[name]
+	d := pageData{Page: model}
+	if tm, ok := model.(titled); ok {
+		d.Title = tm.title()
+	}
+	if n, ok := model.(interface{ nav() string }); ok {
+		d.Nav = n.nav()
+	}
+	if r.Method == http.MethodGet && status == http.StatusOK && r.URL.Path != "/signin" && r.URL.Path != "/" {
+		d.Back = r.URL.RequestURI()
+	}
+	if se := sessionOf(r); se != nil {
+		d.Session = &sessionView{Name: se.account.Name, Role: se.account.Role, CSRF: se.csrf}
+	}
+	if c, err := r.Cookie(flashCookie); err == nil {
+		d.Flash = flashes[c.Value]
+		http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1})
+	}
+	var buf bytes.Buffer
+	if t == nil {
+		p.log.ErrorContext(r.Context(), "portal: no template", "name", name)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	if err := t.ExecuteTemplate(&buf, "layout", d); err != nil {
+		p.log.ErrorContext(r.Context(), "portal: render", "name", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// flashCookie carries a one-shot notice across a redirect; its value is a
+// key of flashes, never text of the client's choosing.
+const flashCookie = "faas_flash"
+
+var flashes = map[string]string{
+	"signed-out":   "You are signed out.",
+	"subscribed":   "Subscribed. You can load this accelerator now.",
+	"revoked":      "Token revoked.",
+	"unsubscribed": "Subscription ended.",
+}
+
+// redirectFlash redirects (303) to, with the notice key.
+func (p *Portal) redirectFlash(w http.ResponseWriter, r *http.Request, to, key string) {
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: key, Path: "/", MaxAge: 60, HttpOnly: true,
+		Secure: p.cfg.Secure, SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }

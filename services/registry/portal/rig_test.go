@@ -1,0 +1,157 @@
+package portal_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/server"
+)
+
+// rig is a registry (real PostgreSQL, directory blob store) serving the
+// portal over HTTP.
+type rig struct {
+	t   testing.TB
+	srv *server.Server
+	url string
+}
+
+var testParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+
+const password = "correct horse battery"
+
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	cfg := server.Config{DatabaseURL: testenv.Postgres(t).URL, DataDir: t.TempDir(), PasswordParams: testParams,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	srv, err := server.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &rig{t: t, srv: srv, url: hs.URL}
+}
+
+func (r *rig) user(name string, role auth.Role) {
+	r.t.Helper()
+	if _, err := r.srv.CreateUser(context.Background(), name, role, password); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// api calls /api/v1 as user with basic auth and decodes the answer.
+func (r *rig) api(user, method, path string, in, out any) {
+	r.t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, r.url+"/api/v1"+path, body)
+	req.SetBasicAuth(user, password)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		r.t.Fatalf("%s %s as %s: %d %s", method, path, user, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// listing creates and, when published, publishes a public listing of user.
+func (r *rig) listing(user, name, description string, published bool) string {
+	r.t.Helper()
+	var l struct{ ID string }
+	r.api(user, http.MethodPost, "/listings", map[string]any{"name": name, "repository": user + "/" + strings.ToLower(strings.ReplaceAll(name, " ", "-")),
+		"summary": name + " accelerator", "description": description, "category": "ml", "board_model": "faas-vu9p-2",
+		"price_per_hour_micros": 1_500_000, "visibility": "public"}, &l)
+	if published {
+		r.api(user, http.MethodPost, "/listings/"+l.ID+"/publish", nil, nil)
+	}
+	return l.ID
+}
+
+// browser is a cookie-keeping client that does not follow redirects.
+type browser struct {
+	t    testing.TB
+	base string
+	c    *http.Client
+}
+
+func (r *rig) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: r.t, base: r.url, c: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *browser) do(method, path string, form url.Values, hdr map[string]string) (*http.Response, string) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp, string(out)
+}
+
+func (b *browser) get(path string) (*http.Response, string) { return b.do(http.MethodGet, path, nil, nil) }
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf returns the first CSRF token of page.
+func csrf(t testing.TB, page string) string {
+	t.Helper()
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no csrf field in page:\n%s", page)
+	}
+	return m[1]
+}
+
+// signIn signs b in as name and returns the page it lands on.
+func (b *browser) signIn(name string) string {
+	b.t.Helper()
+	_, page := b.get("/signin")
+	resp, _ := b.do(http.MethodPost, "/signin", url.Values{"csrf": {csrf(b.t, page)}, "name": {name}, "password": {password}}, nil)
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("sign-in of %s: %d", name, resp.StatusCode)
+	}
+	_, page = b.get(resp.Header.Get("Location"))
+	return page
+}

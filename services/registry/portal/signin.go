@@ -1,0 +1,109 @@
+package portal
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+type signinPage struct {
+	CSRF, Next, Name, Error string
+}
+
+func (signinPage) title() string { return "Sign in" }
+
+// maxSigninField bounds the sign-in form's fields (names are short;
+// passwords are capped by the registry's own limit too).
+const maxSigninField = 1024
+
+func (p *Portal) signinForm(w http.ResponseWriter, r *http.Request) {
+	next := r.URL.Query().Get("next")
+	if sessionOf(r) != nil {
+		if !localPath(next) {
+			next = "/"
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	p.showSignin(w, r, http.StatusOK, signinPage{Next: next})
+}
+
+// showSignin renders the form with a fresh double-submit token.
+func (p *Portal) showSignin(w http.ResponseWriter, r *http.Request, status int, pg signinPage) {
+	tok, err := randomToken()
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.setCookie(w, p.signinCookie(), tok, 0)
+	pg.CSRF = tok
+	if !localPath(pg.Next) {
+		pg.Next = ""
+	}
+	p.render(w, r, status, "signin", pg)
+}
+
+func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4*maxSigninField)
+	if err := r.ParseForm(); err != nil {
+		p.showSignin(w, r, http.StatusBadRequest, signinPage{Error: "The form could not be read."})
+		return
+	}
+	name, pass, next := r.PostForm.Get("name"), r.PostForm.Get("password"), r.PostForm.Get("next")
+	c, err := r.Cookie(p.signinCookie())
+	if err != nil || c.Value == "" || !(&session{csrf: c.Value}).validCSRF(r.PostForm.Get("csrf")) {
+		p.showSignin(w, r, http.StatusForbidden, signinPage{Next: next, Name: name,
+			Error: "This form is out of date or did not come from this site. Try again."})
+		return
+	}
+	if len(name) > maxSigninField || len(pass) > maxSigninField {
+		p.showSignin(w, r, http.StatusBadRequest, signinPage{Next: next, Error: "Name or password too long."})
+		return
+	}
+	acct, err := p.cfg.Accounts.Authenticate(r.Context(), name, pass)
+	switch {
+	case errors.Is(err, auth.ErrRateLimited), errors.Is(err, auth.ErrBusy):
+		if s, ok := auth.RetryAfter(err); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(s))
+		}
+		p.showSignin(w, r, http.StatusTooManyRequests, signinPage{Next: next, Name: name,
+			Error: "Too many attempts. Wait a few minutes before you try again."})
+		return
+	case errors.Is(err, auth.ErrUnauthenticated) || (err == nil && acct.Disabled):
+		p.showSignin(w, r, http.StatusUnauthorized, signinPage{Next: next, Name: name,
+			Error: "Wrong account name or password."})
+		return
+	case err != nil:
+		p.fail(w, r, err)
+		return
+	}
+	if acct.Role == auth.RoleNode {
+		p.showSignin(w, r, http.StatusForbidden, signinPage{Next: next, Name: name,
+			Error: "Node accounts cannot sign in to the portal."})
+		return
+	}
+	id, _, err := p.sessions.create(r.Context(), acct)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.clearCookie(w, p.signinCookie())
+	p.setCookie(w, p.cookieName(), id, p.cfg.SessionTTL)
+	if !localPath(next) {
+		next = "/"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (p *Portal) signout(w http.ResponseWriter, r *http.Request) {
+	if se := sessionOf(r); se != nil {
+		if err := p.sessions.end(r.Context(), se); err != nil {
+			p.fail(w, r, err)
+			return
+		}
+	}
+	p.clearCookie(w, p.cookieName())
+	p.redirectFlash(w, r, "/", "signed-out")
+}

@@ -1,0 +1,73 @@
+package portal
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fpga-faas/faas/services/registry/api"
+)
+
+type tokensPage struct {
+	Tokens  []api.Token
+	Created *api.Token
+	Error   string
+}
+
+func (tokensPage) title() string { return "API tokens" }
+func (tokensPage) nav() string   { return "tokens" }
+
+func (p *Portal) tokens(w http.ResponseWriter, r *http.Request) {
+	p.showTokens(w, r, http.StatusOK, tokensPage{})
+}
+
+func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, pg tokensPage) {
+	var res struct {
+		Items []api.Token `json:"items"`
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/tokens", url.Values{"limit": {"200"}}, nil, &res); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg.Tokens = res.Items
+	p.render(w, r, status, "tokens", pg)
+}
+
+func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
+	req := struct {
+		Name      string     `json:"name"`
+		ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	}{Name: strings.TrimSpace(r.PostFormValue("name"))}
+	if d := strings.TrimSpace(r.PostFormValue("days")); d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 1 || n > 3650 {
+			p.showTokens(w, r, http.StatusUnprocessableEntity, tokensPage{Error: "Expiry: give a whole number of days from 1 to 3650, or leave it empty."})
+			return
+		}
+		t := time.Now().Add(time.Duration(n) * 24 * time.Hour).UTC()
+		req.ExpiresAt = &t
+	}
+	var tok api.Token
+	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/tokens", nil, req, &tok)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
+		p.showTokens(w, r, ae.Status, tokensPage{Error: ae.Message})
+		return
+	}
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.showTokens(w, r, http.StatusCreated, tokensPage{Created: &tok})
+}
+
+func (p *Portal) revokeToken(w http.ResponseWriter, r *http.Request) {
+	if err := p.call(r.Context(), accountOf(r), http.MethodDelete, "/tokens/"+url.PathEscape(r.PathValue("id")), nil, nil, nil); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.redirectFlash(w, r, "/tokens", "revoked")
+}

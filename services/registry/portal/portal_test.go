@@ -207,7 +207,11 @@ func TestSubscribe(t *testing.T) {
 	if !strings.Contains(page, "You are subscribed") || !strings.Contains(page, "Subscribed. You can load") {
 		t.Fatal("listing after subscribing does not say so")
 	}
-	var ents struct{ Items []struct{ ListingID string `json:"listing_id"` } }
+	var ents struct {
+		Items []struct {
+			ListingID string `json:"listing_id"`
+		}
+	}
 	r.api("alice", http.MethodGet, "/entitlements", nil, &ents)
 	if len(ents.Items) != 1 || ents.Items[0].ListingID != id {
 		t.Fatalf("entitlements after subscribing: %+v", ents.Items)

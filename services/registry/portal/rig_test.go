@@ -130,7 +130,9 @@ func (b *browser) do(method, path string, form url.Values, hdr map[string]string
 	return resp, string(out)
 }
 
-func (b *browser) get(path string) (*http.Response, string) { return b.do(http.MethodGet, path, nil, nil) }
+func (b *browser) get(path string) (*http.Response, string) {
+	return b.do(http.MethodGet, path, nil, nil)
+}
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 

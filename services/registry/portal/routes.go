@@ -16,21 +16,31 @@ import (
 func (p *Portal) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", staticHandler())
-	mux.HandleFunc("GET /{$}", p.market)
-	mux.HandleFunc("GET /listings/{id}", p.listing)
-	mux.HandleFunc("POST /listings/{id}/subscribe", p.requireRole(p.subscribe, auth.RoleTenant))
-	mux.HandleFunc("GET /signin", p.signinForm)
-	mux.HandleFunc("POST /signin", p.signin)
-	mux.HandleFunc("POST /signout", p.signout)
-	mux.HandleFunc("GET /tokens", p.requireRole(p.tokens))
-	mux.HandleFunc("POST /tokens", p.requireRole(p.createToken))
-	mux.HandleFunc("POST /tokens/{id}/revoke", p.requireRole(p.revokeToken))
+	p.accountRoutes(mux)
+	p.marketRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no page at this address."})
 	})
 	// Cross-origin state changes are refused before any handler runs
 	// (Sec-Fetch-Site and Origin), in addition to the CSRF tokens.
 	return secure(http.NewCrossOriginProtection().Handler(p.withSession(mux)))
+}
+
+// accountRoutes: sign-in, sign-out and API tokens.
+func (p *Portal) accountRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /signin", p.signinForm)
+	mux.HandleFunc("POST /signin", p.signin)
+	mux.HandleFunc("POST /signout", p.signout)
+	mux.HandleFunc("GET /tokens", p.requireRole(p.tokens))
+	mux.HandleFunc("POST /tokens", p.requireRole(p.createToken))
+	mux.HandleFunc("POST /tokens/{id}/revoke", p.requireRole(p.revokeToken))
+}
+
+// marketRoutes: the marketplace, open to anonymous visitors.
+func (p *Portal) marketRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", p.market)
+	mux.HandleFunc("GET /listings/{id}", p.listing)
+	mux.HandleFunc("POST /listings/{id}/subscribe", p.requireRole(p.subscribe, auth.RoleTenant))
 }
 
 // asset is a static file with its validator.

@@ -13,13 +13,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/fpga-faas/faas/bitstreams/loopback"
 	"github.com/fpga-faas/faas/hdk/image"
+	"github.com/fpga-faas/faas/hdk/publish"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/shell"
 	"github.com/fpga-faas/faas/shell/bitfile"
@@ -232,11 +232,11 @@ the registry gets the keys it releases to entitled nodes.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			img, err := image.ReadLayout(args[0])
+			ref, err := name.ParseReference(args[1])
 			if err != nil {
 				return err
 			}
-			ref, err := name.ParseReference(args[1])
+			keys, err := readKeys(args[0], keysFile)
 			if err != nil {
 				return err
 			}
@@ -262,29 +262,20 @@ the registry gets the keys it releases to entitled nodes.`,
 					fmt.Fprintln(cmd.ErrOrStderr())
 				}
 			}()
-			err = remote.Write(ref, img, append(remoteOptions(ctx), remote.WithProgress(progress))...)
+			res, err := publish.Layout(ctx, args[0], ref, keys, progress, remoteOptions(ctx)...)
 			<-done
-			if err != nil {
-				return err
+			if errors.Is(err, publish.ErrKeysMissing) {
+				return fmt.Errorf("the image is sealed but %s does not exist: name the keys file hdk seal wrote with --keys", defaultKeys(args[0]))
 			}
-			h, err := img.Digest()
-			if err != nil {
-				return err
-			}
-			sigs, err := pushSignatures(ctx, args[0], ref, h)
-			if err != nil {
-				return err
-			}
-			keysDigest, err := pushKeys(ctx, args[0], keysFile, ref, img)
 			if err != nil {
 				return err
 			}
 			if jsonOutput(cmd) {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"ref": ref.String(), "digest": h.String(), "signatures": sigs, "keys": keysDigest})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"ref": ref.String(), "digest": res.Digest.String(), "signatures": res.Signatures, "keys": res.Keys})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pushed %s@%s (%d signature image(s))\n", ref.Context(), h, sigs)
-			if keysDigest != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "attached the wrapped keys as %s@%s\n", ref.Context(), keysDigest)
+			fmt.Fprintf(cmd.OutOrStdout(), "pushed %s@%s (%d signature image(s))\n", ref.Context(), res.Digest, res.Signatures)
+			if res.Keys != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "attached the wrapped keys as %s@%s\n", ref.Context(), res.Keys)
 			}
 			return nil
 		},
@@ -293,66 +284,18 @@ the registry gets the keys it releases to entitled nodes.`,
 	return cmd
 }
 
-// pushKeys attaches the keys file of a sealed image to it; it returns the
-// artifact's digest, or "" for an image with nothing sealed.
-func pushKeys(ctx context.Context, dir, keysFile string, ref name.Reference, img v1.Image) (string, error) {
-	cfg, err := image.ConfigOf(img)
-	if err != nil {
-		return "", err
-	}
-	sealed := false
-	for _, c := range cfg.Chips {
-		sealed = sealed || c.Sealed
-	}
-	explicit := keysFile != ""
-	if !explicit {
-		keysFile = filepath.Clean(dir) + ".keys.json"
-	}
-	data, err := os.ReadFile(keysFile)
-	switch {
-	case err == nil:
-	case !explicit && !sealed && errors.Is(err, os.ErrNotExist):
-		return "", nil
-	case !explicit && errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("the image is sealed but %s does not exist: name the keys file hdk seal wrote with --keys", keysFile)
-	default:
-		return "", err
-	}
-	desc, err := partial.Descriptor(img)
-	if err != nil {
-		return "", err
-	}
-	d, err := image.PushKeys(ctx, ref.Context(), *desc, data, remoteOptions(ctx)...)
-	if err != nil {
-		return "", err
-	}
-	return d.String(), nil
-}
+func defaultKeys(dir string) string { return filepath.Clean(dir) + ".keys.json" }
 
-// pushSignatures copies the layout's signature image of digest h, if any, to
-// the repository of ref under cosign's tag.
-func pushSignatures(ctx context.Context, dir string, ref name.Reference, h v1.Hash) (int, error) {
-	tag, err := sign.SignatureTag(ref.Context().Digest(h.String()))
-	if err != nil {
-		return 0, err
+// readKeys reads the keys file: file when given, else the layout's default
+// one when it exists (nil when it does not).
+func readKeys(dir, file string) ([]byte, error) {
+	explicit := file != ""
+	if !explicit {
+		file = defaultKeys(dir)
 	}
-	idx, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		return 0, err
+	data, err := os.ReadFile(file)
+	if !explicit && errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return 0, err
-	}
-	for _, d := range im.Manifests {
-		if d.Annotations[image.AnnotationRefName] != tag.TagStr() {
-			continue
-		}
-		sigImg, err := idx.Image(d.Digest)
-		if err != nil {
-			return 0, err
-		}
-		return 1, remote.Write(tag, sigImg, remoteOptions(ctx)...)
-	}
-	return 0, nil
+	return data, err
 }

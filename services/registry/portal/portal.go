@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,7 +21,13 @@ const (
 	DefaultSessionTTL  = 12 * time.Hour
 	DefaultSessionIdle = time.Hour
 	DefaultMaxSessions = 16
+	DefaultMaxUpload   = 2 << 30 // 2 GiB
+	DefaultMaxUploads  = 2
 )
+
+// Tokens issues a registry access token for acct on repo with those of
+// actions the registry's policy grants it, as /auth/token would.
+type Tokens func(ctx context.Context, acct auth.Account, repo string, actions []string) (string, error)
 
 // ErrConfig marks an unusable Config.
 var ErrConfig = errors.New("portal: invalid configuration")
@@ -33,8 +40,22 @@ type Config struct {
 	// Accounts checks sign-in passwords, under the registry's login
 	// limits (per account and per client address).
 	Accounts *auth.Store
-	// Pool holds the sessions (migration 004).
+	// Pool holds the sessions (migration 005).
 	Pool *pgxpool.Pool
+	// Registry is the registry's /v2 handler, through which browser
+	// uploads are pushed in process; Tokens authorizes those pushes. Both
+	// are required.
+	Registry http.Handler
+	Tokens   Tokens
+	// UploadDir holds uploads while they are unpacked and pushed. Default
+	// os.TempDir().
+	UploadDir string
+	// MaxUploadBytes bounds one uploaded image layout. Default
+	// DefaultMaxUpload (2 GiB).
+	MaxUploadBytes int64
+	// MaxUploads bounds the uploads unpacked at once, over all accounts;
+	// one account has one at a time. Default DefaultMaxUploads (2).
+	MaxUploads int
 	// Secure marks cookies Secure and names the session cookie with the
 	// __Host- prefix: set it when the registry serves TLS (directly or
 	// behind a proxy that does). Default false.
@@ -58,14 +79,21 @@ type Portal struct {
 	cfg      Config
 	log      *slog.Logger
 	sessions *sessions
+	uploads  *uploads
 	pages    *pages
 	handler  http.Handler
 }
 
 // New returns the portal over cfg.
 func New(cfg Config) (*Portal, error) {
-	if cfg.API == nil || cfg.Accounts == nil || cfg.Pool == nil {
-		return nil, fmt.Errorf("%w: API, Accounts and Pool are required", ErrConfig)
+	if cfg.API == nil || cfg.Accounts == nil || cfg.Pool == nil || cfg.Registry == nil || cfg.Tokens == nil {
+		return nil, fmt.Errorf("%w: API, Accounts, Pool, Registry and Tokens are required", ErrConfig)
+	}
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = DefaultMaxUpload
+	}
+	if cfg.MaxUploads <= 0 {
+		cfg.MaxUploads = DefaultMaxUploads
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
@@ -83,7 +111,7 @@ func New(cfg Config) (*Portal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Portal{cfg: cfg, log: cfg.Logger, pages: pg,
+	p := &Portal{cfg: cfg, log: cfg.Logger, pages: pg, uploads: newUploads(cfg.MaxUploads),
 		sessions: &sessions{pool: cfg.Pool, ttl: cfg.SessionTTL, idle: cfg.SessionIdle, max: cfg.MaxSessions}}
 	p.handler = p.routes()
 	return p, nil
@@ -170,13 +198,19 @@ func (p *Portal) withSession(next http.Handler) http.Handler {
 			r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, se))
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/signin" {
-			tok := r.Header.Get("X-CSRF-Token")
-			if tok == "" {
-				tok = r.PostFormValue("csrf")
-			}
 			if se == nil {
 				p.redirectSignin(w, r)
 				return
+			}
+			tok := r.Header.Get("X-CSRF-Token")
+			if tok == "" && r.URL.Path == PublishPath {
+				// The upload is streamed: its handler reads the token from
+				// the form's first part before anything else.
+				next.ServeHTTP(w, r)
+				return
+			}
+			if tok == "" {
+				tok = r.PostFormValue("csrf")
 			}
 			if !se.validCSRF(tok) {
 				p.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Request refused",
@@ -186,6 +220,40 @@ func (p *Portal) withSession(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// uploads bounds the uploads being ingested: MaxUploads in all, one an
+// account.
+type uploads struct {
+	slots  chan struct{}
+	mu     sync.Mutex
+	active map[string]bool
+}
+
+func newUploads(n int) *uploads {
+	return &uploads{slots: make(chan struct{}, n), active: map[string]bool{}}
+}
+
+// acquire takes a slot for account, or reports false when the account has
+// one already or all are taken.
+func (u *uploads) acquire(account string) (release func(), ok bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.active[account] {
+		return nil, false
+	}
+	select {
+	case u.slots <- struct{}{}:
+	default:
+		return nil, false
+	}
+	u.active[account] = true
+	return func() {
+		u.mu.Lock()
+		delete(u.active, account)
+		u.mu.Unlock()
+		<-u.slots
+	}, true
 }
 
 // redirectSignin sends a signed-out browser to sign in, and back after.

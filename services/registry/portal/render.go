@@ -116,6 +116,25 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name
 	_, _ = w.Write(buf.Bytes())
 }
 
+// renderFragment writes the template block of page name alone, for htmx
+// swaps.
+func (p *Portal) renderFragment(w http.ResponseWriter, r *http.Request, name, block string, model any) {
+	t := p.pages.byName[name]
+	d := pageData{Page: model}
+	if se := sessionOf(r); se != nil {
+		d.Session = &sessionView{Name: se.account.Name, Role: se.account.Role, CSRF: se.csrf}
+	}
+	var buf bytes.Buffer
+	if t == nil || t.ExecuteTemplate(&buf, block, d) != nil {
+		p.log.ErrorContext(r.Context(), "portal: render fragment", "name", name, "block", block)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
 // flashCookie carries a one-shot notice across a redirect; its value is a
 // key of flashes, never text of the client's choosing.
 const flashCookie = "faas_flash"
@@ -125,6 +144,11 @@ var flashes = map[string]string{
 	"subscribed":   "Subscribed. You can load this accelerator now.",
 	"revoked":      "Token revoked.",
 	"unsubscribed": "Subscription ended.",
+	"key-revoked":  "Key revoked. Versions signed only with it no longer load.",
+	"published":    "Listing published: tenants can find it now.",
+	"unpublished":  "Listing unpublished: tenants no longer find it; subscriptions stay.",
+	"saved":        "Listing saved.",
+	"shared":       "Private offer sent.",
 }
 
 // redirectFlash redirects (303) to, with the notice key.

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -39,10 +39,22 @@ func newRig(t testing.TB) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return &rig{t: t, srv: srv, url: hs.URL}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Serve, not just the handler: the validation worker runs with it.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		srv.Close()
+	})
+	return &rig{t: t, srv: srv, url: "http://" + ln.Addr().String()}
 }
 
 func (r *rig) user(name string, role auth.Role) {
@@ -130,6 +142,23 @@ func (b *browser) do(method, path string, form url.Values, hdr map[string]string
 	return resp, string(out)
 }
 
+// send sends body of type ctype.
+func (b *browser) send(method, path, ctype string, body io.Reader) (*http.Response, string) {
+	b.t.Helper()
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", ctype)
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp, string(out)
+}
+
 func (b *browser) get(path string) (*http.Response, string) {
 	return b.do(http.MethodGet, path, nil, nil)
 }
@@ -156,4 +185,14 @@ func (b *browser) signIn(name string) string {
 	}
 	_, page = b.get(resp.Header.Get("Location"))
 	return page
+}
+
+var alertRE = regexp.MustCompile(`(?s)role="alert">(.*?)</p>`)
+
+// errorOf returns the alert of a page, for failure messages.
+func errorOf(page string) string {
+	if m := alertRE.FindStringSubmatch(page); m != nil {
+		return m[1]
+	}
+	return "(no alert on the page)"
 }

@@ -24,7 +24,7 @@ type session struct {
 	expires time.Time
 }
 
-// sessions keeps sign-in sessions in PostgreSQL (migration 004).
+// sessions keeps sign-in sessions in PostgreSQL (migration 005).
 type sessions struct {
 	pool *pgxpool.Pool
 	ttl  time.Duration // absolute lifetime

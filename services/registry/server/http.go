@@ -39,10 +39,11 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		return nil, err
 	}
 	s.dist = dist
+	policy := NewPolicy(s.pool)
 	tokens := &auth.TokenHandler{
 		Keyring:       s.keyring,
 		Accounts:      s.accounts,
-		Policy:        NewPolicy(s.pool),
+		Policy:        policy,
 		Service:       s.cfg.Service,
 		TTL:           s.cfg.TokenTTL,
 		DenyAnonymous: true,
@@ -62,7 +63,8 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	}
 
 	site, err := portal.New(portal.Config{API: market, Accounts: s.accounts, Pool: s.pool,
-		Secure: s.cfg.TLSCert != "" || s.cfg.SecureCookies,
+		Registry: dist, Tokens: s.portalTokens(policy),
+		Secure:   s.cfg.TLSCert != "" || s.cfg.SecureCookies,
 		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return nil, err
@@ -100,6 +102,21 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	return s.middleware(mux, s.metrics), nil
 }
 
+// portalTokens issues the portal's in-process pushes their registry
+// tokens: what policy grants the account, as /auth/token would, for one
+// repository and a few minutes.
+func (s *Server) portalTokens(policy *Policy) portal.Tokens {
+	return func(ctx context.Context, acct auth.Account, repo string, actions []string) (string, error) {
+		granted, err := policy.Allowed(ctx, &acct, repo, actions)
+		if err != nil {
+			return "", err
+		}
+		tok, _, err := s.keyring.Issue(acct.Name, s.cfg.Service,
+			[]auth.Access{{Type: "repository", Name: repo, Actions: granted}}, 5*time.Minute)
+		return tok, err
+	}
+}
+
 // routeClass names the kind of endpoint of path, a bounded label set.
 func routeClass(path string) string {
 	switch {
@@ -129,6 +146,8 @@ func routeClass(path string) string {
 		return path[1:]
 	case path == keyrelease.Path:
 		return "key_release"
+	case path == portal.PublishPath:
+		return "portal_upload"
 	}
 	return "portal"
 }
@@ -147,8 +166,9 @@ func (s *Server) middleware(next http.Handler, m *metrics) http.Handler {
 		r = r.WithContext(ctx)
 		route := routeClass(r.URL.Path)
 		// Blob upload bodies and manifests are limited by the distribution
-		// API (MaxChunkBytes, MaxManifestBytes); everything else here.
-		if route != "v2_upload" && route != "v2_manifest" && r.Body != nil {
+		// API (MaxChunkBytes, MaxManifestBytes), browser uploads by the
+		// portal (MaxUploadBytes); everything else here.
+		if route != "v2_upload" && route != "v2_manifest" && route != "portal_upload" && r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}
 		rw := &statusWriter{ResponseWriter: w}

@@ -1,4 +1,4 @@
--- 004: the web portal's sign-in sessions (package portal).
+-- 005: the web portal's sign-in sessions (package portal).
 --
 -- Kept in the database, not in a replica's memory, so that any registry
 -- replica serves any signed-in browser. Only the SHA-256 of the session

@@ -1,0 +1,397 @@
+package portal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/fpga-faas/faas/hdk/validate"
+	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+// isvRoutes: the ISV's dashboard, listings, versions, keys and publishing.
+func (p *Portal) isvRoutes(mux *http.ServeMux) {
+	isv := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleISV) }
+	mux.HandleFunc("GET /codes", p.codesPage)
+	mux.HandleFunc("GET /isv", isv(p.dashboard))
+	mux.HandleFunc("GET /isv/keys", isv(p.keys))
+	mux.HandleFunc("POST /isv/keys", isv(p.addKey))
+	mux.HandleFunc("POST /isv/keys/{id}/revoke", isv(p.revokeKey))
+	mux.HandleFunc("GET /isv/listings/new", isv(p.newListing))
+	mux.HandleFunc("POST /isv/listings", isv(p.createListing))
+	mux.HandleFunc("GET /isv/listings/{id}", isv(p.editListing))
+	mux.HandleFunc("POST /isv/listings/{id}", isv(p.saveListing))
+	mux.HandleFunc("POST /isv/listings/{id}/publish", isv(p.publishListing(true)))
+	mux.HandleFunc("POST /isv/listings/{id}/unpublish", isv(p.publishListing(false)))
+	mux.HandleFunc("POST /isv/listings/{id}/shares", isv(p.shareListing))
+	mux.HandleFunc("POST /isv/listings/{id}/versions", isv(p.attachVersion))
+	mux.HandleFunc("GET /isv/listings/{id}/versions/{version}", isv(p.versionPage))
+	mux.HandleFunc("GET /isv/publish", isv(p.publishForm))
+	mux.HandleFunc("POST /isv/publish", isv(p.publishUpload))
+}
+
+// listingRow is a listing with its versions, for the dashboard.
+type listingRow struct {
+	api.Listing
+	Versions []versionView
+}
+
+type versionView struct {
+	api.Version
+	Findings []finding
+}
+
+// finding is a validation finding with its code's explanation.
+type finding struct {
+	validate.Finding
+	Meaning string
+}
+
+func meaning(c validate.Code) string {
+	for _, ci := range codes {
+		if ci.Code == string(c) {
+			return ci.Meaning
+		}
+	}
+	return ""
+}
+
+func viewOf(v api.Version) versionView {
+	vv := versionView{Version: v}
+	var fs []validate.Finding
+	if len(v.Reasons) > 0 && json.Unmarshal(v.Reasons, &fs) == nil {
+		for _, f := range fs {
+			vv.Findings = append(vv.Findings, finding{Finding: f, Meaning: meaning(f.Code)})
+		}
+	}
+	return vv
+}
+
+type dashboardPage struct {
+	Listings []listingRow
+	Keys     int
+}
+
+func (dashboardPage) title() string { return "Dashboard" }
+func (dashboardPage) nav() string   { return "isv" }
+
+func (p *Portal) ownListings(r *http.Request) ([]api.Listing, error) {
+	var res struct {
+		Items []api.Listing `json:"items"`
+	}
+	se := sessionOf(r)
+	err := p.call(r.Context(), &se.account, http.MethodGet, "/listings", url.Values{"owner": {se.account.Name}, "limit": {"200"}}, nil, &res)
+	return res.Items, err
+}
+
+func (p *Portal) versions(r *http.Request, listingID string) ([]api.Version, error) {
+	var res struct {
+		Items []api.Version `json:"items"`
+	}
+	err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(listingID)+"/versions", url.Values{"limit": {"200"}}, nil, &res)
+	return res.Items, err
+}
+
+func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
+	ls, err := p.ownListings(r)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg := dashboardPage{}
+	for _, l := range ls {
+		vs, err := p.versions(r, l.ID)
+		if err != nil {
+			p.fail(w, r, err)
+			return
+		}
+		row := listingRow{Listing: l}
+		for _, v := range vs {
+			row.Versions = append(row.Versions, viewOf(v))
+		}
+		pg.Listings = append(pg.Listings, row)
+	}
+	var keys struct {
+		Items []api.SigningKey `json:"items"`
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/keys", url.Values{"limit": {"200"}}, nil, &keys); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	for _, k := range keys.Items {
+		if k.RevokedAt == nil {
+			pg.Keys++
+		}
+	}
+	p.render(w, r, http.StatusOK, "isv", pg)
+}
+
+// listingForm is the listing editor's model: the form's values as typed.
+type listingForm struct {
+	ID, Name, Repository, Summary, Description, Category, BoardModel string
+	Currency, PricePerHour, PricePerLoad, Visibility                 string
+	Published                                                        bool
+	Versions                                                         []versionView
+	Error, Field                                                     string
+	Owner                                                            string
+	Shares                                                           []api.Entitlement
+}
+
+func (f listingForm) title() string {
+	if f.ID == "" {
+		return "New listing"
+	}
+	return "Edit " + f.Name
+}
+func (listingForm) nav() string { return "isv" }
+
+func formOf(l api.Listing) listingForm {
+	return listingForm{ID: l.ID, Name: l.Name, Repository: l.Repository, Summary: l.Summary, Description: l.Description,
+		Category: l.Category, BoardModel: l.BoardModel, Currency: l.Currency, Visibility: l.Visibility, Published: l.Published,
+		PricePerHour: decimal(l.PricePerHourMicros), PricePerLoad: decimal(l.PricePerLoadMicros), Owner: l.Owner}
+}
+
+// decimal writes micro-units as a decimal amount: 1500000 is "1.50".
+func decimal(micros int64) string {
+	s := strconv.FormatFloat(float64(micros)/1e6, 'f', 6, 64)
+	s = strings.TrimRight(s, "0")
+	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i < 3 {
+		s += strings.Repeat("0", 3-(len(s)-i))
+	}
+	return s
+}
+
+// micros reads a decimal amount of at most 6 decimals into micro-units.
+func micros(field, s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	if len(frac) > 6 || whole == "" && frac == "" {
+		return 0, fmt.Errorf("%s: at most 6 decimals", field)
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil && whole != "" || w < 0 || w > math.MaxInt64/1_000_000-1 {
+		return 0, fmt.Errorf("%s: want an amount such as 1.50", field)
+	}
+	frac += strings.Repeat("0", 6-len(frac))
+	f, err := strconv.ParseInt(frac, 10, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("%s: want an amount such as 1.50", field)
+	}
+	return w*1_000_000 + f, nil
+}
+
+func (p *Portal) newListing(w http.ResponseWriter, r *http.Request) {
+	se := sessionOf(r)
+	p.render(w, r, http.StatusOK, "listing_edit", listingForm{Repository: se.account.Name + "/", Currency: "USD", Visibility: "public", Owner: se.account.Name})
+}
+
+// listingBody is the API body of the editor's fields.
+func listingBody(r *http.Request, f *listingForm) (map[string]any, error) {
+	for k, v := range map[string]*string{"name": &f.Name, "repository": &f.Repository, "summary": &f.Summary,
+		"description": &f.Description, "category": &f.Category, "board_model": &f.BoardModel, "currency": &f.Currency,
+		"price_per_hour": &f.PricePerHour, "price_per_load": &f.PricePerLoad, "visibility": &f.Visibility} {
+		*v = strings.TrimSpace(r.PostFormValue(k))
+	}
+	pph, err := micros("Price per hour", f.PricePerHour)
+	if err != nil {
+		return nil, err
+	}
+	ppl, err := micros("Price per load", f.PricePerLoad)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"name": f.Name, "summary": f.Summary, "description": f.Description, "category": f.Category,
+		"board_model": f.BoardModel, "currency": strings.ToUpper(f.Currency), "price_per_hour_micros": pph,
+		"price_per_load_micros": ppl, "visibility": f.Visibility}, nil
+}
+
+// formError shows the editor again with the API's or the form's refusal.
+func (p *Portal) formError(w http.ResponseWriter, r *http.Request, f listingForm, err error) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
+		f.Error, f.Field = ae.Message, ae.Field
+		p.render(w, r, ae.Status, "listing_edit", f)
+	case errors.As(err, &ae):
+		p.fail(w, r, err)
+	default:
+		f.Error = err.Error()
+		p.render(w, r, http.StatusUnprocessableEntity, "listing_edit", f)
+	}
+}
+
+func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
+	f := listingForm{Owner: sessionOf(r).account.Name}
+	body, err := listingBody(r, &f)
+	if err != nil {
+		p.formError(w, r, f, err)
+		return
+	}
+	body["repository"] = f.Repository
+	var l api.Listing
+	if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings", nil, body, &l); err != nil {
+		p.formError(w, r, f, err)
+		return
+	}
+	p.redirectFlash(w, r, "/isv/listings/"+url.PathEscape(l.ID), "saved")
+}
+
+func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error) {
+	var l api.Listing
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &l); err != nil {
+		return listingForm{}, err
+	}
+	if l.OwnerID != sessionOf(r).account.ID {
+		// Another ISV's public listing is for the marketplace page, not the editor.
+		return listingForm{}, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no such listing of yours"}
+	}
+	f := formOf(l)
+	vs, err := p.versions(r, id)
+	if err != nil {
+		return f, err
+	}
+	for _, v := range vs {
+		f.Versions = append(f.Versions, viewOf(v))
+	}
+	var ents struct {
+		Items []api.Entitlement `json:"items"`
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/entitlements", url.Values{"listing_id": {id}, "active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
+		return f, err
+	}
+	for _, e := range ents.Items {
+		if e.Kind == "share" {
+			f.Shares = append(f.Shares, e)
+		}
+	}
+	return f, nil
+}
+
+func (p *Portal) editListing(w http.ResponseWriter, r *http.Request) {
+	f, err := p.loadListingForm(r, r.PathValue("id"))
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.render(w, r, http.StatusOK, "listing_edit", f)
+}
+
+func (p *Portal) saveListing(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	f, err := p.loadListingForm(r, id)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	body, err := listingBody(r, &f)
+	if err != nil {
+		p.formError(w, r, f, err)
+		return
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodPatch, "/listings/"+url.PathEscape(id), nil, body, nil); err != nil {
+		p.formError(w, r, f, err)
+		return
+	}
+	p.redirectFlash(w, r, "/isv/listings/"+url.PathEscape(id), "saved")
+}
+
+func (p *Portal) publishListing(pub bool) http.HandlerFunc {
+	action, flash := "/publish", "published"
+	if !pub {
+		action, flash = "/unpublish", "unpublished"
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings/"+url.PathEscape(id)+action, nil, nil, nil); err != nil {
+			p.fail(w, r, err)
+			return
+		}
+		p.redirectFlash(w, r, "/isv/listings/"+url.PathEscape(id), flash)
+	}
+}
+
+func (p *Portal) shareListing(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings/"+url.PathEscape(id)+"/shares", nil,
+		map[string]string{"account": strings.TrimSpace(r.PostFormValue("account"))}, nil)
+	if err != nil {
+		f, lerr := p.loadListingForm(r, id)
+		if lerr != nil {
+			p.fail(w, r, lerr)
+			return
+		}
+		p.formError(w, r, f, err)
+		return
+	}
+	p.redirectFlash(w, r, "/isv/listings/"+url.PathEscape(id), "shared")
+}
+
+// attachVersion attaches a pushed image (by tag or digest) to a listing,
+// which queues its validation.
+func (p *Portal) attachVersion(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	version, digest := strings.TrimSpace(r.PostFormValue("version")), strings.TrimSpace(r.PostFormValue("digest"))
+	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings/"+url.PathEscape(id)+"/versions", nil,
+		map[string]string{"version": version, "digest": digest}, nil)
+	if err != nil {
+		f, lerr := p.loadListingForm(r, id)
+		if lerr != nil {
+			p.fail(w, r, lerr)
+			return
+		}
+		p.formError(w, r, f, err)
+		return
+	}
+	http.Redirect(w, r, "/isv/listings/"+url.PathEscape(id)+"/versions/"+url.PathEscape(version), http.StatusSeeOther)
+}
+
+type versionPage struct {
+	Listing api.Listing
+	Version versionView
+	Done    bool // validation ended: no more polling
+}
+
+func (v versionPage) title() string { return v.Listing.Name + " " + v.Version.Version.Version }
+func (versionPage) nav() string     { return "isv" }
+
+// versionPage shows a version's validation; while it runs, the state
+// fragment polls itself (htmx) and, without script, the page refreshes by
+// a link.
+func (p *Portal) versionPage(w http.ResponseWriter, r *http.Request) {
+	id, version := r.PathValue("id"), r.PathValue("version")
+	pg := versionPage{}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &pg.Listing); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	vs, err := p.versions(r, id)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	found := false
+	for _, v := range vs {
+		if v.Version == version {
+			pg.Version, found = viewOf(v), true
+		}
+	}
+	if !found {
+		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "This listing has no version " + version + "."})
+		return
+	}
+	pg.Done = pg.Version.State == "available" || pg.Version.State == "failed"
+	if r.Header.Get("HX-Request") == "true" {
+		p.renderFragment(w, r, "version", "state", pg)
+		return
+	}
+	p.render(w, r, http.StatusOK, "version", pg)
+}

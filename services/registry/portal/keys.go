@@ -1,0 +1,85 @@
+package portal
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/fpga-faas/faas/services/registry/api"
+)
+
+type keysPage struct {
+	Keys  []api.SigningKey
+	Added *api.SigningKey
+	Error string
+	PEM   string
+}
+
+func (keysPage) title() string { return "Signing keys" }
+func (keysPage) nav() string   { return "isv" }
+
+// maxKeyPEM bounds a pasted or uploaded public key.
+const maxKeyPEM = 16 << 10
+
+func (p *Portal) keys(w http.ResponseWriter, r *http.Request) {
+	p.showKeys(w, r, http.StatusOK, keysPage{})
+}
+
+func (p *Portal) showKeys(w http.ResponseWriter, r *http.Request, status int, pg keysPage) {
+	var res struct {
+		Items []api.SigningKey `json:"items"`
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/keys", url.Values{"limit": {"200"}}, nil, &res); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg.Keys = res.Items
+	p.render(w, r, status, "keys", pg)
+}
+
+// addKey registers a public key pasted into the form or uploaded as a
+// file (isv.pub); the form is multipart so that both work without script.
+func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
+	pemText := strings.TrimSpace(r.FormValue("pem"))
+	if f, _, err := r.FormFile("file"); err == nil {
+		b, err := io.ReadAll(io.LimitReader(f, maxKeyPEM+1))
+		f.Close()
+		if err != nil {
+			p.fail(w, r, err)
+			return
+		}
+		if len(b) > maxKeyPEM {
+			p.showKeys(w, r, http.StatusRequestEntityTooLarge, keysPage{Error: "The key file is too large to be a public key."})
+			return
+		}
+		if s := strings.TrimSpace(string(b)); s != "" {
+			pemText = s
+		}
+	}
+	if pemText == "" {
+		p.showKeys(w, r, http.StatusUnprocessableEntity, keysPage{Error: "Paste a PEM public key or choose the isv.pub file hdk keygen wrote."})
+		return
+	}
+	var k api.SigningKey
+	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/keys", nil, map[string]string{"public_key": pemText}, &k)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
+		p.showKeys(w, r, ae.Status, keysPage{Error: ae.Message, PEM: pemText})
+		return
+	}
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.showKeys(w, r, http.StatusCreated, keysPage{Added: &k})
+}
+
+func (p *Portal) revokeKey(w http.ResponseWriter, r *http.Request) {
+	if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/keys/"+url.PathEscape(r.PathValue("id"))+"/revoke", nil, nil, nil); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.redirectFlash(w, r, "/isv/keys", "key-revoked")
+}

@@ -1,0 +1,244 @@
+package portal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/fpga-faas/faas/hdk/publish"
+	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+// PublishPath is where browsers upload images; the registry lets its body
+// past the general request size limit (Config.MaxUploadBytes applies).
+const PublishPath = "/isv/publish"
+
+type publishPage struct {
+	Listings []api.Listing
+	Listing  string // selected listing id
+	Version  string
+	Error    string
+	Host     string
+	Max      int64
+}
+
+func (publishPage) title() string { return "Publish a version" }
+func (publishPage) nav() string   { return "isv" }
+
+func (p *Portal) publishForm(w http.ResponseWriter, r *http.Request) {
+	p.showPublish(w, r, http.StatusOK, publishPage{Listing: r.URL.Query().Get("listing")})
+}
+
+func (p *Portal) showPublish(w http.ResponseWriter, r *http.Request, status int, pg publishPage) {
+	ls, err := p.ownListings(r)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg.Listings, pg.Host, pg.Max = ls, r.Host, p.cfg.MaxUploadBytes
+	p.render(w, r, status, "publish", pg)
+}
+
+// refusal is an upload the portal refuses, with the reason shown.
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (e *refusal) Error() string { return e.msg }
+
+func refuse(status int, format string, args ...any) error {
+	return &refusal{status, fmt.Sprintf(format, args...)}
+}
+
+var formVersion = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
+
+// publishUpload ingests an OCI image layout tar uploaded from the browser
+// as `hdk push` would push it (package publish, through the registry's own
+// /v2 handler and authorization), attaches it to the listing as a version
+// and sends the browser to the version's page, which follows validation.
+// The multipart body is streamed: the layout goes to a temporary folder as
+// it arrives, never whole into memory.
+func (p *Portal) publishUpload(w http.ResponseWriter, r *http.Request) {
+	acct := accountOf(r)
+	pg := publishPage{}
+	err := p.ingest(w, r, *acct, &pg)
+	var rf *refusal
+	switch {
+	case err == nil:
+		http.Redirect(w, r, "/isv/listings/"+url.PathEscape(pg.Listing)+"/versions/"+url.PathEscape(pg.Version), http.StatusSeeOther)
+	case errors.As(err, &rf):
+		pg.Error = rf.msg
+		p.showPublish(w, r, rf.status, pg)
+	default:
+		p.fail(w, r, err)
+	}
+}
+
+func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Account, pg *publishPage) error {
+	release, ok := p.uploads.acquire(acct.ID)
+	if !ok {
+		return refuse(http.StatusTooManyRequests, "Another upload is in progress; wait for it to finish.")
+	}
+	defer release()
+	r.Body = http.MaxBytesReader(w, r.Body, p.cfg.MaxUploadBytes+1<<20)
+	ct, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || ct != "multipart/form-data" || params["boundary"] == "" {
+		return refuse(http.StatusBadRequest, "The upload must be a multipart form.")
+	}
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	csrfOK := r.Header.Get("X-CSRF-Token") != "" // checked by withSession
+	dir, err := os.MkdirTemp(p.cfg.UploadDir, "faas-publish-")
+	if err != nil {
+		return fmt.Errorf("portal: upload folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	var keys []byte
+	gotLayout := false
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return bodyErr(err)
+		}
+		field := part.FormName()
+		if !csrfOK && field != "csrf" {
+			return refuse(http.StatusForbidden, "This form is out of date or did not come from this site. Reload the page and try again.")
+		}
+		switch field {
+		case "csrf", "listing", "version":
+			v, err := io.ReadAll(io.LimitReader(part, 1024))
+			if err != nil {
+				return bodyErr(err)
+			}
+			switch field {
+			case "csrf":
+				csrfOK = csrfOK || sessionOf(r).validCSRF(string(v))
+				if !csrfOK {
+					return refuse(http.StatusForbidden, "This form is out of date or did not come from this site. Reload the page and try again.")
+				}
+			case "listing":
+				pg.Listing = strings.TrimSpace(string(v))
+			case "version":
+				pg.Version = strings.TrimSpace(string(v))
+			}
+		case "keys":
+			b, err := io.ReadAll(io.LimitReader(part, 1<<20+1))
+			if err != nil {
+				return bodyErr(err)
+			}
+			if len(b) > 1<<20 {
+				return refuse(http.StatusRequestEntityTooLarge, "The keys file is larger than 1 MiB: is it the layout.keys.json hdk seal wrote?")
+			}
+			if len(b) > 0 {
+				keys = b
+			}
+		case "layout":
+			if part.FileName() == "" {
+				continue
+			}
+			gotLayout = true
+			if err := publish.Untar(r.Context(), part, dir, publish.Limits{MaxBytes: p.cfg.MaxUploadBytes}); err != nil {
+				var mbe *http.MaxBytesError
+				switch {
+				case errors.As(err, &mbe):
+					return bodyErr(err)
+				case errors.Is(err, publish.ErrLayoutTar):
+					return refuse(http.StatusUnprocessableEntity, "The image was refused: %s.", strings.TrimPrefix(err.Error(), "publish: "))
+				}
+				return err
+			}
+		default:
+			return refuse(http.StatusBadRequest, "Unexpected form field %q.", field)
+		}
+	}
+	switch {
+	case pg.Listing == "":
+		return refuse(http.StatusUnprocessableEntity, "Choose the listing the version belongs to.")
+	case !formVersion.MatchString(pg.Version):
+		return refuse(http.StatusUnprocessableEntity, "Version: 1 to 128 characters of letters, digits and . _ + -, starting with a letter or digit.")
+	case !gotLayout:
+		return refuse(http.StatusUnprocessableEntity, "Choose the image: a .tar of the OCI image layout hdk build wrote.")
+	}
+	var l api.Listing
+	if err := p.call(r.Context(), &acct, http.MethodGet, "/listings/"+url.PathEscape(pg.Listing), nil, nil, &l); err != nil {
+		return err
+	}
+	if l.OwnerID != acct.ID || l.Repository == "" {
+		return refuse(http.StatusNotFound, "No such listing of yours.")
+	}
+	signed, err := publish.Signed(dir)
+	if err != nil {
+		return refuse(http.StatusUnprocessableEntity, "The image was refused: %s.", strings.TrimPrefix(err.Error(), "image: "))
+	}
+	if !signed {
+		return refuse(http.StatusUnprocessableEntity, "The image is not signed: sign the layout with hdk sign --key isv.key before uploading it.")
+	}
+	digest, err := p.push(r.Context(), acct, dir, l.Repository, pg.Version, keys)
+	if err != nil {
+		return err
+	}
+	return p.call(r.Context(), &acct, http.MethodPost, "/listings/"+url.PathEscape(l.ID)+"/versions", nil,
+		map[string]string{"version": pg.Version, "digest": digest}, nil)
+}
+
+// push publishes the layout in dir as repo:version through the registry's
+// /v2 handler, with a token the registry's policy grants acct.
+func (p *Portal) push(ctx context.Context, acct auth.Account, dir, repo, version string, keys []byte) (string, error) {
+	tok, err := p.cfg.Tokens(ctx, acct, repo, []string{"pull", "push"})
+	if err != nil {
+		return "", err
+	}
+	ref, err := name.ParseReference("registry.invalid/" + repo + ":" + version)
+	if err != nil {
+		return "", refuse(http.StatusUnprocessableEntity, "Version: %v.", err)
+	}
+	res, err := publish.Layout(ctx, dir, ref, keys, nil,
+		remote.WithTransport(handlerTransport{p.cfg.Registry}), remote.WithAuth(&authn.Bearer{Token: tok}))
+	var te *transport.Error
+	switch {
+	case errors.Is(err, publish.ErrKeysMissing):
+		return "", refuse(http.StatusUnprocessableEntity, "The image is sealed: add the keys file hdk seal wrote (layout.keys.json) so the registry can release its keys to entitled nodes.")
+	case errors.As(err, &te):
+		return "", refuse(te.StatusCode, "The registry refused the image: %s.", registryMessage(te))
+	case err != nil:
+		return "", refuse(http.StatusUnprocessableEntity, "The image was refused: %s.", strings.TrimPrefix(err.Error(), "publish: "))
+	}
+	return res.Digest.String(), nil
+}
+
+func registryMessage(te *transport.Error) string {
+	var msgs []string
+	for _, d := range te.Errors {
+		msgs = append(msgs, d.Message)
+	}
+	if len(msgs) == 0 {
+		return http.StatusText(te.StatusCode)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// bodyErr turns a failure to read the upload into a refusal.
+func bodyErr(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return refuse(http.StatusRequestEntityTooLarge, "The upload is larger than %d bytes.", mbe.Limit)
+	}
+	return refuse(http.StatusBadRequest, "The upload was cut off or malformed: %v.", err)
+}

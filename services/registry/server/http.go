@@ -64,7 +64,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 
 	site, err := portal.New(portal.Config{API: market, Accounts: s.accounts, Pool: s.pool,
 		Registry: dist, Tokens: s.portalTokens(policy),
-		Secure:   s.cfg.TLSCert != "" || s.cfg.SecureCookies,
+		Secure: s.cfg.TLSCert != "" || s.cfg.SecureCookies,
 		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return nil, err

@@ -317,7 +317,9 @@ func TestFallback(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		}, ""},
-		{"redirect loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, r.URL.String(), http.StatusTemporaryRedirect) }, ""},
+		{"redirect loop", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, r.URL.String(), http.StatusTemporaryRedirect)
+		}, ""},
 		{"redirect to file", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Location", "file:///etc/passwd")
 			w.WriteHeader(http.StatusFound)

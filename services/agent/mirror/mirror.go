@@ -52,6 +52,10 @@ type Config struct {
 	// MaxRedirects bounds the redirects followed from one mirror; zero
 	// means DefaultMaxRedirects, negative none.
 	MaxRedirects int
+	// Header is added to every request to a mirror, as containerd's
+	// [host.header] in hosts.toml; e.g. X-Dragonfly-Registry, which tells
+	// dfdaemon the registry's scheme and host (ns has no scheme).
+	Header http.Header
 	// Metrics, if not nil, counts per mirror (NewMetrics).
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -85,6 +89,12 @@ func New(cfg Config) (*Transport, error) {
 	case cfg.MaxRedirects < 0:
 		cfg.MaxRedirects = 0
 	}
+	for k := range cfg.Header {
+		if k := http.CanonicalHeaderKey(k); k == "Authorization" || k == "Cookie" {
+			return nil, fmt.Errorf("mirror: Header %s: mirrors get no credentials of their own", k)
+		}
+	}
+	cfg.Header = cfg.Header.Clone()
 	t := &Transport{cfg: cfg, log: cfg.Logger}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
@@ -179,6 +189,9 @@ func (t *Transport) follow(ctx context.Context, req *http.Request, m *url.URL) (
 	mreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range t.cfg.Header {
+		mreq.Header[http.CanonicalHeaderKey(k)] = v
 	}
 	for _, h := range []string{"Accept", "Range", "User-Agent", "Authorization"} {
 		if v := req.Header.Values(h); len(v) > 0 {

@@ -215,7 +215,7 @@ const requests = "faasd_registry_mirror_requests_total"
 func TestBlobsGoToTheMirrorAndNothingElse(t *testing.T) {
 	up := startUpstream(t, false)
 	m := startMirror(t, serveBlob)
-	tr, _, reg := newTransport(t, up, mirror.Config{}, m.URL+"/dfdaemon")
+	tr, _, reg := newTransport(t, up, mirror.Config{Header: http.Header{"X-Dragonfly-Registry": {up.URL}}}, m.URL+"/dfdaemon")
 	got, err := pull(t, up, tr)
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +230,9 @@ func TestBlobsGoToTheMirrorAndNothingElse(t *testing.T) {
 	r := reqs[0]
 	if r.URL.Path != "/dfdaemon/v2/acme/loop/blobs/"+digest || r.URL.RawQuery != "ns="+url.QueryEscape(up.host()) {
 		t.Errorf("mirror request %s, want /dfdaemon/v2/acme/loop/blobs/%s?ns=%s", r.URL, digest, up.host())
+	}
+	if h := r.Header.Get("X-Dragonfly-Registry"); h != up.URL {
+		t.Errorf("mirror got X-Dragonfly-Registry %q, want %s", h, up.URL)
 	}
 	// The mirror needs the scoped token to fetch from the registry on a
 	// miss; nothing else of the tenant's.
@@ -468,4 +471,14 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+func TestNewRefusesCredentialHeaders(t *testing.T) {
+	m := mustURL(t, "http://127.0.0.1:65001")
+	for _, h := range []string{"authorization", "Cookie"} {
+		_, err := mirror.New(mirror.Config{Registry: "r:5000", Mirrors: []*url.URL{m}, Header: http.Header{h: {"x"}}})
+		if err == nil {
+			t.Errorf("New with Header %s: no error", h)
+		}
+	}
 }

@@ -20,23 +20,29 @@ var ErrBadURL = errors.New("bad registry mirror URL")
 func ParseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v", ErrBadURL, s, err)
+		// The input may hold a password: name the fault, not the input.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
 	}
+	bad := func(why string) error { return fmt.Errorf("%w %q: %s", ErrBadURL, u.Redacted(), why) }
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%w %q: want an http:// or https:// URL", ErrBadURL, s)
+		return nil, bad("want an http:// or https:// URL")
 	case u.Host == "" || u.Hostname() == "":
-		return nil, fmt.Errorf("%w %q: no host", ErrBadURL, s)
+		return nil, bad("no host")
 	case u.User != nil:
-		return nil, fmt.Errorf("%w %q: credentials in the URL are not sent to mirrors", ErrBadURL, s)
+		return nil, bad("credentials in the URL are not sent to mirrors")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "":
-		return nil, fmt.Errorf("%w %q: only a scheme, a host and a path prefix are allowed", ErrBadURL, s)
+		return nil, bad("only a scheme, a host and a path prefix are allowed")
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	if strings.HasSuffix(u.Path, "/v2") {
 		// containerd's convention: the /v2 is added, not given.
-		return nil, fmt.Errorf("%w %q: leave out /v2; it is appended", ErrBadURL, s)
+		return nil, bad("leave out /v2; it is appended")
 	}
 	return u, nil
 }

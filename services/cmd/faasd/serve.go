@@ -75,7 +75,8 @@ policy every image must satisfy.
 
 --registry-mirror sends the layer pulls (blob GETs by digest) to a registry
 mirror first, such as the local Dragonfly dfdaemon: tried in order, with
-containerd's ?ns=<registry host>, falling back to the registry when a mirror
+containerd's ?ns=<registry host> (and dfdaemon's X-Dragonfly-Registry
+header), falling back to the registry when a mirror
 fails. Manifests, tags and tokens always come from the registry, and every
 byte from a mirror is checked against its digest, so mirrors are not trusted;
 they see the short-lived pull token of the repository, never the tenant's or
@@ -244,8 +245,16 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var pulls http.RoundTripper // nil: the loader's default
 	if len(mirrors) > 0 {
-		pulls, err = mirror.New(mirror.Config{Registry: reg.Host(), Mirrors: mirrors, Metrics: mirror.NewMetrics(metrics),
-			Logger: log.With("component", "mirror")})
+		// dfdaemon takes the origin from this header rather than from its
+		// own registryMirror.addr, so one dfdaemon serves containerd's
+		// pulls and faasd's; other mirrors ignore it.
+		scheme := "https"
+		if reg.Insecure() {
+			scheme = "http"
+		}
+		origin := http.Header{"X-Dragonfly-Registry": {scheme + "://" + reg.Host()}}
+		pulls, err = mirror.New(mirror.Config{Registry: reg.Host(), Mirrors: mirrors, Header: origin,
+			Metrics: mirror.NewMetrics(metrics), Logger: log.With("component", "mirror")})
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package loader_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"log/slog"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -121,14 +124,33 @@ func layersOf(t *testing.T, reg *registry, ref string) []string {
 	return out
 }
 
-func mirrorTransport(t *testing.T, reg *registry, p *pullThrough) (*mirror.Transport, *prometheus.Registry) {
+// mirrorLog collects log lines written from several goroutines.
+type mirrorLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *mirrorLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *mirrorLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func mirrorTransport(t *testing.T, reg *registry, p *pullThrough, log *mirrorLog) (*mirror.Transport, *prometheus.Registry) {
 	t.Helper()
 	u, err := mirror.ParseURL(p.srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pr := prometheus.NewRegistry()
-	tr, err := mirror.New(mirror.Config{Registry: reg.host, Mirrors: []*url.URL{u}, Metrics: mirror.NewMetrics(pr)})
+	tr, err := mirror.New(mirror.Config{Registry: reg.host, Mirrors: []*url.URL{u}, Metrics: mirror.NewMetrics(pr),
+		Logger: slog.New(slog.NewTextHandler(log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +164,8 @@ func mirrorTransport(t *testing.T, reg *registry, p *pullThrough) (*mirror.Trans
 func TestLoadThroughMirror(t *testing.T) {
 	f := newFixture(t)
 	p := startPullThrough(t)
-	tr, _ := mirrorTransport(t, f.reg, p)
+	var log mirrorLog
+	tr, _ := mirrorTransport(t, f.reg, p, &log)
 	a := newAgent(t, f.reg, agentOptions{boards: 2, transport: tr})
 
 	if _, err := a.load("alice", f.loop.ref, intp(0)); err != nil {
@@ -186,6 +209,10 @@ func TestLoadThroughMirror(t *testing.T) {
 	for _, d := range dualLayers {
 		if a.cache.Has(d) {
 			t.Errorf("the node cache keeps tampered layer %s", d)
+		}
+		// The operator can tell which mirror served the bad bytes.
+		if !strings.Contains(log.String(), `msg="blob from registry mirror" mirror=`+p.srv.URL+" digest="+d) {
+			t.Errorf("no log line names the mirror that served layer %s:\n%s", d, log.String())
 		}
 	}
 

@@ -154,7 +154,7 @@ func isBearer(a string) bool {
 func (t *Transport) try(req *http.Request, m *url.URL, name, digest string) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	headers := time.AfterFunc(t.cfg.Timeout, func() { cancel(fmt.Errorf("%w (%s)", ErrTimeout, t.cfg.Timeout)) })
-	resp, err := t.follow(ctx, req, m)
+	resp, via, err := t.follow(ctx, req, m)
 	if !headers.Stop() || err != nil {
 		if err == nil {
 			resp.Body.Close()
@@ -174,21 +174,22 @@ func (t *Transport) try(req *http.Request, m *url.URL, name, digest string) (*ht
 		cancel(nil)
 		return nil, fmt.Errorf("registry mirror answered %s", resp.Status)
 	}
-	t.log.InfoContext(ctx, "blob from registry mirror", "mirror", name, "digest", digest, "url", resp.Request.URL.Redacted())
+	// Only the host a redirect led to: a presigned URL's query is a credential.
+	t.log.InfoContext(ctx, "blob from registry mirror", "mirror", name, "digest", digest, "via", via)
 	resp.Body = newBody(ctx, cancel, resp.Body, t.cfg.IdleTimeout, name, t.cfg.Metrics)
 	resp.Request = req
 	return resp, nil
 }
 
 // follow GETs the blob from mirror m and follows up to MaxRedirects
-// redirects.
-func (t *Transport) follow(ctx context.Context, req *http.Request, m *url.URL) (*http.Response, error) {
+// redirects; via is the host that answered.
+func (t *Transport) follow(ctx context.Context, req *http.Request, m *url.URL) (resp *http.Response, via string, err error) {
 	u := *m
 	u.Path = m.Path + req.URL.Path
 	u.RawQuery = url.Values{"ns": {req.URL.Host}}.Encode()
 	mreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	for k, v := range t.cfg.Header {
 		mreq.Header[http.CanonicalHeaderKey(k)] = v
@@ -201,21 +202,21 @@ func (t *Transport) follow(ctx context.Context, req *http.Request, m *url.URL) (
 	for hops := 0; ; hops++ {
 		resp, err := t.cfg.Base.RoundTrip(mreq)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		switch resp.StatusCode {
 		case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 		default:
-			return resp, nil
+			return resp, mreq.URL.Host, nil
 		}
 		loc := resp.Header.Get("Location")
 		drain(resp.Body)
 		if hops >= t.cfg.MaxRedirects {
-			return nil, fmt.Errorf("%w: more than %d redirects", ErrRedirect, t.cfg.MaxRedirects)
+			return nil, "", fmt.Errorf("%w: more than %d redirects", ErrRedirect, t.cfg.MaxRedirects)
 		}
 		next, err := redirect(mreq.URL, loc)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		nreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, next.String(), nil)
 		nreq.Header = mreq.Header.Clone()

@@ -11,19 +11,25 @@
 //     platform's countersignature against the keys in the agent's trust
 //     policy, and the image's shell range, board model and parts against
 //     every target chip;
-//  3. pull: the layers into the node cache (shared downloads, digest
-//     checked, never used partially);
+//  3. pull: each layer opened through the node cache (cache.Stream): a
+//     cached layer is read from it; a layer not cached is requested now
+//     and its body read in phase 5, hashed and written to the cache on the
+//     way, never read back (one pass), and cached only if its digest
+//     matched; concurrent loads of it wait for it to enter the cache;
 //  4. key: the data keys of sealed layers, released by the registry for
 //     this tenant wrapped to this node's key, against a load grant: the
 //     registry gives it to the tenant's token for this node and image
 //     (asked for right after resolve, so it overlaps verify and pull), and
 //     every load needs one, since usage reports name it;
-//  5. program: each chip's bitstream streamed from the cache, unsealed on
-//     the way, into the shell's PR controller;
+//  5. program: each chip's bitstream streamed from the cache or the
+//     registry, unsealed on the way, into the shell's PR controller;
 //  6. self-test: the role the image promised answers (package selftest).
 //
 // Everything that can refuse a load (1–4) runs before any chip is touched,
-// so a refusal leaves every slot as it was. From phase 5 on, the target
+// so a refusal leaves every slot as it was; the exception is a streamed
+// layer whose digest does not match (or that ends early): that is known
+// only at its end, after its bytes reached the chip, so the load fails with
+// the digest error and its target chips are wiped, as below. From phase 5 on, the target
 // slots are held and recorded loading with their digest registers zeroed; the
 // digests are written only after every chip passed its self-test, and any
 // failure wipes every target chip (package slots), so a two-chip image

@@ -21,8 +21,9 @@
 //     delays after repeated failures (ErrRateLimited, refused even with the
 //     right password); concurrent checks of one account queue, so a burst
 //     of guesses counts as the same guesses one after the other. Both
-//     refusals come as a *RetryError saying when to retry. The state lives
-//     in memory, bounded in size: replicas count separately.
+//     refusals come as a *RetryError saying when to retry. The failure
+//     counts and lockouts live in PostgreSQL (login_failures), so replicas
+//     share one budget; the hashing memory and the queues are per process.
 //   - Keyring: short-lived JWT access tokens signed with Ed25519 ("EdDSA"),
 //     each key named by a kid. Rotate adds a new signing key; older keys keep
 //     verifying until Retire. Keys persist as PKCS#8 PEM files (0600) in a key

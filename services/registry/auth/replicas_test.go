@@ -1,11 +1,15 @@
 package auth
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fpga-faas/faas/internal/testenv"
 )
 
 // TestReplicasShareKeysAcrossRotation: two replicas (keyrings) on one key
@@ -168,5 +172,62 @@ func TestReloadKeepsKeysOnBadDirectory(t *testing.T) {
 	check("missing directory", true)
 	if _, err := ReadKeyring(dir, testIssuer); !errors.Is(err, ErrNotFound) {
 		t.Errorf("ReadKeyring of a missing directory: %v", err)
+	}
+}
+
+// TestLockoutSharedByReplicas: three Stores on one database (three
+// replicas) share one account's and one source's failure budget: guesses
+// spread over them lock the account on all of them after the free ones of
+// one, and a success on one resets the account's count on all.
+func TestLockoutSharedByReplicas(t *testing.T) {
+	clock := newClock()
+	lim := Limits{Now: clock.Now, Account: Backoff{Free: 3, Base: time.Minute, Max: time.Hour},
+		Source: Backoff{Free: 6, Base: time.Minute, Max: time.Hour}}
+	pool := testenv.RegistryDB(t)
+	var replicas []*Store
+	for range 3 {
+		s, err := NewStore(pool, WithParams(testParams), WithLimits(lim))
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas = append(replicas, s)
+	}
+	ctx := context.Background()
+	if _, err := replicas[0].Create(ctx, "isv1", RoleISV, "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	// Free failures spread round-robin, then one more: locked everywhere.
+	for i := range lim.Account.Free + 1 {
+		if _, err := replicas[i%3].Authenticate(ctx, "isv1", "wrong"); err != ErrUnauthenticated { //nolint:errorlint
+			t.Fatalf("guess %d on replica %d: %v", i, i%3, err)
+		}
+	}
+	for i, s := range replicas {
+		if _, err := s.Authenticate(ctx, "isv1", "s3cret"); !errors.Is(err, ErrRateLimited) {
+			t.Errorf("replica %d after %d failures spread over 3: %v, want ErrRateLimited", i, lim.Account.Free+1, err)
+		}
+	}
+	clock.Advance(time.Minute)
+	if _, err := replicas[1].Authenticate(ctx, "isv1", "s3cret"); err != nil {
+		t.Fatalf("right password after the lockout: %v", err)
+	}
+	// The success on replica 1 reset the count for replica 0 too.
+	for i := range lim.Account.Free {
+		if _, err := replicas[0].Authenticate(ctx, "isv1", "wrong"); err != ErrUnauthenticated { //nolint:errorlint
+			t.Fatalf("free failure %d after the success: %v", i, err)
+		}
+	}
+
+	// A source guessing at many accounts through different replicas.
+	src := from("192.0.2.7")
+	for i := range lim.Source.Free + 1 {
+		if _, err := replicas[i%3].Authenticate(src, fmt.Sprintf("user%d", i), "x"); err != ErrUnauthenticated { //nolint:errorlint
+			t.Fatalf("source guess %d: %v", i, err)
+		}
+	}
+	for i, s := range replicas {
+		if _, err := s.Authenticate(src, "isv1", "s3cret"); !errors.Is(err, ErrRateLimited) {
+			t.Errorf("replica %d: source after %d failures spread over 3: %v, want ErrRateLimited", i, lim.Source.Free+1, err)
+		}
 	}
 }

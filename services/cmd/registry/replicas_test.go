@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -388,13 +389,29 @@ func publish(ctx context.Context, host, base string, p *pushed, key crypto.Signe
 	var l struct {
 		ID string `json:"id"`
 	}
-	if err := apiDo(ctx, base, http.MethodPost, "/listings", map[string]string{"name": "replica " + p.repo, "repository": p.repo},
+	if err := apiRetry(ctx, base, http.MethodPost, "/listings", map[string]string{"name": "replica " + p.repo, "repository": p.repo},
 		&l, http.StatusCreated); err != nil {
 		return err
 	}
 	p.listing = l.ID
-	return apiDo(ctx, base, http.MethodPost, "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": p.digest},
+	return apiRetry(ctx, base, http.MethodPost, "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": p.digest},
 		nil, http.StatusCreated)
+}
+
+// errBadGateway: the balancer's backend failed (killed) under a request.
+var errBadGateway = errors.New("502 from the balancer")
+
+// apiRetry is apiDo retried (twice at most) when the request failed on a
+// killed replica (502 from the balancer); a retry of a request the
+// registry did complete would fail on its conflict, and so the test.
+func apiRetry(ctx context.Context, base, method, path string, in, out any, want int) error {
+	var err error
+	for range 3 {
+		if err = apiDo(ctx, base, method, path, in, out, want); !errors.Is(err, errBadGateway) {
+			return err
+		}
+	}
+	return err
 }
 
 // apiDo is apiCall for goroutines: it returns its error.
@@ -416,6 +433,9 @@ func apiDo(ctx context.Context, base, method, path string, in, out any, want int
 	}
 	defer resp.Body.Close()
 	b, _ := readAllClose(resp.Body)
+	if resp.StatusCode == http.StatusBadGateway {
+		return fmt.Errorf("%s %s: %w", method, path, errBadGateway)
+	}
 	if resp.StatusCode != want {
 		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
 	}

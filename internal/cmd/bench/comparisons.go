@@ -46,6 +46,11 @@ var comparisons = []benchreport.Comparison{
 		Target: "≥ 0.8× (throughput) of 16 direct minio-go GETs of the same blob objects in the same process",
 	},
 	{
+		Title: "Registry pull with 3 replicas: the same 16 pulls spread round-robin over three registries on one Postgres, bucket and key directory", Pkg: "github.com/fpga-faas/faas/services/registry/server",
+		Bench: "BenchmarkPull16Replicas3", Baseline: "BenchmarkPull16",
+		Target: "≥ 1× (throughput) of one replica in the same run: on this 2-core machine the three replicas share the cores with MinIO and Postgres, so no gain is expected, only no loss; on separate hosts throughput scales with the replicas until S3 saturates",
+	},
+	{
 		Title: "Registry pull with `--s3-redirect`: the same 16 pulls, blob GETs answered 307 to presigned MinIO URLs", Pkg: "github.com/fpga-faas/faas/services/registry/server",
 		Bench: "BenchmarkPull16Redirect", Baseline: "BenchmarkPull16MinIO",
 		Target: "≥ 0.8× (throughput) of 16 direct minio-go GETs; the row above is the proxied figure of the same run",

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"sync"
@@ -18,7 +19,8 @@ const chunk = 256 << 10
 
 // call is one download shared by the Fetches of a digest.
 type call struct {
-	done    chan struct{} // closed when err is set and, on success, the entry is pinned for every waiter
+	ctx     context.Context // the download's
+	done    chan struct{}   // closed when err is set and, on success, the entry is pinned for every waiter
 	err     error
 	cancel  context.CancelFunc
 	waiters map[*waiter]struct{} // under Cache.mu
@@ -82,15 +84,33 @@ func (c *Cache) Fetch(ctx context.Context, d string, size int64, f Fetcher, prog
 	}
 	cl := c.inflight[h]
 	if cl == nil {
-		dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		cl = &call{done: make(chan struct{}), cancel: cancel, waiters: make(map[*waiter]struct{})}
-		c.inflight[h] = cl
-		go c.download(dctx, cl, h, size, f)
+		cl = c.newCallLocked(ctx, h)
+		go c.download(cl, h, size, f)
 	}
+	w := cl.joinLocked(progress)
+	c.mu.Unlock()
+	b, err = c.wait(ctx, cl, w, h)
+	return b, false, err
+}
+
+// newCallLocked registers a download of h; its context carries the values of
+// ctx but not its end.
+func (c *Cache) newCallLocked(ctx context.Context, h string) *call {
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cl := &call{ctx: dctx, done: make(chan struct{}), cancel: cancel, waiters: make(map[*waiter]struct{})}
+	c.inflight[h] = cl
+	return cl
+}
+
+func (cl *call) joinLocked(progress func(int64)) *waiter {
 	w := &waiter{progress: progress}
 	cl.waiters[w] = struct{}{}
-	c.mu.Unlock()
+	return w
+}
 
+// wait waits for cl as waiter w and returns the blob it pinned for w. A
+// waiter whose ctx ends leaves; the last one to leave cancels the download.
+func (c *Cache) wait(ctx context.Context, cl *call, w *waiter, h string) (*Blob, error) {
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
@@ -112,39 +132,43 @@ func (c *Cache) Fetch(ctx context.Context, d string, size int64, f Fetcher, prog
 			}
 			c.mu.Unlock()
 			w.leave()
-			return nil, false, fmt.Errorf("cache: fetch %s: %w", d, context.Cause(ctx))
+			return nil, fmt.Errorf("cache: fetch %s%s: %w", algPrefix, h, context.Cause(ctx))
 		}
 	}
 	if cl.err != nil {
-		return nil, false, cl.err
+		return nil, cl.err
 	}
 	c.mu.Lock()
-	e := c.entries[h].Value.(*entry) // pinned for us by download
+	e := c.entries[h].Value.(*entry) // pinned for us by finish
 	c.mu.Unlock()
-	b, err = c.openPinned(e)
-	return b, false, err
+	return c.openPinned(e)
+}
+
+// report tells cl's waiters that n bytes arrived.
+func (c *Cache) report(cl *call, n int64) {
+	var ws []*waiter
+	c.mu.Lock()
+	for w := range cl.waiters {
+		if w.progress != nil {
+			ws = append(ws, w)
+		}
+	}
+	c.mu.Unlock()
+	for _, w := range ws {
+		w.report(n)
+	}
 }
 
 // download runs f for the waiters of cl and finishes cl.
-func (c *Cache) download(ctx context.Context, cl *call, h string, size int64, f Fetcher) {
+func (c *Cache) download(cl *call, h string, size int64, f Fetcher) {
 	defer cl.cancel()
-	var ws []*waiter
-	report := func(n int64) {
-		ws = ws[:0]
-		c.mu.Lock()
-		for w := range cl.waiters {
-			if w.progress != nil {
-				ws = append(ws, w)
-			}
-		}
-		c.mu.Unlock()
-		for _, w := range ws {
-			w.report(n)
-		}
-	}
+	p, err := c.write(cl.ctx, h, size, func() (io.ReadCloser, error) { return f(cl.ctx) }, func(n int64) { c.report(cl, n) })
+	c.finish(cl, h, p, err)
+}
 
-	p, err := c.write(ctx, h, size, func() (io.ReadCloser, error) { return f(ctx) }, report)
-
+// finish ends cl: on success the blob enters the cache, pinned once for
+// each waiter, and on failure the waiters get err.
+func (c *Cache) finish(cl *call, h string, p *pending, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {
@@ -205,40 +229,15 @@ type pending struct {
 // are gone.
 func (c *Cache) write(ctx context.Context, h string, size int64, src func() (io.ReadCloser, error), progress func(int64)) (p *pending, err error) {
 	d := algPrefix + h
-	var resv int64
-	reserve := func(n int64) error {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if err := c.reserveLocked(n); err != nil {
-			return err
-		}
-		resv += n
-		return nil
-	}
-	defer func() {
-		if err != nil && resv > 0 {
-			c.mu.Lock()
-			c.reserved -= resv
-			c.mu.Unlock()
-		}
-	}()
-	if size >= 0 {
-		if err := reserve(size); err != nil {
-			return nil, fmt.Errorf("cache: %s (%d bytes): %w", d, size, err)
-		}
-	}
-
-	f, err := c.createTemp(c.tmpDir, h+"-*")
+	w, err := c.newFill(h, size)
 	if err != nil {
-		return nil, diskErr("creating download file for", d, err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			w.abort()
 		}
 	}()
-
 	r, err := src()
 	if err != nil {
 		return nil, fmt.Errorf("cache: fetch %s: %w", d, err)
@@ -248,30 +247,18 @@ func (c *Cache) write(ctx context.Context, h string, size int64, src func() (io.
 	}
 	defer r.Close()
 
-	hash := sha256.New()
 	buf := make([]byte, chunk)
-	var n int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cache: fetch %s: %w", d, context.Cause(ctx))
 		}
 		m, rerr := r.Read(buf)
 		if m > 0 {
-			if size >= 0 && n+int64(m) > size {
-				return nil, fmt.Errorf("cache: %s: %w: more than the expected %d bytes", d, ErrDigestMismatch, size)
+			if err := w.add(buf[:m]); err != nil {
+				return nil, err
 			}
-			if n+int64(m) > resv {
-				if err := reserve(n + int64(m) - resv); err != nil {
-					return nil, fmt.Errorf("cache: %s (%d bytes so far, size unknown): %w", d, n+int64(m), err)
-				}
-			}
-			hash.Write(buf[:m])
-			if _, err := f.Write(buf[:m]); err != nil {
-				return nil, diskErr("writing", d, err)
-			}
-			n += int64(m)
 			if progress != nil {
-				progress(n)
+				progress(w.n)
 			}
 		}
 		if rerr == io.EOF {
@@ -285,21 +272,100 @@ func (c *Cache) write(ctx context.Context, h string, size int64, src func() (io.
 			return nil, fmt.Errorf("cache: fetch %s: reading: %w", d, rerr)
 		}
 	}
-	if size >= 0 && n != size {
-		return nil, fmt.Errorf("cache: %s: %w: got %d bytes, want %d", d, ErrDigestMismatch, n, size)
+	return w.finish()
+}
+
+// fill is a blob on its way into the cache: a temporary file, the hash of
+// what was written to it, and the space reserved for it.
+type fill struct {
+	c    *Cache
+	h    string
+	size int64 // expected, or < 0
+	resv int64
+	n    int64
+	f    tempFile
+	hash hash.Hash
+}
+
+// newFill reserves a known size and creates the temporary file.
+func (c *Cache) newFill(h string, size int64) (*fill, error) {
+	w := &fill{c: c, h: h, size: size, hash: sha256.New()}
+	if size >= 0 {
+		if err := w.reserve(size); err != nil {
+			return nil, fmt.Errorf("cache: %s (%d bytes): %w", algPrefix+h, size, err)
+		}
 	}
-	if got := hex.EncodeToString(hash.Sum(nil)); got != h {
+	f, err := c.createTemp(c.tmpDir, h+"-*")
+	if err != nil {
+		w.abort()
+		return nil, diskErr("creating download file for", algPrefix+h, err)
+	}
+	w.f = f
+	return w, nil
+}
+
+func (w *fill) reserve(n int64) error {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	if err := w.c.reserveLocked(n); err != nil {
+		return err
+	}
+	w.resv += n
+	return nil
+}
+
+// add hashes and writes the next bytes of the blob, reserving space for
+// them if the size is unknown; more bytes than the size are a mismatch.
+func (w *fill) add(p []byte) error {
+	d := algPrefix + w.h
+	m := int64(len(p))
+	if w.size >= 0 && w.n+m > w.size {
+		return fmt.Errorf("cache: %s: %w: more than the expected %d bytes", d, ErrDigestMismatch, w.size)
+	}
+	if w.n+m > w.resv {
+		if err := w.reserve(w.n + m - w.resv); err != nil {
+			return fmt.Errorf("cache: %s (%d bytes so far, size unknown): %w", d, w.n+m, err)
+		}
+	}
+	w.hash.Write(p)
+	if _, err := w.f.Write(p); err != nil {
+		return diskErr("writing", d, err)
+	}
+	w.n += m
+	return nil
+}
+
+// finish checks size and digest and syncs the file; on error the caller
+// still aborts.
+func (w *fill) finish() (*pending, error) {
+	d := algPrefix + w.h
+	if w.size >= 0 && w.n != w.size {
+		return nil, fmt.Errorf("cache: %s: %w: got %d bytes, want %d", d, ErrDigestMismatch, w.n, w.size)
+	}
+	if got := hex.EncodeToString(w.hash.Sum(nil)); got != w.h {
 		return nil, fmt.Errorf("cache: %s: %w: content is sha256:%s", d, ErrDigestMismatch, got)
 	}
 	// The data must be on disk before the rename makes it a blob: after a
 	// crash, a file under blobs/ is trusted without hashing.
-	if err := f.Sync(); err != nil {
+	if err := w.f.Sync(); err != nil {
 		return nil, diskErr("syncing", d, err)
 	}
-	if err := f.Close(); err != nil {
+	if err := w.f.Close(); err != nil {
 		return nil, diskErr("closing", d, err)
 	}
-	return &pending{c: c, h: h, tmp: f.Name(), size: n}, nil
+	return &pending{c: w.c, h: w.h, tmp: w.f.Name(), size: w.n}, nil
+}
+
+// abort drops the file and the reservation.
+func (w *fill) abort() {
+	if w.f != nil {
+		w.f.Close()
+		os.Remove(w.f.Name())
+	}
+	w.c.mu.Lock()
+	w.c.reserved -= w.resv
+	w.c.mu.Unlock()
+	w.resv = 0
 }
 
 // commitLocked renames the file into the cache and turns its reservation

@@ -218,6 +218,7 @@ type published struct {
 	ref     string // host/acme/repo:tag
 	digest  string
 	listing string
+	layers  []string // digests
 }
 
 // buildImage builds reference image source with frameBytes of frames per
@@ -329,7 +330,19 @@ func (r *registry) publish(repo, tag string, img v1.Image, keys []image.SealedLa
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return published{ref: ref.String(), digest: d.String(), listing: l.ID}
+	p := published{ref: ref.String(), digest: d.String(), listing: l.ID}
+	layers, err := img.Layers()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, ly := range layers {
+		ld, err := ly.Digest()
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		p.layers = append(p.layers, ld.String())
+	}
+	return p
 }
 
 func (r *registry) subscribe(tenant string, p published) {
@@ -349,6 +362,8 @@ type agent struct {
 	table  *slots.Table
 	cache  *cache.Cache
 	loader *loader.Loader
+	// cacheMax is the cache's limit (cache.Options.MaxBytes).
+	cacheMax int64
 }
 
 type agentOptions struct {
@@ -406,18 +421,22 @@ func newAgent(t testing.TB, reg *registry, o agentOptions) *agent {
 	if a.node, err = identity.Load(context.Background(), a.dir, reg.url, host, a.client); err != nil {
 		t.Fatal(err)
 	}
-	if a.cache, err = cache.Open(filepath.Join(a.dir, "cache"), cache.Options{MaxBytes: o.cacheMax}); err != nil {
-		t.Fatal(err)
-	}
+	a.cacheMax = o.cacheMax
 	a.restart(o.transport, nil)
 	return a
 }
 
-// restart builds a fresh slot table and loader over the same boards, state
-// file and cache, and reconciles: what a restarted agent does.
+// restart builds a fresh slot table, cache and loader over the same boards,
+// state file and cache directory, and reconciles: what a restarted agent
+// does. The cache is opened afresh, as by a new process: a download the
+// dead agent left in progress is a leftover temporary file, not a download
+// to wait for.
 func (a *agent) restart(transport http.RoundTripper, checkpoint func(string)) []int {
 	a.t.Helper()
 	var err error
+	if a.cache, err = cache.Open(filepath.Join(a.dir, "cache"), cache.Options{MaxBytes: a.cacheMax}); err != nil {
+		a.t.Fatal(err)
+	}
 	if a.table, err = slots.Open(a.boards, filepath.Join(a.dir, "slots.json")); err != nil {
 		a.t.Fatal(err)
 	}

@@ -11,19 +11,25 @@
 //     platform's countersignature against the keys in the agent's trust
 //     policy, and the image's shell range, board model and parts against
 //     every target chip;
-//  3. pull: the layers into the node cache (shared downloads, digest
-//     checked, never used partially);
+//  3. pull: each layer opened through the node cache (cache.Stream): a
+//     cached layer is read from it; a layer not cached is requested now
+//     and its body read in phase 5, hashed and written to the cache on the
+//     way, never read back (one pass), and cached only if its digest
+//     matched; concurrent loads of it wait for it to enter the cache;
 //  4. key: the data keys of sealed layers, released by the registry for
 //     this tenant wrapped to this node's key, against a load grant: the
 //     registry gives it to the tenant's token for this node and image
 //     (asked for right after resolve, so it overlaps verify and pull), and
 //     every load needs one, since usage reports name it;
-//  5. program: each chip's bitstream streamed from the cache, unsealed on
-//     the way, into the shell's PR controller;
+//  5. program: each chip's bitstream streamed from the cache or the
+//     registry, unsealed on the way, into the shell's PR controller;
 //  6. self-test: the role the image promised answers (package selftest).
 //
 // Everything that can refuse a load (1–4) runs before any chip is touched,
-// so a refusal leaves every slot as it was. From phase 5 on, the target
+// so a refusal leaves every slot as it was; the exception is a streamed
+// layer whose digest does not match (or that ends early): that is known
+// only at its end, after its bytes reached the chip, so the load fails with
+// the digest error and its target chips are wiped, as below. From phase 5 on, the target
 // slots are held and recorded loading with their digest registers zeroed; the
 // digests are written only after every chip passed its self-test, and any
 // failure wipes every target chip (package slots), so a two-chip image
@@ -42,6 +48,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,7 +165,8 @@ func fail(code agentapi.Code, hint string, format string, args ...any) *Error {
 type target struct {
 	slot   int
 	chip   image.Chip
-	blob   *cache.Blob
+	stream *cache.Stream // the layer, from the cache or streamed into it
+	size   int64         // of the layer
 	key    seal.DataKey
 	sealed bool
 }
@@ -326,13 +334,13 @@ func (r *run) load(ctx context.Context) (Result, error) {
 		}()
 		defer func() {
 			for _, t := range targets {
-				if t.blob != nil {
-					t.blob.Close()
+				if t.stream != nil {
+					t.stream.Close()
 				}
 			}
 		}()
 		res.Slots = held
-		if err := r.fetch(ctx, ref.Context(), img, targets); err != nil {
+		if err := r.open(ctx, ref.Context(), img, targets); err != nil {
 			return res, err
 		}
 		if err := r.keys(ctx, ref, desc.Digest.String(), targets); err != nil {
@@ -356,13 +364,7 @@ func (r *run) load(ctx context.Context) (Result, error) {
 		for _, c := range cfg.Chips {
 			all = append(all, &target{slot: -1, chip: c})
 		}
-		err := r.fetch(ctx, ref.Context(), img, all)
-		for _, t := range all {
-			if t.blob != nil {
-				t.blob.Close()
-			}
-		}
-		if err != nil {
+		if err := r.fetch(ctx, ref.Context(), img, all); err != nil {
 			return res, err
 		}
 	}
@@ -440,38 +442,43 @@ func (l *Loader) verifyISV(ctx context.Context, d name.Digest, repo string, sopt
 	return nil
 }
 
-// fetch brings each target's layer into the cache and pins it.
-func (r *run) fetch(ctx context.Context, repo name.Repository, img v1.Image, ts []*target) error {
-	r.begin(agentapi.PhasePull)
-	var total int64
-	sizes := map[v1.Hash]int64{}
+// layerSizes returns the size of every layer of img and the total size of
+// the distinct layers of ts, checking that img has them.
+func layerSizes(img v1.Image, ts []*target) (map[v1.Hash]int64, int64, error) {
 	layers, err := img.Layers()
 	if err != nil {
-		return fmt.Errorf("reading the layers of the image: %w", err)
+		return nil, 0, fmt.Errorf("reading the layers of the image: %w", err)
 	}
-	byDigest := map[v1.Hash]v1.Layer{}
+	sizes := map[v1.Hash]int64{}
 	for _, ly := range layers {
 		h, err := ly.Digest()
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		sz, err := ly.Size()
-		if err != nil {
-			return err
+		if sizes[h], err = ly.Size(); err != nil {
+			return nil, 0, err
 		}
-		byDigest[h], sizes[h] = ly, sz
 	}
+	var total int64
 	seen := map[v1.Hash]bool{}
 	for _, t := range ts {
+		if _, ok := sizes[t.chip.Layer]; !ok {
+			return nil, 0, fail(agentapi.CodeBadRequest, "", "the image config names layer %s, which the manifest lacks", t.chip.Layer)
+		}
 		if !seen[t.chip.Layer] {
 			seen[t.chip.Layer] = true
 			total += sizes[t.chip.Layer]
 		}
 	}
-	for _, t := range ts {
-		if _, ok := byDigest[t.chip.Layer]; !ok {
-			return fail(agentapi.CodeBadRequest, "", "the image config names layer %s, which the manifest lacks", t.chip.Layer)
-		}
+	return sizes, total, nil
+}
+
+// fetch brings each target's layer into the cache: a pull without a load.
+func (r *run) fetch(ctx context.Context, repo name.Repository, img v1.Image, ts []*target) error {
+	r.begin(agentapi.PhasePull)
+	sizes, total, err := layerSizes(img, ts)
+	if err != nil {
+		return err
 	}
 	// Layers download in parallel; the cache shares a download between
 	// targets of the same layer.
@@ -491,9 +498,7 @@ func (r *run) fetch(ctx context.Context, repo name.Repository, img v1.Image, ts 
 	hit := make([]bool, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			b, h, err := r.l.cfg.Cache.Fetch(ctx, t.chip.Layer.String(), sizes[t.chip.Layer], func(ctx context.Context) (io.ReadCloser, error) {
 				return r.getBlob(ctx, repo, t.chip.Layer)
 			}, func(n int64) { report(t.chip.Layer, n) })
@@ -503,38 +508,89 @@ func (r *run) fetch(ctx context.Context, repo name.Repository, img v1.Image, ts 
 			}
 			// b pins the blob: AddUser finds it.
 			_ = r.l.cfg.Cache.AddUser(t.chip.Layer.String(), r.req.Tenant.Name)
-			t.blob, hit[i] = b, h
-		}()
+			hit[i] = h
+			r.l.cfg.Metrics.fetched(h, b.Size())
+			b.Close()
+		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, t := range ts {
-			if t.blob != nil {
-				t.blob.Close()
-				t.blob = nil
-			}
+	if err := joinErrs(errs); err != nil {
+		return err
+	}
+	r.cur.Bytes, r.cur.CacheHit = total, !slices.Contains(hit, false)
+	r.progress(agentapi.PhasePull, total, total)
+	return nil
+}
+
+// open gives each target its layer as a stream: read from the cache if
+// cached, and otherwise downloaded as the program phase reads it, filling the
+// cache on the way (cache.Stream). Only the request is made here; what can
+// refuse the load before a chip is touched (no room in the cache, a blob the
+// registry refuses or cannot serve) refuses it here. A target whose layer an
+// earlier target streams waits, in the program phase, for that stream to
+// enter the cache.
+func (r *run) open(ctx context.Context, repo name.Repository, img v1.Image, ts []*target) error {
+	r.begin(agentapi.PhasePull)
+	sizes, total, err := layerSizes(img, ts)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(ts))
+	hit := make([]bool, len(ts))
+	seen := map[v1.Hash]bool{}
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		t.size = sizes[t.chip.Layer]
+		if seen[t.chip.Layer] {
+			continue
 		}
-		var le *Error
-		if errors.As(err, &le) {
-			return &Error{Code: le.Code, Hint: le.Hint, Err: err}
-		}
+		seen[t.chip.Layer] = true
+		wg.Go(func() {
+			t.stream, hit[i], errs[i] = r.stream(ctx, repo, t.chip.Layer, sizes[t.chip.Layer])
+		})
+	}
+	wg.Wait()
+	if err := joinErrs(errs); err != nil {
 		return err
 	}
 	hits := true
 	for i, t := range ts {
-		hits = hits && hit[i]
-		if m := r.l.cfg.Metrics; m != nil {
-			if hit[i] {
-				m.cacheHits.Inc()
-			} else {
-				m.cacheMisses.Inc()
-				m.pulled.Add(float64(t.blob.Size()))
-			}
+		if t.stream != nil {
+			hits = hits && hit[i]
+			r.l.cfg.Metrics.fetched(hit[i], t.stream.Size())
 		}
 	}
 	r.cur.Bytes, r.cur.CacheHit = total, hits
-	r.progress(agentapi.PhasePull, total, total)
 	return nil
+}
+
+// stream opens layer d of repo through the cache.
+func (r *run) stream(ctx context.Context, repo name.Repository, d v1.Hash, size int64) (*cache.Stream, bool, error) {
+	s, hit, err := r.l.cfg.Cache.Stream(ctx, d.String(), size, func(ctx context.Context) (io.ReadCloser, error) {
+		return r.getBlob(ctx, repo, d)
+	})
+	if err != nil {
+		return nil, false, cacheErr(d.String(), err)
+	}
+	if hit {
+		// The stream pins the blob: AddUser finds it.
+		_ = r.l.cfg.Cache.AddUser(d.String(), r.req.Tenant.Name)
+	}
+	return s, hit, nil
+}
+
+// joinErrs joins the errors of parallel steps, keeping the code of the
+// first *Error among them.
+func joinErrs(errs []error) error {
+	err := errors.Join(errs...)
+	if err == nil {
+		return nil
+	}
+	var le *Error
+	if errors.As(err, &le) {
+		return &Error{Code: le.Code, Hint: le.Hint, Err: err}
+	}
+	return err
 }
 
 // getBlob opens a blob of repo as the tenant. The bytes are checked once,
@@ -606,16 +662,12 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 	var total int64
 	var done atomic.Int64
 	for _, t := range ts {
-		total += t.blob.Size()
+		total += t.size
 	}
 	errs := make([]error, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = r.programOne(ctx, t, total, &done)
-		}()
+		wg.Go(func() { errs[i] = r.programOne(ctx, t, total, &done) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -655,22 +707,42 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 	return nil
 }
 
-// programOne streams t's bitstream, unsealed on the way, into its chip.
+// programOne streams t's bitstream, unsealed on the way, into its chip. A
+// layer not yet cached arrives from the registry as it is programmed: its
+// digest is known only at its end, so the chip holds unverified bytes until
+// the stream's Finish, and a mismatch fails the load (program wipes every
+// target chip) with the digest error, whatever the chip made of the bytes.
 func (r *run) programOne(ctx context.Context, t *target, total int64, done *atomic.Int64) error {
 	l := r.l
-	sl, _ := l.cfg.Slots.Slot(t.slot)
-	src := io.NewSectionReader(t.blob, 0, t.blob.Size())
-	var in io.Reader = src
-	if t.sealed {
-		sr, err := seal.NewReader(src, t.key)
+	if t.stream == nil {
+		// Another target of this load streams the layer: wait for it to
+		// enter the cache.
+		s, _, err := r.l.cfg.Cache.Stream(ctx, t.chip.Layer.String(), -1, func(context.Context) (io.ReadCloser, error) {
+			return nil, errors.New("the layer's download ended without it")
+		})
 		if err != nil {
-			return fail(agentapi.CodeSignature, "", "layer %s: %v", t.chip.Layer, err)
+			return cacheErr(t.chip.Layer.String(), err)
 		}
-		in = sr
+		t.stream = s
 	}
-	half := t.blob.Size() / 2
+	perr := r.programStream(ctx, t, total, done)
+	if err := t.stream.Finish(); err != nil {
+		return cacheErr(t.chip.Layer.String(), err)
+	}
+	if perr != nil {
+		return perr
+	}
+	_ = l.cfg.Cache.AddUser(t.chip.Layer.String(), r.req.Tenant.Name)
+	l.checkpoint("programmed %d", t.slot)
+	return nil
+}
+
+func (r *run) programStream(ctx context.Context, t *target, total int64, done *atomic.Int64) error {
+	l := r.l
+	sl, _ := l.cfg.Slots.Slot(t.slot)
+	half := t.size / 2
 	var last int64
-	counted := &countingReader{r: in, src: src, f: func(n int64) {
+	var in io.Reader = &countingReader{r: t.stream, f: func(n int64) {
 		r.progress(agentapi.PhaseProgram, done.Add(n-last), total)
 		last = n
 		if n >= half && half > 0 {
@@ -678,30 +750,36 @@ func (r *run) programOne(ctx context.Context, t *target, total int64, done *atom
 			l.checkpoint("streaming %d", t.slot)
 		}
 	}, step: func() { l.checkpoint("") }}
-	if _, err := sl.Chip.Program(ctx, counted, nil); err != nil {
+	if t.sealed {
+		sr, err := seal.NewReader(in, t.key)
+		if err != nil {
+			return fail(agentapi.CodeSignature, "", "layer %s: %v", t.chip.Layer, err)
+		}
+		in = sr
+	}
+	if _, err := sl.Chip.Program(ctx, in, nil); err != nil {
 		return fail(agentapi.CodeProgram, "the slots were cleared; retry, or report the board if it persists",
 			"programming slot %d: %v", t.slot, err)
 	}
-	l.checkpoint("programmed %d", t.slot)
 	return nil
 }
 
+// countingReader counts the (sealed) bytes read from a layer.
 type countingReader struct {
 	r    io.Reader
-	src  *io.SectionReader
 	f    func(int64)
 	step func() // before every read: lets a crash test freeze the stream
-	n    int
+	n    int64
+	m    int
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	c.step()
 	n, err := c.r.Read(p)
-	// Report by sealed bytes consumed, which is what the total counts;
-	// not every read, to keep progress cheap.
-	if c.n++; c.n%64 == 0 || err == io.EOF {
-		off, _ := c.src.Seek(0, io.SeekCurrent)
-		c.f(off)
+	c.n += int64(n)
+	// Not every read, to keep progress cheap.
+	if c.m++; c.m%64 == 0 || err == io.EOF {
+		c.f(c.n)
 	}
 	return n, err
 }

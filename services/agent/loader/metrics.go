@@ -24,3 +24,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.phase, m.pulled, m.cacheHits, m.cacheMisses)
 	return m
 }
+
+// fetched counts a layer found in the cache (hit) or pulled; m may be nil.
+func (m *Metrics) fetched(hit bool, size int64) {
+	switch {
+	case m == nil:
+	case hit:
+		m.cacheHits.Inc()
+	default:
+		m.cacheMisses.Inc()
+		m.pulled.Add(float64(size))
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/fpga-faas/faas/bitstreams/blank"
 	"github.com/fpga-faas/faas/bitstreams/images"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/sdk/agentapi"
@@ -72,17 +73,22 @@ func TestRefusals(t *testing.T) {
 		setup  func()
 		want   agentapi.Code
 		text   string
+		// wipes are the target slots a failure after programming began
+		// clears; every other slot stays as it was.
+		wipes []int
 	}{
-		{"not entitled", a, "bob", f.dual.ref, nil, nil, agentapi.CodeNotEntitled, "granted no load"},
-		{"node not approved", pending, "alice", f.dual.ref, nil, nil, agentapi.CodeUnavailable, "does not trust this node"},
-		{"tampered layer", a, "alice", tampered.ref, intp(0), nil, agentapi.CodeSignature, "does not match its digest"},
-		{"ISV key revoked", a, "alice", revoked.ref, nil, nil, agentapi.CodeSignature, "no valid signature"},
-		{"missing countersignature", a, "alice", unvalidated, nil, nil, agentapi.CodeCountersign, "countersignature"},
-		{"wrong shell version", newer, "alice", shell10.ref, nil, nil, agentapi.CodeIncompatible, "runs faas-shell 1.1"},
-		{"wrong part", ku, "alice", f.dual.ref, nil, nil, agentapi.CodeIncompatible, "xcku15p"},
-		{"second chip fails to program", a, "alice", f.dual.ref, intp(2), func() { a.sims[1].Chip(1).FailNextProgram() }, agentapi.CodeProgram, "programming slot 3"},
-		{"cache full", small, "alice", f.dual.ref, nil, nil, agentapi.CodeCacheFull, "cache full"},
-		{"registry unreachable", a, "alice", f.dual.ref, nil, reg.stop, agentapi.CodeUnavailable, "registry is unreachable"},
+		{"not entitled", a, "bob", f.dual.ref, nil, nil, agentapi.CodeNotEntitled, "granted no load", nil},
+		{"node not approved", pending, "alice", f.dual.ref, nil, nil, agentapi.CodeUnavailable, "does not trust this node", nil},
+		// A layer not cached streams into its chip as it arrives: its
+		// digest is known only at its end, so the target is wiped.
+		{"tampered layer", a, "alice", tampered.ref, intp(0), nil, agentapi.CodeSignature, "does not match its digest", []int{0}},
+		{"ISV key revoked", a, "alice", revoked.ref, nil, nil, agentapi.CodeSignature, "no valid signature", nil},
+		{"missing countersignature", a, "alice", unvalidated, nil, nil, agentapi.CodeCountersign, "countersignature", nil},
+		{"wrong shell version", newer, "alice", shell10.ref, nil, nil, agentapi.CodeIncompatible, "runs faas-shell 1.1", nil},
+		{"wrong part", ku, "alice", f.dual.ref, nil, nil, agentapi.CodeIncompatible, "xcku15p", nil},
+		{"second chip fails to program", a, "alice", f.dual.ref, intp(2), func() { a.sims[1].Chip(1).FailNextProgram() }, agentapi.CodeProgram, "programming slot 3", []int{2, 3}},
+		{"cache full", small, "alice", f.dual.ref, nil, nil, agentapi.CodeCacheFull, "cache full", nil},
+		{"registry unreachable", a, "alice", f.dual.ref, nil, reg.stop, agentapi.CodeUnavailable, "registry is unreachable", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -100,6 +106,9 @@ func TestRefusals(t *testing.T) {
 			var le interface{ Unwrap() error }
 			if !errors.As(err, &le) {
 				t.Errorf("error %T does not wrap its cause", err)
+			}
+			for _, i := range c.wipes {
+				before[i] = slotState{State: "cleared", RoleID: blank.ID}
 			}
 			if after := c.agent.states(); !reflect.DeepEqual(after, before) {
 				t.Errorf("slots changed:\n before %+v\n after  %+v", before, after)

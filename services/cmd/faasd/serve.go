@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +28,7 @@ import (
 	"github.com/fpga-faas/faas/services/agent/deviceplugin"
 	"github.com/fpga-faas/faas/services/agent/identity"
 	"github.com/fpga-faas/faas/services/agent/loader"
+	"github.com/fpga-faas/faas/services/agent/mirror"
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/server"
 	"github.com/fpga-faas/faas/services/agent/sessions"
@@ -37,7 +40,7 @@ import (
 type serveFlags struct {
 	socket, stateDir, cacheDir, registry, nodeUser, nodeTokenFile, enrollmentFile, hostname string
 	cacheMax                                                                                int64
-	trustKeys, tenants, shares                                                              []string
+	trustKeys, tenants, shares, mirrors                                                     []string
 	operators                                                                               []int
 	listen, tlsCert, tlsKey                                                                 string
 	sim                                                                                     int
@@ -70,6 +73,15 @@ $FAAS_ENROLLMENT_TOKEN.
 --trust-key names the platform's countersigning public key(s): the trust
 policy every image must satisfy.
 
+--registry-mirror sends the layer pulls (blob GETs by digest) to a registry
+mirror first, such as the local Dragonfly dfdaemon: tried in order, with
+containerd's ?ns=<registry host> (and dfdaemon's X-Dragonfly-Registry
+header), falling back to the registry when a mirror
+fails. Manifests, tags and tokens always come from the registry, and every
+byte from a mirror is checked against its digest, so mirrors are not trusted;
+they see the short-lived pull token of the repository, never the tenant's or
+the node's credentials.
+
 Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, f) },
@@ -85,6 +97,7 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.StringVar(&f.enrollmentFile, "enrollment-token-file", os.Getenv("FAAS_ENROLLMENT_TOKEN_FILE"), "file holding a one-time enrollment token, used at first registration (else $FAAS_ENROLLMENT_TOKEN)")
 	fl.StringVar(&f.hostname, "hostname", os.Getenv("FAASD_HOSTNAME"), "name to register the node under (default the host name) [$FAASD_HOSTNAME]")
 	fl.StringArrayVar(&f.trustKeys, "trust-key", splitList(os.Getenv("FAASD_TRUST_KEYS")), "platform countersigning public key, PEM (repeatable) [$FAASD_TRUST_KEYS, comma-separated]")
+	fl.StringArrayVar(&f.mirrors, "registry-mirror", splitList(os.Getenv("FAASD_REGISTRY_MIRRORS")), "pull layers through this registry mirror or P2P proxy first, e.g. http://127.0.0.1:65001 (repeatable) [$FAASD_REGISTRY_MIRRORS, comma-separated]")
 	fl.StringArrayVar(&f.tenants, "tenant", nil, "map a local uid to a tenant: UID=NAME (repeatable)")
 	fl.IntSliceVar(&f.operators, "operator", nil, "uids with operator rights besides 0 and faasd's own")
 	fl.StringArrayVar(&f.shares, "share", nil, "let tenants open sessions on a slot loaded by another: SLOT=NAME[,NAME…] (repeatable)")
@@ -160,6 +173,14 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		}
 		trust = append(trust, k)
 	}
+	var mirrors []*url.URL
+	for _, m := range f.mirrors {
+		u, err := mirror.ParseURL(m)
+		if err != nil {
+			return fmt.Errorf("--registry-mirror: %w", err)
+		}
+		mirrors = append(mirrors, u)
+	}
 	tenants := map[int]string{}
 	for _, t := range f.tenants {
 		u, name, ok := strings.Cut(t, "=")
@@ -222,8 +243,24 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var pulls http.RoundTripper // nil: the loader's default
+	if len(mirrors) > 0 {
+		// dfdaemon takes the origin from this header rather than from its
+		// own registryMirror.addr, so one dfdaemon serves containerd's
+		// pulls and faasd's; other mirrors ignore it.
+		scheme := "https"
+		if reg.Insecure() {
+			scheme = "http"
+		}
+		origin := http.Header{"X-Dragonfly-Registry": {scheme + "://" + reg.Host()}}
+		pulls, err = mirror.New(mirror.Config{Registry: reg.Host(), Mirrors: mirrors, Header: origin,
+			Metrics: mirror.NewMetrics(metrics), Logger: log.With("component", "mirror")})
+		if err != nil {
+			return err
+		}
+	}
 	ld, err := loader.New(loader.Config{Slots: table, Cache: c, Registry: reg, NodeID: node.ID, NodeKey: node.Key,
-		PlatformKeys: trust, Metrics: loader.NewMetrics(metrics), Logger: log})
+		PlatformKeys: trust, Transport: pulls, Metrics: loader.NewMetrics(metrics), Logger: log})
 	if err != nil {
 		return err
 	}
@@ -261,7 +298,8 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 			}
 		}()
 	}
-	log.Info("faasd ready", "socket", f.socket, "node", node.ID, "boards", len(bs), "device-plugin", f.devicePlugin)
+	log.Info("faasd ready", "socket", f.socket, "node", node.ID, "boards", len(bs), "device-plugin", f.devicePlugin,
+		"registry-mirrors", f.mirrors)
 	return srv.Serve(ctx)
 }
 

@@ -64,6 +64,8 @@ type registryEnv struct {
 	dbURL   string
 	logs    *lockedBuffer // stderr of every process, in order
 	gen     int
+	// serveArgs are added to every `registry serve`.
+	serveArgs []string
 }
 
 func newRegistryEnv(t *testing.T, dbURL, dataDir string, extra ...string) *registryEnv {
@@ -136,7 +138,8 @@ func (w *stdoutWatch) Write(p []byte) (int, error) {
 func (e *registryEnv) start() *proc {
 	e.t.Helper()
 	e.gen++
-	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off", "--log-level", "debug")
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off", "--log-level", "debug"}, e.serveArgs...)
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = e.env
 	watch := &stdoutWatch{url: make(chan string, 1)}
 	cmd.Stdout = watch

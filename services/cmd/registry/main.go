@@ -7,6 +7,7 @@
 //	registry nodes list|approve|revoke|enroll
 //	                                    which nodes the registry trusts with keys
 //	registry gc [--dry-run] [--json]    collect garbage once (package gc)
+//	registry keys list|rotate|retire    the JWT signing keys replicas share
 //
 // Every flag of serve defaults from the environment: FAAS_DATABASE_URL,
 // FAAS_S3_ENDPOINT, FAAS_S3_ACCESS_KEY, FAAS_S3_SECRET_KEY, FAAS_S3_BUCKET
@@ -89,7 +90,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	users := &cobra.Command{Use: "users", Short: "manage accounts"}
 	users.AddCommand(usersAddCommand())
-	root.AddCommand(serveCommand(), users, nodesCommand(), gcCommand())
+	root.AddCommand(serveCommand(), users, nodesCommand(), gcCommand(), keysCommand())
 	return root
 }
 
@@ -201,6 +202,8 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&cfg.TLSKey, "tls-key", env("FAAS_TLS_KEY", ""), "TLS key PEM file [FAAS_TLS_KEY]")
 	f.BoolVar(&cfg.SecureCookies, "secure-cookies", envBool("FAAS_SECURE_COOKIES"), "mark the portal's cookies Secure when a proxy in front ends TLS (always so with --tls-cert) [FAAS_SECURE_COOKIES]")
 	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory; default DATA_DIR/keys [FAAS_KEY_DIR]")
+	f.DurationVar(&cfg.KeyReloadInterval, "key-reload-interval", 0, "how often to re-read the key directory, which replicas share (default 30s; negative: never)")
+	f.DurationVar(&cfg.KeyPublishDelay, "key-publish-delay", 0, "age a new key must reach before it signs; must exceed the reload interval plus the directory's propagation to every replica (default 2m; negative: none)")
 	f.StringVar(&cfg.PlatformKeyDir, "platform-key-dir", env("FAAS_PLATFORM_KEY_DIR", ""), "platform countersigning and sealing keys; default DATA_DIR/platform-keys [FAAS_PLATFORM_KEY_DIR]")
 	f.DurationVar(&cfg.ValidationLease, "validation-lease", 0, "how long a validation job stays claimed (default 5m); a crashed registry's job is retried after it")
 	f.StringVar(&cfg.Service, "service", server.DefaultService, "token service name (audience)")

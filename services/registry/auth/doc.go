@@ -21,12 +21,15 @@
 //     delays after repeated failures (ErrRateLimited, refused even with the
 //     right password); concurrent checks of one account queue, so a burst
 //     of guesses counts as the same guesses one after the other. Both
-//     refusals come as a *RetryError saying when to retry. The state lives
-//     in memory, bounded in size: replicas count separately.
+//     refusals come as a *RetryError saying when to retry. The failure
+//     counts and lockouts live in PostgreSQL (login_failures), so replicas
+//     share one budget; the hashing memory and the queues are per process.
 //   - Keyring: short-lived JWT access tokens signed with Ed25519 ("EdDSA"),
 //     each key named by a kid. Rotate adds a new signing key; older keys keep
 //     verifying until Retire. Keys persist as PKCS#8 PEM files (0600) in a key
-//     directory.
+//     directory, which is what replicas share: each re-reads it (Reload), and
+//     a new key verifies at once but signs only once it is older than the
+//     publish delay (WithPublishDelay), by when every replica has read it.
 //   - The Docker token flow: TokenHandler serves GET /auth/token, granting only
 //     what a Policy allows; BearerAuthorizer checks bearer tokens on registry
 //     requests and builds the WWW-Authenticate challenge.

@@ -72,23 +72,56 @@ type signingKey struct {
 	retired bool
 }
 
-// Keyring holds the JWT signing keys of one issuer. The current key is the
-// newest unretired one; every unretired key verifies. It is safe for
-// concurrent use.
+// Keyring holds the JWT signing keys of one issuer. Every unretired key
+// verifies; the current (signing) key is the newest unretired key that is
+// published, that is older than the publish delay (see WithPublishDelay),
+// or when none is, the oldest unretired key. It is safe for concurrent use.
 type Keyring struct {
-	issuer string
-	now    func() time.Time // for tests
+	issuer       string
+	publishDelay time.Duration
+	now          func() time.Time // for tests
 
 	mu   sync.RWMutex
 	keys []*signingKey // in order of creation
 }
 
-// NewKeyring returns a keyring for issuer with one fresh key.
-func NewKeyring(issuer string) (*Keyring, error) {
+// KeyringOption configures a Keyring.
+type KeyringOption func(*Keyring)
+
+// WithPublishDelay makes a key sign only once it is older than d (by its
+// creation time), and verify from the start. Replicas that share a key
+// directory each reload it now and then (Reload): a new key must be known
+// to all of them before any signs with it, else a token it signed is
+// refused by a replica that has not seen it yet. So d must exceed the
+// reload interval plus the time the directory takes to reach every replica
+// (a Kubernetes Secret's propagation, say). Zero, the default, signs with
+// a new key at once, which is right for a single process.
+func WithPublishDelay(d time.Duration) KeyringOption {
+	return func(k *Keyring) { k.publishDelay = max(d, 0) }
+}
+
+// withClock sets the keyring's clock (tests).
+func withClock(now func() time.Time) KeyringOption {
+	return func(k *Keyring) { k.now = now }
+}
+
+func newEmptyKeyring(issuer string, opts []KeyringOption) (*Keyring, error) {
 	if issuer == "" {
 		return nil, fmt.Errorf("%w: empty issuer", ErrInvalid)
 	}
 	k := &Keyring{issuer: issuer, now: time.Now}
+	for _, o := range opts {
+		o(k)
+	}
+	return k, nil
+}
+
+// NewKeyring returns a keyring for issuer with one fresh key.
+func NewKeyring(issuer string, opts ...KeyringOption) (*Keyring, error) {
+	k, err := newEmptyKeyring(issuer, opts)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := k.Rotate(); err != nil {
 		return nil, err
 	}
@@ -112,8 +145,9 @@ func kidOf(pub ed25519.PublicKey) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// Rotate adds a new key, which becomes the current signing key, and returns
-// its kid. Older keys still verify until retired.
+// Rotate adds a new key and returns its kid. It verifies at once and
+// becomes the current signing key once the publish delay has passed. Older
+// keys still verify until retired.
 func (k *Keyring) Rotate() (string, error) {
 	key, err := newKey(k.now())
 	if err != nil {
@@ -167,12 +201,52 @@ func (k *Keyring) Current() string {
 }
 
 func (k *Keyring) current() *signingKey {
+	now := k.now()
+	var oldest *signingKey
 	for i := len(k.keys) - 1; i >= 0; i-- {
-		if !k.keys[i].retired {
-			return k.keys[i]
+		key := k.keys[i]
+		if key.retired {
+			continue
 		}
+		if k.published(key, now) {
+			return key
+		}
+		oldest = key
 	}
-	return nil
+	// No key is published yet: the first key of a new ring, or every
+	// published one was retired (a compromised key, say). The oldest is
+	// the one the others have known longest.
+	return oldest
+}
+
+func (k *Keyring) published(key *signingKey, now time.Time) bool {
+	return !key.created.Add(k.publishDelay).After(now)
+}
+
+// KeyInfo describes one key of a Keyring.
+type KeyInfo struct {
+	Kid     string    `json:"kid"`
+	Created time.Time `json:"created"`
+	// SignsFrom is when the key became or becomes eligible to sign:
+	// Created plus the publish delay.
+	SignsFrom time.Time `json:"signs_from"`
+	Retired   bool      `json:"retired"`
+	// Current: the key signs the tokens issued now.
+	Current bool `json:"current"`
+}
+
+// Keys describes every key of the ring, retired ones included, oldest
+// first.
+func (k *Keyring) Keys() []KeyInfo {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	cur := k.current()
+	out := make([]KeyInfo, 0, len(k.keys))
+	for _, key := range k.keys {
+		out = append(out, KeyInfo{Kid: key.kid, Created: key.created, SignsFrom: key.created.Add(k.publishDelay),
+			Retired: key.retired, Current: key == cur})
+	}
+	return out
 }
 
 // Kids returns the kids of the keys that verify, oldest first.
@@ -357,38 +431,17 @@ func writeFile(path string, data []byte) error {
 }
 
 // LoadKeyring reads the *.pem keys of dir into a keyring for issuer. When
-// dir is missing or holds no key, a first key is generated and saved. Key
-// files readable by group or others are refused, as are files whose name is
-// not the kid of their key.
-func LoadKeyring(dir, issuer string) (*Keyring, error) {
-	if issuer == "" {
-		return nil, fmt.Errorf("%w: empty issuer", ErrInvalid)
+// dir is missing or holds no unretired key, a first key is generated and
+// saved. Key files readable by group or others are refused, as are files
+// whose name is not the kid of their key.
+func LoadKeyring(dir, issuer string, opts ...KeyringOption) (*Keyring, error) {
+	k, err := newEmptyKeyring(issuer, opts)
+	if err != nil {
+		return nil, err
 	}
-	k := &Keyring{issuer: issuer, now: time.Now}
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("auth: key directory: %w", err)
+	if k.keys, err = readKeyDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, keyFileSuffix) || strings.HasPrefix(name, ".") {
-			continue
-		}
-		key, err := loadKey(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		if key.kid+keyFileSuffix != name {
-			return nil, fmt.Errorf("auth: key file %s holds key %s", name, key.kid)
-		}
-		k.keys = append(k.keys, key)
-	}
-	slices.SortStableFunc(k.keys, func(a, b *signingKey) int {
-		if c := a.created.Compare(b.created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.kid, b.kid)
-	})
 	if k.current() == nil {
 		if _, err := k.Rotate(); err != nil {
 			return nil, err
@@ -398,6 +451,77 @@ func LoadKeyring(dir, issuer string) (*Keyring, error) {
 		}
 	}
 	return k, nil
+}
+
+// ReadKeyring is LoadKeyring without the first key: a dir that is missing
+// or holds no unretired key is an error wrapping ErrNotFound.
+func ReadKeyring(dir, issuer string, opts ...KeyringOption) (*Keyring, error) {
+	k, err := newEmptyKeyring(issuer, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.Reload(dir); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Reload replaces the keys of the ring with those of dir, the key
+// directory replicas share: keys added there start verifying (and signing
+// once published), keys marked retired or removed stop verifying. A dir
+// that cannot be read, holds a bad key file or no unretired key leaves the
+// ring as it was and returns the error (wrapping ErrNotFound for no key):
+// a half-updated directory must not lock everybody out. Keys added by
+// Rotate and not saved to dir are dropped.
+func (k *Keyring) Reload(dir string) error {
+	keys, err := readKeyDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: key directory %s: %w", ErrNotFound, dir, err)
+	}
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(keys, func(key *signingKey) bool { return !key.retired }) {
+		return fmt.Errorf("%w: no unretired key in %s", ErrNotFound, dir)
+	}
+	k.mu.Lock()
+	k.keys = keys
+	k.mu.Unlock()
+	return nil
+}
+
+// readKeyDir reads the keys of dir, ordered by creation. A missing dir
+// wraps os.ErrNotExist.
+func readKeyDir(dir string) ([]*signingKey, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("auth: key directory: %w", err)
+	}
+	var keys []*signingKey
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, keyFileSuffix) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		key, err := loadKey(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed since ReadDir: retired by an operator
+		}
+		if err != nil {
+			return nil, err
+		}
+		if key.kid+keyFileSuffix != name {
+			return nil, fmt.Errorf("auth: key file %s holds key %s", name, key.kid)
+		}
+		keys = append(keys, key)
+	}
+	slices.SortStableFunc(keys, func(a, b *signingKey) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.kid, b.kid)
+	})
+	return keys, nil
 }
 
 func loadKey(path string) (*signingKey, error) {

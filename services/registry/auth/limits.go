@@ -126,8 +126,10 @@ func (b Backoff) lockout(n int) time.Duration {
 
 // Limits guards password checks (Store.Authenticate) against guessing and
 // against memory exhaustion. Every zero value means the default named in
-// its comment. State is kept in memory: replicas of the registry count
-// separately.
+// its comment. The failure counts and lockouts are kept in PostgreSQL,
+// shared by the registry's replicas; the hashing memory budget and the
+// queues of concurrent checks are per process (they protect the process's
+// own memory, and a queue holds requests this process serves).
 type Limits struct {
 	// HashMemory bounds the memory, in bytes, of the password hashes that
 	// run at once (logins and password changes): each is charged twice its
@@ -193,6 +195,9 @@ type guard struct {
 	granted  int64
 	accounts *tracker[string]
 	sources  *tracker[netip.Prefix]
+	// shared holds the failure counts and lockouts every replica sees;
+	// nil: this process's memory only.
+	shared *sharedLockouts
 }
 
 func newGuard(l Limits) *guard {
@@ -265,6 +270,9 @@ func sourceKey(a netip.Addr) netip.Prefix {
 // or abandoned ends it.
 type attempt struct {
 	g      *guard
+	ctx    context.Context // of the check, without its cancellation
+	name   string          // the account key
+	source string          // the source key; "" when unknown
 	acct   *entry[string]
 	src    *entry[netip.Prefix]
 	closed bool
@@ -280,13 +288,33 @@ func (g *guard) begin(ctx context.Context, name string, source netip.Addr) (*att
 	if len(name) > 64 {
 		name = name[:65] // no account has a longer name; bounds the key
 	}
+	var srcKey netip.Prefix
+	var srcName string
+	if source.IsValid() {
+		srcKey = sourceKey(source)
+		srcName = srcKey.String()
+	}
 	var timeout <-chan time.Time
 	for {
 		now := g.cfg.Now()
+		var sharedAcct, sharedSrc lockState
+		if g.shared != nil {
+			var err error
+			if sharedAcct, sharedSrc, err = g.shared.read(ctx, name, srcName, now); err != nil {
+				return nil, err
+			}
+		}
 		g.mu.Lock()
-		a := &attempt{g: g, acct: g.accounts.get(name, now)}
+		a := &attempt{g: g, ctx: context.WithoutCancel(ctx), name: name, acct: g.accounts.get(name, now)}
+		if g.shared != nil {
+			g.accounts.adopt(a.acct, sharedAcct)
+		}
 		if source.IsValid() {
-			a.src = g.sources.get(sourceKey(source), now)
+			a.src = g.sources.get(srcKey, now)
+			a.source = srcName
+			if g.shared != nil {
+				g.sources.adopt(a.src, sharedSrc)
+			}
 		}
 		locked := g.accounts.locked(a.acct, now)
 		full := g.accounts.full(a.acct)
@@ -346,6 +374,9 @@ func (a *attempt) end(ok, counts bool) {
 	a.closed = true
 	g := a.g
 	now := g.cfg.Now()
+	if g.shared != nil && (ok || counts) {
+		g.record(a, ok, now)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	close(g.ended) // wake the checks waiting in begin

@@ -106,6 +106,7 @@ func NewStore(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	}
 	s.dummy = dummy
 	s.guard = newGuard(s.limits)
+	s.guard.shared = &sharedLockouts{pool: pool}
 	return s, nil
 }
 

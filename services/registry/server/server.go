@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +53,8 @@ const (
 	DefaultGCInterval          = 24 * time.Hour
 	DefaultGCGracePeriod       = blob.DefaultGracePeriod // 2 hours
 	DefaultUploadSweepInterval = 10 * time.Minute
+	DefaultKeyReloadInterval   = 30 * time.Second
+	DefaultKeyPublishDelay     = 2 * time.Minute
 )
 
 // MetricsOff as Config.MetricsListen serves no metrics.
@@ -110,8 +113,21 @@ type Config struct {
 	DatabaseURL string
 
 	// KeyDir holds the JWT signing keys (created with a first key when
-	// missing). Default DataDir/keys.
+	// missing). Default DataDir/keys. Replicas share it (a Kubernetes
+	// Secret copied into every pod, say): each re-reads it every
+	// KeyReloadInterval, and a key added there verifies from then on and
+	// signs once it is older than KeyPublishDelay; a key marked retired or
+	// removed stops verifying.
 	KeyDir string
+	// KeyReloadInterval is how often Serve re-reads KeyDir. Default
+	// DefaultKeyReloadInterval (30 s); negative: never.
+	KeyReloadInterval time.Duration
+	// KeyPublishDelay is the age a key must reach before it signs; it must
+	// exceed KeyReloadInterval plus the time a change of KeyDir takes to
+	// reach every replica, so that all of them verify a key before any
+	// signs with it. Default DefaultKeyPublishDelay (2 minutes); negative:
+	// none, for a single registry.
+	KeyPublishDelay time.Duration
 	// PlatformKeyDir holds the platform's countersigning key and the X25519
 	// key ISVs seal data keys to (created when missing; see
 	// validation.LoadPlatformKeys). Default DataDir/platform-keys.
@@ -252,6 +268,10 @@ func (c *Config) setDefaults() {
 	if c.UploadSweepInterval == 0 {
 		c.UploadSweepInterval = DefaultUploadSweepInterval
 	}
+	if c.KeyReloadInterval == 0 {
+		c.KeyReloadInterval = DefaultKeyReloadInterval
+	}
+	defD(&c.KeyPublishDelay, DefaultKeyPublishDelay)
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -367,7 +387,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if sc, ok := s.blobs.(blob.SpaceChecker); ok {
 		s.metrics.watchSpace(sc.CheckSpace, cfg.ReadyTimeout)
 	}
-	s.keyring, err = auth.LoadKeyring(cfg.KeyDir, cfg.Issuer)
+	s.keyring, err = auth.LoadKeyring(cfg.KeyDir, cfg.Issuer, auth.WithPublishDelay(cfg.KeyPublishDelay))
 	if err != nil {
 		return nil, fmt.Errorf("server: keyring: %w", err)
 	}
@@ -447,7 +467,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.sweepUploads(wctx)
 		}
 	}()
-	defer func() { stopWorker(); <-workerDone; <-gcDone; <-sweepDone }()
+	// And the reloads of the shared key directory.
+	keysDone := make(chan struct{})
+	go func() {
+		defer close(keysDone)
+		if s.cfg.KeyReloadInterval > 0 {
+			s.reloadKeys(wctx)
+		}
+	}()
+	defer func() { stopWorker(); <-workerDone; <-gcDone; <-sweepDone; <-keysDone }()
 	return s.serveHTTP(ctx, ln, s.handler, s.cfg.TLSCert != "")
 }
 
@@ -539,6 +567,34 @@ func (s *Server) sweepUploads(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// reloadKeys re-reads the key directory every KeyReloadInterval until ctx
+// ends, logging the keys when they change and the failures (the ring then
+// keeps its keys).
+func (s *Server) reloadKeys(ctx context.Context) {
+	t := time.NewTicker(s.cfg.KeyReloadInterval)
+	defer t.Stop()
+	last := s.keyring.Keys()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.keyring.Reload(s.cfg.KeyDir); err != nil {
+			s.log.WarnContext(ctx, "reloading the signing keys failed; keeping the keys loaded before", slog.Any("err", err))
+			continue
+		}
+		keys := s.keyring.Keys()
+		if !slices.EqualFunc(keys, last, func(a, b auth.KeyInfo) bool {
+			return a.Kid == b.Kid && a.Retired == b.Retired && a.Current == b.Current
+		}) {
+			s.log.InfoContext(ctx, "signing keys changed", slog.Any("verifying", s.keyring.Kids()),
+				slog.String("signing", s.keyring.Current()))
+		}
+		last = keys
 	}
 }
 

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/hdk/sign"
+	"github.com/fpga-faas/faas/services/agent/mirror"
+)
+
+// TestServeRefusesBadMirror: a --registry-mirror that is not a plain
+// http(s) base URL stops faasd before it touches a board or the registry.
+func TestServeRefusesBadMirror(t *testing.T) {
+	dir := t.TempDir()
+	k, err := sign.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := sign.MarshalPublicKey(k.Public())
+	trust := filepath.Join(dir, "platform.pub")
+	if err := os.WriteFile(trust, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAAS_NODE_TOKEN", "faas_node")
+	for _, m := range []string{"http://user:secret@127.0.0.1:65001", "127.0.0.1:65001", "http://127.0.0.1:65001/v2"} {
+		cmd := serveCommand()
+		cmd.SetArgs([]string{"--registry", "http://127.0.0.1:1", "--node-user", "node1", "--trust-key", trust,
+			"--state-dir", filepath.Join(dir, "state"), "--sim", "1", "--registry-mirror", "http://127.0.0.1:65001", "--registry-mirror", m})
+		cmd.SetOut(new(nopWriter))
+		cmd.SetErr(new(nopWriter))
+		err := cmd.ExecuteContext(context.Background())
+		if !errors.Is(err, mirror.ErrBadURL) || !strings.Contains(err.Error(), "--registry-mirror") {
+			t.Errorf("serve --registry-mirror %s: %v, want ErrBadURL naming the flag", m, err)
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("the error shows the URL's password: %v", err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
+		t.Errorf("state dir: %v, want none made", err)
+	}
+}

@@ -1,0 +1,26 @@
+// Package portal is the registry's web portal: ISVs publish and sell their
+// accelerators, tenants find and subscribe to them, operators watch the
+// fleet. It is served by the registry binary, on the paths no other
+// endpoint claims.
+//
+// # One source of truth
+//
+// Pages hold no data of their own. A page calls the marketplace API
+// (/api/v1) in process as the signed-in account (api.API.ServeAs), so the
+// API's role rules, validation and audit log apply to a click exactly as to
+// a script; and a browser upload is pushed through the registry's own /v2
+// handler with a token its policy grants the account (hdk/publish, as
+// `hdk push` does), then validated like any push.
+//
+// # Safety
+//
+// Sessions live in PostgreSQL (so any replica serves any browser), keyed
+// by the SHA-256 of an HttpOnly, SameSite=Lax cookie (Secure and __Host-
+// under TLS), with an absolute and an idle expiry. Every state-changing
+// request carries the session's CSRF token and passes Go's cross-origin
+// protection; sign-in uses a double-submit token and the registry's login
+// limits. The Content-Security-Policy forbids inline script and style:
+// htmx runs with eval, script tags and its inline indicator styles off,
+// and listing descriptions are Markdown rendered without raw HTML or
+// dangerous URLs.
+package portal

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
@@ -76,7 +77,7 @@ func newChrome(t *testing.T) *chrome {
 // run runs actions, failing the test with what on error.
 func (c *chrome) run(what string, actions ...chromedp.Action) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(c.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 	defer cancel()
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		var loc, html string
@@ -165,4 +166,85 @@ func TestBrowserJourneys(t *testing.T) {
 	if got := c.text(".flash"); !strings.Contains(got, "signed out") {
 		t.Fatalf("after sign-out: %q", got)
 	}
+}
+
+// TestBrowserISVJourney: an ISV signs in, registers its key, creates a
+// listing, uploads a signed, sealed image with a progress bar, watches it
+// validate and publishes the listing; then a tenant finds it, subscribes
+// and copies the `faas load` line.
+func TestBrowserISVJourney(t *testing.T) {
+	r := newRig(t)
+	r.user("acme", auth.RoleISV)
+	r.user("alice", auth.RoleTenant)
+	key, err := sign.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := sign.MarshalPublicKey(key.Public())
+	img := r.buildImage("alidnn-dual", false, key)
+	dir := t.TempDir()
+	tarPath, keysPath := filepath.Join(dir, "image.tar"), filepath.Join(dir, "layout.keys.json")
+	os.WriteFile(tarPath, img.tar, 0o600)
+	os.WriteFile(keysPath, img.keys, 0o600)
+
+	c := newChrome(t)
+	c.run("sign in", chromedp.Navigate(r.url+"/signin"), chromedp.WaitVisible("#name", chromedp.ByID),
+		chromedp.SendKeys("#name", "acme", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID),
+		chromedp.Submit("#password", chromedp.ByID), chromedp.WaitVisible(".cards, main h1", chromedp.ByQuery))
+	c.run("dashboard", chromedp.Navigate(r.url+"/isv"), chromedp.WaitVisible(".warn", chromedp.ByQuery))
+	c.shot("10-isv-dashboard-empty")
+
+	c.run("register key", chromedp.Navigate(r.url+"/isv/keys"), chromedp.WaitVisible("#pem", chromedp.ByID),
+		chromedp.SetValue("#pem", string(pub), chromedp.ByID), chromedp.Submit("#pem", chromedp.ByID),
+		chromedp.WaitVisible("main .ok", chromedp.ByQuery))
+	if got := c.text("main .ok"); !strings.Contains(got, "Fingerprint") {
+		t.Fatalf("after registering the key: %q", got)
+	}
+	c.shot("11-isv-keys")
+	c.clean("keys")
+
+	c.run("new listing", chromedp.Navigate(r.url+"/isv/listings/new"), chromedp.WaitVisible("#l-name", chromedp.ByID),
+		chromedp.SendKeys("#l-name", "Dual DNN", chromedp.ByID), chromedp.SetValue("#l-repo", "acme/dual-dnn", chromedp.ByID),
+		chromedp.SendKeys("#l-summary", "int8 CNN inference on both chips", chromedp.ByID),
+		chromedp.SendKeys("#l-desc", "Runs **ResNet** and MNIST.\n\n- int8\n- two chips", chromedp.ByID),
+		chromedp.SendKeys("#l-cat", "ml", chromedp.ByID), chromedp.SendKeys("#l-board", "faas-vu9p-2", chromedp.ByID),
+		chromedp.SendKeys("#l-pph", "2.40", chromedp.ByID))
+	c.shot("12-isv-listing-new")
+	c.run("create listing", chromedp.Submit("#l-name", chromedp.ByID), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	c.shot("13-isv-listing-edit")
+
+	c.run("publish form", chromedp.Click(`a[href^="/isv/publish?listing="]`, chromedp.ByQuery), chromedp.WaitVisible("#p-layout", chromedp.ByID),
+		chromedp.SendKeys("#p-version", "1.0.0", chromedp.ByID),
+		chromedp.SetUploadFiles("#p-keys", []string{keysPath}, chromedp.ByID),
+		chromedp.SetUploadFiles("#p-layout", []string{tarPath}, chromedp.ByID))
+	c.shot("14-isv-publish")
+	c.run("upload", chromedp.Click(`form[data-upload] button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#validation", chromedp.ByID))
+	// The page follows validation by itself (htmx polling) until it ends.
+	c.run("validation", chromedp.WaitVisible(`#validation .state.available`, chromedp.ByQuery))
+	c.shot("15-isv-version-available")
+	c.clean("publish")
+
+	c.run("publish listing", chromedp.Click(`.crumbs a[href^="/isv/listings/"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form[action$="/publish"] button`, chromedp.ByQuery),
+		chromedp.Click(`form[action$="/publish"] button`, chromedp.ByQuery), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	if got := c.text(".flash"); !strings.Contains(got, "published") {
+		t.Fatalf("after publishing: %q", got)
+	}
+	c.run("dashboard", chromedp.Navigate(r.url+"/isv"), chromedp.WaitVisible(".panel", chromedp.ByQuery))
+	c.shot("16-isv-dashboard")
+	c.run("sign out", chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+
+	// The tenant.
+	c.run("tenant sign in", chromedp.Navigate(r.url+"/signin"), chromedp.WaitVisible("#name", chromedp.ByID),
+		chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID),
+		chromedp.Submit("#password", chromedp.ByID), chromedp.WaitVisible(".cards", chromedp.ByQuery),
+		chromedp.Click(`.card a`, chromedp.ByQuery), chromedp.WaitVisible(`form[action$="/subscribe"] button`, chromedp.ByQuery),
+		chromedp.Click(`form[action$="/subscribe"] button`, chromedp.ByQuery), chromedp.WaitVisible("#load-line", chromedp.ByID))
+	line := c.text("#load-line")
+	if !strings.HasPrefix(line, "faas load ") || !strings.HasSuffix(line, "/acme/dual-dnn:1.0.0") {
+		t.Fatalf("load line %q", line)
+	}
+	c.shot("17-tenant-listing-subscribed")
+	c.clean("tenant")
 }

@@ -355,6 +355,7 @@ func (p *Portal) attachVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 type versionPage struct {
+	Host    string
 	Listing api.Listing
 	Version versionView
 	Done    bool // validation ended: no more polling
@@ -368,7 +369,7 @@ func (versionPage) nav() string     { return "isv" }
 // a link.
 func (p *Portal) versionPage(w http.ResponseWriter, r *http.Request) {
 	id, version := r.PathValue("id"), r.PathValue("version")
-	pg := versionPage{}
+	pg := versionPage{Host: r.Host}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &pg.Listing); err != nil {
 		p.fail(w, r, err)
 		return

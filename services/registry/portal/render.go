@@ -22,11 +22,30 @@ type pages struct {
 var funcs = template.FuncMap{
 	"price": price,
 	"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"bytes": humanBytes,
 }
 
 // price formats micro-units of currency: 1500000 USD is "USD 1.50".
 func price(currency string, micros int64) string {
 	return fmt.Sprintf("%s %d.%02d", currency, micros/1_000_000, micros%1_000_000/10_000)
+}
+
+// humanBytes writes n in binary units: 2147483648 is "2 GiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(n) / float64(div)
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d %ciB", int64(v), "KMGTPE"[exp])
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
 }
 
 func loadPages() (*pages, error) {

@@ -158,13 +158,13 @@ func formOf(l api.Listing) listingForm {
 }
 
 // decimal writes micro-units as a decimal amount: 1500000 is "1.50".
+// Integer arithmetic: a float64 loses cents on large amounts.
 func decimal(micros int64) string {
-	s := strconv.FormatFloat(float64(micros)/1e6, 'f', 6, 64)
-	s = strings.TrimRight(s, "0")
-	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i < 3 {
-		s += strings.Repeat("0", 3-(len(s)-i))
+	frac := strings.TrimRight(fmt.Sprintf("%06d", micros%1_000_000), "0")
+	for len(frac) < 2 {
+		frac += "0"
 	}
-	return s
+	return strconv.FormatInt(micros/1_000_000, 10) + "." + frac
 }
 
 // micros reads a decimal amount of at most 6 decimals into micro-units.

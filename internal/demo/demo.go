@@ -209,12 +209,12 @@ func (d *demo) bringUp(mnist string) (string, error) {
 	d.printf("      %s (%v)\n", pgURL, time.Since(t).Round(time.Millisecond))
 
 	// 2. The registry, blobs in a directory.
-	d.begin("registry: accounts acme (isv), alice (tenant), node1 (node); blobs in a directory")
+	d.begin("registry: accounts acme (isv), alice (tenant), ops (admin), node1 (node); blobs in a directory")
 	t = time.Now()
 	platformDir := filepath.Join(d.root, "platform-keys")
 	regEnv := with(d.env, "FAAS_DATABASE_URL="+pgURL, "FAAS_DATA_DIR="+d.dir("registry"),
 		"FAAS_KEY_DIR="+filepath.Join(d.root, "jwt"), "FAAS_PLATFORM_KEY_DIR="+platformDir)
-	for _, a := range [][2]string{{"acme", "isv"}, {"alice", "tenant"}, {"node1", "node"}} {
+	for _, a := range [][2]string{{"acme", "isv"}, {"alice", "tenant"}, {"ops", "admin"}, {"node1", "node"}} {
 		if _, err := d.run(regEnv, Password+"\n", "registry", "users", "add", a[0], "--role", a[1]); err != nil {
 			return "", err
 		}
@@ -267,6 +267,11 @@ func (d *demo) bringUp(mnist string) (string, error) {
 		}
 	}
 	d.printf("      alice subscribed to %d listings\n", len(pushed))
+	n, err := r.portalListings(d.ctx)
+	if err != nil {
+		return "", fmt.Errorf("the portal: %w", err)
+	}
+	d.printf("      the portal at %s/ lists %d accelerators\n", regURL, n)
 	var tok struct{ Secret string }
 	if err := r.call(d.ctx, "node1", "POST", "/tokens", map[string]string{"name": "faasd"}, &tok, 201); err != nil {
 		return "", err
@@ -337,12 +342,13 @@ func (d *demo) bringUp(mnist string) (string, error) {
 		return "", err
 	}
 
-	return fmt.Sprintf("  registry  %s   accounts acme (isv), alice (tenant), node1 (node); password %q\n"+
+	return fmt.Sprintf("  portal    %s/   sign in as acme (isv), alice (tenant) or ops (admin); password %q\n"+
+		"  registry  %s   accounts acme, alice, ops and node1 (node), same password\n"+
 		"  faasd     unix://%s   slots 0-3 on two simulated boards; %s on slots %v\n"+
 		"  postgres  %s\n"+
 		"  logs      %s\n"+
 		"  as alice: FAAS_CONFIG=%s %s %s status\n",
-		regURL, Password, socket, load, l.Slots, pgURL, d.logs, filepath.Join(d.root, "alice-faas.json"), filepath.Join(d.cfg.Bin, "faas"), agentFlag), nil
+		regURL, Password, regURL, socket, load, l.Slots, pgURL, d.logs, filepath.Join(d.root, "alice-faas.json"), filepath.Join(d.cfg.Bin, "faas"), agentFlag), nil
 }
 
 func indent(s string) string {

@@ -63,7 +63,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"[1/8] PostgreSQL", "[2/8] registry", "[3/8] acme publishes", "[4/8] the registry validates",
 		"[5/8] alice subscribes", "[6/8] alice: faas login, faas load alidnn-dual", "[7/8] faas status", "[8/8] examples/mnist",
-		"demo complete",
+		"demo complete", "the portal at http://", "  portal    http://",
 		// The model is the clone's own.
 		"-model " + filepath.Join(clone, "testdata", "onnx", "models", "mnist", "model.onnx") + " ",
 	} {

@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	if !cfg.Wait {
-		d.printf("\ndemo complete in %v; stopping the services\n", time.Since(d.began).Round(time.Millisecond))
+		d.printf("\ndemo complete in %v; what ran:\n%s\nstopping the services\n", time.Since(d.began).Round(time.Millisecond), up)
 		return nil
 	}
 	d.printf("\nThe platform is up (Ctrl-C stops it):\n%s", up)

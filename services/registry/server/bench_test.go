@@ -10,12 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fpga-faas/faas/internal/loadtest"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -530,123 +530,19 @@ func newAPIEnv(b *testing.B) *apiEnv {
 	return &apiEnv{reg: reg, tenantToken: reg.apiToken(b, "tenant", auth.RoleTenant)}
 }
 
-// loadStats are the latencies of an open-loop run.
-type loadStats struct {
-	lat      []time.Duration // from each request's scheduled send time
-	errs     int
-	firstErr error
-	elapsed  time.Duration // from the first scheduled send to the last answer
-}
-
-// openLoop offers rate requests per second for d: a scheduler hands each
-// request's scheduled send time to a pool of workers, which send it and
-// measure its latency from that time, so a slow server's queueing counts
-// (no coordinated omission). check validates an answer.
-func openLoop(c *http.Client, newReq func() (*http.Request, error), check func(*http.Response, []byte) error,
-	rate int, d time.Duration, workers int) loadStats {
-	total := int(d.Seconds() * float64(rate))
-	interval := time.Second / time.Duration(rate)
-	sched := make(chan time.Time, total)
-	var mu sync.Mutex
-	st := loadStats{lat: make([]time.Duration, 0, total)}
-	var last time.Time
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for at := range sched {
-				err := func() error {
-					req, err := newReq()
-					if err != nil {
-						return err
-					}
-					resp, err := c.Do(req)
-					if err != nil {
-						return err
-					}
-					body, err := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if err != nil {
-						return err
-					}
-					return check(resp, body)
-				}()
-				now := time.Now()
-				mu.Lock()
-				st.lat = append(st.lat, now.Sub(at))
-				if now.After(last) {
-					last = now
-				}
-				if err != nil {
-					st.errs++
-					if st.firstErr == nil {
-						st.firstErr = err
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	start := time.Now()
-	for i := range total {
-		at := start.Add(time.Duration(i) * interval)
-		if w := time.Until(at); w > 0 {
-			time.Sleep(w)
-		}
-		sched <- at
-	}
-	close(sched)
-	wg.Wait()
-	st.elapsed = last.Sub(start)
-	return st
-}
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-// benchLoad drives path at loadRate for loadDuration per iteration and
-// reports p50-ms, p99-ms and the achieved req/s. ns/op is overridden with the
-// p99 latency, so that BENCHMARKS.md's comparison is a ratio of p99s.
+// benchLoad drives path at loadRate for loadDuration per iteration
+// (loadtest.Bench).
 func benchLoad(b *testing.B, base, path, token string, check func(*http.Response, []byte) error) {
 	c := newClient(loadWorkers)
 	defer c.CloseIdleConnections()
-	newReq := func() (*http.Request, error) {
+	loadtest.Bench(b, c, func() (*http.Request, error) {
 		req, err := http.NewRequest(http.MethodGet, base+path, nil)
 		if err != nil {
 			return nil, err
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
 		return req, nil
-	}
-	// Warm up the connections and the server's caches.
-	if st := openLoop(c, newReq, check, loadRate, 200*time.Millisecond, loadWorkers); st.errs > 0 {
-		b.Fatalf("warm-up: %d errors, first: %v", st.errs, st.firstErr)
-	}
-	var lat []time.Duration
-	var elapsed time.Duration
-	b.ResetTimer()
-	for range b.N {
-		st := openLoop(c, newReq, check, loadRate, loadDuration, loadWorkers)
-		if st.errs > 0 {
-			b.Fatalf("%d of %d requests failed, first: %v", st.errs, len(st.lat), st.firstErr)
-		}
-		lat = append(lat, st.lat...)
-		elapsed += st.elapsed
-	}
-	b.StopTimer()
-	slices.Sort(lat)
-	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
-	b.ReportMetric(float64(p50)/1e6, "p50-ms")
-	b.ReportMetric(float64(p99)/1e6, "p99-ms")
-	b.ReportMetric(float64(percentile(lat, 1))/1e6, "max-ms")
-	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
-	b.ReportMetric(float64(p99), "ns/op")
+	}, check, loadtest.Load{Rate: loadRate, Duration: loadDuration, Workers: loadWorkers})
 }
 
 // BenchmarkAPIListings is GET /api/v1/listings?limit=20 (a tenant with an API

@@ -95,4 +95,14 @@ var comparisons = []benchreport.Comparison{
 		Bench: "BenchmarkHealthChange", Baseline: "BenchmarkHealthFloor",
 		Target: "≤ 1 s (the issue's bound) at p99; faults come at a random point of the poll period, so the floor is the wait for the next tick of a 250 ms ticker (median 125 ms): a ratio near 1× means the plugin adds nothing to the poll",
 	},
+	{
+		Title: "Portal pages for a signed-in ISV (marketplace, search, listing, dashboard, tokens, keys) at 100 req/s open loop", Pkg: "github.com/fpga-faas/faas/services/registry/portal",
+		Bench: "BenchmarkPortalPages", Baseline: "BenchmarkPortalHealthz",
+		Target: "p99 ≤ 50 ms at 100 req/s (absolute); ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /healthz under the same load (p50-ms, p99-ms, req/s in the Other column)",
+	},
+	{
+		Title: "Publishing from the browser: multipart upload of a signed, sealed 2×38 MiB image layout tar, unpacked and pushed in process", Pkg: "github.com/fpga-faas/faas/services/registry/portal",
+		Bench: "BenchmarkBrowserUpload", Baseline: "BenchmarkHdkPush",
+		Target: "≥ 0.5× (throughput) of `hdk push` of the same layout to the same registry over HTTP (publish.Layout), each iteration into a fresh repository so every byte moves",
+	},
 }

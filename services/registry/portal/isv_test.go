@@ -42,6 +42,17 @@ type built struct {
 // nil, as hdk build, seal and sign do.
 func (r *rig) buildImage(source string, plain bool, key *ecdsa.PrivateKey) built {
 	r.t.Helper()
+	return r.build(source, images.SmallFrameBytes, plain, key)
+}
+
+// buildImageSized is buildImage of a full-size, sealed image.
+func (r *rig) buildImageSized(source string, key *ecdsa.PrivateKey) built {
+	r.t.Helper()
+	return r.build(source, images.FrameBytes, false, key)
+}
+
+func (r *rig) build(source string, frameBytes int, plain bool, key *ecdsa.PrivateKey) built {
+	r.t.Helper()
 	ctx := context.Background()
 	src := r.t.TempDir()
 	var s images.Source
@@ -51,7 +62,7 @@ func (r *rig) buildImage(source string, plain bool, key *ecdsa.PrivateKey) built
 		}
 	}
 	for _, b := range s.Bitstreams {
-		bit, err := b.Make(shell.PartVU9P, images.SmallFrameBytes)
+		bit, err := b.Make(shell.PartVU9P, frameBytes)
 		if err != nil {
 			r.t.Fatal(err)
 		}

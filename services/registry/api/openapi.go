@@ -101,7 +101,7 @@ func schemas() obj {
 	for k, v := range lc {
 		listing[k] = v
 	}
-	for k, v := range props("id", tID, "owner_id", tID, "owner", tStr, "published", tBool, "created_at", tTime, "updated_at", tTime) {
+	for k, v := range props("id", tID, "owner_id", tID, "owner", tStr, "published", tBool, "validated", tBool, "created_at", tTime, "updated_at", tTime) {
 		listing[k] = v
 	}
 	return obj{

@@ -14,27 +14,32 @@ import (
 
 // Listing is an IP listing.
 type Listing struct {
-	ID                 string    `json:"id"`
-	OwnerID            string    `json:"owner_id"`
-	Owner              string    `json:"owner"`
-	Repository         string    `json:"repository"`
-	Name               string    `json:"name"`
-	Summary            string    `json:"summary"`
-	Description        string    `json:"description"`
-	Category           string    `json:"category"`
-	BoardModel         string    `json:"board_model"`
-	Currency           string    `json:"currency"`
-	PricePerHourMicros int64     `json:"price_per_hour_micros"`
-	PricePerLoadMicros int64     `json:"price_per_load_micros"`
-	Visibility         string    `json:"visibility"`
-	Published          bool      `json:"published"`
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
+	ID                 string `json:"id"`
+	OwnerID            string `json:"owner_id"`
+	Owner              string `json:"owner"`
+	Repository         string `json:"repository"`
+	Name               string `json:"name"`
+	Summary            string `json:"summary"`
+	Description        string `json:"description"`
+	Category           string `json:"category"`
+	BoardModel         string `json:"board_model"`
+	Currency           string `json:"currency"`
+	PricePerHourMicros int64  `json:"price_per_hour_micros"`
+	PricePerLoadMicros int64  `json:"price_per_load_micros"`
+	Visibility         string `json:"visibility"`
+	Published          bool   `json:"published"`
+	// Validated: a version of the listing passed validation (signed by its
+	// ISV, countersigned by the platform); the marketplace's badge.
+	Validated bool      `json:"validated"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 const listingCols = `l.id::text, l.owner_id::text, a.name, coalesce(r.name, ''), l.name, l.summary, l.description,
 	l.category, l.board_model, l.currency, l.price_per_hour_micros, l.price_per_load_micros, l.visibility,
-	l.published, l.created_at, l.updated_at`
+	l.published, exists (select 1 from listing_versions v join validation_jobs j
+		on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest
+		where v.listing_id = l.id and j.state = 'available'), l.created_at, l.updated_at`
 
 const listingFrom = ` from listings l join accounts a on a.id = l.owner_id left join repositories r on r.id = l.repository_id `
 
@@ -48,7 +53,7 @@ func scanListing(r pgx.Row) (Listing, error) {
 	var l Listing
 	return l, r.Scan(&l.ID, &l.OwnerID, &l.Owner, &l.Repository, &l.Name, &l.Summary, &l.Description,
 		&l.Category, &l.BoardModel, &l.Currency, &l.PricePerHourMicros, &l.PricePerLoadMicros, &l.Visibility,
-		&l.Published, &l.CreatedAt, &l.UpdatedAt)
+		&l.Published, &l.Validated, &l.CreatedAt, &l.UpdatedAt)
 }
 
 func who(p *principal) (string, bool) {

@@ -125,6 +125,11 @@ var flashes = map[string]string{
 	"subscribed":   "Subscribed. You can load this accelerator now.",
 	"revoked":      "Token revoked.",
 	"unsubscribed": "Subscription ended.",
+	// The operator's view.
+	"account-created": "Account created.",
+	"account-updated": "Account changed.",
+	"node-approved":   "Node approved: keys may be released to it from now on.",
+	"node-revoked":    "Node revoked.",
 }
 
 // redirectFlash redirects (303) to, with the notice key.

@@ -18,6 +18,9 @@ func (p *Portal) routes() http.Handler {
 	mux.Handle("GET /static/", staticHandler())
 	p.accountRoutes(mux)
 	p.marketRoutes(mux)
+	p.tenantRoutes(mux)
+	p.adminRoutes(mux)
+	p.isvUsageRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no page at this address."})
 	})

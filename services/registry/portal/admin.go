@@ -65,7 +65,7 @@ func (accountsPage) nav() string   { return "admin" }
 
 // RoleNames are the roles an account is created with; PersonRoles those
 // an account can be changed between (the API keeps node accounts nodes).
-func (accountsPage) RoleNames() []string { return []string{"tenant", "isv", "admin", "node"} }
+func (accountsPage) RoleNames() []string   { return []string{"tenant", "isv", "admin", "node"} }
 func (accountsPage) PersonRoles() []string { return []string{"tenant", "isv", "admin"} }
 
 func (p *Portal) adminAccounts(w http.ResponseWriter, r *http.Request) {

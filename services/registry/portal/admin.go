@@ -3,6 +3,7 @@ package portal
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -205,7 +206,7 @@ func (p *Portal) adminNodes(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	pg := nodesPage{Tabs: adminTabs("nodes"), StaleAfter: staleAfter.String()}
+	pg := nodesPage{Tabs: adminTabs("nodes"), StaleAfter: fmt.Sprintf("%d seconds", int(staleAfter/time.Second))}
 	now := time.Now()
 	for _, n := range res.Items {
 		v := nodeView{Node: n, State: "awaiting approval"}

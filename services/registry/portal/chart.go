@@ -24,8 +24,9 @@ type bar struct {
 }
 
 type tick struct {
-	Pos   string
-	Label string
+	Pos    string
+	Label  string
+	Anchor string // text-anchor: the first and last labels stay inside the plot
 }
 
 // Chart geometry in SVG user units; the SVG scales to its box.
@@ -67,8 +68,16 @@ func newBarChart(id, title string, keys []string, values map[string]int64, label
 		}
 	}
 	sort.Ints(at)
-	for _, i := range at {
-		c.XTicks = append(c.XTicks, tick{Pos: f1(float64(chartLeft) + (float64(i)+0.5)*step), Label: keys[i]})
+	for j, i := range at {
+		t := tick{Pos: f1(float64(chartLeft) + (float64(i)+0.5)*step), Label: keys[i], Anchor: "middle"}
+		switch {
+		case len(at) == 1:
+		case j == 0:
+			t.Pos, t.Anchor = f1(float64(chartLeft)+float64(i)*step+gap/2), "start"
+		case j == len(at)-1:
+			t.Pos, t.Anchor = f1(float64(chartLeft)+float64(i+1)*step-gap/2), "end"
+		}
+		c.XTicks = append(c.XTicks, t)
 	}
 	return c
 }

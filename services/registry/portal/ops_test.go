@@ -273,6 +273,9 @@ func TestAdminNodesAndQueue(t *testing.T) {
 func TestISVUsage(t *testing.T) {
 	r := newRig(t)
 	f := newFleet(r)
+	// acme holds an entitlement of its own to globex's listing: the API
+	// lists it to acme, but acme is no subscriber of its own listings.
+	r.api("globex", http.MethodPost, "/listings/"+f.matrix+"/shares", map[string]string{"account": "acme"}, nil)
 	acme := r.browser()
 	acme.signIn("acme")
 	resp, page := acme.get("/isv/usage")

@@ -710,11 +710,12 @@ func (s *Server) boards() []api.Board {
 			out = append(out, api.Board{Model: sl.Board.Model.Name})
 		}
 		st := rec.State
-		switch st {
-		case agentapi.Busy:
-			st = agentapi.Loaded
-		case "":
+		switch {
+		case st == "":
 			st = agentapi.Cleared
+		case st == agentapi.Loaded && s.hub.busy(i):
+			// As the slot API shows it: a session is at work on the slot.
+			st = agentapi.Busy
 		}
 		hs := api.Slot{Index: i, State: string(st), Reason: rec.Reason}
 		if rec.Image != nil {

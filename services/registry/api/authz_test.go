@@ -55,6 +55,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/me", nil, []int{401, ok, ok, ok, ok, ok, ok}},
 		{"POST", "/accounts", func(string) any { return item{"name": uniq("acct"), "role": "tenant"} }, []int{401, 403, 403, 403, ok, 403, 403}},
 		{"GET", "/accounts", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"PATCH", "/accounts/" + e.users["tenant1"].ID, constant(item{"disabled": false}), []int{401, 403, 403, 403, ok, 403, 403}},
 		{"POST", "/tokens", constant(item{"name": "m"}), []int{401, ok, ok, ok, ok, ok, ok}},
 		{"GET", "/tokens", nil, []int{401, ok, ok, ok, ok, ok, ok}},
 		{"DELETE", "/tokens/" + T.ID, nil, []int{401, ok, 404, 404, 404, 404, 404}},
@@ -93,6 +94,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}, []int{401, 403, 403, 403, 403, ok, 404}},
 		{"GET", "/usage/summary", nil, []int{401, ok, ok, ok, ok, 403, 403}},
 		{"GET", "/audit", nil, []int{401, ok, ok, 403, ok, 403, 403}},
+		{"GET", "/validation-jobs", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"GET", "/loads", nil, []int{401, ok, ok, ok, ok, 403, 403}},
 	}
 	routes := map[string]bool{}
 	n := 0

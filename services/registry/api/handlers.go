@@ -63,6 +63,7 @@ func (a *API) routes() {
 	a.handle(http.MethodPost, "/usage", roles(node), a.reportUsage)
 	a.handle(http.MethodGet, "/usage/summary", roles(isv, tenant, admin), a.usageSummary)
 	a.handle(http.MethodGet, "/audit", roles(isv, admin), a.listAudit)
+	a.opsRoutes()
 	a.e.RouteNotFound(Prefix+"/*", func(c echo.Context) error { return echo.ErrNotFound })
 }
 
@@ -547,7 +548,7 @@ type Board struct {
 // Slot is the state of one slot of a board.
 type Slot struct {
 	Index  int    `json:"index"`
-	State  string `json:"state"` // cleared, loading, loaded, failed
+	State  string `json:"state"` // cleared, loading, loaded, busy, failed
 	Digest string `json:"digest,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
@@ -568,9 +569,9 @@ func (a *API) heartbeat(c echo.Context, p *principal) error {
 		}
 		for j, s := range b.Slots {
 			switch s.State {
-			case "cleared", "loading", "loaded", "failed":
+			case "cleared", "loading", "loaded", "busy", "failed":
 			default:
-				return fieldErr(fmt.Sprintf("boards[%d].slots[%d].state", i, j), "want cleared, loading, loaded or failed")
+				return fieldErr(fmt.Sprintf("boards[%d].slots[%d].state", i, j), "want cleared, loading, loaded, busy or failed")
 			}
 		}
 	}
@@ -712,7 +713,15 @@ func (a *API) usageSummary(c echo.Context, p *principal) error {
 		return err
 	}
 	listing := c.QueryParam("listing_id")
-	rows, err := a.st.usageSummary(c.Request().Context(), p, from, to, listing)
+	var perDay bool
+	switch c.QueryParam("by") {
+	case "":
+	case "day":
+		perDay = true
+	default:
+		return fieldErr("by", "want day, or leave it out")
+	}
+	rows, err := a.st.usageSummary(c.Request().Context(), p, from, to, listing, perDay)
 	if err != nil {
 		return err
 	}
@@ -731,8 +740,14 @@ func (a *API) listAudit(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	rows, err := a.st.listAudit(c.Request().Context(), p, c.QueryParam("action"), c.QueryParam("target_type"),
-		c.QueryParam("target_id"), pg)
+	f := auditFilter{action: c.QueryParam("action"), targetType: c.QueryParam("target_type"),
+		targetID: c.QueryParam("target_id"), actor: c.QueryParam("actor")}
+	for _, v := range []struct{ name, v string }{{"action", f.action}, {"target_type", f.targetType}, {"target_id", f.targetID}, {"actor", f.actor}} {
+		if len(v.v) > 256 {
+			return fieldErr(v.name, "at most 256 bytes")
+		}
+	}
+	rows, err := a.st.listAudit(c.Request().Context(), p, f, pg)
 	if err != nil {
 		return err
 	}

@@ -27,9 +27,16 @@ type AuditEntry struct {
 	Details    json.RawMessage `json:"details"`
 }
 
-// listAudit returns entries newest first: all for admins, for an isv those
-// about its listings. The cursor's ID is the last entry id.
-func (s *store) listAudit(ctx context.Context, p *principal, action, targetType, targetID string, pg pageReq) ([]AuditEntry, error) {
+// auditFilter selects audit entries; "" matches all.
+type auditFilter struct {
+	action, targetType, targetID string
+	actor                        string // account name of the actor
+}
+
+// listAudit returns entries newest first: all for admins; for an isv those
+// about its listings or signing keys and those of its own actions. The
+// cursor's ID is the last entry id.
+func (s *store) listAudit(ctx context.Context, p *principal, f auditFilter, pg pageReq) ([]AuditEntry, error) {
 	var before int64 = 1<<63 - 1
 	if pg.after != nil {
 		n, err := strconv.ParseInt(pg.after.ID, 10, 64)
@@ -40,10 +47,13 @@ func (s *store) listAudit(ctx context.Context, p *principal, action, targetType,
 	}
 	rows, err := s.pool.Query(ctx, `select id, at, actor_id::text, actor_name, action, target_type, target_id, outcome,
 		request_id, remote_addr, details from audit_log
-		where ($1 or (target_type = 'listing' and target_id in (select id::text from listings where owner_id = $2::uuid)))
+		where ($1 or actor_id = $2::uuid
+			or (target_type = 'listing' and target_id in (select id::text from listings where owner_id = $2::uuid))
+			or (target_type = 'signing_key' and target_id in (select id::text from signing_keys where account_id = $2::uuid)))
 		and ($3 = '' or action = $3) and ($4 = '' or target_type = $4) and ($5 = '' or target_id = $5)
+		and ($8 = '' or actor_name = $8)
 		and id < $6 order by id desc limit $7`,
-		p.is(auth.RoleAdmin), p.ID, action, targetType, targetID, before, pg.limit+1)
+		p.is(auth.RoleAdmin), p.ID, f.action, f.targetType, f.targetID, before, pg.limit+1, f.actor)
 	if err != nil {
 		return nil, err
 	}

@@ -93,8 +93,10 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 	return n, err
 }
 
-// UsageSummary is the usage of one tenant on one listing with its cost.
+// UsageSummary is the usage of one tenant on one listing with its cost,
+// on one day (UTC) when asked per day.
 type UsageSummary struct {
+	Day                string `json:"day,omitempty"` // YYYY-MM-DD, with ?by=day
 	ListingID          string `json:"listing_id"`
 	ListingName        string `json:"listing_name"`
 	TenantID           string `json:"tenant_id"`
@@ -111,10 +113,12 @@ type UsageSummary struct {
 }
 
 // usageSummary: admin all, isv its listings, tenant its own usage; times
-// [from, to). Costs use the listing's current prices; time is rounded to
-// the nearest micro.
-func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.Time, listing string) ([]UsageSummary, error) {
-	rows, err := s.pool.Query(ctx, `select l.id::text, l.name, a.id::text, a.name, l.currency,
+// [from, to), per listing and tenant, and per day of recording (UTC) when
+// perDay. Costs use the listing's current prices; time is rounded to the
+// nearest micro.
+func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.Time, listing string, perDay bool) ([]UsageSummary, error) {
+	rows, err := s.pool.Query(ctx, `select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
+		l.id::text, l.name, a.id::text, a.name, l.currency,
 		count(*) filter (where u.event = 'load'), count(*) filter (where u.event = 'clear'),
 		coalesce(sum(u.busy_ns), 0)::bigint, l.price_per_hour_micros, l.price_per_load_micros,
 		(count(*) filter (where u.event = 'load') * l.price_per_load_micros)::bigint,
@@ -123,14 +127,14 @@ func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.T
 		where ($1 or ($2 and l.owner_id = $3::uuid) or ($4 and u.tenant_id = $3::uuid))
 		and ($5::timestamptz is null or u.recorded_at >= $5) and ($6::timestamptz is null or u.recorded_at < $6)
 		and ($7 = '' or l.id::text = $7)
-		group by l.id, a.id order by l.name, l.id, a.name`,
-		p.is(auth.RoleAdmin), p.is(auth.RoleISV), p.ID, p.is(auth.RoleTenant), from, to, listing)
+		group by day, l.id, a.id order by day, l.name, l.id, a.name`,
+		p.is(auth.RoleAdmin), p.is(auth.RoleISV), p.ID, p.is(auth.RoleTenant), from, to, listing, perDay)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (UsageSummary, error) {
 		var u UsageSummary
-		err := r.Scan(&u.ListingID, &u.ListingName, &u.TenantID, &u.Tenant, &u.Currency, &u.Loads, &u.Clears, &u.BusyNs,
+		err := r.Scan(&u.Day, &u.ListingID, &u.ListingName, &u.TenantID, &u.Tenant, &u.Currency, &u.Loads, &u.Clears, &u.BusyNs,
 			&u.PricePerHourMicros, &u.PricePerLoadMicros, &u.LoadCostMicros, &u.TimeCostMicros)
 		u.TotalMicros = u.LoadCostMicros + u.TimeCostMicros
 		return u, err

@@ -168,6 +168,11 @@ var flashes = map[string]string{
 	"unpublished":  "Listing unpublished: tenants no longer find it; subscriptions stay.",
 	"saved":        "Listing saved.",
 	"shared":       "Private offer sent.",
+	// The operator's view.
+	"account-created": "Account created.",
+	"account-updated": "Account changed.",
+	"node-approved":   "Node approved: keys may be released to it from now on.",
+	"node-revoked":    "Node revoked.",
 }
 
 // redirectFlash redirects (303) to, with the notice key.

@@ -19,6 +19,9 @@ func (p *Portal) routes() http.Handler {
 	p.accountRoutes(mux)
 	p.marketRoutes(mux)
 	p.isvRoutes(mux)
+	p.tenantRoutes(mux)
+	p.adminRoutes(mux)
+	p.isvUsageRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no page at this address."})
 	})

@@ -1,0 +1,67 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+// opsRoutes: what operators and the portal's views need besides the
+// marketplace itself.
+func (a *API) opsRoutes() {
+	a.handle(http.MethodPatch, "/accounts/:id", roles(admin), a.updateAccount)
+	a.handle(http.MethodGet, "/validation-jobs", roles(admin), a.listValidationJobs)
+	a.handle(http.MethodGet, "/loads", roles(tenant, isv, admin), a.listLoads)
+}
+
+func (a *API) updateAccount(c echo.Context, p *principal) error {
+	var ch accountChange
+	if err := a.decode(c, &ch); err != nil {
+		return err
+	}
+	if ch.Role == nil && ch.Disabled == nil {
+		return fmt.Errorf("%w: nothing to change: give role or disabled", ErrInvalid)
+	}
+	if ch.Role != nil && !auth.Role(*ch.Role).Valid() {
+		return fieldErr("role", "want isv, tenant or admin")
+	}
+	acct, err := a.st.updateAccount(c.Request().Context(), p, c.Param("id"), ch)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, acct)
+}
+
+func (a *API) listValidationJobs(c echo.Context, p *principal) error {
+	pg, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	state := c.QueryParam("state")
+	switch state {
+	case "", "pending", "validating", "available", "failed":
+	default:
+		return fieldErr("state", "want pending, validating, available or failed")
+	}
+	rows, err := a.st.listValidationJobs(c.Request().Context(), state, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x ValidationJob) cursor { return cursor{x.CreatedAt, x.ID} }))
+}
+
+// listLoads answers the caller's own current loads only, whatever its
+// role: nodes and other tenants' loads stay the operator's view.
+func (a *API) listLoads(c echo.Context, p *principal) error {
+	rows, err := a.st.listLoads(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []Load{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": rows})
+}

@@ -1,0 +1,311 @@
+package portal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+// adminRoutes: the operator's view, for admins only (the API checks again).
+func (p *Portal) adminRoutes(mux *http.ServeMux) {
+	admin := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleAdmin) }
+	mux.HandleFunc("GET /admin", admin(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/admin/nodes", http.StatusSeeOther)
+	}))
+	mux.HandleFunc("GET /admin/accounts", admin(p.adminAccounts))
+	mux.HandleFunc("POST /admin/accounts", admin(p.adminCreateAccount))
+	mux.HandleFunc("POST /admin/accounts/{id}", admin(p.adminUpdateAccount))
+	mux.HandleFunc("GET /admin/nodes", admin(p.adminNodes))
+	mux.HandleFunc("POST /admin/nodes/{id}/approve", admin(p.adminNodeTrust("approve")))
+	mux.HandleFunc("POST /admin/nodes/{id}/revoke", admin(p.adminNodeTrust("revoke")))
+	mux.HandleFunc("GET /admin/validation", admin(p.adminValidation))
+	mux.HandleFunc("GET /admin/audit", admin(p.audit(auditView{tabs: adminTabs, tab: "audit", base: "/admin/audit",
+		heading: "Audit log", intro: "Every state-changing call on the registry, newest first.", nav: "admin"})))
+}
+
+// tab is an entry of a view's second-level navigation.
+type tab struct {
+	Href, Label string
+	Current     bool
+}
+
+func tabsOf(cur string, entries ...[2]string) []tab {
+	out := make([]tab, len(entries))
+	for i, e := range entries {
+		out[i] = tab{Href: e[0], Label: e[1], Current: strings.HasSuffix(e[0], "/"+cur)}
+	}
+	return out
+}
+
+func adminTabs(cur string) []tab {
+	return tabsOf(cur, [2]string{"/admin/nodes", "Nodes"}, [2]string{"/admin/accounts", "Accounts"},
+		[2]string{"/admin/validation", "Validation queue"}, [2]string{"/admin/audit", "Audit log"})
+}
+
+// Accounts ------------------------------------------------------------------------
+
+type accountsPage struct {
+	Tabs     []tab
+	Accounts []api.Account
+	Role     string // the filter
+	Next     string
+	Me       string
+	Error    string
+	Form     struct{ Name, Role string }
+}
+
+func (accountsPage) title() string { return "Accounts" }
+func (accountsPage) nav() string   { return "admin" }
+
+// RoleNames are the roles an account is created with; PersonRoles those
+// an account can be changed between (the API keeps node accounts nodes).
+func (accountsPage) RoleNames() []string   { return []string{"tenant", "isv", "admin", "node"} }
+func (accountsPage) PersonRoles() []string { return []string{"tenant", "isv", "admin"} }
+
+func (p *Portal) adminAccounts(w http.ResponseWriter, r *http.Request) {
+	p.showAccounts(w, r, http.StatusOK, accountsPage{})
+}
+
+func (p *Portal) showAccounts(w http.ResponseWriter, r *http.Request, status int, pg accountsPage) {
+	q := url.Values{"limit": {"100"}}
+	in := r.URL.Query()
+	if v := in.Get("role"); v != "" {
+		q.Set("role", v)
+		pg.Role = v
+	}
+	if v := in.Get("cursor"); v != "" {
+		q.Set("cursor", v)
+	}
+	var res struct {
+		Items      []api.Account `json:"items"`
+		NextCursor string        `json:"next_cursor"`
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/accounts", q, nil, &res); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg.Tabs, pg.Accounts, pg.Me = adminTabs("accounts"), res.Items, accountOf(r).ID
+	if res.NextCursor != "" {
+		q.Set("cursor", res.NextCursor)
+		q.Del("limit")
+		pg.Next = q.Encode()
+	}
+	p.render(w, r, status, "admin_accounts", pg)
+}
+
+// userError reports whether err is an API refusal to show on the form.
+func userError(err error) (*apiError, bool) {
+	var ae *apiError
+	ok := errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized && ae.Status != http.StatusForbidden
+	return ae, ok
+}
+
+func (p *Portal) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
+	req := map[string]string{"name": strings.TrimSpace(r.PostFormValue("name")), "role": r.PostFormValue("role")}
+	if pw := r.PostFormValue("password"); pw != "" {
+		req["password"] = pw
+	}
+	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/accounts", nil, req, nil)
+	if ae, ok := userError(err); ok {
+		pg := accountsPage{Error: ae.Message}
+		pg.Form.Name, pg.Form.Role = req["name"], req["role"]
+		p.showAccounts(w, r, ae.Status, pg)
+		return
+	}
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.redirectFlash(w, r, "/admin/accounts", "account-created")
+}
+
+func (p *Portal) adminUpdateAccount(w http.ResponseWriter, r *http.Request) {
+	req := map[string]any{}
+	if v := r.PostFormValue("role"); v != "" {
+		req["role"] = v
+	}
+	switch r.PostFormValue("disabled") {
+	case "true":
+		req["disabled"] = true
+	case "false":
+		req["disabled"] = false
+	}
+	err := p.call(r.Context(), accountOf(r), http.MethodPatch, "/accounts/"+url.PathEscape(r.PathValue("id")), nil, req, nil)
+	if ae, ok := userError(err); ok && ae.Status != http.StatusNotFound {
+		p.showAccounts(w, r, ae.Status, accountsPage{Error: ae.Message})
+		return
+	}
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.redirectFlash(w, r, "/admin/accounts", "account-updated")
+}
+
+// Nodes ---------------------------------------------------------------------------
+
+type nodeView struct {
+	api.Node
+	Boards []boardView
+	// BoardsError says the last heartbeat's boards could not be read.
+	BoardsError bool
+	State       string // awaiting approval, approved, revoked
+	Stale       bool
+	Silent      string // how long since the last heartbeat
+}
+
+type nodesPage struct {
+	Tabs       []tab
+	Nodes      []nodeView
+	StaleAfter string
+	Next       string
+}
+
+func (nodesPage) title() string { return "Nodes" }
+func (nodesPage) nav() string   { return "admin" }
+
+type boardView struct {
+	Model string
+	Slots []slotView
+}
+
+type slotView struct {
+	api.Slot
+	Short string // the digest's first 12 hex digits
+}
+
+// shortDigest is "sha256:" and the first 12 hex digits of d.
+func shortDigest(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+		return d[:i+13]
+	}
+	return d
+}
+
+// slotStates are the states a slot cell may show; anything else a node
+// sent is shown as "unknown" rather than as a class of its choosing.
+var slotStates = map[string]bool{"cleared": true, "loading": true, "loaded": true, "busy": true, "failed": true}
+
+func (p *Portal) adminNodes(w http.ResponseWriter, r *http.Request) {
+	q := url.Values{"limit": {"100"}}
+	if v := r.URL.Query().Get("cursor"); v != "" {
+		q.Set("cursor", v)
+	}
+	var res struct {
+		Items      []api.Node `json:"items"`
+		NextCursor string     `json:"next_cursor"`
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/nodes", q, nil, &res); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg := nodesPage{Tabs: adminTabs("nodes"), StaleAfter: fmt.Sprintf("%d seconds", int(staleAfter/time.Second))}
+	now := time.Now()
+	for _, n := range res.Items {
+		v := nodeView{Node: n, State: "awaiting approval"}
+		switch {
+		case n.RevokedAt != nil:
+			v.State = "revoked"
+		case n.ApprovedAt != nil:
+			v.State = "approved"
+		}
+		var boards []api.Board
+		if len(n.Boards) > 0 && json.Unmarshal(n.Boards, &boards) != nil {
+			v.BoardsError, boards = true, nil
+		}
+		for _, b := range boards {
+			bv := boardView{Model: b.Model}
+			for _, s := range b.Slots {
+				if !slotStates[s.State] {
+					s.State = "unknown"
+				}
+				bv.Slots = append(bv.Slots, slotView{Slot: s, Short: shortDigest(s.Digest)})
+			}
+			v.Boards = append(v.Boards, bv)
+		}
+		if n.RevokedAt == nil {
+			v.Stale = n.LastHeartbeatAt == nil || now.Sub(*n.LastHeartbeatAt) > staleAfter
+		}
+		if n.LastHeartbeatAt != nil {
+			v.Silent = now.Sub(*n.LastHeartbeatAt).Round(time.Second).String()
+		}
+		pg.Nodes = append(pg.Nodes, v)
+	}
+	if res.NextCursor != "" {
+		pg.Next = url.Values{"cursor": {res.NextCursor}}.Encode()
+	}
+	p.render(w, r, http.StatusOK, "admin_nodes", pg)
+}
+
+func (p *Portal) adminNodeTrust(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/nodes/"+url.PathEscape(r.PathValue("id"))+"/"+action, nil, nil, nil); err != nil {
+			p.fail(w, r, err)
+			return
+		}
+		p.redirectFlash(w, r, "/admin/nodes", "node-"+action+"d")
+	}
+}
+
+// Validation queue -----------------------------------------------------------------
+
+type reason struct {
+	Code     string `json:"code"`
+	Severity string `json:"severity"`
+	Field    string `json:"field"`
+	Message  string `json:"message"`
+}
+
+type jobView struct {
+	api.ValidationJob
+	Findings []reason
+}
+
+type validationPage struct {
+	Tabs   []tab
+	State  string
+	States []string
+	Jobs   []jobView
+	Next   string
+}
+
+func (validationPage) title() string { return "Validation queue" }
+func (validationPage) nav() string   { return "admin" }
+
+func (p *Portal) adminValidation(w http.ResponseWriter, r *http.Request) {
+	in := r.URL.Query()
+	q := url.Values{"limit": {"100"}}
+	for _, k := range []string{"state", "cursor"} {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	var res struct {
+		Items      []api.ValidationJob `json:"items"`
+		NextCursor string              `json:"next_cursor"`
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/validation-jobs", q, nil, &res); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg := validationPage{Tabs: adminTabs("validation"), State: in.Get("state"),
+		States: []string{"pending", "validating", "available", "failed"}}
+	for _, j := range res.Items {
+		v := jobView{ValidationJob: j}
+		_ = json.Unmarshal(j.Reasons, &v.Findings) // unreadable reasons show as none; the raw JSON stays in the API
+		pg.Jobs = append(pg.Jobs, v)
+	}
+	if res.NextCursor != "" {
+		q.Set("cursor", res.NextCursor)
+		q.Del("limit")
+		pg.Next = q.Encode()
+	}
+	p.render(w, r, http.StatusOK, "admin_validation", pg)
+}

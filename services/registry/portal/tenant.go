@@ -1,0 +1,147 @@
+package portal
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/services/registry/auth"
+)
+
+// tenantRoutes: the tenant's "my accelerators".
+func (p *Portal) tenantRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /my", p.requireRole(p.myAccelerators, auth.RoleTenant))
+	mux.HandleFunc("GET /my/subscriptions/{id}/end", p.requireRole(p.confirmUnsubscribe, auth.RoleTenant))
+	mux.HandleFunc("POST /my/subscriptions/{id}/end", p.requireRole(p.unsubscribe, auth.RoleTenant))
+}
+
+// nodeHeartbeat is faasd's heartbeat period (services/agent/server,
+// Config.Heartbeat's default; faasd has no flag for it). A node silent for
+// staleAfter is flagged stale.
+const (
+	nodeHeartbeat = 30 * time.Second
+	staleAfter    = 3 * nodeHeartbeat
+)
+
+type loadRow struct {
+	api.Load
+	Stale bool
+}
+
+type usageRow struct {
+	api.UsageSummary
+	BusyHours string
+}
+
+type myPage struct {
+	Entitlements []api.Entitlement
+	Loads        []loadRow
+	Usage        []usageRow
+	Totals       []string // the cost to date, one entry a currency
+}
+
+func (myPage) title() string { return "My accelerators" }
+func (myPage) nav() string   { return "my" }
+
+// hours formats nanoseconds as hours with two decimals.
+func hours(ns int64) string { return fmt.Sprintf("%.2f", float64(ns)/float64(time.Hour)) }
+
+// totals sums the usage's cost by currency, formatted, in currency order.
+func totals(rows []api.UsageSummary) []string {
+	sum := map[string]int64{}
+	for _, r := range rows {
+		sum[r.Currency] += r.TotalMicros
+	}
+	out := make([]string, 0, len(sum))
+	for c, v := range sum {
+		out = append(out, price(c, v))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
+	ctx, acct := r.Context(), accountOf(r)
+	var pg myPage
+	var ents struct {
+		Items []api.Entitlement `json:"items"`
+	}
+	if err := p.call(ctx, acct, http.MethodGet, "/entitlements", url.Values{"active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg.Entitlements = ents.Items
+	var loads struct {
+		Items []api.Load `json:"items"`
+	}
+	if err := p.call(ctx, acct, http.MethodGet, "/loads", nil, nil, &loads); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	now := time.Now()
+	for _, l := range loads.Items {
+		pg.Loads = append(pg.Loads, loadRow{Load: l, Stale: l.LastHeartbeatAt == nil || now.Sub(*l.LastHeartbeatAt) > staleAfter})
+	}
+	var usage struct {
+		Items []api.UsageSummary `json:"items"`
+	}
+	if err := p.call(ctx, acct, http.MethodGet, "/usage/summary", nil, nil, &usage); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	for _, u := range usage.Items {
+		pg.Usage = append(pg.Usage, usageRow{UsageSummary: u, BusyHours: hours(u.BusyNs)})
+	}
+	pg.Totals = totals(usage.Items)
+	p.render(w, r, http.StatusOK, "my", pg)
+}
+
+type unsubscribePage struct{ Entitlement api.Entitlement }
+
+func (unsubscribePage) title() string { return "End subscription" }
+func (unsubscribePage) nav() string   { return "my" }
+
+// ownEntitlement finds the caller's active entitlement id, or answers 404.
+func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (api.Entitlement, bool) {
+	id := r.PathValue("id")
+	var ents struct {
+		Items []api.Entitlement `json:"items"`
+	}
+	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/entitlements", url.Values{"active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
+		p.fail(w, r, err)
+		return api.Entitlement{}, false
+	}
+	for _, e := range ents.Items {
+		if e.ID == id && e.AccountID == accountOf(r).ID {
+			return e, true
+		}
+	}
+	p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "You have no such subscription."})
+	return api.Entitlement{}, false
+}
+
+// confirmUnsubscribe asks before ending a subscription, with or without
+// JavaScript.
+func (p *Portal) confirmUnsubscribe(w http.ResponseWriter, r *http.Request) {
+	if e, ok := p.ownEntitlement(w, r); ok {
+		p.render(w, r, http.StatusOK, "unsubscribe", unsubscribePage{Entitlement: e})
+	}
+}
+
+func (p *Portal) unsubscribe(w http.ResponseWriter, r *http.Request) {
+	err := p.call(r.Context(), accountOf(r), http.MethodDelete, "/entitlements/"+url.PathEscape(r.PathValue("id")), nil, nil, nil)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "You have no such subscription."})
+		return
+	}
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.redirectFlash(w, r, "/my", "unsubscribed")
+}

@@ -191,6 +191,9 @@ type guard struct {
 	waiting  int           // checks waiting for memory
 	queued   int           // checks waiting in begin
 	ended    chan struct{} // closed and replaced when a check ends
+	// ends counts the checks ended, so that begin can tell a shared
+	// snapshot read while one ended from a fresh one (see begin).
+	ends uint64
 	running  int
 	granted  int64
 	accounts *tracker[string]
@@ -298,13 +301,24 @@ func (g *guard) begin(ctx context.Context, name string, source netip.Addr) (*att
 	for {
 		now := g.cfg.Now()
 		var sharedAcct, sharedSrc lockState
+		var ends uint64
 		if g.shared != nil {
+			g.mu.Lock()
+			ends = g.ends
+			g.mu.Unlock()
 			var err error
 			if sharedAcct, sharedSrc, err = g.shared.read(ctx, name, srcName, now); err != nil {
 				return nil, err
 			}
 		}
 		g.mu.Lock()
+		if g.shared != nil && g.ends != ends {
+			// A check of this process ended while the snapshot was read:
+			// its failure is in memory but maybe not in the snapshot,
+			// which must not overwrite it. Read again.
+			g.mu.Unlock()
+			continue
+		}
 		a := &attempt{g: g, ctx: context.WithoutCancel(ctx), name: name, acct: g.accounts.get(name, now)}
 		if g.shared != nil {
 			g.accounts.adopt(a.acct, sharedAcct)
@@ -381,6 +395,7 @@ func (a *attempt) end(ok, counts bool) {
 	defer g.mu.Unlock()
 	close(g.ended) // wake the checks waiting in begin
 	g.ended = make(chan struct{})
+	g.ends++
 	a.acct.inflight--
 	switch {
 	case ok:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -382,4 +383,45 @@ func TestCheckImport(t *testing.T) {
 			t.Errorf("checkImport(%q, %q, testOnly=%v) = %v; want allowed=%v", c.from, c.to, c.testOnly, err, c.ok)
 		}
 	}
+}
+
+// TestNoSourceIgnored: no Go file of the tree is ignored by .gitignore, so
+// none is left out of a commit unnoticed (a pattern meant for a binary,
+// /hdk, once hid the new package hdk/publish).
+func TestNoSourceIgnored(t *testing.T) {
+	root, _ := moduleRoot(t)
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %s is not a git checkout", root)
+		}
+		t.Skip("not a git checkout")
+	}
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "build" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".go") {
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", append([]string{"check-ignore", "--no-index", "--"}, files...)...)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	// check-ignore exits 1 when nothing is ignored.
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == 1 {
+		return
+	}
+	if err != nil {
+		t.Fatalf("git check-ignore: %v", err)
+	}
+	t.Errorf(".gitignore ignores Go sources:\n%s", out)
 }

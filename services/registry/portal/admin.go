@@ -14,7 +14,7 @@ import (
 )
 
 // adminRoutes: the operator's view, for admins only (the API checks again).
-func (p *Portal) adminRoutes(mux *http.ServeMux) {
+func (p *Portal) adminRoutes(mux *router) {
 	admin := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleAdmin) }
 	mux.HandleFunc("GET /admin", admin(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/admin/nodes", http.StatusSeeOther)

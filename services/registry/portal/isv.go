@@ -16,7 +16,7 @@ import (
 )
 
 // isvRoutes: the ISV's dashboard, listings, versions, keys and publishing.
-func (p *Portal) isvRoutes(mux *http.ServeMux) {
+func (p *Portal) isvRoutes(mux *router) {
 	isv := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleISV) }
 	mux.HandleFunc("GET /codes", p.codesPage)
 	mux.HandleFunc("GET /isv", isv(p.dashboard))

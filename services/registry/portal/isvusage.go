@@ -15,7 +15,7 @@ import (
 )
 
 // isvUsageRoutes: an ISV's subscribers, usage and revenue, and its audit.
-func (p *Portal) isvUsageRoutes(mux *http.ServeMux) {
+func (p *Portal) isvUsageRoutes(mux *router) {
 	isv := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleISV) }
 	mux.HandleFunc("GET /isv/usage", isv(p.isvUsage))
 	mux.HandleFunc("GET /isv/usage.csv", isv(p.isvUsageCSV))

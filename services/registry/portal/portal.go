@@ -81,6 +81,7 @@ type Portal struct {
 	sessions *sessions
 	uploads  *uploads
 	pages    *pages
+	patterns []string
 	handler  http.Handler
 }
 

@@ -7,14 +7,34 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/web"
 )
 
+// router is a ServeMux that remembers its patterns (Routes).
+type router struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (r *router) Handle(pattern string, h http.Handler) {
+	r.patterns = append(r.patterns, pattern)
+	r.ServeMux.Handle(pattern, h)
+}
+
+func (r *router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	r.Handle(pattern, http.HandlerFunc(h))
+}
+
+// Routes lists the portal's patterns ("GET /isv/keys"), for the
+// authorization matrix of its tests.
+func (p *Portal) Routes() []string { return slices.Clone(p.patterns) }
+
 func (p *Portal) routes() http.Handler {
-	mux := http.NewServeMux()
+	mux := &router{ServeMux: http.NewServeMux()}
 	mux.Handle("GET /static/", staticHandler())
 	p.accountRoutes(mux)
 	p.marketRoutes(mux)
@@ -25,13 +45,14 @@ func (p *Portal) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no page at this address."})
 	})
+	p.patterns = mux.patterns
 	// Cross-origin state changes are refused before any handler runs
 	// (Sec-Fetch-Site and Origin), in addition to the CSRF tokens.
 	return secure(http.NewCrossOriginProtection().Handler(p.withSession(mux)))
 }
 
 // accountRoutes: sign-in, sign-out and API tokens.
-func (p *Portal) accountRoutes(mux *http.ServeMux) {
+func (p *Portal) accountRoutes(mux *router) {
 	mux.HandleFunc("GET /signin", p.signinForm)
 	mux.HandleFunc("POST /signin", p.signin)
 	mux.HandleFunc("POST /signout", p.signout)
@@ -41,7 +62,7 @@ func (p *Portal) accountRoutes(mux *http.ServeMux) {
 }
 
 // marketRoutes: the marketplace, open to anonymous visitors.
-func (p *Portal) marketRoutes(mux *http.ServeMux) {
+func (p *Portal) marketRoutes(mux *router) {
 	mux.HandleFunc("GET /{$}", p.market)
 	mux.HandleFunc("GET /listings/{id}", p.listing)
 	mux.HandleFunc("POST /listings/{id}/subscribe", p.requireRole(p.subscribe, auth.RoleTenant))

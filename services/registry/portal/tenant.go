@@ -13,7 +13,7 @@ import (
 )
 
 // tenantRoutes: the tenant's "my accelerators".
-func (p *Portal) tenantRoutes(mux *http.ServeMux) {
+func (p *Portal) tenantRoutes(mux *router) {
 	mux.HandleFunc("GET /my", p.requireRole(p.myAccelerators, auth.RoleTenant))
 	mux.HandleFunc("GET /my/subscriptions/{id}/end", p.requireRole(p.confirmUnsubscribe, auth.RoleTenant))
 	mux.HandleFunc("POST /my/subscriptions/{id}/end", p.requireRole(p.unsubscribe, auth.RoleTenant))

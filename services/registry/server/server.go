@@ -422,6 +422,9 @@ func (s *Server) Config() Config { return s.cfg }
 // Keyring returns the JWT keyring (for rotation by operators and tests).
 func (s *Server) Keyring() *auth.Keyring { return s.keyring }
 
+// Portal returns the web portal.
+func (s *Server) Portal() *portal.Portal { return s.portal }
+
 // Accounts returns the account store.
 func (s *Server) Accounts() *auth.Store { return s.accounts }
 

@@ -1,0 +1,204 @@
+package publish
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ErrLayoutTar marks a tar that is not a well-formed OCI image layout.
+var ErrLayoutTar = errors.New("publish: not an OCI image layout tar")
+
+// Limits bound what Untar accepts; zero fields take the defaults.
+type Limits struct {
+	// MaxBytes bounds the bytes of all files together. Default 2 GiB.
+	MaxBytes int64
+	// MaxFiles bounds the number of entries. Default 1024.
+	MaxFiles int
+}
+
+const (
+	defaultMaxBytes = 2 << 30
+	defaultMaxFiles = 1024
+	// maxMetaBytes bounds oci-layout and index.json.
+	maxMetaBytes = 4 << 20
+)
+
+var blobName = regexp.MustCompile(`^blobs/(sha256/[a-f0-9]{64}|sha512/[a-f0-9]{128})$`)
+
+// Untar writes the OCI image layout of the tar stream r into dir, which
+// must exist and be empty. It accepts the layout's files at the top of the
+// tar or under one folder (`tar -cf x.tar layout/`): oci-layout,
+// index.json and blobs/<alg>/<hex>, regular files and folders only. Every
+// blob's bytes must match its name. Anything else is an error wrapping
+// ErrLayoutTar that names the entry; a partial layout may be left in dir.
+func Untar(ctx context.Context, r io.Reader, dir string, lim Limits) error {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = defaultMaxBytes
+	}
+	if lim.MaxFiles <= 0 {
+		lim.MaxFiles = defaultMaxFiles
+	}
+	tr := tar.NewReader(r)
+	var total int64
+	prefix, prefixSet := "", false
+	seen := map[string]bool{}
+	for n := 0; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%w: reading entry %d: %v", ErrLayoutTar, n+1, err)
+		}
+		if n >= lim.MaxFiles {
+			return fmt.Errorf("%w: more than %d entries", ErrLayoutTar, lim.MaxFiles)
+		}
+		name, pre, err := entryName(h.Name)
+		if err != nil {
+			return err
+		}
+		if name == "" { // the enclosing folder itself
+			if h.Typeflag != tar.TypeDir {
+				return fmt.Errorf("%w: %q: not a layout file", ErrLayoutTar, h.Name)
+			}
+			continue
+		}
+		if prefixSet && pre != prefix {
+			return fmt.Errorf("%w: %q is outside the layout's folder %q", ErrLayoutTar, h.Name, prefix)
+		}
+		prefix, prefixSet = pre, true
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if name != "blobs" && name != "blobs/sha256" && name != "blobs/sha512" {
+				return fmt.Errorf("%w: %q: unexpected folder", ErrLayoutTar, h.Name)
+			}
+			if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(name)), 0o700); err != nil {
+				return err
+			}
+			continue
+		case tar.TypeReg:
+		default:
+			return fmt.Errorf("%w: %q: only regular files and folders are allowed (type %q)", ErrLayoutTar, h.Name, h.Typeflag)
+		}
+		var sum hash.Hash
+		switch {
+		case name == "oci-layout" || name == "index.json":
+			if h.Size > maxMetaBytes {
+				return fmt.Errorf("%w: %q: larger than %d bytes", ErrLayoutTar, h.Name, maxMetaBytes)
+			}
+		case blobName.MatchString(name):
+			if strings.HasPrefix(name, "blobs/sha256/") {
+				sum = sha256.New()
+			} else {
+				sum = sha512.New()
+			}
+		default:
+			return fmt.Errorf("%w: %q: not a layout file (want oci-layout, index.json or blobs/<algorithm>/<hex>)", ErrLayoutTar, h.Name)
+		}
+		if seen[name] {
+			return fmt.Errorf("%w: %q appears twice", ErrLayoutTar, h.Name)
+		}
+		seen[name] = true
+		if h.Size < 0 || total+h.Size > lim.MaxBytes {
+			return fmt.Errorf("%w: larger than %d bytes", ErrLayoutTar, lim.MaxBytes)
+		}
+		total += h.Size
+		if err := writeEntry(dir, name, tr, h.Size, sum); err != nil {
+			var we writeError
+			if errors.As(err, &we) {
+				return fmt.Errorf("publish: writing %q: %w", h.Name, we.err)
+			}
+			return fmt.Errorf("%w: %q: %w", ErrLayoutTar, h.Name, err)
+		}
+	}
+	for _, need := range []string{"oci-layout", "index.json"} {
+		if !seen[need] {
+			return fmt.Errorf("%w: no %s", ErrLayoutTar, need)
+		}
+	}
+	return nil
+}
+
+// entryName splits a tar path into the layout's name and the folder it
+// sits in ("" at the top). A name of "" is that folder itself.
+func entryName(p string) (name, prefix string, err error) {
+	p = strings.TrimPrefix(p, "./")
+	clean := strings.TrimSuffix(p, "/")
+	if clean == "" || clean == "." {
+		return "", "", nil
+	}
+	if strings.Contains(p, "\\") || strings.HasPrefix(p, "/") || clean != filepath.ToSlash(filepath.Clean(clean)) ||
+		strings.HasPrefix(clean, "..") {
+		return "", "", fmt.Errorf("%w: %q: not a plain relative path", ErrLayoutTar, p)
+	}
+	first, rest, nested := strings.Cut(clean, "/")
+	switch first {
+	case "oci-layout", "index.json", "blobs":
+		return clean, "", nil
+	}
+	if !nested {
+		return "", first, nil
+	}
+	return rest, first, nil
+}
+
+// writeError is a failure of our own disk, not of the tar.
+type writeError struct{ err error }
+
+func (e writeError) Error() string { return e.err.Error() }
+
+type diskWriter struct{ w io.Writer }
+
+func (d diskWriter) Write(p []byte) (int, error) {
+	n, err := d.w.Write(p)
+	if err != nil {
+		err = writeError{err}
+	}
+	return n, err
+}
+
+// writeEntry copies size bytes of r into dir/name, checking them against
+// the blob's name when sum is not nil. Failures of the disk are
+// writeError; the others are the tar's.
+func writeEntry(dir, name string, r io.Reader, size int64, sum hash.Hash) error {
+	path := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return writeError{err}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return writeError{err}
+	}
+	w := io.Writer(diskWriter{f})
+	if sum != nil {
+		w = io.MultiWriter(f, sum)
+	}
+	n, err := io.Copy(w, io.LimitReader(r, size))
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = writeError{cerr}
+	}
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("truncated: %d of %d bytes", n, size)
+	}
+	if sum != nil && hex.EncodeToString(sum.Sum(nil)) != filepath.Base(name) {
+		return errors.New("its bytes do not match its digest (the file was altered)")
+	}
+	return nil
+}

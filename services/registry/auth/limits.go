@@ -187,13 +187,13 @@ type guard struct {
 	cfg Limits
 	mem *semaphore.Weighted
 
-	mu       sync.Mutex
-	waiting  int           // checks waiting for memory
-	queued   int           // checks waiting in begin
-	ended    chan struct{} // closed and replaced when a check ends
+	mu      sync.Mutex
+	waiting int           // checks waiting for memory
+	queued  int           // checks waiting in begin
+	ended   chan struct{} // closed and replaced when a check ends
 	// ends counts the checks ended, so that begin can tell a shared
 	// snapshot read while one ended from a fresh one (see begin).
-	ends uint64
+	ends     uint64
 	running  int
 	granted  int64
 	accounts *tracker[string]

@@ -19,12 +19,20 @@ import (
 // ErrLayoutTar marks a tar that is not a well-formed OCI image layout.
 var ErrLayoutTar = errors.New("publish: not an OCI image layout tar")
 
-// Limits bound what Untar accepts; zero fields take the defaults.
-type Limits struct {
+// Options bound what Untar accepts, and may stream large blobs elsewhere;
+// zero fields take the defaults.
+type Options struct {
 	// MaxBytes bounds the bytes of all files together. Default 2 GiB.
 	MaxBytes int64
 	// MaxFiles bounds the number of entries. Default 1024.
 	MaxFiles int
+	// Stream, when set, receives every blob of StreamMin bytes or more
+	// instead of the folder: its digest ("sha256:…"), size and bytes,
+	// which it must read to the end and check against the digest itself
+	// (Untar does not hash them). A registry upload does exactly that, so
+	// the bytes are hashed once and never touch the disk.
+	Stream    func(ctx context.Context, digest string, size int64, r io.Reader) error
+	StreamMin int64
 }
 
 const (
@@ -42,7 +50,7 @@ var blobName = regexp.MustCompile(`^blobs/(sha256/[a-f0-9]{64}|sha512/[a-f0-9]{1
 // index.json and blobs/<alg>/<hex>, regular files and folders only. Every
 // blob's bytes must match its name. Anything else is an error wrapping
 // ErrLayoutTar that names the entry; a partial layout may be left in dir.
-func Untar(ctx context.Context, r io.Reader, dir string, lim Limits) error {
+func Untar(ctx context.Context, r io.Reader, dir string, lim Options) error {
 	if lim.MaxBytes <= 0 {
 		lim.MaxBytes = defaultMaxBytes
 	}
@@ -117,6 +125,17 @@ func Untar(ctx context.Context, r io.Reader, dir string, lim Limits) error {
 			return fmt.Errorf("%w: larger than %d bytes", ErrLayoutTar, lim.MaxBytes)
 		}
 		total += h.Size
+		if sum != nil && lim.Stream != nil && h.Size >= lim.StreamMin {
+			alg, hex, _ := strings.Cut(strings.TrimPrefix(name, "blobs/"), "/")
+			body := &countingReader{r: io.LimitReader(tr, h.Size)}
+			if err := lim.Stream(ctx, alg+":"+hex, h.Size, body); err != nil {
+				return fmt.Errorf("publish: %q: %w", h.Name, err)
+			}
+			if body.n != h.Size {
+				return fmt.Errorf("%w: %q: truncated: %d of %d bytes", ErrLayoutTar, h.Name, body.n, h.Size)
+			}
+			continue
+		}
 		if err := writeEntry(dir, name, tr, h.Size, sum); err != nil {
 			var we writeError
 			if errors.As(err, &we) {
@@ -154,6 +173,17 @@ func entryName(p string) (name, prefix string, err error) {
 		return "", first, nil
 	}
 	return rest, first, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // writeError is a failure of our own disk, not of the tar.

@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +84,7 @@ func TestUntar(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			err := Untar(context.Background(), bytes.NewReader(tarOf(t, c.entries...)), dir, Limits{})
+			err := Untar(context.Background(), bytes.NewReader(tarOf(t, c.entries...)), dir, Options{})
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -101,15 +103,15 @@ func TestUntar(t *testing.T) {
 
 func TestUntarLimits(t *testing.T) {
 	big := blob(strings.Repeat("x", 4096))
-	err := Untar(context.Background(), bytes.NewReader(tarOf(t, ociLayout, index, big)), t.TempDir(), Limits{MaxBytes: 4000})
+	err := Untar(context.Background(), bytes.NewReader(tarOf(t, ociLayout, index, big)), t.TempDir(), Options{MaxBytes: 4000})
 	if !errors.Is(err, ErrLayoutTar) || !strings.Contains(err.Error(), "larger than 4000 bytes") {
 		t.Fatalf("over MaxBytes: %v", err)
 	}
-	err = Untar(context.Background(), bytes.NewReader(tarOf(t, ociLayout, index, big)), t.TempDir(), Limits{MaxFiles: 2})
+	err = Untar(context.Background(), bytes.NewReader(tarOf(t, ociLayout, index, big)), t.TempDir(), Options{MaxFiles: 2})
 	if !errors.Is(err, ErrLayoutTar) || !strings.Contains(err.Error(), "more than 2 entries") {
 		t.Fatalf("over MaxFiles: %v", err)
 	}
-	err = Untar(context.Background(), strings.NewReader("not a tar at all, just text that is long enough to be read as a header block"), t.TempDir(), Limits{})
+	err = Untar(context.Background(), strings.NewReader("not a tar at all, just text that is long enough to be read as a header block"), t.TempDir(), Options{})
 	if !errors.Is(err, ErrLayoutTar) {
 		t.Fatalf("garbage: %v", err)
 	}
@@ -123,7 +125,7 @@ func FuzzUntar(f *testing.F) {
 	f.Add([]byte("garbage"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
-		err := Untar(context.Background(), bytes.NewReader(b), dir, Limits{MaxBytes: 1 << 20, MaxFiles: 64})
+		err := Untar(context.Background(), bytes.NewReader(b), dir, Options{MaxBytes: 1 << 20, MaxFiles: 64})
 		if err != nil && !errors.Is(err, ErrLayoutTar) {
 			t.Fatalf("error outside ErrLayoutTar: %v", err)
 		}
@@ -135,4 +137,47 @@ func FuzzUntar(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+func TestUntarStream(t *testing.T) {
+	small, big := blob("config"), blob(strings.Repeat("frame", 1000))
+	var got []string
+	dir := t.TempDir()
+	err := Untar(context.Background(), bytes.NewReader(tarOf(t, ociLayout, index, small, big)), dir, Options{
+		StreamMin: 1000,
+		Stream: func(_ context.Context, digest string, size int64, r io.Reader) error {
+			b, err := io.ReadAll(r)
+			got = append(got, fmt.Sprintf("%s %d %d", digest, size, len(b)))
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(strings.TrimPrefix(big.name, "blobs/"), "/", ":", 1) + " 5000 5000"
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("streamed %q, want [%s]", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(big.name))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the streamed blob is on disk too: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(small.name))); err != nil {
+		t.Errorf("the small blob is not on disk: %v", err)
+	}
+	// A stream that stops early is a truncation, and its error is kept.
+	err = Untar(context.Background(), bytes.NewReader(tarOf(t, ociLayout, index, big)), t.TempDir(), Options{
+		StreamMin: 1000,
+		Stream:    func(context.Context, string, int64, io.Reader) error { return nil },
+	})
+	if !errors.Is(err, ErrLayoutTar) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("unread stream: %v", err)
+	}
+	boom := errors.New("registry says no")
+	err = Untar(context.Background(), bytes.NewReader(tarOf(t, ociLayout, index, big)), t.TempDir(), Options{
+		StreamMin: 1000,
+		Stream:    func(context.Context, string, int64, io.Reader) error { return boom },
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("stream error: %v", err)
+	}
 }

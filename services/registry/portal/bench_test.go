@@ -90,7 +90,7 @@ func newUploadEnv(b *testing.B) *uploadEnv {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	if err := publish.Untar(context.Background(), bytes.NewReader(img.tar), dir, publish.Limits{}); err != nil {
+	if err := publish.Untar(context.Background(), bytes.NewReader(img.tar), dir, publish.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	return &uploadEnv{r: r, img: img, layout: dir}

@@ -34,7 +34,7 @@ func newChrome(t *testing.T) *chrome {
 	bin := testenv.Chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1280, 900))
+		chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1280, 1500))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
@@ -86,11 +86,13 @@ func (c *chrome) run(what string, actions ...chromedp.Action) {
 	}
 }
 
-// shot screenshots the whole page as name.png.
+// shot screenshots the window (1280×1500) as name.png. Not
+// FullScreenshot: it resizes the view to the page, and under load that
+// hung now and then.
 func (c *chrome) shot(name string) {
 	c.t.Helper()
 	var png []byte
-	c.run("screenshot "+name, chromedp.FullScreenshot(&png, 100))
+	c.run("screenshot "+name, chromedp.CaptureScreenshot(&png))
 	if err := os.WriteFile(filepath.Join(c.shots, name+".png"), png, 0o644); err != nil {
 		c.t.Fatal(err)
 	}

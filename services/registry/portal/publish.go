@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -154,9 +155,27 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 				continue
 			}
 			gotLayout = true
-			if err := publish.Untar(r.Context(), part, dir, publish.Limits{MaxBytes: p.cfg.MaxUploadBytes}); err != nil {
+			opts := publish.Options{MaxBytes: p.cfg.MaxUploadBytes}
+			// With the listing known (the form sends it first), large blobs
+			// go straight into the registry as they arrive: hashed once, by
+			// the registry, and never written to this disk.
+			if pg.Listing != "" {
+				if l, err := p.ownListing(r.Context(), acct, pg.Listing); err == nil {
+					tok, err := p.cfg.Tokens(r.Context(), acct, l.Repository, []string{"pull", "push"})
+					if err != nil {
+						return err
+					}
+					opts.StreamMin, opts.Stream = streamMin, func(ctx context.Context, digest string, size int64, body io.Reader) error {
+						return p.uploadBlob(ctx, l.Repository, tok, digest, size, body)
+					}
+				}
+			}
+			if err := publish.Untar(r.Context(), part, dir, opts); err != nil {
 				var mbe *http.MaxBytesError
+				var rf *refusal
 				switch {
+				case errors.As(err, &rf):
+					return rf
 				case errors.As(err, &mbe):
 					return bodyErr(err)
 				case errors.Is(err, publish.ErrLayoutTar):
@@ -176,12 +195,9 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 	case !gotLayout:
 		return refuse(http.StatusUnprocessableEntity, "Choose the image: a .tar of the OCI image layout hdk build wrote.")
 	}
-	var l api.Listing
-	if err := p.call(r.Context(), &acct, http.MethodGet, "/listings/"+url.PathEscape(pg.Listing), nil, nil, &l); err != nil {
+	l, err := p.ownListing(r.Context(), acct, pg.Listing)
+	if err != nil {
 		return err
-	}
-	if l.OwnerID != acct.ID || l.Repository == "" {
-		return refuse(http.StatusNotFound, "No such listing of yours.")
 	}
 	signed, err := publish.Signed(dir)
 	if err != nil {
@@ -196,6 +212,56 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 	}
 	return p.call(r.Context(), &acct, http.MethodPost, "/listings/"+url.PathEscape(l.ID)+"/versions", nil,
 		map[string]string{"version": pg.Version, "digest": digest}, nil)
+}
+
+// streamMin is the size from which an uploaded blob is streamed into the
+// registry rather than unpacked: the bitstream layers, not the manifests
+// and configs that publish.Layout reads.
+const streamMin = 1 << 20
+
+// ownListing returns acct's listing id, or a refusal.
+func (p *Portal) ownListing(ctx context.Context, acct auth.Account, id string) (api.Listing, error) {
+	var l api.Listing
+	if err := p.call(ctx, &acct, http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &l); err != nil {
+		return l, err
+	}
+	if l.OwnerID != acct.ID || l.Repository == "" {
+		return l, refuse(http.StatusNotFound, "No such listing of yours.")
+	}
+	return l, nil
+}
+
+// uploadBlob pushes one blob into repo through the registry's /v2 handler
+// in one monolithic POST, which checks its digest.
+func (p *Portal) uploadBlob(ctx context.Context, repo, token, digest string, size int64, body io.Reader) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v2/"+repo+"/blobs/uploads/?digest="+url.QueryEscape(digest), body)
+	if err != nil {
+		return err
+	}
+	req.ContentLength = size
+	req.RequestURI = req.URL.RequestURI()
+	req.RemoteAddr = "127.0.0.1:0"
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	w := &recorder{h: http.Header{}}
+	p.cfg.Registry.ServeHTTP(limitedRecorder{w}, req)
+	if w.status == http.StatusCreated {
+		return nil
+	}
+	var env struct {
+		Errors []struct{ Code, Message string } `json:"errors"`
+	}
+	_ = json.Unmarshal(w.body.Bytes(), &env)
+	for _, e := range env.Errors {
+		if e.Code == "DIGEST_INVALID" {
+			return refuse(http.StatusUnprocessableEntity, "The image was refused: blob %s: its bytes do not match its digest (the file was altered).", digest)
+		}
+	}
+	msg := http.StatusText(w.status)
+	if len(env.Errors) > 0 {
+		msg = env.Errors[0].Message
+	}
+	return refuse(w.status, "The registry refused blob %s: %s.", digest, msg)
 }
 
 // push publishes the layout in dir as repo:version through the registry's

@@ -7,6 +7,7 @@ import (
 	"crypto/ecdsa"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/distribution"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -329,5 +331,62 @@ func TestCrashedWorker(t *testing.T) {
 	}
 	if j := e.job(t, ref); j.State != "available" || j.Attempts != 2 {
 		t.Errorf("job after A's rerun: %+v", j)
+	}
+}
+
+// slowBlobs is a blob store whose reads take a while, as on a loaded
+// machine.
+type slowBlobs struct {
+	blob.Store
+	delay time.Duration
+}
+
+func (s slowBlobs) Open(ctx context.Context, d blob.Digest, offset, length int64) (io.ReadCloser, error) {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.Open(ctx, d, offset, length)
+}
+
+// TestSlowJobKeepsItsLease: a job that outlasts its lease is not taken over
+// while its worker is alive and renewing; it runs once.
+func TestSlowJobKeepsItsLease(t *testing.T) {
+	e := setup(t)
+	img, _ := buildImage(t, false, nil)
+	ref := e.push(t, "slow", img, e.isv)
+	a, err := validation.New(validation.Config{Pool: e.pool, Meta: e.meta, Blobs: slowBlobs{e.blobs, 150 * time.Millisecond},
+		Signer: e.keys.Signing, Owner: "A", Lease: 300 * time.Millisecond, Poll: 10 * time.Millisecond, Backoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.worker(t, "B", time.Minute)
+	job, err := a.Claim(t.Context())
+	if err != nil || job == nil {
+		t.Fatalf("A claims: %v %v", job, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Process(t.Context(), job) }()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := e.job(t, ref)
+			if j.State != "available" || j.Attempts != 1 {
+				t.Errorf("job: %+v, want available after 1 attempt", j)
+			}
+			if n := e.countersignatures(t, ref); n != 1 {
+				t.Errorf("%d countersignatures, want 1", n)
+			}
+			return
+		default:
+		}
+		if ran, err := b.RunOnce(t.Context()); err != nil || ran {
+			t.Fatalf("B took over A's running job: ran %v, %v", ran, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -228,7 +228,16 @@ func (w *Worker) Process(ctx context.Context, j *Job) error {
 		return w.finish(ctx, j, "failed", []Reason{{Code: CodeAttemptsExhausted, Severity: validate.SeverityError, Chip: -1,
 			Message: fmt.Sprintf("gave up after %d attempts", j.MaxAttempts)}})
 	}
-	reasons, err := w.check(ctx, j)
+	// The lease is renewed while the job runs, so that a slow job is not
+	// taken over and run twice (two countersignature pushes); once it
+	// cannot be renewed, the job stops.
+	jctx, stop := w.keepLease(ctx, j)
+	reasons, err := w.check(jctx, j)
+	lost := stop()
+	if lost != nil {
+		log.WarnContext(ctx, "validation: lease lost", slog.Any("err", lost))
+		return lost
+	}
 	if err != nil {
 		var te transientError
 		if !errors.As(err, &te) && ctx.Err() == nil {
@@ -253,6 +262,51 @@ func (w *Worker) Process(ctx context.Context, j *Job) error {
 	}
 	log.InfoContext(ctx, "validation: done", slog.String("state", state), slog.Int("reasons", len(reasons)))
 	return nil
+}
+
+// keepLease renews j's lease every third of Config.Lease until stop is
+// called. The returned context ends when the lease is lost; stop returns
+// an error wrapping ErrLeaseLost then.
+func (w *Worker) keepLease(ctx context.Context, j *Job) (context.Context, func() error) {
+	jctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(w.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-jctx.Done():
+				return
+			case <-t.C:
+			}
+			tag, err := w.cfg.Pool.Exec(jctx, `update validation_jobs
+				set lease_until = now() + make_interval(secs => $3), updated_at = now()
+				where id = $1 and lease_owner = $2 and state = 'validating'`, j.ID, w.cfg.Owner, w.cfg.Lease.Seconds())
+			switch {
+			case err != nil && jctx.Err() == nil:
+				// The database is unreachable: the lease runs out on its
+				// own; keep trying until then.
+				continue
+			case err == nil && tag.RowsAffected() == 0:
+				cancel(fmt.Errorf("%w: job %s", ErrLeaseLost, j.ID))
+				return
+			}
+		}
+	}()
+	return jctx, func() error {
+		close(done)
+		<-ended
+		err := context.Cause(jctx)
+		cancel(nil)
+		if errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+		return nil
+	}
 }
 
 // check validates the image, verifies the ISV signature and countersigns.

@@ -106,28 +106,35 @@ func Signed(dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	d, err := name.NewDigest("signed.invalid/x@" + h.String())
+	sig, err := signatureImage(dir, h)
+	return sig != nil, err
+}
+
+// signatureImage returns the layout's signature image of digest h, or nil.
+func signatureImage(dir string, h v1.Hash) (v1.Image, error) {
+	// The tag's name depends only on the digest, not on a repository.
+	ref, err := name.NewDigest("layout.invalid/x@" + h.String())
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	tag, err := sign.SignatureTag(d)
+	tag, err := sign.SignatureTag(ref)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	for _, d := range im.Manifests {
 		if d.Annotations[image.AnnotationRefName] == tag.TagStr() {
-			return true, nil
+			return idx.Image(d.Digest)
 		}
 	}
-	return false, nil
+	return nil, nil
 }
 
 // closeProgress ends progress when no write will.
@@ -140,30 +147,16 @@ func closeProgress(progress chan<- v1.Update) {
 // signatures copies the layout's signature image of digest h, if any, to
 // the repository of ref under cosign's tag.
 func signatures(dir string, ref name.Reference, h v1.Hash, opts []remote.Option) (int, error) {
+	sigImg, err := signatureImage(dir, h)
+	if err != nil || sigImg == nil {
+		return 0, err
+	}
 	tag, err := sign.SignatureTag(ref.Context().Digest(h.String()))
 	if err != nil {
 		return 0, err
 	}
-	idx, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		return 0, err
+	if err := remote.Write(tag, sigImg, opts...); err != nil {
+		return 0, fmt.Errorf("publish: pushing the signature: %w", err)
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return 0, err
-	}
-	for _, d := range im.Manifests {
-		if d.Annotations[image.AnnotationRefName] != tag.TagStr() {
-			continue
-		}
-		sigImg, err := idx.Image(d.Digest)
-		if err != nil {
-			return 0, err
-		}
-		if err := remote.Write(tag, sigImg, opts...); err != nil {
-			return 0, fmt.Errorf("publish: pushing the signature: %w", err)
-		}
-		return 1, nil
-	}
-	return 0, nil
+	return 1, nil
 }

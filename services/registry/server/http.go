@@ -254,6 +254,21 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom implements io.ReaderFrom, so that the http.Server's own ReadFrom
+// (sendfile, splice) stays reachable through the middleware.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{w}, r)
+	}
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := rf.ReadFrom(r)
+	w.bytes += n
+	return n, err
+}
+
 // Flush implements http.Flusher.
 func (w *statusWriter) Flush() {
 	if w.status == 0 {

@@ -406,9 +406,13 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	return s, nil
 }
 
-// Close releases the database pool. Call it after Serve returned.
+// Close releases the database pool and the blob store's idle
+// connections. Call it after Serve returned.
 func (s *Server) Close() error {
 	s.pool.Close()
+	if c, ok := s.blobs.(io.Closer); ok {
+		return c.Close()
+	}
 	return nil
 }
 

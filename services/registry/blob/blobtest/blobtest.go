@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,7 @@ func Run(t *testing.T, newBackend Backend) {
 	}{
 		{"PutStatOpenDelete", testPutStatOpenDelete},
 		{"Ranges", testRanges},
+		{"WriteTo", testWriteTo},
 		{"NotFound", testNotFound},
 		{"InvalidDigest", testInvalidDigest},
 		{"DigestMismatch", testDigestMismatch},
@@ -582,4 +584,75 @@ func testMixedAlgorithms(t *testing.T, open func() blob.Store) {
 		t.Fatal(err)
 	}
 	mustRead(t, s, d256, 0, -1, p)
+}
+
+// testWriteTo checks that a body that is an io.WriterTo (a store's way to
+// hand a writer its file or socket) writes the same bytes as it reads,
+// through a loopback TCP connection, where the kernel copies (sendfile,
+// splice).
+func testWriteTo(t *testing.T, open func() blob.Store, alg blob.Algorithm) {
+	s := open()
+	p := random(t, 3<<20+17)
+	d := put(t, s, alg, p).Digest
+	n := int64(len(p))
+	for _, r := range []struct{ off, len int64 }{{0, -1}, {0, n}, {0, 1}, {1 << 20, -1}, {100, 1<<20 + 3}, {n - 1, 1}} {
+		end := n
+		if r.len >= 0 {
+			end = r.off + r.len
+		}
+		rc, err := s.Open(ctx(t), d, r.off, r.len)
+		if err != nil {
+			t.Fatalf("Open(%d, %d): %v", r.off, r.len, err)
+		}
+		wt, ok := rc.(io.WriterTo)
+		if !ok {
+			rc.Close()
+			continue
+		}
+		got, err := writeToTCP(t, wt)
+		rc.Close()
+		if err != nil {
+			t.Fatalf("Open(%d, %d): WriteTo: %v", r.off, r.len, err)
+		}
+		if !bytes.Equal(got, p[r.off:end]) {
+			t.Fatalf("Open(%d, %d): WriteTo wrote %d bytes, want %d (content differs: %v)", r.off, r.len, len(got), end-r.off, len(got) == int(end-r.off))
+		}
+	}
+}
+
+// writeToTCP runs wt.WriteTo on one end of a loopback TCP connection and
+// returns what the other end read, and WriteTo's error.
+func writeToTCP(t *testing.T, wt io.WriterTo) ([]byte, error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type result struct {
+		p   []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		p, err := io.ReadAll(c)
+		got <- result{p, err}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, werr := wt.WriteTo(c)
+	c.Close()
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("reading the connection: %v", r.err)
+	}
+	return r.p, werr
 }

@@ -84,15 +84,41 @@ func (s *Store) Open(ctx context.Context, d blob.Digest, offset, length int64) (
 		f.Close()
 		return nil, fmt.Errorf("dirstore: %s: %w", d, err)
 	}
-	return &sectionReadCloser{io.NewSectionReader(f, offset, n), f}, nil
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("dirstore: %w", err)
+	}
+	return &fileReader{io.LimitedReader{R: f, N: n}, f}, nil
 }
 
-type sectionReadCloser struct {
-	*io.SectionReader
-	f *os.File
+// fileReader reads a range of a file from the file's offset. Its WriteTo
+// hands the writer an *io.LimitedReader of the *os.File, so that a
+// *net.TCPConn (or an http.ResponseWriter serving one) sends it with
+// sendfile.
+type fileReader struct {
+	lr io.LimitedReader
+	f  *os.File
 }
 
-func (r *sectionReadCloser) Close() error { return r.f.Close() }
+func (r *fileReader) Read(p []byte) (int, error) { return r.lr.Read(p) }
+
+// WriteTo implements io.WriterTo.
+func (r *fileReader) WriteTo(w io.Writer) (int64, error) {
+	want := r.lr.N
+	var n int64
+	var err error
+	if rf, ok := w.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(&r.lr)
+	} else {
+		n, err = io.Copy(w, &r.lr)
+	}
+	if err == nil && n < want {
+		err = fmt.Errorf("dirstore: %s: %w", r.f.Name(), io.ErrUnexpectedEOF) // truncated since Open
+	}
+	return n, err
+}
+
+func (r *fileReader) Close() error { return r.f.Close() }
 
 // Delete implements blob.Store.
 func (s *Store) Delete(ctx context.Context, d blob.Digest) error {

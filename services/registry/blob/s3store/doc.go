@@ -17,6 +17,20 @@
 // staging objects left without a marker are listed by Uploads and removed by
 // Abort.
 //
+// Open reads through minio-go, or, on a plain-HTTP endpoint without a proxy
+// (the usual in-cluster MinIO), by "direct GETs": a GET of a presigned URL
+// of the object over HTTP/1.1 connections the store keeps itself (at most
+// Options.MaxDirectConns; past that, minio-go), whose body is an io.WriterTo
+// that hands the *net.TCPConn, in an io.LimitedReader of the remaining
+// Content-Length, to a writer's ReadFrom. A registry answering a blob GET on
+// plain TCP so lets Linux splice the bytes from the S3 socket to the
+// client's, never copying them through user space. The body fails with an
+// error, and its connection is closed, when S3 sends less than its
+// Content-Length, stalls for Options.DirectReadTimeout, or the context ends;
+// only a body read to its end leaves its connection for reuse. Any failure
+// before the body (a stale idle connection is retried once on a new one)
+// falls back to minio-go, which reports the service's errors.
+//
 // Store also implements blob.Redirector with presigned GET URLs, signed by
 // Options.PublicClient so that they name an endpoint the registry's clients
 // can reach.

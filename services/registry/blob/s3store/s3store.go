@@ -36,6 +36,21 @@ type Options struct {
 	// Set its Region, or presigning asks the endpoint for the bucket's
 	// location once. nil: the store's client.
 	PublicClient *minio.Client
+
+	// DisableDirectGets makes Open read through minio-go only. Otherwise,
+	// on a plain-HTTP endpoint with no proxy set in the environment
+	// (HTTP_PROXY, NO_PROXY), Open GETs a presigned URL of the object over
+	// connections of the store's own, whose bodies hand their TCP
+	// connection to an io.ReaderFrom (see the package doc). Any failure
+	// before the body falls back to minio-go.
+	DisableDirectGets bool
+	// MaxDirectConns bounds the open connections of direct GETs; when all
+	// are in use, Open reads through minio-go. Default
+	// DefaultMaxDirectConns.
+	MaxDirectConns int
+	// DirectReadTimeout bounds the wait for a direct GET's response head,
+	// and for every MiB of its body. Default DefaultDirectReadTimeout.
+	DirectReadTimeout time.Duration
 }
 
 // Store is a blob.Store in an S3 bucket.
@@ -46,6 +61,8 @@ type Store struct {
 	// full is set when the service refused a write for want of space and
 	// cleared by the next write it accepts (see CheckSpace).
 	full atomic.Bool
+	// direct is nil when Open reads through minio-go only.
+	direct *direct
 }
 
 var (
@@ -63,7 +80,26 @@ func New(client *minio.Client, bucket string, opt Options) *Store {
 	if opt.PublicClient == nil {
 		opt.PublicClient = client
 	}
-	return &Store{c: client, bucket: bucket, opt: opt}
+	if opt.MaxDirectConns <= 0 {
+		opt.MaxDirectConns = DefaultMaxDirectConns
+	}
+	if opt.DirectReadTimeout <= 0 {
+		opt.DirectReadTimeout = DefaultDirectReadTimeout
+	}
+	s := &Store{c: client, bucket: bucket, opt: opt}
+	if !opt.DisableDirectGets && directUsable(client.EndpointURL()) {
+		s.direct = newDirect(opt.MaxDirectConns, opt.DirectReadTimeout)
+	}
+	return s
+}
+
+// Close closes the idle connections of direct GETs. The store stays
+// usable.
+func (s *Store) Close() error {
+	if s.direct != nil {
+		s.direct.close()
+	}
+	return nil
 }
 
 // EnsureBucket creates the bucket if it does not exist.
@@ -190,12 +226,19 @@ func (s *Store) Open(ctx context.Context, d blob.Digest, offset, length int64) (
 	// Core.GetObject streams the response body itself; minio.Object would
 	// add a goroutine and a copy per read, a third of a pull's CPU.
 	core := minio.Core{Client: s.c}
-	if offset == 0 && length < 0 {
-		body, _, _, err := core.GetObject(ctx, s.bucket, s.blobKey(d), minio.GetObjectOptions{})
-		if err != nil {
-			return nil, wrap(err, string(d))
+	if offset == 0 && length != 0 {
+		// From the start, as clients pull: no Stat, the answer tells the
+		// size.
+		if rc, ok, err := s.openDirect(ctx, d, 0, length); ok || err != nil {
+			return rc, err
 		}
-		return body, nil
+		if length < 0 {
+			body, _, _, err := core.GetObject(ctx, s.bucket, s.blobKey(d), minio.GetObjectOptions{})
+			if err != nil {
+				return nil, wrap(err, string(d))
+			}
+			return body, nil
+		}
 	}
 	info, err := s.Stat(ctx, d)
 	if err != nil {
@@ -208,6 +251,11 @@ func (s *Store) Open(ctx context.Context, d blob.Digest, offset, length int64) (
 	if n == 0 {
 		return io.NopCloser(bytes.NewReader(nil)), nil
 	}
+	if offset != 0 {
+		if rc, ok, err := s.openDirect(ctx, d, offset, n); ok || err != nil {
+			return rc, err
+		}
+	}
 	var opts minio.GetObjectOptions
 	if err := opts.SetRange(offset, offset+n-1); err != nil {
 		return nil, fmt.Errorf("s3store: %s: %w", d, err)
@@ -217,6 +265,45 @@ func (s *Store) Open(ctx context.Context, d blob.Digest, offset, length int64) (
 		return nil, wrap(err, string(d))
 	}
 	return body, nil
+}
+
+// openDirect reads length bytes of d from offset by a direct GET (see
+// Options.DisableDirectGets); length < 0 reads to the end. For offset > 0
+// the range must have been checked against the blob's size; for offset 0
+// a length past the end fails with blob.ErrInvalidRange. ok is false, with
+// a nil error, when the caller should read through minio-go instead.
+func (s *Store) openDirect(ctx context.Context, d blob.Digest, offset, length int64) (rc io.ReadCloser, ok bool, err error) {
+	if s.direct == nil {
+		return nil, false, nil
+	}
+	// The URL is only used at once; its expiry need not be longer than
+	// the time to send it.
+	u, err := s.c.PresignedGetObject(ctx, s.bucket, s.blobKey(d), time.Minute, nil)
+	if err != nil || u.Scheme != "http" {
+		return nil, false, ctx.Err()
+	}
+	rng := ""
+	if offset > 0 {
+		rng = "bytes=" + strconv.FormatInt(offset, 10) + "-" + strconv.FormatInt(offset+length-1, 10)
+	}
+	resp, body, err := s.direct.get(ctx, u, rng)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, fmt.Errorf("s3store: %s: %w", d, ctx.Err())
+		}
+		return nil, false, nil
+	}
+	switch {
+	case offset > 0 && (resp.ContentLength != length || !strings.HasPrefix(resp.Header.Get("Content-Range"), contentRange(offset, length))):
+		body.Close()
+		return nil, false, nil
+	case length > resp.ContentLength:
+		body.Close()
+		return nil, false, fmt.Errorf("s3store: %s: %w: %d bytes of %d bytes", d, blob.ErrInvalidRange, length, resp.ContentLength)
+	case length >= 0:
+		limitBody(body, length)
+	}
+	return body, true, nil
 }
 
 // RedirectURL implements blob.Redirector: a presigned GET of the blob's

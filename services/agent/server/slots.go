@@ -1,0 +1,160 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/services/agent/slots"
+	"github.com/fpga-faas/faas/services/registry/api"
+)
+
+func (s *Server) slotParam(w http.ResponseWriter, r *http.Request) (slots.Slot, bool) {
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil {
+		badRequest(w, "slot %q: want a number", r.PathValue("n"))
+		return slots.Slot{}, false
+	}
+	sl, err := s.cfg.Slots.Slot(n)
+	if err != nil {
+		writeErr(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: err.Error(), Hint: "see `faas status` for the slots of this host"})
+		return sl, false
+	}
+	return sl, true
+}
+
+// view renders a slot for p.
+func (s *Server) view(sl slots.Slot, p *principal, detail bool) agentapi.Slot {
+	rec := s.cfg.Slots.Record(sl.Index)
+	v := agentapi.Slot{Index: sl.Index, Board: sl.Board.ID, BoardModel: sl.Board.Model.Name, Serial: sl.Board.Serial,
+		Chip: sl.Chip.Index(), Part: sl.Chip.Part().Name, State: rec.State, Reason: rec.Reason, Role: rec.Role}
+	if v.State == "" {
+		v.State = agentapi.Cleared
+	}
+	if s.cfg.Slots.Held(sl.Index) && v.State != agentapi.Loading {
+		v.State = agentapi.Loading
+	}
+	if v.State == agentapi.Loaded && s.hub.busy(sl.Index) {
+		v.State = agentapi.Busy
+	}
+	if p.owns(rec) || (p.grant != nil && p.grant.whole(sl.Index)) {
+		v.Image, v.Tenant, v.LoadedAt = rec.Image, rec.Tenant, rec.LoadedAt
+	} else if rec.Tenant != "" {
+		v.Role, v.Reason = nil, ""
+	}
+	if detail {
+		if se, err := sl.Chip.Sensors(); err == nil {
+			h := "ok"
+			if err := sl.Chip.Health(); err != nil {
+				h = err.Error()
+			}
+			v.Sensors = &agentapi.Sensors{TempC: se.TempC, PowerW: se.PowerW, VCCIntV: se.VCCIntV, Clock0MHz: se.Clock0MHz,
+				Clock1MHz: se.Clock1MHz, LinkUp: se.LinkUp, Health: h}
+		}
+	}
+	return v
+}
+
+func (s *Server) listSlots(w http.ResponseWriter, _ *http.Request, p *principal) {
+	out := agentapi.SlotList{Slots: []agentapi.Slot{}}
+	for i := range s.cfg.Slots.Len() {
+		sl, _ := s.cfg.Slots.Slot(i)
+		out.Slots = append(out.Slots, s.view(sl, p, false))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getSlot(w http.ResponseWriter, r *http.Request, p *principal) {
+	if sl, ok := s.slotParam(w, r); ok {
+		writeJSON(w, http.StatusOK, s.view(sl, p, true))
+	}
+}
+
+func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal) {
+	sl, ok := s.slotParam(w, r)
+	if !ok {
+		return
+	}
+	op := newID()
+	rec := s.cfg.Slots.Record(sl.Index)
+	group := []int{sl.Index}
+	if rec.State == agentapi.Loaded && len(rec.Group) > 0 {
+		group = rec.Group // a two-chip image is cleared as one
+	}
+	err := s.cfg.Slots.Acquire(op, group, func(i int, r slots.Record) error {
+		if r.Tenant != "" && (r.State == agentapi.Loaded || r.State == agentapi.Busy) && !p.owns(r) {
+			return agentErr(agentapi.CodePermission, fmt.Sprintf("slot %d is held by another tenant", i), "")
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, err, agentapi.CodeBusy, "wait for the running operation to finish")
+		return
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			s.cfg.Slots.Release(op, group)
+		}
+	}
+	defer release()
+	for _, i := range group {
+		rr := s.cfg.Slots.Record(i)
+		s.cfg.Slots.Set([]int{i}, slots.Record{State: agentapi.Loading, Group: group, Tenant: rr.Tenant, Image: rr.Image})
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	s.hub.closeSlots(group) // sessions end before the chip is wiped
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Minute)
+	defer cancel()
+	if err := s.cfg.Slots.ClearSlots(ctx, group); err != nil {
+		s.log.Error("clear failed", "slots", group, "err", err)
+		writeErr(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: err.Error(), Hint: "the slot is marked failed; tell the operator"})
+		return
+	}
+	s.log.Info("cleared", "slots", group, "tenant", rec.Tenant)
+	s.reportClear(rec, group, op)
+	release()
+	writeJSON(w, http.StatusOK, s.view(sl, p, false))
+}
+
+func (s *Server) reportClear(rec slots.Record, group []int, op string) {
+	// The registry takes usage only under the load's grant; a slot loaded
+	// before grants existed has none to name.
+	if s.cfg.NodeID == "" || rec.TenantID == "" || rec.GrantID == "" || rec.Image == nil {
+		return
+	}
+	now := time.Now().UTC()
+	var recs []api.UsageRecord
+	for _, i := range group {
+		slot, d := i, rec.Image.Digest
+		recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", op, i), TenantID: rec.TenantID, GrantID: rec.GrantID,
+			ManifestDigest: &d, Slot: &slot, Event: "clear", StartedAt: &rec.LoadedAt, EndedAt: &now})
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.cfg.Registry.ReportUsage(ctx, s.cfg.NodeID, recs); err != nil {
+			s.log.Warn("usage report failed", "err", err)
+		}
+	}()
+}
+
+// listImages lists the cache: for a tenant, the blobs it pulled or loaded
+// itself (cache.Cache.AddUser); for the operator, all.
+func (s *Server) listImages(w http.ResponseWriter, _ *http.Request, p *principal) {
+	used, max := s.cfg.Cache.Usage()
+	out := agentapi.ImageList{Images: []agentapi.CachedBlob{}, UsedBytes: used, MaxBytes: max}
+	for _, e := range s.cfg.Cache.List() {
+		if !p.operator && (p.tenant == "" || !slices.Contains(e.Users, p.tenant)) {
+			continue
+		}
+		out.Images = append(out.Images, agentapi.CachedBlob{Digest: e.Digest, Size: e.Size, LastUsed: e.LastUsed})
+	}
+	writeJSON(w, http.StatusOK, out)
+}

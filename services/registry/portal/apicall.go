@@ -32,12 +32,16 @@ type apiError struct {
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Code) }
 
-// recorder is a minimal in-memory http.ResponseWriter.
+// recorder is a minimal in-memory http.ResponseWriter holding at most max
+// bytes of body.
 type recorder struct {
 	h      http.Header
 	status int
 	body   bytes.Buffer
+	max    int
 }
+
+func newRecorder(max int) *recorder { return &recorder{h: http.Header{}, max: max} }
 
 func (r *recorder) Header() http.Header { return r.h }
 func (r *recorder) WriteHeader(s int) {
@@ -47,8 +51,8 @@ func (r *recorder) WriteHeader(s int) {
 }
 func (r *recorder) Write(p []byte) (int, error) {
 	r.WriteHeader(http.StatusOK)
-	if r.body.Len()+len(p) > maxAPIResponse {
-		return 0, fmt.Errorf("portal: API response over %d bytes", maxAPIResponse)
+	if r.body.Len()+len(p) > r.max {
+		return 0, fmt.Errorf("portal: in-process response over %d bytes", r.max)
 	}
 	return r.body.Write(p)
 }
@@ -76,7 +80,7 @@ func (p *Portal) call(ctx context.Context, acct *auth.Account, method, path stri
 	if in != nil {
 		r.Header.Set("Content-Type", "application/json")
 	}
-	w := &recorder{h: http.Header{}}
+	w := newRecorder(maxAPIResponse)
 	p.cfg.API.ServeAs(w, r, acct)
 	if w.status == 0 {
 		w.status = http.StatusOK

@@ -18,7 +18,7 @@ const maxInprocResponse = 4 << 20
 type handlerTransport struct{ h http.Handler }
 
 func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	w := &recorder{h: http.Header{}}
+	w := newRecorder(maxInprocResponse)
 	if req.Body == nil {
 		req.Body = http.NoBody
 	}
@@ -31,7 +31,7 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// realm, which clients require of a registry reached by https.
 		sreq.TLS = &tls.ConnectionState{}
 	}
-	t.h.ServeHTTP(limitedRecorder{w}, sreq)
+	t.h.ServeHTTP(w, sreq)
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -41,14 +41,4 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		Header: w.h, Body: io.NopCloser(bytes.NewReader(w.body.Bytes())), ContentLength: int64(w.body.Len()),
 		Request: req,
 	}, nil
-}
-
-// limitedRecorder caps what the registry may answer in process.
-type limitedRecorder struct{ *recorder }
-
-func (l limitedRecorder) Write(p []byte) (int, error) {
-	if l.body.Len()+len(p) > maxInprocResponse {
-		return 0, fmt.Errorf("portal: in-process response over %d bytes", maxInprocResponse)
-	}
-	return l.recorder.Write(p)
 }

@@ -243,8 +243,8 @@ func (p *Portal) uploadBlob(ctx context.Context, repo, token, digest string, siz
 	req.RemoteAddr = "127.0.0.1:0"
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	w := &recorder{h: http.Header{}}
-	p.cfg.Registry.ServeHTTP(limitedRecorder{w}, req)
+	w := newRecorder(maxInprocResponse)
+	p.cfg.Registry.ServeHTTP(w, req)
 	if w.status == http.StatusCreated {
 		return nil
 	}

@@ -96,11 +96,9 @@ type errorPage struct{ Title, Message string }
 
 func (e errorPage) title() string { return e.Title }
 
-// render writes page name with model at status. Templates run into a
-// buffer first, so that a failing template never sends half a page.
+// render writes page name with model at status, in the layout.
 func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name string, model any) {
-	t := p.pages.byName[name]
-	d := pageData{Page: model}
+	d := p.data(r, model)
 	if tm, ok := model.(titled); ok {
 		d.Title = tm.title()
 	}
@@ -110,21 +108,40 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name
 	if r.Method == http.MethodGet && status == http.StatusOK && r.URL.Path != "/signin" && r.URL.Path != "/" {
 		d.Back = r.URL.RequestURI()
 	}
-	if se := sessionOf(r); se != nil {
-		d.Session = &sessionView{Name: se.account.Name, Role: se.account.Role, CSRF: se.csrf}
-	}
 	if c, err := r.Cookie(flashCookie); err == nil {
 		d.Flash = flashes[c.Value]
 		http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1})
 	}
+	p.execute(w, r, status, name, "layout", d)
+}
+
+// renderFragment writes the template block of page name alone, for htmx
+// swaps.
+func (p *Portal) renderFragment(w http.ResponseWriter, r *http.Request, name, block string, model any) {
+	p.execute(w, r, http.StatusOK, name, block, p.data(r, model))
+}
+
+// data is the template data of model for r's session.
+func (p *Portal) data(r *http.Request, model any) pageData {
+	d := pageData{Page: model}
+	if se := sessionOf(r); se != nil {
+		d.Session = &sessionView{Name: se.account.Name, Role: se.account.Role, CSRF: se.csrf}
+	}
+	return d
+}
+
+// execute runs block of page name into a buffer first, so that a failing
+// template never sends half a page, then writes it with status.
+func (p *Portal) execute(w http.ResponseWriter, r *http.Request, status int, name, block string, d pageData) {
 	var buf bytes.Buffer
+	t := p.pages.byName[name]
 	if t == nil {
 		p.log.ErrorContext(r.Context(), "portal: no template", "name", name)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	if err := t.ExecuteTemplate(&buf, "layout", d); err != nil {
-		p.log.ErrorContext(r.Context(), "portal: render", "name", name, "err", err)
+	if err := t.ExecuteTemplate(&buf, block, d); err != nil {
+		p.log.ErrorContext(r.Context(), "portal: render", "name", name, "block", block, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -132,25 +149,6 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
-}
-
-// renderFragment writes the template block of page name alone, for htmx
-// swaps.
-func (p *Portal) renderFragment(w http.ResponseWriter, r *http.Request, name, block string, model any) {
-	t := p.pages.byName[name]
-	d := pageData{Page: model}
-	if se := sessionOf(r); se != nil {
-		d.Session = &sessionView{Name: se.account.Name, Role: se.account.Role, CSRF: se.csrf}
-	}
-	var buf bytes.Buffer
-	if t == nil || t.ExecuteTemplate(&buf, block, d) != nil {
-		p.log.ErrorContext(r.Context(), "portal: render fragment", "name", name, "block", block)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(buf.Bytes())
 }
 

@@ -6,11 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"sync"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -22,49 +19,6 @@ import (
 	"github.com/fpga-faas/faas/services/registry/blob/s3store"
 	"github.com/fpga-faas/faas/services/registry/distribution"
 )
-
-// readFromRecorder passes an http.ResponseWriter through and records what
-// its ReadFrom is given: the kernel copies only from a file or a TCP
-// connection (in an *io.LimitedReader).
-type readFromRecorder struct {
-	mu   sync.Mutex
-	srcs []string
-}
-
-func (rec *readFromRecorder) wrap(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(recordingWriter{w, rec}, r)
-	})
-}
-
-func (rec *readFromRecorder) seen() []string {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	s := rec.srcs
-	rec.srcs = nil
-	return s
-}
-
-type recordingWriter struct {
-	http.ResponseWriter
-	rec *readFromRecorder
-}
-
-func (w recordingWriter) ReadFrom(r io.Reader) (int64, error) {
-	kind := "other"
-	if lr, ok := r.(*io.LimitedReader); ok {
-		switch lr.R.(type) {
-		case *os.File:
-			kind = "file"
-		case *net.TCPConn:
-			kind = "tcp"
-		}
-	}
-	w.rec.mu.Lock()
-	w.rec.srcs = append(w.rec.srcs, kind)
-	w.rec.mu.Unlock()
-	return w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
-}
 
 func s3Store(t *testing.T, endpoint string, s3 *testenv.S3, bucket string) blob.Store {
 	t.Helper()
@@ -101,13 +55,13 @@ func TestBlobGetKernelCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rec readFromRecorder
-			srv := httptest.NewServer(rec.wrap(h))
+			var rec blobtest.ReadFromRecorder
+			srv := httptest.NewServer(rec.Wrap(h))
 			defer srv.Close()
 			c := client{t, srv.URL}
 			repo := "isv/zerocopy-" + tc.name
 			path := "/v2/" + repo + "/blobs/" + string(c.pushBlob(repo, content))
-			rec.seen()
+			rec.Seen()
 			for _, r := range []struct {
 				rng  string
 				want []byte
@@ -126,7 +80,7 @@ func TestBlobGetKernelCopy(t *testing.T) {
 				if !bytes.Equal(resp.body, r.want) {
 					t.Fatalf("GET %q: %d bytes, want %d", r.rng, len(resp.body), len(r.want))
 				}
-				seen := rec.seen()
+				seen := rec.Seen()
 				if len(seen) == 0 {
 					t.Fatalf("GET %q: ReadFrom never called", r.rng)
 				}
@@ -137,7 +91,7 @@ func TestBlobGetKernelCopy(t *testing.T) {
 				}
 			}
 
-			tlsSrv := httptest.NewTLSServer(rec.wrap(h))
+			tlsSrv := httptest.NewTLSServer(rec.Wrap(h))
 			defer tlsSrv.Close()
 			resp, err := tlsSrv.Client().Get(tlsSrv.URL + path)
 			if err != nil {
@@ -148,7 +102,7 @@ func TestBlobGetKernelCopy(t *testing.T) {
 			if err != nil || !bytes.Equal(got, content) {
 				t.Fatalf("GET over TLS: %d bytes, %v", len(got), err)
 			}
-			if seen := rec.seen(); len(seen) != 0 {
+			if seen := rec.Seen(); len(seen) != 0 {
 				t.Fatalf("GET over TLS: ReadFrom got %v, want no call", seen)
 			}
 		})

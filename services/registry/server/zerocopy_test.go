@@ -4,12 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"net"
-	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -19,43 +15,9 @@ import (
 
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/blob/blobtest"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
-
-// readFromRecorder wraps a handler's http.ResponseWriter and records what
-// its ReadFrom is given: the kernel copies only from a file or a TCP
-// connection (in an *io.LimitedReader).
-type readFromRecorder struct {
-	mu   sync.Mutex
-	srcs []string
-}
-
-func (rec *readFromRecorder) wrap(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(recordingWriter{w, rec}, r)
-	})
-}
-
-type recordingWriter struct {
-	http.ResponseWriter
-	rec *readFromRecorder
-}
-
-func (w recordingWriter) ReadFrom(r io.Reader) (int64, error) {
-	kind := "other"
-	if lr, ok := r.(*io.LimitedReader); ok {
-		switch lr.R.(type) {
-		case *os.File:
-			kind = "file"
-		case *net.TCPConn:
-			kind = "tcp"
-		}
-	}
-	w.rec.mu.Lock()
-	w.rec.srcs = append(w.rec.srcs, kind)
-	w.rec.mu.Unlock()
-	return w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
-}
 
 // Pulled layers reach the http.Server's ReadFrom through the middleware,
 // as the store's file (sendfile) or S3 connection (splice), and the request
@@ -73,8 +35,8 @@ func TestPullKernelCopy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := start(t, tc.cfg)
 			r.user(t, "isv1", auth.RoleISV, isvPW)
-			var rec readFromRecorder
-			srv := httptest.NewServer(rec.wrap(r.srv.Handler()))
+			var rec blobtest.ReadFromRecorder
+			srv := httptest.NewServer(rec.Wrap(r.srv.Handler()))
 			defer srv.Close()
 			opt := remote.WithAuth(&authn.Basic{Username: "isv1", Password: isvPW})
 			ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://")+"/isv1/img:1", name.Insecure)
@@ -88,9 +50,7 @@ func TestPullKernelCopy(t *testing.T) {
 			if err := remote.Write(ref, img, opt); err != nil {
 				t.Fatal(err)
 			}
-			rec.mu.Lock()
-			rec.srcs = nil
-			rec.mu.Unlock()
+			rec.Seen() // forget the push
 			got, err := remote.Image(ref, opt)
 			if err != nil {
 				t.Fatal(err)
@@ -112,9 +72,7 @@ func TestPullKernelCopy(t *testing.T) {
 				}
 				sizes[n] = true
 			}
-			rec.mu.Lock()
-			srcs := rec.srcs
-			rec.mu.Unlock()
+			srcs := rec.Seen()
 			if len(srcs) < len(layers) {
 				t.Fatalf("ReadFrom got %v for %d layers", srcs, len(layers))
 			}

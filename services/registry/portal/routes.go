@@ -48,7 +48,12 @@ func (p *Portal) routes() http.Handler {
 	p.patterns = mux.patterns
 	// Cross-origin state changes are refused before any handler runs
 	// (Sec-Fetch-Site and Origin), in addition to the CSRF tokens.
-	return secure(http.NewCrossOriginProtection().Handler(p.withSession(mux)))
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Request refused",
+			Message: "This request came from another site. Use the portal's own pages."})
+	}))
+	return secure(cop.Handler(p.withSession(mux)))
 }
 
 // accountRoutes: sign-in, sign-out and API tokens.

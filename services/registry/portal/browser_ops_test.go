@@ -11,8 +11,8 @@ import (
 func signInChrome(c *chrome, base, name string) {
 	c.t.Helper()
 	c.run("sign in as "+name, chromedp.Navigate(base+"/signin"), chromedp.WaitVisible("#name", chromedp.ByID),
-		chromedp.SendKeys("#name", name, chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID),
-		chromedp.Submit("#password", chromedp.ByID), chromedp.WaitVisible("form[action='/signout']", chromedp.ByQuery))
+		chromedp.SendKeys("#name", name, chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
+	c.follow("submit sign-in as "+name, chromedp.Submit("#password", chromedp.ByID), "form[action='/signout']")
 }
 
 func TestBrowserTenantAccelerators(t *testing.T) {
@@ -26,9 +26,9 @@ func TestBrowserTenantAccelerators(t *testing.T) {
 	}
 	c.shot("40-my-accelerators")
 	c.clean("my accelerators")
-	c.run("unsubscribe", chromedp.Click(`a[href$="/end"]`, chromedp.ByQuery), chromedp.WaitVisible(".confirm", chromedp.ByQuery))
+	c.follow("unsubscribe", chromedp.Click(`a[href$="/end"]`, chromedp.ByQuery), ".confirm")
 	c.shot("41-unsubscribe-confirm")
-	c.run("confirm", chromedp.Click(`.confirm button`, chromedp.ByQuery), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	c.follow("confirm", chromedp.Click(`.confirm button`, chromedp.ByQuery), ".flash")
 	if got := c.text(".flash"); !strings.Contains(got, "Subscription ended") {
 		t.Fatalf("after unsubscribing: %q", got)
 	}
@@ -48,21 +48,20 @@ func TestBrowserOperator(t *testing.T) {
 	}
 	c.shot("50-admin-nodes")
 	c.clean("nodes")
-	c.run("accounts", chromedp.Click(`.tabs a[href="/admin/accounts"]`, chromedp.ByQuery), chromedp.WaitVisible("#acct-name", chromedp.ByID),
-		chromedp.SendKeys("#acct-name", "carol", chromedp.ByID), chromedp.SetValue("#acct-role", "isv", chromedp.ByID),
-		chromedp.Submit("#acct-name", chromedp.ByID), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	c.follow("accounts", chromedp.Click(`.tabs a[href="/admin/accounts"]`, chromedp.ByQuery), "#acct-name")
+	c.run("new account", chromedp.SendKeys("#acct-name", "carol", chromedp.ByID), chromedp.SetValue("#acct-role", "isv", chromedp.ByID))
+	c.follow("create account", chromedp.Submit("#acct-name", chromedp.ByID), ".flash")
 	if got := c.text("main table"); !strings.Contains(got, "carol") {
 		t.Fatalf("accounts after creating carol: %q", got)
 	}
 	c.shot("51-admin-accounts")
 	c.clean("accounts")
-	c.run("validation", chromedp.Click(`.tabs a[href="/admin/validation"]`, chromedp.ByQuery), chromedp.WaitVisible("#vstate", chromedp.ByID))
+	c.follow("validation", chromedp.Click(`.tabs a[href="/admin/validation"]`, chromedp.ByQuery), "#vstate")
 	c.shot("52-admin-validation")
 	c.clean("validation")
-	c.run("audit", chromedp.Click(`.tabs a[href="/admin/audit"]`, chromedp.ByQuery), chromedp.WaitVisible("#f-action", chromedp.ByID),
-		chromedp.SendKeys("#f-action", "account.create", chromedp.ByID), chromedp.Submit("#f-action", chromedp.ByID),
-		// The filtered page, not the one the form was on, has Clear.
-		chromedp.WaitVisible(`.filter-buttons a[href="/admin/audit"]`, chromedp.ByQuery))
+	c.follow("audit", chromedp.Click(`.tabs a[href="/admin/audit"]`, chromedp.ByQuery), "#f-action")
+	c.run("audit filter", chromedp.SendKeys("#f-action", "account.create", chromedp.ByID))
+	c.follow("filter audit", chromedp.Submit("#f-action", chromedp.ByID), "table.audit")
 	if got := c.text("table.audit tbody"); !strings.Contains(got, "account.create") || strings.Contains(got, "listing.create") {
 		t.Fatalf("audit filtered: %q", got)
 	}

@@ -43,8 +43,8 @@ func TestBrowserSafety(t *testing.T) {
 	if !strings.Contains(loc, "/signin?next=") {
 		t.Fatalf("signed out /tokens landed on %s", loc)
 	}
-	c.run("sign in", chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID),
-		chromedp.Submit("#password", chromedp.ByID), chromedp.WaitVisible("#token-name", chromedp.ByID))
+	c.run("sign in", chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
+	c.follow("submit sign-in", chromedp.Submit("#password", chromedp.ByID), "#token-name")
 
 	// Another site's page posts a form to the portal as the signed-in alice.
 	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

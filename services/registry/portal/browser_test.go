@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,6 +110,31 @@ func (c *chrome) clean(page string) {
 	c.errs = nil
 }
 
+// follow runs act, which leaves the page (a link or a form), and waits for
+// the next page to show sel. Waiting for sel alone is not enough: it can
+// match the page being left, and a node of that page is gone under the
+// next query ("No node with given id found").
+func (c *chrome) follow(what string, act chromedp.Action, sel string) {
+	c.t.Helper()
+	c.run(what, chromedp.Evaluate(`document.documentElement.dataset.left = "1"`, nil), act)
+	check := fmt.Sprintf(`!document.documentElement.dataset.left && document.readyState === "complete" &&
+		(e => e !== null && e.getClientRects().length > 0)(document.querySelector(%q))`, sel)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var ok bool
+		// Errors are expected while the old page unloads.
+		if err := chromedp.Run(c.ctx, chromedp.Evaluate(check, &ok)); err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) || c.ctx.Err() != nil {
+			var loc string
+			_ = chromedp.Run(c.ctx, chromedp.Location(&loc))
+			c.t.Fatalf("%s: no next page showing %s within a minute; at %s", what, sel, loc)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (c *chrome) text(sel string) string {
 	c.t.Helper()
 	var s string
@@ -131,8 +157,8 @@ func TestBrowserJourneys(t *testing.T) {
 	c.shot("01-marketplace")
 	c.clean("marketplace")
 
-	c.run("search", chromedp.SetValue("#q", "resnet", chromedp.ByID), chromedp.Submit("#q", chromedp.ByID),
-		chromedp.WaitVisible(".cards", chromedp.ByQuery))
+	c.run("search terms", chromedp.SetValue("#q", "resnet", chromedp.ByID))
+	c.follow("search", chromedp.Submit("#q", chromedp.ByID), ".cards")
 	if got := c.text(".cards"); strings.Contains(got, "Fast AES") || !strings.Contains(got, "ResNet") {
 		t.Fatalf("search for resnet: %q", got)
 	}
@@ -140,16 +166,16 @@ func TestBrowserJourneys(t *testing.T) {
 	// The tenant signs in from the listing page and comes back to it.
 	c.run("listing", chromedp.Navigate(r.url+"/listings/"+id), chromedp.WaitVisible("h1", chromedp.ByQuery))
 	c.shot("02-listing-signed-out")
-	c.run("sign in", chromedp.Click(`main a[href^="/signin"]`, chromedp.ByQuery), chromedp.WaitVisible("#name", chromedp.ByID),
-		chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
+	c.follow("sign in", chromedp.Click(`main a[href^="/signin"]`, chromedp.ByQuery), "#name")
+	c.run("credentials", chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
 	c.shot("03-signin")
-	c.run("submit sign-in", chromedp.Submit("#password", chromedp.ByID), chromedp.WaitVisible(".facts", chromedp.ByQuery))
+	c.follow("submit sign-in", chromedp.Submit("#password", chromedp.ByID), ".facts")
 	var loc string
 	c.run("location", chromedp.Location(&loc))
 	if !strings.HasSuffix(loc, "/listings/"+id) {
 		t.Fatalf("after sign-in at %s, want the listing", loc)
 	}
-	c.run("subscribe", chromedp.Click(`form[action$="/subscribe"] button`, chromedp.ByQuery), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	c.follow("subscribe", chromedp.Click(`form[action$="/subscribe"] button`, chromedp.ByQuery), ".flash")
 	if got := c.text(".flash"); !strings.Contains(got, "Subscribed") {
 		t.Fatalf("after subscribing: %q", got)
 	}
@@ -157,14 +183,14 @@ func TestBrowserJourneys(t *testing.T) {
 	c.clean("tenant journey")
 
 	c.run("tokens", chromedp.Navigate(r.url+"/tokens"), chromedp.WaitVisible("#token-name", chromedp.ByID),
-		chromedp.SendKeys("#token-name", "laptop", chromedp.ByID), chromedp.Submit("#token-name", chromedp.ByID),
-		chromedp.WaitVisible("#new-secret", chromedp.ByID))
+		chromedp.SendKeys("#token-name", "laptop", chromedp.ByID))
+	c.follow("new token", chromedp.Submit("#token-name", chromedp.ByID), "#new-secret")
 	if got := c.text("#new-secret"); !strings.HasPrefix(got, "faas_") {
 		t.Fatalf("new token secret %q", got)
 	}
 	c.shot("05-tokens")
 	c.clean("tokens")
-	c.run("sign out", chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	c.follow("sign out", chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery), ".flash")
 	if got := c.text(".flash"); !strings.Contains(got, "signed out") {
 		t.Fatalf("after sign-out: %q", got)
 	}
@@ -191,14 +217,14 @@ func TestBrowserISVJourney(t *testing.T) {
 
 	c := newChrome(t)
 	c.run("sign in", chromedp.Navigate(r.url+"/signin"), chromedp.WaitVisible("#name", chromedp.ByID),
-		chromedp.SendKeys("#name", "acme", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID),
-		chromedp.Submit("#password", chromedp.ByID), chromedp.WaitVisible(".cards, main h1", chromedp.ByQuery))
+		chromedp.SendKeys("#name", "acme", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
+	c.follow("submit sign-in", chromedp.Submit("#password", chromedp.ByID), "form[action='/signout']")
 	c.run("dashboard", chromedp.Navigate(r.url+"/isv"), chromedp.WaitVisible(".warn", chromedp.ByQuery))
 	c.shot("10-isv-dashboard-empty")
 
 	c.run("register key", chromedp.Navigate(r.url+"/isv/keys"), chromedp.WaitVisible("#pem", chromedp.ByID),
-		chromedp.SetValue("#pem", string(pub), chromedp.ByID), chromedp.Submit("#pem", chromedp.ByID),
-		chromedp.WaitVisible("main .ok", chromedp.ByQuery))
+		chromedp.SetValue("#pem", string(pub), chromedp.ByID))
+	c.follow("submit key", chromedp.Submit("#pem", chromedp.ByID), "main .ok")
 	if got := c.text("main .ok"); !strings.Contains(got, "Fingerprint") {
 		t.Fatalf("after registering the key: %q", got)
 	}
@@ -212,37 +238,35 @@ func TestBrowserISVJourney(t *testing.T) {
 		chromedp.SendKeys("#l-cat", "ml", chromedp.ByID), chromedp.SendKeys("#l-board", "faas-vu9p-2", chromedp.ByID),
 		chromedp.SendKeys("#l-pph", "2.40", chromedp.ByID))
 	c.shot("12-isv-listing-new")
-	c.run("create listing", chromedp.Submit("#l-name", chromedp.ByID), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	c.follow("create listing", chromedp.Submit("#l-name", chromedp.ByID), ".flash")
 	c.shot("13-isv-listing-edit")
 
-	c.run("publish form", chromedp.Click(`a[href^="/isv/publish?listing="]`, chromedp.ByQuery), chromedp.WaitVisible("#p-layout", chromedp.ByID),
-		chromedp.SendKeys("#p-version", "1.0.0", chromedp.ByID),
+	c.follow("publish form", chromedp.Click(`a[href^="/isv/publish?listing="]`, chromedp.ByQuery), "#p-layout")
+	c.run("publish fields", chromedp.SendKeys("#p-version", "1.0.0", chromedp.ByID),
 		chromedp.SetUploadFiles("#p-keys", []string{keysPath}, chromedp.ByID),
 		chromedp.SetUploadFiles("#p-layout", []string{tarPath}, chromedp.ByID))
 	c.shot("14-isv-publish")
-	c.run("upload", chromedp.Click(`form[data-upload] button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible("#validation", chromedp.ByID))
+	c.follow("upload", chromedp.Click(`form[data-upload] button[type=submit]`, chromedp.ByQuery), "#validation")
 	// The page follows validation by itself (htmx polling) until it ends.
 	c.run("validation", chromedp.WaitVisible(`#validation .state.available`, chromedp.ByQuery))
 	c.shot("15-isv-version-available")
 	c.clean("publish")
 
-	c.run("publish listing", chromedp.Click(`.crumbs a[href^="/isv/listings/"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`form[action$="/publish"] button`, chromedp.ByQuery),
-		chromedp.Click(`form[action$="/publish"] button`, chromedp.ByQuery), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	c.follow("listing", chromedp.Click(`.crumbs a[href^="/isv/listings/"]`, chromedp.ByQuery), `form[action$="/publish"] button`)
+	c.follow("publish listing", chromedp.Click(`form[action$="/publish"] button`, chromedp.ByQuery), ".flash")
 	if got := c.text(".flash"); !strings.Contains(got, "published") {
 		t.Fatalf("after publishing: %q", got)
 	}
 	c.run("dashboard", chromedp.Navigate(r.url+"/isv"), chromedp.WaitVisible(".panel", chromedp.ByQuery))
 	c.shot("16-isv-dashboard")
-	c.run("sign out", chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery), chromedp.WaitVisible(".flash", chromedp.ByQuery))
+	c.follow("sign out", chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery), ".flash")
 
 	// The tenant.
 	c.run("tenant sign in", chromedp.Navigate(r.url+"/signin"), chromedp.WaitVisible("#name", chromedp.ByID),
-		chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID),
-		chromedp.Submit("#password", chromedp.ByID), chromedp.WaitVisible(".cards", chromedp.ByQuery),
-		chromedp.Click(`.card a`, chromedp.ByQuery), chromedp.WaitVisible(`form[action$="/subscribe"] button`, chromedp.ByQuery),
-		chromedp.Click(`form[action$="/subscribe"] button`, chromedp.ByQuery), chromedp.WaitVisible("#load-line", chromedp.ByID))
+		chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
+	c.follow("tenant submit sign-in", chromedp.Submit("#password", chromedp.ByID), ".cards")
+	c.follow("tenant listing", chromedp.Click(`.card a`, chromedp.ByQuery), `form[action$="/subscribe"] button`)
+	c.follow("tenant subscribe", chromedp.Click(`form[action$="/subscribe"] button`, chromedp.ByQuery), "main .ok")
 	line := c.text("#load-line")
 	if !strings.HasPrefix(line, "faas load ") || !strings.HasSuffix(line, "/acme/dual-dnn:1.0.0") {
 		t.Fatalf("load line %q", line)

@@ -78,7 +78,8 @@ type Device struct {
 	br     *bufio.Reader
 	queue  *Queue
 
-	wmu sync.Mutex // frame writes
+	wmu  sync.Mutex // frame writes, and wbuf
+	wbuf []byte     // session.WriteFrame's scratch
 
 	mu      sync.Mutex
 	pending map[uint64]*call
@@ -337,16 +338,9 @@ func (d *Device) unmapAll() {
 
 // writeFrame sends one frame; the payload parts are concatenated.
 func (d *Device) writeFrame(op session.Op, id uint64, parts ...[]byte) error {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	hdr := session.AppendHeader(make([]byte, 0, session.HeaderSize), op, 0, id, n)
-	bufs := net.Buffers(append([][]byte{hdr}, parts...))
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	_, err := bufs.WriteTo(d.conn)
-	return err
+	return session.WriteFrame(d.conn, &d.wbuf, op, id, parts...)
 }
 
 // start sends a request and registers for its reply.

@@ -76,6 +76,11 @@ var comparisons = []benchreport.Comparison{
 		Target: "p50 ≤ 5 µs and p99 ≤ 50 µs absolute (p50-ns and p99-ns in the Other column); the baseline is alidnn.Exec of the same program on the simulated chip, without session, scheduler or transport; the session engine's own in-process round trip (services/agent/sessions BenchmarkFinishRoundTrip) lies between the two",
 	},
 	{
+		Title: "SDK job round trip, FINISH-only program, remote path (TLS 1.3 over loopback TCP) next to the local shared-memory path", Pkg: "github.com/fpga-faas/faas/services/agent/server",
+		Bench: "BenchmarkJobRoundTripTLS", Baseline: "BenchmarkJobRoundTrip",
+		Target: "p50 ≤ 30 µs absolute (p50-ns in the Other column; 47 µs before frames went out in one TLS record each); the baseline is the local round trip of the same run",
+	},
+	{
 		Title: "Session engine round trip in process (Submit of a FINISH-only program, scheduler, Exec, completion), no transport", Pkg: "github.com/fpga-faas/faas/services/agent/sessions",
 		Bench: "BenchmarkFinishRoundTrip", Baseline: "BenchmarkExecFloor",
 		Target: "the agent's share of the SDK round trip above; the baseline is alidnn.Exec of the same program on the simulated chip (p50-ns and p99-ns in the Other column)",

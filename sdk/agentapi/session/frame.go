@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 )
 
 // Protocol is the value of the Upgrade header.
@@ -88,6 +89,37 @@ func (f *Frame) Marshal() []byte {
 	b := make([]byte, 0, HeaderSize+len(f.Payload))
 	b = AppendHeader(b, f.Op, f.Flags, f.ID, len(f.Payload))
 	return append(b, f.Payload...)
+}
+
+// coalesceMax is the largest frame WriteFrame sends in a single Write.
+const coalesceMax = 64 << 10
+
+// WriteFrame writes one frame to w, its payload the concatenation of parts.
+// A frame of up to 64 KiB goes out in one Write, assembled in *scratch
+// (kept for the next call; the caller serialises calls, as it must for
+// frames not to interleave): on TLS, which has no writev, a header written
+// on its own costs its own record and system call, which doubled a remote
+// job's round trip. Larger frames are written as net.Buffers, a writev
+// where the connection has one.
+func WriteFrame(w io.Writer, scratch *[]byte, op Op, id uint64, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if HeaderSize+n <= coalesceMax {
+		b := AppendHeader((*scratch)[:0], op, 0, id, n)
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		*scratch = b
+		_, err := w.Write(b)
+		return err
+	}
+	bufs := make(net.Buffers, 0, 1+len(parts))
+	bufs = append(bufs, AppendHeader(make([]byte, 0, HeaderSize), op, 0, id, n))
+	bufs = append(bufs, parts...)
+	_, err := bufs.WriteTo(w)
+	return err
 }
 
 // ParseHeader decodes a frame header; it checks the op, the flags and the

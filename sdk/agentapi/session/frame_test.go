@@ -26,6 +26,47 @@ func TestFrameRoundTrip(t *testing.T) {
 	}
 }
 
+// writeCounter counts the Writes it is given.
+type writeCounter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestWriteFrame: a small frame leaves in one Write (one TLS record), a
+// large one in parts, and both read back whole.
+func TestWriteFrame(t *testing.T) {
+	var scratch []byte
+	for _, tc := range []struct {
+		name   string
+		parts  [][]byte
+		writes int
+	}{
+		{"small", [][]byte{U64s(1, 2), []byte("payload")}, 1},
+		{"empty", nil, 1},
+		{"large", [][]byte{U64s(3), bytes.Repeat([]byte{0xa5}, coalesceMax)}, 3},
+	} {
+		var w writeCounter
+		if err := WriteFrame(&w, &scratch, OpWrite, 9, tc.parts...); err != nil {
+			t.Fatal(err)
+		}
+		if w.writes != tc.writes {
+			t.Errorf("%s: %d writes, want %d", tc.name, w.writes, tc.writes)
+		}
+		f, err := ReadFrame(&w, MaxPayload)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if want := bytes.Join(tc.parts, nil); f.Op != OpWrite || f.ID != 9 || !bytes.Equal(f.Payload, want) {
+			t.Fatalf("%s: read back op %v id %d, %d payload bytes, want %d", tc.name, f.Op, f.ID, len(f.Payload), len(want))
+		}
+	}
+}
+
 func TestFrameRefusals(t *testing.T) {
 	ok := (&Frame{Op: OpFree, ID: 1, Payload: U64s(1)}).Marshal()
 	for name, b := range map[string][]byte{

@@ -50,7 +50,8 @@ type sconn struct {
 	ctx    context.Context // ends with the connection
 	cancel context.CancelFunc
 
-	wmu sync.Mutex // frame writes
+	wmu  sync.Mutex // frame writes, and wbuf
+	wbuf []byte     // session.WriteFrame's scratch
 
 	work     chan session.Frame
 	staging  map[sessions.Handle][]byte // owned by the worker
@@ -540,12 +541,9 @@ func (c *sconn) kill() {
 }
 
 func (c *sconn) writeFrame(op session.Op, id uint64, payload []byte) error {
-	hdr := session.AppendHeader(make([]byte, 0, session.HeaderSize), op, 0, id, len(payload))
-	bufs := net.Buffers{hdr, payload}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := bufs.WriteTo(c.conn)
-	return err
+	return session.WriteFrame(c.conn, &c.wbuf, op, id, payload)
 }
 
 func (c *sconn) writeFD(op session.Op, id uint64, payload []byte, fd int) error {

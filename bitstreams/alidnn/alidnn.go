@@ -20,6 +20,7 @@
 //	0x38 LOAD_BYTES   RO  DRAM bytes read by LOAD and fetch, low word (0x3c high word)
 //	0x40 STORE_BYTES  RO  DRAM bytes written by STORE, low word (0x44 high word)
 //	0x48 BUSY_LOAD    RO  cycles the load queue was busy (0x4c compute, 0x50 store)
+//	0x54 STALL_LOAD   RO  cycles the load queue, free, waited for a dependency token (0x58 compute, 0x5c store)
 //	0x60 CONFIG       RO  bits 7:0 BLOCK_IN, 15:8 BLOCK_OUT, 23:16 BATCH, 31:24 clock in 10 MHz units
 //
 // A run starts when CONTROL.START is written while the engine is idle: the
@@ -64,6 +65,9 @@ const (
 	RegBusyLoad   = 0x48
 	RegBusyComp   = 0x4c
 	RegBusyStore  = 0x50
+	RegStallLoad  = 0x54
+	RegStallComp  = 0x58
+	RegStallStore = 0x5c
 	RegConfig     = 0x60
 )
 

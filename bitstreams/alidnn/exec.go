@@ -35,7 +35,12 @@ type Stats struct {
 	BusyLoad    uint32
 	BusyCompute uint32
 	BusyStore   uint32
-	ClockMHz    int
+	// Stall* are the cycles each queue, free, waited for a dependency
+	// token: where the schedule lost time to dependencies.
+	StallLoad    uint32
+	StallCompute uint32
+	StallStore   uint32
+	ClockMHz     int
 }
 
 // DeviceNS is the modeled device time of the run in nanoseconds.
@@ -155,6 +160,7 @@ func stats(p Port) (Stats, error) {
 		JobID: r(RegJobID), Cycles: r64(RegCycles), Insns: r(RegInsns), MACs: r64(RegMACs),
 		LoadBytes: r64(RegLoadBytes), StoreBytes: r64(RegStoreBytes),
 		BusyLoad: r(RegBusyLoad), BusyCompute: r(RegBusyComp), BusyStore: r(RegBusyStore),
+		StallLoad: r(RegStallLoad), StallCompute: r(RegStallComp), StallStore: r(RegStallStore),
 		ClockMHz: int(r(RegConfig)>>24) * 10,
 	}, nil
 }

@@ -88,6 +88,7 @@ type Device struct {
 	abandoned map[uint64]session.Op
 	nextID    uint64
 	jobs      map[uint64]*Job
+	prof      profiles
 	bufs      map[*Buffer]struct{}
 	closed    bool
 	cause     error         // why the session ended; nil after Close

@@ -60,8 +60,10 @@ type Job struct {
 	id   uint64
 	done chan struct{}
 
-	stats alidnn.Stats
-	err   error
+	submitted time.Time
+	stats     alidnn.Stats
+	prof      Profile
+	err       error
 }
 
 // Submit queues a run of p. It blocks while the session has as many jobs in
@@ -85,7 +87,7 @@ func (q *Queue) Submit(ctx context.Context, p *Program) (*Job, error) {
 			return nil, d.endedErr()
 		}
 	}
-	j := &Job{d: d, id: d.nextJob.Add(1), done: make(chan struct{})}
+	j := &Job{d: d, id: d.nextJob.Add(1), done: make(chan struct{}), submitted: time.Now()}
 	d.mu.Lock()
 	if d.closed {
 		err := d.endedErr()
@@ -150,6 +152,7 @@ func (j *Job) finish(cp session.Completion, err error) {
 			err = &Error{Code: code, Message: fmt.Sprintf("job %d: %s", j.id, msg)}
 		}
 	}
+	j.d.prof.record(j, cp, err != nil)
 	j.err = err
 	close(j.done)
 	<-j.d.inflight

@@ -185,6 +185,12 @@ func (r *role) reg(off uint32) uint32 {
 		return sat32(r.c.busy[1])
 	case alidnn.RegBusyStore:
 		return sat32(r.c.busy[2])
+	case alidnn.RegStallLoad:
+		return sat32(r.c.stall[0])
+	case alidnn.RegStallComp:
+		return sat32(r.c.stall[1])
+	case alidnn.RegStallStore:
+		return sat32(r.c.stall[2])
 	case alidnn.RegConfig:
 		return r.cfg.ConfigWord()
 	}

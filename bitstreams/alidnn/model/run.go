@@ -9,6 +9,9 @@ import (
 type counters struct {
 	cycles, insns, macs, loadBytes, storeBytes uint64
 	busy                                       [3]uint64 // per isa.Queue
+	// stall counts the cycles each queue's next instruction waited for a
+	// dependency token after the queue itself was free.
+	stall [3]uint64
 }
 
 // fetchChunk bounds the host memory one fetch access needs.
@@ -137,6 +140,7 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 		}
 		dur := e.cycles(&in)
 		end := bestAt + dur
+		c.stall[q] += bestAt - free[q]
 		free[q] = end
 		c.busy[q] += dur
 		c.cycles = max(c.cycles, end)

@@ -211,6 +211,11 @@ gemm reset uop=0:1 iter=%[5]d,%[6]d dst=%[6]d,1 src=0,0 wgt=0,0
 gemm %[2]s uop=0:2 iter=%[5]d,%[6]d dst=%[6]d,1 src=%[7]d,0 wgt=0,%[7]d ; pop_prev push_next
 store.acc %[1]s sram=0 dram=0x80000 y=1 x=%[8]d stride=%[8]d ; pop_prev
 finish job=9`, dt, flag, M*KB, NB*KB, M, NB, KB, M*NB))
+			// Loads pop no token; the GEMM waits for the loads, the store
+			// for the GEMM.
+			if st.StallLoad != 0 || st.StallCompute == 0 || st.StallStore == 0 {
+				t.Errorf("stalls load %d compute %d store %d, want 0, >0, >0", st.StallLoad, st.StallCompute, st.StallStore)
+			}
 			if st.MACs != M*NB*KB*lanes*lanes {
 				t.Errorf("MACS = %d, want %d", st.MACs, M*NB*KB*lanes*lanes)
 			}

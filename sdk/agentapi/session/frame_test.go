@@ -107,6 +107,17 @@ func TestPayloads(t *testing.T) {
 	if err != nil || got != want {
 		t.Errorf("completion %+v %v", got, err)
 	}
+	// A job that ran carries its profile where a failure has its code.
+	done := Completion{Job: 10, Kind: EngineFault, Cause: alidnn.CauseDeadlock, PC: 4, QueueNS: 1234, EngineNS: 5678,
+		Stats: alidnn.Stats{Cycles: 99, StallLoad: 1, StallCompute: 2, StallStore: 3, ClockMHz: 250}}
+	if got, err := ParseCompletion(done.Marshal()); err != nil || got != done {
+		t.Errorf("completion with a profile: %+v %v", got, err)
+	}
+	bad := done.Marshal()
+	bad[CompletionSize-1] = 1
+	if _, err := ParseCompletion(bad); !errors.Is(err, ErrFrame) {
+		t.Errorf("bytes past the profile: %v, want ErrFrame", err)
+	}
 	prog := []isa.Insn{{Op: isa.OpFinish, JobID: 3}}
 	b, err := EncodeProgram(prog)
 	if err != nil {

@@ -3,6 +3,8 @@ package session
 import (
 	"bytes"
 	"testing"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn"
 )
 
 // FuzzFrame feeds the decoders everything a peer can send: a frame, then
@@ -18,6 +20,7 @@ func FuzzFrame(f *testing.F) {
 	f.Add((&Frame{Op: OpProgram, ID: 5, Payload: make([]byte, 16)}).Marshal())
 	f.Add((&Frame{Op: OpSubmit, Payload: U64s(1, 2)}).Marshal())
 	f.Add((&Frame{Op: OpCompletion, Payload: (&Completion{Job: 1, Kind: Failed, Code: "x", Message: "y"}).Marshal()}).Marshal())
+	f.Add((&Frame{Op: OpCompletion, Payload: (&Completion{Job: 2, QueueNS: 7, EngineNS: 8, Stats: alidnn.Stats{Cycles: 9, StallCompute: 3}}).Marshal()}).Marshal())
 	f.Add((&Frame{Op: OpError, ID: 6, Payload: ErrorPayload{Code: "bad_handle", Message: "no"}.Marshal()}).Marshal())
 	f.Add((&Frame{Op: OpDoorbell}).Marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {

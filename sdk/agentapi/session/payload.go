@@ -17,8 +17,9 @@ const (
 	HelloShm uint32 = 1
 )
 
-// Version is the protocol version a Hello carries.
-const Version = 1
+// Version is the protocol version a Hello carries. Version 2 added the
+// profile of a job (stall cycles, queue wait, engine time) to completions.
+const Version = 2
 
 // Hello opens the session (OpHello).
 type Hello struct {
@@ -223,8 +224,12 @@ type Completion struct {
 	Cause   alidnn.Cause
 	PC      uint32
 	Stats   alidnn.Stats
-	Code    agentapi.Code // Failed: at most 24 bytes
-	Message string        // Failed: at most 30 bytes, cut
+	// QueueNS is how long the job waited from its submission to the
+	// engine's start (its turn, and any SRAM scrub before it); EngineNS
+	// the host time the engine ran it. Not for Failed.
+	QueueNS, EngineNS uint64
+	Code              agentapi.Code // Failed: at most 24 bytes
+	Message           string        // Failed: at most 30 bytes, cut
 }
 
 // CompletionSize is the encoded size of a Completion.
@@ -253,12 +258,26 @@ func (c *Completion) Put(b []byte) {
 	le.PutUint32(b[60:], s.BusyCompute)
 	le.PutUint32(b[64:], s.BusyStore)
 	le.PutUint32(b[68:], uint32(s.ClockMHz))
-	code, msg := cut(string(c.Code), maxCompCode), cut(c.Message, maxCompMsg)
-	b[72] = byte(len(code))
-	copy(b[73:], code)
-	b[97] = byte(len(msg))
-	copy(b[98:], msg)
+	// The tail is a failure's code and message, or the profile of a job
+	// that ran.
+	if c.Kind == Failed {
+		code, msg := cut(string(c.Code), maxCompCode), cut(c.Message, maxCompMsg)
+		b[72] = byte(len(code))
+		copy(b[73:], code)
+		b[97] = byte(len(msg))
+		copy(b[98:], msg)
+		return
+	}
+	le.PutUint32(b[72:], s.StallLoad)
+	le.PutUint32(b[76:], s.StallCompute)
+	le.PutUint32(b[80:], s.StallStore)
+	le.PutUint64(b[84:], c.QueueNS)
+	le.PutUint64(b[92:], c.EngineNS)
 }
+
+// profileEnd is where the profile tail of a Done or EngineFault
+// completion ends; the bytes after it are zero.
+const profileEnd = 100
 
 // Marshal returns c encoded.
 func (c *Completion) Marshal() []byte {
@@ -267,19 +286,39 @@ func (c *Completion) Marshal() []byte {
 	return b
 }
 
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // ParseCompletion decodes CompletionSize bytes.
 func ParseCompletion(b []byte) (Completion, error) {
 	if len(b) != CompletionSize {
 		return Completion{}, fmt.Errorf("%w: completion of %d bytes", ErrFrame, len(b))
 	}
 	c := Completion{Job: le.Uint64(b), Kind: b[8], Cause: alidnn.Cause(b[9]), PC: le.Uint32(b[12:])}
-	if c.Kind > Failed || b[10] != 0 || b[11] != 0 || b[72] > maxCompCode || b[97] > maxCompMsg {
+	if c.Kind > Failed || b[10] != 0 || b[11] != 0 {
 		return Completion{}, fmt.Errorf("%w: completion fields", ErrFrame)
 	}
 	c.Stats = alidnn.Stats{JobID: le.Uint32(b[16:]), Insns: le.Uint32(b[20:]), Cycles: le.Uint64(b[24:]),
 		MACs: le.Uint64(b[32:]), LoadBytes: le.Uint64(b[40:]), StoreBytes: le.Uint64(b[48:]),
 		BusyLoad: le.Uint32(b[56:]), BusyCompute: le.Uint32(b[60:]), BusyStore: le.Uint32(b[64:]),
 		ClockMHz: int(le.Uint32(b[68:]))}
+	if c.Kind != Failed {
+		if !allZero(b[profileEnd:]) {
+			return Completion{}, fmt.Errorf("%w: completion fields", ErrFrame)
+		}
+		c.Stats.StallLoad, c.Stats.StallCompute, c.Stats.StallStore = le.Uint32(b[72:]), le.Uint32(b[76:]), le.Uint32(b[80:])
+		c.QueueNS, c.EngineNS = le.Uint64(b[84:]), le.Uint64(b[92:])
+		return c, nil
+	}
+	if b[72] > maxCompCode || b[97] > maxCompMsg {
+		return Completion{}, fmt.Errorf("%w: completion fields", ErrFrame)
+	}
 	c.Code = agentapi.Code(b[73 : 73+b[72]])
 	c.Message = string(b[98 : 98+b[97]])
 	return c, nil

@@ -518,7 +518,7 @@ func (c *sconn) forward() {
 // wireCompletion encodes a completion. Errors other than the engine's
 // travel as a code; their text stays in the agent.
 func wireCompletion(cp sessions.Completion) session.Completion {
-	w := session.Completion{Job: cp.Job, Stats: cp.Stats}
+	w := session.Completion{Job: cp.Job, Stats: cp.Stats, QueueNS: uint64(max(cp.Queued, 0)), EngineNS: uint64(max(cp.Engine, 0))}
 	if cp.Err == nil {
 		return w
 	}

@@ -197,4 +197,8 @@ type Completion struct {
 	Job   uint64 // the id given to Submit
 	Stats alidnn.Stats
 	Err   error // nil, *alidnn.EngineError, ErrClosed, ErrCanceled, ErrTimeout or a context error
+	// Queued is the time from Submit to the engine's start (the job's
+	// turn, and an SRAM scrub before it); Engine the host time of the
+	// run. Both are zero for a job that did not run.
+	Queued, Engine time.Duration
 }

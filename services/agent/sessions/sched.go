@@ -29,9 +29,10 @@ type tenant struct {
 
 // job is one submitted run.
 type job struct {
-	s  *Session
-	p  *program
-	id uint64
+	s      *Session
+	p      *program
+	id     uint64
+	queued time.Time // when Submit queued it, for the job's profile
 }
 
 // scheduler picks the next job. Guarded by Engine.mu.
@@ -228,7 +229,7 @@ func (e *Engine) exec(j job) {
 	case e.run.why != nil && aborted(err):
 		err = e.run.why
 	}
-	s.deliver(Completion{Job: j.id, Stats: st, Err: err})
+	s.deliver(Completion{Job: j.id, Stats: st, Err: err, Queued: start.Sub(j.queued), Engine: time.Duration(d)})
 	e.jobDone.Broadcast()
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Session is one tenant process's view of the engine.
@@ -272,7 +273,7 @@ func (s *Session) Submit(p Handle, id uint64) error {
 	}
 	prog.jobs++
 	s.jobs++
-	e.sched.push(s.t, job{s: s, p: prog, id: id})
+	e.sched.push(s.t, job{s: s, p: prog, id: id, queued: time.Now()})
 	return nil
 }
 

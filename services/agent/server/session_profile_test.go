@@ -1,0 +1,79 @@
+package server_test
+
+import (
+	"context"
+	"crypto/tls"
+	"testing"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/faas"
+)
+
+// TestJobProfile: a job's profile comes back on both paths, with the
+// agent's queue wait and engine time, the engine's counters and the token
+// stalls, and the session sums and keeps it.
+func TestJobProfile(t *testing.T) {
+	a := startSessAgent(t, sessOptions{tls: true})
+	for _, path := range []struct {
+		name   string
+		target string
+		opts   []faas.Option
+	}{
+		{"local", a.socket, nil},
+		{"tls", "https://" + a.tcp, []faas.Option{faas.WithTLSConfig(&tls.Config{RootCAs: a.roots, MinVersion: tls.VersionTLS13})}},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			ctx := context.Background()
+			d := openDevice(t, path.target, "alice", 0, path.opts...)
+			d.KeepProfiles(2)
+			buf, err := d.Alloc(ctx, 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The store waits for the load's token: a stall of the store
+			// queue, the length of the load.
+			p, err := d.Program(ctx, []isa.Insn{
+				{Op: isa.OpLoad, Mem: isa.MemInp, DType: isa.Int8, DRAM: buf.Addr(), YSize: 1, XSize: 64, XStride: 64, PushNext: true},
+				{Op: isa.OpNop, NopQueue: isa.QueueCompute, PopPrev: true, PushNext: true},
+				{Op: isa.OpStore, Mem: isa.MemAcc, DType: isa.Int8, DRAM: buf.Addr() + 2048, YSize: 1, XSize: 1, XStride: 1, PopPrev: true},
+				{Op: isa.OpFinish, JobID: 7},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const jobs = 3
+			for range jobs {
+				j, err := d.Queue().Submit(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := j.Profile(); ok {
+					t.Fatal("a profile before the job ended")
+				}
+				if _, err := j.Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+				pr, ok := j.Profile()
+				if !ok || pr.Job != j.ID() || pr.Failed {
+					t.Fatalf("profile %+v ok=%v", pr, ok)
+				}
+				if pr.QueueWait <= 0 || pr.Engine <= 0 || pr.RoundTrip() < pr.Engine {
+					t.Errorf("queue wait %v, engine %v, round trip %v", pr.QueueWait, pr.Engine, pr.RoundTrip())
+				}
+				if pr.Stats.Cycles == 0 || pr.Device() <= 0 || pr.Stats.LoadBytes < 64 || pr.Stats.StoreBytes == 0 {
+					t.Errorf("counters %+v", pr.Stats)
+				}
+				if s := pr.Stalls(); s[0] != 0 || s[2] == 0 {
+					t.Errorf("stalls %v: want none on the load queue and some on the store queue", s)
+				}
+			}
+			sum := d.Profile()
+			if sum.Jobs != jobs || sum.Failed != 0 || sum.Cycles == 0 || sum.Stalls[2] == 0 || sum.MaxRoundTrip < sum.RoundTrip/jobs {
+				t.Errorf("session sums %+v", sum)
+			}
+			if kept := d.Profiles(); len(kept) != 2 || kept[0].Job >= kept[1].Job {
+				t.Errorf("kept %d profiles, want the last 2 in order", len(kept))
+			}
+		})
+	}
+}

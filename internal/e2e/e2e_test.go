@@ -24,7 +24,9 @@ import (
 
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/onnx"
+	"github.com/fpga-faas/faas/sdk/traceevent"
 )
 
 // Generous bounds: the test runs under -race on loaded 2-core machines.
@@ -584,6 +586,42 @@ func modelRunOnSlot(t *testing.T, env []string, agentFlag string, slot int) {
 		}
 		t.Logf("faas model run --slot %d, %s: %v on the device, worst difference %.2g", slot, set, time.Duration(st.DeviceNS), worst)
 	}
+
+	// Profiled: every job of three runs in a profile log, exported as a
+	// Chrome trace that passes the format's checks.
+	work := t.TempDir()
+	profile, trace := filepath.Join(work, "mnist.profile"), filepath.Join(work, "mnist.trace.json")
+	must(t, env, "", "faas", agentFlag, "model", "run", "--slot", fmt.Sprint(slot), "--runs", "3", "--profile", profile,
+		"--input", filepath.Join(dir, "test_data_set_0", "input_0.pb"), filepath.Join(dir, "model.onnx"))
+	f, err := os.Open(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	plog, err := faas.ReadProfileLog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plog.Profiles) < 3 || plog.Slot != slot {
+		t.Fatalf("profile log of 3 runs on slot %d: %d jobs on slot %d", slot, len(plog.Profiles), plog.Slot)
+	}
+	for _, p := range plog.Profiles {
+		if p.Failed || p.Engine <= 0 || p.Stats.Cycles == 0 || p.Stats.MACs == 0 || p.RoundTrip() < p.Engine {
+			t.Fatalf("job profile %+v", p)
+		}
+	}
+	must(t, env, "", "faas", "trace", "export", "--json", profile, "-o", trace)
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracks, err := traceevent.Validate(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compute := tracks[fmt.Sprintf("slot %d (AliDNN engine)/compute", slot)]; compute != len(plog.Profiles) {
+		t.Errorf("%d compute slices for %d jobs; tracks %v", compute, len(plog.Profiles), tracks)
+	}	t.Logf("faas trace export: %d jobs, tracks %v", len(plog.Profiles), tracks)
 }
 
 func TestEndToEnd(t *testing.T) {

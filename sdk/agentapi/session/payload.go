@@ -219,11 +219,11 @@ const (
 // Completion is the end of a job, on the completion ring or in an
 // OpCompletion frame: always CompletionSize bytes.
 type Completion struct {
-	Job     uint64
-	Kind    uint8
-	Cause   alidnn.Cause
-	PC      uint32
-	Stats   alidnn.Stats
+	Job   uint64
+	Kind  uint8
+	Cause alidnn.Cause
+	PC    uint32
+	Stats alidnn.Stats
 	// QueueNS is how long the job waited from its submission to the
 	// engine's start (its turn, and any SRAM scrub before it); EngineNS
 	// the host time the engine ran it. Not for Failed.

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/fpga-faas/faas/internal/atomicfile"
 )
 
 // config is what `faas login` stores: the login of one registry account,
@@ -66,28 +68,7 @@ func writeConfig(c config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(dir, ".config-*.json") // mode 0600
-	if err != nil {
-		return "", err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename it is gone already
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return "", err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err := atomicfile.Write(p, append(b, '\n'), 0o600); err != nil {
 		return "", err
 	}
 	return p, nil

@@ -76,7 +76,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().Bool("json", false, "print machine-readable JSON")
 	root.PersistentFlags().String("agent", "", "faasd address: socket path or https://host:port (default $FAAS_AGENT or "+agentapi.DefaultSocket+")")
 	root.AddCommand(modelCommand(), loginCommand(), logoutCommand(), statusCommand(), describeCommand(),
-		loadCommand(), clearCommand(), pullCommand(), imagesCommand())
+		loadCommand(), clearCommand(), pullCommand(), imagesCommand(), traceCommand())
 	return root
 }
 

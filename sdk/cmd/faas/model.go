@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
+	"github.com/fpga-faas/faas/internal/atomicfile"
 	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/alidnn/onnxtest"
+	client "github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/onnx"
 	"github.com/spf13/cobra"
 )
@@ -156,7 +158,8 @@ func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool,
 func runCommand() *cobra.Command {
 	var ins, outs []string
 	var int8 bool
-	slot := -1
+	var profile string
+	slot, runs := -1, 1
 	cmd := &cobra.Command{
 		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...] [--slot N]",
 		Short: "Run a model (ONNX or program file) once and report its device and host time",
@@ -168,12 +171,22 @@ download).
 The model runs on an engine simulated in this process, or with --slot N on
 slot N of the faasd of --agent: a slot with the AliDNN engine that you
 loaded or that was shared with you (faas status lists them). --int8
-calibrates on the in-process engine either way.`,
+calibrates on the in-process engine either way.
+
+--runs N runs it N times (the times printed are the last run's). With
+--slot, --profile FILE writes the profile of every job of the session to
+FILE, a profile log that faas trace export turns into a Chrome trace.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if len(ins) == 0 {
 				return fmt.Errorf("--input is required")
+			}
+			if runs < 1 || runs > 100000 {
+				return usageErrorf("--runs %d: want 1 to 100000", runs)
+			}
+			if profile != "" && slot < 0 {
+				return usageErrorf("--profile needs --slot: the in-process engine has no faasd to profile")
 			}
 			var tensors []*onnx.Tensor
 			for _, p := range ins {
@@ -196,16 +209,21 @@ calibrates on the in-process engine either way.`,
 			compileTime := time.Since(start)
 			matchInputs(p, tensors)
 			var s *alidnn.Session
+			var profiled *client.Device // the faasd session, with --slot
 			where := "the simulated engine"
 			if slot < 0 {
 				s, err = alidnn.Load(ctx, dev, p)
 			} else {
-				var eng alidnn.Engine
+				var d *client.Device
 				var closeSlot func()
-				eng, closeSlot, err = openSlot(cmd, slot)
+				d, closeSlot, err = openSlot(cmd, slot)
 				if err == nil {
 					defer closeSlot()
-					s, err = alidnn.Open(ctx, eng, p, alidnn.WithBatch(1), alidnn.WithPipeline(1))
+					if profile != "" {
+						d.KeepProfiles(client.MaxKeptProfiles)
+					}
+					s, err = alidnn.Open(ctx, alidnn.Agent(d), p, alidnn.WithBatch(1), alidnn.WithPipeline(1))
+					profiled = d
 				}
 				where = fmt.Sprintf("slot %d through faasd", slot)
 			}
@@ -213,9 +231,16 @@ calibrates on the in-process engine either way.`,
 				return err
 			}
 			defer s.Close(context.WithoutCancel(ctx))
-			res, err := s.Run(ctx, tensors...)
-			if err != nil {
-				return failed(err)
+			var res *alidnn.Result
+			for range runs {
+				if res, err = s.Run(ctx, tensors...); err != nil {
+					return failed(err)
+				}
+			}
+			if profile != "" {
+				if err := writeProfileLog(profile, profiled, slot); err != nil {
+					return err
+				}
 			}
 			if len(outs) > len(res.Outputs) {
 				return fmt.Errorf("%d --output files for %d outputs", len(outs), len(res.Outputs))
@@ -251,22 +276,36 @@ calibrates on the in-process engine either way.`,
 	cmd.Flags().StringArrayVar(&outs, "output", nil, "file to write an output tensor to, once per output")
 	cmd.Flags().BoolVar(&int8, "int8", false, "quantise an fp32 ONNX model to int8, calibrated on the inputs")
 	cmd.Flags().IntVar(&slot, "slot", -1, "run on this AliDNN slot of faasd (--agent) instead of in process")
+	cmd.Flags().IntVar(&runs, "runs", 1, "run the model this many times")
+	cmd.Flags().StringVar(&profile, "profile", "", "with --slot: write the session's job profiles to this file (for faas trace export)")
 	return cmd
 }
 
-// openSlot opens a session on slot n of the faasd of --agent, as an
-// engine; closeSlot ends the session.
-func openSlot(cmd *cobra.Command, n int) (eng alidnn.Engine, closeSlot func(), err error) {
+// writeProfileLog writes the kept profiles of d, a session on slot, to path.
+func writeProfileLog(path string, d *client.Device, slot int) error {
+	var buf bytes.Buffer
+	if err := client.WriteProfileLog(&buf, client.ProfileLog{Tenant: d.Tenant(), Slot: slot, Profiles: d.Profiles()}); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, buf.Bytes(), 0o644); err != nil {
+		return usageErrorf("--profile: %v", err)
+	}
+	return nil
+}
+
+// openSlot opens a session on slot n of the faasd of --agent; closeSlot
+// ends the session.
+func openSlot(cmd *cobra.Command, n int) (dev *client.Device, closeSlot func(), err error) {
 	c, err := dialAgent(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
-	dev, err := c.Open(cmd.Context(), n)
+	dev, err = c.Open(cmd.Context(), n)
 	if err != nil {
 		c.Close()
 		return nil, nil, failed(fmt.Errorf("opening slot %d: %w", n, err))
 	}
-	return alidnn.Agent(dev), func() { dev.Close(); c.Close() }, nil
+	return dev, func() { dev.Close(); c.Close() }, nil
 }
 
 // matchInputs names the tensors after the program's inputs when their own

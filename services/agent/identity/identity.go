@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"github.com/fpga-faas/faas/hdk/seal"
+	"github.com/fpga-faas/faas/internal/atomicfile"
 )
 
 // File names in the state directory.
@@ -93,12 +94,7 @@ func loadKey(path string) (*ecdh.PrivateKey, error) {
 
 // writeFile writes data atomically with mode perm.
 func writeFile(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return fmt.Errorf("identity: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, data, perm); err != nil {
 		return fmt.Errorf("identity: %w", err)
 	}
 	return nil

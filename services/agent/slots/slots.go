@@ -29,12 +29,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/blank"
+	"github.com/fpga-faas/faas/internal/atomicfile"
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/services/agent/device"
 	"github.com/fpga-faas/faas/shell"
@@ -196,35 +196,8 @@ func (t *Table) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(t.path, data)
-}
-
-// writeFileAtomic replaces path with data so that a crash leaves the old or
-// the new file, never a mix.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".state-*")
-	if err != nil {
+	if err := atomicfile.Write(t.path, data, 0o600); err != nil {
 		return fmt.Errorf("slots: state file: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("slots: state file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("slots: state file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("slots: state file: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("slots: state file: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

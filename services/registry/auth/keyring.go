@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fpga-faas/faas/internal/atomicfile"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -404,27 +405,7 @@ func (k *Keyring) Save(dir string) error {
 }
 
 func writeFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".key-*")
-	if err != nil {
-		return fmt.Errorf("auth: save key: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("auth: save key: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("auth: save key: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("auth: save key: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("auth: save key: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("auth: save key: %w", err)
 	}
 	return nil

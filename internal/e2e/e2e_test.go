@@ -621,7 +621,8 @@ func modelRunOnSlot(t *testing.T, env []string, agentFlag string, slot int) {
 	}
 	if compute := tracks[fmt.Sprintf("slot %d (AliDNN engine)/compute", slot)]; compute != len(plog.Profiles) {
 		t.Errorf("%d compute slices for %d jobs; tracks %v", compute, len(plog.Profiles), tracks)
-	}	t.Logf("faas trace export: %d jobs, tracks %v", len(plog.Profiles), tracks)
+	}
+	t.Logf("faas trace export: %d jobs, tracks %v", len(plog.Profiles), tracks)
 }
 
 func TestEndToEnd(t *testing.T) {

@@ -58,6 +58,40 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.cacheMax, prometheus.GaugeValue, float64(max))
 }
 
+// engineCollector reports each slot's session engine: jobs run, busy time
+// (its rate is the busy fraction) and queue depth.
+type engineCollector struct {
+	s                  *Server
+	jobs, busy, queued *prometheus.Desc
+}
+
+// EngineCollector returns a Prometheus collector of the slots' session
+// engines: faasd_slot_jobs_total, faasd_slot_engine_busy_seconds_total
+// (rate() of it is the engine's busy fraction) and faasd_slot_queue_depth.
+// Slots no session has used since faasd started are absent.
+func (s *Server) EngineCollector() prometheus.Collector {
+	return &engineCollector{s: s,
+		jobs:   prometheus.NewDesc("faasd_slot_jobs_total", "Jobs the slot's engine ran.", []string{"slot"}, nil),
+		busy:   prometheus.NewDesc("faasd_slot_engine_busy_seconds_total", "Host time the slot's engine spent running jobs; its rate is the busy fraction.", []string{"slot"}, nil),
+		queued: prometheus.NewDesc("faasd_slot_queue_depth", "Jobs queued for the slot's engine.", []string{"slot"}, nil),
+	}
+}
+
+func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.jobs
+	ch <- c.busy
+	ch <- c.queued
+}
+
+func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, a := range c.s.hub.activity() {
+		label := fmt.Sprint(i)
+		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.CounterValue, float64(a.Jobs), label)
+		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, a.Busy.Seconds(), label)
+		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(a.Queued), label)
+	}
+}
+
 // LoadTLS reads a certificate and key for the TCP listener; TLS 1.3 only.
 func LoadTLS(certFile, keyFile string) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)

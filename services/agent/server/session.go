@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,6 +48,9 @@ type sessionHub struct {
 	s       *Server
 	mu      sync.Mutex
 	engines map[int]*engineRun
+	// retired sums the activity of each slot's stopped engines, so that
+	// the slot's counters survive reloads.
+	retired map[int]sessions.Activity
 }
 
 type engineRun struct {
@@ -57,7 +61,7 @@ type engineRun struct {
 }
 
 func newSessionHub(s *Server) *sessionHub {
-	return &sessionHub{s: s, engines: map[int]*engineRun{}}
+	return &sessionHub{s: s, engines: map[int]*engineRun{}, retired: map[int]sessions.Activity{}}
 }
 
 // open starts a session of tenant on slot sl, whose record is rec.
@@ -67,7 +71,7 @@ func (h *sessionHub) open(sl slots.Slot, rec slots.Record, tenant string) (*sess
 	if er != nil && !er.loadedAt.Equal(rec.LoadedAt) {
 		delete(h.engines, sl.Index)
 		h.mu.Unlock()
-		er.stop()
+		h.retire(sl.Index, er)
 		h.mu.Lock()
 		er = h.engines[sl.Index]
 	}
@@ -105,17 +109,46 @@ func (er *engineRun) stop() {
 // with ErrClosed and their memory is zeroed, before the chip changes.
 func (h *sessionHub) closeSlots(idx []int) {
 	h.mu.Lock()
-	var stop []*engineRun
+	stop := map[int]*engineRun{}
 	for _, i := range idx {
 		if er := h.engines[i]; er != nil {
-			stop = append(stop, er)
+			stop[i] = er
 			delete(h.engines, i)
 		}
 	}
 	h.mu.Unlock()
-	for _, er := range stop {
-		er.stop()
+	for i, er := range stop {
+		h.retire(i, er)
 	}
+}
+
+// retire stops er, slot i's engine, and keeps its activity in the slot's
+// totals.
+func (h *sessionHub) retire(i int, er *engineRun) {
+	er.stop()
+	a := er.eng.Activity()
+	h.mu.Lock()
+	r := h.retired[i]
+	r.Jobs += a.Jobs
+	r.Busy += a.Busy
+	h.retired[i] = r
+	h.mu.Unlock()
+}
+
+// activity returns the totals of every slot that ran an engine, with the
+// jobs queued now.
+func (h *sessionHub) activity() map[int]sessions.Activity {
+	h.mu.Lock()
+	out := maps.Clone(h.retired)
+	live := maps.Clone(h.engines)
+	h.mu.Unlock()
+	for i, er := range live {
+		a, r := er.eng.Activity(), out[i]
+		a.Jobs += r.Jobs
+		a.Busy += r.Busy
+		out[i] = a
+	}
+	return out
 }
 
 // SessionUsage reports the accounting of slot's session engine, by tenant:

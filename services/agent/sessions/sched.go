@@ -220,6 +220,8 @@ func (e *Engine) exec(j job) {
 	e.running = nil
 	t.busyNS += d
 	t.jobs++
+	e.activity.Jobs++
+	e.activity.Busy += time.Duration(d)
 	t.vtime += float64(d) / t.quota.Share
 	j.p.jobs--
 	switch {

@@ -291,6 +291,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	metrics.MustRegister(srv.EngineCollector())
 	if plugin != nil {
 		go func() {
 			if err := plugin.Run(ctx); err != nil {

@@ -2,6 +2,7 @@ package faas
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
@@ -72,6 +73,7 @@ type SessionProfile struct {
 // profiles is a Device's aggregate and, when asked for, its log of the
 // last profiles.
 type profiles struct {
+	off  atomic.Bool // SetProfiling(false)
 	mu   sync.Mutex
 	sum  SessionProfile
 	keep int
@@ -110,10 +112,32 @@ func (d *Device) Profile() SessionProfile {
 	return d.prof.sum
 }
 
+// SetProfiling turns the SDK's side of profiling on (the default) or off:
+// off, jobs are not timed on this host (Profile's Submitted and Completed
+// are zero) nor summed or kept; faasd's queue wait and engine time and the
+// engine's counters still come with each job. It applies to jobs
+// submitted afterwards.
+func (d *Device) SetProfiling(on bool) { d.prof.off.Store(!on) }
+
+// clockBase anchors the SDK's job times: a job's times are offsets from it
+// on the monotonic clock, which time.Since reads at half the cost of
+// time.Now.
+var clockBase = time.Now()
+
+// clock is the time since clockBase.
+func clock() time.Duration { return time.Since(clockBase) }
+
 // record makes the profile of job j from its completion cp.
 func (p *profiles) record(j *Job, cp session.Completion, failed bool) {
-	pr := Profile{Job: j.id, Submitted: j.submitted, Completed: time.Now(), Failed: failed,
-		QueueWait: time.Duration(cp.QueueNS), Engine: time.Duration(cp.EngineNS), Stats: cp.Stats}
+	st := &cp.Stats
+	pr := Profile{Job: j.id, Failed: failed, QueueWait: time.Duration(cp.QueueNS), Engine: time.Duration(cp.EngineNS), Stats: *st}
+	if j.submitted == 0 { // profiling was off at Submit
+		j.prof = pr
+		return
+	}
+	rt := clock() - j.submitted
+	pr.Submitted = clockBase.Add(j.submitted)
+	pr.Completed = pr.Submitted.Add(rt)
 	j.prof = pr
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -124,19 +148,20 @@ func (p *profiles) record(j *Job, cp session.Completion, failed bool) {
 	}
 	s.QueueWait += pr.QueueWait
 	s.Engine += pr.Engine
-	s.RoundTrip += pr.RoundTrip()
-	s.Device += pr.Device()
-	s.Cycles += pr.Stats.Cycles
-	s.MACs += pr.Stats.MACs
-	s.LoadBytes += pr.Stats.LoadBytes
-	s.StoreBytes += pr.Stats.StoreBytes
-	busy, stalls := pr.Busy(), pr.Stalls()
-	for q := range 3 {
-		s.Busy[q] += busy[q]
-		s.Stalls[q] += stalls[q]
-	}
+	s.RoundTrip += rt
+	s.Device += time.Duration(st.DeviceNS())
+	s.Cycles += st.Cycles
+	s.MACs += st.MACs
+	s.LoadBytes += st.LoadBytes
+	s.StoreBytes += st.StoreBytes
+	s.Busy[0] += uint64(st.BusyLoad)
+	s.Busy[1] += uint64(st.BusyCompute)
+	s.Busy[2] += uint64(st.BusyStore)
+	s.Stalls[0] += uint64(st.StallLoad)
+	s.Stalls[1] += uint64(st.StallCompute)
+	s.Stalls[2] += uint64(st.StallStore)
 	s.MaxQueueWait = max(s.MaxQueueWait, pr.QueueWait)
-	s.MaxRoundTrip = max(s.MaxRoundTrip, pr.RoundTrip())
+	s.MaxRoundTrip = max(s.MaxRoundTrip, rt)
 	if p.keep == 0 {
 		return
 	}

@@ -60,7 +60,7 @@ type Job struct {
 	id   uint64
 	done chan struct{}
 
-	submitted time.Time
+	submitted time.Duration // clock() at Submit; 0 with profiling off
 	stats     alidnn.Stats
 	prof      Profile
 	err       error
@@ -87,7 +87,10 @@ func (q *Queue) Submit(ctx context.Context, p *Program) (*Job, error) {
 			return nil, d.endedErr()
 		}
 	}
-	j := &Job{d: d, id: d.nextJob.Add(1), done: make(chan struct{}), submitted: time.Now()}
+	j := &Job{d: d, id: d.nextJob.Add(1), done: make(chan struct{})}
+	if !d.prof.off.Load() {
+		j.submitted = clock()
+	}
 	d.mu.Lock()
 	if d.closed {
 		err := d.endedErr()

@@ -76,6 +76,11 @@ var comparisons = []benchreport.Comparison{
 		Target: "p50 ≤ 5 µs and p99 ≤ 50 µs absolute (p50-ns and p99-ns in the Other column); the baseline is alidnn.Exec of the same program on the simulated chip, without session, scheduler or transport; the session engine's own in-process round trip (services/agent/sessions BenchmarkFinishRoundTrip) lies between the two",
 	},
 	{
+		Title: "Profiling overhead: the local SDK job round trip with every job profiled (the default) against the same with the SDK's profiling off", Pkg: "github.com/fpga-faas/faas/services/agent/server",
+		Bench: "BenchmarkJobRoundTrip", Baseline: "BenchmarkJobRoundTripUnprofiled",
+		Target: "≤ 1.05× (time): profiling costs at most 5% of the local round trip; faasd's share of it (a clock reading per job) is in both",
+	},
+	{
 		Title: "SDK job round trip, FINISH-only program, remote path (TLS 1.3 over loopback TCP) next to the local shared-memory path", Pkg: "github.com/fpga-faas/faas/services/agent/server",
 		Bench: "BenchmarkJobRoundTripTLS", Baseline: "BenchmarkJobRoundTrip",
 		Target: "p50 ≤ 30 µs absolute (p50-ns in the Other column; 47 µs before frames went out in one TLS record each); the baseline is the local round trip of the same run",

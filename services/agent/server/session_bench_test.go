@@ -22,8 +22,17 @@ import (
 // engine's own round trip, in process and without transport, is
 // services/agent/sessions' BenchmarkFinishRoundTrip; it lies between the
 // two.)
-func BenchmarkJobRoundTrip(b *testing.B) {
+func BenchmarkJobRoundTrip(b *testing.B) { benchJobRoundTrip(b, true) }
+
+// BenchmarkJobRoundTripUnprofiled is BenchmarkJobRoundTrip with the SDK's
+// side of profiling off (Device.SetProfiling(false)): against it, the
+// profiled round trip shows what profiling costs a job. faasd's side (one
+// clock reading and 20 bytes of the completion) stays in both.
+func BenchmarkJobRoundTripUnprofiled(b *testing.B) { benchJobRoundTrip(b, false) }
+
+func benchJobRoundTrip(b *testing.B, profiled bool) {
 	d := openDevice(b, benchAgent(b), "alice", 0)
+	d.SetProfiling(profiled)
 	ctx := context.Background()
 	p, err := d.Program(ctx, finishOnly)
 	if err != nil {

@@ -41,6 +41,15 @@
 // finished) wrap ErrUnavailable as well. Hint returns what to do about an
 // error, when the agent said.
 //
+// # Profiles
+//
+// Every job of a Device returns a Profile (Job.Profile): faasd's queue
+// wait and engine time, the SDK's round trip, and the engine's counters
+// with the busy and token-stall cycles of each queue. Device.Profile sums
+// a session; KeepProfiles keeps the last jobs' profiles for
+// WriteProfileLog, whose files `faas trace export` (package
+// sdk/traceevent) turns into a Chrome trace.
+//
 // # Limits
 //
 // JSON answers and error bodies are read up to 4 MiB, event lines up to

@@ -83,6 +83,9 @@ func (d *Device) Alloc(ctx context.Context, size int64) (*Buffer, error) {
 	}
 	d.bufs[b] = struct{}{}
 	d.mu.Unlock()
+	if r := d.recorder(); r != nil {
+		r.RecordAlloc(b.addr, b.size)
+	}
 	return b, nil
 }
 
@@ -122,6 +125,9 @@ func (b *Buffer) Write(ctx context.Context, p []byte, off int64) error {
 	if err := b.check(off, int64(len(p))); err != nil {
 		return err
 	}
+	if r := b.d.recorder(); r != nil {
+		r.RecordWrite(b.addr, off, p)
+	}
 	if b.mem == nil {
 		for len(p) > 0 {
 			n := min(len(p), session.MaxData)
@@ -156,6 +162,14 @@ func (b *Buffer) Write(ctx context.Context, p []byte, off int64) error {
 
 // Read copies device memory at offset off of the buffer into p.
 func (b *Buffer) Read(ctx context.Context, p []byte, off int64) error {
+	err := b.read(ctx, p, off)
+	if r := b.d.recorder(); r != nil && err == nil {
+		r.RecordRead(b.addr, off, p)
+	}
+	return err
+}
+
+func (b *Buffer) read(ctx context.Context, p []byte, off int64) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.check(off, int64(len(p))); err != nil {
@@ -233,7 +247,14 @@ func (b *Buffer) Sync(ctx context.Context, dir SyncDir, off, n int64) error {
 	if b.mem == nil {
 		return fmt.Errorf("faas: Sync needs shared memory, which sessions over the network do not have: %w", errors.ErrUnsupported)
 	}
+	r := b.d.recorder()
+	if r != nil && dir == ToDevice {
+		r.RecordWrite(b.addr, off, b.mem[off:off+n])
+	}
 	_, err := b.d.do(ctx, session.OpSync, session.SyncRequest{Handle: b.handle, Off: uint64(off), Len: uint64(n), Dir: uint64(dir)}.Marshal())
+	if r != nil && dir == FromDevice && err == nil {
+		r.RecordRead(b.addr, off, b.mem[off:off+n])
+	}
 	return err
 }
 
@@ -250,6 +271,9 @@ func (b *Buffer) Free(ctx context.Context) error {
 		return err
 	}
 	b.freed = true
+	if r := b.d.recorder(); r != nil {
+		r.RecordFree(b.addr)
+	}
 	b.d.mu.Lock()
 	delete(b.d.bufs, b)
 	b.d.mu.Unlock()

@@ -89,6 +89,7 @@ type Device struct {
 	nextID    uint64
 	jobs      map[uint64]*Job
 	prof      profiles
+	rec       atomic.Pointer[Recorder]
 	bufs      map[*Buffer]struct{}
 	closed    bool
 	cause     error         // why the session ended; nil after Close

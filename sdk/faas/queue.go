@@ -44,6 +44,9 @@ func (d *Device) Program(ctx context.Context, insns []isa.Insn) (*Program, error
 	if err != nil {
 		return nil, fmt.Errorf("faas: program: %w", err)
 	}
+	if r := d.recorder(); r != nil {
+		r.RecordProgram(v[0], insns)
+	}
 	return &Program{d: d, handle: v[0], n: len(insns)}, nil
 }
 
@@ -101,6 +104,9 @@ func (q *Queue) Submit(ctx context.Context, p *Program) (*Job, error) {
 	d.jobs[j.id] = j
 	d.mu.Unlock()
 
+	if r := d.recorder(); r != nil {
+		r.RecordSubmit(j.id, p.handle)
+	}
 	e := session.SubmitEntry{Prog: p.handle, Job: j.id}
 	var err error
 	if d.shm {
@@ -156,6 +162,9 @@ func (j *Job) finish(cp session.Completion, err error) {
 		}
 	}
 	j.d.prof.record(j, cp, err != nil)
+	if r := j.d.recorder(); r != nil {
+		r.RecordDone(j.id, j.prof.Stats, err != nil)
+	}
 	j.err = err
 	close(j.done)
 	<-j.d.inflight

@@ -623,6 +623,33 @@ func modelRunOnSlot(t *testing.T, env []string, agentFlag string, slot int) {
 		t.Errorf("%d compute slices for %d jobs; tracks %v", compute, len(plog.Profiles), tracks)
 	}
 	t.Logf("faas trace export: %d jobs, tracks %v", len(plog.Profiles), tracks)
+
+	// Recorded: a program's session becomes a trace that replays bit for
+	// bit on the slot, and refuses to once altered.
+	rec := filepath.Join(work, "mnist.trace")
+	must(t, env, "", "faas", "trace", "record", "-o", rec, "--", filepath.Join(bin, "faas"), agentFlag, "model", "run",
+		"--slot", fmt.Sprint(slot), "--input", filepath.Join(dir, "test_data_set_1", "input_0.pb"), filepath.Join(dir, "model.onnx"))
+	var rep struct {
+		Identical bool `json:"identical"`
+		Jobs      int  `json:"jobs"`
+		Reads     int  `json:"reads"`
+	}
+	out := must(t, env, "", "faas", agentFlag, "trace", "replay", "--json", "--slot", fmt.Sprint(slot), rec)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Identical || rep.Jobs == 0 || rep.Reads == 0 {
+		t.Fatalf("faas trace replay: %s (%v)", out, err)
+	}
+	raw, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0xff
+	if err := os.WriteFile(rec, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, env, "", "faas", agentFlag, "trace", "replay", "--slot", fmt.Sprint(slot), rec); r.code != 2 || !strings.Contains(r.stderr, "altered") {
+		t.Errorf("replay of an altered trace: exit %d, %s", r.code, r.stderr)
+	}
+	t.Logf("faas trace replay: %d jobs, %d reads identical", rep.Jobs, rep.Reads)
 }
 
 func TestEndToEnd(t *testing.T) {

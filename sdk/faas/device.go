@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,7 @@ type Device struct {
 	jobs      map[uint64]*Job
 	prof      profiles
 	rec       atomic.Pointer[Recorder]
+	trace     io.Closer // the $FAAS_TRACE recording, closed by Close
 	bufs      map[*Buffer]struct{}
 	closed    bool
 	cause     error         // why the session ended; nil after Close
@@ -139,6 +141,12 @@ func (c *Client) Open(ctx context.Context, slot int) (*Device, error) {
 		return nil, err
 	}
 	go d.readLoop()
+	if path := os.Getenv(TraceEnv); path != "" {
+		if err := c.traceTo(ctx, d, path); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -316,6 +324,11 @@ func (d *Device) Close() error {
 	d.conn.Close()
 	<-d.done
 	d.unmapAll()
+	if t := d.trace; t != nil {
+		d.trace = nil
+		d.Record(nil)
+		return t.Close()
+	}
 	return nil
 }
 

@@ -1,8 +1,16 @@
 package faas
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/faas/tracefile"
 )
 
 // Recorder is told, in order, what a session does that a replay needs:
@@ -38,5 +46,43 @@ func (d *Device) recorder() Recorder {
 	if p := d.rec.Load(); p != nil {
 		return *p
 	}
+	return nil
+}
+
+// TraceEnv names the environment variable that makes every session of the
+// process record a trace (`faas trace record` sets it): the first session
+// opened records to its value, a path, and later ones to PATH.2, PATH.3, ….
+const TraceEnv = "FAAS_TRACE"
+
+var traceSeq atomic.Int64
+
+// traceTo records d, a session on slot d.slot, to a new trace file at path
+// (numbered after the process's first).
+func (c *Client) traceTo(ctx context.Context, d *Device, path string) error {
+	if n := traceSeq.Add(1); n > 1 {
+		path += "." + strconv.FormatInt(n, 10)
+	}
+	s, err := c.Slot(ctx, d.slot)
+	if err != nil {
+		return fmt.Errorf("faas: $%s: %w", TraceEnv, err)
+	}
+	h := tracefile.Header{Tenant: d.tenant, Slot: d.slot, BoardModel: s.BoardModel, Recorded: time.Now().UTC()}
+	if s.Role != nil {
+		h.Role, h.RoleVersion = s.Role.Name, s.Role.Version
+	}
+	if s.Image != nil {
+		h.Image = s.Image.Ref
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("faas: $%s: %w", TraceEnv, err)
+	}
+	w, err := tracefile.NewWriter(f, h)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("faas: $%s: %w", TraceEnv, err)
+	}
+	d.trace = w
+	d.Record(w)
 	return nil
 }

@@ -37,12 +37,23 @@ func usageErrorf(format string, args ...any) error {
 	return &marked{fmt.Errorf(format, args...), errUsage}
 }
 
+// exitWith exits with code: a child's exit code, passed through.
+type exitWith struct {
+	code int
+	err  error
+}
+
+func (e *exitWith) Error() string { return e.err.Error() }
+
 // exitCode maps an error to the documented exit codes.
 func exitCode(err error) int {
 	var fe *client.Error
+	var ew *exitWith
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &ew):
+		return ew.code
 	case errors.Is(err, errFailed):
 		return 1
 	case errors.Is(err, errUsage):

@@ -15,8 +15,8 @@ import (
 )
 
 func traceCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "trace", Short: "Work with the profiles of jobs run on the accelerator"}
-	cmd.AddCommand(traceExportCommand())
+	cmd := &cobra.Command{Use: "trace", Short: "Record, replay and export what sessions did on the accelerator"}
+	cmd.AddCommand(traceExportCommand(), traceRecordCommand(), traceReplayCommand())
 	return cmd
 }
 

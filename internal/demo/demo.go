@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/faas"
 )
 
 // Password is every demo account's password.
@@ -63,7 +64,7 @@ type demo struct {
 	began    time.Time
 }
 
-const steps = 8
+const steps = 9
 
 // Run brings the platform up, walks through it and, with cfg.Wait, keeps
 // it up until ctx ends. Whatever happens, it stops what it started.
@@ -335,8 +336,19 @@ func (d *demo) bringUp(mnist string) (string, error) {
 	slot := l.Slots[0]
 	d.begin("examples/mnist on slot %d: compile the model, open the slot through faasd, classify the reference digits", slot)
 	args := []string{"-agent", "unix://" + socket, "-slot", fmt.Sprint(slot), "-model", filepath.Join(mnist, "model.onnx"), "-inputs", mnist, "-repeat", "4"}
-	d.printf("      $ mnist %s\n", strings.Join(args, " "))
-	out, err = d.run(alice, "", "mnist", args...)
+	trace := filepath.Join(d.root, "mnist.trace")
+	d.printf("      $ faas trace record -o %s -- mnist %s\n", trace, strings.Join(args, " "))
+	out, err = d.run(with(alice, faas.TraceEnv+"="+trace), "", "mnist", args...)
+	d.printf("%s", indent(out))
+	if err != nil {
+		return "", err
+	}
+
+	// 9. The recorded session, replayed on the board's other chip.
+	replaySlot := l.Slots[len(l.Slots)-1]
+	d.begin("faas trace replay: the recorded MNIST session again on slot %d, every result compared bit for bit", replaySlot)
+	d.printf("      $ faas trace replay %s --slot %d\n", trace, replaySlot)
+	out, err = d.run(alice, "", "faas", agentFlag, "trace", "replay", "--slot", fmt.Sprint(replaySlot), trace)
 	d.printf("%s", indent(out))
 	if err != nil {
 		return "", err

@@ -61,8 +61,9 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("make demo in a clone of %s: %v\n%s", root, err, text)
 	}
 	for _, want := range []string{
-		"[1/8] PostgreSQL", "[2/8] registry", "[3/8] acme publishes", "[4/8] the registry validates",
-		"[5/8] alice subscribes", "[6/8] alice: faas login, faas load alidnn-dual", "[7/8] faas status", "[8/8] examples/mnist",
+		"[1/9] PostgreSQL", "[2/9] registry", "[3/9] acme publishes", "[4/9] the registry validates",
+		"[5/9] alice subscribes", "[6/9] alice: faas login, faas load alidnn-dual", "[7/9] faas status", "[8/9] examples/mnist",
+		"[9/9] faas trace replay", ": 0 differ",
 		"demo complete", "the portal at http://", "  portal    http://",
 		// The model is the clone's own.
 		"-model " + filepath.Join(clone, "testdata", "onnx", "models", "mnist", "model.onnx") + " ",

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/internal/atomicfile"
 )
 
 // A compiled program file is:
@@ -76,23 +76,10 @@ func (p *Program) WriteTo(w io.Writer) (int64, error) {
 // WriteFile writes the program to path atomically (a temporary file renamed
 // into place).
 func (p *Program) WriteFile(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".program-*")
-	if err != nil {
+	return atomicfile.WriteWith(path, 0o600, func(w io.Writer) error {
+		_, err := p.WriteTo(w)
 		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := p.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	})
 }
 
 // ReadFile reads a program file.

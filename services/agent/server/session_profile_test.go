@@ -72,6 +72,19 @@ func TestJobProfile(t *testing.T) {
 			if kept := d.Profiles(); len(kept) != 2 || kept[0].Job >= kept[1].Job {
 				t.Errorf("kept %d profiles, want the last 2 in order", len(kept))
 			}
+			// With the SDK's side off, faasd's numbers still come, and the
+			// session sums stay as they were.
+			d.SetProfiling(false)
+			j, err := d.Queue().Submit(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if pr, _ := j.Profile(); !pr.Submitted.IsZero() || pr.Engine <= 0 || pr.Stats.Cycles == 0 || d.Profile().Jobs != jobs {
+				t.Errorf("profiling off: profile %+v, session jobs %d", pr, d.Profile().Jobs)
+			}
 		})
 	}
 }

@@ -78,7 +78,7 @@ var comparisons = []benchreport.Comparison{
 	{
 		Title: "Profiling overhead: the local SDK job round trip with every job profiled (the default) against the same with the SDK's profiling off", Pkg: "github.com/fpga-faas/faas/services/agent/server",
 		Bench: "BenchmarkJobRoundTrip", Baseline: "BenchmarkJobRoundTripUnprofiled",
-		Target: "≤ 1.05× (time): profiling costs at most 5% of the local round trip; faasd's share of it (a clock reading per job) is in both",
+		Target: "≤ 1.05× (time): profiling costs at most 5% of the local round trip; faasd's share of it (a clock reading per job) is in both. The two run one after the other, so a change of load on the machine shows here; BenchmarkProfilingOverhead (results table) alternates blocks of profiled and unprofiled jobs on one session, and its x-unprofiled is the ratio of their p50s",
 	},
 	{
 		Title: "SDK job round trip, FINISH-only program, remote path (TLS 1.3 over loopback TCP) next to the local shared-memory path", Pkg: "github.com/fpga-faas/faas/services/agent/server",

@@ -30,6 +30,55 @@ func BenchmarkJobRoundTrip(b *testing.B) { benchJobRoundTrip(b, true) }
 // clock reading and 20 bytes of the completion) stays in both.
 func BenchmarkJobRoundTripUnprofiled(b *testing.B) { benchJobRoundTrip(b, false) }
 
+// BenchmarkProfilingOverhead alternates blocks of 500 jobs with the SDK's
+// profiling on and off on one session, so that a machine whose load changes
+// during the run weighs on both alike; x-unprofiled is the ratio of their
+// p50 round trips.
+func BenchmarkProfilingOverhead(b *testing.B) {
+	d := openDevice(b, benchAgent(b), "alice", 0)
+	ctx := context.Background()
+	p, err := d.Program(ctx, finishOnly)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := d.Queue()
+	for range 1000 {
+		j, _ := q.Submit(ctx, p)
+		j.Wait(ctx)
+	}
+	var lat [2][]time.Duration // off, on
+	b.ResetTimer()
+	for i := range b.N {
+		on := (i/500)%2 == 1
+		d.SetProfiling(on)
+		t0 := time.Now()
+		j, err := q.Submit(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		k := 0
+		if on {
+			k = 1
+		}
+		lat[k] = append(lat[k], time.Since(t0))
+	}
+	b.StopTimer()
+	if len(lat[0]) == 0 || len(lat[1]) == 0 {
+		return // too few jobs for both
+	}
+	p50 := func(l []time.Duration) float64 {
+		slices.Sort(l)
+		return float64(l[len(l)/2].Nanoseconds())
+	}
+	off, on := p50(lat[0]), p50(lat[1])
+	b.ReportMetric(on, "profiled-p50-ns")
+	b.ReportMetric(off, "unprofiled-p50-ns")
+	b.ReportMetric(on/off, "x-unprofiled")
+}
+
 func benchJobRoundTrip(b *testing.B, profiled bool) {
 	d := openDevice(b, benchAgent(b), "alice", 0)
 	d.SetProfiling(profiled)

@@ -117,15 +117,11 @@ func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards [
 func (s *store) repinNode(ctx context.Context, p *principal, id string) (Node, error) {
 	var n Node
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
-		if !isUUID(id) {
-			return auditEntry{}, fmt.Errorf("%w: node", ErrNotFound)
+		old, err := nodetrust.Repin(ctx, tx, id)
+		if err != nil {
+			return auditEntry{}, trustErr(err)
 		}
-		var old string
-		if err := tx.QueryRow(ctx, `select tls_certificate from nodes where id = $1::uuid for update`, id).Scan(&old); err != nil {
-			return auditEntry{}, noRows(err, "node")
-		}
-		var err error
-		n, err = scanNode(tx.QueryRow(ctx, `update nodes set tls_certificate = '' where id = $1::uuid returning `+nodeCols, id))
+		n, err = scanNode(tx.QueryRow(ctx, `select `+nodeCols+` from nodes where id = $1::uuid`, id))
 		return auditEntry{"node.repin", "node", id, map[string]any{"hostname": n.Hostname, "cleared_sha256": certFingerprint(old)}}, err
 	})
 	return n, err

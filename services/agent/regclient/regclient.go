@@ -143,9 +143,24 @@ func (c *Client) LoadGrant(ctx context.Context, tenantToken string, req nodetrus
 	return g, err
 }
 
+// HeartbeatOption adds to a heartbeat.
+type HeartbeatOption func(map[string]any)
+
+// WithEndpoint reports where the node serves remote attach and the PEM of
+// the certificate it serves there, which the registry pins.
+func WithEndpoint(endpoint string, certPEM []byte) HeartbeatOption {
+	return func(body map[string]any) {
+		body["endpoint"], body["tls_certificate"] = endpoint, string(certPEM)
+	}
+}
+
 // Heartbeat reports the node's boards and slots.
-func (c *Client) Heartbeat(ctx context.Context, nodeID string, boards []api.Board) error {
-	return c.do(ctx, http.MethodPost, "/nodes/"+url.PathEscape(nodeID)+"/heartbeat", map[string]any{"boards": boards}, nil, c.node)
+func (c *Client) Heartbeat(ctx context.Context, nodeID string, boards []api.Board, opts ...HeartbeatOption) error {
+	body := map[string]any{"boards": boards}
+	for _, o := range opts {
+		o(body)
+	}
+	return c.do(ctx, http.MethodPost, "/nodes/"+url.PathEscape(nodeID)+"/heartbeat", body, nil, c.node)
 }
 
 // ReportUsage sends usage records; the registry skips report ids it has.

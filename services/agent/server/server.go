@@ -56,6 +56,7 @@ import (
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/loader"
+	"github.com/fpga-faas/faas/services/agent/nodecert"
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/sessions"
 	"github.com/fpga-faas/faas/services/agent/slots"
@@ -76,6 +77,10 @@ type Config struct {
 	// and socket activation); the server wraps it in TLS.
 	TCPListener net.Listener
 	TLS         *tls.Config
+	// Advertise is the https URL tenants reach TCPAddr at; when set with
+	// TLS, heartbeats report it and TLS's first certificate for the
+	// registry to pin. "" reports neither.
+	Advertise string
 	// Tenants maps unix uids to tenant names.
 	Tenants map[int]string
 	// Operators are uids with the operator's rights besides 0 and the
@@ -423,13 +428,23 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
+// endpoint gives the heartbeat's remote attach fields: the advertised URL
+// and the certificate actually served, so the registry pins what tenants
+// will see.
+func (s *Server) endpoint() []regclient.HeartbeatOption {
+	if s.cfg.Advertise == "" || s.cfg.TLS == nil || len(s.cfg.TLS.Certificates) == 0 {
+		return nil
+	}
+	return []regclient.HeartbeatOption{regclient.WithEndpoint(s.cfg.Advertise, nodecert.PEM(s.cfg.TLS.Certificates[0]))}
+}
+
 // heartbeats reports the node's boards and slots to the registry.
 func (s *Server) heartbeats(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Heartbeat)
 	defer t.Stop()
 	for {
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := s.cfg.Registry.Heartbeat(hctx, s.cfg.NodeID, s.boards()); err != nil && ctx.Err() == nil {
+		if err := s.cfg.Registry.Heartbeat(hctx, s.cfg.NodeID, s.boards(), s.endpoint()...); err != nil && ctx.Err() == nil {
 			s.log.Warn("heartbeat failed", "err", err)
 		}
 		cancel()

@@ -34,6 +34,7 @@ import (
 	devsim "github.com/fpga-faas/faas/services/agent/device/sim"
 	"github.com/fpga-faas/faas/services/agent/identity"
 	"github.com/fpga-faas/faas/services/agent/loader"
+	"github.com/fpga-faas/faas/services/agent/nodecert"
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/server"
 	"github.com/fpga-faas/faas/services/agent/slots"
@@ -136,6 +137,9 @@ type options struct {
 	tenants   map[int]string
 	tls       bool
 	heartbeat time.Duration
+	// nodeCert serves the node's own certificate (package nodecert) and
+	// advertises it in heartbeats, as faasd does without --tls-cert.
+	nodeCert bool
 }
 
 func startAgent(t *testing.T, reg *registry, o options) *agent {
@@ -200,6 +204,13 @@ func startAgent(t *testing.T, reg *registry, o options) *agent {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
+		}
+		if o.nodeCert {
+			if cert, err = nodecert.LoadOrCreate(nodecert.Config{Dir: filepath.Join(dir, "state"), NodeID: node.ID,
+				IPs: nodecert.ListenIPs(ln.Addr().String())}); err != nil {
+				t.Fatal(err)
+			}
+			cfg.Advertise = "https://" + ln.Addr().String()
 		}
 		cfg.TCPListener, cfg.TLS = ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
 		a.tcp, a.roots = ln.Addr().String(), pool
@@ -455,6 +466,45 @@ func TestTLSListener(t *testing.T) {
 		if _, err := c2.Slots(ctx); err == nil {
 			t.Errorf("a client without the agent's CA connected")
 		}
+	}
+}
+
+// TestHeartbeatPinsTLSCertificate: the agent reports its endpoint and the
+// certificate it serves; the registry pins it, and a tenant that trusts only
+// the pin, under the node's server name, attaches over TLS 1.3.
+func TestHeartbeatPinsTLSCertificate(t *testing.T) {
+	reg := startRegistry(t)
+	a := startAgent(t, reg, options{tls: true, nodeCert: true, heartbeat: 50 * time.Millisecond})
+	type node struct {
+		ID, Endpoint   string
+		TLSCertificate string `json:"tls_certificate"`
+		ServerName     string `json:"server_name"`
+	}
+	var got node
+	for range 200 {
+		var nodes struct{ Items []node }
+		reg.api(t, "admin", "GET", "/nodes", nil, &nodes)
+		for _, n := range nodes.Items {
+			if n.ID == a.nodeID && n.TLSCertificate != "" {
+				got = n
+			}
+		}
+		if got.ID != "" {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if got.TLSCertificate == "" || got.Endpoint != "https://"+a.tcp || got.ServerName != nodecert.ServerName(a.nodeID) {
+		t.Fatalf("node in the registry = %+v", got)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(got.TLSCertificate)) {
+		t.Fatal("pinned certificate does not parse")
+	}
+	tc := &tls.Config{RootCAs: pool, ServerName: got.ServerName, MinVersion: tls.VersionTLS13}
+	c := dial(t, got.Endpoint, faas.WithTLSConfig(tc), faas.WithToken(reg.tokens["alice"]))
+	if _, err := c.Slots(context.Background()); err != nil {
+		t.Fatalf("slots over TLS verified against the pin: %v", err)
 	}
 }
 

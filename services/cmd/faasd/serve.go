@@ -42,7 +42,7 @@ type serveFlags struct {
 	cacheMax                                                                                int64
 	trustKeys, tenants, shares, mirrors                                                     []string
 	operators                                                                               []int
-	listen, tlsCert, tlsKey                                                                 string
+	listen, tlsCert, tlsKey, advertise                                                      string
 	sim                                                                                     int
 	simModel                                                                                string
 	simShellMinor                                                                           uint16
@@ -111,6 +111,7 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.StringVar(&f.listen, "listen", "", "also serve on TCP with TLS at this address (remote attach)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate for --listen")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS key for --listen")
+	fl.StringVar(&f.advertise, "advertise", "", "https URL tenants reach --listen at, reported to the registry (default https://HOSTNAME:LISTEN-PORT)")
 	fl.IntVar(&f.sim, "sim", 0, "run on N simulated boards instead of the host's")
 	fl.StringVar(&f.simModel, "sim-model", shell.ModelVU9PDual.Name, "board model of simulated boards")
 	fl.Uint16Var(&f.simShellMinor, "sim-shell-minor", 0, "simulated boards run shell 1.N")
@@ -269,7 +270,10 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: shared,
 		JobTimeout: f.jobTimeout}
 	if f.listen != "" {
-		if cfg.TLS, err = server.LoadTLS(f.tlsCert, f.tlsKey); err != nil {
+		if cfg.TLS, err = listenTLS(f, node.ID); err != nil {
+			return err
+		}
+		if cfg.Advertise, err = advertiseURL(f.advertise, f.hostname, f.listen); err != nil {
 			return err
 		}
 		cfg.TCPAddr = f.listen

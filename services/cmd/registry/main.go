@@ -4,7 +4,7 @@
 //
 //	registry serve [flags]              run the service
 //	registry users add NAME --role ROLE create an account; password on stdin
-//	registry nodes list|approve|revoke|enroll
+//	registry nodes list|approve|revoke|repin|enroll
 //	                                    which nodes the registry trusts with keys
 //	registry gc [--dry-run] [--json]    collect garbage once (package gc)
 //	registry keys list|rotate|retire    the JWT signing keys replicas share

@@ -24,7 +24,7 @@ func nodesCommand() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "nodes",
-		Short: "list, approve and revoke nodes; make one-time enrollment tokens",
+		Short: "list, approve, revoke and repin nodes; make one-time enrollment tokens",
 		Long: `A node agent registers itself with its public key, but the registry releases
 no data key to it until an operator approves it, or it registered with a
 one-time enrollment token. Revoking a node ends that for good.
@@ -32,6 +32,8 @@ one-time enrollment token. Revoking a node ends that for good.
   registry nodes list                 every node with its state (pending, approved, revoked)
   registry nodes approve NODE         NODE is a node id or host name
   registry nodes revoke NODE
+  registry nodes repin NODE           forget the node's pinned TLS certificate; the next
+                                      one it reports is pinned (after its key changed)
   registry nodes enroll [--ttl 1h]    print a one-time enrollment token for faasd
                                       (--enrollment-token-file or $FAAS_ENROLLMENT_TOKEN)
 
@@ -101,6 +103,27 @@ Exit codes: 0 done; 2 usage error, unknown node or any other failure.`,
 	}
 	approve := &cobra.Command{Use: "approve NODE", Short: "trust a node with data keys", Args: cobra.ExactArgs(1), RunE: withStore(trust(true))}
 	revoke := &cobra.Command{Use: "revoke NODE", Short: "stop trusting a node, for good", Args: cobra.ExactArgs(1), RunE: withStore(trust(false))}
+	repin := &cobra.Command{
+		Use: "repin NODE", Short: "forget a node's pinned TLS certificate", Args: cobra.ExactArgs(1),
+		RunE: withStore(func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
+			actor := operator()
+			err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
+				id, err := nodetrust.Resolve(ctx, tx, args[0])
+				if err != nil {
+					return err
+				}
+				if _, err := nodetrust.Repin(ctx, tx, id); err != nil {
+					return err
+				}
+				args[0] = id
+				return nodetrust.Audit(ctx, tx, actor, "node.repin", "node", id, nil)
+			})
+			if err != nil {
+				return err
+			}
+			return report(out, asJSON, map[string]string{"id": args[0], "tls_certificate": ""}, "node %s repinned: its next certificate is pinned\n", args[0])
+		}),
+	}
 	enroll := &cobra.Command{
 		Use:   "enroll",
 		Short: "print a one-time enrollment token",
@@ -122,7 +145,7 @@ Exit codes: 0 done; 2 usage error, unknown node or any other failure.`,
 		}),
 	}
 	enroll.Flags().DurationVar(&ttl, "ttl", nodetrust.DefaultEnrollmentTTL, "how long the token stays usable")
-	for _, c := range []*cobra.Command{list, approve, revoke, enroll} {
+	for _, c := range []*cobra.Command{list, approve, revoke, repin, enroll} {
 		storeFlags(c.Flags(), &cfg)
 		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 		cmd.AddCommand(c)

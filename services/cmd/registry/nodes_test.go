@@ -15,7 +15,7 @@ import (
 
 // TestNodes drives the operator's node commands against a real database:
 // enroll prints a token that approves the node registering with it, approve
-// and revoke change a node's state, list shows it, and each is audited.
+// and revoke change a node's state, repin forgets its TLS certificate, list shows it, and each is audited.
 func TestNodes(t *testing.T) {
 	pg := testenv.Postgres(t)
 	ctx := context.Background()
@@ -64,6 +64,19 @@ func TestNodes(t *testing.T) {
 	if out, err := run("nodes", "list"); err != nil || !strings.Contains(out, "fpga-07") || !strings.Contains(out, "approved") {
 		t.Fatalf("nodes list: %q %v", out, err)
 	}
+	if _, err := pool.Exec(ctx, `update nodes set tls_certificate = 'pinned' where id = $1::uuid`, id); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("nodes", "repin", "fpga-07"); err != nil || !strings.Contains(out, id+" repinned") {
+		t.Fatalf("nodes repin: %q %v", out, err)
+	}
+	var pinned string
+	if err := pool.QueryRow(ctx, `select tls_certificate from nodes where id = $1::uuid`, id).Scan(&pinned); err != nil || pinned != "" {
+		t.Fatalf("after repin the pin is %q (%v)", pinned, err)
+	}
+	if _, err := run("nodes", "repin", "no-such-node"); err == nil {
+		t.Error("an unknown node was repinned")
+	}
 	if _, err := run("nodes", "revoke", id); err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +114,10 @@ func TestNodes(t *testing.T) {
 	}
 	var audited int
 	if err := pool.QueryRow(ctx, `select count(*) from audit_log where actor_name like 'cli%' and action in
-		('node.approve', 'node.revoke', 'node.enrollment.create')`).Scan(&audited); err != nil {
+		('node.approve', 'node.revoke', 'node.repin', 'node.enrollment.create')`).Scan(&audited); err != nil {
 		t.Fatal(err)
 	}
-	if audited != 3 {
-		t.Errorf("%d operator actions audited, want 3", audited)
+	if audited != 4 {
+		t.Errorf("%d operator actions audited, want 4", audited)
 	}
 }

@@ -471,7 +471,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, not routed", k)
 		}
 	}
-	if len(routed) != 36 {
+	if len(routed) != 37 {
 		t.Errorf("%d routes", len(routed))
 	}
 }

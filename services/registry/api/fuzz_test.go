@@ -60,6 +60,8 @@ func FuzzHandlers(f *testing.F) {
 		`{"ttl_seconds": -1}`, `{"ttl_seconds": 99999999999999999999}`,
 		`{"boards": [{"model": "", "slots": [{"index": 0, "state": "nope"}]}]}`,
 		`{"name": "` + strings.Repeat("x", 5000) + `"}`, "{\"name\": \"\xff\xfe\"}", `{"price_per_hour_micros": -5}`,
+		`{"boards": [], "endpoint": "https://h:1", "tls_certificate": "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----"}`,
+		`{"endpoint": "http://h", "tls_certificate": ""}`, `{"endpoint": "` + strings.Repeat("h", 300) + `", "tls_certificate": "x"}`,
 		`{"visibility": "everyone", "unknown": 1}`, `{"public_key": "-----BEGIN PUBLIC KEY-----\nAA==\n-----END PUBLIC KEY-----"}`,
 	}
 	for i, s := range seeds {

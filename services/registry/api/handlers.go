@@ -54,6 +54,7 @@ func (a *API) routes() {
 	a.handle(http.MethodGet, "/nodes", roles(admin), a.listNodes)
 	a.handle(http.MethodPost, "/nodes/:id/approve", roles(admin), a.setNodeTrust(true))
 	a.handle(http.MethodPost, "/nodes/:id/revoke", roles(admin), a.setNodeTrust(false))
+	a.handle(http.MethodPost, "/nodes/:id/repin", roles(admin), a.repinNode)
 	a.handle(http.MethodPost, "/node-enrollments", roles(admin), a.createEnrollment)
 	a.handle(http.MethodPost, "/load-grants", roles(tenant, isv, admin), a.issueGrant)
 	a.handle(http.MethodPost, "/usage", roles(node), a.reportUsage)

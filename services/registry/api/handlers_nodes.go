@@ -96,9 +96,23 @@ type Slot struct {
 func (a *API) heartbeat(c echo.Context, p *principal) error {
 	var req struct {
 		Boards []Board `json:"boards"`
+		// Endpoint and TLSCertificate, sent together, say where and
+		// with which certificate the node serves remote attach.
+		Endpoint       string `json:"endpoint,omitempty"`
+		TLSCertificate string `json:"tls_certificate,omitempty"`
 	}
 	if err := a.decode(c, &req); err != nil {
 		return err
+	}
+	var cert string
+	if req.Endpoint != "" || req.TLSCertificate != "" {
+		if err := parseEndpoint(req.Endpoint); err != nil {
+			return err
+		}
+		var err error
+		if cert, err = parseNodeCert(req.TLSCertificate, c.Param("id"), time.Now()); err != nil {
+			return err
+		}
 	}
 	if len(req.Boards) > 64 {
 		return fieldErr("boards", "at most 64")
@@ -119,7 +133,16 @@ func (a *API) heartbeat(c echo.Context, p *principal) error {
 		req.Boards = []Board{}
 	}
 	boards, _ := json.Marshal(req.Boards)
-	n, err := a.st.heartbeat(c.Request().Context(), p, c.Param("id"), boards)
+	n, err := a.st.heartbeat(c.Request().Context(), p, c.Param("id"), boards, req.Endpoint, cert)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, n)
+}
+
+// repinNode clears a node's pinned TLS certificate (admin).
+func (a *API) repinNode(c echo.Context, p *principal) error {
+	n, err := a.st.repinNode(c.Request().Context(), p, c.Param("id"))
 	if err != nil {
 		return err
 	}

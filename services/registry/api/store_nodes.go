@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fpga-faas/faas/services/agent/nodecert"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
@@ -28,17 +29,24 @@ type Node struct {
 	ApprovedAt *time.Time `json:"approved_at,omitempty"`
 	ApprovedBy string     `json:"approved_by,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	// Endpoint is the https URL the node serves remote attach at, and
+	// TLSCertificate the PEM certificate pinned for it: tenants verify the
+	// node's TLS against it under ServerName, not against a CA.
+	Endpoint       string `json:"endpoint"`
+	TLSCertificate string `json:"tls_certificate"`
+	ServerName     string `json:"server_name"`
 }
 
 const nodeCols = `id::text, account_id::text, name, public_key, boards, registered_at, last_heartbeat_at,
-	approved_at, approved_by, revoked_at`
+	approved_at, approved_by, revoked_at, endpoint, tls_certificate`
 
 func scanNode(r pgx.Row) (Node, error) {
 	var n Node
 	var b []byte
 	err := r.Scan(&n.ID, &n.AccountID, &n.Hostname, &n.PublicKey, &b, &n.RegisteredAt, &n.LastHeartbeatAt,
-		&n.ApprovedAt, &n.ApprovedBy, &n.RevokedAt)
+		&n.ApprovedAt, &n.ApprovedBy, &n.RevokedAt, &n.Endpoint, &n.TLSCertificate)
 	n.Boards = b
+	n.ServerName = nodecert.ServerName(n.ID)
 	return n, err
 }
 
@@ -68,16 +76,53 @@ func (s *store) registerNode(ctx context.Context, p *principal, hostname, pubPEM
 	return n, err
 }
 
-func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards []byte) (Node, error) {
+// heartbeat records a heartbeat of node id. A certificate (canonical PEM,
+// "" for none) is pinned when none is; a different one refuses the whole
+// heartbeat, so a node whose key changed shows as silent until an admin
+// repins it rather than quietly serving a certificate tenants refuse.
+func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards []byte, endpoint, cert string) (Node, error) {
 	var n Node
+	var refused error
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if !isUUID(id) {
 			return auditEntry{}, fmt.Errorf("%w: node", ErrNotFound)
 		}
+		if cert != "" {
+			var pinned string
+			err := tx.QueryRow(ctx, `select tls_certificate from nodes where id = $1::uuid and account_id = $2::uuid
+				and revoked_at is null for update`, id, p.ID).Scan(&pinned)
+			if err != nil {
+				return auditEntry{}, noRows(err, "node")
+			}
+			if pinned != "" && pinned != cert {
+				refused = fieldErr("tls_certificate", "differs from the certificate pinned for this node (SHA-256 %s); if the node's key changed on purpose, an admin clears the pin with `registry nodes repin %s` (POST /api/v1/nodes/%s/repin)", certFingerprint(pinned), id, id)
+				return auditEntry{}, refused
+			}
+		}
 		var err error
-		n, err = scanNode(tx.QueryRow(ctx, `update nodes set boards = $3, last_heartbeat_at = now()
-			where id = $1::uuid and account_id = $2::uuid and revoked_at is null returning `+nodeCols, id, p.ID, boards))
+		n, err = scanNode(tx.QueryRow(ctx, `update nodes set boards = $3, last_heartbeat_at = now(),
+			endpoint = case when $5 = '' then endpoint else $4 end,
+			tls_certificate = case when $5 = '' then tls_certificate else $5 end
+			where id = $1::uuid and account_id = $2::uuid and revoked_at is null returning `+nodeCols, id, p.ID, boards, endpoint, cert))
 		return auditEntry{"node.heartbeat", "node", id, nil}, noRows(err, "node")
+	})
+	if refused != nil {
+		s.auditDenied(ctx, p, auditEntry{"node.certificate_refused", "node", id, map[string]any{"sha256": certFingerprint(cert)}}, "certificate differs from the pin")
+	}
+	return n, err
+}
+
+// repinNode clears node id's pinned certificate as p, an admin; the next
+// certificate the node reports is pinned.
+func (s *store) repinNode(ctx context.Context, p *principal, id string) (Node, error) {
+	var n Node
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		old, err := nodetrust.Repin(ctx, tx, id)
+		if err != nil {
+			return auditEntry{}, trustErr(err)
+		}
+		n, err = scanNode(tx.QueryRow(ctx, `select `+nodeCols+` from nodes where id = $1::uuid`, id))
+		return auditEntry{"node.repin", "node", id, map[string]any{"hostname": n.Hostname, "cleared_sha256": certFingerprint(old)}}, err
 	})
 	return n, err
 }

@@ -130,3 +130,23 @@ func Trusted(ctx context.Context, q DBTX, nodeID string) error {
 	}
 	return nil
 }
+
+// Repin clears node nodeID's pinned TLS certificate, so the next one the
+// node reports is pinned; for a node whose key changed on purpose. It
+// returns the certificate cleared ("" when none was pinned).
+func Repin(ctx context.Context, q DBTX, nodeID string) (string, error) {
+	if !uuidRE.MatchString(nodeID) {
+		return "", fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+	}
+	var old string
+	err := q.QueryRow(ctx, `update nodes n set tls_certificate = '' from
+		(select id, tls_certificate from nodes where id = $1::uuid for update) o where n.id = o.id
+		returning o.tls_certificate`, nodeID).Scan(&old)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: node %s", ErrNotFound, nodeID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("nodetrust: repin: %w", err)
+	}
+	return old, nil
+}

@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/fpga-faas/faas/internal/atomicfile"
 )
 
 // File names inside the state directory.
@@ -152,28 +154,8 @@ func create(cfg Config, now time.Time, certPath, keyPath string) (tls.Certificat
 }
 
 func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("nodecert: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("nodecert: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("nodecert: %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("nodecert: %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("nodecert: %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("nodecert: %w", err)
 	}
 	return nil
 }

@@ -62,6 +62,9 @@ func serveCommand() *cobra.Command {
 		Long: `serve owns the FPGA boards of this host (or N simulated boards with --sim N),
 reconciles every slot with its chip, and serves the agent API on a unix socket
 (and on TCP with TLS when --listen is given).
+With --listen and no --tls-cert/--tls-key it serves its own certificate,
+kept in --state-dir (tls.crt, tls.key), and reports it and --advertise in
+heartbeats; the registry pins it (registry nodes repin NODE clears the pin).
 
 The node authenticates to the registry as a node account: --node-user and an
 API token read from --node-token-file or $FAAS_NODE_TOKEN. It registers itself

@@ -272,6 +272,9 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	cfg := server.Config{Socket: f.socket, Tenants: tenants, Operators: f.operators, Slots: table, Cache: c,
 		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: shared,
 		JobTimeout: f.jobTimeout}
+	if f.listen == "" && (f.advertise != "" || f.tlsCert != "" || f.tlsKey != "") {
+		return errors.New("--advertise, --tls-cert and --tls-key need --listen")
+	}
 	if f.listen != "" {
 		if cfg.TLS, err = listenTLS(f, node.ID); err != nil {
 			return err

@@ -52,8 +52,10 @@ type Config struct {
 
 // LoadOrCreate returns the certificate in cfg.Dir, creating it when absent
 // and replacing it when fewer than RenewBefore remain or it no longer names
-// cfg's SANs. A file that exists but does not parse is an error naming it:
-// replacing it silently would change the pinned certificate.
+// cfg's SANs. A replacement keeps the key, since the registry pins the
+// node's public key: a renewal needs no repin. A file that exists but does
+// not parse is an error naming it: replacing it silently would change the
+// pinned key.
 func LoadOrCreate(cfg Config) (tls.Certificate, error) {
 	if cfg.NodeID == "" {
 		return tls.Certificate{}, errors.New("nodecert: no node id")
@@ -71,7 +73,8 @@ func LoadOrCreate(cfg Config) (tls.Certificate, error) {
 	case now().Add(RenewBefore).Before(cert.Leaf.NotAfter) && names(cert.Leaf, cfg):
 		return cert, nil
 	}
-	return create(cfg, now(), certPath, keyPath)
+	key, _ := cert.PrivateKey.(*ecdsa.PrivateKey)
+	return create(cfg, now(), certPath, keyPath, key)
 }
 
 func load(certPath, keyPath string) (tls.Certificate, error) {
@@ -108,10 +111,14 @@ func names(leaf *x509.Certificate, cfg Config) bool {
 	return true
 }
 
-func create(cfg Config, now time.Time, certPath, keyPath string) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("nodecert: %w", err)
+// create writes a new certificate for key, or for a new P-256 key when key
+// is nil.
+func create(cfg Config, now time.Time, certPath, keyPath string, key *ecdsa.PrivateKey) (tls.Certificate, error) {
+	if key == nil {
+		var err error
+		if key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+			return tls.Certificate{}, fmt.Errorf("nodecert: %w", err)
+		}
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {

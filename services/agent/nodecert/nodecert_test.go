@@ -48,6 +48,9 @@ func TestLoadOrCreate(t *testing.T) {
 	if bytes.Equal(PEM(a), PEM(c)) {
 		t.Error("not renewed near expiry")
 	}
+	if !bytes.Equal(a.Leaf.RawSubjectPublicKeyInfo, c.Leaf.RawSubjectPublicKeyInfo) {
+		t.Error("renewal changed the pinned key")
+	}
 }
 
 func TestNewSANRenews(t *testing.T) {

@@ -62,6 +62,9 @@ func serveCommand() *cobra.Command {
 		Long: `serve owns the FPGA boards of this host (or N simulated boards with --sim N),
 reconciles every slot with its chip, and serves the agent API on a unix socket
 (and on TCP with TLS when --listen is given).
+With --listen and no --tls-cert/--tls-key it serves its own certificate,
+kept in --state-dir (tls.crt, tls.key), and reports it and --advertise in
+heartbeats; the registry pins it (registry nodes repin NODE clears the pin).
 
 The node authenticates to the registry as a node account: --node-user and an
 API token read from --node-token-file or $FAAS_NODE_TOKEN. It registers itself
@@ -269,6 +272,9 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	cfg := server.Config{Socket: f.socket, Tenants: tenants, Operators: f.operators, Slots: table, Cache: c,
 		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: shared,
 		JobTimeout: f.jobTimeout}
+	if f.listen == "" && (f.advertise != "" || f.tlsCert != "" || f.tlsKey != "") {
+		return errors.New("--advertise, --tls-cert and --tls-key need --listen")
+	}
 	if f.listen != "" {
 		if cfg.TLS, err = listenTLS(f, node.ID); err != nil {
 			return err

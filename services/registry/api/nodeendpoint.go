@@ -60,13 +60,18 @@ func parseNodeCert(text, nodeID string, now time.Time) (string, error) {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})), nil
 }
 
-// certFingerprint names a pinned PEM certificate in messages and audit
-// records: the SHA-256 of its DER.
-func certFingerprint(text string) string {
+// keyFingerprint is what the registry pins of a node's PEM certificate:
+// the SHA-256 of its public key (SubjectPublicKeyInfo), so a renewal that
+// keeps the key needs no repin. "" when text is no certificate.
+func keyFingerprint(text string) string {
 	block, _ := pem.Decode([]byte(text))
 	if block == nil {
 		return ""
 	}
-	sum := sha256.Sum256(block.Bytes)
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
 	return hex.EncodeToString(sum[:])
 }

@@ -27,11 +27,28 @@ func TestHeartbeatCertificatePin(t *testing.T) {
 		t.Helper()
 		return e.must(status, "node1", "POST", "/nodes/"+n.ID+"/heartbeat", item{"boards": []item{}, "endpoint": endpoint, "tls_certificate": cert})
 	}
-	first, second := nodeCertPEM(t, n.ID, time.Now()), nodeCertPEM(t, n.ID, time.Now())
+	dir := t.TempDir()
+	made := func(at time.Time) string {
+		c, err := nodecert.LoadOrCreate(nodecert.Config{Dir: dir, NodeID: n.ID, Now: func() time.Time { return at }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(nodecert.PEM(c))
+	}
+	first, second := made(time.Now()), nodeCertPEM(t, n.ID, time.Now())
+	renewed := made(time.Now().Add(nodecert.Validity - nodecert.RenewBefore + time.Hour))
+	if renewed == first {
+		t.Fatal("no renewal")
+	}
 
 	hb(200, "https://fpga-pin:8443", first).decode(t, &n)
 	if n.TLSCertificate != first || n.Endpoint != "https://fpga-pin:8443" || n.ServerName != n.ID+".node.faas" {
 		t.Fatalf("not pinned: %+v", n)
+	}
+	// A renewal keeps the key: accepted, and the renewed certificate is kept.
+	hb(200, "https://fpga-pin:9443", renewed).decode(t, &n)
+	if n.TLSCertificate != renewed {
+		t.Fatalf("renewal not recorded: %+v", n)
 	}
 	hb(200, "https://fpga-pin:9443", first)
 	// A heartbeat without the fields (an older faasd) keeps the pin.

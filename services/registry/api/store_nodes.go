@@ -77,9 +77,10 @@ func (s *store) registerNode(ctx context.Context, p *principal, hostname, pubPEM
 }
 
 // heartbeat records a heartbeat of node id. A certificate (canonical PEM,
-// "" for none) is pinned when none is; a different one refuses the whole
-// heartbeat, so a node whose key changed shows as silent until an admin
-// repins it rather than quietly serving a certificate tenants refuse.
+// "" for none) is pinned when none is, and replaces the pinned one when it
+// has the same public key (a renewal); one with another key refuses the
+// whole heartbeat, so a node whose key changed shows as silent until an
+// admin repins it rather than quietly serving a certificate tenants refuse.
 func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards []byte, endpoint, cert string) (Node, error) {
 	var n Node
 	var refused error
@@ -94,8 +95,8 @@ func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards [
 			if err != nil {
 				return auditEntry{}, noRows(err, "node")
 			}
-			if pinned != "" && pinned != cert {
-				refused = fieldErr("tls_certificate", "differs from the certificate pinned for this node (SHA-256 %s); if the node's key changed on purpose, an admin clears the pin with `registry nodes repin %s` (POST /api/v1/nodes/%s/repin)", certFingerprint(pinned), id, id)
+			if pinned != "" && keyFingerprint(pinned) != keyFingerprint(cert) {
+				refused = fieldErr("tls_certificate", "its key differs from the key pinned for this node (SHA-256 %s); if the node's key changed on purpose, an admin clears the pin with `registry nodes repin %s` (POST /api/v1/nodes/%s/repin)", keyFingerprint(pinned), id, id)
 				return auditEntry{}, refused
 			}
 		}
@@ -107,7 +108,7 @@ func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards [
 		return auditEntry{"node.heartbeat", "node", id, nil}, noRows(err, "node")
 	})
 	if refused != nil {
-		s.auditDenied(ctx, p, auditEntry{"node.certificate_refused", "node", id, map[string]any{"sha256": certFingerprint(cert)}}, "certificate differs from the pin")
+		s.auditDenied(ctx, p, auditEntry{"node.certificate_refused", "node", id, map[string]any{"key_sha256": keyFingerprint(cert)}}, "certificate key differs from the pin")
 	}
 	return n, err
 }
@@ -122,7 +123,7 @@ func (s *store) repinNode(ctx context.Context, p *principal, id string) (Node, e
 			return auditEntry{}, trustErr(err)
 		}
 		n, err = scanNode(tx.QueryRow(ctx, `select `+nodeCols+` from nodes where id = $1::uuid`, id))
-		return auditEntry{"node.repin", "node", id, map[string]any{"hostname": n.Hostname, "cleared_sha256": certFingerprint(old)}}, err
+		return auditEntry{"node.repin", "node", id, map[string]any{"hostname": n.Hostname, "cleared_key_sha256": keyFingerprint(old)}}, err
 	})
 	return n, err
 }

@@ -120,13 +120,18 @@ func (b *Buffer) check(off, n int64) error {
 // Write copies p to the device at offset off of the buffer; when it returns,
 // the bytes are in device memory.
 func (b *Buffer) Write(ctx context.Context, p []byte, off int64) error {
+	err := b.write(ctx, p, off)
+	if r := b.d.recorder(); r != nil && err == nil {
+		r.RecordWrite(b.addr, off, p)
+	}
+	return err
+}
+
+func (b *Buffer) write(ctx context.Context, p []byte, off int64) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.check(off, int64(len(p))); err != nil {
 		return err
-	}
-	if r := b.d.recorder(); r != nil {
-		r.RecordWrite(b.addr, off, p)
 	}
 	if b.mem == nil {
 		for len(p) > 0 {
@@ -247,13 +252,15 @@ func (b *Buffer) Sync(ctx context.Context, dir SyncDir, off, n int64) error {
 	if b.mem == nil {
 		return fmt.Errorf("faas: Sync needs shared memory, which sessions over the network do not have: %w", errors.ErrUnsupported)
 	}
-	r := b.d.recorder()
-	if r != nil && dir == ToDevice {
-		r.RecordWrite(b.addr, off, b.mem[off:off+n])
-	}
 	_, err := b.d.do(ctx, session.OpSync, session.SyncRequest{Handle: b.handle, Off: uint64(off), Len: uint64(n), Dir: uint64(dir)}.Marshal())
-	if r != nil && dir == FromDevice && err == nil {
-		r.RecordRead(b.addr, off, b.mem[off:off+n])
+	if r := b.d.recorder(); r != nil && err == nil {
+		// What moved, in either direction: bytes written for a replay to
+		// write, or read back for it to compare.
+		if dir == ToDevice {
+			r.RecordWrite(b.addr, off, b.mem[off:off+n])
+		} else {
+			r.RecordRead(b.addr, off, b.mem[off:off+n])
+		}
 	}
 	return err
 }

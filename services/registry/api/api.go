@@ -72,14 +72,18 @@ type Config struct {
 	RequestID func(context.Context) string
 	// Logger receives internal errors. Default: discard.
 	Logger *slog.Logger
+	// Attach configures the accelerator pool (/attachments); its zero
+	// value is the documented defaults.
+	Attach AttachConfig
 }
 
 // API is the marketplace API; it is an http.Handler for paths under Prefix.
 type API struct {
-	cfg Config
-	log *slog.Logger
-	st  *store
-	e   *echo.Echo
+	cfg  Config
+	log  *slog.Logger
+	st   *store
+	e    *echo.Echo
+	wake *wake // long polls of attachments and assignments
 }
 
 // New returns the API over cfg.
@@ -94,9 +98,10 @@ func New(cfg Config) (*API, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	a := &API{
-		cfg: cfg,
-		log: cfg.Logger,
-		st:  &store{pool: cfg.Pool, meta: cfg.Meta, accounts: cfg.Accounts},
+		cfg:  cfg,
+		log:  cfg.Logger,
+		st:   &store{pool: cfg.Pool, meta: cfg.Meta, accounts: cfg.Accounts},
+		wake: newWake(),
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -306,6 +311,8 @@ func (a *API) classify(err error, c echo.Context) (int, errorInfo) {
 		return http.StatusForbidden, errorInfo{"forbidden", message(err, ErrForbidden), ""}
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, errorInfo{"not_found", message(err, ErrNotFound), ""}
+	case errors.Is(err, ErrGone):
+		return http.StatusGone, errorInfo{"attachment_ended", message(err, ErrGone), ""}
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict, errorInfo{"conflict", message(err, ErrConflict), ""}
 	case errors.Is(err, ErrInvalid):

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fpga-faas/faas/sdk/poolapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 )
 
@@ -41,6 +43,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 	var N2 api.Node // revoked by the matrix
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n2", "public_key": x25519B64(t)}).decode(t, &N2)
 	e.must(201, "tenant1", "POST", "/listings/"+P.ID+"/subscribe", nil)
+	board := []item{{"model": "sim", "slots": []item{{"index": 0, "state": "cleared"}, {"index": 1, "state": "cleared"}}}}
+	cert := nodeCertPEM(t, N.ID, time.Now())
+	serve := func() { // (again after the matrix's repin)
+		e.must(200, "node1", "POST", "/nodes/"+N.ID+"/heartbeat", item{"boards": board, "endpoint": "https://n1:8443", "tls_certificate": cert})
+	}
+	serve()
+	var A poolapi.Attachment
+	e.must(201, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/pub"}).decode(t, &A)
 	var G struct{ ID string }
 	e.must(201, "tenant1", "POST", "/load-grants", item{"node_id": N.ID, "repository": "isv1/pub", "digest": dP}).decode(t, &G)
 
@@ -82,7 +92,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/entitlements", nil, []int{401, ok, ok, ok, ok, 403, 403}},
 		{"DELETE", "/entitlements/" + E.ID, nil, []int{401, ok, 404, 404, ok, 403, 403}},
 		{"POST", "/nodes", func(string) any { return item{"hostname": uniq("h"), "public_key": x25519B64(t)} }, []int{401, 403, 403, 403, 403, ok, ok}},
-		{"POST", "/nodes/" + N.ID + "/heartbeat", constant(item{"boards": []item{}}), []int{401, 403, 403, 403, 403, ok, 404}},
+		{"POST", "/nodes/" + N.ID + "/heartbeat", constant(item{"boards": board}), []int{401, 403, 403, 403, 403, ok, 404}},
 		{"GET", "/nodes", nil, []int{401, 403, 403, 403, ok, 403, 403}},
 		{"POST", "/nodes/" + N.ID + "/approve", nil, []int{401, 403, 403, 403, ok, 403, 403}},
 		{"POST", "/nodes/" + N.ID + "/repin", nil, []int{401, 403, 403, 403, ok, 403, 403}},
@@ -97,6 +107,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/audit", nil, []int{401, ok, ok, 403, ok, 403, 403}},
 		{"GET", "/validation-jobs", nil, []int{401, 403, 403, 403, ok, 403, 403}},
 		{"GET", "/loads", nil, []int{401, ok, ok, ok, ok, 403, 403}},
+		{"POST", "/attachments", func(string) any { serve(); return poolapi.AttachRequest{Listing: "isv1/pub"} }, []int{401, 403, 403, ok, 403, 403, 403}},
+		{"GET", "/attachments", nil, []int{401, 403, 403, ok, ok, 403, 403}},
+		{"GET", "/attachments/" + A.ID, nil, []int{401, 403, 403, 404, ok, 403, 403}},
+		{"POST", "/attachments/" + A.ID + "/renew", nil, []int{401, 403, 403, 404, 403, 403, 403}},
+		{"GET", "/nodes/" + N.ID + "/assignments", nil, []int{401, 403, 403, 403, 403, ok, 404}},
+		{"POST", "/nodes/" + N.ID + "/attachments/" + A.ID + "/grant", nil, []int{401, 403, 403, 403, 403, ok, 404}},
+		{"POST", "/nodes/" + N.ID + "/attachments/" + A.ID + "/state", constant(poolapi.StateReport{State: poolapi.Loading}), []int{401, 403, 403, 403, 403, ok, 404}},
+		{"DELETE", "/attachments/" + A.ID, nil, []int{401, 403, 403, 404, ok, 403, 403}},
 	}
 	routes := map[string]bool{}
 	n := 0
@@ -181,9 +199,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 func pattern(p string) string {
 	p, _, _ = strings.Cut(p, "?")
 	parts := strings.Split(p, "/")
+	ids := 0
 	for i, s := range parts {
 		if len(s) == 36 && strings.Count(s, "-") == 4 {
-			parts[i] = ":id"
+			parts[i] = []string{":id", ":aid"}[min(ids, 1)]
+			ids++
 		}
 	}
 	return strings.Join(parts, "/")

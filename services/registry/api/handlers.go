@@ -60,6 +60,7 @@ func (a *API) routes() {
 	a.handle(http.MethodPost, "/usage", roles(node), a.reportUsage)
 	a.handle(http.MethodGet, "/usage/summary", roles(isv, tenant, admin), a.usageSummary)
 	a.handle(http.MethodGet, "/audit", roles(isv, admin), a.listAudit)
+	a.attachmentRoutes()
 	a.opsRoutes()
 	a.e.RouteNotFound(Prefix+"/*", func(c echo.Context) error { return echo.ErrNotFound })
 }

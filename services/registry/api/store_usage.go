@@ -96,20 +96,24 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 // UsageSummary is the usage of one tenant on one listing with its cost,
 // on one day (UTC) when asked per day.
 type UsageSummary struct {
-	Day                string `json:"day,omitempty"` // YYYY-MM-DD, with ?by=day
-	ListingID          string `json:"listing_id"`
-	ListingName        string `json:"listing_name"`
-	TenantID           string `json:"tenant_id"`
-	Tenant             string `json:"tenant"`
-	Currency           string `json:"currency"`
-	Loads              int64  `json:"loads"`
-	Clears             int64  `json:"clears"`
-	BusyNs             int64  `json:"busy_ns"`
-	PricePerHourMicros int64  `json:"price_per_hour_micros"`
-	PricePerLoadMicros int64  `json:"price_per_load_micros"`
-	LoadCostMicros     int64  `json:"load_cost_micros"`
-	TimeCostMicros     int64  `json:"time_cost_micros"`
-	TotalMicros        int64  `json:"total_micros"`
+	Day         string `json:"day,omitempty"` // YYYY-MM-DD, with ?by=day
+	ListingID   string `json:"listing_id"`
+	ListingName string `json:"listing_name"`
+	TenantID    string `json:"tenant_id"`
+	Tenant      string `json:"tenant"`
+	Currency    string `json:"currency"`
+	Loads       int64  `json:"loads"`
+	Clears      int64  `json:"clears"`
+	BusyNs      int64  `json:"busy_ns"`
+	// Attachments counts the pool's attachments and AttachedNs the time
+	// they were held (an ended one's, or a live one's so far).
+	Attachments        int64 `json:"attachments"`
+	AttachedNs         int64 `json:"attached_ns"`
+	PricePerHourMicros int64 `json:"price_per_hour_micros"`
+	PricePerLoadMicros int64 `json:"price_per_load_micros"`
+	LoadCostMicros     int64 `json:"load_cost_micros"`
+	TimeCostMicros     int64 `json:"time_cost_micros"`
+	TotalMicros        int64 `json:"total_micros"`
 }
 
 // usageSummary: admin all, isv its listings, tenant its own usage; times
@@ -120,7 +124,9 @@ func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.T
 	rows, err := s.pool.Query(ctx, `select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
 		l.id::text, l.name, a.id::text, a.name, l.currency,
 		count(*) filter (where u.event = 'load'), count(*) filter (where u.event = 'clear'),
-		coalesce(sum(u.busy_ns), 0)::bigint, l.price_per_hour_micros, l.price_per_load_micros,
+		coalesce(sum(u.busy_ns), 0)::bigint, count(*) filter (where u.event = 'attach'),
+		coalesce(sum(extract(epoch from coalesce(u.ended_at, now()) - u.started_at) * 1e9) filter (where u.event = 'attach'), 0)::bigint,
+		l.price_per_hour_micros, l.price_per_load_micros,
 		(count(*) filter (where u.event = 'load') * l.price_per_load_micros)::bigint,
 		round(coalesce(sum(u.busy_ns), 0)::numeric * l.price_per_hour_micros / 3600000000000)::bigint
 		from usage_records u join listings l on l.id = u.listing_id join accounts a on a.id = u.tenant_id
@@ -135,7 +141,7 @@ func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.T
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (UsageSummary, error) {
 		var u UsageSummary
 		err := r.Scan(&u.Day, &u.ListingID, &u.ListingName, &u.TenantID, &u.Tenant, &u.Currency, &u.Loads, &u.Clears, &u.BusyNs,
-			&u.PricePerHourMicros, &u.PricePerLoadMicros, &u.LoadCostMicros, &u.TimeCostMicros)
+			&u.Attachments, &u.AttachedNs, &u.PricePerHourMicros, &u.PricePerLoadMicros, &u.LoadCostMicros, &u.TimeCostMicros)
 		u.TotalMicros = u.LoadCostMicros + u.TimeCostMicros
 		return u, err
 	})

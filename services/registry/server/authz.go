@@ -136,6 +136,16 @@ func (p *Policy) Allowed(ctx context.Context, acct *auth.Account, repo string, a
 	if !slices.Contains(actions, distribution.ActionPull) {
 		return nil, nil
 	}
+	if acct.Role == auth.RoleNode {
+		// A node pulls as itself only what the pool assigned it: an image
+		// of a live attachment on one of its nodes. (Loads a tenant asks
+		// for directly pull with the tenant's token.)
+		ok, err := p.assigned(ctx, acct.ID, repo)
+		if err != nil || !ok {
+			return nil, err
+		}
+		return []string{distribution.ActionPull}, nil
+	}
 	ok, err := p.Entitled(ctx, acct.ID, repo)
 	if err != nil {
 		return nil, err
@@ -184,6 +194,19 @@ select exists (
 	var ok bool
 	if err := p.pool.QueryRow(ctx, q, repo, accountID).Scan(&ok); err != nil {
 		return false, fmt.Errorf("server: entitlement check: %w", err)
+	}
+	return ok, nil
+}
+
+// assigned reports whether node account accountID has a node holding a
+// live attachment of repository repo.
+func (p *Policy) assigned(ctx context.Context, accountID, repo string) (bool, error) {
+	var ok bool
+	err := p.pool.QueryRow(ctx, `select exists (select 1 from attachments a join nodes n on n.id = a.node_id
+		where n.account_id = $1::uuid and n.revoked_at is null and a.repository = $2
+		and a.state in ('pending', 'loading', 'ready'))`, accountID, repo).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("server: attachment check: %w", err)
 	}
 	return ok, nil
 }

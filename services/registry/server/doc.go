@@ -64,15 +64,17 @@
 //   - the owner of a namespace — an isv account whose name is the first path
 //     component of the repository, "isv1/…" for account isv1 — pull, push
 //     and delete;
-//   - any other account (tenant, node, other isvs): pull only, and only when
+//   - a node account: pull only, and only a repository of which one of its
+//     nodes holds a live attachment of the accelerator pool (the pool
+//     assigned it that image); loads a tenant asks a node for directly pull
+//     with the tenant's own token;
+//   - any other account (tenant, other isvs): pull only, and only when
 //     the repository belongs to a listing (listings.repository_id) that is
 //     published with visibility public, or for which the account holds an
 //     active entitlement (not revoked, not expired) of any kind;
 //   - anonymous requests are refused at the token endpoint.
 //
-// Known gaps: nodes are treated like tenants (their own account's
-// entitlements); pulling on behalf of a tenant is the key-release API's
-// business. Entitlements grant pulls whether or not the listing is currently
+// Entitlements grant pulls whether or not the listing is currently
 // published, so that unpublishing does not cut off existing subscribers.
 //
 // # Limits

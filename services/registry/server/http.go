@@ -49,11 +49,12 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		DenyAnonymous: true,
 	}
 	market, err := api.New(api.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta,
-		MaxBodyBytes: s.cfg.MaxBodyBytes, RequestID: RequestID,
+		MaxBodyBytes: s.cfg.MaxBodyBytes, RequestID: RequestID, Attach: s.cfg.Attach,
 		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return nil, err
 	}
+	s.market = market
 
 	release, err := keyrelease.New(keyrelease.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta, Blobs: s.blobs,
 		Recipient: s.platform.Recipient, RequestID: RequestID,

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fpga-faas/faas/migrations"
+	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
@@ -119,6 +120,10 @@ type Config struct {
 	// signs once it is older than KeyPublishDelay; a key marked retired or
 	// removed stops verifying.
 	KeyDir string
+	// Attach configures the accelerator pool (api.AttachConfig: how long
+	// a node may be silent, how often leases are checked); zero values are
+	// its defaults.
+	Attach api.AttachConfig
 	// KeyReloadInterval is how often Serve re-reads KeyDir. Default
 	// DefaultKeyReloadInterval (30 s); negative: never.
 	KeyReloadInterval time.Duration
@@ -301,6 +306,7 @@ type Server struct {
 	clients  clientip.Resolver
 	dist     *distribution.Handler
 	portal   *portal.Portal
+	market   *api.API
 	handler  http.Handler
 }
 
@@ -482,7 +488,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.reloadKeys(wctx)
 		}
 	}()
-	defer func() { stopWorker(); <-workerDone; <-gcDone; <-sweepDone; <-keysDone }()
+	// And the accelerator pool's reaper of leases and silent nodes.
+	poolDone := make(chan struct{})
+	go func() {
+		defer close(poolDone)
+		s.market.RunPool(wctx)
+	}()
+	defer func() { stopWorker(); <-workerDone; <-gcDone; <-sweepDone; <-keysDone; <-poolDone }()
 	return s.serveHTTP(ctx, ln, s.handler, s.cfg.TLSCert != "")
 }
 

@@ -1,0 +1,589 @@
+package api
+
+// The accelerator pool's SQL (issue 15, sdk/poolapi): attachments placed
+// on nodes, their leases, the nodes' assignments and reports, and the
+// reaper that ends what nobody renews or whose node went silent.
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fpga-faas/faas/hdk/image"
+	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/nodetrust"
+	"github.com/fpga-faas/faas/services/registry/placement"
+	"github.com/fpga-faas/faas/shell"
+)
+
+// ErrGone: the attachment has ended (410, code attachment_ended).
+var ErrGone = errors.New("api: gone")
+
+// Attach defaults (AttachConfig's zero values).
+const (
+	DefaultNodeLostAfter   = 90 * time.Second
+	DefaultReapInterval    = time.Second
+	DefaultKeepWarm        = 2 * time.Minute
+	maxGrantsPerAttachment = 4
+	// poolLock serialises placements (pg_advisory_xact_lock), across
+	// replicas too: two attachments never take the same free chip.
+	poolLock int64 = 0x66616173_706f6f6c // "faaspool"
+)
+
+// AttachConfig configures the accelerator pool.
+type AttachConfig struct {
+	// NodeLostAfter is how long a node may go without a heartbeat before
+	// its attachments are lost. Zero: DefaultNodeLostAfter.
+	NodeLostAfter time.Duration
+	// ReapInterval is how often leases and nodes are checked. Zero:
+	// DefaultReapInterval.
+	ReapInterval time.Duration
+	// KeepWarm is how long a node keeps an image loaded for its tenant
+	// after a detach (faasd's own setting must match); within it, the
+	// tenant's next attach of the image needs no load. Zero:
+	// DefaultKeepWarm.
+	KeepWarm time.Duration
+}
+
+func (c AttachConfig) withDefaults() AttachConfig {
+	if c.NodeLostAfter <= 0 {
+		c.NodeLostAfter = DefaultNodeLostAfter
+	}
+	if c.ReapInterval <= 0 {
+		c.ReapInterval = DefaultReapInterval
+	}
+	if c.KeepWarm <= 0 {
+		c.KeepWarm = DefaultKeepWarm
+	}
+	return c
+}
+
+var liveStates = []string{string(poolapi.Pending), string(poolapi.Loading), string(poolapi.Ready)}
+
+const attachmentCols = `a.id::text, t.name, coalesce(a.listing_id::text, ''), coalesce(l.name, ''), a.version, a.repository,
+	a.manifest_digest, a.share, a.state, a.error, a.warm, a.node_id::text, n.name, n.endpoint, n.tls_certificate, a.slot,
+	a.lease_seconds, a.lease_expires_at, a.created_at, a.ready_at, a.ended_at`
+
+const attachmentFrom = ` from attachments a join accounts t on t.id = a.tenant_id join nodes n on n.id = a.node_id
+	left join listings l on l.id = a.listing_id `
+
+func scanAttachment(r pgx.Row) (poolapi.Attachment, error) {
+	var a poolapi.Attachment
+	var st string
+	err := r.Scan(&a.ID, &a.Tenant, &a.ListingID, &a.Listing, &a.Version, &a.Repository, &a.Digest, &a.Share, &st, &a.Error,
+		&a.Warm, &a.NodeID, &a.Node, &a.Endpoint, &a.TLSCertificate, &a.Slot, &a.LeaseSeconds, &a.LeaseExpiresAt,
+		&a.CreatedAt, &a.ReadyAt, &a.EndedAt)
+	a.State = poolapi.State(st)
+	a.ServerName = poolapi.ServerName(a.NodeID)
+	return a, err
+}
+
+// target is the image an attach request names.
+type target struct {
+	listingID, listing, version, repository, digest string
+}
+
+// resolveTarget finds the listing (by id or repository) and version of
+// req that tenant p is entitled to.
+func (s *store) resolveTarget(ctx context.Context, tx pgx.Tx, p *principal, req poolapi.AttachRequest) (target, error) {
+	var t target
+	err := tx.QueryRow(ctx, `select l.id::text, l.name, r.name from listings l join repositories r on r.id = l.repository_id
+		where ($1 <> '' and l.id::text = $1) or r.name = $1 order by l.created_at limit 1`, req.Listing).
+		Scan(&t.listingID, &t.listing, &t.repository)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, fieldErr("listing", "no listing with id or repository %q", req.Listing)
+	}
+	if err != nil {
+		return t, err
+	}
+	err = tx.QueryRow(ctx, `select version, manifest_digest from listing_versions where listing_id = $1::uuid
+		and ($2 = '' or version = $2) order by created_at desc limit 1`, t.listingID, req.Version).Scan(&t.version, &t.digest)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if req.Version == "" {
+			return t, fieldErr("listing", "listing %q has no version yet", t.listing)
+		}
+		return t, fieldErr("version", "listing %q has no version %q", t.listing, req.Version)
+	}
+	if err != nil {
+		return t, err
+	}
+	if _, ok, err := nodetrust.Entitled(ctx, tx, p.ID, t.repository, t.digest); err != nil {
+		return t, err
+	} else if !ok {
+		return t, fmt.Errorf("%w: you are not entitled to listing %q: subscribe to it first", ErrForbidden, t.listing)
+	}
+	return t, nil
+}
+
+// chipsOf counts the bitstream layers of a manifest: the chips its image
+// takes.
+func chipsOf(content []byte) int {
+	var m struct {
+		Layers []struct {
+			MediaType string `json:"mediaType"`
+		} `json:"layers"`
+	}
+	n := 0
+	if json.Unmarshal(content, &m) == nil {
+		for _, l := range m.Layers {
+			if l.MediaType == string(image.BitstreamMediaType) || l.MediaType == string(image.SealedBitstreamMediaType) {
+				n++
+			}
+		}
+	}
+	return max(1, min(n, shell.ChipsPerBoard))
+}
+
+// candidates reads the nodes that may take attachments: trusted, serving
+// remote attach with a pinned certificate, heartbeating within lostAfter.
+func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]placement.Node, error) {
+	rows, err := tx.Query(ctx, `select id::text, boards from nodes where approved_at is not null and revoked_at is null
+		and endpoint <> '' and tls_certificate <> '' and last_heartbeat_at > now() - $1::interval`, interval(cfg.NodeLostAfter))
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*placement.Node{}
+	var nodes []*placement.Node
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		var boards []Board
+		_ = json.Unmarshal(raw, &boards) // checked when the heartbeat was taken
+		n := &placement.Node{ID: id, Held: map[int]bool{}, Shares: map[int]int{}, Warm: map[int]string{}}
+		for _, b := range boards {
+			var bs []placement.Slot
+			for _, sl := range b.Slots {
+				bs = append(bs, placement.Slot{Index: sl.Index, State: sl.State, Digest: sl.Digest})
+			}
+			n.Boards = append(n.Boards, bs)
+		}
+		byID[id] = n
+		nodes = append(nodes, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `select node_id::text, slot, chips, share, tenant_id::text,
+		state = any($1) as live, ended_at > now() - $2::interval and released_at is not null and not scrubbed as warm
+		from (select distinct on (node_id, slot, share, state = any($1)) * from attachments
+			where state = any($1) or (not share and released_at is not null and ended_at > now() - $2::interval)
+			order by node_id, slot, share, state = any($1), revision desc) x`, liveStates, interval(cfg.KeepWarm))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, tenant string
+		var slot, chips int
+		var share, live, warm bool
+		if err := rows.Scan(&id, &slot, &chips, &share, &tenant, &live, &warm); err != nil {
+			return nil, err
+		}
+		n := byID[id]
+		if n == nil {
+			continue
+		}
+		for i := slot; i < slot+chips; i++ {
+			switch {
+			case live && share:
+				n.Shares[i]++
+			case live:
+				n.Held[i] = true
+			case warm:
+				n.Warm[i] = tenant
+			}
+		}
+		if live {
+			n.Live++
+		}
+	}
+	out := make([]placement.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = *n
+	}
+	return out, rows.Err()
+}
+
+func interval(d time.Duration) string { return fmt.Sprintf("%d microseconds", d.Microseconds()) }
+
+// newCredential returns a tenant's credential for attachment id and the
+// SHA-256 of its secret.
+func newCredential(id string) (string, [32]byte) {
+	var secret [32]byte
+	rand.Read(secret[:])
+	return poolapi.CredentialPrefix + id + "_" + base64.RawURLEncoding.EncodeToString(secret[:]), sha256.Sum256(secret[:])
+}
+
+// createAttachment places an attachment for p, a tenant, and returns it
+// with its credential.
+func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachConfig, req poolapi.AttachRequest) (poolapi.Attachment, error) {
+	var out poolapi.Attachment
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, poolLock); err != nil {
+			return auditEntry{}, err
+		}
+		t, err := s.resolveTarget(ctx, tx, p, req)
+		if err != nil {
+			return auditEntry{}, err
+		}
+		m, err := s.meta.GetManifest(ctx, t.repository, t.digest)
+		if err != nil {
+			return auditEntry{}, fmt.Errorf("api: manifest of %s@%s: %w", t.repository, t.digest, err)
+		}
+		chips := chipsOf(m.Content)
+		if req.Share && chips > 1 {
+			return auditEntry{}, fieldErr("share", "listing %q is a two-chip image: it takes a whole board and cannot be shared", t.listing)
+		}
+		nodes, err := s.candidates(ctx, tx, cfg)
+		if err != nil {
+			return auditEntry{}, err
+		}
+		c, err := placement.Place(nodes, placement.Request{TenantID: p.ID, Digest: t.digest, Chips: chips, Share: req.Share, MaxShares: shell.Windows - 1})
+		if errors.Is(err, placement.ErrNoCapacity) {
+			return auditEntry{}, fmt.Errorf("%w: no node of the pool has room for %s %s now (%d candidate nodes); try again later or ask for a share",
+				ErrConflict, t.listing, t.version, len(nodes))
+		}
+		if err != nil {
+			return auditEntry{}, err
+		}
+		lease := cmpOr(req.LeaseSeconds, poolapi.DefaultLeaseSeconds)
+		var id string
+		if err := tx.QueryRow(ctx, `select gen_random_uuid()::text`).Scan(&id); err != nil {
+			return auditEntry{}, err
+		}
+		cred, hash := newCredential(id)
+		if _, err := tx.Exec(ctx, `insert into attachments (id, tenant_id, listing_id, version, repository, manifest_digest, node_id,
+			slot, chips, share, state, warm, credential_hash, lease_seconds, lease_expires_at)
+			values ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7::uuid, $8, $9, $10, 'pending', $11, $12, $13::int, now() + $13::int * interval '1 second')`,
+			id, p.ID, t.listingID, t.version, t.repository, t.digest, c.NodeID, c.Slot, chips, req.Share, c.Warm, hash[:], lease); err != nil {
+			return auditEntry{}, err
+		}
+		if _, err := tx.Exec(ctx, `insert into usage_records (node_id, tenant_id, listing_id, manifest_digest, slot, event, started_at,
+			report_id, attachment_id) values ($1::uuid, $2::uuid, $3::uuid, $4, $5, 'attach', now(), 'attachment/' || $6, $6::uuid)`,
+			c.NodeID, p.ID, t.listingID, t.digest, c.Slot, id); err != nil {
+			return auditEntry{}, err
+		}
+		if err := notify(ctx, tx); err != nil {
+			return auditEntry{}, err
+		}
+		out, err = scanAttachment(tx.QueryRow(ctx, `select `+attachmentCols+attachmentFrom+`where a.id = $1::uuid`, id))
+		out.Credential = cred
+		return auditEntry{"attachment.create", "attachment", id, map[string]any{"listing_id": t.listingID, "version": t.version,
+			"digest": t.digest, "node_id": c.NodeID, "slot": c.Slot, "share": req.Share, "warm": c.Warm, "lease_seconds": lease}}, err
+	})
+	return out, err
+}
+
+func cmpOr(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// getAttachment returns attachment id: the tenant's own, or any for an admin.
+func (s *store) getAttachment(ctx context.Context, p *principal, id string) (poolapi.Attachment, error) {
+	if !isUUID(id) {
+		return poolapi.Attachment{}, fmt.Errorf("%w: attachment", ErrNotFound)
+	}
+	a, err := scanAttachment(s.pool.QueryRow(ctx, `select `+attachmentCols+attachmentFrom+`where a.id = $1::uuid
+		and ($2 or a.tenant_id = $3::uuid)`, id, p.is(auth.RoleAdmin), p.ID))
+	return a, noRows(err, "attachment")
+}
+
+// listAttachments lists p's attachments, newest first; an admin's with
+// all, everyone's. Ended ones are listed for a day.
+func (s *store) listAttachments(ctx context.Context, p *principal, all bool, limit int) ([]poolapi.Attachment, error) {
+	rows, err := s.pool.Query(ctx, `select `+attachmentCols+attachmentFrom+`where (($1 and $2) or a.tenant_id = $3::uuid)
+		and (a.ended_at is null or a.ended_at > now() - interval '1 day') order by a.created_at desc limit $4`,
+		all, p.is(auth.RoleAdmin), p.ID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (poolapi.Attachment, error) { return scanAttachment(r) })
+}
+
+// renewAttachment extends the lease of p's live attachment id by its
+// lease; an ended one is ErrGone. Renewals are not audited: they come
+// every few seconds and change nothing but the lease.
+func (s *store) renewAttachment(ctx context.Context, p *principal, id string) (poolapi.Attachment, error) {
+	if !isUUID(id) {
+		return poolapi.Attachment{}, fmt.Errorf("%w: attachment", ErrNotFound)
+	}
+	tag, err := s.pool.Exec(ctx, `update attachments set lease_expires_at = now() + lease_seconds * interval '1 second'
+		where id = $1::uuid and tenant_id = $2::uuid and state = any($3)`, id, p.ID, liveStates)
+	if err != nil {
+		return poolapi.Attachment{}, err
+	}
+	a, err := s.getAttachment(ctx, p, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		return a, fmt.Errorf("%w: attachment %s has ended: %s", ErrGone, id, endedWhy(a))
+	}
+	return a, err
+}
+
+// endedWhy says, for the tenant, why an attachment ended.
+func endedWhy(a poolapi.Attachment) string {
+	switch a.State {
+	case poolapi.Expired:
+		return "its lease expired"
+	case poolapi.Lost:
+		return "its node " + a.Node + " stopped answering"
+	case poolapi.Detached:
+		return "it was detached"
+	case poolapi.Failed:
+		return "the node could not load it: " + a.Error
+	}
+	return string(a.State)
+}
+
+// end ends live attachment id (tenant's, unless tenant is "") with state,
+// closing its usage record; ok is false when it was not live.
+func end(ctx context.Context, tx pgx.Tx, id, tenant string, state poolapi.State, msg string) (ok bool, err error) {
+	tag, err := tx.Exec(ctx, `update attachments set state = $2, error = $4, ended_at = now(), revision = nextval('attachment_revision'),
+		released_at = case when $2 = 'failed' then now() end
+		where id = $1::uuid and ($3 = '' or tenant_id = $3::uuid) and state = any($5)`, id, string(state), tenant, msg, liveStates)
+	if err != nil || tag.RowsAffected() == 0 {
+		return false, err
+	}
+	if _, err := tx.Exec(ctx, `update usage_records set ended_at = now() where attachment_id = $1::uuid and ended_at is null`, id); err != nil {
+		return false, err
+	}
+	return true, notify(ctx, tx)
+}
+
+// detachAttachment ends p's attachment id at once; detaching an ended
+// one changes nothing.
+func (s *store) detachAttachment(ctx context.Context, p *principal, id string) (poolapi.Attachment, error) {
+	if _, err := s.getAttachment(ctx, p, id); err != nil {
+		return poolapi.Attachment{}, err
+	}
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		owner := p.ID
+		if p.is(auth.RoleAdmin) {
+			owner = ""
+		}
+		ok, err := end(ctx, tx, id, owner, poolapi.Detached, "")
+		if err == nil && !ok {
+			err = errNoChange
+		}
+		return auditEntry{"attachment.detach", "attachment", id, nil}, err
+	})
+	if err != nil && !errors.Is(err, errNoChange) {
+		return poolapi.Attachment{}, err
+	}
+	return s.getAttachment(ctx, p, id)
+}
+
+// errNoChange rolls back a transaction that found nothing to do.
+var errNoChange = errors.New("api: no change")
+
+// ownNode checks that p, a node account, owns node id.
+func ownNode(ctx context.Context, q querier, p *principal, id string) error {
+	if !isUUID(id) {
+		return fmt.Errorf("%w: node", ErrNotFound)
+	}
+	var ok bool
+	err := q.QueryRow(ctx, `select exists (select 1 from nodes where id = $1::uuid and account_id = $2::uuid and revoked_at is null)`,
+		id, p.ID).Scan(&ok)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: node", ErrNotFound)
+	}
+	return err
+}
+
+// assignments returns node id's desired state: its live attachments and
+// the ended ones it has not released.
+func (s *store) assignments(ctx context.Context, p *principal, id string) (poolapi.Assignments, error) {
+	out := poolapi.Assignments{Assignments: []poolapi.Assignment{}}
+	if err := ownNode(ctx, s.pool, p, id); err != nil {
+		return out, err
+	}
+	if err := s.pool.QueryRow(ctx, `select coalesce(max(revision), 0) from attachments where node_id = $1::uuid`, id).Scan(&out.Revision); err != nil {
+		return out, err
+	}
+	rows, err := s.pool.Query(ctx, `select a.id::text, a.tenant_id::text, t.name, a.repository, a.manifest_digest, a.slot, a.chips,
+		a.share, a.credential_hash, a.state from attachments a join accounts t on t.id = a.tenant_id
+		where a.node_id = $1::uuid and a.released_at is null order by a.revision`, id)
+	if err != nil {
+		return out, err
+	}
+	out.Assignments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (poolapi.Assignment, error) {
+		var a poolapi.Assignment
+		var hash []byte
+		var st string
+		err := r.Scan(&a.ID, &a.TenantID, &a.Tenant, &a.Repository, &a.Digest, &a.Slot, &a.Chips, &a.Share, &hash, &st)
+		a.CredentialSHA256, a.State = hex.EncodeToString(hash), poolapi.State(st)
+		a.KeepWarm = a.State == poolapi.Detached && !a.Share
+		return a, err
+	})
+	if out.Assignments == nil {
+		out.Assignments = []poolapi.Assignment{}
+	}
+	return out, err
+}
+
+// revision returns node id's assignment revision, for long polls.
+func (s *store) revision(ctx context.Context, id string) (int64, error) {
+	var rev int64
+	err := s.pool.QueryRow(ctx, `select coalesce(max(revision), 0) from attachments where node_id = $1::uuid`, id).Scan(&rev)
+	return rev, err
+}
+
+// attachmentGrant issues, for node id (p's), a load grant of live
+// attachment aid's image for its tenant: the node loads for the tenant
+// without ever holding the tenant's token. A few per attachment (a load
+// that is retried), no more.
+func (s *store) attachmentGrant(ctx context.Context, p *principal, id, aid string) (nodetrust.Grant, error) {
+	var g nodetrust.Grant
+	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		if err := ownNode(ctx, tx, p, id); err != nil {
+			return auditEntry{}, err
+		}
+		if !isUUID(aid) {
+			return auditEntry{}, fmt.Errorf("%w: attachment", ErrNotFound)
+		}
+		var tenant, repo, digest string
+		var issued int
+		err := tx.QueryRow(ctx, `update attachments set grants_issued = grants_issued + 1
+			where id = $1::uuid and node_id = $2::uuid and state = any($3) returning tenant_id::text, repository, manifest_digest, grants_issued`,
+			aid, id, liveStates).Scan(&tenant, &repo, &digest, &issued)
+		if err != nil {
+			return auditEntry{}, noRows(err, "live attachment on this node")
+		}
+		if issued > maxGrantsPerAttachment {
+			return auditEntry{}, fmt.Errorf("%w: attachment %s has had its %d load grants", ErrForbidden, aid, maxGrantsPerAttachment)
+		}
+		g, err = nodetrust.Issue(ctx, tx, nodetrust.Caller{ID: tenant, Role: "tenant"},
+			nodetrust.GrantRequest{NodeID: id, Repository: repo, Digest: digest}, 0)
+		if err != nil {
+			return auditEntry{}, trustErr(err)
+		}
+		return auditEntry{"attachment.grant", "attachment", aid, map[string]any{"grant_id": g.ID, "node_id": id}}, nil
+	})
+	return g, err
+}
+
+// reportAttachment takes node id's report on attachment aid.
+func (s *store) reportAttachment(ctx context.Context, p *principal, id, aid string, r poolapi.StateReport) error {
+	if !isUUID(aid) {
+		return fmt.Errorf("%w: attachment", ErrNotFound)
+	}
+	return s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		if err := ownNode(ctx, tx, p, id); err != nil {
+			return auditEntry{}, err
+		}
+		var st string
+		var slot, chips int
+		err := tx.QueryRow(ctx, `select state, slot, chips from attachments where id = $1::uuid and node_id = $2::uuid for update`,
+			aid, id).Scan(&st, &slot, &chips)
+		if err != nil {
+			return auditEntry{}, noRows(err, "attachment on this node")
+		}
+		ae := auditEntry{"attachment." + string(r.State), "attachment", aid, map[string]any{"node_id": id}}
+		state := poolapi.State(st)
+		switch r.State {
+		case poolapi.Loading:
+			if state != poolapi.Pending && state != poolapi.Loading {
+				return ae, fmt.Errorf("%w: attachment %s is %s", ErrConflict, aid, state)
+			}
+			_, err = tx.Exec(ctx, `update attachments set state = 'loading', revision = nextval('attachment_revision') where id = $1::uuid`, aid)
+		case poolapi.Ready:
+			if state != poolapi.Pending && state != poolapi.Loading {
+				return ae, fmt.Errorf("%w: attachment %s is %s", ErrConflict, aid, state)
+			}
+			if len(r.Slots) != chips || !slices.Contains(r.Slots, slot) {
+				return ae, fieldErr("slots", "want the %d slot(s) from %d the attachment was placed on", chips, slot)
+			}
+			ae.details["slots"] = r.Slots
+			_, err = tx.Exec(ctx, `update attachments set state = 'ready', ready_at = now(), revision = nextval('attachment_revision')
+				where id = $1::uuid`, aid)
+		case poolapi.Failed:
+			if len(r.Error) > 1024 {
+				r.Error = r.Error[:1024]
+			}
+			ae.details["error"] = r.Error
+			var ok bool
+			if ok, err = end(ctx, tx, aid, "", poolapi.Failed, r.Error); err == nil && !ok {
+				return ae, fmt.Errorf("%w: attachment %s is %s", ErrConflict, aid, state)
+			}
+		case poolapi.Released:
+			if state.Live() {
+				return ae, fmt.Errorf("%w: attachment %s is %s, not ended", ErrConflict, aid, state)
+			}
+			ae.details["scrubbed"] = r.Scrubbed
+			_, err = tx.Exec(ctx, `update attachments set released_at = coalesce(released_at, now()), scrubbed = $2,
+				revision = nextval('attachment_revision') where id = $1::uuid`, aid, r.Scrubbed)
+		default:
+			return ae, fieldErr("state", "want loading, ready, failed or released")
+		}
+		if err != nil {
+			return ae, err
+		}
+		return ae, notify(ctx, tx)
+	})
+}
+
+// reap ends live attachments whose lease ran out (expired) or whose node
+// stopped heartbeating or was revoked (lost), closing their usage records
+// and auditing each as the registry. Replicas may reap at once: each row
+// is ended by one update.
+func (s *store) reap(ctx context.Context, cfg AttachConfig) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	rows, err := tx.Query(ctx, `update attachments a set state = case when a.lease_expires_at < now() then 'expired' else 'lost' end,
+		ended_at = now(), revision = nextval('attachment_revision')
+		from nodes n where n.id = a.node_id and a.state = any($1)
+		and (a.lease_expires_at < now() or n.revoked_at is not null or n.last_heartbeat_at is null
+			or n.last_heartbeat_at < now() - $2::interval)
+		returning a.id::text, a.state, a.node_id::text, a.tenant_id::text`, liveStates, interval(cfg.NodeLostAfter))
+	if err != nil {
+		return 0, err
+	}
+	type ended struct{ id, state, node, tenant string }
+	var es []ended
+	for rows.Next() {
+		var e ended
+		if err := rows.Scan(&e.id, &e.state, &e.node, &e.tenant); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		es = append(es, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(es) == 0 {
+		return 0, err
+	}
+	for _, e := range es {
+		if _, err := tx.Exec(ctx, `update usage_records set ended_at = now() where attachment_id = $1::uuid and ended_at is null`, e.id); err != nil {
+			return 0, err
+		}
+		dj, _ := json.Marshal(map[string]any{"node_id": e.node, "tenant_id": e.tenant})
+		if _, err := tx.Exec(ctx, `insert into audit_log (actor_name, action, target_type, target_id, details)
+			values ('registry', $1, 'attachment', $2, $3)`, "attachment."+e.state, e.id, dj); err != nil {
+			return 0, err
+		}
+	}
+	if err := notify(ctx, tx); err != nil {
+		return 0, err
+	}
+	return len(es), tx.Commit(ctx)
+}

@@ -1,0 +1,201 @@
+// Package placement chooses where the accelerator pool puts an attachment
+// (issue 15): a node and a slot, from what the nodes' heartbeats say and
+// what live attachments already hold. It is pure: the caller reads the
+// state under a lock and writes the choice in the same transaction.
+//
+// The rules, in order of preference:
+//
+//   - A share goes to a chip already running the image with a tenant
+//     window left (the fewest shares first), so that no load is needed;
+//     else to a free chip, which is then loaded.
+//   - A whole attachment goes warm when it can: to a chip (or board) still
+//     holding the image for the same tenant after a detach, so that no
+//     load is needed.
+//   - Otherwise to free chips: a free chip for a one-chip image, a board
+//     with both chips free for a two-chip one, on the node with the most
+//     free chips (spreading attachments across nodes), then the node with
+//     the fewest live attachments, then by id so that the choice is
+//     deterministic.
+package placement
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrNoCapacity is returned when no node can take the attachment.
+var ErrNoCapacity = errors.New("placement: no node has room")
+
+// Slot states as heartbeats report them (agentapi's slot states).
+const (
+	Cleared = "cleared"
+	Loaded  = "loaded"
+	Busy    = "busy"
+)
+
+// Slot is one chip of a node as its last heartbeat reported it.
+type Slot struct {
+	Index  int
+	State  string
+	Digest string // the loaded image, if any
+}
+
+// Node is a node that may take attachments (trusted, reachable, heartbeating).
+type Node struct {
+	ID string
+	// Boards are the node's boards, each with its chips' slots in order.
+	Boards [][]Slot
+	// Held are the slots live whole attachments hold.
+	Held map[int]bool
+	// Shares counts the live share attachments per slot.
+	Shares map[int]int
+	// Live counts the node's live attachments.
+	Live int
+	// Warm maps a slot kept loaded after a detach to the tenant it was
+	// kept for.
+	Warm map[int]string
+}
+
+// Request is what the attachment needs.
+type Request struct {
+	TenantID string
+	Digest   string
+	// Chips is how many chips the image takes: 1 or 2 (a whole board).
+	Chips int
+	Share bool
+	// MaxShares is how many share attachments one chip takes (its tenant
+	// windows).
+	MaxShares int
+}
+
+// Choice is where the attachment goes.
+type Choice struct {
+	NodeID string
+	// Slot is the slot to open sessions on; for two chips, the board's
+	// first.
+	Slot int
+	// Warm: the slot already holds the image, so that no load is needed.
+	Warm bool
+}
+
+// Place chooses a node and slot for req among nodes.
+func Place(nodes []Node, req Request) (Choice, error) {
+	if req.Chips < 1 || req.Chips > 2 {
+		return Choice{}, fmt.Errorf("placement: an image of %d chips", req.Chips)
+	}
+	if req.Share && req.Chips != 1 {
+		return Choice{}, errors.New("placement: a two-chip image cannot be shared")
+	}
+	if req.Share {
+		if c, ok := shared(nodes, req); ok {
+			return c, nil
+		}
+	} else if c, ok := warm(nodes, req); ok {
+		return c, nil
+	}
+	if c, ok := free(nodes, req); ok {
+		return c, nil
+	}
+	return Choice{}, ErrNoCapacity
+}
+
+// running reports whether s runs digest.
+func running(s Slot, digest string) bool {
+	return (s.State == Loaded || s.State == Busy) && s.Digest == digest
+}
+
+func shared(nodes []Node, req Request) (Choice, bool) {
+	best, bestShares, bestLive := Choice{}, -1, 0
+	for _, n := range nodes {
+		for _, b := range n.Boards {
+			for _, s := range b {
+				k := n.Shares[s.Index]
+				if !running(s, req.Digest) || n.Held[s.Index] || k >= req.MaxShares {
+					continue
+				}
+				if bestShares < 0 || k < bestShares || (k == bestShares && n.Live < bestLive) {
+					best, bestShares, bestLive = Choice{NodeID: n.ID, Slot: s.Index, Warm: true}, k, n.Live
+				}
+			}
+		}
+	}
+	return best, bestShares >= 0
+}
+
+func warm(nodes []Node, req Request) (Choice, bool) {
+	for _, n := range sorted(nodes) {
+		for _, b := range n.Boards {
+			for _, set := range sets(b, req.Chips) {
+				ok := true
+				for _, s := range set {
+					ok = ok && running(s, req.Digest) && !n.Held[s.Index] && n.Shares[s.Index] == 0 && n.Warm[s.Index] == req.TenantID
+				}
+				if ok {
+					return Choice{NodeID: n.ID, Slot: set[0].Index, Warm: true}, true
+				}
+			}
+		}
+	}
+	return Choice{}, false
+}
+
+func free(nodes []Node, req Request) (Choice, bool) {
+	for _, n := range sorted(nodes) {
+		for _, b := range n.Boards {
+			for _, set := range sets(b, req.Chips) {
+				ok := true
+				for _, s := range set {
+					ok = ok && isFree(n, s)
+				}
+				if ok {
+					return Choice{NodeID: n.ID, Slot: set[0].Index}, true
+				}
+			}
+		}
+	}
+	return Choice{}, false
+}
+
+func isFree(n Node, s Slot) bool {
+	_, warm := n.Warm[s.Index]
+	return s.State == Cleared && !n.Held[s.Index] && n.Shares[s.Index] == 0 && !warm
+}
+
+// sets are the slot sets of a board an image of chips takes: each chip
+// alone, or the whole board.
+func sets(board []Slot, chips int) [][]Slot {
+	if chips == 2 {
+		if len(board) != 2 {
+			return nil
+		}
+		return [][]Slot{board}
+	}
+	out := make([][]Slot, len(board))
+	for i := range board {
+		out[i] = board[i : i+1]
+	}
+	return out
+}
+
+// sorted orders nodes by most free chips, then fewest live attachments,
+// then id.
+func sorted(nodes []Node) []Node {
+	out := slices.Clone(nodes)
+	freeChips := func(n Node) int {
+		k := 0
+		for _, b := range n.Boards {
+			for _, s := range b {
+				if isFree(n, s) {
+					k++
+				}
+			}
+		}
+		return k
+	}
+	slices.SortStableFunc(out, func(a, b Node) int {
+		return cmp.Or(cmp.Compare(freeChips(b), freeChips(a)), cmp.Compare(a.Live, b.Live), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}

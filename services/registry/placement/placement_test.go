@@ -1,0 +1,64 @@
+package placement
+
+import (
+	"errors"
+	"testing"
+)
+
+func board(states ...string) []Slot {
+	var b []Slot
+	for i, s := range states {
+		sl := Slot{Index: i, State: s}
+		if s == Loaded {
+			sl.Digest = "d"
+		}
+		b = append(b, sl)
+	}
+	return b
+}
+
+func TestPlace(t *testing.T) {
+	two := func(id string, a, b string) Node { return Node{ID: id, Boards: [][]Slot{board(a, b)}} }
+	cases := []struct {
+		name  string
+		nodes []Node
+		req   Request
+		want  Choice
+		err   error
+	}{
+		{"spread to the node with most free chips", []Node{two("a", Cleared, Loaded), two("b", Cleared, Cleared)},
+			Request{Digest: "x", Chips: 1}, Choice{NodeID: "b", Slot: 0}, nil},
+		{"ties: fewest live attachments, then id", []Node{{ID: "b", Boards: [][]Slot{board(Cleared, Cleared)}, Live: 1}, two("c", Cleared, Cleared), two("a", Cleared, Cleared)},
+			Request{Digest: "x", Chips: 1}, Choice{NodeID: "a", Slot: 0}, nil},
+		{"held slots are not free, whatever the heartbeat says", []Node{{ID: "a", Boards: [][]Slot{board(Cleared, Cleared)}, Held: map[int]bool{0: true}}},
+			Request{Digest: "x", Chips: 1}, Choice{NodeID: "a", Slot: 1}, nil},
+		{"two chips need a whole free board", []Node{two("a", Cleared, Loaded), {ID: "b", Boards: [][]Slot{board(Loaded, Cleared), {{Index: 2, State: Cleared}, {Index: 3, State: Cleared}}}}},
+			Request{Digest: "x", Chips: 2}, Choice{NodeID: "b", Slot: 2}, nil},
+		{"no whole board", []Node{two("a", Cleared, Loaded), two("b", Loaded, Cleared)}, Request{Digest: "x", Chips: 2}, Choice{}, ErrNoCapacity},
+		{"share joins a chip running the image", []Node{two("a", Cleared, Cleared), two("b", Cleared, Loaded)},
+			Request{Digest: "d", Chips: 1, Share: true, MaxShares: 2}, Choice{NodeID: "b", Slot: 1, Warm: true}, nil},
+		{"share prefers the chip with fewest shares", []Node{{ID: "a", Boards: [][]Slot{board(Loaded, Loaded)}, Shares: map[int]int{0: 1}}},
+			Request{Digest: "d", Chips: 1, Share: true, MaxShares: 2}, Choice{NodeID: "a", Slot: 1, Warm: true}, nil},
+		{"full chips send a share to a free chip", []Node{{ID: "a", Boards: [][]Slot{board(Loaded, Cleared)}, Shares: map[int]int{0: 2}}},
+			Request{Digest: "d", Chips: 1, Share: true, MaxShares: 2}, Choice{NodeID: "a", Slot: 1}, nil},
+		{"share never joins a whole attachment", []Node{{ID: "a", Boards: [][]Slot{board(Loaded, Loaded)}, Held: map[int]bool{0: true, 1: true}}},
+			Request{Digest: "d", Chips: 1, Share: true, MaxShares: 2}, Choice{}, ErrNoCapacity},
+		{"warm for the same tenant", []Node{two("a", Cleared, Cleared), {ID: "b", Boards: [][]Slot{board(Cleared, Loaded)}, Warm: map[int]string{1: "t1"}}},
+			Request{TenantID: "t1", Digest: "d", Chips: 1}, Choice{NodeID: "b", Slot: 1, Warm: true}, nil},
+		{"another tenant's warm chip is neither warm nor free", []Node{{ID: "b", Boards: [][]Slot{board(Cleared, Loaded)}, Warm: map[int]string{1: "t1"}}},
+			Request{TenantID: "t2", Digest: "d", Chips: 1}, Choice{NodeID: "b", Slot: 0}, nil},
+		{"no nodes", nil, Request{Digest: "d", Chips: 1}, Choice{}, ErrNoCapacity},
+	}
+	for _, c := range cases {
+		got, err := Place(c.nodes, c.req)
+		if got != c.want || !errors.Is(err, c.err) || (c.err == nil && err != nil) {
+			t.Errorf("%s: got %+v, %v; want %+v, %v", c.name, got, err, c.want, c.err)
+		}
+	}
+	if _, err := Place(nil, Request{Chips: 2, Share: true}); err == nil {
+		t.Error("a shared two-chip image was placed")
+	}
+	if _, err := Place(nil, Request{Chips: 3}); err == nil {
+		t.Error("a three-chip image was placed")
+	}
+}

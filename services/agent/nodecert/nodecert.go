@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/internal/atomicfile"
+	"github.com/fpga-faas/faas/sdk/poolapi"
 )
 
 // File names inside the state directory.
@@ -39,7 +40,7 @@ const (
 
 // ServerName is the TLS server name clients use for a node: a name only
 // the registry's pin vouches for, never resolved in DNS.
-func ServerName(nodeID string) string { return nodeID + ".node.faas" }
+func ServerName(nodeID string) string { return poolapi.ServerName(nodeID) }
 
 // Config says what the certificate must name.
 type Config struct {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fpga-faas/faas/services/agent/nodecert"
+	"github.com/fpga-faas/faas/sdk/poolapi"
 )
 
 // Limits of a heartbeat's remote attach fields.
@@ -31,7 +31,7 @@ func parseEndpoint(s string) error {
 }
 
 // parseNodeCert checks a node's serving certificate: one PEM X.509
-// certificate naming nodecert.ServerName(nodeID), not expired at now. It
+// certificate naming poolapi.ServerName(nodeID), not expired at now. It
 // returns the canonical PEM, so the pin compares certificates, not
 // formatting.
 func parseNodeCert(text, nodeID string, now time.Time) (string, error) {
@@ -46,7 +46,7 @@ func parseNodeCert(text, nodeID string, now time.Time) (string, error) {
 	if err != nil {
 		return "", fieldErr("tls_certificate", "not an X.509 certificate: %v", err)
 	}
-	want := nodecert.ServerName(nodeID)
+	want := poolapi.ServerName(nodeID)
 	found := false
 	for _, d := range c.DNSNames {
 		found = found || strings.EqualFold(d, want)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fpga-faas/faas/services/agent/nodecert"
+	"github.com/fpga-faas/faas/sdk/poolapi"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
@@ -46,7 +46,7 @@ func scanNode(r pgx.Row) (Node, error) {
 	err := r.Scan(&n.ID, &n.AccountID, &n.Hostname, &n.PublicKey, &b, &n.RegisteredAt, &n.LastHeartbeatAt,
 		&n.ApprovedAt, &n.ApprovedBy, &n.RevokedAt, &n.Endpoint, &n.TLSCertificate)
 	n.Boards = b
-	n.ServerName = nodecert.ServerName(n.ID)
+	n.ServerName = poolapi.ServerName(n.ID)
 	return n, err
 }
 

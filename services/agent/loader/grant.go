@@ -26,6 +26,14 @@ func (r *run) askGrant(ctx context.Context, repo, digest string) {
 	r.grantDone = make(chan struct{})
 	go func() {
 		defer close(r.grantDone)
+		if g := r.req.Tenant.Grant; g != nil {
+			if g.NodeID != r.l.cfg.NodeID || g.Repository != repo || g.Digest != digest {
+				r.grantErr = fail(agentapi.CodeNotEntitled, "", "the pool's load grant is for %s@%s, not %s@%s", g.Repository, g.Digest, repo, digest)
+				return
+			}
+			r.grant = *g
+			return
+		}
 		if r.req.Tenant.Token == "" {
 			r.grantErr = fail(agentapi.CodeNotEntitled, "load as a tenant (faas login)", "a load without a tenant's token gets no load grant")
 			return

@@ -116,6 +116,21 @@ type Tenant struct {
 	Name  string
 	ID    string
 	Token string // registry API token, used to pull as the tenant
+	// Grant, when the load has no Token, is a load grant the registry
+	// gave this node for the tenant (an attachment of the accelerator
+	// pool); the node then pulls as its own account, which the registry
+	// lets pull what the pool assigned it.
+	Grant *nodetrust.Grant
+}
+
+// pullAuth is who pulls t's load: the tenant, or the node for a load
+// under a pool's grant.
+func (l *Loader) pullAuth(t Tenant) authn.Authenticator {
+	if t.Token == "" && t.Grant != nil {
+		user, tok := l.cfg.Registry.NodeAuth()
+		return &authn.Basic{Username: user, Password: tok}
+	}
+	return &authn.Basic{Username: t.Name, Password: t.Token}
 }
 
 // Request is one load or pull.
@@ -386,7 +401,7 @@ func (l *Loader) remoteOptions(ctx context.Context, t Tenant) []remote.Option {
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithTransport(l.cfg.Transport),
-		remote.WithAuth(&authn.Basic{Username: t.Name, Password: t.Token}),
+		remote.WithAuth(l.pullAuth(t)),
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -175,7 +174,7 @@ func joinErrs(errs []error) error {
 // there, and the layer is hashed once, not twice.
 func (r *run) getBlob(ctx context.Context, repo name.Repository, d v1.Hash) (io.ReadCloser, error) {
 	r.trOnce.Do(func() {
-		auth := &authn.Basic{Username: r.req.Tenant.Name, Password: r.req.Tenant.Token}
+		auth := r.l.pullAuth(r.req.Tenant)
 		r.tr, r.trErr = transport.NewWithContext(ctx, repo.Registry, auth, r.l.cfg.Transport, []string{repo.Scope(transport.PullScope)})
 	})
 	if r.trErr != nil {

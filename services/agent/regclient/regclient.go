@@ -1,11 +1,12 @@
 // Package regclient is the node agent's client of the registry's REST API
 // (/api/v1): who a tenant token belongs to, the signing keys of a
-// repository's ISV, node registration and heartbeats, key release and usage
-// reports. Image bytes do not go through it: the agent pulls those with
+// repository's ISV, node registration and heartbeats, key release, usage
+// reports, and the accelerator pool's assignments. Image bytes do not go through it: the agent pulls those with
 // go-containerregistry against /v2.
 //
 // The agent authenticates as its node account (HTTP Basic with the account
-// name and an API token); tenant tokens are only ever passed to Me.
+// name and an API token); tenant tokens are only ever passed to Me and
+// LoadGrant.
 package regclient
 
 import (
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/hdk/sign"
+	"github.com/fpga-faas/faas/sdk/poolapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
@@ -175,6 +177,38 @@ func (c *Client) ReleaseKeys(ctx context.Context, req keyrelease.Request) ([]key
 	err := c.do(ctx, http.MethodPost, strings.TrimPrefix(keyrelease.Path, api.Prefix), req, &resp, c.node)
 	return resp.WrappedKeys, err
 }
+
+// MaxAssignmentsWait is the longest Assignments waits: the client's
+// requests time out after 30 s.
+const MaxAssignmentsWait = 20 * time.Second
+
+// Assignments returns the node's desired state in the accelerator pool
+// (sdk/poolapi) once its revision passes since, or after wait (at most
+// MaxAssignmentsWait) with the same revision.
+func (c *Client) Assignments(ctx context.Context, nodeID string, since int64, wait time.Duration) (poolapi.Assignments, error) {
+	var as poolapi.Assignments
+	wait = min(max(wait, 0), MaxAssignmentsWait)
+	path := fmt.Sprintf("/nodes/%s/assignments?since=%d&wait=%dms", url.PathEscape(nodeID), since, wait.Milliseconds())
+	err := c.do(ctx, http.MethodGet, path, nil, &as, c.node)
+	return as, err
+}
+
+// AttachmentGrant asks for a load grant of attachment aid's image for its
+// tenant: the node loads for a tenant whose token it never holds.
+func (c *Client) AttachmentGrant(ctx context.Context, nodeID, aid string) (nodetrust.Grant, error) {
+	var g nodetrust.Grant
+	err := c.do(ctx, http.MethodPost, "/nodes/"+url.PathEscape(nodeID)+"/attachments/"+url.PathEscape(aid)+"/grant", nil, &g, c.node)
+	return g, err
+}
+
+// ReportAttachment reports the state of attachment aid on this node.
+func (c *Client) ReportAttachment(ctx context.Context, nodeID, aid string, r poolapi.StateReport) error {
+	return c.do(ctx, http.MethodPost, "/nodes/"+url.PathEscape(nodeID)+"/attachments/"+url.PathEscape(aid)+"/state", r, nil, c.node)
+}
+
+// NodeAuth returns the node account's credentials, with which the node
+// pulls what the pool assigned it.
+func (c *Client) NodeAuth() (user, token string) { return c.user, c.token }
 
 func (c *Client) node(r *http.Request) { r.SetBasicAuth(c.user, c.token) }
 

@@ -1,9 +1,12 @@
 package server
 
-// Allocation credentials: the device plugin (services/agent/deviceplugin)
-// gives each container the kubelet allocates chips, boards or AliDNN shares
-// to a bearer credential, "faasa_<id>_<secret>", that opens sessions on
-// those slots and no others. It stands for no tenant: the agent's rules
+// Allocation credentials: a bearer credential, "faasa_<id>_<secret>", that
+// opens sessions on some slots and no others. Two issuers give them out:
+// the device plugin (services/agent/deviceplugin), to each container the
+// kubelet allocates chips, boards or AliDNN shares to (Issue); and the
+// registry's accelerator pool, to the tenant of an attachment placed on
+// this node (Install: the node is given only the secret's hash, and the
+// id is the attachment's). It stands for no tenant: the agent's rules
 // for sessions (session.go) apply with the allocation as the caller.
 //
 //   - A whole-slot grant (faas.dev/chip, faas.dev/board) opens sessions on
@@ -19,7 +22,9 @@ package server
 // Only the SHA-256 of the secret is kept, in memory; a credential is
 // checked by its id, then by comparing hashes in constant time. Revoke
 // ends a credential (the plugin does when the kubelet has handed the
-// devices on); a restart of faasd ends them all.
+// devices on) and End also ends the sessions it opened (an attachment's
+// end); a restart of faasd ends them all (the pool installs its
+// attachments' again).
 
 import (
 	"crypto/rand"
@@ -30,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +74,8 @@ type grantEntry struct {
 	hash  [32]byte
 	open  map[int]int    // share sessions open, by slot
 	bound map[int]string // tenant of each whole slot, from the first session
+	conns map[net.Conn]struct{}
+	ended bool
 }
 
 // NewGrants returns an empty credential store.
@@ -76,22 +84,66 @@ func NewGrants() *Grants { return &Grants{byID: map[string]*grantEntry{}} }
 // Issue records g and returns its credential; the id in g must be unique
 // among live grants, else the older is replaced.
 func (gs *Grants) Issue(g Grant) (string, error) {
-	if len(g.Slots) == 0 && len(g.Shares) == 0 {
-		return "", fmt.Errorf("server: grant %q: %w", g.ID, ErrBadGrant)
-	}
-	if g.ID == "" || strings.ContainsAny(g.ID, "_ ") {
-		return "", fmt.Errorf("server: grant id %q: want a non-empty id without '_' or spaces", g.ID)
-	}
 	var secret [32]byte
 	if _, err := rand.Read(secret[:]); err != nil {
 		return "", err
 	}
 	tok := GrantPrefix + g.ID + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	if err := gs.Install(g, sha256.Sum256(secret[:])); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// Install records g under a credential whose secret's SHA-256 is sum: the
+// issuer keeps the secret, this node never sees it. A live grant of the
+// same id is replaced.
+func (gs *Grants) Install(g Grant, sum [32]byte) error {
+	if len(g.Slots) == 0 && len(g.Shares) == 0 {
+		return fmt.Errorf("server: grant %q: %w", g.ID, ErrBadGrant)
+	}
+	if g.ID == "" || strings.ContainsAny(g.ID, "_ ") {
+		return fmt.Errorf("server: grant id %q: want a non-empty id without '_' or spaces", g.ID)
+	}
 	g.Slots, g.Shares = slices.Clone(g.Slots), maps.Clone(g.Shares)
 	gs.mu.Lock()
-	gs.byID[g.ID] = &grantEntry{g: g, hash: sha256.Sum256(secret[:]), open: map[int]int{}, bound: map[int]string{}}
+	gs.byID[g.ID] = &grantEntry{g: g, hash: sum, open: map[int]int{}, bound: map[int]string{}, conns: map[net.Conn]struct{}{}}
 	gs.mu.Unlock()
-	return tok, nil
+	return nil
+}
+
+// End revokes the credential of id and closes the sessions it opened.
+func (gs *Grants) End(id string) {
+	gs.mu.Lock()
+	e := gs.byID[id]
+	delete(gs.byID, id)
+	var conns []net.Conn
+	if e != nil {
+		e.ended = true
+		for c := range e.conns {
+			conns = append(conns, c)
+		}
+	}
+	gs.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// track counts conn, a session opened with e, until untrack; false when
+// e has ended meanwhile.
+func (gs *Grants) track(e *grantEntry, conn net.Conn) (untrack func(), ok bool) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if e.ended {
+		return nil, false
+	}
+	e.conns[conn] = struct{}{}
+	return func() {
+		gs.mu.Lock()
+		delete(e.conns, conn)
+		gs.mu.Unlock()
+	}, true
 }
 
 // Revoke ends the credential of allocation id; sessions already open run on.
@@ -114,7 +166,7 @@ func (gs *Grants) lookup(tok string) (*grantEntry, error) {
 	id, enc, ok := strings.Cut(rest, "_")
 	secret, err := base64.RawURLEncoding.DecodeString(enc)
 	if !ok || err != nil || len(secret) != 32 {
-		return nil, agentErr(agentapi.CodeUnauthenticated, "malformed allocation credential", "use $FAAS_ALLOCATION_TOKEN as the device plugin gave it")
+		return nil, agentErr(agentapi.CodeUnauthenticated, "malformed allocation credential", "use the credential as it was given: $FAAS_ALLOCATION_TOKEN in a pod, an attachment's from the registry")
 	}
 	gs.mu.Lock()
 	e := gs.byID[id]
@@ -127,7 +179,7 @@ func (gs *Grants) lookup(tok string) (*grantEntry, error) {
 	}
 	if subtle.ConstantTimeCompare(h[:], want[:]) != 1 || e == nil {
 		return nil, agentErr(agentapi.CodeUnauthenticated, "the allocation credential is not (or no longer) valid",
-			"the pod's devices were allocated before faasd restarted or were handed on; restart the pod")
+			"a pod's devices were allocated before faasd restarted or were handed on: restart the pod; an attachment has ended or is not ready yet: see `faas attachments`")
 	}
 	return e, nil
 }

@@ -114,9 +114,14 @@ type Config struct {
 	// negative: no limit.
 	JobTimeout time.Duration
 
-	// Grants are the allocation credentials the device plugin issues
-	// (grants.go); nil accepts none.
+	// Grants are the allocation credentials the device plugin issues and
+	// the accelerator pool installs (grants.go); nil: the server's own.
 	Grants *Grants
+	// KeepWarm is how long an image stays loaded for its tenant after the
+	// tenant detached a pool attachment (assignments.go); the registry's
+	// --keep-warm must match. Zero: DefaultKeepWarm; negative: cleared at
+	// once.
+	KeepWarm time.Duration
 	// PodSocket, if set, is a second unix socket, for containers (the
 	// device plugin mounts its directory into them). Peer credentials
 	// count for nothing there, since a container's root is uid 0 to the
@@ -133,6 +138,7 @@ type Server struct {
 	sem   chan struct{}
 	ops   map[int]bool
 	hub   *sessionHub
+	pool  *pool
 
 	tokMu  sync.Mutex
 	tokens map[[32]byte]tokenEntry
@@ -169,6 +175,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxLoads == 0 {
 		cfg.MaxLoads = 4
 	}
+	if cfg.Grants == nil {
+		cfg.Grants = NewGrants()
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -179,6 +188,7 @@ func New(cfg Config) (*Server, error) {
 		s.ops[u] = true
 	}
 	s.hub = newSessionHub(s)
+	s.pool = newPool(s)
 	s.routes()
 	return s, nil
 }
@@ -303,9 +313,14 @@ func (s *Server) Serve(ctx context.Context) error {
 		go func() { errc <- srv.Serve(tl) }()
 	}
 	s.log.Info("listening", "socket", s.cfg.Socket)
+	poolDone := make(chan struct{})
 	if s.cfg.NodeID != "" {
 		go s.heartbeats(ctx)
+		go func() { defer close(poolDone); s.pool.run(ctx) }()
+	} else {
+		close(poolDone)
 	}
+	defer func() { <-poolDone }()
 	select {
 	case err := <-errc:
 		srv.Close()

@@ -277,6 +277,16 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 		sess.Close()
 		return
 	}
+	if p.grant != nil {
+		// The credential's end (an attachment ended) ends its sessions.
+		untrack, ok := s.cfg.Grants.track(p.grant, conn)
+		if !ok {
+			conn.Close()
+			sess.Close()
+			return
+		}
+		defer untrack()
+	}
 	s.log.Debug("session opened", "slot", sl.Index, "tenant", tenant)
 	serveSession(conn, brw.Reader, sess, s.log.With("slot", sl.Index, "tenant", tenant))
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -79,21 +80,44 @@ func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal)
 	if !ok {
 		return
 	}
-	op := newID()
-	rec := s.cfg.Slots.Record(sl.Index)
-	group := []int{sl.Index}
-	if rec.State == agentapi.Loaded && len(rec.Group) > 0 {
-		group = rec.Group // a two-chip image is cleared as one
-	}
-	err := s.cfg.Slots.Acquire(op, group, func(i int, r slots.Record) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Minute)
+	defer cancel()
+	err := s.clear(ctx, sl.Index, func(i int, r slots.Record) error {
 		if r.Tenant != "" && (r.State == agentapi.Loaded || r.State == agentapi.Busy) && !p.owns(r) {
 			return agentErr(agentapi.CodePermission, fmt.Sprintf("slot %d is held by another tenant", i), "")
 		}
 		return nil
 	})
-	if err != nil {
+	var cf *clearFailed
+	switch {
+	case errors.As(err, &cf):
+		writeErr(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: cf.err.Error(), Hint: "the slot is marked failed; tell the operator"})
+		return
+	case err != nil:
 		writeError(w, err, agentapi.CodeBusy, "wait for the running operation to finish")
 		return
+	}
+	writeJSON(w, http.StatusOK, s.view(sl, p, false))
+}
+
+// clearFailed is a clear that reached the chip and failed there.
+type clearFailed struct{ err error }
+
+func (e *clearFailed) Error() string { return e.err.Error() }
+
+// clear clears slot i, with the rest of its group when a two-chip image is
+// loaded there, once check has accepted every slot of the group: sessions
+// end, then the chips are cleared and their memory zeroed, and the clear
+// is reported as usage.
+func (s *Server) clear(ctx context.Context, i int, check func(int, slots.Record) error) error {
+	op := newID()
+	rec := s.cfg.Slots.Record(i)
+	group := []int{i}
+	if rec.State == agentapi.Loaded && len(rec.Group) > 0 {
+		group = rec.Group // a two-chip image is cleared as one
+	}
+	if err := s.cfg.Slots.Acquire(op, group, check); err != nil {
+		return err
 	}
 	released := false
 	release := func() {
@@ -110,17 +134,14 @@ func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal)
 	s.wg.Add(1)
 	defer s.wg.Done()
 	s.hub.closeSlots(group) // sessions end before the chip is wiped
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Minute)
-	defer cancel()
 	if err := s.cfg.Slots.ClearSlots(ctx, group); err != nil {
 		s.log.Error("clear failed", "slots", group, "err", err)
-		writeErr(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: err.Error(), Hint: "the slot is marked failed; tell the operator"})
-		return
+		return &clearFailed{err}
 	}
 	s.log.Info("cleared", "slots", group, "tenant", rec.Tenant)
 	s.reportClear(rec, group, op)
 	release()
-	writeJSON(w, http.StatusOK, s.view(sl, p, false))
+	return nil
 }
 
 func (s *Server) reportClear(rec slots.Record, group []int, op string) {

@@ -48,7 +48,7 @@ type serveFlags struct {
 	simShellMinor                                                                           uint16
 	simFresh                                                                                bool
 	simDDR                                                                                  uint64
-	jobTimeout, heartbeat                                                                   time.Duration
+	jobTimeout, heartbeat, keepWarm                                                         time.Duration
 	devicePlugin                                                                            bool
 	pluginDir, podSocket, podResources, cdiDir                                              string
 	sharesPerChip                                                                           int
@@ -106,6 +106,7 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.StringArrayVar(&f.shares, "share", nil, "let tenants open sessions on a slot loaded by another: SLOT=NAME[,NAME…] (repeatable)")
 	fl.DurationVar(&f.jobTimeout, "job-timeout", sessions.DefaultJobTimeout, "abort a tenant's job that holds an engine longer than this (negative: no limit)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", 30*time.Second, "how often to report the node's slots to the registry; the registry's --node-lost-after must be a few of these")
+	fl.DurationVar(&f.keepWarm, "keep-warm", server.DefaultKeepWarm, "keep a detached pool attachment's image loaded this long for its tenant's next attach (negative: clear at once); the registry's --keep-warm must match")
 	fl.BoolVar(&f.devicePlugin, "device-plugin", false, "also run the Kubernetes device plugin (faas.dev/chip, faas.dev/board, faas.dev/alidnn-share)")
 	fl.StringVar(&f.pluginDir, "device-plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device plugin directory (kubelet.sock)")
 	fl.IntVar(&f.sharesPerChip, "shares-per-chip", 4, "faas.dev/alidnn-share devices per chip holding an AliDNN engine (1-7)")
@@ -272,7 +273,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	metrics.MustRegister(server.NewCollector(table, c))
 	cfg := server.Config{Socket: f.socket, Tenants: tenants, Operators: f.operators, Slots: table, Cache: c,
 		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: shared,
-		JobTimeout: f.jobTimeout, Heartbeat: f.heartbeat}
+		JobTimeout: f.jobTimeout, Heartbeat: f.heartbeat, KeepWarm: f.keepWarm}
 	if f.heartbeat <= 0 {
 		return errors.New("--heartbeat must be positive")
 	}

@@ -503,16 +503,16 @@ func (s *store) reportAttachment(ctx context.Context, p *principal, id, aid stri
 				return ae, fmt.Errorf("%w: attachment %s is %s", ErrConflict, aid, state)
 			}
 			_, err = tx.Exec(ctx, `update attachments set state = 'loading', revision = nextval('attachment_revision') where id = $1::uuid`, aid)
-		case poolapi.Ready:
-			if state != poolapi.Pending && state != poolapi.Loading {
+		case poolapi.Ready: // again after a restart of the node, which installs the credential anew
+			if !state.Live() {
 				return ae, fmt.Errorf("%w: attachment %s is %s", ErrConflict, aid, state)
 			}
 			if len(r.Slots) != chips || !slices.Contains(r.Slots, slot) {
 				return ae, fieldErr("slots", "want the %d slot(s) from %d the attachment was placed on", chips, slot)
 			}
 			ae.details["slots"] = r.Slots
-			_, err = tx.Exec(ctx, `update attachments set state = 'ready', ready_at = now(), revision = nextval('attachment_revision')
-				where id = $1::uuid`, aid)
+			_, err = tx.Exec(ctx, `update attachments set state = 'ready', ready_at = coalesce(ready_at, now()),
+				revision = nextval('attachment_revision') where id = $1::uuid`, aid)
 		case poolapi.Failed:
 			if len(r.Error) > 1024 {
 				r.Error = r.Error[:1024]

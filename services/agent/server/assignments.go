@@ -1,0 +1,299 @@
+package server
+
+// The node's side of the registry's accelerator pool (sdk/poolapi): faasd
+// long-polls its assignments and reconciles. A live attachment is loaded
+// for its tenant under a load grant the registry gives the node (the node
+// never holds the tenant's token), its credential is installed (the node
+// is given only the hash), and it is reported ready. An ended one is let
+// go: its credential and sessions end, its chips are cleared and their
+// memory zeroed — or, after a detach, kept loaded for the same tenant a
+// while (Config.KeepWarm), so that the tenant's next attach needs no load.
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/services/agent/loader"
+	"github.com/fpga-faas/faas/services/agent/regclient"
+	"github.com/fpga-faas/faas/services/agent/slots"
+)
+
+// DefaultKeepWarm is Config.KeepWarm's default; the registry's must match.
+const DefaultKeepWarm = 2 * time.Minute
+
+// pool reconciles the node's assignments.
+type pool struct {
+	s     *Server
+	mu    sync.Mutex
+	runs  map[string]*attachRun // by attachment id
+	warm  map[int]*time.Timer   // clears of slots kept warm, by slot
+	loads sync.WaitGroup
+}
+
+// attachRun is one attachment on this node.
+type attachRun struct {
+	a         poolapi.Assignment
+	done      chan struct{} // closed when its attach has finished
+	releasing bool
+}
+
+func newPool(s *Server) *pool {
+	return &pool{s: s, runs: map[string]*attachRun{}, warm: map[int]*time.Timer{}}
+}
+
+// run long-polls the assignments until ctx ends.
+func (p *pool) run(ctx context.Context) {
+	var since int64
+	backoff := time.Second
+	for ctx.Err() == nil {
+		as, err := p.s.cfg.Registry.Assignments(ctx, p.s.cfg.NodeID, since, regclient.MaxAssignmentsWait)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			p.s.log.Warn("pool assignments", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		since = as.Revision
+		p.reconcile(ctx, as.Assignments)
+	}
+	p.loads.Wait()
+	p.mu.Lock()
+	for _, t := range p.warm {
+		t.Stop()
+	}
+	p.mu.Unlock()
+}
+
+// reconcile starts what the desired state asks for; it is idempotent.
+func (p *pool) reconcile(ctx context.Context, as []poolapi.Assignment) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range as {
+		r := p.runs[a.ID]
+		switch {
+		case a.State.Live() && r == nil:
+			r = &attachRun{a: a, done: make(chan struct{})}
+			p.runs[a.ID] = r
+			p.loads.Add(1)
+			go func() {
+				defer p.loads.Done()
+				defer close(r.done)
+				p.attach(ctx, a)
+			}()
+		case !a.State.Live() && (r == nil || !r.releasing):
+			if r == nil { // ended before this faasd saw it (a restart)
+				r = &attachRun{a: a, done: make(chan struct{})}
+				close(r.done)
+				p.runs[a.ID] = r
+			}
+			r.releasing = true
+			p.loads.Add(1)
+			go func() {
+				defer p.loads.Done()
+				<-r.done
+				p.release(ctx, a)
+				p.mu.Lock()
+				delete(p.runs, a.ID)
+				p.mu.Unlock()
+			}()
+		}
+	}
+}
+
+func (p *pool) report(ctx context.Context, a poolapi.Assignment, r poolapi.StateReport) error {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := p.s.cfg.Registry.ReportAttachment(rctx, p.s.cfg.NodeID, a.ID, r)
+	if err != nil && ctx.Err() == nil {
+		p.s.log.Warn("pool report", "attachment", a.ID, "state", r.State, "err", err)
+	}
+	return err
+}
+
+// holds reports whether slot i holds a's image loaded for a's tenant.
+func holds(rec slots.Record, a poolapi.Assignment) bool {
+	return (rec.State == agentapi.Loaded || rec.State == agentapi.Busy) && rec.Image != nil &&
+		rec.Image.Digest == a.Digest && (rec.Tenant == a.Tenant || a.Share)
+}
+
+// attach makes live attachment a ready: loaded (unless its slot already
+// holds the image for the tenant), its credential installed.
+func (p *pool) attach(ctx context.Context, a poolapi.Assignment) {
+	s := p.s
+	sum, err := hex.DecodeString(a.CredentialSHA256)
+	if err != nil || len(sum) != 32 {
+		p.report(ctx, a, poolapi.StateReport{State: poolapi.Failed, Error: "the node got a malformed credential hash"})
+		return
+	}
+	loaded, err := p.place(ctx, a)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.report(ctx, a, poolapi.StateReport{State: poolapi.Failed, Error: err.Error()})
+		}
+		return
+	}
+	g := Grant{ID: a.ID, Slots: loaded}
+	if a.Share {
+		g = Grant{ID: a.ID, Shares: map[int]int{a.Slot: 1}}
+		loaded = []int{a.Slot}
+	}
+	if err := s.cfg.Grants.Install(g, [32]byte(sum)); err != nil {
+		p.report(ctx, a, poolapi.StateReport{State: poolapi.Failed, Error: err.Error()})
+		return
+	}
+	if err := p.report(ctx, a, poolapi.StateReport{State: poolapi.Ready, Slots: loaded}); err != nil {
+		// Ended meanwhile, or the registry is away: the next answer
+		// to the long poll says which; until then nobody has the
+		// credential's secret but the tenant.
+		return
+	}
+	s.log.Info("pool attachment ready", "attachment", a.ID, "tenant", a.Tenant, "slots", loaded)
+}
+
+// place returns the slots a's image is loaded in for it, loading it when
+// the slot does not hold it already.
+func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
+	s := p.s
+	if _, err := s.cfg.Slots.Slot(a.Slot); err != nil {
+		return nil, fmt.Errorf("this node has no slot %d", a.Slot)
+	}
+	if rec := s.cfg.Slots.Record(a.Slot); holds(rec, a) {
+		p.keep(a.Slot)
+		if len(rec.Group) > 0 {
+			return rec.Group, nil
+		}
+		return []int{a.Slot}, nil
+	}
+	if a.State != poolapi.Ready {
+		if err := p.report(ctx, a, poolapi.StateReport{State: poolapi.Loading}); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	grant, err := s.cfg.Registry.AttachmentGrant(gctx, s.cfg.NodeID, a.ID)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("the registry gave no load grant: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	slot := a.Slot
+	res, err := s.cfg.Loader.Load(lctx, loader.Request{ID: newID(), Image: s.cfg.Registry.Host() + "/" + a.Repository + "@" + a.Digest,
+		Slot: &slot, Tenant: loader.Tenant{Name: a.Tenant, ID: a.TenantID, Grant: &grant}})
+	if err != nil {
+		return nil, errors.New(wireError(err).Message)
+	}
+	s.hub.closeSlots(res.Slots)
+	return res.Slots, nil
+}
+
+// release lets ended attachment a go and reports it released.
+func (p *pool) release(ctx context.Context, a poolapi.Assignment) {
+	s := p.s
+	s.cfg.Grants.End(a.ID) // its sessions end; their memory is zeroed
+	scrubbed := true
+	if !a.Share {
+		if _, err := s.cfg.Slots.Slot(a.Slot); err == nil && holds(s.cfg.Slots.Record(a.Slot), a) {
+			rec := s.cfg.Slots.Record(a.Slot)
+			group := []int{a.Slot}
+			if len(rec.Group) > 0 {
+				group = rec.Group
+			}
+			s.hub.closeSlots(group)
+			keep := s.cfg.KeepWarm
+			if keep == 0 {
+				keep = DefaultKeepWarm
+			}
+			if a.KeepWarm && keep > 0 {
+				scrubbed = false
+				p.coolAfter(a, keep)
+			} else if err := p.clear(ctx, a); err != nil {
+				s.log.Error("pool release: clearing", "attachment", a.ID, "slot", a.Slot, "err", err)
+				scrubbed = false
+			}
+		}
+	}
+	backoff := time.Second
+	for ctx.Err() == nil {
+		err := p.report(ctx, a, poolapi.StateReport{State: poolapi.Released, Scrubbed: scrubbed})
+		if err == nil || errors.Is(err, regclient.ErrNotFound) || errors.Is(err, regclient.ErrConflict) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+	s.log.Info("pool attachment released", "attachment", a.ID, "state", a.State, "scrubbed", scrubbed)
+}
+
+// clear clears a's slot if it still holds a's image for a's tenant.
+func (p *pool) clear(ctx context.Context, a poolapi.Assignment) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	return p.s.clear(cctx, a.Slot, func(i int, r slots.Record) error {
+		if !holds(r, a) && r.State != agentapi.Cleared && r.State != "" {
+			return fmt.Errorf("slot %d changed hands", i)
+		}
+		return nil
+	})
+}
+
+// coolAfter clears a's slot after keep unless an attachment takes it warm
+// meanwhile (keep).
+func (p *pool) coolAfter(a poolapi.Assignment, keep time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.warm[a.Slot]; t != nil {
+		t.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(keep, func() {
+		p.mu.Lock()
+		current := p.warm[a.Slot] == t
+		taken := false
+		for _, r := range p.runs {
+			taken = taken || (r.a.Slot == a.Slot && !r.releasing)
+		}
+		if current {
+			delete(p.warm, a.Slot)
+		}
+		p.mu.Unlock()
+		if current && !taken && p.s.base.Err() == nil {
+			if err := p.clear(p.s.base, a); err != nil {
+				p.s.log.Warn("pool: clearing a slot kept warm", "slot", a.Slot, "err", err)
+			}
+		}
+	})
+	p.warm[a.Slot] = t
+}
+
+// keep stops the clear of slot i, which an attachment takes warm.
+func (p *pool) keep(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.warm[i]; t != nil {
+		t.Stop()
+		delete(p.warm, i)
+	}
+}

@@ -222,3 +222,9 @@ type Error struct {
 type ErrorBody struct {
 	Error Error `json:"error"`
 }
+
+// NodeInfo is GET /v1/node: which registry node this agent is, so that a
+// client attached through the pool knows when the node is its own host.
+type NodeInfo struct {
+	NodeID string `json:"node_id"` // "" when the agent reports to no registry
+}

@@ -29,6 +29,11 @@ var (
 	ErrInUse      = errors.New("buffer in use by a program")                // in_use
 	ErrClosed     = errors.New("session closed")                            // session_closed; also use after Close or Free
 	ErrJobTimeout = errors.New("job time limit exceeded")                   // job_timeout: faasd aborted a job that ran too long
+
+	// Errors of the accelerator pool (Attach).
+	ErrAttachFailed = errors.New("attach failed")        // the node could not load the attachment's image
+	ErrLeaseLost    = errors.New("attachment lease lost") // the lease expired, the node was lost, or the attachment was detached
+	ErrNoCapacity   = errors.New("no room in the pool")   // no node has a free chip (or window) for the image now
 )
 
 // Error is a request faasd refused or a load that failed. (The agent's

@@ -203,6 +203,9 @@ type route struct {
 func (s *Server) routeTable() []route {
 	return []route{
 		{"GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }},
+		{"GET /v1/node", s.authed(func(w http.ResponseWriter, _ *http.Request, _ *principal) {
+			writeJSON(w, http.StatusOK, agentapi.NodeInfo{NodeID: s.cfg.NodeID})
+		})},
 		{"GET /v1/slots", s.authed(s.listSlots)},
 		{"GET /v1/slots/{n}", s.authed(s.getSlot)},
 		{"POST /v1/slots/{n}/clear", s.authed(s.clearSlot)},

@@ -1,0 +1,538 @@
+package faas
+
+// Attach: an accelerator from the registry's pool (sdk/poolapi), used
+// through the same *Device as a local slot.
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/poolapi"
+)
+
+// AttachOption configures Attach.
+type AttachOption func(*attachOptions)
+
+type attachOptions struct {
+	token    string
+	share    bool
+	lease    time.Duration
+	hc       *http.Client
+	local    string
+	progress func(poolapi.State)
+	ua       string
+	noRenew  bool
+}
+
+// WithRegistryToken sets the tenant's registry API token; the default is
+// StoredLogin's.
+func WithRegistryToken(tok string) AttachOption { return func(o *attachOptions) { o.token = tok } }
+
+// Shared asks for a tenant window on a chip, possibly one already running
+// the image for other tenants, instead of whole chips.
+func Shared() AttachOption { return func(o *attachOptions) { o.share = true } }
+
+// WithLease sets the lease the SDK renews (whole seconds, between
+// poolapi.MinLeaseSeconds and MaxLeaseSeconds); the default is the
+// registry's, 30 s. A client that stops renewing loses the attachment
+// one lease later.
+func WithLease(d time.Duration) AttachOption { return func(o *attachOptions) { o.lease = d } }
+
+// WithRegistryHTTPClient sends the registry requests with hc.
+func WithRegistryHTTPClient(hc *http.Client) AttachOption { return func(o *attachOptions) { o.hc = hc } }
+
+// WithLocalAgent names this host's faasd (a socket path), used instead of
+// TLS when the attachment lands on this host; "" (the default) is
+// $FAAS_AGENT or agentapi.DefaultSocket, "-" none.
+func WithLocalAgent(target string) AttachOption { return func(o *attachOptions) { o.local = target } }
+
+// WithAttachProgress calls fn with each state the attachment passes on its
+// way to ready.
+func WithAttachProgress(fn func(poolapi.State)) AttachOption {
+	return func(o *attachOptions) { o.progress = fn }
+}
+
+// WithoutRenewal leaves the lease to the caller (Renew): for a command
+// that attaches and exits.
+func WithoutRenewal() AttachOption { return func(o *attachOptions) { o.noRenew = true } }
+
+// Attachment is an accelerator of the pool, held under a lease that the
+// SDK renews until Detach or Close.
+type Attachment struct {
+	info   poolapi.Attachment
+	reg    *registryAPI
+	client *Client
+	dev    *Device
+
+	stop      context.CancelFunc
+	renewDone chan struct{}
+	lost      chan struct{}
+	mu        sync.Mutex
+	err       error
+}
+
+// ID is the attachment's id.
+func (a *Attachment) ID() string { return a.info.ID }
+
+// Info is the attachment as the registry last described it, without its
+// credential.
+func (a *Attachment) Info() poolapi.Attachment {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.info
+}
+
+// Device is the attachment's session on its slot: the same type as a local
+// Client.Open's.
+func (a *Attachment) Device() *Device { return a.dev }
+
+// Lost is closed when the attachment ended other than by Detach: its lease
+// expired or its node was lost. Err says which.
+func (a *Attachment) Lost() <-chan struct{} { return a.lost }
+
+// Err is nil while the attachment lives, and then why it ended: an error
+// matching ErrLeaseLost.
+func (a *Attachment) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// Attach asks the registry at registryURL for an accelerator running
+// listing ("LISTING[:VERSION]": a listing's repository, e.g. acme/mnist,
+// or its id), waits until its node has it ready, and opens a session on
+// it: over TLS 1.3 to the node, whose certificate must be the one the
+// registry pinned for it (never skipped), or over this host's faasd
+// socket, with shared memory, when the attachment landed here. ctx bounds
+// the attach; the lease is then renewed in the background.
+func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOption) (*Attachment, error) {
+	o := attachOptions{ua: defaultUA}
+	for _, f := range opts {
+		f(&o)
+	}
+	req, err := attachRequest(listing, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.token == "" || registryURL == "" {
+		l, err := StoredLogin()
+		if err != nil {
+			return nil, err
+		}
+		o.token = cmpOrString(o.token, l.Token)
+		registryURL = cmpOrString(registryURL, l.Registry)
+	}
+	if o.token == "" {
+		return nil, &Error{Code: agentapi.CodeUnauthenticated, Message: "faas: attach needs the tenant's registry token", Hint: "run `faas login` or set $FAAS_TOKEN"}
+	}
+	reg, err := newRegistryAPI(registryURL, o.token, o.hc, o.ua)
+	if err != nil {
+		return nil, err
+	}
+	var info poolapi.Attachment
+	if err := reg.do(ctx, http.MethodPost, "/attachments", req, &info); err != nil {
+		return nil, err
+	}
+	cred := info.Credential
+	info.Credential = ""
+	a := &Attachment{info: info, reg: reg, lost: make(chan struct{}), renewDone: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			a.detachNow()
+		}
+	}()
+	if err := a.waitReady(ctx, o.progress); err != nil {
+		return nil, err
+	}
+	if err := a.open(ctx, cred, o); err != nil {
+		return nil, err
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	a.stop = stop
+	if o.noRenew {
+		close(a.renewDone)
+	} else {
+		go a.renew(rctx)
+	}
+	ok = true
+	return a, nil
+}
+
+func cmpOrString(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// attachRequest parses "LISTING[:VERSION]".
+func attachRequest(listing string, o attachOptions) (poolapi.AttachRequest, error) {
+	name, version, _ := strings.Cut(listing, ":")
+	if name == "" || len(listing) > 256 || strings.ContainsAny(listing, " \t\n@") {
+		return poolapi.AttachRequest{}, &Error{Code: agentapi.CodeBadRequest,
+			Message: fmt.Sprintf("faas: attach %q: want LISTING[:VERSION], a listing's repository (acme/mnist) or id", listing)}
+	}
+	req := poolapi.AttachRequest{Listing: name, Version: version, Share: o.share}
+	if o.lease != 0 {
+		s := int(o.lease / time.Second)
+		if o.lease%time.Second != 0 || s < poolapi.MinLeaseSeconds || s > poolapi.MaxLeaseSeconds {
+			return req, &Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf("faas: lease %v: want whole seconds between %ds and %ds",
+				o.lease, poolapi.MinLeaseSeconds, poolapi.MaxLeaseSeconds)}
+		}
+		req.LeaseSeconds = s
+	}
+	return req, nil
+}
+
+// waitReady long-polls the attachment until it is ready, failed or ended.
+func (a *Attachment) waitReady(ctx context.Context, progress func(poolapi.State)) error {
+	seen := poolapi.State("")
+	for {
+		info := a.Info()
+		if info.State != seen && progress != nil {
+			progress(info.State)
+		}
+		seen = info.State
+		switch {
+		case info.State == poolapi.Ready:
+			return nil
+		case info.State == poolapi.Failed:
+			return fmt.Errorf("%w: attachment %s on node %s: %s", ErrAttachFailed, info.ID, info.Node, info.Error)
+		case !info.State.Live():
+			return fmt.Errorf("%w: attachment %s is %s", ErrLeaseLost, info.ID, info.State)
+		}
+		var next poolapi.Attachment
+		if err := a.reg.do(ctx, http.MethodGet, "/attachments/"+url.PathEscape(info.ID)+"?wait=30s&since="+string(info.State), nil, &next); err != nil {
+			return err
+		}
+		a.mu.Lock()
+		a.info = next
+		a.mu.Unlock()
+	}
+}
+
+// open opens the session on the attachment's slot: locally when this
+// host's faasd is the node, else over TLS verified against the pin.
+func (a *Attachment) open(ctx context.Context, cred string, o attachOptions) error {
+	info := a.Info()
+	if c := a.localAgent(ctx, o.local, info.NodeID, cred); c != nil {
+		dev, err := c.Open(ctx, info.Slot)
+		if err == nil {
+			a.client, a.dev = c, dev
+			return nil
+		}
+		c.Close()
+	}
+	tc, err := PinnedTLS(info)
+	if err != nil {
+		return err
+	}
+	c, err := Dial(ctx, info.Endpoint, WithToken(cred), WithTLSConfig(tc), WithUserAgent(o.ua))
+	if err != nil {
+		return err
+	}
+	dev, err := c.Open(ctx, info.Slot)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	a.client, a.dev = c, dev
+	return nil
+}
+
+// localAgent returns a client of this host's faasd when it is node
+// nodeID, else nil.
+func (a *Attachment) localAgent(ctx context.Context, target, nodeID, cred string) *Client {
+	if target == "-" {
+		return nil
+	}
+	if target == "" {
+		target = cmpOrString(os.Getenv("FAAS_AGENT"), agentapi.DefaultSocket)
+	}
+	if !strings.HasPrefix(target, "unix://") && !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, ".") {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c, err := Dial(lctx, target, WithToken(cred))
+	if err != nil {
+		return nil
+	}
+	var n agentapi.NodeInfo
+	if err := c.call(lctx, http.MethodGet, "/v1/node", nil, &n); err != nil || n.NodeID != nodeID {
+		c.Close()
+		return nil
+	}
+	return c
+}
+
+// PinnedTLS is the TLS configuration that trusts a's node only: TLS 1.3,
+// its pinned certificate as the sole root, under its server name.
+func PinnedTLS(a poolapi.Attachment) (*tls.Config, error) {
+	roots := x509.NewCertPool()
+	if a.TLSCertificate == "" || !roots.AppendCertsFromPEM([]byte(a.TLSCertificate)) {
+		return nil, fmt.Errorf("faas: attachment %s: node %s has no usable pinned certificate; its operator sets up remote attach (faasd --listen)", a.ID, a.Node)
+	}
+	if a.ServerName == "" || !strings.HasPrefix(a.Endpoint, "https://") {
+		return nil, fmt.Errorf("faas: attachment %s: node %s has no https endpoint and server name", a.ID, a.Node)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, ServerName: a.ServerName}, nil
+}
+
+// Renew extends the lease once; an ended attachment is ErrLeaseLost.
+func (a *Attachment) Renew(ctx context.Context) error {
+	var next poolapi.Attachment
+	err := a.reg.do(ctx, http.MethodPost, "/attachments/"+url.PathEscape(a.info.ID)+"/renew", nil, &next)
+	if err == nil {
+		a.mu.Lock()
+		a.info = next
+		a.mu.Unlock()
+	}
+	return err
+}
+
+// renew renews the lease every third of it until ctx ends; when the
+// attachment has ended, or the lease would have run out while the
+// registry did not answer, the attachment is lost.
+func (a *Attachment) renew(ctx context.Context) {
+	defer close(a.renewDone)
+	lease := time.Duration(a.info.LeaseSeconds) * time.Second
+	if lease <= 0 {
+		lease = poolapi.DefaultLeaseSeconds * time.Second
+	}
+	expires := a.info.LeaseExpiresAt
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(lease / 3):
+		}
+		rctx, cancel := context.WithTimeout(ctx, lease/3)
+		err := a.Renew(rctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			expires = a.Info().LeaseExpiresAt
+		case errors.Is(err, ErrLeaseLost):
+			a.markLost(a.endedErr(ctx, err))
+			return
+		case time.Now().After(expires):
+			a.markLost(fmt.Errorf("%w: attachment %s: the lease ran out while the registry could not be reached: %w", ErrLeaseLost, a.info.ID, err))
+			return
+		}
+	}
+}
+
+// endedErr says why the attachment ended, from the registry's account.
+func (a *Attachment) endedErr(ctx context.Context, renewErr error) error {
+	var info poolapi.Attachment
+	if a.reg.do(ctx, http.MethodGet, "/attachments/"+url.PathEscape(a.info.ID), nil, &info) != nil {
+		return renewErr
+	}
+	a.mu.Lock()
+	a.info = info
+	a.mu.Unlock()
+	switch info.State {
+	case poolapi.Lost:
+		return fmt.Errorf("%w: attachment %s: node %s lost", ErrLeaseLost, info.ID, info.Node)
+	case poolapi.Expired:
+		return fmt.Errorf("%w: attachment %s: the lease expired", ErrLeaseLost, info.ID)
+	}
+	return fmt.Errorf("%w: attachment %s is %s", ErrLeaseLost, info.ID, info.State)
+}
+
+// markLost ends the attachment on this side with err: the device's calls
+// fail with it.
+func (a *Attachment) markLost(err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+		close(a.lost)
+	}
+	a.mu.Unlock()
+	if a.dev != nil {
+		a.dev.shutdown(err)
+	}
+}
+
+// Detach ends the attachment: the session closes and the registry tells
+// the node to release the slot. Detaching an attachment that was lost is
+// no error.
+func (a *Attachment) Detach(ctx context.Context) error {
+	if a.stop != nil {
+		a.stop()
+		<-a.renewDone
+	}
+	if a.dev != nil {
+		a.dev.Close()
+	}
+	if a.client != nil {
+		a.client.Close()
+	}
+	var info poolapi.Attachment
+	err := a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.info.ID), nil, &info)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.info = info
+	a.mu.Unlock()
+	return nil
+}
+
+// Close detaches within a few seconds.
+func (a *Attachment) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return a.Detach(ctx)
+}
+
+// detachNow gives back an attachment that could not be used.
+func (a *Attachment) detachNow() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.info.ID), nil, nil)
+}
+
+// Attachments lists the tenant's attachments (live, and ended within a day).
+func Attachments(ctx context.Context, registryURL string, opts ...AttachOption) ([]poolapi.Attachment, error) {
+	reg, err := registryFor(registryURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	var l poolapi.AttachmentList
+	err = reg.do(ctx, http.MethodGet, "/attachments", nil, &l)
+	return l.Attachments, err
+}
+
+// Detach detaches attachment id (one held by another process).
+func Detach(ctx context.Context, registryURL, id string, opts ...AttachOption) (poolapi.Attachment, error) {
+	var info poolapi.Attachment
+	reg, err := registryFor(registryURL, opts)
+	if err != nil {
+		return info, err
+	}
+	err = reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(id), nil, &info)
+	return info, err
+}
+
+func registryFor(registryURL string, opts []AttachOption) (*registryAPI, error) {
+	o := attachOptions{ua: defaultUA}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.token == "" || registryURL == "" {
+		l, err := StoredLogin()
+		if err != nil {
+			return nil, err
+		}
+		o.token = cmpOrString(o.token, l.Token)
+		registryURL = cmpOrString(registryURL, l.Registry)
+	}
+	return newRegistryAPI(registryURL, o.token, o.hc, o.ua)
+}
+
+// registryAPI calls the registry's /api/v1 as a tenant.
+type registryAPI struct {
+	base  string
+	token string
+	hc    *http.Client
+	ua    string
+}
+
+func newRegistryAPI(base, token string, hc *http.Client, ua string) (*registryAPI, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, &Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf("faas: registry %q: want https://host:port", base),
+			Hint: "run `faas login REGISTRY` or set $FAAS_REGISTRY"}
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return nil, &Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf("faas: registry %q: plain http is allowed only on the loopback interface", base)}
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 90 * time.Second} // above the longest long poll
+	}
+	return &registryAPI{base: strings.TrimSuffix(base, "/"), token: token, hc: hc, ua: ua}, nil
+}
+
+func (r *registryAPI) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.base+"/api/v1"+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	req.Header.Set("User-Agent", r.ua)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	op := method + " " + strings.SplitN(path, "?", 2)[0]
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &transportError{msg: "registry " + r.base + ": " + op, err: err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return &transportError{msg: "registry " + r.base + ": " + op, err: err}
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.Unmarshal(data, &e)
+		msg := cmpOrString(e.Error.Message, http.StatusText(resp.StatusCode))
+		switch resp.StatusCode {
+		case http.StatusGone:
+			return fmt.Errorf("%w: %s", ErrLeaseLost, msg)
+		case http.StatusConflict:
+			return fmt.Errorf("%w: %s", ErrNoCapacity, msg)
+		case http.StatusUnauthorized:
+			return &Error{Status: resp.StatusCode, Code: agentapi.CodeUnauthenticated, Message: "registry: " + msg, Hint: "run `faas login` again"}
+		case http.StatusForbidden:
+			code := agentapi.CodePermission
+			if strings.Contains(msg, "entitled") {
+				code = agentapi.CodeNotEntitled
+			}
+			return &Error{Status: resp.StatusCode, Code: code, Message: "registry: " + msg}
+		case http.StatusNotFound:
+			return &Error{Status: resp.StatusCode, Code: agentapi.CodeNotFound, Message: "registry: " + msg}
+		case http.StatusBadRequest, http.StatusUnprocessableEntity:
+			return &Error{Status: resp.StatusCode, Code: agentapi.CodeBadRequest, Message: "registry: " + msg}
+		}
+		return &Error{Status: resp.StatusCode, Code: agentapi.CodeUnavailable, Message: "registry: " + msg}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return &transportError{msg: "registry " + r.base + ": " + op + ": malformed answer", err: err}
+	}
+	return nil
+}

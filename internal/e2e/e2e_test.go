@@ -343,7 +343,7 @@ var listeningRE = regexp.MustCompile(`registry listening on (\S+)\n`)
 
 // platform is the registry (PostgreSQL + MinIO) running as a process, with
 // ISV acme's loopback and alidnn-dual images pushed, signed, validated and
-// countersigned, and tenant alice subscribed to both.
+// countersigned, tenant alice subscribed to both, and an admin, ops.
 type platform struct {
 	root        string
 	env         []string
@@ -363,7 +363,8 @@ func (p *platform) dir(t *testing.T, name string) string {
 	return d
 }
 
-func newPlatform(t *testing.T) *platform {
+// newPlatform starts it; regArgs are more flags of `registry serve`.
+func newPlatform(t *testing.T, regArgs ...string) *platform {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatalf("building the binaries: %v", buildErr)
@@ -393,13 +394,13 @@ func newPlatform(t *testing.T) *platform {
 		"FAAS_KEY_DIR="+filepath.Join(root, "jwt"),
 		"FAAS_PLATFORM_KEY_DIR="+platformDir,
 	)
-	for _, a := range []struct{ name, role string }{{"acme", "isv"}, {"alice", "tenant"}, {"bob", "tenant"}, {"node1", "node"}} {
+	for _, a := range []struct{ name, role string }{{"acme", "isv"}, {"alice", "tenant"}, {"bob", "tenant"}, {"node1", "node"}, {"ops", "admin"}} {
 		out := must(t, regEnv, password+"\n", "registry", "users", "add", a.name, "--role", a.role)
 		if !strings.Contains(out, "created "+a.role+" account "+a.name) {
 			t.Fatalf("registry users add %s: %q", a.name, out)
 		}
 	}
-	reg := startServer(t, regEnv, "registry", "serve", "--listen", "127.0.0.1:0")
+	reg := startServer(t, regEnv, "registry", append([]string{"serve", "--listen", "127.0.0.1:0"}, regArgs...)...)
 	var regURL string
 	poll(t, startTimeout, "the registry's listening line", func() bool {
 		if reg.exited() {
@@ -558,29 +559,7 @@ func modelRunOnSlot(t *testing.T, env []string, agentFlag string, slot int) {
 		if err := json.Unmarshal([]byte(res), &st); err != nil || st.DeviceNS == 0 {
 			t.Fatalf("faas model run --json: %q (%v)", res, err)
 		}
-		got, err := onnx.ReadTensor(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := onnx.ReadTensor(filepath.Join(dir, set, "output_0.pb"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := got.Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := want.Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(g) != len(w) {
-			t.Fatalf("%s: %d scores, want %d", set, len(g), len(w))
-		}
-		worst := 0.0
-		for k := range w {
-			worst = max(worst, math.Abs(float64(g[k])-float64(w[k])))
-		}
+		worst := mnistWorst(t, out, filepath.Join(dir, set, "output_0.pb"))
 		if worst > tolerance {
 			t.Errorf("%s on slot %d: scores differ from the reference by %g (tolerance %g)", set, slot, worst, tolerance)
 		}
@@ -650,6 +629,36 @@ func modelRunOnSlot(t *testing.T, env []string, agentFlag string, slot int) {
 		t.Errorf("replay of an altered trace: exit %d, %s", r.code, r.stderr)
 	}
 	t.Logf("faas trace replay: %d jobs, %d reads identical", rep.Jobs, rep.Reads)
+}
+
+// mnistWorst returns the largest difference between the scores in out
+// and the reference scores in want (ONNX tensor files).
+func mnistWorst(t *testing.T, out, ref string) float64 {
+	t.Helper()
+	got, err := onnx.ReadTensor(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := onnx.ReadTensor(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := got.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := want.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g) != len(w) {
+		t.Fatalf("%s: %d scores, want %d", out, len(g), len(w))
+	}
+	worst := 0.0
+	for k := range w {
+		worst = max(worst, math.Abs(float64(g[k])-float64(w[k])))
+	}
+	return worst
 }
 
 func TestEndToEnd(t *testing.T) {

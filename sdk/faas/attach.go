@@ -52,7 +52,9 @@ func Shared() AttachOption { return func(o *attachOptions) { o.share = true } }
 func WithLease(d time.Duration) AttachOption { return func(o *attachOptions) { o.lease = d } }
 
 // WithRegistryHTTPClient sends the registry requests with hc.
-func WithRegistryHTTPClient(hc *http.Client) AttachOption { return func(o *attachOptions) { o.hc = hc } }
+func WithRegistryHTTPClient(hc *http.Client) AttachOption {
+	return func(o *attachOptions) { o.hc = hc }
+}
 
 // WithLocalAgent names this host's faasd (a socket path), used instead of
 // TLS when the attachment lands on this host; "" (the default) is

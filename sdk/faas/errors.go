@@ -31,7 +31,7 @@ var (
 	ErrJobTimeout = errors.New("job time limit exceeded")                   // job_timeout: faasd aborted a job that ran too long
 
 	// Errors of the accelerator pool (Attach).
-	ErrAttachFailed = errors.New("attach failed")        // the node could not load the attachment's image
+	ErrAttachFailed = errors.New("attach failed")         // the node could not load the attachment's image
 	ErrLeaseLost    = errors.New("attachment lease lost") // the lease expired, the node was lost, or the attachment was detached
 	ErrNoCapacity   = errors.New("no room in the pool")   // no node has a free chip (or window) for the image now
 )

@@ -494,7 +494,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer close(poolDone)
 		s.market.RunPool(wctx)
 	}()
-	defer func() { stopWorker(); <-workerDone; <-gcDone; <-sweepDone; <-keysDone; <-poolDone }()
+	defer func() {
+		stopWorker()
+		<-workerDone
+		<-gcDone
+		<-sweepDone
+		<-keysDone
+		<-poolDone
+	}()
 	return s.serveHTTP(ctx, ln, s.handler, s.cfg.TLSCert != "")
 }
 

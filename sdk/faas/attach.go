@@ -67,6 +67,10 @@ func WithAttachProgress(fn func(poolapi.State)) AttachOption {
 	return func(o *attachOptions) { o.progress = fn }
 }
 
+// WithAttachUserAgent sets the User-Agent of the registry's and the
+// node's requests.
+func WithAttachUserAgent(ua string) AttachOption { return func(o *attachOptions) { o.ua = ua } }
+
 // WithoutRenewal leaves the lease to the caller (Renew): for a command
 // that attaches and exits.
 func WithoutRenewal() AttachOption { return func(o *attachOptions) { o.noRenew = true } }
@@ -75,6 +79,7 @@ func WithoutRenewal() AttachOption { return func(o *attachOptions) { o.noRenew =
 // SDK renews until Detach or Close.
 type Attachment struct {
 	info   poolapi.Attachment
+	cred   string
 	reg    *registryAPI
 	client *Client
 	dev    *Device
@@ -96,6 +101,11 @@ func (a *Attachment) Info() poolapi.Attachment {
 	defer a.mu.Unlock()
 	return a.info
 }
+
+// Credential is the attachment's credential ("faasa_…"): with it, another
+// process of the tenant opens sessions on the slot (WithToken, at the
+// node's endpoint). Keep it to yourself.
+func (a *Attachment) Credential() string { return a.cred }
 
 // Device is the attachment's session on its slot: the same type as a local
 // Client.Open's.
@@ -150,7 +160,7 @@ func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOpti
 	}
 	cred := info.Credential
 	info.Credential = ""
-	a := &Attachment{info: info, reg: reg, lost: make(chan struct{}), renewDone: make(chan struct{})}
+	a := &Attachment{info: info, cred: cred, reg: reg, lost: make(chan struct{}), renewDone: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {

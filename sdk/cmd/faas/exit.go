@@ -58,6 +58,12 @@ func exitCode(err error) int {
 		return 1
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, client.ErrLeaseLost):
+		return 9
+	case errors.Is(err, client.ErrNoCapacity):
+		return 6
+	case errors.Is(err, client.ErrAttachFailed):
+		return 1
 	case errors.Is(err, client.ErrPermission), errors.Is(err, client.ErrNotEntitled):
 		return 3
 	case errors.Is(err, client.ErrSignature):

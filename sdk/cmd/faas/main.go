@@ -17,6 +17,10 @@
 //	faas clear SLOT                                 clear a slot
 //	faas pull IMAGE                                 prefetch an image into the node cache
 //	faas images                                     the node cache
+//	faas attach LISTING[:VERSION] [--share] [--hold]
+//	                                                an accelerator from the registry's pool, on any node
+//	faas detach ID                                  end an attachment
+//	faas attachments                                your attachments
 //
 // Every command takes --json for machine-readable output. The agent commands
 // take --agent TARGET: a socket path (unix:///path, /path, ./path) or
@@ -39,6 +43,10 @@
 //	6  slot busy
 //	7  unavailable: faasd or the registry unreachable
 //	8  the node cache cannot hold the image
+//	9  the attachment was lost: its lease expired or its node stopped answering
+//
+// `faas attach` exits 6 when the pool has no room for the image, and 1 when
+// the node could not load it.
 package main
 
 import (
@@ -76,7 +84,8 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().Bool("json", false, "print machine-readable JSON")
 	root.PersistentFlags().String("agent", "", "faasd address: socket path or https://host:port (default $FAAS_AGENT or "+agentapi.DefaultSocket+")")
 	root.AddCommand(modelCommand(), loginCommand(), logoutCommand(), statusCommand(), describeCommand(),
-		loadCommand(), clearCommand(), pullCommand(), imagesCommand(), traceCommand())
+		loadCommand(), clearCommand(), pullCommand(), imagesCommand(), traceCommand(),
+		attachCommand(), detachCommand(), attachmentsCommand())
 	return root
 }
 

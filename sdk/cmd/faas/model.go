@@ -158,10 +158,10 @@ func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool,
 func runCommand() *cobra.Command {
 	var ins, outs []string
 	var int8 bool
-	var profile string
+	var profile, attach string
 	slot, runs := -1, 1
 	cmd := &cobra.Command{
-		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...] [--slot N]",
+		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...] [--slot N | --attach LISTING]",
 		Short: "Run a model (ONNX or program file) once and report its device and host time",
 		Long: `Runs MODEL with the given input tensors (ONNX TensorProto files, matched to
 the model's inputs by name, else by position) and writes the outputs. Prints
@@ -170,11 +170,13 @@ download).
 
 The model runs on an engine simulated in this process, or with --slot N on
 slot N of the faasd of --agent: a slot with the AliDNN engine that you
-loaded or that was shared with you (faas status lists them). --int8
-calibrates on the in-process engine either way.
+loaded or that was shared with you (faas status lists them), or with
+--attach LISTING[:VERSION] on an accelerator from the registry's pool, on
+whichever node it lands (this host needs no faasd), detached at the end.
+--int8 calibrates on the in-process engine either way.
 
 --runs N runs it N times (the times printed are the last run's). With
---slot, --profile FILE writes the profile of every job of the session to
+--slot or --attach, --profile FILE writes the profile of every job of the session to
 FILE, a profile log that faas trace export turns into a Chrome trace.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -185,8 +187,11 @@ FILE, a profile log that faas trace export turns into a Chrome trace.`,
 			if runs < 1 || runs > 100000 {
 				return usageErrorf("--runs %d: want 1 to 100000", runs)
 			}
-			if profile != "" && slot < 0 {
-				return usageErrorf("--profile needs --slot: the in-process engine has no faasd to profile")
+			if slot >= 0 && attach != "" {
+				return usageErrorf("--slot and --attach: choose one")
+			}
+			if profile != "" && slot < 0 && attach == "" {
+				return usageErrorf("--profile needs --slot or --attach: the in-process engine has no faasd to profile")
 			}
 			var tensors []*onnx.Tensor
 			for _, p := range ins {
@@ -211,12 +216,17 @@ FILE, a profile log that faas trace export turns into a Chrome trace.`,
 			var s *alidnn.Session
 			var profiled *client.Device // the faasd session, with --slot
 			where := "the simulated engine"
-			if slot < 0 {
+			if slot < 0 && attach == "" {
 				s, err = alidnn.Load(ctx, dev, p)
 			} else {
 				var d *client.Device
 				var closeSlot func()
-				d, closeSlot, err = openSlot(cmd, slot)
+				if attach != "" {
+					d, closeSlot, where, err = openAttached(cmd, attach)
+				} else {
+					d, closeSlot, err = openSlot(cmd, slot)
+					where = fmt.Sprintf("slot %d through faasd", slot)
+				}
 				if err == nil {
 					defer closeSlot()
 					if profile != "" {
@@ -225,7 +235,6 @@ FILE, a profile log that faas trace export turns into a Chrome trace.`,
 					s, err = alidnn.Open(ctx, alidnn.Agent(d), p, alidnn.WithBatch(1), alidnn.WithPipeline(1))
 					profiled = d
 				}
-				where = fmt.Sprintf("slot %d through faasd", slot)
 			}
 			if err != nil {
 				return err
@@ -238,7 +247,7 @@ FILE, a profile log that faas trace export turns into a Chrome trace.`,
 				}
 			}
 			if profile != "" {
-				if err := writeProfileLog(profile, profiled, slot); err != nil {
+				if err := writeProfileLog(profile, profiled, profiled.Slot()); err != nil {
 					return err
 				}
 			}
@@ -276,6 +285,8 @@ FILE, a profile log that faas trace export turns into a Chrome trace.`,
 	cmd.Flags().StringArrayVar(&outs, "output", nil, "file to write an output tensor to, once per output")
 	cmd.Flags().BoolVar(&int8, "int8", false, "quantise an fp32 ONNX model to int8, calibrated on the inputs")
 	cmd.Flags().IntVar(&slot, "slot", -1, "run on this AliDNN slot of faasd (--agent) instead of in process")
+	registryFlag(cmd)
+	cmd.Flags().StringVar(&attach, "attach", "", "run on an accelerator of the registry's pool running this listing (LISTING[:VERSION]) instead of in process")
 	cmd.Flags().IntVar(&runs, "runs", 1, "run the model this many times")
 	cmd.Flags().StringVar(&profile, "profile", "", "with --slot: write the session's job profiles to this file (for faas trace export)")
 	return cmd
@@ -306,6 +317,21 @@ func openSlot(cmd *cobra.Command, n int) (dev *client.Device, closeSlot func(), 
 		return nil, nil, failed(fmt.Errorf("opening slot %d: %w", n, err))
 	}
 	return dev, func() { dev.Close(); c.Close() }, nil
+}
+
+// openAttached attaches an accelerator running listing; closeSlot detaches.
+func openAttached(cmd *cobra.Command, listing string) (dev *client.Device, closeSlot func(), where string, err error) {
+	registry, _ := cmd.Flags().GetString("registry")
+	a, err := attachTo(cmd, registry, listing)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	info := a.Info()
+	where = fmt.Sprintf("slot %d of node %s, attachment %s", info.Slot, info.Node, info.ID)
+	if info.Warm {
+		where += " (warm)"
+	}
+	return a.Device(), func() { a.Close() }, where, nil
 }
 
 // matchInputs names the tensors after the program's inputs when their own

@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/poolapi"
+)
+
+// poolNode is a faasd of the pool, serving remote attach on loopback.
+type poolNode struct {
+	name   string
+	srv    *server
+	agent  *http.Client
+	socket string
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestPool is issue 15's end-to-end test of the accelerator pool: one
+// registry, two faasd nodes on simulated boards, and tenants on a
+// "CPU-only" host (no faasd socket) attaching through the registry.
+// Two tenants attach at once and run MNIST remotely; a client is killed,
+// its lease expires and its chip is cleared and scrubbed; a tenant
+// detaches; a node is killed and its attachment is reported lost; every
+// step leaves audit and usage records.
+func TestPool(t *testing.T) {
+	p := newPlatform(t, "--node-lost-after", "4s", "--lease-check-interval", "200ms")
+	api(t, p.regURL, "bob", "POST", "/listings/"+p.dual.listing+"/subscribe", nil, nil, http.StatusCreated)
+	start := func(name string) *poolNode {
+		port := freePort(t)
+		socket := filepath.Join(p.dir(t, "run-"+name), "faasd.sock")
+		srv, agent := p.startFaasd(t, socket, filepath.Join(p.root, name+"-state"), "--hostname", name,
+			"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--advertise", fmt.Sprintf("https://127.0.0.1:%d", port), "--heartbeat", "500ms")
+		return &poolNode{name: name, srv: srv, agent: agent, socket: socket}
+	}
+	nodes := []*poolNode{start("pool-a"), start("pool-b")}
+	nodeNamed := func(name string) *poolNode {
+		for _, n := range nodes {
+			if n.name == name {
+				return n
+			}
+		}
+		t.Fatalf("no node %q", name)
+		return nil
+	}
+	poll(t, startTimeout, "both nodes serving remote attach in the registry", func() bool {
+		var ns struct {
+			Items []struct {
+				Hostname       string `json:"hostname"`
+				Endpoint       string `json:"endpoint"`
+				TLSCertificate string `json:"tls_certificate"`
+			}
+		}
+		api(t, p.regURL, "ops", "GET", "/nodes", nil, &ns, http.StatusOK)
+		n := 0
+		for _, x := range ns.Items {
+			if strings.HasPrefix(x.Hostname, "pool-") && x.Endpoint != "" && x.TLSCertificate != "" {
+				n++
+			}
+		}
+		return n == 2
+	})
+
+	// The tenants' host runs no faasd: FAAS_AGENT names a socket nobody serves.
+	cpuOnly := func(who string) []string {
+		env := append(slices.Clone(p.env), "FAAS_CONFIG="+filepath.Join(p.root, who+"-faas.json"),
+			"FAAS_AGENT=unix://"+filepath.Join(p.root, "no-faasd-here.sock"))
+		must(t, env, password+"\n", "faas", "login", p.regURL, "-u", who, "--password-stdin")
+		return env
+	}
+	alice, bob := cpuOnly("alice"), cpuOnly("bob")
+	listing := "acme/alidnn-dual"
+	get := func(who, id string) poolapi.Attachment {
+		t.Helper()
+		var a poolapi.Attachment
+		api(t, p.regURL, who, "GET", "/attachments/"+id, nil, &a, http.StatusOK)
+		return a
+	}
+	latest := func(who string) poolapi.Attachment {
+		t.Helper()
+		var l poolapi.AttachmentList
+		api(t, p.regURL, who, "GET", "/attachments", nil, &l, http.StatusOK)
+		if len(l.Attachments) == 0 {
+			t.Fatalf("%s has no attachments", who)
+		}
+		return l.Attachments[0]
+	}
+	audited := func(action, id string) []map[string]any {
+		t.Helper()
+		var page struct {
+			Items []struct {
+				Details map[string]any `json:"details"`
+			}
+		}
+		api(t, p.regURL, "ops", "GET", "/audit?action="+action+"&target_type=attachment&target_id="+id, nil, &page, http.StatusOK)
+		var out []map[string]any
+		for _, it := range page.Items {
+			out = append(out, it.Details)
+		}
+		return out
+	}
+
+	// 1. Two tenants attach at once and run MNIST remotely, then detach.
+	mnist := testenv.TestData(t, "onnx/models/mnist")
+	var wg sync.WaitGroup
+	results := map[string]string{}
+	var mu sync.Mutex
+	for who, env := range map[string][]string{"alice": alice, "bob": bob} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := filepath.Join(t.TempDir(), who+".pb")
+			cmd := exec.CommandContext(t.Context(), filepath.Join(bin, "faas"), "model", "run", "--json", "--attach", listing,
+				"--input", filepath.Join(mnist, "test_data_set_0", "input_0.pb"), "--output", out, filepath.Join(mnist, "model.onnx"))
+			cmd.Env = env
+			b, err := cmd.CombinedOutput()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				results[who] = fmt.Sprintf("error %v: %s", err, b)
+				return
+			}
+			results[who] = out
+		}()
+	}
+	wg.Wait()
+	ran := map[string]poolapi.Attachment{}
+	for who, out := range results {
+		if strings.HasPrefix(out, "error") {
+			t.Fatalf("%s's faas model run --attach: %s", who, out)
+		}
+		if worst := mnistWorst(t, out, filepath.Join(mnist, "test_data_set_0", "output_0.pb")); worst > 5e-3 {
+			t.Errorf("%s's scores differ from the reference by %g", who, worst)
+		}
+		a := latest(who)
+		if a.State != poolapi.Detached || a.ReadyAt == nil || a.Listing != "alidnn-dual" {
+			t.Fatalf("%s's attachment after the run: %+v", who, a)
+		}
+		ran[who] = a
+	}
+	if ran["alice"].NodeID == ran["bob"].NodeID {
+		t.Errorf("both runs on node %s: the pool should spread them", ran["alice"].Node)
+	}
+	t.Logf("MNIST ran remotely for alice on %s and bob on %s", ran["alice"].Node, ran["bob"].Node)
+
+	// 2. alice attaches again, warm: her image is still loaded. Her
+	// client is killed; the lease runs out and the chip is scrubbed.
+	hold := startServer(t, alice, "faas", "attach", "--json", "--hold", "--lease", "3s", listing)
+	var held poolapi.Attachment
+	poll(t, startTimeout, "faas attach --hold to print its attachment", func() bool {
+		if hold.exited() {
+			t.Fatalf("faas attach --hold exited: %s", hold.stderr.String())
+		}
+		return json.Unmarshal([]byte(hold.stdout.String()), &held) == nil && held.ID != ""
+	})
+	if held.State != poolapi.Ready || !held.Warm || held.NodeID != ran["alice"].NodeID || held.Slot != ran["alice"].Slot {
+		t.Errorf("alice's second attach %+v, want ready and warm on %s slot %d", held, ran["alice"].Node, ran["alice"].Slot)
+	}
+	node := nodeNamed(held.Node)
+	secret := []byte("alice's working set, to be scrubbed")
+	writeDDR(t, node.agent, held.Slot, secret)
+	if err := hold.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "the killed client's lease to expire", func() bool { return get("alice", held.ID).State == poolapi.Expired })
+	poll(t, time.Minute, "the expired attachment's chip to be released", func() bool { return len(audited("attachment.released", held.ID)) == 1 })
+	if d := audited("attachment.released", held.ID)[0]; d["scrubbed"] != true {
+		t.Errorf("released without scrubbing: %v", d)
+	}
+	if got := readDDR(t, node.agent, held.Slot); strings.Contains(string(got), string(secret)) {
+		t.Error("the expired attachment's data is still in the chip's memory")
+	}
+	t.Logf("alice's killed client: lease expired, %s slot %d cleared and scrubbed", held.Node, held.Slot)
+
+	// 3. bob attaches without holding and detaches.
+	var b poolapi.Attachment
+	if err := json.Unmarshal([]byte(must(t, bob, "", "faas", "attach", "--json", listing)), &b); err != nil || b.State != poolapi.Ready {
+		t.Fatalf("faas attach: %+v %v", b, err)
+	}
+	var d poolapi.Attachment
+	if err := json.Unmarshal([]byte(must(t, bob, "", "faas", "detach", "--json", b.ID)), &d); err != nil || d.State != poolapi.Detached {
+		t.Fatalf("faas detach: %+v %v", d, err)
+	}
+
+	// 4. bob holds an attachment; its node is killed: the attachment is
+	// lost, and bob's client says so.
+	hold = startServer(t, bob, "faas", "attach", "--json", "--hold", "--lease", "30s", listing)
+	var lost poolapi.Attachment
+	poll(t, startTimeout, "faas attach --hold to print its attachment", func() bool {
+		if hold.exited() {
+			t.Fatalf("faas attach --hold exited: %s", hold.stderr.String())
+		}
+		return json.Unmarshal([]byte(hold.stdout.String()), &lost) == nil && lost.ID != ""
+	})
+	victim := nodeNamed(lost.Node)
+	if err := victim.srv.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "the attachment on the killed node to be lost", func() bool { return get("bob", lost.ID).State == poolapi.Lost })
+	poll(t, time.Minute, "bob's client to learn of the loss", func() bool { return hold.exited() })
+	if !strings.Contains(hold.stderr.String(), "lost") {
+		t.Errorf("bob's client on the lost node said: %s", hold.stderr.String())
+	}
+	t.Logf("node %s killed: bob's attachment lost, client said %q", lost.Node, strings.TrimSpace(hold.stderr.String()))
+
+	// Every step is in the audit log and the usage records.
+	for id, actions := range map[string][]string{
+		ran["alice"].ID: {"attachment.create", "attachment.grant", "attachment.ready", "attachment.detach", "attachment.released"},
+		held.ID:         {"attachment.create", "attachment.ready", "attachment.expired", "attachment.released"},
+		d.ID:            {"attachment.create", "attachment.ready", "attachment.detach"},
+		lost.ID:         {"attachment.create", "attachment.ready", "attachment.lost"},
+	} {
+		for _, a := range actions {
+			if n := len(audited(a, id)); n != 1 {
+				t.Errorf("attachment %s: %d %s audit records, want 1", id, n, a)
+			}
+		}
+	}
+	for who, want := range map[string]int64{"alice": 2, "bob": 3} {
+		var sum struct {
+			Items []struct {
+				Attachments int64 `json:"attachments"`
+				AttachedNs  int64 `json:"attached_ns"`
+			}
+		}
+		api(t, p.regURL, who, "GET", "/usage/summary", nil, &sum, http.StatusOK)
+		if len(sum.Items) != 1 || sum.Items[0].Attachments != want || sum.Items[0].AttachedNs <= 0 {
+			t.Errorf("%s's usage %+v, want %d attachments", who, sum.Items, want)
+		}
+	}
+}

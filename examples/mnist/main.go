@@ -8,6 +8,12 @@
 // Usage:
 //
 //	mnist [-agent TARGET] [-slot N] [-model model.onnx] [-inputs DIR] [-repeat N] [-batch N] [-pipeline N] [-json]
+//	mnist -attach LISTING[:VERSION] [-registry URL] [...]
+//
+// With -attach, the program asks the registry's pool for an accelerator
+// running the listing instead of opening a slot of this host's faasd: the
+// same code on a *faas.Device either way, on a host that may run no faasd
+// at all. The attachment is detached at the end.
 //
 // The agent is found like the faas command finds it: -agent, else
 // $FAAS_AGENT, else /run/faas/faasd.sock. The API token is $FAAS_TOKEN, else
@@ -45,6 +51,8 @@ func main() {
 	batch := flag.Int("batch", 4, "most runs coalesced into one job (1: none)")
 	pipeline := flag.Int("pipeline", 2, "jobs of the session on the engine at once")
 	asJSON := flag.Bool("json", false, "print one JSON object")
+	attach := flag.String("attach", "", "attach an accelerator of the registry's pool running LISTING[:VERSION] instead of opening -slot")
+	registry := flag.String("registry", "", "with -attach: the registry (default $FAAS_REGISTRY or the one faas login stored)")
 	flag.Parse()
 	if flag.NArg() != 0 || *repeat < 1 || *slot < 0 || *batch < 1 || *pipeline < 1 {
 		flag.Usage()
@@ -56,7 +64,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	out, err := run(ctx, *agent, *slot, *model, *inputs, *repeat, alidnn.WithBatch(*batch), alidnn.WithPipeline(*pipeline))
+	open := func(ctx context.Context) (*faas.Device, string, func(), error) { return openSlot(ctx, *agent, *slot) }
+	if *attach != "" {
+		open = func(ctx context.Context) (*faas.Device, string, func(), error) { return attachSlot(ctx, *registry, *attach) }
+	}
+	out, where, err := run(ctx, open, *model, *inputs, *repeat, alidnn.WithBatch(*batch), alidnn.WithPipeline(*pipeline))
 	wall := time.Since(start)
 	if err != nil && !errors.Is(err, classify.ErrMismatch) {
 		fmt.Fprintln(os.Stderr, "mnist:", err)
@@ -68,7 +80,7 @@ func main() {
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"slot": *slot, "runs": out, "ok": err == nil, "wall_ns": wall})
+		_ = enc.Encode(map[string]any{"on": where, "runs": out, "ok": err == nil, "wall_ns": wall})
 	} else {
 		for _, o := range out {
 			verdict := "matches the reference"
@@ -78,7 +90,7 @@ func main() {
 			fmt.Printf("%s: digit %d, %s (max |Δ| %.1e; job of %d, %.0f µs on the engine)\n",
 				o.Case, o.Class, verdict, o.MaxAbsDiff, o.Batch, float64(o.DeviceNS)/1e3)
 		}
-		fmt.Printf("%d runs on slot %d in %v (compile, open and load included)\n", len(out), *slot, wall.Round(time.Millisecond))
+		fmt.Printf("%d runs on %s in %v (compile, open and load included)\n", len(out), where, wall.Round(time.Millisecond))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mnist:", err)
@@ -86,44 +98,66 @@ func main() {
 	}
 }
 
-// run compiles the model, opens the slot and classifies the reference sets.
-func run(ctx context.Context, target string, slot int, model, inputs string, repeat int, opts ...alidnn.SessionOption) ([]classify.Outcome, error) {
+// run compiles the model, opens a device with open and classifies the
+// reference sets on it; where says which device it was.
+func run(ctx context.Context, open func(context.Context) (*faas.Device, string, func(), error), model, inputs string,
+	repeat int, opts ...alidnn.SessionOption) (out []classify.Outcome, where string, err error) {
 	m, err := onnx.ReadModel(model)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	prog, err := alidnn.Compile(m)
 	if err != nil {
-		return nil, fmt.Errorf("compiling %s: %w", model, err)
+		return nil, "", fmt.Errorf("compiling %s: %w", model, err)
 	}
 	cases, err := classify.ReadCases(inputs)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	dev, where, closeDev, err := open(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeDev()
+	s, err := alidnn.Open(ctx, alidnn.Agent(dev), prog, opts...)
+	if err != nil {
+		return nil, where, fmt.Errorf("loading the model on %s: %w", where, err)
+	}
+	defer s.Close(ctx)
+	out, err = classify.Run(ctx, s, prog, cases, repeat)
+	if err != nil {
+		return nil, where, err
+	}
+	return out, where, classify.Check(out)
+}
+
+// openSlot opens slot of the faasd at target.
+func openSlot(ctx context.Context, target string, slot int) (*faas.Device, string, func(), error) {
 	tok, err := token()
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
 	c, err := faas.Dial(ctx, target, faas.WithToken(tok), faas.WithUserAgent("examples/mnist"))
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
-	defer c.Close()
 	dev, err := c.Open(ctx, slot)
 	if err != nil {
-		return nil, fmt.Errorf("opening slot %d: %w", slot, err)
+		c.Close()
+		return nil, "", nil, fmt.Errorf("opening slot %d: %w", slot, err)
 	}
-	defer dev.Close()
-	s, err := alidnn.Open(ctx, alidnn.Agent(dev), prog, opts...)
+	return dev, fmt.Sprintf("slot %d", slot), func() { dev.Close(); c.Close() }, nil
+}
+
+// attachSlot attaches an accelerator of the pool running listing.
+func attachSlot(ctx context.Context, registry, listing string) (*faas.Device, string, func(), error) {
+	a, err := faas.Attach(ctx, registry, listing, faas.WithAttachUserAgent("examples/mnist"))
 	if err != nil {
-		return nil, fmt.Errorf("loading the model on slot %d: %w", slot, err)
+		return nil, "", nil, err
 	}
-	defer s.Close(ctx)
-	out, err := classify.Run(ctx, s, prog, cases, repeat)
-	if err != nil {
-		return nil, err
-	}
-	return out, classify.Check(out)
+	info := a.Info()
+	where := fmt.Sprintf("slot %d of node %s (attachment %s)", info.Slot, info.Node, info.ID)
+	return a.Device(), where, func() { a.Close() }, nil
 }
 
 // defaultModel is the MNIST model of the test data: in $FAAS_TESTDATA if

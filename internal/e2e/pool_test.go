@@ -176,7 +176,7 @@ func TestPool(t *testing.T) {
 		t.Errorf("alice's second attach %+v, want ready and warm on %s slot %d", held, ran["alice"].Node, ran["alice"].Slot)
 	}
 	node := nodeNamed(held.Node)
-	secret := []byte("alice's working set, to be scrubbed")
+	secret := []byte("alice's working set, to be scrubbed!") // a multiple of 4 bytes, as DMA wants
 	writeDDR(t, node.agent, held.Slot, secret)
 	if err := hold.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

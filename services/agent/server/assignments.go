@@ -211,7 +211,11 @@ func (p *pool) release(ctx context.Context, a poolapi.Assignment) {
 	s := p.s
 	s.cfg.Grants.End(a.ID) // its sessions end; their memory is zeroed
 	scrubbed := true
-	if !a.Share {
+	if !a.Share && p.takenBy(a) {
+		// The tenant attached again and took the image warm: it is the
+		// new attachment's now.
+		scrubbed = false
+	} else if !a.Share {
 		if _, err := s.cfg.Slots.Slot(a.Slot); err == nil && holds(s.cfg.Slots.Record(a.Slot), a) {
 			rec := s.cfg.Slots.Record(a.Slot)
 			group := []int{a.Slot}
@@ -271,21 +275,29 @@ func (p *pool) coolAfter(a poolapi.Assignment, keep time.Duration) {
 	t = time.AfterFunc(keep, func() {
 		p.mu.Lock()
 		current := p.warm[a.Slot] == t
-		taken := false
-		for _, r := range p.runs {
-			taken = taken || (r.a.Slot == a.Slot && !r.releasing)
-		}
 		if current {
 			delete(p.warm, a.Slot)
 		}
 		p.mu.Unlock()
-		if current && !taken && p.s.base.Err() == nil {
+		if current && !p.takenBy(a) && p.s.base.Err() == nil {
 			if err := p.clear(p.s.base, a); err != nil {
 				p.s.log.Warn("pool: clearing a slot kept warm", "slot", a.Slot, "err", err)
 			}
 		}
 	})
 	p.warm[a.Slot] = t
+}
+
+// takenBy reports whether a live attachment other than a holds a's slot.
+func (p *pool) takenBy(a poolapi.Assignment) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, r := range p.runs {
+		if id != a.ID && r.a.Slot == a.Slot && !r.releasing && !r.a.Share {
+			return true
+		}
+	}
+	return false
 }
 
 // keep stops the clear of slot i, which an attachment takes warm.

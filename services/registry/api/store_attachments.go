@@ -178,10 +178,12 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	// Warm: the latest whole attachment of a slot was detached lately, and
+	// its node kept the image (or will: it keeps what a detach ends).
 	rows, err = tx.Query(ctx, `select node_id::text, slot, chips, share, tenant_id::text,
-		state = any($1) as live, ended_at > now() - $2::interval and released_at is not null and not scrubbed as warm
+		state = any($1) as live, state = 'detached' and ended_at > now() - $2::interval and not scrubbed as warm
 		from (select distinct on (node_id, slot, share, state = any($1)) * from attachments
-			where state = any($1) or (not share and released_at is not null and ended_at > now() - $2::interval)
+			where state = any($1) or (not share and ended_at > now() - $2::interval)
 			order by node_id, slot, share, state = any($1), revision desc) x`, liveStates, interval(cfg.KeepWarm))
 	if err != nil {
 		return nil, err

@@ -66,7 +66,9 @@ func main() {
 	start := time.Now()
 	open := func(ctx context.Context) (*faas.Device, string, func(), error) { return openSlot(ctx, *agent, *slot) }
 	if *attach != "" {
-		open = func(ctx context.Context) (*faas.Device, string, func(), error) { return attachSlot(ctx, *registry, *attach) }
+		open = func(ctx context.Context) (*faas.Device, string, func(), error) {
+			return attachSlot(ctx, *registry, *attach)
+		}
 	}
 	out, where, err := run(ctx, open, *model, *inputs, *repeat, alidnn.WithBatch(*batch), alidnn.WithPipeline(*pipeline))
 	wall := time.Since(start)

@@ -64,7 +64,7 @@ type demo struct {
 	began    time.Time
 }
 
-const steps = 9
+const steps = 10
 
 // Run brings the platform up, walks through it and, with cfg.Wait, keeps
 // it up until ctx ends. Whatever happens, it stops what it started.
@@ -286,16 +286,24 @@ func (d *demo) bringUp(mnist string) (string, error) {
 	d.printf("      $ registry nodes enroll   → a one-time enrollment token for faasd\n")
 	t = time.Now()
 	socket := filepath.Join(d.dir("run"), "faasd.sock")
+	// faasd also serves remote attach on loopback, with its own
+	// certificate, which the registry pins at its first heartbeat.
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	remote := fmt.Sprintf("127.0.0.1:%d", port)
 	faasd, err := d.serve(with(d.env, "FAAS_NODE_TOKEN="+tok.Secret, "FAAS_ENROLLMENT_TOKEN="+strings.TrimSpace(enroll)), "faasd", "serve", "--registry", regURL, "--node-user", "node1",
 		"--trust-key", filepath.Join(platformDir, "platform-signing.pub"), "--sim", "2", "--sim-ddr-bytes", fmt.Sprint(1<<30),
-		"--socket", socket, "--state-dir", filepath.Join(d.root, "faasd-state"), "--hostname", "demo-node")
+		"--socket", socket, "--state-dir", filepath.Join(d.root, "faasd-state"), "--hostname", "demo-node",
+		"--listen", remote, "--advertise", "https://"+remote, "--heartbeat", "2s")
 	if err != nil {
 		return "", err
 	}
 	if err := poll(d.ctx, startTimeout, "faasd /healthz", faasd, func() (bool, error) { return healthy(socket), nil }); err != nil {
 		return "", err
 	}
-	d.printf("      agent on unix://%s (%v)\n", socket, time.Since(t).Round(time.Millisecond))
+	d.printf("      agent on unix://%s and https://%s (%v)\n", socket, remote, time.Since(t).Round(time.Millisecond))
 
 	// 6. alice logs in and loads the AliDNN image.
 	d.begin("alice: faas login, faas load %s", load)
@@ -353,6 +361,22 @@ func (d *demo) bringUp(mnist string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+
+	// 10. A host without faasd attaches an accelerator from the pool.
+	d.begin("a CPU-only process (no faasd on its host) attaches an accelerator from the registry's pool and runs MNIST on it")
+	cpu := with(alice, "FAAS_AGENT=unix://"+filepath.Join(d.root, "no-faasd-here.sock"))
+	args = []string{"-attach", "acme/" + load, "-model", filepath.Join(mnist, "model.onnx"), "-inputs", mnist}
+	d.printf("      $ FAAS_AGENT=(nothing there) mnist %s\n", strings.Join(args, " "))
+	out, err = d.run(cpu, "", "mnist", args...)
+	d.printf("%s", indent(out))
+	if err != nil {
+		return "", err
+	}
+	out, err = d.run(alice, "", "faas", "attachments")
+	if err != nil {
+		return "", err
+	}
+	d.printf("      $ faas attachments\n%s", indent(out))
 
 	return fmt.Sprintf("  portal    %s/   sign in as acme (isv), alice (tenant) or ops (admin); password %q\n"+
 		"  registry  %s   accounts acme, alice, ops and node1 (node), same password\n"+

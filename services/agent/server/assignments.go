@@ -29,10 +29,14 @@ const DefaultKeepWarm = 2 * time.Minute
 
 // pool reconciles the node's assignments.
 type pool struct {
-	s     *Server
-	mu    sync.Mutex
-	runs  map[string]*attachRun // by attachment id
-	warm  map[int]*time.Timer   // clears of slots kept warm, by slot
+	s    *Server
+	mu   sync.Mutex
+	runs map[string]*attachRun // by attachment id
+	warm map[int]*time.Timer   // clears of slots kept warm, by slot
+	// owned are the slots the pool loaded (or keeps warm): only those
+	// does it clear. A slot the tenant loaded itself, which an attachment
+	// of the tenant took as it was, stays the tenant's.
+	owned map[int]bool
 	loads sync.WaitGroup
 }
 
@@ -44,7 +48,7 @@ type attachRun struct {
 }
 
 func newPool(s *Server) *pool {
-	return &pool{s: s, runs: map[string]*attachRun{}, warm: map[int]*time.Timer{}}
+	return &pool{s: s, runs: map[string]*attachRun{}, warm: map[int]*time.Timer{}, owned: map[int]bool{}}
 }
 
 // run long-polls the assignments until ctx ends.
@@ -172,10 +176,17 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 	}
 	if rec := s.cfg.Slots.Record(a.Slot); holds(rec, a) {
 		p.keep(a.Slot)
+		group := []int{a.Slot}
 		if len(rec.Group) > 0 {
-			return rec.Group, nil
+			group = rec.Group
 		}
-		return []int{a.Slot}, nil
+		if a.State == poolapi.Ready {
+			// Adopted again after a restart of faasd, which forgot what
+			// it loaded: an attachment that was ready holds what the
+			// pool loaded for it (or, rarely, took from the tenant).
+			p.own(group)
+		}
+		return group, nil
 	}
 	if a.State != poolapi.Ready {
 		if err := p.report(ctx, a, poolapi.StateReport{State: poolapi.Loading}); err != nil {
@@ -199,10 +210,12 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 	slot := a.Slot
 	res, err := s.cfg.Loader.Load(lctx, loader.Request{ID: newID(), Image: s.cfg.Registry.Host() + "/" + a.Repository + "@" + a.Digest,
 		Slot: &slot, Tenant: loader.Tenant{Name: a.Tenant, ID: a.TenantID, Grant: &grant}})
+	s.poke()
 	if err != nil {
 		return nil, errors.New(wireError(err).Message)
 	}
 	s.hub.closeSlots(res.Slots)
+	p.own(res.Slots)
 	return res.Slots, nil
 }
 
@@ -211,11 +224,17 @@ func (p *pool) release(ctx context.Context, a poolapi.Assignment) {
 	s := p.s
 	s.cfg.Grants.End(a.ID) // its sessions end; their memory is zeroed
 	scrubbed := true
-	if !a.Share && p.takenBy(a) {
+	switch {
+	case a.Share:
+	case p.takenBy(a):
 		// The tenant attached again and took the image warm: it is the
 		// new attachment's now.
 		scrubbed = false
-	} else if !a.Share {
+	case !p.owns(a.Slot):
+		// The tenant's own load, which the attachment used as it was:
+		// the attachment's sessions ended, the load stays the tenant's.
+		scrubbed = false
+	default:
 		if _, err := s.cfg.Slots.Slot(a.Slot); err == nil && holds(s.cfg.Slots.Record(a.Slot), a) {
 			rec := s.cfg.Slots.Record(a.Slot)
 			group := []int{a.Slot}
@@ -255,12 +274,24 @@ func (p *pool) release(ctx context.Context, a poolapi.Assignment) {
 func (p *pool) clear(ctx context.Context, a poolapi.Assignment) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
-	return p.s.clear(cctx, a.Slot, func(i int, r slots.Record) error {
+	group := []int{a.Slot}
+	if rec := p.s.cfg.Slots.Record(a.Slot); len(rec.Group) > 0 {
+		group = rec.Group
+	}
+	err := p.s.clear(cctx, a.Slot, func(i int, r slots.Record) error {
 		if !holds(r, a) && r.State != agentapi.Cleared && r.State != "" {
 			return fmt.Errorf("slot %d changed hands", i)
 		}
 		return nil
 	})
+	if err == nil {
+		p.mu.Lock()
+		for _, i := range group {
+			delete(p.owned, i)
+		}
+		p.mu.Unlock()
+	}
+	return err
 }
 
 // coolAfter clears a's slot after keep unless an attachment takes it warm
@@ -298,6 +329,22 @@ func (p *pool) takenBy(a poolapi.Assignment) bool {
 		}
 	}
 	return false
+}
+
+// own records that the pool loaded slots.
+func (p *pool) own(slots []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, i := range slots {
+		p.owned[i] = true
+	}
+}
+
+// owns reports whether the pool loaded slot i.
+func (p *pool) owns(i int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.owned[i]
 }
 
 // keep stops the clear of slot i, which an attachment takes warm.

@@ -182,6 +182,7 @@ func (s *Server) startLoad(pull bool) handler {
 			if err == nil {
 				s.hub.closeSlots(res.Slots)
 			}
+			s.poke()
 			run.update(func(l *agentapi.Load) {
 				l.Finished = time.Now().UTC()
 				l.Phase = ""

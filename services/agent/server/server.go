@@ -139,6 +139,7 @@ type Server struct {
 	ops   map[int]bool
 	hub   *sessionHub
 	pool  *pool
+	beat  chan struct{} // poke
 
 	tokMu  sync.Mutex
 	tokens map[[32]byte]tokenEntry
@@ -189,6 +190,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.hub = newSessionHub(s)
 	s.pool = newPool(s)
+	s.beat = make(chan struct{}, 1)
 	s.routes()
 	return s, nil
 }
@@ -456,11 +458,22 @@ func (s *Server) endpoint() []regclient.HeartbeatOption {
 	return []regclient.HeartbeatOption{regclient.WithEndpoint(s.cfg.Advertise, nodecert.PEM(s.cfg.TLS.Certificates[0]))}
 }
 
-// heartbeats reports the node's boards and slots to the registry.
+// poke asks for a heartbeat now: a slot changed, and the pool places
+// attachments by what the last heartbeat said.
+func (s *Server) poke() {
+	select {
+	case s.beat <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeats reports the node's boards and slots to the registry, every
+// Config.Heartbeat and soon after a slot changes.
 func (s *Server) heartbeats(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Heartbeat)
 	defer t.Stop()
 	for {
+		last := time.Now()
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if err := s.cfg.Registry.Heartbeat(hctx, s.cfg.NodeID, s.boards(), s.endpoint()...); err != nil && ctx.Err() == nil {
 			s.log.Warn("heartbeat failed", "err", err)
@@ -470,6 +483,13 @@ func (s *Server) heartbeats(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-s.beat:
+			// At once, but at most ten a second however busy the slots.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(last.Add(100 * time.Millisecond))):
+			}
 		}
 	}
 }

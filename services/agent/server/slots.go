@@ -138,6 +138,7 @@ func (s *Server) clear(ctx context.Context, i int, check func(int, slots.Record)
 		s.log.Error("clear failed", "slots", group, "err", err)
 		return &clearFailed{err}
 	}
+	s.poke()
 	s.log.Info("cleared", "slots", group, "tenant", rec.Tenant)
 	s.reportClear(rec, group, op)
 	release()

@@ -62,6 +62,8 @@ func FuzzHandlers(f *testing.F) {
 		`{"name": "` + strings.Repeat("x", 5000) + `"}`, "{\"name\": \"\xff\xfe\"}", `{"price_per_hour_micros": -5}`,
 		`{"boards": [], "endpoint": "https://h:1", "tls_certificate": "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----"}`,
 		`{"endpoint": "http://h", "tls_certificate": ""}`, `{"endpoint": "` + strings.Repeat("h", 300) + `", "tls_certificate": "x"}`,
+		`{"listing": "isv1/x", "version": "1", "share": true, "lease_seconds": 1}`, `{"listing": "", "lease_seconds": 99999999999}`,
+		`{"state": "ready", "slots": [0, 1, 2]}`, `{"state": "released", "scrubbed": true}`, `{"state": "failed", "error": "` + strings.Repeat("e", 3000) + `"}`,
 		`{"visibility": "everyone", "unknown": 1}`, `{"public_key": "-----BEGIN PUBLIC KEY-----\nAA==\n-----END PUBLIC KEY-----"}`,
 	}
 	for i, s := range seeds {
@@ -72,6 +74,7 @@ func FuzzHandlers(f *testing.F) {
 		route := routes[int(pick)%len(routes)]
 		method, path, _ := strings.Cut(route, " ")
 		path = strings.ReplaceAll(path, ":id", url.PathEscape(param))
+		path = strings.ReplaceAll(path, ":aid", url.PathEscape(param))
 		for _, who := range []string{"admin", "node1", "tenant1", "isv1"} {
 			req, err := http.NewRequest(method, srv.URL+api.Prefix+path, bytes.NewReader(body))
 			if err != nil {
@@ -95,6 +98,59 @@ func FuzzHandlers(f *testing.F) {
 				if json.Unmarshal(b, &e) != nil || e.Error.Code == "" || e.Error.Message == "" {
 					t.Fatalf("%s as %s with %q: %d without a JSON error: %s", route, who, body, res.StatusCode, b)
 				}
+			}
+		}
+	})
+}
+
+// FuzzLongPollQuery sends arbitrary ?wait= and ?since= to the long polls of
+// the pool (a tenant's attachment, a node's assignments): no input causes a
+// 5xx, and a refusal is a JSON error naming what was wrong.
+func FuzzLongPollQuery(f *testing.F) {
+	pool := testenv.RegistryDB(f)
+	as, err := auth.NewStore(pool, auth.WithParams(testParams))
+	if err != nil {
+		f.Fatal(err)
+	}
+	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: meta.New(pool)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv := httptest.NewServer(a)
+	f.Cleanup(srv.Close)
+	tokens := map[string]string{}
+	for name, role := range map[string]auth.Role{"node1": auth.RoleNode, "tenant1": auth.RoleTenant} {
+		acct, err := as.Create(context.Background(), name, role, "pw-"+name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if tokens[name], err = as.IssueToken(context.Background(), acct.ID, "fuzz"); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for _, s := range [][2]string{{"", ""}, {"30s", "pending"}, {"61s", "ready"}, {"-1s", "x"}, {"10", "0"}, {"1e9", "-5"},
+		{"999999999999999999999", "99999999999999999999"}, {"1h", "\x00"}, {"0", "%"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, wait, since string) {
+		q := url.Values{"wait": {wait}, "since": {since}}.Encode()
+		for who, path := range map[string]string{
+			"tenant1": "/attachments/00000000-0000-0000-0000-000000000000?" + q,
+			"node1":   "/nodes/00000000-0000-0000-0000-000000000000/assignments?" + q,
+		} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+api.Prefix+path, nil)
+			req.Header.Set("Authorization", "Bearer "+tokens[who])
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			var e struct {
+				Error struct{ Code, Message string }
+			}
+			if res.StatusCode >= 500 || res.StatusCode < 400 || json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
+				t.Fatalf("%s %q: %d %s", who, q, res.StatusCode, b)
 			}
 		}
 	})

@@ -138,7 +138,7 @@ type server struct {
 
 // startServer starts bin/name with args and kills it when the test ends,
 // printing the tail of its output if the test failed.
-func startServer(t *testing.T, env []string, name string, args ...string) *server {
+func startServer(t testing.TB, env []string, name string, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bin, name), args...)
 	cmd.Env = env
@@ -181,7 +181,7 @@ type result struct {
 }
 
 // run runs bin/name with args and stdin to completion.
-func run(t *testing.T, env []string, stdin, name string, args ...string) result {
+func run(t testing.TB, env []string, stdin, name string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), cmdTimeout)
 	defer cancel()
@@ -204,7 +204,7 @@ func run(t *testing.T, env []string, stdin, name string, args ...string) result 
 }
 
 // must runs bin/name like run and fails the test unless it exits 0.
-func must(t *testing.T, env []string, stdin, name string, args ...string) string {
+func must(t testing.TB, env []string, stdin, name string, args ...string) string {
 	t.Helper()
 	r := run(t, env, stdin, name, args...)
 	if r.code != 0 {
@@ -214,7 +214,7 @@ func must(t *testing.T, env []string, stdin, name string, args ...string) string
 }
 
 // poll calls cond until it returns true, failing after timeout.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func poll(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -230,7 +230,7 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 }
 
 // api calls the registry's /api/v1 as user and decodes the answer into out.
-func api(t *testing.T, base, user, method, path string, in, out any, want int) {
+func api(t testing.TB, base, user, method, path string, in, out any, want int) {
 	t.Helper()
 	var body io.Reader
 	if in != nil {
@@ -286,7 +286,7 @@ func ddrURL(slot int) string {
 
 // writeDDR writes data into slot's DDR at ddrAddr through the operator's
 // diagnostics endpoint.
-func writeDDR(t *testing.T, c *http.Client, slot int, data []byte) {
+func writeDDR(t testing.TB, c *http.Client, slot int, data []byte) {
 	t.Helper()
 	b, _ := json.Marshal(map[string]string{"data": base64.StdEncoding.EncodeToString(data)})
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, ddrURL(slot), bytes.NewReader(b))
@@ -306,7 +306,7 @@ func writeDDR(t *testing.T, c *http.Client, slot int, data []byte) {
 }
 
 // readDDR reads ddrLen bytes of slot's DDR at ddrAddr.
-func readDDR(t *testing.T, c *http.Client, slot int) []byte {
+func readDDR(t testing.TB, c *http.Client, slot int) []byte {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ddrURL(slot), nil)
 	if err != nil {
@@ -355,7 +355,7 @@ type platform struct {
 	dual        pushed
 }
 
-func (p *platform) dir(t *testing.T, name string) string {
+func (p *platform) dir(t testing.TB, name string) string {
 	d := filepath.Join(p.root, name)
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		t.Fatal(err)
@@ -364,7 +364,7 @@ func (p *platform) dir(t *testing.T, name string) string {
 }
 
 // newPlatform starts it; regArgs are more flags of `registry serve`.
-func newPlatform(t *testing.T, regArgs ...string) *platform {
+func newPlatform(t testing.TB, regArgs ...string) *platform {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatalf("building the binaries: %v", buildErr)
@@ -512,7 +512,7 @@ func newPlatform(t *testing.T, regArgs ...string) *platform {
 
 // startFaasd runs faasd on two simulated boards (slots 0-3), trusting the
 // platform's countersigning key, and waits until it answers.
-func (p *platform) startFaasd(t *testing.T, socket, stateDir string, extra ...string) (*server, *http.Client) {
+func (p *platform) startFaasd(t testing.TB, socket, stateDir string, extra ...string) (*server, *http.Client) {
 	t.Helper()
 	var tok struct{ Secret string }
 	api(t, p.regURL, "node1", "POST", "/tokens", map[string]string{"name": "faasd"}, &tok, http.StatusCreated)

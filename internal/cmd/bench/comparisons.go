@@ -81,6 +81,16 @@ var comparisons = []benchreport.Comparison{
 		Target: "≤ 1.05× (time): profiling costs at most 5% of the local round trip; faasd's share of it (a clock reading per job) is in both. The two run one after the other, so a change of load on the machine shows here; BenchmarkProfilingOverhead (results table) alternates blocks of profiled and unprofiled jobs on one session, and its x-unprofiled is the ratio of their p50s",
 	},
 	{
+		Title: "Pool attach, cold: request to an open session on a node that loads the sealed two-chip AliDNN image (registry and faasd as processes, SDK in a host without faasd)", Pkg: "github.com/fpga-faas/faas/internal/e2e",
+		Bench: "BenchmarkAttach/cold", Baseline: "BenchmarkAttach/load",
+		Target: "close to the baseline, the tenant loading the same image directly through the node's socket, which a cold attach contains; the difference is the control plane (placement, the node's long poll, grant, reports) and the TLS session (p50-ms in the Other column)",
+	},
+	{
+		Title: "Pool attach, warm: the tenant's image still loaded after its last detach (no load)", Pkg: "github.com/fpga-faas/faas/internal/e2e",
+		Bench: "BenchmarkAttach/warm", Baseline: "BenchmarkAttach/open",
+		Target: "p50 ≤ 100 ms absolute (p50-ms in the Other column); the baseline is a TLS 1.3 dial and session open on the same node without the control plane",
+	},
+	{
 		Title: "SDK job round trip, FINISH-only program, remote path (TLS 1.3 over loopback TCP) next to the local shared-memory path", Pkg: "github.com/fpga-faas/faas/services/agent/server",
 		Bench: "BenchmarkJobRoundTripTLS", Baseline: "BenchmarkJobRoundTrip",
 		Target: "p50 ≤ 30 µs absolute (p50-ns in the Other column; 47 µs before frames went out in one TLS record each); the baseline is the local round trip of the same run",

@@ -36,7 +36,8 @@ const (
 	DefaultKeepWarm        = 2 * time.Minute
 	maxGrantsPerAttachment = 4
 	// poolLock serialises placements (pg_advisory_xact_lock), across
-	// replicas too: two attachments never take the same free chip.
+	// replicas too, so that two attachments never take the same free
+	// chip; and the revisions of attachments (lockRevisions).
 	poolLock int64 = 0x66616173_706f6f6c // "faaspool"
 )
 
@@ -147,17 +148,19 @@ func chipsOf(content []byte) int {
 // candidates reads the nodes that may take attachments: trusted, serving
 // remote attach with a pinned certificate, heartbeating within lostAfter.
 func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]placement.Node, error) {
-	rows, err := tx.Query(ctx, `select id::text, boards from nodes where approved_at is not null and revoked_at is null
+	rows, err := tx.Query(ctx, `select id::text, boards, last_heartbeat_at from nodes where approved_at is not null and revoked_at is null
 		and endpoint <> '' and tls_certificate <> '' and last_heartbeat_at > now() - $1::interval`, interval(cfg.NodeLostAfter))
 	if err != nil {
 		return nil, err
 	}
 	byID := map[string]*placement.Node{}
+	heard := map[string]time.Time{}
 	var nodes []*placement.Node
 	for rows.Next() {
 		var id string
 		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
+		var at time.Time
+		if err := rows.Scan(&id, &raw, &at); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -171,7 +174,7 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 			}
 			n.Boards = append(n.Boards, bs)
 		}
-		byID[id] = n
+		byID[id], heard[id] = n, at
 		nodes = append(nodes, n)
 	}
 	rows.Close()
@@ -180,8 +183,8 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 	}
 	// Warm: the latest whole attachment of a slot was detached lately, and
 	// its node kept the image (or will: it keeps what a detach ends).
-	rows, err = tx.Query(ctx, `select node_id::text, slot, chips, share, tenant_id::text,
-		state = any($1) as live, state = 'detached' and ended_at > now() - $2::interval and not scrubbed as warm
+	rows, err = tx.Query(ctx, `select node_id::text, slot, chips, share, tenant_id::text, manifest_digest, ended_at,
+		state = any($1) as live, state = 'detached' and ready_at is not null and ended_at > now() - $2::interval and not scrubbed as warm
 		from (select distinct on (node_id, slot, share, state = any($1)) * from attachments
 			where state = any($1) or (not share and ended_at > now() - $2::interval)
 			order by node_id, slot, share, state = any($1), revision desc) x`, liveStates, interval(cfg.KeepWarm))
@@ -190,15 +193,21 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, tenant string
+		var id, tenant, digest string
 		var slot, chips int
 		var share, live, warm bool
-		if err := rows.Scan(&id, &slot, &chips, &share, &tenant, &live, &warm); err != nil {
+		var ended *time.Time
+		if err := rows.Scan(&id, &slot, &chips, &share, &tenant, &digest, &ended, &live, &warm); err != nil {
 			return nil, err
 		}
 		n := byID[id]
 		if n == nil {
 			continue
+		}
+		if warm && ended != nil && heard[id].Before(*ended) {
+			// No heartbeat since the detach: the node keeps what it had
+			// loaded for the attachment, whatever an older one said.
+			loadedAt(n, slot, chips, digest)
 		}
 		for i := slot; i < slot+chips; i++ {
 			switch {
@@ -221,6 +230,17 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 	return out, rows.Err()
 }
 
+// loadedAt marks slots [slot, slot+chips) of n as running digest.
+func loadedAt(n *placement.Node, slot, chips int, digest string) {
+	for _, b := range n.Boards {
+		for k := range b {
+			if b[k].Index >= slot && b[k].Index < slot+chips {
+				b[k].State, b[k].Digest = placement.Loaded, digest
+			}
+		}
+	}
+}
+
 func interval(d time.Duration) string { return fmt.Sprintf("%d microseconds", d.Microseconds()) }
 
 // newCredential returns a tenant's credential for attachment id and the
@@ -236,7 +256,7 @@ func newCredential(id string) (string, [32]byte) {
 func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachConfig, req poolapi.AttachRequest) (poolapi.Attachment, error) {
 	var out poolapi.Attachment
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
-		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, poolLock); err != nil {
+		if err := lockRevisions(ctx, tx); err != nil { // also serialises placements
 			return auditEntry{}, err
 		}
 		t, err := s.resolveTarget(ctx, tx, p, req)
@@ -354,6 +374,15 @@ func endedWhy(a poolapi.Attachment) string {
 	return string(a.State)
 }
 
+// lockRevisions orders the transactions that give attachments revisions:
+// a node that has seen revision R must never later find a change below R
+// commit, which it would miss. Every such transaction takes this lock
+// before nextval('attachment_revision').
+func lockRevisions(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, poolLock)
+	return err
+}
+
 // end ends live attachment id (tenant's, unless tenant is "") with state,
 // closing its usage record; ok is false when it was not live.
 func end(ctx context.Context, tx pgx.Tx, id, tenant string, state poolapi.State, msg string) (ok bool, err error) {
@@ -376,6 +405,9 @@ func (s *store) detachAttachment(ctx context.Context, p *principal, id string) (
 		return poolapi.Attachment{}, err
 	}
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		if err := lockRevisions(ctx, tx); err != nil {
+			return auditEntry{}, err
+		}
 		owner := p.ID
 		if p.is(auth.RoleAdmin) {
 			owner = ""
@@ -487,6 +519,9 @@ func (s *store) reportAttachment(ctx context.Context, p *principal, id, aid stri
 		return fmt.Errorf("%w: attachment", ErrNotFound)
 	}
 	return s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+		if err := lockRevisions(ctx, tx); err != nil {
+			return auditEntry{}, err
+		}
 		if err := ownNode(ctx, tx, p, id); err != nil {
 			return auditEntry{}, err
 		}
@@ -551,6 +586,16 @@ func (s *store) reap(ctx context.Context, cfg AttachConfig) (int, error) {
 		return 0, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	// Nothing to reap is the common case: look without the lock first.
+	var due bool
+	if err := tx.QueryRow(ctx, `select exists (select 1 from attachments a join nodes n on n.id = a.node_id where a.state = any($1)
+		and (a.lease_expires_at < now() or n.revoked_at is not null or n.last_heartbeat_at is null
+			or n.last_heartbeat_at < now() - $2::interval))`, liveStates, interval(cfg.NodeLostAfter)).Scan(&due); err != nil || !due {
+		return 0, err
+	}
+	if err := lockRevisions(ctx, tx); err != nil {
+		return 0, err
+	}
 	rows, err := tx.Query(ctx, `update attachments a set state = case when a.lease_expires_at < now() then 'expired' else 'lost' end,
 		ended_at = now(), revision = nextval('attachment_revision')
 		from nodes n where n.id = a.node_id and a.state = any($1)

@@ -73,21 +73,27 @@ func (w *wake) enter(account string) (changed func() <-chan struct{}, leave func
 }
 
 // poll calls done until it reports true, waiting for changes between
-// calls, for at most wait; it returns done's last error.
+// calls, for at most wait; it returns done's last error. The channel of
+// the next change is taken before each call, so that a change during the
+// call is not missed.
 func (a *API) poll(ctx context.Context, account string, wait time.Duration, done func() (bool, error)) error {
-	ok, err := done()
-	if ok || err != nil || wait <= 0 {
+	if wait <= 0 {
+		_, err := done()
 		return err
 	}
 	changed, leave, admitted := a.wake.enter(account)
 	if !admitted {
-		return nil
+		_, err := done()
+		return err
 	}
 	defer leave()
 	t := time.NewTimer(min(wait, maxWait))
 	defer t.Stop()
 	for {
 		ch := changed()
+		if ok, err := done(); ok || err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -95,9 +101,6 @@ func (a *API) poll(ctx context.Context, account string, wait time.Duration, done
 			return nil
 		case <-ch:
 		case <-time.After(pollFallback):
-		}
-		if ok, err := done(); ok || err != nil {
-			return err
 		}
 	}
 }

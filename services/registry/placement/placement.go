@@ -158,9 +158,10 @@ func free(nodes []Node, req Request) (Choice, bool) {
 	return Choice{}, false
 }
 
+// isFree reports whether s is free: cleared (a slot kept warm is loaded,
+// so never free) and held by no attachment the heartbeat may not show yet.
 func isFree(n Node, s Slot) bool {
-	_, warm := n.Warm[s.Index]
-	return s.State == Cleared && !n.Held[s.Index] && n.Shares[s.Index] == 0 && !warm
+	return s.State == Cleared && !n.Held[s.Index] && n.Shares[s.Index] == 0
 }
 
 // sets are the slot sets of a board an image of chips takes: each chip

@@ -4,14 +4,10 @@ package faas
 // through the same *Device as a local slot.
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -139,18 +135,7 @@ func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOpti
 	if err != nil {
 		return nil, err
 	}
-	if o.token == "" || registryURL == "" {
-		l, err := StoredLogin()
-		if err != nil {
-			return nil, err
-		}
-		o.token = cmpOrString(o.token, l.Token)
-		registryURL = cmpOrString(registryURL, l.Registry)
-	}
-	if o.token == "" {
-		return nil, &Error{Code: agentapi.CodeUnauthenticated, Message: "faas: attach needs the tenant's registry token", Hint: "run `faas login` or set $FAAS_TOKEN"}
-	}
-	reg, err := newRegistryAPI(registryURL, o.token, o.hc, o.ua)
+	reg, err := registryFor(registryURL, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -305,84 +290,6 @@ func PinnedTLS(a poolapi.Attachment) (*tls.Config, error) {
 	return &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, ServerName: a.ServerName}, nil
 }
 
-// Renew extends the lease once; an ended attachment is ErrLeaseLost.
-func (a *Attachment) Renew(ctx context.Context) error {
-	var next poolapi.Attachment
-	err := a.reg.do(ctx, http.MethodPost, "/attachments/"+url.PathEscape(a.info.ID)+"/renew", nil, &next)
-	if err == nil {
-		a.mu.Lock()
-		a.info = next
-		a.mu.Unlock()
-	}
-	return err
-}
-
-// renew renews the lease every third of it until ctx ends; when the
-// attachment has ended, or the lease would have run out while the
-// registry did not answer, the attachment is lost.
-func (a *Attachment) renew(ctx context.Context) {
-	defer close(a.renewDone)
-	lease := time.Duration(a.info.LeaseSeconds) * time.Second
-	if lease <= 0 {
-		lease = poolapi.DefaultLeaseSeconds * time.Second
-	}
-	expires := a.info.LeaseExpiresAt
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(lease / 3):
-		}
-		rctx, cancel := context.WithTimeout(ctx, lease/3)
-		err := a.Renew(rctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err == nil:
-			expires = a.Info().LeaseExpiresAt
-		case errors.Is(err, ErrLeaseLost):
-			a.markLost(a.endedErr(ctx, err))
-			return
-		case time.Now().After(expires):
-			a.markLost(fmt.Errorf("%w: attachment %s: the lease ran out while the registry could not be reached: %w", ErrLeaseLost, a.info.ID, err))
-			return
-		}
-	}
-}
-
-// endedErr says why the attachment ended, from the registry's account.
-func (a *Attachment) endedErr(ctx context.Context, renewErr error) error {
-	var info poolapi.Attachment
-	if a.reg.do(ctx, http.MethodGet, "/attachments/"+url.PathEscape(a.info.ID), nil, &info) != nil {
-		return renewErr
-	}
-	a.mu.Lock()
-	a.info = info
-	a.mu.Unlock()
-	switch info.State {
-	case poolapi.Lost:
-		return fmt.Errorf("%w: attachment %s: node %s lost", ErrLeaseLost, info.ID, info.Node)
-	case poolapi.Expired:
-		return fmt.Errorf("%w: attachment %s: the lease expired", ErrLeaseLost, info.ID)
-	}
-	return fmt.Errorf("%w: attachment %s is %s", ErrLeaseLost, info.ID, info.State)
-}
-
-// markLost ends the attachment on this side with err: the device's calls
-// fail with it.
-func (a *Attachment) markLost(err error) {
-	a.mu.Lock()
-	if a.err == nil {
-		a.err = err
-		close(a.lost)
-	}
-	a.mu.Unlock()
-	if a.dev != nil {
-		a.dev.shutdown(err)
-	}
-}
-
 // Detach ends the attachment: the session closes and the registry tells
 // the node to release the slot. Detaching an attachment that was lost is
 // no error.
@@ -420,131 +327,4 @@ func (a *Attachment) detachNow() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.info.ID), nil, nil)
-}
-
-// Attachments lists the tenant's attachments (live, and ended within a day).
-func Attachments(ctx context.Context, registryURL string, opts ...AttachOption) ([]poolapi.Attachment, error) {
-	reg, err := registryFor(registryURL, opts)
-	if err != nil {
-		return nil, err
-	}
-	var l poolapi.AttachmentList
-	err = reg.do(ctx, http.MethodGet, "/attachments", nil, &l)
-	return l.Attachments, err
-}
-
-// Detach detaches attachment id (one held by another process).
-func Detach(ctx context.Context, registryURL, id string, opts ...AttachOption) (poolapi.Attachment, error) {
-	var info poolapi.Attachment
-	reg, err := registryFor(registryURL, opts)
-	if err != nil {
-		return info, err
-	}
-	err = reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(id), nil, &info)
-	return info, err
-}
-
-func registryFor(registryURL string, opts []AttachOption) (*registryAPI, error) {
-	o := attachOptions{ua: defaultUA}
-	for _, f := range opts {
-		f(&o)
-	}
-	if o.token == "" || registryURL == "" {
-		l, err := StoredLogin()
-		if err != nil {
-			return nil, err
-		}
-		o.token = cmpOrString(o.token, l.Token)
-		registryURL = cmpOrString(registryURL, l.Registry)
-	}
-	return newRegistryAPI(registryURL, o.token, o.hc, o.ua)
-}
-
-// registryAPI calls the registry's /api/v1 as a tenant.
-type registryAPI struct {
-	base  string
-	token string
-	hc    *http.Client
-	ua    string
-}
-
-func newRegistryAPI(base, token string, hc *http.Client, ua string) (*registryAPI, error) {
-	u, err := url.Parse(base)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, &Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf("faas: registry %q: want https://host:port", base),
-			Hint: "run `faas login REGISTRY` or set $FAAS_REGISTRY"}
-	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		return nil, &Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf("faas: registry %q: plain http is allowed only on the loopback interface", base)}
-	}
-	if hc == nil {
-		hc = &http.Client{Timeout: 90 * time.Second} // above the longest long poll
-	}
-	return &registryAPI{base: strings.TrimSuffix(base, "/"), token: token, hc: hc, ua: ua}, nil
-}
-
-func (r *registryAPI) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, r.base+"/api/v1"+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.token)
-	req.Header.Set("User-Agent", r.ua)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	op := method + " " + strings.SplitN(path, "?", 2)[0]
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &transportError{msg: "registry " + r.base + ": " + op, err: err}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return &transportError{msg: "registry " + r.base + ": " + op, err: err}
-	}
-	if resp.StatusCode >= 300 {
-		var e struct {
-			Error struct{ Code, Message string }
-		}
-		_ = json.Unmarshal(data, &e)
-		msg := cmpOrString(e.Error.Message, http.StatusText(resp.StatusCode))
-		switch resp.StatusCode {
-		case http.StatusGone:
-			return fmt.Errorf("%w: %s", ErrLeaseLost, msg)
-		case http.StatusConflict:
-			return fmt.Errorf("%w: %s", ErrNoCapacity, msg)
-		case http.StatusUnauthorized:
-			return &Error{Status: resp.StatusCode, Code: agentapi.CodeUnauthenticated, Message: "registry: " + msg, Hint: "run `faas login` again"}
-		case http.StatusForbidden:
-			code := agentapi.CodePermission
-			if strings.Contains(msg, "entitled") {
-				code = agentapi.CodeNotEntitled
-			}
-			return &Error{Status: resp.StatusCode, Code: code, Message: "registry: " + msg}
-		case http.StatusNotFound:
-			return &Error{Status: resp.StatusCode, Code: agentapi.CodeNotFound, Message: "registry: " + msg}
-		case http.StatusBadRequest, http.StatusUnprocessableEntity:
-			return &Error{Status: resp.StatusCode, Code: agentapi.CodeBadRequest, Message: "registry: " + msg}
-		}
-		return &Error{Status: resp.StatusCode, Code: agentapi.CodeUnavailable, Message: "registry: " + msg}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return &transportError{msg: "registry " + r.base + ": " + op + ": malformed answer", err: err}
-	}
-	return nil
 }

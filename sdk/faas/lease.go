@@ -1,0 +1,93 @@
+package faas
+
+// The lease of an attachment: renewed in the background, and what happens
+// when it is lost.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/fpga-faas/faas/sdk/poolapi"
+)
+
+// Renew extends the lease once; an ended attachment is ErrLeaseLost.
+func (a *Attachment) Renew(ctx context.Context) error {
+	var next poolapi.Attachment
+	err := a.reg.do(ctx, http.MethodPost, "/attachments/"+url.PathEscape(a.info.ID)+"/renew", nil, &next)
+	if err == nil {
+		a.mu.Lock()
+		a.info = next
+		a.mu.Unlock()
+	}
+	return err
+}
+
+// renew renews the lease every third of it until ctx ends; when the
+// attachment has ended, or the lease would have run out while the
+// registry did not answer, the attachment is lost.
+func (a *Attachment) renew(ctx context.Context) {
+	defer close(a.renewDone)
+	lease := time.Duration(a.info.LeaseSeconds) * time.Second
+	if lease <= 0 {
+		lease = poolapi.DefaultLeaseSeconds * time.Second
+	}
+	expires := a.info.LeaseExpiresAt
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(lease / 3):
+		}
+		rctx, cancel := context.WithTimeout(ctx, lease/3)
+		err := a.Renew(rctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			expires = a.Info().LeaseExpiresAt
+		case errors.Is(err, ErrLeaseLost):
+			a.markLost(a.endedErr(ctx, err))
+			return
+		case time.Now().After(expires):
+			a.markLost(fmt.Errorf("%w: attachment %s: the lease ran out while the registry could not be reached: %w", ErrLeaseLost, a.info.ID, err))
+			return
+		}
+	}
+}
+
+// endedErr says why the attachment ended, from the registry's account.
+func (a *Attachment) endedErr(ctx context.Context, renewErr error) error {
+	var info poolapi.Attachment
+	if a.reg.do(ctx, http.MethodGet, "/attachments/"+url.PathEscape(a.info.ID), nil, &info) != nil {
+		return renewErr
+	}
+	a.mu.Lock()
+	a.info = info
+	a.mu.Unlock()
+	switch info.State {
+	case poolapi.Lost:
+		return fmt.Errorf("%w: attachment %s: node %s lost", ErrLeaseLost, info.ID, info.Node)
+	case poolapi.Expired:
+		return fmt.Errorf("%w: attachment %s: the lease expired", ErrLeaseLost, info.ID)
+	}
+	return fmt.Errorf("%w: attachment %s is %s", ErrLeaseLost, info.ID, info.State)
+}
+
+// markLost ends the attachment on this side with err: the device's calls
+// fail with it.
+func (a *Attachment) markLost(err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+		close(a.lost)
+	}
+	a.mu.Unlock()
+	if a.dev != nil {
+		a.dev.shutdown(err)
+	}
+}

@@ -77,9 +77,10 @@ func (d *Device) Alloc(ctx context.Context, size int64) (*Buffer, error) {
 	}
 	d.mu.Lock()
 	if d.closed {
+		err := d.endedErr()
 		d.mu.Unlock()
 		b.unmap()
-		return nil, d.endedErr()
+		return nil, err
 	}
 	d.bufs[b] = struct{}{}
 	d.mu.Unlock()

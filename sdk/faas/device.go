@@ -362,8 +362,9 @@ func (d *Device) writeFrame(op session.Op, id uint64, parts ...[]byte) error {
 func (d *Device) start(op session.Op, parts ...[]byte) (*call, error) {
 	d.mu.Lock()
 	if d.closed {
+		err := d.endedErr()
 		d.mu.Unlock()
-		return nil, d.endedErr()
+		return nil, err
 	}
 	cl := &call{id: d.nextID, op: op, ch: make(chan reply, 1)}
 	d.nextID++
@@ -513,6 +514,20 @@ func (d *Device) shutdown(cause error) {
 	if d.fdc != nil {
 		d.fdc.CloseFDs()
 	}
+}
+
+// endWith ends the session because of cause, which pending and later
+// calls return (matching ErrClosed too). A session the connection cut
+// already takes cause as its reason as well: the node ends a lost
+// attachment's sessions itself, often before the registry says why. A
+// session closed by Close stays closed.
+func (d *Device) endWith(cause error) {
+	d.shutdown(cause)
+	d.mu.Lock()
+	if d.cause != nil {
+		d.cause = cause
+	}
+	d.mu.Unlock()
 }
 
 // endedErr is the error of calls after the session ended; d.mu held.

@@ -88,6 +88,6 @@ func (a *Attachment) markLost(err error) {
 	}
 	a.mu.Unlock()
 	if a.dev != nil {
-		a.dev.shutdown(err)
+		a.dev.endWith(err)
 	}
 }

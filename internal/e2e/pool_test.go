@@ -222,6 +222,23 @@ func TestPool(t *testing.T) {
 	}
 	t.Logf("node %s killed: bob's attachment lost, client said %q", lost.Node, strings.TrimSpace(hold.stderr.String()))
 
+	// 5. On a node's own host, the attachment runs through that faasd's
+	// socket on shared memory, not over TLS.
+	survivor := nodes[0]
+	if survivor == victim {
+		survivor = nodes[1]
+	}
+	onNode := append(slices.Clone(alice), "FAAS_AGENT=unix://"+survivor.socket)
+	var local struct {
+		poolapi.Attachment
+		Session string `json:"session"`
+	}
+	if err := json.Unmarshal([]byte(must(t, onNode, "", "faas", "attach", "--json", listing)), &local); err != nil ||
+		local.Session != "shared-memory" || local.Node != survivor.name {
+		t.Errorf("an attachment from %s's own host: %+v (%v), want shared memory on %s", survivor.name, local, err, survivor.name)
+	}
+	must(t, alice, "", "faas", "detach", local.ID)
+
 	// Every step is in the audit log and the usage records.
 	for id, actions := range map[string][]string{
 		ran["alice"].ID: {"attachment.create", "attachment.grant", "attachment.ready", "attachment.detach", "attachment.released"},
@@ -235,7 +252,7 @@ func TestPool(t *testing.T) {
 			}
 		}
 	}
-	for who, want := range map[string]int64{"alice": 2, "bob": 3} {
+	for who, want := range map[string]int64{"alice": 3, "bob": 3} {
 		var sum struct {
 			Items []struct {
 				Attachments int64 `json:"attachments"`

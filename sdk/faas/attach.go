@@ -251,8 +251,9 @@ func (a *Attachment) open(ctx context.Context, cred string, o attachOptions) err
 	return nil
 }
 
-// localAgent returns a client of this host's faasd when it is node
-// nodeID, else nil.
+// localAgent returns a client of this host's faasd, carrying the
+// credential, when it is node nodeID, else nil. The node's id is asked
+// first, without the credential, which no other node may see.
 func (a *Attachment) localAgent(ctx context.Context, target, nodeID, cred string) *Client {
 	if target == "-" {
 		return nil
@@ -265,13 +266,18 @@ func (a *Attachment) localAgent(ctx context.Context, target, nodeID, cred string
 	}
 	lctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	c, err := Dial(lctx, target, WithToken(cred))
+	probe, err := Dial(lctx, target)
 	if err != nil {
 		return nil
 	}
 	var n agentapi.NodeInfo
-	if err := c.call(lctx, http.MethodGet, "/v1/node", nil, &n); err != nil || n.NodeID != nodeID {
-		c.Close()
+	err = probe.call(lctx, http.MethodGet, "/v1/node", nil, &n)
+	probe.Close()
+	if err != nil || n.NodeID == "" || n.NodeID != nodeID {
+		return nil
+	}
+	c, err := Dial(lctx, target, WithToken(cred))
+	if err != nil {
 		return nil
 	}
 	return c

@@ -53,7 +53,8 @@ The attachment lives while its lease is renewed. This command exits at
 once, leaving the lease to run out (--lease, default 30s) unless a program
 renews it; with --hold it renews the lease until interrupted (SIGINT,
 SIGTERM), then detaches. --json prints the attachment, its credential
-included: the credential opens sessions on the slot, keep it to yourself.
+included (the credential opens sessions on the slot: keep it to yourself),
+and how this host reached the slot ("session": "tls" or "shared-memory").
 
 --share asks for a tenant window on a chip, possibly one already running
 the image for others, instead of whole chips.`,
@@ -77,13 +78,28 @@ the image for others, instead of whole chips.`,
 			return err
 		}
 		info := a.Info()
+		session := "tls"
+		if a.Device().Local() {
+			session = "shared-memory"
+		}
 		if jsonOutput(cmd) {
 			info.Credential = a.Credential()
-			if err := writeJSONLine(cmd, info); err != nil {
+			out := struct {
+				poolapi.Attachment
+				// Session is how this host reached the slot: "tls" to the
+				// node, or "shared-memory" through this host's faasd.
+				Session string `json:"session"`
+			}{info, session}
+			if err := writeJSONLine(cmd, out); err != nil {
 				return err
 			}
 		} else {
 			printAttachment(cmd, info)
+			if session == "tls" {
+				fmt.Fprintf(cmd.OutOrStdout(), "session     TLS 1.3 to %s, verified against the node's pinned certificate\n", info.Endpoint)
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "session     shared memory through this host's faasd (the node is this host)")
+			}
 		}
 		if !hold {
 			a.Device().Close()

@@ -90,7 +90,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		want       []int // per caller, in the order above
 	}{
 		{"GET /healthz", "/healthz", "", []int{ok, ok, ok, ok, ok, ok, ok}},
-		{"GET /v1/node", "/v1/node", "", []int{anon, anon, ok, ok, ok, ok, ok}},
+		{"GET /v1/node", "/v1/node", "", []int{ok, ok, ok, ok, ok, ok, ok}},
 		{"GET /v1/slots", "/v1/slots", "", []int{anon, anon, ok, ok, ok, ok, ok}},
 		{"GET /v1/slots/{n}", "/v1/slots/0", "", []int{anon, anon, ok, ok, ok, ok, ok}},
 		{"POST /v1/slots/{n}/clear", "/v1/slots/0/clear", "", []int{anon, anon, deny, ok, deny, ok, ok}},

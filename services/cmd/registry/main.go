@@ -211,6 +211,7 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&cfg.Realm, "realm", "", "absolute token endpoint URL for challenges; default derived from each request")
 	f.DurationVar(&cfg.Attach.NodeLostAfter, "node-lost-after", 0, "how long a node may go without a heartbeat before its pool attachments are marked lost (default 90s; a few heartbeat periods)")
 	f.DurationVar(&cfg.Attach.ReapInterval, "lease-check-interval", 0, "how often expired attachment leases and silent nodes are looked for (default 1s)")
+	f.IntVar(&cfg.Attach.MaxPerTenant, "max-attachments-per-tenant", 0, "live pool attachments one tenant may hold (default 16)")
 	f.DurationVar(&cfg.Attach.KeepWarm, "keep-warm", 0, "how long nodes keep a detached attachment's image loaded for its tenant; must match faasd's --keep-warm (default 2m)")
 	f.DurationVar(&cfg.GCInterval, "gc-interval", 0, "interval of garbage collection (default 24h; negative: never)")
 	f.DurationVar(&cfg.GCGracePeriod, "gc-grace-period", 0, "spare blobs pushed more recently than this (default 2h); must exceed the longest push")

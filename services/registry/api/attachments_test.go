@@ -294,6 +294,14 @@ func TestAttachPlacement(t *testing.T) {
 	if !strings.Contains(string(r.body), "no node of the pool has room") {
 		t.Fatalf("full pool: %s", r.body)
 	}
+	// A tenant at its budget of live attachments gets none more, whatever
+	// the room.
+	p2 := newPool(t, api.AttachConfig{MaxPerTenant: 1})
+	p2.attach("tenant1", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"})
+	r = p2.must(409, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"})
+	if !strings.Contains(string(r.body), "you hold 1 attachments") {
+		t.Fatalf("over the budget: %s", r.body)
+	}
 
 	// Refusals name what was wrong.
 	for _, c := range []struct {

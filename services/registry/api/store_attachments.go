@@ -32,6 +32,7 @@ const (
 	DefaultNodeLostAfter   = 90 * time.Second
 	DefaultReapInterval    = time.Second
 	DefaultKeepWarm        = 2 * time.Minute
+	DefaultMaxPerTenant    = 16
 	maxGrantsPerAttachment = 4
 	// poolLock serialises placements (pg_advisory_xact_lock), across
 	// replicas too, so that two attachments never take the same free
@@ -52,6 +53,9 @@ type AttachConfig struct {
 	// tenant's next attach of the image needs no load. Zero:
 	// DefaultKeepWarm.
 	KeepWarm time.Duration
+	// MaxPerTenant is how many live attachments one tenant may hold, so
+	// that no tenant takes the whole pool. Zero: DefaultMaxPerTenant.
+	MaxPerTenant int
 }
 
 func (c AttachConfig) withDefaults() AttachConfig {
@@ -63,6 +67,9 @@ func (c AttachConfig) withDefaults() AttachConfig {
 	}
 	if c.KeepWarm <= 0 {
 		c.KeepWarm = DefaultKeepWarm
+	}
+	if c.MaxPerTenant <= 0 {
+		c.MaxPerTenant = DefaultMaxPerTenant
 	}
 	return c
 }
@@ -256,6 +263,15 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if err := lockRevisions(ctx, tx); err != nil { // also serialises placements
 			return auditEntry{}, err
+		}
+		var held int
+		if err := tx.QueryRow(ctx, `select count(*) from attachments where tenant_id = $1::uuid and state = any($2)`,
+			p.ID, liveStates).Scan(&held); err != nil {
+			return auditEntry{}, err
+		}
+		if held >= cfg.MaxPerTenant {
+			return auditEntry{}, fmt.Errorf("%w: you hold %d attachments, the most a tenant may; detach one first (faas attachments lists them)",
+				ErrConflict, held)
 		}
 		t, err := s.resolveTarget(ctx, tx, p, req)
 		if err != nil {

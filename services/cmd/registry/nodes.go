@@ -66,13 +66,17 @@ Exit codes: 0 done; 2 usage error, unknown node or any other failure.`,
 				return json.NewEncoder(out).Encode(nodes)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tHOST\tACCOUNT\tSTATE\tLAST HEARTBEAT")
+			fmt.Fprintln(tw, "ID\tHOST\tACCOUNT\tSTATE\tLAST HEARTBEAT\tENDPOINT\tATTACHMENTS")
 			for _, n := range nodes {
 				hb := "never"
 				if n.LastHeartbeatAt != nil {
 					hb = n.LastHeartbeatAt.UTC().Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.ID, n.Hostname, n.Account, n.State(), hb)
+				ep := n.Endpoint
+				if ep == "" {
+					ep = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", n.ID, n.Hostname, n.Account, n.State(), hb, ep, n.Attachments)
 			}
 			return tw.Flush()
 		}),

@@ -20,6 +20,10 @@ type Node struct {
 	ApprovedAt      *time.Time `json:"approved_at,omitempty"`
 	ApprovedBy      string     `json:"approved_by,omitempty"`
 	RevokedAt       *time.Time `json:"revoked_at,omitempty"`
+	// Endpoint is where the node serves remote attach ("" for none), and
+	// Attachments how many live attachments of the pool it holds.
+	Endpoint    string `json:"endpoint"`
+	Attachments int    `json:"attachments"`
 }
 
 // State is "revoked", "approved" or "pending".
@@ -41,14 +45,17 @@ type Querier interface {
 // List returns every node, oldest first (at most 10 000).
 func List(ctx context.Context, q Querier) ([]Node, error) {
 	rows, err := q.Query(ctx, `select n.id::text, n.name, a.name, n.registered_at, n.last_heartbeat_at,
-		n.approved_at, n.approved_by, n.revoked_at from nodes n join accounts a on a.id = n.account_id
+		n.approved_at, n.approved_by, n.revoked_at, n.endpoint,
+		(select count(*) from attachments t where t.node_id = n.id and t.state in ('pending', 'loading', 'ready'))
+		from nodes n join accounts a on a.id = n.account_id
 		order by n.registered_at, n.id limit 10000`)
 	if err != nil {
 		return nil, fmt.Errorf("nodetrust: nodes: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) {
 		var n Node
-		err := r.Scan(&n.ID, &n.Hostname, &n.Account, &n.RegisteredAt, &n.LastHeartbeatAt, &n.ApprovedAt, &n.ApprovedBy, &n.RevokedAt)
+		err := r.Scan(&n.ID, &n.Hostname, &n.Account, &n.RegisteredAt, &n.LastHeartbeatAt, &n.ApprovedAt, &n.ApprovedBy, &n.RevokedAt,
+			&n.Endpoint, &n.Attachments)
 		return n, err
 	})
 }

@@ -175,8 +175,18 @@ func TestFaasd(t *testing.T) {
 		t.Errorf("dev: faasd args %q, want --sim 2", c.Args)
 	}
 	for _, spec := range []corev1.PodSpec{base, dev} {
-		if !slices.Contains(spec.Containers[0].Args, "--device-plugin") {
-			t.Errorf("faasd args %q: no --device-plugin", spec.Containers[0].Args)
+		c := spec.Containers[0]
+		if !slices.Contains(c.Args, "--device-plugin") {
+			t.Errorf("faasd args %q: no --device-plugin", c.Args)
+		}
+		// The pool reaches the node on its own IP, at what it advertises.
+		i := slices.Index(c.Args, "--advertise")
+		hasIP := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "NODE_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.hostIP"
+		})
+		hostPort := slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.ContainerPort == 8443 && p.HostPort == 8443 })
+		if !slices.Contains(c.Args, "--listen") || i < 0 || i+1 == len(c.Args) || c.Args[i+1] != "https://$(NODE_IP):8443" || !hasIP || !hostPort {
+			t.Errorf("faasd does not serve remote attach on the node's IP: args %q, ports %+v", c.Args, c.Ports)
 		}
 	}
 	got = hostPaths(dev)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/poolapi"
 )
 
@@ -23,6 +24,7 @@ type poolNode struct {
 	srv    *server
 	agent  *http.Client
 	socket string
+	args   []string // of faasd serve, for a restart
 }
 
 func freePort(t testing.TB) int {
@@ -47,10 +49,17 @@ func TestPool(t *testing.T) {
 	api(t, p.regURL, "bob", "POST", "/listings/"+p.dual.listing+"/subscribe", nil, nil, http.StatusCreated)
 	start := func(name string) *poolNode {
 		port := freePort(t)
-		socket := filepath.Join(p.dir(t, "run-"+name), "faasd.sock")
-		srv, agent := p.startFaasd(t, socket, filepath.Join(p.root, name+"-state"), "--hostname", name,
-			"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--advertise", fmt.Sprintf("https://127.0.0.1:%d", port), "--heartbeat", "500ms")
-		return &poolNode{name: name, srv: srv, agent: agent, socket: socket}
+		n := &poolNode{name: name, socket: filepath.Join(p.dir(t, "run-"+name), "faasd.sock"), args: []string{"--hostname", name,
+			"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--advertise", fmt.Sprintf("https://127.0.0.1:%d", port), "--heartbeat", "500ms"}}
+		n.srv, n.agent = p.startFaasd(t, n.socket, filepath.Join(p.root, name+"-state"), n.args...)
+		return n
+	}
+	restart := func(n *poolNode) {
+		if err := n.srv.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-n.srv.done
+		n.srv, n.agent = p.startFaasd(t, n.socket, filepath.Join(p.root, n.name+"-state"), n.args...)
 	}
 	nodes := []*poolNode{start("pool-a"), start("pool-b")}
 	nodeNamed := func(name string) *poolNode {
@@ -239,6 +248,36 @@ func TestPool(t *testing.T) {
 	}
 	must(t, alice, "", "faas", "detach", local.ID)
 
+	// 6. faasd killed and restarted on the node keeps its attachments: a
+	// ready one's credential opens sessions again, without a reload.
+	var kept poolapi.Attachment
+	if err := json.Unmarshal([]byte(must(t, alice, "", "faas", "attach", "--json", "--lease", "10m", listing)), &kept); err != nil ||
+		kept.Node != survivor.name || kept.Credential == "" {
+		t.Fatalf("faas attach: %+v %v", kept, err)
+	}
+	restart(survivor)
+	tc, err := faas.PinnedTLS(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "a session on the attachment after faasd's restart", func() bool {
+		c, err := faas.Dial(t.Context(), kept.Endpoint, faas.WithToken(kept.Credential), faas.WithTLSConfig(tc))
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		d, err := c.Open(t.Context(), kept.Slot)
+		if err != nil {
+			return false
+		}
+		d.Close()
+		return true
+	})
+	if a := get("alice", kept.ID); a.State != poolapi.Ready {
+		t.Errorf("the kept attachment after faasd's restart: %s", a.State)
+	}
+	must(t, alice, "", "faas", "detach", kept.ID)
+
 	// Every step is in the audit log and the usage records.
 	for id, actions := range map[string][]string{
 		ran["alice"].ID: {"attachment.create", "attachment.grant", "attachment.ready", "attachment.detach", "attachment.released"},
@@ -252,7 +291,7 @@ func TestPool(t *testing.T) {
 			}
 		}
 	}
-	for who, want := range map[string]int64{"alice": 3, "bob": 3} {
+	for who, want := range map[string]int64{"alice": 4, "bob": 3} {
 		var sum struct {
 			Items []struct {
 				Attachments int64 `json:"attachments"`

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/fpga-faas/faas/internal/atomicfile"
+	client "github.com/fpga-faas/faas/sdk/faas"
 )
 
 // config is what `faas login` stores: the login of one registry account,
@@ -77,12 +78,6 @@ func writeConfig(c config) (string, error) {
 // agentToken is the token the agent commands send: $FAAS_TOKEN, else the
 // stored login's.
 func agentToken() (string, error) {
-	if t := os.Getenv("FAAS_TOKEN"); t != "" {
-		return t, nil
-	}
-	c, err := readConfig()
-	if err != nil || c == nil {
-		return "", err
-	}
-	return c.Token, nil
+	l, err := client.StoredLogin()
+	return l.Token, err
 }

@@ -24,27 +24,7 @@ import (
 // wrong. The route list comes from the router, so a new route is fuzzed
 // without an edit here.
 func FuzzHandlers(f *testing.F) {
-	pool := testenv.RegistryDB(f)
-	as, err := auth.NewStore(pool, auth.WithParams(testParams))
-	if err != nil {
-		f.Fatal(err)
-	}
-	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: meta.New(pool)})
-	if err != nil {
-		f.Fatal(err)
-	}
-	srv := httptest.NewServer(a)
-	f.Cleanup(srv.Close)
-	tokens := map[string]string{}
-	for name, role := range map[string]auth.Role{"admin": auth.RoleAdmin, "node1": auth.RoleNode, "tenant1": auth.RoleTenant, "isv1": auth.RoleISV} {
-		acct, err := as.Create(context.Background(), name, role, "pw-"+name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		if tokens[name], err = as.IssueToken(context.Background(), acct.ID, "fuzz"); err != nil {
-			f.Fatal(err)
-		}
-	}
+	a, srv, tokens := fuzzServer(f, map[string]auth.Role{"admin": auth.RoleAdmin, "node1": auth.RoleNode, "tenant1": auth.RoleTenant, "isv1": auth.RoleISV})
 	var routes []string
 	for _, r := range a.Routes() {
 		if r.Method != http.MethodGet && !strings.HasSuffix(r.Path, "/*") {
@@ -107,27 +87,7 @@ func FuzzHandlers(f *testing.F) {
 // the pool (a tenant's attachment, a node's assignments): no input causes a
 // 5xx, and a refusal is a JSON error naming what was wrong.
 func FuzzLongPollQuery(f *testing.F) {
-	pool := testenv.RegistryDB(f)
-	as, err := auth.NewStore(pool, auth.WithParams(testParams))
-	if err != nil {
-		f.Fatal(err)
-	}
-	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: meta.New(pool)})
-	if err != nil {
-		f.Fatal(err)
-	}
-	srv := httptest.NewServer(a)
-	f.Cleanup(srv.Close)
-	tokens := map[string]string{}
-	for name, role := range map[string]auth.Role{"node1": auth.RoleNode, "tenant1": auth.RoleTenant} {
-		acct, err := as.Create(context.Background(), name, role, "pw-"+name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		if tokens[name], err = as.IssueToken(context.Background(), acct.ID, "fuzz"); err != nil {
-			f.Fatal(err)
-		}
-	}
+	_, srv, tokens := fuzzServer(f, map[string]auth.Role{"node1": auth.RoleNode, "tenant1": auth.RoleTenant})
 	for _, s := range [][2]string{{"", ""}, {"30s", "pending"}, {"61s", "ready"}, {"-1s", "x"}, {"10", "0"}, {"1e9", "-5"},
 		{"999999999999999999999", "99999999999999999999"}, {"1h", "\x00"}, {"0", "%"}} {
 		f.Add(s[0], s[1])
@@ -154,4 +114,31 @@ func FuzzLongPollQuery(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzServer serves the API over a fresh database with an account of each
+// role named, and returns the accounts' API tokens.
+func fuzzServer(f *testing.F, accounts map[string]auth.Role) (*api.API, *httptest.Server, map[string]string) {
+	pool := testenv.RegistryDB(f)
+	as, err := auth.NewStore(pool, auth.WithParams(testParams))
+	if err != nil {
+		f.Fatal(err)
+	}
+	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: meta.New(pool)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv := httptest.NewServer(a)
+	f.Cleanup(srv.Close)
+	tokens := map[string]string{}
+	for name, role := range accounts {
+		acct, err := as.Create(context.Background(), name, role, "pw-"+name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if tokens[name], err = as.IssueToken(context.Background(), acct.ID, "fuzz"); err != nil {
+			f.Fatal(err)
+		}
+	}
+	return a, srv, tokens
 }

@@ -74,7 +74,8 @@ func WithoutRenewal() AttachOption { return func(o *attachOptions) { o.noRenew =
 // Attachment is an accelerator of the pool, held under a lease that the
 // SDK renews until Detach or Close.
 type Attachment struct {
-	info   poolapi.Attachment
+	id     string
+	info   poolapi.Attachment // under mu
 	cred   string
 	reg    *registryAPI
 	client *Client
@@ -88,7 +89,7 @@ type Attachment struct {
 }
 
 // ID is the attachment's id.
-func (a *Attachment) ID() string { return a.info.ID }
+func (a *Attachment) ID() string { return a.id }
 
 // Info is the attachment as the registry last described it, without its
 // credential.
@@ -145,10 +146,16 @@ func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOpti
 	}
 	cred := info.Credential
 	info.Credential = ""
-	a := &Attachment{info: info, cred: cred, reg: reg, lost: make(chan struct{}), renewDone: make(chan struct{})}
+	a := &Attachment{id: info.ID, info: info, cred: cred, reg: reg, lost: make(chan struct{}), renewDone: make(chan struct{})}
+	// The lease runs from now: renewed while the node loads, which may
+	// take longer than the lease.
+	rctx, stop := context.WithCancel(context.Background())
+	a.stop = stop
+	go a.renew(rctx)
 	ok := false
 	defer func() {
 		if !ok {
+			a.stopRenewal()
 			a.detachNow()
 		}
 	}()
@@ -158,15 +165,17 @@ func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOpti
 	if err := a.open(ctx, cred, o); err != nil {
 		return nil, err
 	}
-	rctx, stop := context.WithCancel(context.Background())
-	a.stop = stop
 	if o.noRenew {
-		close(a.renewDone)
-	} else {
-		go a.renew(rctx)
+		a.stopRenewal()
 	}
 	ok = true
 	return a, nil
+}
+
+// stopRenewal stops renewing the lease and waits until the renewal has.
+func (a *Attachment) stopRenewal() {
+	a.stop()
+	<-a.renewDone
 }
 
 func cmpOrString(a, b string) string {
@@ -300,10 +309,7 @@ func PinnedTLS(a poolapi.Attachment) (*tls.Config, error) {
 // the node to release the slot. Detaching an attachment that was lost is
 // no error.
 func (a *Attachment) Detach(ctx context.Context) error {
-	if a.stop != nil {
-		a.stop()
-		<-a.renewDone
-	}
+	a.stopRenewal()
 	if a.dev != nil {
 		a.dev.Close()
 	}
@@ -311,7 +317,7 @@ func (a *Attachment) Detach(ctx context.Context) error {
 		a.client.Close()
 	}
 	var info poolapi.Attachment
-	err := a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.info.ID), nil, &info)
+	err := a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.id), nil, &info)
 	if err != nil {
 		return err
 	}
@@ -332,5 +338,5 @@ func (a *Attachment) Close() error {
 func (a *Attachment) detachNow() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.info.ID), nil, nil)
+	_ = a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.id), nil, nil)
 }

@@ -17,7 +17,7 @@ import (
 // Renew extends the lease once; an ended attachment is ErrLeaseLost.
 func (a *Attachment) Renew(ctx context.Context) error {
 	var next poolapi.Attachment
-	err := a.reg.do(ctx, http.MethodPost, "/attachments/"+url.PathEscape(a.info.ID)+"/renew", nil, &next)
+	err := a.reg.do(ctx, http.MethodPost, "/attachments/"+url.PathEscape(a.id)+"/renew", nil, &next)
 	if err == nil {
 		a.mu.Lock()
 		a.info = next
@@ -31,11 +31,12 @@ func (a *Attachment) Renew(ctx context.Context) error {
 // registry did not answer, the attachment is lost.
 func (a *Attachment) renew(ctx context.Context) {
 	defer close(a.renewDone)
-	lease := time.Duration(a.info.LeaseSeconds) * time.Second
+	info := a.Info()
+	lease := time.Duration(info.LeaseSeconds) * time.Second
 	if lease <= 0 {
 		lease = poolapi.DefaultLeaseSeconds * time.Second
 	}
-	expires := a.info.LeaseExpiresAt
+	expires := info.LeaseExpiresAt
 	for {
 		select {
 		case <-ctx.Done():
@@ -54,7 +55,7 @@ func (a *Attachment) renew(ctx context.Context) {
 			a.markLost(a.endedErr(ctx, err))
 			return
 		case time.Now().After(expires):
-			a.markLost(fmt.Errorf("%w: attachment %s: the lease ran out while the registry could not be reached: %w", ErrLeaseLost, a.info.ID, err))
+			a.markLost(fmt.Errorf("%w: attachment %s: the lease ran out while the registry could not be reached: %w", ErrLeaseLost, a.id, err))
 			return
 		}
 	}
@@ -63,7 +64,7 @@ func (a *Attachment) renew(ctx context.Context) {
 // endedErr says why the attachment ended, from the registry's account.
 func (a *Attachment) endedErr(ctx context.Context, renewErr error) error {
 	var info poolapi.Attachment
-	if a.reg.do(ctx, http.MethodGet, "/attachments/"+url.PathEscape(a.info.ID), nil, &info) != nil {
+	if a.reg.do(ctx, http.MethodGet, "/attachments/"+url.PathEscape(a.id), nil, &info) != nil {
 		return renewErr
 	}
 	a.mu.Lock()

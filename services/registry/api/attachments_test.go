@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/sdk/poolapi"
 	"github.com/fpga-faas/faas/services/registry/api"
@@ -402,5 +404,30 @@ func TestAttachLeaseAndLostNode(t *testing.T) {
 	var scrubbed bool
 	if err := p.pool.QueryRow(context.Background(), `select scrubbed from attachments where id = $1::uuid`, short.ID).Scan(&scrubbed); err != nil || !scrubbed {
 		t.Fatalf("scrubbed %v (%v)", scrubbed, err)
+	}
+
+	// The pool's metrics: one expired, one lost and not released (its node
+	// is gone), nothing live.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(p.api.PoolCollector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{"faas_registry_attachments_ended_total/expired": 1, "faas_registry_attachments_ended_total/lost": 1,
+		"faas_registry_attachments/ready": 0, "faas_registry_attachments/pending": 0, "faas_registry_attachments_unreleased": 1} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v (all: %v)", name, got[name], want, got)
+		}
 	}
 }

@@ -27,6 +27,9 @@
 //	faas_registry_gc_runs_total{result}              ok, error or busy
 //	faas_registry_gc_removed_blobs_total, faas_registry_gc_freed_bytes_total
 //	faas_registry_gc_last_success_timestamp_seconds
+//	faas_registry_attachments{state}                 the pool's live attachments: pending, loading, ready
+//	faas_registry_attachments_ended_total{state}     failed, detached, expired, lost
+//	faas_registry_attachments_unreleased             ended, not yet released by their node
 //
 // plus the Go and process collectors.
 //

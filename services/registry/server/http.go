@@ -55,6 +55,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		return nil, err
 	}
 	s.market = market
+	s.metrics.reg.MustRegister(market.PoolCollector())
 
 	release, err := keyrelease.New(keyrelease.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta, Blobs: s.blobs,
 		Recipient: s.platform.Recipient, RequestID: RequestID,

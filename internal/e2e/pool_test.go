@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -42,8 +43,11 @@ func freePort(t testing.TB) int {
 // "CPU-only" host (no faasd socket) attaching through the registry.
 // Two tenants attach at once and run MNIST remotely; a client is killed,
 // its lease expires and its chip is cleared and scrubbed; a tenant
-// detaches; a node is killed and its attachment is reported lost; every
-// step leaves audit and usage records.
+// detaches; a node is killed and its attachment is reported lost; an
+// attachment made on a node's own host runs on shared memory; faasd killed
+// and restarted keeps its attachments; a program's device reports a lease
+// ended behind its back as ErrLeaseLost; every step leaves audit and usage
+// records.
 func TestPool(t *testing.T) {
 	p := newPlatform(t, "--node-lost-after", "4s", "--lease-check-interval", "200ms")
 	api(t, p.regURL, "bob", "POST", "/listings/"+p.dual.listing+"/subscribe", nil, nil, http.StatusCreated)
@@ -278,6 +282,29 @@ func TestPool(t *testing.T) {
 	}
 	must(t, alice, "", "faas", "detach", kept.ID)
 
+	// 7. In a program: an attachment ended behind its back (an admin
+	// detached it) makes the device's calls fail with ErrLeaseLost.
+	var tok struct{ Secret string }
+	api(t, p.regURL, "alice", "POST", "/tokens", map[string]string{"name": "sdk"}, &tok, http.StatusCreated)
+	sdkAtt, err := faas.Attach(t.Context(), p.regURL, listing, faas.WithRegistryToken(tok.Secret), faas.WithLocalAgent("-"),
+		faas.WithLease(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdkAtt.Device().Alloc(t.Context(), 4096); err != nil {
+		t.Fatal(err)
+	}
+	api(t, p.regURL, "ops", "DELETE", "/attachments/"+sdkAtt.ID(), nil, nil, http.StatusOK)
+	select {
+	case <-sdkAtt.Lost():
+	case <-time.After(time.Minute):
+		t.Fatal("the SDK did not notice its attachment ended")
+	}
+	if _, err := sdkAtt.Device().Alloc(t.Context(), 4096); !errors.Is(err, faas.ErrLeaseLost) || !errors.Is(sdkAtt.Err(), faas.ErrLeaseLost) {
+		t.Errorf("after the attachment ended: Alloc %v, Err %v; want ErrLeaseLost", err, sdkAtt.Err())
+	}
+	sdkAtt.Close()
+
 	// Every step is in the audit log and the usage records.
 	for id, actions := range map[string][]string{
 		ran["alice"].ID: {"attachment.create", "attachment.grant", "attachment.ready", "attachment.detach", "attachment.released"},
@@ -291,7 +318,7 @@ func TestPool(t *testing.T) {
 			}
 		}
 	}
-	for who, want := range map[string]int64{"alice": 4, "bob": 3} {
+	for who, want := range map[string]int64{"alice": 5, "bob": 3} {
 		var sum struct {
 			Items []struct {
 				Attachments int64 `json:"attachments"`

@@ -49,7 +49,9 @@ func freePort(t testing.TB) int {
 // ended behind its back as ErrLeaseLost; every step leaves audit and usage
 // records.
 func TestPool(t *testing.T) {
-	p := newPlatform(t, "--node-lost-after", "4s", "--lease-check-interval", "200ms")
+	// A restarted faasd (step 6) must heartbeat again within --node-lost-after,
+	// with room for a loaded CI machine.
+	p := newPlatform(t, "--node-lost-after", "10s", "--lease-check-interval", "200ms")
 	api(t, p.regURL, "bob", "POST", "/listings/"+p.dual.listing+"/subscribe", nil, nil, http.StatusCreated)
 	start := func(name string) *poolNode {
 		port := freePort(t)

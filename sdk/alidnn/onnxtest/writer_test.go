@@ -16,10 +16,13 @@ type attr struct {
 	name string
 	f    *float32
 	i    *int64
+	is   []int64
 }
 
 func fAttr(name string, v float32) attr { return attr{name: name, f: &v} }
 func iAttr(name string, v int64) attr   { return attr{name: name, i: &v} }
+
+func isAttr(name string, v ...int64) attr { return attr{name: name, is: v} }
 
 type node struct {
 	op      string
@@ -61,6 +64,11 @@ func (a attr) encode() []byte {
 	case a.i != nil:
 		b = appendVarint(b, 3, uint64(*a.i))
 		b = appendVarint(b, 20, 2) // INT
+	case a.is != nil:
+		for _, v := range a.is {
+			b = appendVarint(b, 8, uint64(v))
+		}
+		b = appendVarint(b, 20, 7) // INTS
 	}
 	return b
 }

@@ -106,12 +106,23 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
-	if !l.accFP {
+	// A post-training-quantised int32 accumulator clips in place at its
+	// scale (as Relu does); the other activations run in fp32 after it.
+	intClip := n.OpType == "Clip" && !l.accFP && !l.acc8 && l.accScale != nil
+	if !l.accFP && l.ptq && !intClip {
+		if err := c.settle(l.out, false); err != nil {
+			return err
+		}
+	}
+	if !l.accFP && !intClip {
 		return fmt.Errorf("%s on the integer tensor %s (dequantize it first): %w", n.OpType, x, ErrUnsupported)
 	}
+	var err2 error
 	row := func(kind stepKind, v float32) {
 		r, _ := perLane(l.out.lay, nil, []float32{v})
-		l.steps = append(l.steps, step{kind: kind, fp: true, rowF: r})
+		if err := c.rowStep(l, kind, r); err != nil && err2 == nil {
+			err2 = err
+		}
 	}
 	switch n.OpType {
 	case "Clip":
@@ -158,6 +169,9 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 			{isa.AluMul, 1.0 / 6}, {isa.AluAdd, 0.5}, {isa.AluMax, 0}, {isa.AluMin, 1}}})
 	default:
 		return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
+	}
+	if err2 != nil {
+		return err2
 	}
 	c.set(n, 0, c.rename(l, x.typ))
 	return nil

@@ -682,14 +682,14 @@ func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
 		l.steps = append(l.steps, step{kind: kind, fp: true, rowF: row})
 		return nil
 	}
-	if l.acc8 || l.accScale == nil || kind != sAddRow {
+	if l.acc8 || l.accScale == nil || kind == sMulRow {
 		return fmt.Errorf("%s by a float constant on an integer tensor: %w", map[stepKind]string{sAddRow: "add", sMulRow: "multiply", sMinRow: "min", sMaxRow: "max"}[kind], ErrUnsupported)
 	}
 	ints := make([]int64, len(row))
 	for k, x := range row {
 		ints[k] = int64(math.Round(float64(x) / float64(l.accScale[k])))
 	}
-	l.steps = append(l.steps, step{kind: sAddRow, rowI: ints})
+	l.steps = append(l.steps, step{kind: kind, rowI: ints})
 	return nil
 }
 

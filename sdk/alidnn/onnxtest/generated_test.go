@@ -26,6 +26,9 @@ type genCase struct {
 	g     graph
 	ins   []*onnx.Tensor
 	outs  []*onnx.Tensor
+	// int8 also runs the case post-training-quantised (compared by argmax,
+	// so only cases without ties along the last axis).
+	int8 bool
 }
 
 // xDims is the shape of the cases' activations: 20 channels span two
@@ -264,6 +267,12 @@ func TestGenerated(t *testing.T) {
 			r := onnxtest.Run(context.Background(), dev, dir, onnxtest.Options{})
 			if !r.Pass {
 				t.Error(r.Line())
+			}
+			if c.int8 {
+				r := onnxtest.Run(context.Background(), dev, dir, onnxtest.Options{Quantize: true})
+				if !r.Pass {
+					t.Error("int8:", r.Line())
+				}
 			}
 		})
 	}

@@ -244,6 +244,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.dropoutMask(n, x)
 	case "Flatten", "Reshape", "Squeeze", "Unsqueeze":
 		return c.reshape(n)
+	case "Transpose":
+		return c.transposeNode(n)
 	case "Conv", "ConvInteger", "QLinearConv":
 		return c.convNode(n)
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":

@@ -49,6 +49,8 @@ func TestCompileErrors(t *testing.T) {
 			[]string{"com.microsoft"}},
 		{"ceil_mode", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
 			Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "ceil_mode", Type: onnx.AttrInt, I: 1}}}), []string{"MaxPool", "ceil_mode"}},
+		{"transpose of a computed tensor", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"x"}, Outputs: []string{"y"},
+			Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 3, 1}}}}), []string{"Transpose", `"t"`, "reorders"}},
 		{"clip bound computed", graph([]onnx.ValueInfo{x, vi("lo")}, nil, &onnx.Node{Name: "c", OpType: "Clip", Inputs: []string{"x", "lo"}, Outputs: []string{"y"}}),
 			[]string{"Clip", `"c"`, "min", `"lo"`, "constant"}},
 		{"dropout training", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{training}, &onnx.Node{Name: "d", OpType: "Dropout", Inputs: []string{"x", "", "t"}, Outputs: []string{"y"}}),

@@ -208,6 +208,12 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 			dims[k] = int64(d)
 		}
 		return out(constInt("", onnx.Int64, []int{len(dims)}, dims))
+	case "Transpose":
+		v, err := c.foldTranspose(n)
+		if err != nil {
+			return true, err
+		}
+		return out(v)
 	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish":
 		v, err := c.foldActivation(n)
 		if err != nil {

@@ -191,6 +191,7 @@ func generatedCases(t *testing.T) []genCase {
 	d.outs = append(d.outs, mask)
 	cs = append(cs, d)
 	cs = append(cs, fusedCases()...)
+	cs = append(cs, transposeCases()...)
 	// Clip of a constant is folded: y = x + Clip(c).
 	c := data(xDims, 3)
 	x := data(xDims, 4)

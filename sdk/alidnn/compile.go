@@ -139,6 +139,9 @@ func (c *compiler) build() error {
 		if v.isConst {
 			continue
 		}
+		if v.host != nil && v.host.op == padOp {
+			return fmt.Errorf("graph output %q is a %s: %w", o.Name, padOp, ErrUnsupported)
+		}
 		if err := c.settle(v, false); err != nil {
 			return err
 		}
@@ -247,7 +250,13 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 	case "Transpose":
 		return c.transposeNode(n)
 	case "Conv", "ConvInteger", "QLinearConv":
-		return c.convNode(n)
+		m, err := c.unpad(n)
+		if err != nil {
+			return err
+		}
+		return c.convNode(m)
+	case "Pad":
+		return c.padNode(n)
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":

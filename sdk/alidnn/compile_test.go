@@ -32,6 +32,10 @@ func TestCompileErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pads, err := onnx.NewInt("pads", onnx.Int64, []int64{8}, []int64{0, 0, 1, 1, 0, 0, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		m    *onnx.Model
@@ -51,6 +55,13 @@ func TestCompileErrors(t *testing.T) {
 			Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "ceil_mode", Type: onnx.AttrInt, I: 1}}}), []string{"MaxPool", "ceil_mode"}},
 		{"transpose of a computed tensor", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"x"}, Outputs: []string{"y"},
 			Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 3, 1}}}}), []string{"Transpose", `"t"`, "reorders"}},
+		{"pad before relu", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads},
+			&onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"p"}},
+			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"p"}, Outputs: []string{"y"}}), []string{"Relu", `"r"`, "Pad", "Conv"}},
+		{"pad reflect", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads}, &onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"y"},
+			Attrs: []*onnx.Attribute{{Name: "mode", Type: onnx.AttrString, S: []byte("reflect")}}}), []string{"Pad", `"p"`, "reflect"}},
+		{"pad as output", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads}, &onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"y"}}),
+			[]string{`"y"`, "Pad"}},
 		{"clip bound computed", graph([]onnx.ValueInfo{x, vi("lo")}, nil, &onnx.Node{Name: "c", OpType: "Clip", Inputs: []string{"x", "lo"}, Outputs: []string{"y"}}),
 			[]string{"Clip", `"c"`, "min", `"lo"`, "constant"}},
 		{"dropout training", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{training}, &onnx.Node{Name: "d", OpType: "Dropout", Inputs: []string{"x", "", "t"}, Outputs: []string{"y"}}),

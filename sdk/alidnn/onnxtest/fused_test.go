@@ -16,15 +16,22 @@ var (
 // conv3x3 is a 3×3 convolution with stride 1 and padding 1 of x [1,c,h,w]
 // by w [m,c,3,3] plus b.
 func conv3x3(x, w, b []float32, c, h, wd, m int) []float32 {
-	y := make([]float32, m*h*wd)
+	return conv3x3Pad(x, w, b, c, h, wd, m, [4]int{1, 1, 1, 1})
+}
+
+// conv3x3Pad is a 3×3 convolution with stride 1 and pads top, left,
+// bottom, right.
+func conv3x3Pad(x, w, b []float32, c, h, wd, m int, p [4]int) []float32 {
+	oh, ow := h+p[0]+p[2]-2, wd+p[1]+p[3]-2
+	y := make([]float32, m*oh*ow)
 	for o := range m {
-		for i := range h {
-			for j := range wd {
+		for i := range oh {
+			for j := range ow {
 				s := b[o]
 				for ci := range c {
 					for ki := range 3 {
 						for kj := range 3 {
-							ii, jj := i+ki-1, j+kj-1
+							ii, jj := i+ki-p[0], j+kj-p[1]
 							if ii < 0 || ii >= h || jj < 0 || jj >= wd {
 								continue
 							}
@@ -32,7 +39,7 @@ func conv3x3(x, w, b []float32, c, h, wd, m int) []float32 {
 						}
 					}
 				}
-				y[(o*h+i)*wd+j] = s
+				y[(o*oh+i)*ow+j] = s
 			}
 		}
 	}

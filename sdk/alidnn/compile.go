@@ -234,7 +234,8 @@ func (c *compiler) node(n *onnx.Node) error {
 
 // elementwise lists the operators that may run on a reshaped tensor's
 // storage.
-var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true}
+var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
+	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true}
 
 func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
@@ -605,7 +606,7 @@ func (c *compiler) sum(n *onnx.Node) error {
 		if op == "Sum" {
 			op = "Add"
 		}
-		if err := c.binary(&onnx.Node{Name: n.Name, OpType: op, Inputs: []string{acc, n.Inputs[k]}, Outputs: []string{out}}); err != nil {
+		if err := c.node(&onnx.Node{Name: n.Name, OpType: op, Inputs: []string{acc, n.Inputs[k]}, Outputs: []string{out}}); err != nil {
 			return err
 		}
 		acc = out

@@ -246,8 +246,13 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 		v.shape = shape
 		return out(&v)
 	case "Add", "Sub", "Mul", "Div", "Max", "Min":
+		if len(n.Inputs) == 1 && (n.OpType == "Max" || n.OpType == "Min") {
+			x, _ := c.need(n, 0)
+			v := *x
+			return out(&v)
+		}
 		if len(n.Inputs) != 2 {
-			return false, nil // Max and Min of one or many: chained by sum
+			return false, nil // Max and Min of many: chained by sum
 		}
 		a, _ := c.need(n, 0)
 		b, _ := c.need(n, 1)

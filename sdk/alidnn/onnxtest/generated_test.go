@@ -193,6 +193,7 @@ func generatedCases(t *testing.T) []genCase {
 	cs = append(cs, fusedCases()...)
 	cs = append(cs, transposeCases()...)
 	cs = append(cs, padCases(t)...)
+	cs = append(cs, variadicCases()...)
 	// Clip of a constant is folded: y = x + Clip(c).
 	c := data(xDims, 3)
 	x := data(xDims, 4)

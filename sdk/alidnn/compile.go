@@ -261,7 +261,11 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":
-		return c.poolNode(n)
+		m, err := c.unpad(n)
+		if err != nil {
+			return err
+		}
+		return c.poolNode(m)
 	case "Relu":
 		x, err := c.need(n, 0)
 		if err != nil {

@@ -9,7 +9,7 @@
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Max/Min, batch
 // normalisation, requantisation, casts, residual sums) are fused into its
 // accumulator epilogue, and the rest run as element-wise layers. A zero Pad
-// in front of a Conv becomes the Conv's padding; Identity and inference
+// in front of a Conv or AveragePool becomes its padding; Identity and inference
 // Dropout are aliases. Operators on constants (Transpose of weights
 // included) are folded at compile time; Softmax at the graph's end runs on
 // the host. Tensors live in device memory as 16-lane blocks

@@ -6,13 +6,14 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// padOp names the host value a Pad leaves for its Conv consumers: the engine
-// pads while it loads a convolution's input, so a zero Pad in front of a Conv
-// costs nothing, and anything else reading it is refused.
-const padOp = "Pad (folded only into a following Conv)"
+// padOp names the host value a Pad leaves for its Conv and AveragePool
+// consumers: the engine pads while it loads their input, so a zero Pad in
+// front of them costs nothing, and anything else reading it is refused.
+const padOp = "Pad (folded only into a following Conv or AveragePool)"
 
 // padNode compiles a constant-mode zero Pad of the spatial axes of an NCHW
-// tensor into a value the following Conv adds to its own padding.
+// tensor into a value the following Conv or AveragePool adds to its own
+// padding. MaxPool is refused: its padding is −∞, not the Pad's zeros.
 func (c *compiler) padNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -75,15 +76,16 @@ func (c *compiler) padNode(n *onnx.Node) error {
 	return nil
 }
 
-// unpad rewrites a Conv reading a Pad's output to read the Pad's input with
-// the Pad's amounts added to its own pads.
+// unpad rewrites a Conv or AveragePool reading a Pad's output to read the
+// Pad's input with the Pad's amounts added to its own pads (an average then
+// counts the padding, as it counted the Pad's zeros).
 func (c *compiler) unpad(n *onnx.Node) (*onnx.Node, error) {
 	v := c.vals[n.Inputs[0]]
 	if v == nil || v.host == nil || v.host.op != padOp {
 		return n, nil
 	}
-	if n.OpType != "Conv" {
-		return nil, fmt.Errorf("%s reads the Pad %q: a Pad folds only into a Conv: %w", n.OpType, v.name, ErrUnsupported)
+	if n.OpType != "Conv" && n.OpType != "AveragePool" {
+		return nil, fmt.Errorf("%s reads the Pad %q: a Pad folds only into a Conv or an AveragePool: %w", n.OpType, v.name, ErrUnsupported)
 	}
 	if ap, err := n.String("auto_pad", "NOTSET"); err != nil || (ap != "NOTSET" && ap != "") {
 		if err == nil {
@@ -101,6 +103,15 @@ func (c *compiler) unpad(n *onnx.Node) (*onnx.Node, error) {
 	if len(own) != 4 {
 		return nil, fmt.Errorf("pads %v: want 4 values", own)
 	}
+	// The Pad's zeros count in an average: the pool must count its own
+	// padding too, which is only the same when it has none or counts it.
+	cip, err := n.Int("count_include_pad", 0)
+	if err != nil {
+		return nil, err
+	}
+	if n.OpType == "AveragePool" && cip == 0 && (own[0] != 0 || own[1] != 0 || own[2] != 0 || own[3] != 0) {
+		return nil, fmt.Errorf("Pad %q before an AveragePool with pads %v that does not count them: %w", v.name, own, ErrUnsupported)
+	}
 	sum := make([]int64, 4)
 	for k := range sum {
 		sum[k] = own[k] + int64(v.host.pads[k])
@@ -108,8 +119,11 @@ func (c *compiler) unpad(n *onnx.Node) (*onnx.Node, error) {
 	m := *n
 	m.Inputs = append([]string{v.host.src.name}, n.Inputs[1:]...)
 	m.Attrs = []*onnx.Attribute{{Name: "pads", Type: onnx.AttrInts, Ints: sum}}
+	if n.OpType == "AveragePool" {
+		m.Attrs = append(m.Attrs, &onnx.Attribute{Name: "count_include_pad", Type: onnx.AttrInt, I: 1})
+	}
 	for _, a := range n.Attrs {
-		if a.Name != "pads" {
+		if a.Name != "pads" && a.Name != "count_include_pad" {
 			m.Attrs = append(m.Attrs, a)
 		}
 	}

@@ -117,11 +117,11 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 	if !l.accFP && !intClip {
 		return fmt.Errorf("%s on the integer tensor %s (dequantize it first): %w", n.OpType, x, ErrUnsupported)
 	}
-	var err2 error
+	var rowErr error
 	row := func(kind stepKind, v float32) {
 		r, _ := perLane(l.out.lay, nil, []float32{v})
-		if err := c.rowStep(l, kind, r); err != nil && err2 == nil {
-			err2 = err
+		if err := c.rowStep(l, kind, r); err != nil && rowErr == nil {
+			rowErr = err
 		}
 	}
 	switch n.OpType {
@@ -130,9 +130,8 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		if lo > hi {
-			return fmt.Errorf("Clip's min %g exceeds its max %g", lo, hi)
-		}
+		// Max first, then min: a min above the max gives the max
+		// everywhere, as onnx specifies.
 		if !math.IsInf(float64(lo), -1) {
 			row(sMaxRow, lo)
 		}
@@ -170,8 +169,8 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 	default:
 		return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 	}
-	if err2 != nil {
-		return err2
+	if rowErr != nil {
+		return rowErr
 	}
 	c.set(n, 0, c.rename(l, x.typ))
 	return nil

@@ -593,8 +593,8 @@ var rowKinds = map[string][2]stepKind{
 	"Add": {sAddRow, sAddTensor}, "Mul": {sMulRow, sMulTensor}, "Max": {sMaxRow, sMaxTensor}, "Min": {sMinRow, sMinTensor},
 }
 
-// sum compiles Sum, Max and Min as a chain of binary operators, fused into one layer when the
-// operands allow.
+// sum compiles Sum, Max and Min as a chain of binary operators (constant
+// pairs folded), fused into one layer when the operands allow.
 func (c *compiler) sum(n *onnx.Node) error {
 	if len(n.Inputs) <= 2 {
 		return c.binary(n)

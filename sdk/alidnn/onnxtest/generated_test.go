@@ -160,6 +160,8 @@ func generatedCases(t *testing.T) []genCase {
 		unary("clip_opset13_inputs", 13, "Clip", nil, []string{"lo", "hi"}, []*onnx.Tensor{scalar("lo", -2.5), scalar("hi", 0.3)}, clamp(-2.5, 0.3)),
 		unary("clip_opset13_min_only", 13, "Clip", nil, []string{"lo"}, []*onnx.Tensor{scalar("lo", 0.1)}, clamp(0.1, float32(math.Inf(1)))),
 		unary("clip_opset11_max_only", 11, "Clip", nil, []string{"", "hi"}, []*onnx.Tensor{scalar("hi", -0.7)}, clamp(float32(math.Inf(-1)), -0.7)),
+		// min above max: every value becomes max.
+		unary("clip_min_above_max", 13, "Clip", nil, []string{"lo", "hi"}, []*onnx.Tensor{scalar("lo", 1), scalar("hi", -0.5)}, clamp(1, -0.5)),
 		unary("leakyrelu_default", 16, "LeakyRelu", nil, nil, nil, leaky(0.01)),
 		// 0.1234567 is far from any bfloat16: an immediate would miss the
 		// tolerance.

@@ -5,7 +5,8 @@ import (
 )
 
 // Cases of an activation fused into a convolution's epilogue, as exporters
-// write MobileNet-style blocks (Conv → Clip(0, 6), Conv → HardSwish).
+// write MobileNet-style blocks (Conv → Clip(0, 6), Conv → HardSwish), and
+// of Max/Min with a constant there.
 
 var (
 	convXDims = []int64{1, 3, 6, 6}
@@ -68,17 +69,20 @@ func convAct(name string, opset int64, op string, attrs []attr, extra []string, 
 	}
 }
 
-// fusedCases also run in int8 but Clip(0, 6): several outputs of a row
-// saturate at 6, a tie that quantisation breaks either way.
+// fusedCases also run in int8 but Clip(0, 6) and Max(x, −1.25): several
+// outputs of a row saturate at the bound, a tie that quantisation breaks
+// either way (their int8 errors are of the other cases' size).
 func fusedCases() []genCase {
 	cs := []genCase{
 		convAct("conv_clip_relu6", 13, "Clip", nil, []string{"lo", "hi"}, []*onnx.Tensor{scalar("lo", 0), scalar("hi", 6)}, clamp(0, 6)),
 		convAct("conv_leakyrelu", 13, "LeakyRelu", []attr{fAttr("alpha", 0.1234567)}, nil, nil, leaky(0.1234567)),
 		convAct("conv_hardsigmoid", 13, "HardSigmoid", nil, nil, nil, hardSigmoid(0.2, 0.5)),
+		convAct("conv_max_scalar", 13, "Max", nil, []string{"m"}, []*onnx.Tensor{scalar("m", -1.25)}, func(x float32) float32 { return max(x, -1.25) }),
+		convAct("conv_min_scalar", 13, "Min", nil, []string{"m"}, []*onnx.Tensor{scalar("m", 2.5)}, func(x float32) float32 { return min(x, 2.5) }),
 		convAct("conv_hardswish", 14, "HardSwish", nil, nil, nil, func(x float32) float32 { return x * hardSigmoid(1.0/6, 0.5)(x) }),
 	}
-	for k := range cs[1:] {
-		cs[1+k].int8 = true
+	for k := range cs {
+		cs[k].int8 = cs[k].name != "conv_clip_relu6" && cs[k].name != "conv_max_scalar"
 	}
 	return cs
 }

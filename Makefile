@@ -97,9 +97,11 @@ test: tools
 	$(if $(CI),CI=$(CI)) $(GO) test $$race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory onnx-node-tests
 
-# onnx-node-tests runs every ONNX backend node test of the test data
+# onnx-node-tests runs every ONNX backend node test of the test data, and
+# the project's own generated cases (sdk/alidnn/onnxtest/testdata/generated),
 # through the tenant CLI, as scripts would (`faas model test`).
 onnx-node-tests:
+	$(GO) run ./sdk/cmd/faas model test sdk/alidnn/onnxtest/testdata/generated/*/
 	@if [ -z "$(TESTDATA)" ] || [ ! -d "$(TESTDATA)/onnx/node" ]; then \
 		msg="onnx-node-tests: $(TESTDATA)/onnx/node not found (FAAS_TESTDATA names another test data folder)"; \
 		if [ "$(CI)" = true ]; then echo "$$msg" >&2; exit 1; fi; echo "$$msg; skipped"; exit 0; \

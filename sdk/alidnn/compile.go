@@ -139,6 +139,9 @@ func (c *compiler) build() error {
 		if v.isConst {
 			continue
 		}
+		if v.host != nil && v.host.op == padOp {
+			return fmt.Errorf("graph output %q is a %s: %w", o.Name, padOp, ErrUnsupported)
+		}
 		if err := c.settle(v, false); err != nil {
 			return err
 		}
@@ -231,7 +234,8 @@ func (c *compiler) node(n *onnx.Node) error {
 
 // elementwise lists the operators that may run on a reshaped tensor's
 // storage.
-var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true}
+var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
+	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true}
 
 func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
@@ -241,18 +245,27 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 			return err
 		}
 		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root(), isConst: false})
-		if len(n.Outputs) > 1 && n.Outputs[1] != "" {
-			return fmt.Errorf("Dropout's mask output: %w", ErrUnsupported)
-		}
-		return nil
+		return c.dropoutMask(n, x)
 	case "Flatten", "Reshape", "Squeeze", "Unsqueeze":
 		return c.reshape(n)
+	case "Transpose":
+		return c.transposeNode(n)
 	case "Conv", "ConvInteger", "QLinearConv":
-		return c.convNode(n)
+		m, err := c.unpad(n)
+		if err != nil {
+			return err
+		}
+		return c.convNode(m)
+	case "Pad":
+		return c.padNode(n)
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":
-		return c.poolNode(n)
+		m, err := c.unpad(n)
+		if err != nil {
+			return err
+		}
+		return c.poolNode(m)
 	case "Relu":
 		x, err := c.need(n, 0)
 		if err != nil {
@@ -267,8 +280,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
-	case "Sum":
+	case "Sum", "Max", "Min":
 		return c.sum(n)
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish":
+		return c.activationNode(n)
 	case "Concat":
 		return c.concat(n)
 	case "BatchNormalization":
@@ -304,6 +319,35 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
+}
+
+// dropoutMask sets Dropout's optional mask output: in inference every
+// element is kept. A training_mode input that is not a constant false is
+// refused, since dropping at random is no inference.
+func (c *compiler) dropoutMask(n *onnx.Node, x *value) error {
+	if n.OpType != "Dropout" {
+		return nil
+	}
+	if t, err := c.in(n, 2); err != nil {
+		return err
+	} else if t != nil && (!t.isConst || len(t.ints()) != 1 || t.ints()[0] != 0) {
+		return fmt.Errorf("Dropout in training mode (training_mode %q is not a constant false): %w", t.name, ErrUnsupported)
+	}
+	if len(n.Outputs) < 2 || n.Outputs[1] == "" {
+		return nil
+	}
+	total := 1
+	for _, d := range x.shape {
+		total *= d
+	}
+	ones := make([]int64, total)
+	for k := range ones {
+		ones[k] = 1
+	}
+	m := constInt("", onnx.Bool, x.shape, ones)
+	c.set(n, 1, m)
+	m.isConst = true
+	return nil
 }
 
 func (c *compiler) opset() int64 { return c.opsetVer }
@@ -435,7 +479,7 @@ func expand(l layout, cv *value) (*value, error) {
 
 func (c *compiler) binary(n *onnx.Node) error {
 	if len(n.Inputs) != 2 {
-		if n.OpType == "Sum" && len(n.Inputs) == 1 {
+		if (n.OpType == "Sum" || n.OpType == "Max" || n.OpType == "Min") && len(n.Inputs) == 1 {
 			x, err := c.need(n, 0)
 			if err != nil {
 				return err
@@ -462,7 +506,8 @@ func (c *compiler) binary(n *onnx.Node) error {
 		op = "Add"
 	}
 	// Constant operand: one row per channel, or a full tensor.
-	if a.isConst && !b.isConst && (op == "Add" || op == "Mul") {
+	commutes := op == "Add" || op == "Mul" || op == "Max" || op == "Min"
+	if a.isConst && !b.isConst && commutes {
 		a, b = b, a
 	}
 	if b.isConst {
@@ -485,10 +530,7 @@ func (c *compiler) binary(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		kind, tkind := sAddRow, sAddTensor
-		if op == "Mul" {
-			kind, tkind = sMulRow, sMulTensor
-		}
+		kind, tkind := rowKinds[op][0], rowKinds[op][1]
 		if row, ok := perLane(l.out.lay, b.shape, vals); ok {
 			if err := c.rowStep(l, kind, row); err != nil {
 				return err
@@ -506,7 +548,7 @@ func (c *compiler) binary(n *onnx.Node) error {
 		c.set(n, 0, c.rename(l, a.typ))
 		return nil
 	}
-	if op != "Add" && op != "Mul" {
+	if !commutes {
 		return fmt.Errorf("%s of two tensors: %w", op, ErrUnsupported)
 	}
 	// Two tensors: the same shape, or a graph input broadcast on upload.
@@ -540,17 +582,19 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if b.el() != f32 {
 		return fmt.Errorf("%s: operand %s is %v on the device, want fp32: %w", op, b, b.el(), ErrUnsupported)
 	}
-	kind := sAddTensor
-	if op == "Mul" {
-		kind = sMulTensor
-	}
-	l.steps = append(l.steps, step{kind: kind, fp: true, t: b})
+	l.steps = append(l.steps, step{kind: rowKinds[op][1], fp: true, t: b})
 	c.set(n, 0, c.rename(l, a.typ))
 	return nil
 }
 
-// sum compiles Sum as a chain of Adds, fused into one layer when the
-// operands allow.
+// rowKinds are the steps of a binary operator with a per-channel constant
+// and with a tensor.
+var rowKinds = map[string][2]stepKind{
+	"Add": {sAddRow, sAddTensor}, "Mul": {sMulRow, sMulTensor}, "Max": {sMaxRow, sMaxTensor}, "Min": {sMinRow, sMinTensor},
+}
+
+// sum compiles Sum, Max and Min as a chain of binary operators (constant
+// pairs folded), fused into one layer when the operands allow.
 func (c *compiler) sum(n *onnx.Node) error {
 	if len(n.Inputs) <= 2 {
 		return c.binary(n)
@@ -562,7 +606,11 @@ func (c *compiler) sum(n *onnx.Node) error {
 			out = fmt.Sprintf("%s/sum%d", n.Outputs[0], k)
 			c.uses[out] = 1
 		}
-		if err := c.binary(&onnx.Node{Name: n.Name, OpType: "Add", Inputs: []string{acc, n.Inputs[k]}, Outputs: []string{out}}); err != nil {
+		op := n.OpType
+		if op == "Sum" {
+			op = "Add"
+		}
+		if err := c.node(&onnx.Node{Name: n.Name, OpType: op, Inputs: []string{acc, n.Inputs[k]}, Outputs: []string{out}}); err != nil {
 			return err
 		}
 		acc = out
@@ -650,14 +698,14 @@ func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
 		l.steps = append(l.steps, step{kind: kind, fp: true, rowF: row})
 		return nil
 	}
-	if l.acc8 || l.accScale == nil || kind != sAddRow {
-		return fmt.Errorf("%s by a float constant on an integer tensor: %w", map[stepKind]string{sAddRow: "add", sMulRow: "multiply"}[kind], ErrUnsupported)
+	if l.acc8 || l.accScale == nil || kind == sMulRow {
+		return fmt.Errorf("%s by a float constant on an integer tensor: %w", map[stepKind]string{sAddRow: "add", sMulRow: "multiply", sMinRow: "min", sMaxRow: "max"}[kind], ErrUnsupported)
 	}
 	ints := make([]int64, len(row))
 	for k, x := range row {
 		ints[k] = int64(math.Round(float64(x) / float64(l.accScale[k])))
 	}
-	l.steps = append(l.steps, step{kind: sAddRow, rowI: ints})
+	l.steps = append(l.steps, step{kind: kind, rowI: ints})
 	return nil
 }
 

@@ -28,6 +28,14 @@ func vi(name string, dims ...int64) onnx.ValueInfo {
 func TestCompileErrors(t *testing.T) {
 	w := onnx.NewFloat32("w", []int64{4, 2, 3, 3}, make([]float32, 72))
 	x := vi("x", 1, 2, 8, 8)
+	training, err := onnx.NewInt("t", onnx.Bool, nil, []int64{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pads, err := onnx.NewInt("pads", onnx.Int64, []int64{8}, []int64{0, 0, 1, 1, 0, 0, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		m    *onnx.Model
@@ -45,6 +53,27 @@ func TestCompileErrors(t *testing.T) {
 			[]string{"com.microsoft"}},
 		{"ceil_mode", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
 			Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "ceil_mode", Type: onnx.AttrInt, I: 1}}}), []string{"MaxPool", "ceil_mode"}},
+		{"transpose of a computed tensor", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"x"}, Outputs: []string{"y"},
+			Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 3, 1}}}}), []string{"Transpose", `"t"`, "reorders"}},
+		{"pad before relu", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads},
+			&onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"p"}},
+			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"p"}, Outputs: []string{"y"}}), []string{"Relu", `"r"`, "Pad", "Conv"}},
+		{"pad before maxpool", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads},
+			&onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"p"}},
+			&onnx.Node{Name: "m", OpType: "MaxPool", Inputs: []string{"p"}, Outputs: []string{"y"}, Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}}}),
+			[]string{"MaxPool", `"m"`, "Pad", "AveragePool"}},
+		{"pad reflect", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads}, &onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"y"},
+			Attrs: []*onnx.Attribute{{Name: "mode", Type: onnx.AttrString, S: []byte("reflect")}}}), []string{"Pad", `"p"`, "reflect"}},
+		{"pad as output", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads}, &onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"y"}}),
+			[]string{`"y"`, "Pad"}},
+		{"clip bound computed", graph([]onnx.ValueInfo{x, vi("lo")}, nil, &onnx.Node{Name: "c", OpType: "Clip", Inputs: []string{"x", "lo"}, Outputs: []string{"y"}}),
+			[]string{"Clip", `"c"`, "min", `"lo"`, "constant"}},
+		{"dropout training", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{training}, &onnx.Node{Name: "d", OpType: "Dropout", Inputs: []string{"x", "", "t"}, Outputs: []string{"y"}}),
+			[]string{"Dropout", `"d"`, "training", `"t"`}},
+		{"min of broadcast tensors", graph([]onnx.ValueInfo{x, vi("z", 1, 2, 1, 8)}, nil,
+			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"r"}},
+			&onnx.Node{Name: "s", OpType: "Relu", Inputs: []string{"z"}, Outputs: []string{"s"}},
+			&onnx.Node{Name: "m", OpType: "Min", Inputs: []string{"r", "s"}, Outputs: []string{"y"}}), []string{"Min", `"m"`, "broadcasts"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,10 +6,13 @@
 // ConvInteger, MatMulInteger) become GEMM layers tiled over output rows and
 // input-channel blocks to fit the engine's SRAMs; max and average pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
-// ReLU, batch normalisation, requantisation, casts, residual sums) are fused
-// into its accumulator epilogue, and the rest run as element-wise layers.
-// Operators on constants are folded at compile time; Softmax at the graph's
-// end runs on the host. Tensors live in device memory as 16-lane blocks
+// ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Max/Min, batch
+// normalisation, requantisation, casts, residual sums) are fused into its
+// accumulator epilogue, and the rest run as element-wise layers. A zero Pad
+// in front of a Conv or AveragePool becomes its padding; Identity and
+// inference Dropout are aliases. Operators on constants (Transpose of
+// weights included) are folded at compile time; Softmax at the graph's end
+// runs on the host. Tensors live in device memory as 16-lane blocks
 // (see layout); the runtime packs inputs and unpacks outputs.
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an

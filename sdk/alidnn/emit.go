@@ -183,6 +183,21 @@ type plannedStep struct {
 	table uint64 // constant table (rows, params) in the constant segment
 	reg   int    // acc row or region base, or param row
 	uop   uint32
+	// For sSelf: the scratch region is reg; copy's uop writes it from the
+	// tile, rows[k] holds chain[k]'s constant (tables[k]) and uops[k] applies it.
+	copyU  uint32
+	rows   []int
+	tables []uint64
+	uops   []uint32
+}
+
+// scalarRow is a row of ob blocks of lanes fp32 lanes, all v.
+func scalarRow(ob int, v float32) []byte {
+	b := make([]byte, ob*lanes*4)
+	for k := range ob * lanes {
+		binary.LittleEndian.PutUint32(b[4*k:], math.Float32bits(v))
+	}
+	return b
 }
 
 // plan lays out the steps of l for tiles of at most n acc rows starting at
@@ -194,7 +209,7 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 	for _, s := range l.steps {
 		p := plannedStep{step: s}
 		switch s.kind {
-		case sAddRow, sMulRow:
+		case sAddRow, sMulRow, sMinRow, sMaxRow:
 			b := make([]byte, ob*lanes*4)
 			for k := range ob * lanes {
 				var w uint32
@@ -216,10 +231,23 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 			free++
 			ep.rows++
 			p.uop = u.addALU(base, p.reg)
-		case sAddTensor, sMulTensor:
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
 			p.reg = free
 			free += n
 			ep.tiles++
+			p.uop = u.addALU(base, p.reg)
+		case sSelf:
+			p.reg = free
+			free += n
+			ep.tiles++
+			p.copyU = u.addALU(p.reg, base)
+			for _, c := range s.chain {
+				p.rows = append(p.rows, free)
+				p.tables = append(p.tables, e.blob(scalarRow(ob, c.c)))
+				p.uops = append(p.uops, u.addALU(p.reg, free))
+				free++
+				ep.rows++
+			}
 			p.uop = u.addALU(base, p.reg)
 		case sRelu:
 			p.uop = u.addALU(base, 0)
@@ -260,24 +288,31 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 	for _, p := range ep.steps {
 		alu := isa.Insn{Op: isa.OpALU, UopBegin: p.uop, UopEnd: p.uop + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: p.fp}
 		switch p.kind {
-		case sAddRow, sMulRow:
+		case sAddRow, sMulRow, sMinRow, sMaxRow:
 			el := i32
 			if p.fp {
 				el = f32
 			}
 			e.compute(load(isa.MemAcc, el, p.reg, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
-			alu.Alu = isa.AluAdd
-			if p.kind == sMulRow {
-				alu.Alu = isa.AluMul
-			}
-		case sAddTensor, sMulTensor:
+			alu.Alu = aluOf[p.kind]
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
 			t := p.t
 			addr := t.addr + uint64(((o*lay.cb()+ob)*lay.s()+row)*lanes*4)
 			e.compute(load(isa.MemAcc, f32, p.reg, addr, 1, n, n), false)
-			alu.Alu = isa.AluAdd
-			if p.kind == sMulTensor {
-				alu.Alu = isa.AluMul
+			alu.Alu = aluOf[p.kind]
+			alu.SrcIn = 1
+		case sSelf:
+			// The scratch region may hold any bits: an integer multiply by
+			// zero clears it (fp32 0 × NaN would not), an fp32 add copies.
+			cp := isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.copyU, UopEnd: p.copyU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}
+			e.compute(cp, false)
+			cp.Alu, cp.UseImm, cp.SrcIn, cp.FP32 = isa.AluAdd, false, 1, true
+			e.compute(cp, false)
+			for k, c := range p.chain {
+				e.compute(load(isa.MemAcc, f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4), 1, 1, 1), false)
+				e.compute(isa.Insn{Op: isa.OpALU, Alu: c.op, UopBegin: p.uops[k], UopEnd: p.uops[k] + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
 			}
+			alu.Alu = p.comb
 			alu.SrcIn = 1
 		case sRelu:
 			alu.Alu = isa.AluRelu
@@ -298,6 +333,12 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 		}
 		e.compute(alu, false)
 	}
+}
+
+// aluOf is the ALU operation of a row or tensor step.
+var aluOf = map[stepKind]isa.AluOp{
+	sAddRow: isa.AluAdd, sMulRow: isa.AluMul, sMinRow: isa.AluMin, sMaxRow: isa.AluMax,
+	sAddTensor: isa.AluAdd, sMulTensor: isa.AluMul, sMinTensor: isa.AluMin, sMaxTensor: isa.AluMax,
 }
 
 // storeElem is the type a layer stores its tiles as.

@@ -208,8 +208,23 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 			dims[k] = int64(d)
 		}
 		return out(constInt("", onnx.Int64, []int{len(dims)}, dims))
+	case "Transpose":
+		v, err := c.foldTranspose(n)
+		if err != nil {
+			return true, err
+		}
+		return out(v)
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish":
+		v, err := c.foldActivation(n)
+		if err != nil {
+			return true, err
+		}
+		return out(v)
 	case "Identity", "Dropout", "Cast":
 		x, _ := c.need(n, 0)
+		if err := c.dropoutMask(n, x); err != nil {
+			return true, err
+		}
 		v := *x
 		if n.OpType == "Cast" {
 			to, _ := n.Int("to", int64(onnx.Float))
@@ -230,7 +245,15 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 		v := *x
 		v.shape = shape
 		return out(&v)
-	case "Add", "Sub", "Mul", "Div":
+	case "Add", "Sub", "Mul", "Div", "Max", "Min":
+		if len(n.Inputs) == 1 && (n.OpType == "Max" || n.OpType == "Min") {
+			x, _ := c.need(n, 0)
+			v := *x
+			return out(&v)
+		}
+		if len(n.Inputs) != 2 {
+			return false, nil // Max and Min of many: chained by sum
+		}
 		a, _ := c.need(n, 0)
 		b, _ := c.need(n, 1)
 		shape, err := broadcastShape(a.shape, b.shape)
@@ -252,6 +275,10 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 					r[k] = x * y
 				case "Div":
 					r[k] = x / y
+				case "Max":
+					r[k] = max(x, y)
+				case "Min":
+					r[k] = min(x, y)
 				}
 			}
 			return out(constFloat("", shape, r))
@@ -272,6 +299,10 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 					return true, fmt.Errorf("integer division by zero")
 				}
 				r[k] = x / y
+			case "Max":
+				r[k] = max(x, y)
+			case "Min":
+				r[k] = min(x, y)
 			}
 		}
 		return out(constInt("", a.typ, shape, r))

@@ -1,5 +1,7 @@
 package alidnn
 
+import "github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+
 // layerKind is what fills a layer's accumulator tile before its epilogue.
 type layerKind uint8
 
@@ -85,7 +87,21 @@ const (
 	sRequant                    // int32 → int8 with per-channel M, S and a zero point
 	sQuantize                   // fp32 → int8 with per-channel scale and a zero point
 	sDequantize                 // int → fp32 with per-channel scale and a zero point
+	sMinRow                     // min with a per-channel (or scalar) constant
+	sMaxRow                     // max with a per-channel (or scalar) constant
+	sMinTensor                  // min with a tensor laid out like the output
+	sMaxTensor                  // max with a tensor laid out like the output
+	// sSelf combines the accumulator with a function of itself (LeakyRelu,
+	// HardSwish): a scratch copy goes through chain, one fp32 constant per
+	// operation, and is combined into the tile by comb.
+	sSelf
 )
+
+// selfOp is one operation of an sSelf chain: the scratch copy op= a scalar.
+type selfOp struct {
+	op isa.AluOp
+	c  float32
+}
 
 // step is an element-wise operator fused into a layer. Per-channel values
 // have one entry per output channel (the output's lane axis).
@@ -97,4 +113,6 @@ type step struct {
 	shift []int64
 	zp    int32
 	t     *value
+	chain []selfOp
+	comb  isa.AluOp
 }

@@ -107,6 +107,7 @@ type hostOp struct {
 	op   string // "Softmax"
 	axis int
 	src  *value
+	pads []int // padOp: top, left, bottom, right
 }
 
 func constFloat(name string, shape []int, f []float32) *value {

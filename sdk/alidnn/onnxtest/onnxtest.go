@@ -36,6 +36,7 @@ var params = map[string][]int{
 	"QuantizeLinear":     {1, 2},
 	"DequantizeLinear":   {1, 2},
 	"Reshape":            {1},
+	"Clip":               {1, 2},
 }
 
 // Result is the outcome of one folder.

@@ -1,0 +1,177 @@
+package alidnn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// Activations built from the ALU's min, max, add and mul on fp32 lanes:
+// Clip, LeakyRelu, HardSigmoid and HardSwish. Their constants are rows in
+// the accumulator, never bfloat16 immediates, so they stay exact in fp32.
+
+// clipBounds returns Clip's bounds: attributes before opset 11, optional
+// constant inputs from it on; an absent bound is ±Inf.
+func (c *compiler) clipBounds(n *onnx.Node) (lo, hi float32, err error) {
+	lo, hi = float32(math.Inf(-1)), float32(math.Inf(1))
+	if c.opset() < 11 {
+		if lo, err = n.Float("min", lo); err != nil {
+			return lo, hi, err
+		}
+		hi, err = n.Float("max", hi)
+		return lo, hi, err
+	}
+	for k, b := range []*float32{&lo, &hi} {
+		v, err := c.in(n, k+1)
+		if err != nil {
+			return lo, hi, err
+		}
+		if v == nil {
+			continue
+		}
+		if !v.isConst {
+			return lo, hi, fmt.Errorf("Clip's %s (%q) must be a constant: %w", [2]string{"min", "max"}[k], v.name, ErrUnsupported)
+		}
+		f := v.floats()
+		if len(f) != 1 {
+			return lo, hi, fmt.Errorf("Clip's %s has %d values, want a scalar", [2]string{"min", "max"}[k], len(f))
+		}
+		*b = f[0]
+	}
+	return lo, hi, nil
+}
+
+// activation returns the element-wise function of an activation node and
+// its parameters.
+func (c *compiler) activation(n *onnx.Node) (func(float32) float32, error) {
+	switch n.OpType {
+	case "Clip":
+		lo, hi, err := c.clipBounds(n)
+		if err != nil {
+			return nil, err
+		}
+		return func(x float32) float32 { return min(max(x, lo), hi) }, nil
+	case "LeakyRelu":
+		alpha, err := n.Float("alpha", 0.01)
+		if err != nil {
+			return nil, err
+		}
+		return func(x float32) float32 {
+			if x < 0 {
+				return alpha * x
+			}
+			return x
+		}, nil
+	case "HardSigmoid":
+		alpha, err := n.Float("alpha", 0.2)
+		if err != nil {
+			return nil, err
+		}
+		beta, err := n.Float("beta", 0.5)
+		if err != nil {
+			return nil, err
+		}
+		return func(x float32) float32 { return min(max(alpha*x+beta, 0), 1) }, nil
+	case "HardSwish":
+		return func(x float32) float32 { return x * min(max(x*(1.0/6)+0.5, 0), 1) }, nil
+	}
+	return nil, fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
+}
+
+// foldActivation applies an activation to a constant.
+func (c *compiler) foldActivation(n *onnx.Node) (*value, error) {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.activation(n)
+	if err != nil {
+		return nil, err
+	}
+	if !x.isFloat() {
+		return nil, fmt.Errorf("%s of an integer constant: %w", n.OpType, ErrUnsupported)
+	}
+	return constFloat("", x.shape, mapF(x.floats(), f)), nil
+}
+
+// activationNode fuses an activation into x's layer as ALU steps.
+func (c *compiler) activationNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	l, err := c.open(x)
+	if err != nil {
+		return err
+	}
+	// A post-training-quantised int32 accumulator clips in place at its
+	// scale (as Relu does); the other activations run in fp32 after it.
+	intClip := n.OpType == "Clip" && !l.accFP && !l.acc8 && l.accScale != nil
+	if !l.accFP && l.ptq && !intClip {
+		if err := c.settle(l.out, false); err != nil {
+			return err
+		}
+	}
+	if !l.accFP && !intClip {
+		return fmt.Errorf("%s on the integer tensor %s (dequantize it first): %w", n.OpType, x, ErrUnsupported)
+	}
+	var rowErr error
+	row := func(kind stepKind, v float32) {
+		r, _ := perLane(l.out.lay, nil, []float32{v})
+		if err := c.rowStep(l, kind, r); err != nil && rowErr == nil {
+			rowErr = err
+		}
+	}
+	switch n.OpType {
+	case "Clip":
+		lo, hi, err := c.clipBounds(n)
+		if err != nil {
+			return err
+		}
+		// Max first, then min: a min above the max gives the max
+		// everywhere, as onnx specifies.
+		if !math.IsInf(float64(lo), -1) {
+			row(sMaxRow, lo)
+		}
+		if !math.IsInf(float64(hi), 1) {
+			row(sMinRow, hi)
+		}
+	case "LeakyRelu":
+		alpha, err := n.Float("alpha", 0.01)
+		if err != nil {
+			return err
+		}
+		// max(x, αx) for α ≤ 1, min(x, αx) above.
+		comb := isa.AluMax
+		if alpha > 1 {
+			comb = isa.AluMin
+		}
+		l.steps = append(l.steps, step{kind: sSelf, fp: true, chain: []selfOp{{isa.AluMul, alpha}}, comb: comb})
+	case "HardSigmoid":
+		alpha, err := n.Float("alpha", 0.2)
+		if err != nil {
+			return err
+		}
+		beta, err := n.Float("beta", 0.5)
+		if err != nil {
+			return err
+		}
+		row(sMulRow, alpha)
+		row(sAddRow, beta)
+		row(sMaxRow, 0)
+		row(sMinRow, 1)
+	case "HardSwish":
+		// x × HardSigmoid(x) with onnx's fixed α = 1/6, β = 1/2.
+		l.steps = append(l.steps, step{kind: sSelf, fp: true, comb: isa.AluMul, chain: []selfOp{
+			{isa.AluMul, 1.0 / 6}, {isa.AluAdd, 0.5}, {isa.AluMax, 0}, {isa.AluMin, 1}}})
+	default:
+		return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
+	}
+	if rowErr != nil {
+		return rowErr
+	}
+	c.set(n, 0, c.rename(l, x.typ))
+	return nil
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -22,6 +24,9 @@ import (
 // benchPipeline is the job slots of a bench session: two, so that one
 // job's inputs are written while the other runs, as in a serving session.
 const benchPipeline = 2
+
+// progressEvery is how often a long measurement reports on stderr.
+const progressEvery = 5 * time.Second
 
 // maxBenchBatch bounds --batch: device memory grows with batch × pipeline.
 const maxBenchBatch = 1024
@@ -104,13 +109,16 @@ shapes (the same on every invocation). Progress goes to stderr unless --json.`,
 				defer closeSlot()
 				eng, where = alidnn.Agent(d), w
 			}
-			progress := cmd.ErrOrStderr()
+			var progress io.Writer
+			if !jsonOutput(cmd) {
+				progress = cmd.ErrOrStderr()
+			}
 			var rows []benchRow
 			for _, b := range sizes {
-				if !jsonOutput(cmd) {
+				if progress != nil {
 					fmt.Fprintf(progress, "batch %d: %v on %s...\n", b, duration, where)
 				}
-				row, err := benchBatch(ctx, eng, p, tensors, b, duration)
+				row, err := benchBatch(ctx, eng, p, tensors, b, duration, progress)
 				if err != nil {
 					return failed(fmt.Errorf("batch %d: %w", b, err))
 				}
@@ -168,18 +176,25 @@ func parseBatches(list string) ([]int, error) {
 }
 
 // benchBatch opens a session coalescing up to b runs a job on eng, warms
-// it up for a tenth of d, then measures for d.
-func benchBatch(ctx context.Context, eng alidnn.Engine, p *alidnn.Program, in []*onnx.Tensor, b int, d time.Duration) (benchRow, error) {
+// it up for a tenth of d, then measures for d, writing the runs so far to
+// progress every progressEvery unless progress is nil.
+func benchBatch(ctx context.Context, eng alidnn.Engine, p *alidnn.Program, in []*onnx.Tensor, b int, d time.Duration, progress io.Writer) (benchRow, error) {
 	s, err := alidnn.Open(ctx, eng, p, alidnn.WithBatch(b), alidnn.WithPipeline(benchPipeline))
 	if err != nil {
 		return benchRow{}, err
 	}
 	defer s.Close(context.WithoutCancel(ctx))
-	if _, err := measure(ctx, s, in, b*benchPipeline, d/10); err != nil {
+	if _, err := measure(ctx, s, in, b*benchPipeline, d/10, new(atomic.Int64)); err != nil {
 		return benchRow{}, err
 	}
+	var done atomic.Int64
 	start := time.Now()
-	samples, err := measure(ctx, s, in, b*benchPipeline, d)
+	if progress != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go reportProgress(progress, stop, b, &done, start.Add(d))
+	}
+	samples, err := measure(ctx, s, in, b*benchPipeline, d, &done)
 	if err != nil {
 		return benchRow{}, err
 	}
@@ -212,9 +227,24 @@ type sample struct {
 	batch  int
 }
 
+// reportProgress writes the runs counted in done every progressEvery
+// until stop is closed.
+func reportProgress(w io.Writer, stop <-chan struct{}, b int, done *atomic.Int64, end time.Time) {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			fmt.Fprintf(w, "batch %d: %d runs, %v left\n", b, done.Load(), time.Until(end).Round(time.Second))
+		}
+	}
+}
+
 // measure keeps n runs in flight on s for d and returns every run that
-// ended in that time.
-func measure(ctx context.Context, s *alidnn.Session, in []*onnx.Tensor, n int, d time.Duration) ([]sample, error) {
+// ended in that time, counting them in done as they end.
+func measure(ctx context.Context, s *alidnn.Session, in []*onnx.Tensor, n int, d time.Duration, done *atomic.Int64) ([]sample, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	deadline := time.Now().Add(d)
@@ -237,6 +267,7 @@ func measure(ctx context.Context, s *alidnn.Session, in []*onnx.Tensor, n int, d
 					break
 				}
 				mine = append(mine, sample{res.HostTime.Nanoseconds(), res.Stats.DeviceNS(), max(res.Batch, 1)})
+				done.Add(1)
 			}
 			mu.Lock()
 			all = append(all, mine...)
@@ -259,9 +290,13 @@ func benchInputs(p *alidnn.Program) ([]*onnx.Tensor, error) {
 	rng := rand.New(rand.NewPCG(16, 5))
 	var ts []*onnx.Tensor
 	for _, b := range p.Inputs {
+		shape := b.Shape
+		if b.Bcast != nil { // the caller gives the input's own shape, broadcast on upload
+			shape = b.Bcast
+		}
 		n := 1
-		dims := make([]int64, len(b.Shape))
-		for k, d := range b.Shape {
+		dims := make([]int64, len(shape))
+		for k, d := range shape {
 			dims[k] = int64(d)
 			n *= d
 		}

@@ -2,7 +2,10 @@ package alidnn_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fpga-faas/faas/internal/testenv"
@@ -66,5 +69,59 @@ func BenchmarkResNet50Naive(b *testing.B) {
 	}
 	if sink == 1 {
 		b.Log(sink)
+	}
+}
+
+// BenchmarkMNISTBatch measures MNIST's throughput on the in-process engine
+// with a session coalescing up to batch runs a job (two job slots, 2·batch
+// runs in flight), one op per run: batch=16 against batch=1 in the same
+// run. It reports runs/s, the modeled device time per run and the runs
+// that shared a job.
+func BenchmarkMNISTBatch(b *testing.B) {
+	dir := testenv.TestData(b, "onnx", "models", "mnist")
+	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog, err := alidnn.Compile(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, _ := readSet(b, filepath.Join(dir, "test_data_set_0"))
+	in.Name = m.Graph.Inputs[0].Name
+	for _, batch := range []int{1, 16} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := alidnn.Open(ctx, alidnn.NewLocal(local(b)), prog, alidnn.WithBatch(batch), alidnn.WithPipeline(2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close(ctx)
+			var next atomic.Int64
+			var mu sync.Mutex
+			var device, jobs float64 // device ns and jobs, each run adding its share of its job
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range 2 * batch {
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						res, err := s.Run(ctx, in)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						mu.Lock()
+						device += float64(res.Stats.DeviceNS()) / float64(res.Batch)
+						jobs += 1 / float64(res.Batch)
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+			b.ReportMetric(device/float64(b.N)/1e3, "device-us/run")
+			b.ReportMetric(float64(b.N)/jobs, "runs/job")
+		})
 	}
 }

@@ -8,6 +8,9 @@
 //	faas model run MODEL --input in.pb --output out.pb
 //	                                                run MODEL (.onnx or a program file), print the
 //	                                                modeled device time and the host wall time
+//	faas model bench MODEL [--batch 1,4,16] [--duration 3s] [--slot N | --attach LISTING]
+//	                                                throughput, host latency p50/p90/p99 and
+//	                                                modeled device time per batch size
 //
 //	faas login REGISTRY -u USER --password-stdin    create a registry API token and store it
 //	faas logout                                     revoke and forget it

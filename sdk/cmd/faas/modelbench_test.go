@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/internal/testenv"
+)
+
+func TestModelBench(t *testing.T) {
+	mnist := filepath.Join(testenv.TestData(t, "onnx", "models", "mnist"), "model.onnx")
+	stdout, stderr, code := run(t, "", "model", "bench", mnist, "--batch", "1,4", "--duration", "200ms", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("--json wrote progress to stderr: %q", stderr)
+	}
+	var got struct {
+		Where   string     `json:"where"`
+		Results []benchRow `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(got.Results) != 2 || got.Results[0].Batch != 1 || got.Results[1].Batch != 4 {
+		t.Fatalf("results %+v, want batch 1 then 4", got.Results)
+	}
+	for _, r := range got.Results {
+		if r.Runs <= 0 || r.RunsPerSecond <= 0 || r.P50NS <= 0 || r.P50NS > r.P90NS || r.P90NS > r.P99NS {
+			t.Errorf("batch %d: %+v", r.Batch, r)
+		}
+		if r.DeviceNSRun <= 0 || r.DeviceNSJob < r.DeviceNSRun || r.Jobs <= 0 || r.Jobs > float64(r.Runs) {
+			t.Errorf("batch %d: device or jobs %+v", r.Batch, r)
+		}
+	}
+	if r := got.Results[0]; r.DeviceNSJob != r.DeviceNSRun {
+		t.Errorf("batch 1 ran %v device ns a job and %v a run, want the same", r.DeviceNSJob, r.DeviceNSRun)
+	}
+
+	// The table, with progress on stderr.
+	stdout, stderr, code = run(t, "", "model", "bench", mnist, "--batch", "2", "--duration", "100ms")
+	if code != 0 || !strings.Contains(stdout, "RUNS/S") || !strings.Contains(stderr, "batch 2:") {
+		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+func TestModelBenchFlags(t *testing.T) {
+	mnist := filepath.Join(testenv.TestData(t, "onnx", "models", "mnist"), "model.onnx")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--batch", "1,x"}, `"x" is not a batch size`},
+		{[]string{"--batch", "0"}, `"0" is not a batch size`},
+		{[]string{"--batch", "4,4"}, "4 twice"},
+		{[]string{"--batch", ""}, "is not a batch size"},
+		{[]string{"--duration", "0s"}, "--duration 0s"},
+		{[]string{"--slot", "0", "--attach", "x"}, "choose one"},
+	} {
+		args := append([]string{"model", "bench", mnist}, tc.args...)
+		_, stderr, code := run(t, "", args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	// An unreadable model is bad input, as for the other model commands.
+	if _, stderr, code := run(t, "", "model", "bench", filepath.Join(t.TempDir(), "none.onnx"), "--duration", "10ms"); code != 2 {
+		t.Errorf("missing model: exit %d, %s", code, stderr)
+	}
+}

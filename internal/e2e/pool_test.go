@@ -172,6 +172,26 @@ func TestPool(t *testing.T) {
 		}
 		ran[who] = a
 	}
+	// faas model bench on an attachment: every batch size measured.
+	var bench struct {
+		Where   string `json:"where"`
+		Results []struct {
+			Batch       int     `json:"batch"`
+			Runs        int     `json:"runs"`
+			DeviceNSRun float64 `json:"device_ns_per_run"`
+		} `json:"results"`
+	}
+	out := must(t, alice, "", "faas", "model", "bench", "--json", "--attach", listing, "--batch", "1,4", "--duration", "300ms",
+		filepath.Join(mnist, "model.onnx"))
+	if err := json.Unmarshal([]byte(out), &bench); err != nil || len(bench.Results) != 2 {
+		t.Fatalf("faas model bench --attach: %q (%v)", out, err)
+	}
+	for _, r := range bench.Results {
+		if r.Runs == 0 || r.DeviceNSRun <= 0 {
+			t.Errorf("faas model bench --attach, batch %d: %+v", r.Batch, r)
+		}
+	}
+
 	if ran["alice"].NodeID == ran["bob"].NodeID {
 		t.Errorf("both runs on node %s: the pool should spread them", ran["alice"].Node)
 	}
@@ -320,7 +340,7 @@ func TestPool(t *testing.T) {
 			}
 		}
 	}
-	for who, want := range map[string]int64{"alice": 5, "bob": 3} {
+	for who, want := range map[string]int64{"alice": 6, "bob": 3} {
 		var sum struct {
 			Items []struct {
 				Attachments int64 `json:"attachments"`

@@ -105,6 +105,7 @@ type sessAgent struct {
 	srv    *server.Server
 	table  *slots.Table
 	chips  []*device.Chip
+	grants *server.Grants
 }
 
 type sessOptions struct {
@@ -179,8 +180,9 @@ func startSessAgent(t tbLike, o sessOptions) *sessAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &sessAgent{socket: filepath.Join(dir, "faasd.sock"), table: table, chips: b.Chips[:]}
-	cfg := server.Config{Socket: a.socket, Slots: table, Cache: c, Loader: l, Registry: reg, SharedWith: o.sharedWith, JobTimeout: o.jobTimeout}
+	a := &sessAgent{socket: filepath.Join(dir, "faasd.sock"), table: table, chips: b.Chips[:], grants: server.NewGrants()}
+	cfg := server.Config{Socket: a.socket, Slots: table, Cache: c, Loader: l, Registry: reg, SharedWith: o.sharedWith, JobTimeout: o.jobTimeout,
+		Grants: a.grants}
 	if o.tls {
 		cert, pool := sessSelfSigned(t)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	alidnnmodel "github.com/fpga-faas/faas/bitstreams/alidnn/model"
 	blankmodel "github.com/fpga-faas/faas/bitstreams/blank/model"
 	loopbackmodel "github.com/fpga-faas/faas/bitstreams/loopback/model"
 	"github.com/fpga-faas/faas/hdk/sign"
@@ -50,6 +51,9 @@ type registry struct {
 	url      string
 	tokens   map[string]string
 	platform []crypto.PublicKey
+	// srv and platformDir are for tests that publish images (pool_test.go).
+	srv         *regserver.Server
+	platformDir string
 }
 
 const password = "correct horse battery staple"
@@ -62,7 +66,7 @@ func startRegistry(t *testing.T) *registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &registry{url: "http://" + ln.Addr().String(), tokens: map[string]string{}}
+	r := &registry{url: "http://" + ln.Addr().String(), tokens: map[string]string{}, platformDir: filepath.Join(dir, "platform")}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := regserver.Open(ctx, regserver.Config{DatabaseURL: pg.URL, DataDir: filepath.Join(dir, "data"),
 		KeyDir: filepath.Join(dir, "keys"), PlatformKeyDir: filepath.Join(dir, "platform"), Realm: r.url + "/auth/token",
@@ -70,6 +74,7 @@ func startRegistry(t *testing.T) *registry {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.srv = srv
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-done; srv.Close(); ln.Close() })
@@ -140,11 +145,13 @@ type options struct {
 	// nodeCert serves the node's own certificate (package nodecert) and
 	// advertises it in heartbeats, as faasd does without --tls-cert.
 	nodeCert bool
+	// keepWarm is server.Config.KeepWarm.
+	keepWarm time.Duration
 }
 
 func startAgent(t *testing.T, reg *registry, o options) *agent {
 	t.Helper()
-	roles, err := sim.NewRegistry(blankmodel.Model, loopbackmodel.Model)
+	roles, err := sim.NewRegistry(blankmodel.Model, loopbackmodel.Model, alidnnmodel.Model)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +202,7 @@ func startAgent(t *testing.T, reg *registry, o options) *agent {
 	}
 	a := &agent{socket: filepath.Join(dir, "faasd.sock"), table: table, cache: c, nodeID: node.ID}
 	cfg := server.Config{Socket: a.socket, Tenants: o.tenants, Slots: table, Cache: c, Loader: l, Registry: client,
-		NodeID: node.ID, Heartbeat: o.heartbeat}
+		NodeID: node.ID, Heartbeat: o.heartbeat, KeepWarm: o.keepWarm}
 	if o.heartbeat == 0 {
 		cfg.NodeID = ""
 	}

@@ -1,0 +1,311 @@
+package server_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/fpga-faas/faas/bitstreams/images"
+	"github.com/fpga-faas/faas/hdk/image"
+	"github.com/fpga-faas/faas/hdk/seal"
+	"github.com/fpga-faas/faas/hdk/sign"
+	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/validation"
+)
+
+// The pool tests run the registry's accelerator pool against a faasd in
+// process: an ISV publishes the sealed AliDNN reference image, tenant
+// alice subscribes and attaches, and the agent, given a node id, loads it
+// under the pool's grant, installs the credential and reports ready.
+
+// poolTimeout bounds every wait of the pool tests: loads take well under a
+// second here, so reaching it means the agent or the registry is stuck.
+const poolTimeout = 2 * time.Minute
+
+// publishAliDNN publishes the one-chip AliDNN image, sealed and signed, as
+// ISV acme's public listing acme/alidnn, and waits for its validation. It
+// returns the listing's id and the image's digest.
+func publishAliDNN(t *testing.T, reg *registry) (listing, digest string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := reg.srv.CreateUser(ctx, "acme", auth.RoleISV, password); err != nil {
+		t.Fatal(err)
+	}
+	key, err := sign.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := sign.MarshalPublicKey(key.Public())
+	reg.api(t, "acme", "POST", "/keys", map[string]string{"public_key": string(pub)}, nil)
+
+	dir := t.TempDir()
+	var src images.Source
+	for _, s := range images.Sources {
+		if s.Name == "alidnn" {
+			src = s
+		}
+	}
+	for _, b := range src.Bitstreams {
+		bit, err := b.Make(b.Part, images.SmallFrameBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, b.File), bit, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	y, err := images.Manifest("alidnn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "image.yaml"), y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := image.Load(filepath.Join(dir, "image.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := image.Build(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipient, err := os.ReadFile(filepath.Join(reg.platformDir, validation.RecipientPubFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := seal.ParsePublicKeyPEM(recipient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, keys, err := image.Seal(ctx, img, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	u, _ := url.Parse(reg.url)
+	ref, err := name.NewTag(u.Host+"/acme/alidnn:1.0.0", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isv := remote.WithAuth(&authn.Basic{Username: "acme", Password: password})
+	if err := remote.Write(ref, sealed, isv); err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]string
+	for _, k := range keys {
+		wk, _ := k.Key.MarshalBinary()
+		lines = append(lines, map[string]string{"chip": k.Chip.String(), "layer": k.Layer.String(), "plaintext": k.Plaintext.String(),
+			"key_id": k.KeyID.String(), "wrapped_key": base64.StdEncoding.EncodeToString(wk)})
+	}
+	kj, _ := json.Marshal(lines)
+	desc, err := partial.Descriptor(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := image.PushKeys(ctx, ref.Context(), *desc, kj, isv); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := sealed.Digest()
+	if err := sign.Sign(ctx, ref.Context().Digest(d.String()), key, sign.WithRemoteOptions(isv)); err != nil {
+		t.Fatal(err)
+	}
+
+	var l struct{ ID string }
+	reg.api(t, "acme", "POST", "/listings", map[string]any{"name": "alidnn", "repository": "acme/alidnn", "visibility": "public"}, &l)
+	reg.api(t, "acme", "POST", "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": d.String()}, nil)
+	reg.api(t, "acme", "POST", "/listings/"+l.ID+"/publish", nil, nil)
+	poll(t, "validation of acme/alidnn", func() bool {
+		var vs struct{ Items []struct{ State string } }
+		reg.api(t, "acme", "GET", "/listings/"+l.ID+"/versions", nil, &vs)
+		if len(vs.Items) == 1 && vs.Items[0].State != "pending" && vs.Items[0].State != "validating" {
+			if vs.Items[0].State != "available" {
+				t.Fatalf("validation of acme/alidnn ended %s", vs.Items[0].State)
+			}
+			return true
+		}
+		return false
+	})
+	return l.ID, d.String()
+}
+
+// poll calls done until it reports true, failing the test after
+// poolTimeout.
+func poll(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(poolTimeout)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", poolTimeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startPoolNode starts an agent that serves remote attach with its own
+// certificate and takes part in the pool, and waits until the registry
+// may place attachments on it.
+func startPoolNode(t *testing.T, reg *registry, keepWarm time.Duration) *agent {
+	t.Helper()
+	a := startAgent(t, reg, options{tls: true, nodeCert: true, heartbeat: 50 * time.Millisecond, keepWarm: keepWarm})
+	poll(t, "the node's endpoint in the registry", func() bool {
+		var nodes struct {
+			Items []struct {
+				ID             string
+				Endpoint       string
+				TLSCertificate string `json:"tls_certificate"`
+			}
+		}
+		reg.api(t, "admin", "GET", "/nodes", nil, &nodes)
+		for _, n := range nodes.Items {
+			if n.ID == a.nodeID && n.Endpoint != "" && n.TLSCertificate != "" {
+				return true
+			}
+		}
+		return false
+	})
+	return a
+}
+
+// attach creates an attachment of listing for who.
+func attach(t *testing.T, reg *registry, who, listing string, share bool) poolapi.Attachment {
+	t.Helper()
+	var att poolapi.Attachment
+	reg.api(t, who, "POST", "/attachments", poolapi.AttachRequest{Listing: listing, Share: share, LeaseSeconds: poolapi.MaxLeaseSeconds}, &att)
+	if att.ID == "" || !strings.HasPrefix(att.Credential, poolapi.CredentialPrefix+att.ID+"_") {
+		t.Fatalf("attachment as created: %+v", att)
+	}
+	return att
+}
+
+// waitReady long-polls attachment id until it is ready; failing the test
+// if it ends.
+func waitReady(t *testing.T, reg *registry, who, id string) poolapi.Attachment {
+	t.Helper()
+	var att poolapi.Attachment
+	deadline := time.Now().Add(poolTimeout)
+	for att.State != poolapi.Ready {
+		if att.State != "" && !att.State.Live() {
+			t.Fatalf("attachment %s ended %s: %s", id, att.State, att.Error)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attachment %s still %s after %v", id, att.State, poolTimeout)
+		}
+		reg.api(t, who, "GET", "/attachments/"+id+"?wait=5s&since="+string(att.State), nil, &att)
+	}
+	return att
+}
+
+// released waits until the node reported attachment id released, and
+// returns whether it said the slot was scrubbed.
+func released(t *testing.T, reg *registry, id string) bool {
+	t.Helper()
+	var scrubbed bool
+	poll(t, "the node's release of attachment "+id, func() bool {
+		var page struct {
+			Items []struct{ Details map[string]any }
+		}
+		reg.api(t, "admin", "GET", "/audit?action=attachment.released&target_type=attachment&target_id="+id, nil, &page)
+		if len(page.Items) == 0 {
+			return false
+		}
+		scrubbed, _ = page.Items[0].Details["scrubbed"].(bool)
+		return true
+	})
+	return scrubbed
+}
+
+// assigned lists the attachments the registry still assigns the node.
+func assigned(t *testing.T, reg *registry, a *agent) []string {
+	t.Helper()
+	var as poolapi.Assignments
+	reg.api(t, "node1", "GET", "/nodes/"+a.nodeID+"/assignments", nil, &as)
+	var ids []string
+	for _, x := range as.Assignments {
+		ids = append(ids, x.ID)
+	}
+	return ids
+}
+
+// openAttached opens a session on att's slot over TLS 1.3, trusting only
+// the node certificate the registry pinned, with att's credential.
+func openAttached(t *testing.T, att poolapi.Attachment, cred string) (*faas.Client, *faas.Device) {
+	t.Helper()
+	tc, err := faas.PinnedTLS(att)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, att.Endpoint, faas.WithTLSConfig(tc), faas.WithToken(cred))
+	d, err := c.Open(context.Background(), att.Slot)
+	if err != nil {
+		t.Fatalf("session on attachment %s (slot %d at %s): %v", att.ID, att.Slot, att.Endpoint, err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return c, d
+}
+
+// TestPoolAttachment: a tenant's attachment is loaded by the node under
+// the pool's grant, becomes ready, and its credential opens a session over
+// TLS verified against the pin; a detach ends the session and the
+// credential, clears and scrubs the slot, and the registry records the
+// release.
+func TestPoolAttachment(t *testing.T) {
+	reg := startRegistry(t)
+	listing, digest := publishAliDNN(t, reg)
+	reg.api(t, "alice", "POST", "/listings/"+listing+"/subscribe", nil, nil)
+	a := startPoolNode(t, reg, -1)
+	ctx := context.Background()
+
+	att := attach(t, reg, "alice", listing, false)
+	if att.NodeID != a.nodeID || att.Warm {
+		t.Fatalf("attachment placed as %+v, want a cold one on node %s", att, a.nodeID)
+	}
+	cred := att.Credential
+	ready := waitReady(t, reg, "alice", att.ID)
+	rec := a.table.Record(ready.Slot)
+	if rec.State != agentapi.Loaded || rec.Tenant != "alice" || rec.Image == nil || rec.Image.Digest != digest || rec.GrantID == "" {
+		t.Fatalf("slot %d of a ready attachment: %+v, want the image loaded for alice under a grant", ready.Slot, rec)
+	}
+	c, d := openAttached(t, ready, cred)
+	roundTrip(t, d)
+	// The pool loaded as alice: `faas` shows her the slot as hers.
+	mine, err := dial(t, a.socket, faas.WithToken(reg.tokens["alice"])).Slot(ctx, ready.Slot)
+	if err != nil || mine.Tenant != "alice" || mine.Image == nil {
+		t.Errorf("alice's view of the attachment's slot: %+v, %v", mine, err)
+	}
+
+	var detached poolapi.Attachment
+	reg.api(t, "alice", "DELETE", "/attachments/"+att.ID, nil, &detached)
+	if detached.State != poolapi.Detached {
+		t.Fatalf("detach answered %+v", detached)
+	}
+	if !released(t, reg, att.ID) {
+		t.Error("the node reported the release of a detached attachment unscrubbed, with keep-warm off")
+	}
+	if rec := a.table.Record(ready.Slot); rec.State != agentapi.Cleared || rec.Image != nil || rec.Tenant != "" {
+		t.Errorf("slot %d after the release: %+v, want cleared", ready.Slot, rec)
+	}
+	if _, err := d.Alloc(ctx, 4096); err == nil {
+		t.Error("the attachment's session still allocates after its release")
+	}
+	if _, err := c.Slots(ctx); !errors.Is(err, faas.ErrPermission) {
+		t.Errorf("the credential after the release: %v, want ErrPermission", err)
+	}
+	if ids := assigned(t, reg, a); len(ids) != 0 {
+		t.Errorf("the registry still assigns %v to the node", ids)
+	}
+}

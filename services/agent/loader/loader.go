@@ -141,6 +141,10 @@ type Request struct {
 	Tenant Tenant
 	// PullOnly stops after the pull: prefetch into the cache.
 	PullOnly bool
+	// Reserved, if not nil, reports slots the load must not take even
+	// where their record would let it: those the node's accelerator pool
+	// holds for attachments, whoever loaded them.
+	Reserved func(slot int) bool
 	// Progress, if not nil, is told about progress within phases.
 	Progress func(agentapi.Event)
 	// Phase, if not nil, is told when a phase starts and ends.

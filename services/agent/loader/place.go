@@ -64,7 +64,7 @@ func (l *Loader) place(cfg image.Config, req Request) ([]*target, error) {
 		}
 		free := true
 		for _, i := range set {
-			if st.Held(i) || !freeFor(st.Record(i), req.Tenant.Name) || st.Record(i).State == agentapi.Loaded {
+			if st.Held(i) || !freeFor(st.Record(i), req.Tenant.Name) || st.Record(i).State == agentapi.Loaded || req.reserved(i) {
 				free = false
 			}
 		}
@@ -145,6 +145,10 @@ func (l *Loader) hold(req Request, ts []*target, img agentapi.Image) error {
 			return fail(agentapi.CodeBusy, "clear it first, or load onto another slot",
 				"slot %d is %s by another tenant", i, r.State)
 		}
+		if req.reserved(i) {
+			return fail(agentapi.CodeBusy, "detach the attachment first, or load onto another slot",
+				"slot %d is held by an attachment of the accelerator pool", i)
+		}
 		return nil
 	})
 	if err != nil {
@@ -159,6 +163,8 @@ func (l *Loader) hold(req Request, ts []*target, img agentapi.Image) error {
 	}
 	return nil
 }
+
+func (req Request) reserved(i int) bool { return req.Reserved != nil && req.Reserved(i) }
 
 func slotsOf(ts []*target) []int {
 	var out []int

@@ -331,6 +331,25 @@ func (p *pool) takenBy(a poolapi.Assignment) bool {
 	return false
 }
 
+// claims reports whether a live attachment holds slot i. Whoever loaded
+// the slot, only the attachment's release (or the operator) clears or
+// reloads it: a share's chip is loaded as the first share's tenant, who
+// must not wipe it under the others.
+func (p *pool) claims(i int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.runs {
+		n := max(r.a.Chips, 1)
+		if r.a.Share {
+			n = 1
+		}
+		if !r.releasing && i >= r.a.Slot && i < r.a.Slot+n {
+			return true
+		}
+	}
+	return false
+}
+
 // own records that the pool loaded slots.
 func (p *pool) own(slots []int) {
 	p.mu.Lock()

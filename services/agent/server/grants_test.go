@@ -14,7 +14,6 @@ import (
 	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/poolapi"
 	"github.com/fpga-faas/faas/services/agent/server"
-	"github.com/fpga-faas/faas/services/agent/sessions"
 )
 
 // poolCredential makes a credential as the registry's pool does for an
@@ -27,16 +26,6 @@ func poolCredential(t *testing.T) (id, cred string, sum [32]byte) {
 	var s [32]byte
 	rand.Read(s[:])
 	return id, poolapi.CredentialPrefix + id + "_" + base64.RawURLEncoding.EncodeToString(s[:]), sha256.Sum256(s[:])
-}
-
-// usageOfTenant is tenant's accounting on slot's engine (zero if none).
-func usageOfTenant(a *sessAgent, slot int, tenant string) sessions.Usage {
-	for _, u := range a.srv.SessionUsage(slot) {
-		if u.Tenant == tenant {
-			return u
-		}
-	}
-	return sessions.Usage{}
 }
 
 // TestInstalledCredential: a whole-slot credential installed from its
@@ -69,7 +58,7 @@ func TestInstalledCredential(t *testing.T) {
 	if _, err := d.Alloc(ctx, 4096); err != nil {
 		t.Fatal(err)
 	}
-	if u := usageOfTenant(a, 0, "alice"); u.Sessions != 1 {
+	if u := usageOf(a.srv, 0, "alice"); u.Sessions != 1 {
 		t.Errorf("the credential's session runs as %+v, want one of alice, the slot's loader", a.srv.SessionUsage(0))
 	}
 	if _, err := c.Open(ctx, 1); !errors.Is(err, faas.ErrPermission) {
@@ -119,7 +108,7 @@ func TestInstalledShareCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	share := "alloc/" + id
-	if u := usageOfTenant(a, 0, share); u.Sessions != 1 || u.Memory == 0 {
+	if u := usageOf(a.srv, 0, share); u.Sessions != 1 || u.Memory == 0 {
 		t.Errorf("share session accounting = %+v, want one session of %s", a.srv.SessionUsage(0), share)
 	}
 	if _, err := c.Open(ctx, 0); !errors.Is(err, faas.ErrQuota) {
@@ -128,13 +117,13 @@ func TestInstalledShareCredential(t *testing.T) {
 
 	a.grants.End(id)
 	deadline := time.Now().Add(30 * time.Second)
-	for usageOfTenant(a, 0, share).Sessions != 0 {
+	for usageOf(a.srv, 0, share).Sessions != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the share's session outlived End: %+v", a.srv.SessionUsage(0))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if u := usageOfTenant(a, 0, share); u.Memory != 0 {
+	if u := usageOf(a.srv, 0, share); u.Memory != 0 {
 		t.Errorf("the share's memory after End: %+v", u)
 	}
 	if _, err := d.Alloc(ctx, 4096); err == nil {
@@ -143,7 +132,7 @@ func TestInstalledShareCredential(t *testing.T) {
 	if _, err := mine.Alloc(ctx, 4096); err != nil {
 		t.Errorf("alice's session on the same chip after the share ended: %v", err)
 	}
-	if u := usageOfTenant(a, 0, "alice"); u.Sessions != 1 {
+	if u := usageOf(a.srv, 0, "alice"); u.Sessions != 1 {
 		t.Errorf("alice's sessions after the share ended: %+v", u)
 	}
 }

@@ -147,6 +147,7 @@ func (s *Server) startLoad(pull bool) handler {
 		run := s.loads.add(l)
 		lreq := loader.Request{ID: l.ID, Image: req.Image, Slot: req.Slot, PullOnly: pull,
 			Tenant:   loader.Tenant{Name: p.tenant, ID: p.tenantID, Token: p.token},
+			Reserved: s.pool.claims,
 			Progress: func(ev agentapi.Event) { run.update(nil, &ev) },
 			Phase: func(name string, done *agentapi.PhaseTime) {
 				if done == nil {
@@ -170,7 +171,7 @@ func (s *Server) startLoad(pull bool) handler {
 				// anyone else's, so theirs are left alone.
 				var own []int
 				for _, i := range []int{*lreq.Slot, *lreq.Slot ^ 1} {
-					if i < s.cfg.Slots.Len() && p.tenant != "" {
+					if i < s.cfg.Slots.Len() && p.tenant != "" && !s.pool.claims(i) {
 						if rec := s.cfg.Slots.Record(i); rec.State == agentapi.Loaded && rec.Tenant == p.tenant {
 							own = append(own, i)
 						}

@@ -229,6 +229,34 @@ func released(t *testing.T, reg *registry, id string) bool {
 	return scrubbed
 }
 
+// reported is the state and digest of slot in the node's last heartbeat.
+func reported(t *testing.T, reg *registry, a *agent, slot int) string {
+	t.Helper()
+	var nodes struct {
+		Items []struct {
+			ID     string
+			Boards []struct {
+				Slots []struct {
+					Index  int
+					State  string
+					Digest string
+				}
+			}
+		}
+	}
+	reg.api(t, "admin", "GET", "/nodes", nil, &nodes)
+	for _, n := range nodes.Items {
+		for _, b := range n.Boards {
+			for _, s := range b.Slots {
+				if n.ID == a.nodeID && s.Index == slot {
+					return s.State + " " + s.Digest
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // assigned lists the attachments the registry still assigns the node.
 func assigned(t *testing.T, reg *registry, a *agent) []string {
 	t.Helper()
@@ -307,5 +335,79 @@ func TestPoolAttachment(t *testing.T) {
 	}
 	if ids := assigned(t, reg, a); len(ids) != 0 {
 		t.Errorf("the registry still assigns %v to the node", ids)
+	}
+}
+
+// TestPoolShares: two tenants' share attachments of the same image run on
+// one chip, loaded once, each as a tenant of its own; one's detach ends
+// only its sessions; the tenant whose attach loaded the chip cannot clear
+// it under the other's live share.
+func TestPoolShares(t *testing.T) {
+	reg := startRegistry(t)
+	listing, _ := publishAliDNN(t, reg)
+	for _, who := range []string{"alice", "bob"} {
+		reg.api(t, who, "POST", "/listings/"+listing+"/subscribe", nil, nil)
+	}
+	a := startPoolNode(t, reg, -1)
+	ctx := context.Background()
+
+	first := attach(t, reg, "alice", listing, true)
+	ofAlice := waitReady(t, reg, "alice", first.ID)
+	loadedAt := a.table.Record(ofAlice.Slot).LoadedAt
+	// The registry shares a chip it knows runs the image: from a heartbeat.
+	poll(t, "a heartbeat with the loaded chip", func() bool { return reported(t, reg, a, ofAlice.Slot) == "loaded "+ofAlice.Digest })
+	second := attach(t, reg, "bob", listing, true)
+	if second.Slot != ofAlice.Slot || !second.Warm {
+		t.Fatalf("bob's share placed on slot %d warm %v (%s), want it warm on alice's chip (slot %d)", second.Slot, second.Warm, second.State, ofAlice.Slot)
+	}
+	ofBob := waitReady(t, reg, "bob", second.ID)
+	if got := a.table.Record(ofBob.Slot).LoadedAt; !got.Equal(loadedAt) {
+		t.Errorf("the chip was loaded again for bob's share (at %v, first at %v)", got, loadedAt)
+	}
+	_, dAlice := openAttached(t, ofAlice, first.Credential)
+	_, dBob := openAttached(t, ofBob, second.Credential)
+	for _, d := range []*faas.Device{dAlice, dBob} {
+		if _, err := d.Alloc(ctx, 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		if u := usageOf(a.srv, ofBob.Slot, "alloc/"+id); u.Sessions != 1 {
+			t.Errorf("share %s: %+v, want one session of its own", id, a.srv.SessionUsage(ofBob.Slot))
+		}
+	}
+
+	// Alice's registry token reaches the node too, but the chip is the
+	// pool's while bob's share lives on it.
+	tc, err := faas.PinnedTLS(ofAlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceTok := dial(t, ofAlice.Endpoint, faas.WithTLSConfig(tc), faas.WithToken(reg.tokens["alice"]))
+	if _, err := aliceTok.Clear(ctx, ofAlice.Slot); !errors.Is(err, faas.ErrPermission) {
+		t.Errorf("alice clearing the chip of bob's live share: %v, want ErrPermission", err)
+	}
+	ref := strings.TrimPrefix(reg.url, "http://") + "/acme/alidnn@" + ofAlice.Digest
+	if _, err := aliceTok.Load(ctx, ref, faas.OnSlot(ofAlice.Slot)); !errors.Is(err, faas.ErrBusy) {
+		t.Errorf("alice reloading the chip of bob's live share: %v, want ErrBusy", err)
+	}
+	// Sessions on the pool's chip go through attachments, which the pool
+	// accounts and ends; her token is none.
+	if _, err := aliceTok.Open(ctx, ofAlice.Slot); !errors.Is(err, faas.ErrPermission) {
+		t.Errorf("alice's token opening a session on the pool's chip: %v, want ErrPermission", err)
+	}
+
+	reg.api(t, "alice", "DELETE", "/attachments/"+first.ID, nil, nil)
+	if !released(t, reg, first.ID) {
+		t.Error("a share's release reported unscrubbed")
+	}
+	if _, err := dAlice.Alloc(ctx, 4096); err == nil {
+		t.Error("alice's share session still allocates after her detach")
+	}
+	if _, err := dBob.Alloc(ctx, 4096); err != nil {
+		t.Errorf("bob's share session after alice's detach: %v", err)
+	}
+	if rec := a.table.Record(ofBob.Slot); rec.State != agentapi.Loaded {
+		t.Errorf("the chip under bob's live share after alice's detach: %+v", rec)
 	}
 }

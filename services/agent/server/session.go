@@ -224,6 +224,14 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 			Message: fmt.Sprintf("slot %d has no AliDNN engine loaded", sl.Index), Hint: "load an AliDNN image into it first"})
 		return
 	}
+	if p.grant == nil && !p.operator && s.pool.owns(sl.Index) {
+		// The pool's slots are used through attachments, which it
+		// accounts and ends; a tenant's token is not one, even the
+		// loader's (a share's chip is loaded as its first tenant).
+		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
+			Message: fmt.Sprintf("slot %d belongs to the accelerator pool", sl.Index), Hint: "open it with your attachment's credential (faas attach)"})
+		return
+	}
 	if !s.maySession(p, sl.Index, rec) {
 		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
 			Message: fmt.Sprintf("slot %d is not yours", sl.Index), Hint: "open a slot you loaded, or ask the operator to share it"})

@@ -50,7 +50,7 @@ func TestSessionMNISTTwoTenants(t *testing.T) {
 		}
 	}
 	for _, who := range []string{"alice", "bob"} {
-		if u := usageOf(a, 0, who); u.Jobs == 0 {
+		if u := usageOf(a.srv, 0, who); u.Jobs == 0 {
 			t.Errorf("tenant %s ran no job on slot 0", who)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/agentapi/session"
 	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/services/agent/server"
 	"github.com/fpga-faas/faas/services/agent/sessions"
 )
 
@@ -351,8 +352,9 @@ func childBusy(socket, tenant string, slot int) error {
 	}
 }
 
-func usageOf(a *sessAgent, slot int, tenant string) sessions.Usage {
-	for _, u := range a.srv.SessionUsage(slot) {
+// usageOf is tenant's accounting on slot's session engine.
+func usageOf(srv *server.Server, slot int, tenant string) sessions.Usage {
+	for _, u := range srv.SessionUsage(slot) {
 		if u.Tenant == tenant {
 			return u
 		}
@@ -421,10 +423,10 @@ func TestSessionKilledMidJob(t *testing.T) {
 		t.Fatal("carol could not allocate a single MiB")
 	}
 	t.Logf("carol holds %d MiB", nbuf)
-	if u := usageOf(a, 0, "carol"); u.Memory < uint64(nbuf)<<20 || u.Sessions != 1 {
+	if u := usageOf(a.srv, 0, "carol"); u.Memory < uint64(nbuf)<<20 || u.Sessions != 1 {
 		t.Fatalf("carol's usage while running: %+v", u)
 	}
-	jobsBefore := usageOf(a, 0, "carol").Jobs
+	jobsBefore := usageOf(a.srv, 0, "carol").Jobs
 	if err := v.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +434,7 @@ func TestSessionKilledMidJob(t *testing.T) {
 	aliceAtKill := ran.Load()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		u := usageOf(a, 0, "carol")
+		u := usageOf(a.srv, 0, "carol")
 		if u.Memory == 0 && u.Sessions == 0 {
 			break
 		}
@@ -441,7 +443,7 @@ func TestSessionKilledMidJob(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if u := usageOf(a, 0, "carol"); u.Jobs < jobsBefore {
+	if u := usageOf(a.srv, 0, "carol"); u.Jobs < jobsBefore {
 		t.Errorf("carol's job count went back: %+v", u)
 	}
 	// Carol, back, gets her whole quota again.
@@ -604,7 +606,7 @@ func TestSessionLoad(t *testing.T) {
 		}
 	}
 	for i := range procs {
-		if u := usageOf(a, i%2, fmt.Sprintf("t%d", i)); u.Jobs != uint64(jobs) {
+		if u := usageOf(a.srv, i%2, fmt.Sprintf("t%d", i)); u.Jobs != uint64(jobs) {
 			t.Errorf("tenant t%d: the engine ran %d jobs, want %d", i, u.Jobs, jobs)
 		}
 	}

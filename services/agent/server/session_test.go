@@ -221,7 +221,7 @@ func TestSessionProtocolViolation(t *testing.T) {
 	if _, err := r.alloc(1 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if u := usageOf(a, 0, "mallory"); u.Memory < 1<<20 {
+	if u := usageOf(a.srv, 0, "mallory"); u.Memory < 1<<20 {
 		t.Fatalf("usage %+v", u)
 	}
 	r.conn.Write([]byte("GET / HTTP/1.1\r\n\r\n...."))
@@ -229,7 +229,7 @@ func TestSessionProtocolViolation(t *testing.T) {
 		t.Fatal("the agent answered garbage")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for u := usageOf(a, 0, "mallory"); u.Memory != 0 || u.Sessions != 0; u = usageOf(a, 0, "mallory") {
+	for u := usageOf(a.srv, 0, "mallory"); u.Memory != 0 || u.Sessions != 0; u = usageOf(a.srv, 0, "mallory") {
 		if time.Now().After(deadline) {
 			t.Fatalf("session outlived its connection: %+v", u)
 		}
@@ -250,7 +250,7 @@ func TestSessionCorruptRing(t *testing.T) {
 	if f, err := session.ReadFrame(br, session.MaxPayload); err != nil || f.Op != session.OpReply {
 		t.Fatalf("alloc: %+v %v", f, err)
 	}
-	if u := usageOf(a, 0, "mallory"); u.Memory < 1<<20 {
+	if u := usageOf(a.srv, 0, "mallory"); u.Memory < 1<<20 {
 		t.Fatalf("usage %+v", u)
 	}
 	// The submission ring's tail (offset 128 of the control block, see
@@ -258,7 +258,7 @@ func TestSessionCorruptRing(t *testing.T) {
 	binary.LittleEndian.PutUint64(mem[128:], 1<<40)
 	uc.Write((&session.Frame{Op: session.OpDoorbell}).Marshal())
 	deadline := time.Now().Add(10 * time.Second)
-	for u := usageOf(a, 0, "mallory"); u.Memory != 0 || u.Sessions != 0; u = usageOf(a, 0, "mallory") {
+	for u := usageOf(a.srv, 0, "mallory"); u.Memory != 0 || u.Sessions != 0; u = usageOf(a.srv, 0, "mallory") {
 		if time.Now().After(deadline) {
 			t.Fatalf("session with a corrupt ring lives on: %+v", u)
 		}

@@ -86,6 +86,10 @@ func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal)
 		if r.Tenant != "" && (r.State == agentapi.Loaded || r.State == agentapi.Busy) && !p.owns(r) {
 			return agentErr(agentapi.CodePermission, fmt.Sprintf("slot %d is held by another tenant", i), "")
 		}
+		if !p.operator && s.pool.claims(i) {
+			return agentErr(agentapi.CodePermission, fmt.Sprintf("slot %d is held by an attachment of the accelerator pool", i),
+				"detach the attachment (faas detach); its release clears the slot")
+		}
 		return nil
 	})
 	var cf *clearFailed

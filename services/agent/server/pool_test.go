@@ -411,3 +411,61 @@ func TestPoolShares(t *testing.T) {
 		t.Errorf("the chip under bob's live share after alice's detach: %+v", rec)
 	}
 }
+
+// TestPoolKeepWarm: after a detach the node keeps the image loaded for the
+// tenant; her next attach lands on it warm and is ready without a load,
+// under a new credential, the old one staying refused.
+func TestPoolKeepWarm(t *testing.T) {
+	reg := startRegistry(t)
+	listing, digest := publishAliDNN(t, reg)
+	reg.api(t, "alice", "POST", "/listings/"+listing+"/subscribe", nil, nil)
+	a := startPoolNode(t, reg, time.Hour)
+	ctx := context.Background()
+
+	first := attach(t, reg, "alice", listing, false)
+	ready := waitReady(t, reg, "alice", first.ID)
+	loaded := a.table.Record(ready.Slot)
+	oldClient, oldDev := openAttached(t, ready, first.Credential)
+	reg.api(t, "alice", "DELETE", "/attachments/"+first.ID, nil, nil)
+	if released(t, reg, first.ID) {
+		t.Error("a detach kept warm was reported scrubbed")
+	}
+	if rec := a.table.Record(ready.Slot); rec.State != agentapi.Loaded || rec.Tenant != "alice" || !rec.LoadedAt.Equal(loaded.LoadedAt) {
+		t.Fatalf("slot %d kept warm: %+v", ready.Slot, rec)
+	}
+	if _, err := oldDev.Alloc(ctx, 4096); err == nil {
+		t.Error("the detached attachment's session still allocates while its slot is kept warm")
+	}
+
+	second := attach(t, reg, "alice", listing, false)
+	if !second.Warm || second.Slot != ready.Slot {
+		t.Fatalf("alice's attach after her detach placed on slot %d warm %v, want warm on slot %d", second.Slot, second.Warm, ready.Slot)
+	}
+	again := waitReady(t, reg, "alice", second.ID)
+	if rec := a.table.Record(again.Slot); rec.State != agentapi.Loaded || rec.Image == nil || rec.Image.Digest != digest ||
+		!rec.LoadedAt.Equal(loaded.LoadedAt) {
+		t.Errorf("slot %d of the warm attachment: %+v, want the image loaded at %v, not reloaded", again.Slot, rec, loaded.LoadedAt)
+	}
+	_, d := openAttached(t, again, second.Credential)
+	roundTrip(t, d)
+	if _, err := oldClient.Slots(ctx); !errors.Is(err, faas.ErrPermission) {
+		t.Errorf("the first attachment's credential on the warm slot: %v, want ErrPermission", err)
+	}
+}
+
+// TestPoolKeepWarmEnds: a slot kept warm that no attachment takes is
+// cleared once the keep-warm time has passed.
+func TestPoolKeepWarmEnds(t *testing.T) {
+	reg := startRegistry(t)
+	listing, _ := publishAliDNN(t, reg)
+	reg.api(t, "alice", "POST", "/listings/"+listing+"/subscribe", nil, nil)
+	a := startPoolNode(t, reg, 200*time.Millisecond)
+
+	att := attach(t, reg, "alice", listing, false)
+	ready := waitReady(t, reg, "alice", att.ID)
+	reg.api(t, "alice", "DELETE", "/attachments/"+att.ID, nil, nil)
+	if released(t, reg, att.ID) {
+		t.Error("a detach kept warm was reported scrubbed")
+	}
+	poll(t, "the slot kept warm to be cleared", func() bool { return a.table.Record(ready.Slot).State == agentapi.Cleared })
+}

@@ -136,6 +136,8 @@ type agent struct {
 	tcp    string // host:port of the TLS listener, if any
 	roots  *x509.CertPool
 	srv    *server.Server
+	cfg    server.Config
+	stop   func() // stops srv's Serve
 }
 
 type options struct {
@@ -226,8 +228,8 @@ func startAgent(t *testing.T, reg *registry, o options) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.srv = srv
-	serve(t, srv, a.socket)
+	a.srv, a.cfg = srv, cfg
+	a.stop = serve(t, srv, a.socket)
 	return a
 }
 

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
@@ -199,25 +200,30 @@ func startSessAgent(t tbLike, o sessOptions) *sessAgent {
 	return a
 }
 
-// serve runs srv until the test ends and waits for its socket.
-func serve(t tbLike, srv *server.Server, socket string) {
+// serve runs srv until the test ends, or stop, and waits for its socket.
+func serve(t tbLike, srv *server.Server, socket string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	for range 500 {
 		if _, err := os.Stat(socket); err == nil {
-			return
+			return stop
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("the agent's socket never appeared")
+	return stop
 }
 
 func sessSelfSigned(t tbLike) (tls.Certificate, *x509.CertPool) {

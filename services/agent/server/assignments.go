@@ -225,11 +225,21 @@ func (p *pool) release(ctx context.Context, a poolapi.Assignment) {
 	s.cfg.Grants.End(a.ID) // its sessions end; their memory is zeroed
 	scrubbed := true
 	switch {
-	case a.Share:
 	case p.takenBy(a):
-		// The tenant attached again and took the image warm: it is the
-		// new attachment's now.
-		scrubbed = false
+		// Another live attachment holds the chip: the tenant attached
+		// again and took the image warm, or shares run on it. It is
+		// theirs now. (A share's own sessions ended with its credential,
+		// their memory zeroed.)
+		scrubbed = a.Share
+	case a.Share && !p.owns(a.Slot):
+		// The last share on a chip someone else loaded: its sessions
+		// ended, their memory zeroed; the chip stays its loader's.
+	case a.Share:
+		// The last share on a chip the pool loaded for shares.
+		if err := p.clear(ctx, a); err != nil {
+			s.log.Error("pool release: clearing", "attachment", a.ID, "slot", a.Slot, "err", err)
+			scrubbed = false
+		}
 	case !p.owns(a.Slot):
 		// The tenant's own load, which the attachment used as it was:
 		// the attachment's sessions ended, the load stays the tenant's.
@@ -319,12 +329,13 @@ func (p *pool) coolAfter(a poolapi.Assignment, keep time.Duration) {
 	p.warm[a.Slot] = t
 }
 
-// takenBy reports whether a live attachment other than a holds a's slot.
+// takenBy reports whether a live attachment other than a, whole or a
+// share, holds a's slot.
 func (p *pool) takenBy(a poolapi.Assignment) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, r := range p.runs {
-		if id != a.ID && r.a.Slot == a.Slot && !r.releasing && !r.a.Share {
+		if id != a.ID && r.a.Slot == a.Slot && !r.releasing {
 			return true
 		}
 	}

@@ -412,6 +412,15 @@ func TestPoolShares(t *testing.T) {
 	if rec := a.table.Record(ofBob.Slot); rec.State != agentapi.Loaded {
 		t.Errorf("the chip under bob's live share after alice's detach: %+v", rec)
 	}
+
+	// The last share's release clears the chip the pool loaded for them.
+	reg.api(t, "bob", "DELETE", "/attachments/"+second.ID, nil, nil)
+	if !released(t, reg, second.ID) {
+		t.Error("the last share's release reported unscrubbed")
+	}
+	if rec := a.table.Record(ofBob.Slot); rec.State != agentapi.Cleared {
+		t.Errorf("the pool's chip after its last share ended: %+v", rec)
+	}
 }
 
 // TestPoolKeepWarm: after a detach the node keeps the image loaded for the

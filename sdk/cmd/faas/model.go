@@ -193,13 +193,9 @@ FILE, a profile log that faas trace export turns into a Chrome trace.`,
 			if profile != "" && slot < 0 && attach == "" {
 				return usageErrorf("--profile needs --slot or --attach: the in-process engine has no faasd to profile")
 			}
-			var tensors []*onnx.Tensor
-			for _, p := range ins {
-				t, err := onnx.ReadTensor(p)
-				if err != nil {
-					return err
-				}
-				tensors = append(tensors, t)
+			tensors, err := readTensors(ins)
+			if err != nil {
+				return err
 			}
 			dev, err := engine()
 			if err != nil {
@@ -332,6 +328,19 @@ func openAttached(cmd *cobra.Command, listing string) (dev *client.Device, close
 		where += " (warm)"
 	}
 	return a.Device(), func() { a.Close() }, where, nil
+}
+
+// readTensors reads the tensor files paths.
+func readTensors(paths []string) ([]*onnx.Tensor, error) {
+	var ts []*onnx.Tensor
+	for _, p := range paths {
+		t, err := onnx.ReadTensor(p)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
 }
 
 // matchInputs names the tensors after the program's inputs when their own

@@ -76,13 +76,9 @@ shapes (the same on every invocation). Progress goes to stderr unless --json.`,
 			if slot >= 0 && attach != "" {
 				return usageErrorf("--slot and --attach: choose one")
 			}
-			var tensors []*onnx.Tensor
-			for _, p := range ins {
-				t, err := onnx.ReadTensor(p)
-				if err != nil {
-					return err
-				}
-				tensors = append(tensors, t)
+			tensors, err := readTensors(ins)
+			if err != nil {
+				return err
 			}
 			dev, err := engine()
 			if err != nil {

@@ -1,0 +1,361 @@
+package alidnn
+
+// Element-wise arithmetic fused into a layer's steps: Add, Sub, Mul and Div
+// with tensors or constants, Sum, Concat, BatchNormalization and Cast.
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+func (c *compiler) binary(n *onnx.Node) error {
+	if len(n.Inputs) != 2 {
+		if (n.OpType == "Sum" || n.OpType == "Max" || n.OpType == "Min") && len(n.Inputs) == 1 {
+			x, err := c.need(n, 0)
+			if err != nil {
+				return err
+			}
+			c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root()})
+			return nil
+		}
+		return fmt.Errorf("%s with %d inputs: %w", n.OpType, len(n.Inputs), ErrUnsupported)
+	}
+	a, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	b, err := c.need(n, 1)
+	if err != nil {
+		return err
+	}
+	shape, err := broadcastShape(a.shape, b.shape)
+	if err != nil {
+		return err
+	}
+	op := n.OpType
+	if op == "Sum" {
+		op = "Add"
+	}
+	// Constant operand: one row per channel, or a full tensor.
+	commutes := op == "Add" || op == "Mul" || op == "Max" || op == "Min"
+	if a.isConst && !b.isConst && commutes {
+		a, b = b, a
+	}
+	if b.isConst {
+		if !eqInts(shape, a.shape) {
+			return fmt.Errorf("%s broadcasts the tensor %v to %v: %w", op, a.shape, shape, ErrUnsupported)
+		}
+		vals := b.floats()
+		switch op {
+		case "Sub":
+			vals = mapF(vals, func(x float32) float32 { return -x })
+			op = "Add"
+		case "Div":
+			vals = mapF(vals, func(x float32) float32 { return 1 / x })
+			op = "Mul"
+		}
+		if a.isConst {
+			return fmt.Errorf("%s on constants was not folded: %w", op, ErrUnsupported)
+		}
+		l, err := c.open(a)
+		if err != nil {
+			return err
+		}
+		kind, tkind := rowKinds[op][0], rowKinds[op][1]
+		if row, ok := perLane(l.out.lay, b.shape, vals); ok {
+			if err := c.rowStep(l, kind, row); err != nil {
+				return err
+			}
+		} else {
+			if !l.accFP {
+				return fmt.Errorf("%s with a full-size constant on an integer tensor: %w", op, ErrUnsupported)
+			}
+			t, err := expand(l.out.lay, constFloat(b.name, b.shape, vals))
+			if err != nil {
+				return err
+			}
+			l.steps = append(l.steps, step{kind: tkind, fp: true, t: t})
+		}
+		c.set(n, 0, c.rename(l, a.typ))
+		return nil
+	}
+	if !commutes {
+		return fmt.Errorf("%s of two tensors: %w", op, ErrUnsupported)
+	}
+	// Two tensors: the same shape, or a graph input broadcast on upload.
+	if !eqInts(a.shape, shape) {
+		a, b = b, a
+	}
+	if !eqInts(a.shape, shape) {
+		return fmt.Errorf("%s broadcasts both operands: %w", op, ErrUnsupported)
+	}
+	if !eqInts(b.shape, shape) {
+		if !b.input || b.lay.shape != nil {
+			return fmt.Errorf("%s broadcasts the computed tensor %s: %w", op, b, ErrUnsupported)
+		}
+		b.bcast = b.shape
+		b.shape = shape
+	}
+	l, err := c.open(a)
+	if err != nil {
+		return err
+	}
+	if !l.accFP {
+		return fmt.Errorf("%s of integer tensors: %w", op, ErrUnsupported)
+	}
+	b = b.root()
+	if b.lay.shape == nil {
+		b.lay = l.out.lay
+	}
+	if !b.lay.equal(l.out.lay) {
+		return fmt.Errorf("%s: operands %s and %s are laid out differently on the device: %w", op, a, b, ErrUnsupported)
+	}
+	if b.el() != f32 {
+		return fmt.Errorf("%s: operand %s is %v on the device, want fp32: %w", op, b, b.el(), ErrUnsupported)
+	}
+	l.steps = append(l.steps, step{kind: rowKinds[op][1], fp: true, t: b})
+	c.set(n, 0, c.rename(l, a.typ))
+	return nil
+}
+
+// rowKinds are the steps of a binary operator with a per-channel constant
+// and with a tensor.
+var rowKinds = map[string][2]stepKind{
+	"Add": {sAddRow, sAddTensor}, "Mul": {sMulRow, sMulTensor}, "Max": {sMaxRow, sMaxTensor}, "Min": {sMinRow, sMinTensor},
+}
+
+// sum compiles Sum, Max and Min as a chain of binary operators (constant
+// pairs folded), fused into one layer when the operands allow.
+func (c *compiler) sum(n *onnx.Node) error {
+	if len(n.Inputs) <= 2 {
+		return c.binary(n)
+	}
+	acc := n.Inputs[0]
+	for k := 1; k < len(n.Inputs); k++ {
+		out := n.Outputs[0]
+		if k < len(n.Inputs)-1 {
+			out = fmt.Sprintf("%s/sum%d", n.Outputs[0], k)
+			c.uses[out] = 1
+		}
+		op := n.OpType
+		if op == "Sum" {
+			op = "Add"
+		}
+		if err := c.node(&onnx.Node{Name: n.Name, OpType: op, Inputs: []string{acc, n.Inputs[k]}, Outputs: []string{out}}); err != nil {
+			return err
+		}
+		acc = out
+	}
+	return nil
+}
+
+// concat compiles a Concat of computed tensors along their lane axis: each
+// input is moved into its channel blocks of the output, so every input but
+// the last must have a multiple of 16 channels.
+func (c *compiler) concat(n *onnx.Node) error {
+	axis, err := n.Int("axis", 0)
+	if err != nil {
+		return err
+	}
+	var ins []*value
+	for k := range n.Inputs {
+		x, err := c.need(n, k)
+		if err != nil {
+			return err
+		}
+		if x.isConst {
+			return fmt.Errorf("Concat of constants and computed tensors: %w", ErrUnsupported)
+		}
+		ins = append(ins, x)
+	}
+	shape := append([]int(nil), ins[0].shape...)
+	a, err := normAxis(int(axis), len(shape))
+	if err != nil {
+		return err
+	}
+	shape[a] = 0
+	for _, x := range ins {
+		if len(x.shape) != len(shape) {
+			return fmt.Errorf("Concat of ranks %d and %d", len(shape), len(x.shape))
+		}
+		shape[a] += x.shape[a]
+	}
+	lay := convLayout(shape)
+	if a != lay.lane {
+		return fmt.Errorf("Concat along axis %d (the engine concatenates channels, axis %d): %w", a, lay.lane, ErrUnsupported)
+	}
+	out := &value{shape: shape, typ: ins[0].typ, lay: lay}
+	off := 0
+	for k, x := range ins {
+		if err := c.settle(x, false); err != nil {
+			return err
+		}
+		r := x.root()
+		if r.lay.shape == nil {
+			r.lay = convLayout(r.shape)
+		}
+		if !eqInts(x.shape, r.shape) || !r.lay.equal(convLayout(r.shape)) {
+			return fmt.Errorf("Concat input %s after a reshape: %w", x, ErrUnsupported)
+		}
+		if k < len(ins)-1 && x.shape[a]%lanes != 0 {
+			return fmt.Errorf("Concat input %s has %d channels, not a multiple of %d: %w", x, x.shape[a], lanes, ErrUnsupported)
+		}
+		el := r.el()
+		if k == 0 {
+			out.elem, out.q = el, r.q
+		} else if el != out.elem || r.q != out.q {
+			return fmt.Errorf("Concat of %v and %v tensors (or different quantisation): %w", out.elem, el, ErrUnsupported)
+		}
+		l := &layer{kind: lMove, in: r, out: out, outBlock: off / lanes, accFP: el == f32, acc8: el == i8}
+		c.layers = append(c.layers, l)
+		off += x.shape[a]
+	}
+	c.set(n, 0, out)
+	return nil
+}
+
+func mapF(v []float32, f func(float32) float32) []float32 {
+	out := make([]float32, len(v))
+	for k, x := range v {
+		out[k] = f(x)
+	}
+	return out
+}
+
+// rowStep appends a per-channel constant add or multiply, in the
+// accumulator's domain.
+func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
+	if l.accFP {
+		l.steps = append(l.steps, step{kind: kind, fp: true, rowF: row})
+		return nil
+	}
+	if l.acc8 || l.accScale == nil || kind == sMulRow {
+		return fmt.Errorf("%s by a float constant on an integer tensor: %w", map[stepKind]string{sAddRow: "add", sMulRow: "multiply", sMinRow: "min", sMaxRow: "max"}[kind], ErrUnsupported)
+	}
+	ints := make([]int64, len(row))
+	for k, x := range row {
+		ints[k] = int64(math.Round(float64(x) / float64(l.accScale[k])))
+	}
+	l.steps = append(l.steps, step{kind: kind, rowI: ints})
+	return nil
+}
+
+func (c *compiler) batchNorm(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	var p [4][]float32
+	for k, what := range []string{"scale", "B", "mean", "var"} {
+		v, err := c.needConst(n, k+1, what)
+		if err != nil {
+			return err
+		}
+		p[k] = v.floats()
+	}
+	eps, err := n.Float("epsilon", 1e-5)
+	if err != nil {
+		return err
+	}
+	if len(x.shape) < 2 {
+		return fmt.Errorf("input rank %d: %w", len(x.shape), ErrUnsupported)
+	}
+	ch := x.shape[1]
+	for k := range p {
+		if len(p[k]) != ch {
+			return fmt.Errorf("parameter %d has %d values for %d channels", k+1, len(p[k]), ch)
+		}
+	}
+	a := make([]float32, ch)
+	b := make([]float32, ch)
+	for i := range ch {
+		a[i] = p[0][i] / float32(math.Sqrt(float64(p[3][i])+float64(eps)))
+		b[i] = p[1][i] - p[2][i]*a[i]
+	}
+	// Fold into the preceding fp32 convolution when it is ours alone.
+	if l := x.layer; l != nil && l.out == x && x.uses == 1 && !c.outputs[x.name] && l.kind == lGemm && l.conv.fp && !l.conv.batched && x.lay.lane == 1 {
+		fold := true
+		for _, s := range l.steps {
+			if s.kind != sAddRow {
+				fold = false
+			}
+		}
+		if fold {
+			cv := l.conv
+			per := len(cv.wF) / cv.oc
+			for o := range cv.oc {
+				for k := range per {
+					cv.wF[o*per+k] *= a[o]
+				}
+			}
+			for k := range l.steps {
+				l.steps[k].rowF = mapIdx(l.steps[k].rowF, func(o int, v float32) float32 { return v * a[o] })
+			}
+			l.steps = append(l.steps, step{kind: sAddRow, fp: true, rowF: b})
+			c.set(n, 0, c.rename(l, x.typ))
+			return nil
+		}
+	}
+	l, err := c.open(x)
+	if err != nil {
+		return err
+	}
+	if l.out.lay.lane != 1 || !l.accFP {
+		return fmt.Errorf("batch normalization of %s: %w", x, ErrUnsupported)
+	}
+	l.steps = append(l.steps, step{kind: sMulRow, fp: true, rowF: a}, step{kind: sAddRow, fp: true, rowF: b})
+	c.set(n, 0, c.rename(l, x.typ))
+	return nil
+}
+
+func mapIdx(v []float32, f func(int, float32) float32) []float32 {
+	out := make([]float32, len(v))
+	for k, x := range v {
+		out[k] = f(k, x)
+	}
+	return out
+}
+
+func (c *compiler) cast(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	to, err := n.Int("to", 0)
+	if err != nil {
+		return err
+	}
+	t := onnx.DataType(to)
+	switch {
+	case t == x.typ:
+		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root()})
+		return nil
+	case t == onnx.Float && (x.typ == onnx.Int32 || x.typ == onnx.Int8 || x.typ == onnx.Uint8):
+		l, err := c.open(x)
+		if err != nil {
+			return err
+		}
+		if l.accFP {
+			return fmt.Errorf("cast of %s: accumulator already fp32", x)
+		}
+		zp := int32(0)
+		if x.typ == onnx.Uint8 {
+			zp = -128 // the device holds uint8 values shifted by −128
+		}
+		l.steps = append(l.steps, step{kind: sDequantize, rowF: fill(l.out.lay.c(), 1), zp: zp})
+		l.accFP, l.acc8 = true, false
+		c.set(n, 0, c.rename(l, onnx.Float))
+		return nil
+	}
+	return fmt.Errorf("Cast from %v to %v: %w", x.typ, t, ErrUnsupported)
+}
+
+func fill(n int, v float32) []float32 {
+	out := make([]float32, n)
+	for k := range out {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package alidnn
+
+// QuantizeLinear and DequantizeLinear: their parameters, per tensor or per
+// channel, and the engine's (de)quantisation steps.
+
+import (
+	"fmt"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// quantParams reads a (scale, zero point) pair of inputs k, k+1 for a tensor
+// laid out as l: per tensor, or per channel along the lane axis.
+func (c *compiler) quantParams(n *onnx.Node, k int, l layout, axisAttr bool) (scales []float32, zp []int64, typ onnx.DataType, err error) {
+	sv, err := c.needConst(n, k, "scale")
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	typ = onnx.Uint8
+	zv, err := c.in(n, k+1)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if zv != nil && !zv.isConst {
+		return nil, nil, 0, fmt.Errorf("zero point %q must be a constant: %w", zv.name, ErrUnsupported)
+	}
+	s := sv.floats()
+	var z []int64
+	if zv != nil {
+		typ = zv.typ
+		z = zv.ints()
+	} else {
+		z = make([]int64, len(s))
+	}
+	if len(s) != len(z) {
+		return nil, nil, 0, fmt.Errorf("%d scales and %d zero points", len(s), len(z))
+	}
+	if len(s) > 1 {
+		axis := int64(1)
+		if axisAttr {
+			if axis, err = n.Int("axis", 1); err != nil {
+				return nil, nil, 0, err
+			}
+		}
+		a, err := normAxis(int(axis), len(l.shape))
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if a != l.lane || len(s) != l.c() {
+			return nil, nil, 0, fmt.Errorf("per-axis quantisation along axis %d: %w", a, ErrUnsupported)
+		}
+		return s, z, typ, nil
+	}
+	return fill(max(l.c(), 1), s[0]), fillI(max(l.c(), 1), z[0]), typ, nil
+}
+
+func fillI(n int, v int64) []int64 {
+	out := make([]int64, n)
+	for k := range out {
+		out[k] = v
+	}
+	return out
+}
+
+// devZP converts a logical zero point to the device's int8 domain.
+func devZP(z int64, typ onnx.DataType) int32 {
+	if typ == onnx.Uint8 {
+		return int32(z - 128)
+	}
+	return int32(z)
+}
+
+func uniformZP(z []int64) (int64, bool) {
+	for _, v := range z {
+		if v != z[0] {
+			return 0, false
+		}
+	}
+	return z[0], true
+}
+
+func (c *compiler) quantizeNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	l, err := c.open(x)
+	if err != nil {
+		return err
+	}
+	if !l.accFP {
+		return fmt.Errorf("QuantizeLinear of a non-float tensor %s: %w", x, ErrUnsupported)
+	}
+	s, z, typ, err := c.quantParams(n, 1, l.out.lay, true)
+	if err != nil {
+		return err
+	}
+	z0, ok := uniformZP(z)
+	if !ok {
+		return fmt.Errorf("per-channel zero points: %w", ErrUnsupported)
+	}
+	if typ != onnx.Uint8 && typ != onnx.Int8 {
+		return fmt.Errorf("QuantizeLinear to %v: %w", typ, ErrUnsupported)
+	}
+	zp := devZP(z0, typ)
+	l.steps = append(l.steps, step{kind: sQuantize, fp: true, rowF: s, zp: zp})
+	l.accFP, l.acc8 = false, true
+	v := c.rename(l, typ)
+	v.q = quant{scale: s[0], zp: zp}
+	c.set(n, 0, v)
+	return nil
+}
+
+func (c *compiler) dequantizeNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	if x.input && x.lay.shape == nil {
+		x.lay = convLayout(x.shape)
+	}
+	l, err := c.open(x)
+	if err != nil {
+		return err
+	}
+	if l.accFP {
+		return fmt.Errorf("DequantizeLinear of a float tensor: %w", ErrUnsupported)
+	}
+	s, z, typ, err := c.quantParams(n, 1, l.out.lay, true)
+	if err != nil {
+		return err
+	}
+	z0, ok := uniformZP(z)
+	if !ok {
+		return fmt.Errorf("per-channel zero points: %w", ErrUnsupported)
+	}
+	if x.typ == onnx.Int32 {
+		typ = onnx.Int32
+	}
+	zp := devZP(z0, typ)
+	if typ == onnx.Int32 {
+		if z0 < -1<<15 || z0 >= 1<<15 {
+			return fmt.Errorf("int32 zero point %d: %w", z0, ErrUnsupported)
+		}
+		zp = int32(z0)
+	}
+	l.steps = append(l.steps, step{kind: sDequantize, rowF: s, zp: zp})
+	l.accFP, l.acc8 = true, false
+	c.set(n, 0, c.rename(l, onnx.Float))
+	return nil
+}

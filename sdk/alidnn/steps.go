@@ -1,0 +1,184 @@
+package alidnn
+
+// A layer's epilogue: its element-wise steps planned into accumulator and
+// parameter SRAM, and emitted as ALU instructions for each tile.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+)
+
+// epilogue is a layer's steps, placed in acc and param SRAM.
+type epilogue struct {
+	steps []plannedStep
+	rows  int // acc rows the steps need besides the tile
+	tiles int // tile-sized acc regions the steps need
+}
+
+type plannedStep struct {
+	step
+	table uint64 // constant table (rows, params) in the constant segment
+	reg   int    // acc row or region base, or param row
+	uop   uint32
+	// For sSelf: the scratch region is reg; copy's uop writes it from the
+	// tile, rows[k] holds chain[k]'s constant (tables[k]) and uops[k] applies it.
+	copyU  uint32
+	rows   []int
+	tables []uint64
+	uops   []uint32
+}
+
+// scalarRow is a row of ob blocks of lanes fp32 lanes, all v.
+func scalarRow(ob int, v float32) []byte {
+	b := make([]byte, ob*lanes*4)
+	for k := range ob * lanes {
+		binary.LittleEndian.PutUint32(b[4*k:], math.Float32bits(v))
+	}
+	return b
+}
+
+// plan lays out the steps of l for tiles of at most n acc rows starting at
+// acc row base, with free acc from row free.
+func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, error) {
+	ep := &epilogue{}
+	ob := l.out.lay.cb()
+	param := 0
+	for _, s := range l.steps {
+		p := plannedStep{step: s}
+		switch s.kind {
+		case sAddRow, sMulRow, sMinRow, sMaxRow:
+			b := make([]byte, ob*lanes*4)
+			for k := range ob * lanes {
+				var w uint32
+				switch {
+				case k >= len(s.rowF) && k >= len(s.rowI):
+				case s.fp:
+					w = math.Float32bits(s.rowF[k])
+				case s.rowI != nil:
+					v := s.rowI[k]
+					if v < math.MinInt32 || v > math.MaxInt32 {
+						return nil, fmt.Errorf("integer constant %d overflows int32", v)
+					}
+					w = uint32(int32(v))
+				}
+				binary.LittleEndian.PutUint32(b[4*k:], w)
+			}
+			p.table = e.blob(b)
+			p.reg = free
+			free++
+			ep.rows++
+			p.uop = u.addALU(base, p.reg)
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
+			p.reg = free
+			free += n
+			ep.tiles++
+			p.uop = u.addALU(base, p.reg)
+		case sSelf:
+			p.reg = free
+			free += n
+			ep.tiles++
+			p.copyU = u.addALU(p.reg, base)
+			for _, c := range s.chain {
+				p.rows = append(p.rows, free)
+				p.tables = append(p.tables, e.blob(scalarRow(ob, c.c)))
+				p.uops = append(p.uops, u.addALU(p.reg, free))
+				free++
+				ep.rows++
+			}
+			p.uop = u.addALU(base, p.reg)
+		case sRelu:
+			p.uop = u.addALU(base, 0)
+		case sRequant, sQuantize, sDequantize:
+			b := make([]byte, ob*lanes*8)
+			for k := range ob * lanes {
+				var lo, hi uint32
+				switch s.kind {
+				case sRequant:
+					if k < len(s.rowI) {
+						lo, hi = uint32(int32(s.rowI[k])), uint32(uint8(int8(s.shift[k])))
+					}
+				default:
+					if k < len(s.rowF) {
+						lo = math.Float32bits(s.rowF[k])
+					}
+				}
+				binary.LittleEndian.PutUint32(b[8*k:], lo)
+				binary.LittleEndian.PutUint32(b[8*k+4:], hi)
+			}
+			p.table = e.blob(b)
+			p.reg = param
+			param++
+			p.uop = u.addALU(base, p.reg)
+		}
+		ep.steps = append(ep.steps, p)
+	}
+	if param > hw.ParamSize {
+		return nil, fmt.Errorf("%d parameter rows: %w", param, ErrUnsupported)
+	}
+	return ep, nil
+}
+
+// run emits the steps for a tile of n rows of output block ob, whose rows
+// start at element row of the output's block (o, ob).
+func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
+	lay := out.lay
+	for _, p := range ep.steps {
+		alu := isa.Insn{Op: isa.OpALU, UopBegin: p.uop, UopEnd: p.uop + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: p.fp}
+		switch p.kind {
+		case sAddRow, sMulRow, sMinRow, sMaxRow:
+			el := i32
+			if p.fp {
+				el = f32
+			}
+			e.compute(load(isa.MemAcc, el, p.reg, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
+			alu.Alu = aluOf[p.kind]
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
+			t := p.t
+			addr := t.addr + uint64(((o*lay.cb()+ob)*lay.s()+row)*lanes*4)
+			e.compute(load(isa.MemAcc, f32, p.reg, addr, 1, n, n), false)
+			alu.Alu = aluOf[p.kind]
+			alu.SrcIn = 1
+		case sSelf:
+			// The scratch region may hold any bits: an integer multiply by
+			// zero clears it (fp32 0 × NaN would not), an fp32 add copies.
+			cp := isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.copyU, UopEnd: p.copyU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}
+			e.compute(cp, false)
+			cp.Alu, cp.UseImm, cp.SrcIn, cp.FP32 = isa.AluAdd, false, 1, true
+			e.compute(cp, false)
+			for k, c := range p.chain {
+				e.compute(load(isa.MemAcc, f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4), 1, 1, 1), false)
+				e.compute(isa.Insn{Op: isa.OpALU, Alu: c.op, UopBegin: p.uops[k], UopEnd: p.uops[k] + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
+			}
+			alu.Alu = p.comb
+			alu.SrcIn = 1
+		case sRelu:
+			alu.Alu = isa.AluRelu
+		case sRequant, sQuantize, sDequantize:
+			el := i32
+			alu.Alu = isa.AluRequant
+			if p.kind != sRequant {
+				el = f32
+				alu.Alu = isa.AluQuantize
+				if p.kind == sDequantize {
+					alu.Alu = isa.AluDequantize
+				}
+			}
+			e.compute(load(isa.MemParam, el, p.reg, p.table+uint64(ob*lanes*8), 1, 1, 1), false)
+			alu.PerChannel = true
+			alu.Imm = p.zp
+			alu.FP32 = false
+		}
+		e.compute(alu, false)
+	}
+}
+
+// aluOf is the ALU operation of a row or tensor step.
+var aluOf = map[stepKind]isa.AluOp{
+	sAddRow: isa.AluAdd, sMulRow: isa.AluMul, sMinRow: isa.AluMin, sMaxRow: isa.AluMax,
+	sAddTensor: isa.AluAdd, sMulTensor: isa.AluMul, sMinTensor: isa.AluMin, sMaxTensor: isa.AluMax,
+}
+
+// storeElem is the type a layer stores its tiles as.

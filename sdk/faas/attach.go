@@ -4,6 +4,7 @@ package faas
 // through the same *Device as a local slot.
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -178,13 +179,6 @@ func (a *Attachment) stopRenewal() {
 	<-a.renewDone
 }
 
-func cmpOrString(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // attachRequest parses "LISTING[:VERSION]".
 func attachRequest(listing string, o attachOptions) (poolapi.AttachRequest, error) {
 	name, version, _ := strings.Cut(listing, ":")
@@ -268,7 +262,7 @@ func (a *Attachment) localAgent(ctx context.Context, target, nodeID, cred string
 		return nil
 	}
 	if target == "" {
-		target = cmpOrString(os.Getenv("FAAS_AGENT"), agentapi.DefaultSocket)
+		target = cmp.Or(os.Getenv("FAAS_AGENT"), agentapi.DefaultSocket)
 	}
 	if !strings.HasPrefix(target, "unix://") && !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, ".") {
 		return nil

@@ -4,6 +4,7 @@ package faas
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,8 +52,8 @@ func registryFor(registryURL string, opts []AttachOption) (*registryAPI, error) 
 		if err != nil {
 			return nil, err
 		}
-		o.token = cmpOrString(o.token, l.Token)
-		registryURL = cmpOrString(registryURL, l.Registry)
+		o.token = cmp.Or(o.token, l.Token)
+		registryURL = cmp.Or(registryURL, l.Registry)
 	}
 	if o.token == "" {
 		return nil, &Error{Code: agentapi.CodeUnauthenticated, Message: "faas: the pool needs the tenant's registry token", Hint: "run `faas login` or set $FAAS_TOKEN"}
@@ -119,7 +120,7 @@ func (r *registryAPI) do(ctx context.Context, method, path string, in, out any) 
 			Error struct{ Code, Message string }
 		}
 		_ = json.Unmarshal(data, &e)
-		msg := cmpOrString(e.Error.Message, http.StatusText(resp.StatusCode))
+		msg := cmp.Or(e.Error.Message, http.StatusText(resp.StatusCode))
 		switch resp.StatusCode {
 		case http.StatusGone:
 			return fmt.Errorf("%w: %s", ErrLeaseLost, msg)

@@ -5,6 +5,7 @@ package api
 // reaper that ends what nobody renews or whose node went silent.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -297,7 +298,7 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 		if err != nil {
 			return auditEntry{}, err
 		}
-		lease := cmpOr(req.LeaseSeconds, poolapi.DefaultLeaseSeconds)
+		lease := cmp.Or(req.LeaseSeconds, poolapi.DefaultLeaseSeconds)
 		var id string
 		if err := tx.QueryRow(ctx, `select gen_random_uuid()::text`).Scan(&id); err != nil {
 			return auditEntry{}, err
@@ -323,13 +324,6 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 			"digest": t.digest, "node_id": c.NodeID, "slot": c.Slot, "share": req.Share, "warm": c.Warm, "lease_seconds": lease}}, err
 	})
 	return out, err
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // getAttachment returns attachment id: the tenant's own, or any for an admin.

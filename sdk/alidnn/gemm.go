@@ -1,0 +1,224 @@
+package alidnn
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+)
+
+func (e *emitter) gemm(l *layer) error {
+	cv, in, out := l.conv, l.in, l.out
+	lay := out.lay
+	KB := (cv.ic + lanes - 1) / lanes
+	OB := (cv.oc + lanes - 1) / lanes
+	if lay.cb() != OB || lay.s() != cv.oh*cv.ow {
+		return fmt.Errorf("layer %s: output layout %d blocks × %d rows, want %d × %d", out, lay.cb(), lay.s(), OB, cv.oh*cv.ow)
+	}
+	wp := (cv.ow-1)*cv.sw + (cv.kw-1)*cv.dw + 1
+	xs, err := spanOf(-cv.pl, wp, cv.iw)
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", out, err)
+	}
+	ie := i8
+	if cv.fp {
+		ie = f32
+	}
+	zx := cv.zx != 0
+	regions := 1
+	if zx {
+		regions = 2
+	}
+	taps := cv.kh * cv.kw
+	parts := 1
+	for _, w := range cv.wI {
+		switch {
+		case w < -256 || w > 254:
+			parts = 3
+		case (w < -128 || w > 127) && parts < 2:
+			parts = 2
+		}
+	}
+	if taps*parts > hw.WgtSize {
+		return fmt.Errorf("layer %s: a %dx%d kernel exceeds the weight SRAM: %w", out, cv.kh, cv.kw, ErrUnsupported)
+	}
+	// Choose the tile height th and the input-channel chunk kbc.
+	inRows := func(th int) int { return (th-1)*cv.sh + (cv.kh-1)*cv.dh + 1 }
+	var th, kbc, stride int
+	var ep *epilogue
+	var u *uopTable
+	for th = cv.oh; th >= 1; th-- {
+		stride = inRows(th) * wp
+		if stride*regions > hw.InpSize {
+			continue
+		}
+		kbc = min(KB, hw.InpSize/(stride*regions), hw.WgtSize/(taps*parts), uopALU/(taps*parts*regions)-1)
+		if kbc < 1 {
+			continue
+		}
+		n := th * cv.ow
+		u = &uopTable{}
+		ep, err = e.plan(l, u, 0, n, n*regions)
+		if err != nil {
+			return err
+		}
+		if n*regions+ep.rows+ep.tiles*n <= hw.AccSize {
+			break
+		}
+	}
+	if th < 1 {
+		return fmt.Errorf("layer %s: an output row of %d pixels (input row %d wide) does not fit the engine's SRAMs: %w", out, cv.ow, wp, ErrUnsupported)
+	}
+	n := th * cv.ow
+	if cv.ow > 2047 || cv.sh*wp > 2047 || cv.sw > 2047 {
+		return fmt.Errorf("layer %s: loop factors exceed 11 bits: %w", out, ErrUnsupported)
+	}
+	// Micro-ops: reset, the taps of each input block, and the zero-point
+	// correction's taps reading the ones image into the second acc region.
+	reset := u.addGemm(0, 0, 0)
+	var resetZ uint32
+	if zx {
+		resetZ = u.addGemm(n, 0, 0)
+	}
+	taps4 := func(acc, inp int) {
+		for kb := range kbc {
+			for part := range parts {
+				for y := range cv.kh {
+					for x := range cv.kw {
+						u.addGemm(acc, inp+kb*stride+y*cv.dh*wp+x*cv.dw, (kb*parts+part)*taps+y*cv.kw+x)
+					}
+				}
+			}
+		}
+	}
+	first := uint32(len(u.gemm))
+	taps4(0, 0)
+	firstZ := uint32(len(u.gemm))
+	if zx {
+		taps4(n, kbc*stride)
+	}
+	var mulZ, addZ uint32
+	if zx {
+		mulZ = u.addALU(n, 0)
+		addZ = u.addALU(0, n)
+	}
+	// Weights [batch][OB][KB][kh][kw] of 16×16 blocks.
+	batches := 1
+	if cv.batched {
+		batches = lay.o()
+	}
+	wb := lanes * lanes * ie.size()
+	wblob := make([]byte, batches*OB*KB*parts*taps*wb)
+	for b := range batches {
+		for o := range cv.oc {
+			for k := range cv.ic {
+				for t := range taps {
+					src := ((b*cv.oc+o)*cv.ic+k)*taps + t
+					for part := range parts {
+						el := ((b*OB+o/lanes)*KB+k/lanes)*parts*taps + part*taps + t
+						off := el*wb + ((o%lanes)*lanes+k%lanes)*ie.size()
+						if cv.fp {
+							binary.LittleEndian.PutUint32(wblob[off:], math.Float32bits(cv.wF[src]))
+						} else {
+							wblob[off] = byte(int8(split(cv.wI[src], parts, part)))
+						}
+					}
+				}
+			}
+		}
+	}
+	waddr := e.blob(wblob)
+	var ones uint64
+	if zx {
+		b := make([]byte, KB*cv.ih*cv.iw*lanes)
+		for kb := range KB {
+			for p := range cv.ih * cv.iw {
+				for c := range lanes {
+					if kb*lanes+c < cv.ic {
+						b[(kb*cv.ih*cv.iw+p)*lanes+c] = 1
+					}
+				}
+			}
+		}
+		ones = e.blob(b)
+	}
+	if err := e.loadUops(u); err != nil {
+		return fmt.Errorf("layer %s: %w", out, err)
+	}
+	ieb := ie.size() * lanes
+	se := l.storeElem()
+	for o := range lay.o() {
+		for ob := range OB {
+			for r0 := 0; r0 < cv.oh; r0 += th {
+				t := min(th, cv.oh-r0)
+				ys, err := spanOf(r0*cv.sh-cv.pt, inRows(t), cv.ih)
+				if err != nil {
+					return fmt.Errorf("layer %s: %w", out, err)
+				}
+				e.beginTile()
+				for kb0 := 0; kb0 < KB; kb0 += kbc {
+					kn := min(kbc, KB-kb0)
+					var loads []isa.Insn
+					for kb := range kn {
+						ld := load(isa.MemInp, ie, kb*stride, in.addr+uint64(((o*KB+kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
+						ld.PadY0, ld.PadY1, ld.PadX0, ld.PadX1 = uint8(ys.padB), uint8(ys.padE), uint8(xs.padB), uint8(xs.padE)
+						loads = append(loads, ld)
+						if zx {
+							z := ld
+							z.SRAM = uint32((kbc + kb) * stride)
+							z.DRAM = ones + uint64(((kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*lanes)
+							loads = append(loads, z)
+						}
+					}
+					wsel := 0
+					if cv.batched {
+						wsel = o
+					}
+					loads = append(loads, load(isa.MemWgt, ie, 0, waddr+uint64(((wsel*OB+ob)*KB+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
+					e.loadBatch(loads...)
+					g := isa.Insn{Op: isa.OpGEMM, IterOut: uint32(t), IterIn: uint32(cv.ow), DstOut: uint32(cv.ow), DstIn: 1, FP32: cv.fp}
+					pop := true
+					if kb0 == 0 {
+						r := g
+						r.Reset, r.UopBegin, r.UopEnd = true, reset, reset+1
+						e.compute(r, true)
+						pop = false
+						if zx {
+							r.UopBegin, r.UopEnd = resetZ, resetZ+1
+							e.compute(r, false)
+						}
+					}
+					g.SrcOut, g.SrcIn = uint32(cv.sh*wp), uint32(cv.sw)
+					g.UopBegin, g.UopEnd = first, first+uint32(kn*parts*taps)
+					e.compute(g, pop)
+					if zx {
+						g.UopBegin, g.UopEnd = firstZ, firstZ+uint32(kn*parts*taps)
+						e.compute(g, false)
+					}
+					e.release()
+				}
+				if zx {
+					e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UseImm: true, Imm: -cv.zx, UopBegin: mulZ, UopEnd: mulZ + 1, IterOut: 1, IterIn: uint32(t * cv.ow), DstIn: 1}, false)
+					e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluAdd, UopBegin: addZ, UopEnd: addZ + 1, IterOut: 1, IterIn: uint32(t * cv.ow), DstIn: 1, SrcIn: 1}, false)
+				}
+				e.runSteps(ep, out, o, ob, r0*cv.ow, t*cv.ow)
+				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se),
+					DRAM: out.addr + uint64(((o*OB+ob)*cv.oh*cv.ow+r0*cv.ow)*se.size()*lanes), YSize: 1, XSize: uint32(t * cv.ow), XStride: uint32(t * cv.ow)})
+			}
+		}
+	}
+	return nil
+}
+
+// split returns part j of w divided into n int8 parts that sum to w.
+func split(w int64, n, j int) int64 {
+	q, r := w/int64(n), w%int64(n)
+	if int64(j) < abs(r) {
+		if r < 0 {
+			return q - 1
+		}
+		return q + 1
+	}
+	return q
+}

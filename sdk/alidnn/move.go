@@ -1,0 +1,80 @@
+package alidnn
+
+import (
+	"fmt"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+)
+
+// identity places the 16×16 int8 identity matrix used to move int8 data
+// into the accumulator through the GEMM array.
+func (e *emitter) identity() uint64 {
+	b := make([]byte, lanes*lanes)
+	for k := range lanes {
+		b[k*lanes+k] = 1
+	}
+	return e.blob(b)
+}
+
+func (e *emitter) move(l *layer) error {
+	in, out := l.in, l.out
+	lay := in.lay
+	S := lay.s()
+	outCB := out.lay.cb()
+	budget := hw.AccSize
+	u := &uopTable{}
+	// Size the tile: the input rows, plus what the steps need.
+	n := min(S, hw.InpSize, budget)
+	var ep *epilogue
+	for {
+		var err error
+		u = &uopTable{}
+		ep, err = e.plan(l, u, 0, n, n)
+		if err != nil {
+			return err
+		}
+		if n+ep.rows+ep.tiles*n <= budget || n == 1 {
+			break
+		}
+		n = max(1, (budget-ep.rows)/(1+ep.tiles))
+	}
+	if n+ep.rows+ep.tiles*n > budget {
+		return fmt.Errorf("layer %s: epilogue does not fit the accumulator: %w", out, ErrUnsupported)
+	}
+	var id uint64
+	var reset, copyU uint32
+	if in.elem == i8 {
+		id = e.identity()
+		reset = u.addGemm(0, 0, 0)
+		copyU = reset
+	}
+	if err := e.loadUops(u); err != nil {
+		return err
+	}
+	eb := in.elem.size() * lanes
+	for o := range lay.o() {
+		for cb := range lay.cb() {
+			for r := 0; r < S; r += n {
+				m := min(n, S-r)
+				e.beginTile()
+				src := in.addr + uint64(((o*lay.cb()+cb)*S+r)*eb)
+				if in.elem == i8 {
+					e.loadBatch(load(isa.MemInp, i8, 0, src, 1, m, m), load(isa.MemWgt, i8, 0, id, 1, 1, 1))
+					g := isa.Insn{Op: isa.OpGEMM, UopBegin: reset, UopEnd: reset + 1, IterOut: 1, IterIn: uint32(m), DstIn: 1, SrcIn: 1, Reset: true}
+					e.compute(g, true)
+					g.Reset = false
+					g.UopBegin, g.UopEnd = copyU, copyU+1
+					e.compute(g, false)
+					e.release()
+				} else {
+					e.compute(load(isa.MemAcc, in.elem, 0, src, 1, m, m), false)
+				}
+				e.runSteps(ep, out, o, cb, r, m)
+				se := l.storeElem()
+				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), DRAM: out.addr + uint64(((o*outCB+l.outBlock+cb)*S+r)*se.size()*lanes),
+					YSize: 1, XSize: uint32(m), XStride: uint32(m)})
+			}
+		}
+	}
+	return nil
+}

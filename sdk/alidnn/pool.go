@@ -1,0 +1,119 @@
+package alidnn
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+)
+
+func (e *emitter) pool(l *layer) error {
+	p, in, out := l.pool, l.in, l.out
+	lay := out.lay
+	CB := lay.cb()
+	wp := (p.ow-1)*p.sw + p.kw
+	xs, err := spanOf(-p.pl, wp, p.iw)
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", out, err)
+	}
+	inRows := func(th int) int { return (th-1)*p.sh + p.kh }
+	corr := p.avg && !p.countPad && (p.pt > 0 || p.pl > 0 || xs.padE > 0 || (p.oh-1)*p.sh+p.kh > p.ih+p.pt)
+	var th, base int
+	var ep *epilogue
+	var u *uopTable
+	for th = p.oh; th >= 1; th-- {
+		base = inRows(th) * wp
+		n := th * p.ow
+		if in.elem == i8 && base > hw.InpSize {
+			continue
+		}
+		u = &uopTable{}
+		ep, err = e.plan(l, u, base, n, base+n*(1+boolN(corr)))
+		if err != nil {
+			return err
+		}
+		if base+n*(1+boolN(corr))+ep.rows+ep.tiles*n <= hw.AccSize {
+			break
+		}
+	}
+	if th < 1 {
+		return fmt.Errorf("layer %s: a pooling row does not fit the accumulator: %w", out, ErrUnsupported)
+	}
+	n := th * p.ow
+	var id uint64
+	var copyU, corrU uint32
+	if in.elem == i8 {
+		id = e.identity()
+		copyU = u.addGemm(0, 0, 0)
+	}
+	var corrT uint64
+	if corr {
+		corrU = u.addALU(base, base+n)
+		b := make([]byte, p.oh*p.ow*lanes*4)
+		for y := range p.oh {
+			for x := range p.ow {
+				h0, w0 := y*p.sh-p.pt, x*p.sw-p.pl
+				h1, w1 := min(h0+p.kh, p.ih), min(w0+p.kw, p.iw)
+				cnt := (h1 - max(h0, 0)) * (w1 - max(w0, 0))
+				f := float32(p.kh*p.kw) / float32(cnt)
+				for c := range lanes {
+					binary.LittleEndian.PutUint32(b[((y*p.ow+x)*lanes+c)*4:], math.Float32bits(f))
+				}
+			}
+		}
+		corrT = e.blob(b)
+	}
+	if err := e.loadUops(u); err != nil {
+		return fmt.Errorf("layer %s: %w", out, err)
+	}
+	eb := in.elem.size() * lanes
+	se := l.storeElem()
+	kind := isa.PoolMax
+	if p.avg {
+		kind = isa.PoolAvg
+	}
+	for o := range lay.o() {
+		for cb := range CB {
+			for r0 := 0; r0 < p.oh; r0 += th {
+				t := min(th, p.oh-r0)
+				ys, err := spanOf(r0*p.sh-p.pt, inRows(t), p.ih)
+				if err != nil {
+					return fmt.Errorf("layer %s: %w", out, err)
+				}
+				e.beginTile()
+				src := in.addr + uint64(((o*CB+cb)*p.ih*p.iw+ys.y0*p.iw+xs.y0)*eb)
+				mem := isa.MemAcc
+				if in.elem == i8 {
+					mem = isa.MemInp
+				}
+				ld := load(mem, in.elem, 0, src, ys.real, xs.real, p.iw)
+				ld.PadY0, ld.PadY1, ld.PadX0, ld.PadX1 = uint8(ys.padB), uint8(ys.padE), uint8(xs.padB), uint8(xs.padE)
+				ld.PadMin = !p.avg && (ys.padB|ys.padE|xs.padB|xs.padE) != 0
+				rows := inRows(t) * wp
+				if in.elem == i8 {
+					e.loadBatch(ld, load(isa.MemWgt, i8, 0, id, 1, 1, 1))
+					g := isa.Insn{Op: isa.OpGEMM, UopBegin: copyU, UopEnd: copyU + 1, IterOut: 1, IterIn: uint32(rows), DstIn: 1, SrcIn: 1, Reset: true}
+					e.compute(g, true)
+					g.Reset = false
+					e.compute(g, false)
+					e.release()
+				} else {
+					e.compute(ld, false)
+				}
+				e.compute(isa.Insn{Op: isa.OpPool, Pool: kind, FP32: in.elem == f32, WinH: uint8(p.kh), WinW: uint8(p.kw),
+					StrideH: uint8(p.sh), StrideW: uint8(p.sw), PoolDst: uint32(base), PoolSrc: 0, Channels: 1,
+					InH: uint32(inRows(t)), InW: uint32(wp)}, false)
+				if corr {
+					e.compute(load(isa.MemAcc, f32, base+n, corrT+uint64(r0*p.ow*lanes*4), 1, t*p.ow, t*p.ow), false)
+					e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, FP32: true, UopBegin: corrU, UopEnd: corrU + 1, IterOut: 1, IterIn: uint32(t * p.ow), DstIn: 1, SrcIn: 1}, false)
+				}
+				e.runSteps(ep, out, o, cb, r0*p.ow, t*p.ow)
+				st := isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), SRAM: uint32(base),
+					DRAM: out.addr + uint64(((o*CB+cb)*p.oh*p.ow+r0*p.ow)*se.size()*lanes), YSize: 1, XSize: uint32(t * p.ow), XStride: uint32(t * p.ow)}
+				e.store(st)
+			}
+		}
+	}
+	return nil
+}

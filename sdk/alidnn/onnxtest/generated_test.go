@@ -152,7 +152,28 @@ func binaryCase(name, op string, bDims []int64, konst bool) genCase {
 	return c
 }
 
+// caseFamilies are the generators of further operator families, each in
+// its own file, appended to by init functions.
+var caseFamilies []func() []genCase
+
+// generatedCases returns every generated case: the element-wise families
+// below, then caseFamilies in file order.
 func generatedCases(t *testing.T) []genCase {
+	cs := elementwiseCases(t)
+	for _, f := range caseFamilies {
+		cs = append(cs, f()...)
+	}
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if seen[c.name] {
+			t.Fatalf("two generated cases are named %q", c.name)
+		}
+		seen[c.name] = true
+	}
+	return cs
+}
+
+func elementwiseCases(t *testing.T) []genCase {
 	hs := func(x float32) float32 { return x * hardSigmoid(1.0/6, 0.5)(x) }
 	cs := []genCase{
 		unary("clip_opset6_attributes", 6, "Clip", []attr{fAttr("min", -1), fAttr("max", 1.5)}, nil, nil, clamp(-1, 1.5)),

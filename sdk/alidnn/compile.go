@@ -234,7 +234,7 @@ func (c *compiler) node(n *onnx.Node) error {
 // elementwise lists the operators that may run on a reshaped tensor's
 // storage.
 var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
-	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true}
+	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true}
 
 func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
@@ -281,8 +281,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.binary(n)
 	case "Sum", "Max", "Min":
 		return c.sum(n)
-	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish":
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh":
 		return c.activationNode(n)
+	case "LRN":
+		return c.lrnNode(n)
 	case "Concat":
 		return c.concat(n)
 	case "BatchNormalization":

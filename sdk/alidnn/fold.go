@@ -214,7 +214,7 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 			return true, err
 		}
 		return out(v)
-	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish":
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh":
 		v, err := c.foldActivation(n)
 		if err != nil {
 			return true, err

@@ -95,6 +95,8 @@ const (
 	// HardSwish): a scratch copy goes through chain, one fp32 constant per
 	// operation, and is combined into the tile by comb.
 	sSelf
+	sExp // e^x, fp32 only
+	sLog // ln x, fp32 only
 )
 
 // selfOp is one operation of an sSelf chain: the scratch copy op= a scalar.

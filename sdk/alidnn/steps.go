@@ -89,7 +89,7 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 				ep.rows++
 			}
 			p.uop = u.addALU(base, p.reg)
-		case sRelu:
+		case sRelu, sExp, sLog:
 			p.uop = u.addALU(base, 0)
 		case sRequant, sQuantize, sDequantize:
 			b := make([]byte, ob*lanes*8)
@@ -154,8 +154,8 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 			}
 			alu.Alu = p.comb
 			alu.SrcIn = 1
-		case sRelu:
-			alu.Alu = isa.AluRelu
+		case sRelu, sExp, sLog:
+			alu.Alu = unaryOf[p.kind]
 		case sRequant, sQuantize, sDequantize:
 			el := i32
 			alu.Alu = isa.AluRequant
@@ -174,6 +174,9 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 		e.compute(alu, false)
 	}
 }
+
+// unaryOf is the ALU operation of a step without a second operand.
+var unaryOf = map[stepKind]isa.AluOp{sRelu: isa.AluRelu, sExp: isa.AluExp, sLog: isa.AluLog}
 
 // aluOf is the ALU operation of a row or tensor step.
 var aluOf = map[stepKind]isa.AluOp{

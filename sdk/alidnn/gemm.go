@@ -129,6 +129,7 @@ func (e *emitter) gemm(l *layer) error {
 		}
 	}
 	waddr := e.blob(wblob)
+	spans := blockSpans(cv, batches, OB, KB)
 	var ones uint64
 	if zx {
 		b := make([]byte, KB*cv.ih*cv.iw*lanes)
@@ -157,8 +158,13 @@ func (e *emitter) gemm(l *layer) error {
 					return fmt.Errorf("layer %s: %w", out, err)
 				}
 				e.beginTile()
-				for kb0 := 0; kb0 < KB; kb0 += kbc {
-					kn := min(kbc, KB-kb0)
+				wsel := 0
+				if cv.batched {
+					wsel = o
+				}
+				span := spans[wsel*OB+ob]
+				for kb0 := span[0]; kb0 < span[1]; kb0 += kbc {
+					kn := min(kbc, span[1]-kb0)
 					var loads []isa.Insn
 					for kb := range kn {
 						ld := load(isa.MemInp, ie, kb*stride, in.addr+uint64(((o*KB+kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
@@ -171,15 +177,11 @@ func (e *emitter) gemm(l *layer) error {
 							loads = append(loads, z)
 						}
 					}
-					wsel := 0
-					if cv.batched {
-						wsel = o
-					}
 					loads = append(loads, load(isa.MemWgt, ie, 0, waddr+uint64(((wsel*OB+ob)*KB+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
 					e.loadBatch(loads...)
 					g := isa.Insn{Op: isa.OpGEMM, IterOut: uint32(t), IterIn: uint32(cv.ow), DstOut: uint32(cv.ow), DstIn: 1, FP32: cv.fp}
 					pop := true
-					if kb0 == 0 {
+					if kb0 == span[0] {
 						r := g
 						r.Reset, r.UopBegin, r.UopEnd = true, reset, reset+1
 						e.compute(r, true)
@@ -209,6 +211,38 @@ func (e *emitter) gemm(l *layer) error {
 		}
 	}
 	return nil
+}
+
+// blockSpans returns, for each weight batch and output block, the input
+// blocks [lo, hi) outside which its weights are all zero: those add nothing,
+// so the GEMM skips them (LRN's band matrix touches only neighbouring blocks;
+// a dense convolution spans them all). An all-zero output block keeps one
+// input block, so its accumulator is still reset.
+func blockSpans(cv *convSpec, batches, OB, KB int) [][2]int {
+	spans := make([][2]int, batches*OB)
+	for k := range spans {
+		spans[k] = [2]int{KB, 0}
+	}
+	taps := cv.kh * cv.kw
+	for b := range batches {
+		for o := range cv.oc {
+			sp := &spans[b*OB+o/lanes]
+			for k := range cv.ic {
+				for t := range taps {
+					src := ((b*cv.oc+o)*cv.ic+k)*taps + t
+					if cv.fp && cv.wF[src] != 0 || !cv.fp && cv.wI[src] != 0 {
+						sp[0], sp[1] = min(sp[0], k/lanes), max(sp[1], k/lanes+1)
+					}
+				}
+			}
+		}
+	}
+	for k := range spans {
+		if spans[k][0] >= spans[k][1] {
+			spans[k] = [2]int{0, 1}
+		}
+	}
+	return spans
 }
 
 // split returns part j of w divided into n int8 parts that sum to w.

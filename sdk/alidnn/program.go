@@ -83,7 +83,7 @@ func elemOf(s string) (elem, error) {
 
 // emit lays out memory and generates the instruction stream.
 func (c *compiler) emit() (*Program, error) {
-	e := &emitter{lastCompute: -1}
+	e := &emitter{lastCompute: -1, loadFree: 1, accFree: 1}
 	p := &Program{}
 	// Constant tensors used whole (expanded element-wise operands).
 	for _, l := range c.layers {

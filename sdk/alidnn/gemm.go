@@ -43,33 +43,43 @@ func (e *emitter) gemm(l *layer) error {
 	if taps*parts > hw.WgtSize {
 		return fmt.Errorf("layer %s: a %dx%d kernel exceeds the weight SRAM: %w", out, cv.kh, cv.kw, ErrUnsupported)
 	}
-	// Choose the tile height th and the input-channel chunk kbc.
+	// Choose the number of load buffers, the tile height th and the
+	// input-channel chunk kbc. Two buffers, each half of inp and wgt, let
+	// the next chunk load while the GEMM computes; layers whose smallest
+	// tile needs more than half the SRAMs run single-buffered.
 	inRows := func(th int) int { return (th-1)*cv.sh + (cv.kh-1)*cv.dh + 1 }
-	var th, kbc, stride int
+	var th, kbc, stride, bufs int
 	var ep *epilogue
 	var u *uopTable
-	for th = cv.oh; th >= 1; th-- {
-		stride = inRows(th) * wp
-		if stride*regions > hw.InpSize {
-			continue
+	for bufs = 2; bufs >= 1; bufs-- {
+		inpCap, wgtCap := hw.InpSize/bufs, hw.WgtSize/bufs
+		for th = cv.oh; th >= 1; th-- {
+			stride = inRows(th) * wp
+			if stride*regions > inpCap {
+				continue
+			}
+			kbc = min(KB, inpCap/(stride*regions), wgtCap/(taps*parts), uopALU/bufs/(taps*parts*regions)-1)
+			if kbc < 1 {
+				continue
+			}
+			n := th * cv.ow
+			u = &uopTable{}
+			ep, err = e.plan(l, u, 0, n, n*regions)
+			if err != nil {
+				return err
+			}
+			if n*regions+ep.rows+ep.tiles*n <= hw.AccSize {
+				break
+			}
 		}
-		kbc = min(KB, hw.InpSize/(stride*regions), hw.WgtSize/(taps*parts), uopALU/(taps*parts*regions)-1)
-		if kbc < 1 {
-			continue
-		}
-		n := th * cv.ow
-		u = &uopTable{}
-		ep, err = e.plan(l, u, 0, n, n*regions)
-		if err != nil {
-			return err
-		}
-		if n*regions+ep.rows+ep.tiles*n <= hw.AccSize {
+		if th >= 1 {
 			break
 		}
 	}
 	if th < 1 {
 		return fmt.Errorf("layer %s: an output row of %d pixels (input row %d wide) does not fit the engine's SRAMs: %w", out, cv.ow, wp, ErrUnsupported)
 	}
+	inpCap, wgtCap := hw.InpSize/bufs, hw.WgtSize/bufs
 	n := th * cv.ow
 	if cv.ow > 2047 || cv.sh*wp > 2047 || cv.sw > 2047 {
 		return fmt.Errorf("layer %s: loop factors exceed 11 bits: %w", out, ErrUnsupported)
@@ -81,22 +91,27 @@ func (e *emitter) gemm(l *layer) error {
 	if zx {
 		resetZ = u.addGemm(n, 0, 0)
 	}
-	taps4 := func(acc, inp int) {
+	// The taps' micro-ops name SRAM indices, so each buffer has its own.
+	taps4 := func(acc, inp, wgt int) {
 		for kb := range kbc {
 			for part := range parts {
 				for y := range cv.kh {
 					for x := range cv.kw {
-						u.addGemm(acc, inp+kb*stride+y*cv.dh*wp+x*cv.dw, (kb*parts+part)*taps+y*cv.kw+x)
+						u.addGemm(acc, inp+kb*stride+y*cv.dh*wp+x*cv.dw, wgt+(kb*parts+part)*taps+y*cv.kw+x)
 					}
 				}
 			}
 		}
 	}
-	first := uint32(len(u.gemm))
-	taps4(0, 0)
-	firstZ := uint32(len(u.gemm))
-	if zx {
-		taps4(n, kbc*stride)
+	first := make([]uint32, bufs)
+	firstZ := make([]uint32, bufs)
+	for b := range bufs {
+		first[b] = uint32(len(u.gemm))
+		taps4(0, b*inpCap, b*wgtCap)
+		firstZ[b] = uint32(len(u.gemm))
+		if zx {
+			taps4(n, b*inpCap+kbc*stride, b*wgtCap)
+		}
 	}
 	var mulZ, addZ uint32
 	if zx {
@@ -148,6 +163,8 @@ func (e *emitter) gemm(l *layer) error {
 	}
 	ieb := ie.size() * lanes
 	se := l.storeElem()
+	e.buffers(bufs)
+	batch := 0
 	for o := range lay.o() {
 		for ob := range OB {
 			for r0 := 0; r0 < cv.oh; r0 += th {
@@ -159,14 +176,16 @@ func (e *emitter) gemm(l *layer) error {
 				e.beginTile()
 				for kb0 := 0; kb0 < KB; kb0 += kbc {
 					kn := min(kbc, KB-kb0)
+					buf := batch % bufs
+					batch++
 					var loads []isa.Insn
 					for kb := range kn {
-						ld := load(isa.MemInp, ie, kb*stride, in.addr+uint64(((o*KB+kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
+						ld := load(isa.MemInp, ie, buf*inpCap+kb*stride, in.addr+uint64(((o*KB+kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
 						ld.PadY0, ld.PadY1, ld.PadX0, ld.PadX1 = uint8(ys.padB), uint8(ys.padE), uint8(xs.padB), uint8(xs.padE)
 						loads = append(loads, ld)
 						if zx {
 							z := ld
-							z.SRAM = uint32((kbc + kb) * stride)
+							z.SRAM = uint32(buf*inpCap + (kbc+kb)*stride)
 							z.DRAM = ones + uint64(((kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*lanes)
 							loads = append(loads, z)
 						}
@@ -175,7 +194,7 @@ func (e *emitter) gemm(l *layer) error {
 					if cv.batched {
 						wsel = o
 					}
-					loads = append(loads, load(isa.MemWgt, ie, 0, waddr+uint64(((wsel*OB+ob)*KB+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
+					loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, waddr+uint64(((wsel*OB+ob)*KB+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
 					e.loadBatch(loads...)
 					g := isa.Insn{Op: isa.OpGEMM, IterOut: uint32(t), IterIn: uint32(cv.ow), DstOut: uint32(cv.ow), DstIn: 1, FP32: cv.fp}
 					pop := true
@@ -190,10 +209,10 @@ func (e *emitter) gemm(l *layer) error {
 						}
 					}
 					g.SrcOut, g.SrcIn = uint32(cv.sh*wp), uint32(cv.sw)
-					g.UopBegin, g.UopEnd = first, first+uint32(kn*parts*taps)
+					g.UopBegin, g.UopEnd = first[buf], first[buf]+uint32(kn*parts*taps)
 					e.compute(g, pop)
 					if zx {
-						g.UopBegin, g.UopEnd = firstZ, firstZ+uint32(kn*parts*taps)
+						g.UopBegin, g.UopEnd = firstZ[buf], firstZ[buf]+uint32(kn*parts*taps)
 						e.compute(g, false)
 					}
 					e.release()

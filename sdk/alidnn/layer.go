@@ -33,6 +33,10 @@ type layer struct {
 
 	conv *convSpec
 	pool *poolSpec
+	// macs are the multiply-accumulates of the network's operator that a
+	// GEMM layer computes, one run; a layer computing it in another form
+	// (see packedStem) keeps the operator's count, and the packing is 0.
+	macs uint64
 	// outBlock is where a move layer's blocks start in its output, which
 	// may be wider than its input (Concat).
 	outBlock int

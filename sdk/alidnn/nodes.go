@@ -142,6 +142,9 @@ func (c *compiler) convNode(n *onnx.Node) error {
 		ih: H, iw: W, oh: y.out, ow: xw.out, ic: C, oc: OC}
 	outShape := []int{N, OC, y.out, xw.out}
 	padded := y.pb+y.pe+xw.pb+xw.pe > 0
+	if ok, err := c.packedStem(n, x, wv, bi, spec, outShape); ok || err != nil {
+		return err
+	}
 	return c.gemmNode(n, op, x, wv, bi, spec, outShape, convLayout(outShape), padded)
 }
 
@@ -364,6 +367,7 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 		return fmt.Errorf("input %s laid out as %d rows of %d channels, want %d×%d of %d: %w", x, x.lay.s(), x.lay.c(), spec.ih, spec.iw, spec.ic, ErrUnsupported)
 	}
 	l := &layer{kind: lGemm, in: x, conv: spec}
+	l.macs = uint64(outLay.o() * spec.oh * spec.ow * spec.oc * spec.ic * spec.kh * spec.kw)
 	out := &value{shape: outShape, typ: onnx.Float, lay: outLay, layer: l}
 	l.out = out
 	perOC := spec.ic * spec.kh * spec.kw

@@ -13,6 +13,16 @@ func (e *emitter) gemm(l *layer) error {
 	lay := out.lay
 	KB := (cv.ic + lanes - 1) / lanes
 	OB := (cv.oc + lanes - 1) / lanes
+	// Each output block reads the weight blocks of its input blocks
+	// [lo, hi): all of them, or its groups' (see convSpec.blockRange). A
+	// batch's weights of block ob start at block wstart[ob].
+	wstart := make([]int, OB+1)
+	maxKB := 0
+	for ob := range OB {
+		lo, hi := cv.blockRange(ob)
+		wstart[ob+1] = wstart[ob] + hi - lo
+		maxKB = max(maxKB, hi-lo)
+	}
 	if lay.cb() != OB || lay.s() != cv.oh*cv.ow {
 		return fmt.Errorf("layer %s: output layout %d blocks × %d rows, want %d × %d", out, lay.cb(), lay.s(), OB, cv.oh*cv.ow)
 	}
@@ -58,7 +68,7 @@ func (e *emitter) gemm(l *layer) error {
 			if stride*regions > inpCap {
 				continue
 			}
-			kbc = min(KB, inpCap/(stride*regions), wgtCap/(taps*parts), uopALU/bufs/(taps*parts*regions)-1)
+			kbc = min(maxKB, inpCap/(stride*regions), wgtCap/(taps*parts), uopALU/bufs/(taps*parts*regions)-1)
 			if kbc < 1 {
 				continue
 			}
@@ -118,20 +128,24 @@ func (e *emitter) gemm(l *layer) error {
 		mulZ = u.addALU(n, 0)
 		addZ = u.addALU(0, n)
 	}
-	// Weights [batch][OB][KB][kh][kw] of 16×16 blocks.
+	// Weights [batch][OB][lo..hi][parts][kh][kw] of 16×16 blocks.
 	batches := 1
 	if cv.batched {
 		batches = lay.o()
 	}
 	wb := lanes * lanes * ie.size()
-	wblob := make([]byte, batches*OB*KB*parts*taps*wb)
+	wblob := make([]byte, batches*wstart[OB]*parts*taps*wb)
 	for b := range batches {
 		for o := range cv.oc {
-			for k := range cv.ic {
+			lo, hi := cv.blockRange(o / lanes)
+			for k := lo * lanes; k < min(hi*lanes, cv.ic); k++ {
 				for t := range taps {
-					src := ((b*cv.oc+o)*cv.ic+k)*taps + t
+					src := cv.weight(b, o, k, t)
+					if src < 0 {
+						continue
+					}
 					for part := range parts {
-						el := ((b*OB+o/lanes)*KB+k/lanes)*parts*taps + part*taps + t
+						el := (b*wstart[OB]+wstart[o/lanes]+k/lanes-lo)*parts*taps + part*taps + t
 						off := el*wb + ((o%lanes)*lanes+k%lanes)*ie.size()
 						if cv.fp {
 							binary.LittleEndian.PutUint32(wblob[off:], math.Float32bits(cv.wF[src]))
@@ -174,8 +188,9 @@ func (e *emitter) gemm(l *layer) error {
 					return fmt.Errorf("layer %s: %w", out, err)
 				}
 				e.beginTile()
-				for kb0 := 0; kb0 < KB; kb0 += kbc {
-					kn := min(kbc, KB-kb0)
+				lo, hi := cv.blockRange(ob)
+				for kb0 := lo; kb0 < hi; kb0 += kbc {
+					kn := min(kbc, hi-kb0)
 					buf := batch % bufs
 					batch++
 					var loads []isa.Insn
@@ -194,11 +209,11 @@ func (e *emitter) gemm(l *layer) error {
 					if cv.batched {
 						wsel = o
 					}
-					loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, waddr+uint64(((wsel*OB+ob)*KB+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
+					loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, waddr+uint64((wsel*wstart[OB]+wstart[ob]+kb0-lo)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
 					e.loadBatch(loads...)
 					g := isa.Insn{Op: isa.OpGEMM, IterOut: uint32(t), IterIn: uint32(cv.ow), DstOut: uint32(cv.ow), DstIn: 1, FP32: cv.fp}
 					pop := true
-					if kb0 == 0 {
+					if kb0 == lo {
 						r := g
 						r.Reset, r.UopBegin, r.UopEnd = true, reset, reset+1
 						e.compute(r, true)

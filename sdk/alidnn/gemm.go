@@ -13,18 +13,15 @@ func (e *emitter) gemm(l *layer) error {
 	lay := out.lay
 	KB := (cv.ic + lanes - 1) / lanes
 	OB := (cv.oc + lanes - 1) / lanes
-	// Each output block reads the weight blocks of its input blocks
-	// [lo, hi): all of them, or its groups' (see convSpec.blockRange). A
-	// batch's weights of block ob start at block wstart[ob].
+	// Output block ob multiplies only the input blocks blocks[ob] whose
+	// weights are not all zero; a batch's weights of block ob start at
+	// block wstart[ob].
+	blocks := cv.blockLists()
 	wstart := make([]int, OB+1)
 	maxKB := 0
-	for ob := range OB {
-		lo, hi := cv.blockRange(ob)
-		wstart[ob+1] = wstart[ob] + hi - lo
-		maxKB = max(maxKB, hi-lo)
-	}
-	if lay.cb() != OB || lay.s() != cv.oh*cv.ow {
-		return fmt.Errorf("layer %s: output layout %d blocks × %d rows, want %d × %d", out, lay.cb(), lay.s(), OB, cv.oh*cv.ow)
+	for ob, bl := range blocks {
+		wstart[ob+1] = wstart[ob] + len(bl)
+		maxKB = max(maxKB, len(bl))
 	}
 	wp := (cv.ow-1)*cv.sw + (cv.kw-1)*cv.dw + 1
 	xs, err := spanOf(-cv.pl, wp, cv.iw)
@@ -137,20 +134,21 @@ func (e *emitter) gemm(l *layer) error {
 	wblob := make([]byte, batches*wstart[OB]*parts*taps*wb)
 	for b := range batches {
 		for o := range cv.oc {
-			lo, hi := cv.blockRange(o / lanes)
-			for k := lo * lanes; k < min(hi*lanes, cv.ic); k++ {
-				for t := range taps {
-					src := cv.weight(b, o, k, t)
-					if src < 0 {
-						continue
-					}
-					for part := range parts {
-						el := (b*wstart[OB]+wstart[o/lanes]+k/lanes-lo)*parts*taps + part*taps + t
-						off := el*wb + ((o%lanes)*lanes+k%lanes)*ie.size()
-						if cv.fp {
-							binary.LittleEndian.PutUint32(wblob[off:], math.Float32bits(cv.wF[src]))
-						} else {
-							wblob[off] = byte(int8(split(cv.wI[src], parts, part)))
+			for j, kb := range blocks[o/lanes] {
+				for k := kb * lanes; k < min(kb*lanes+lanes, cv.ic); k++ {
+					for t := range taps {
+						src := cv.weight(b, o, k, t)
+						if src < 0 {
+							continue
+						}
+						for part := range parts {
+							el := (b*wstart[OB]+wstart[o/lanes]+j)*parts*taps + part*taps + t
+							off := el*wb + ((o%lanes)*lanes+k%lanes)*ie.size()
+							if cv.fp {
+								binary.LittleEndian.PutUint32(wblob[off:], math.Float32bits(cv.wF[src]))
+							} else {
+								wblob[off] = byte(int8(split(cv.wI[src], parts, part)))
+							}
 						}
 					}
 				}
@@ -188,20 +186,20 @@ func (e *emitter) gemm(l *layer) error {
 					return fmt.Errorf("layer %s: %w", out, err)
 				}
 				e.beginTile()
-				lo, hi := cv.blockRange(ob)
-				for kb0 := lo; kb0 < hi; kb0 += kbc {
-					kn := min(kbc, hi-kb0)
+				bl := blocks[ob]
+				for kb0 := 0; kb0 < len(bl); kb0 += kbc {
+					kn := min(kbc, len(bl)-kb0)
 					buf := batch % bufs
 					batch++
 					var loads []isa.Insn
 					for kb := range kn {
-						ld := load(isa.MemInp, ie, buf*inpCap+kb*stride, in.addr+uint64(((o*KB+kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
+						ld := load(isa.MemInp, ie, buf*inpCap+kb*stride, in.addr+uint64(((o*KB+bl[kb0+kb])*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
 						ld.PadY0, ld.PadY1, ld.PadX0, ld.PadX1 = uint8(ys.padB), uint8(ys.padE), uint8(xs.padB), uint8(xs.padE)
 						loads = append(loads, ld)
 						if zx {
 							z := ld
 							z.SRAM = uint32(buf*inpCap + (kbc+kb)*stride)
-							z.DRAM = ones + uint64(((kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*lanes)
+							z.DRAM = ones + uint64((bl[kb0+kb]*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*lanes)
 							loads = append(loads, z)
 						}
 					}
@@ -209,11 +207,11 @@ func (e *emitter) gemm(l *layer) error {
 					if cv.batched {
 						wsel = o
 					}
-					loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, waddr+uint64((wsel*wstart[OB]+wstart[ob]+kb0-lo)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
+					loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, waddr+uint64((wsel*wstart[OB]+wstart[ob]+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
 					e.loadBatch(loads...)
 					g := isa.Insn{Op: isa.OpGEMM, IterOut: uint32(t), IterIn: uint32(cv.ow), DstOut: uint32(cv.ow), DstIn: 1, FP32: cv.fp}
 					pop := true
-					if kb0 == lo {
+					if kb0 == 0 {
 						r := g
 						r.Reset, r.UopBegin, r.UopEnd = true, reset, reset+1
 						e.compute(r, true)
@@ -255,4 +253,47 @@ func split(w int64, n, j int) int64 {
 		return q + 1
 	}
 	return q
+}
+
+// blockLists returns, for each output block, the input blocks it must
+// multiply: those where some weight of some tap, part or batch is not zero
+// (a grouped convolution's blocks outside its groups, a permutation's
+// blocks off its pattern), and at least one, so every tile is computed.
+// Skipping a zero block changes nothing but 0 × ±Inf or NaN inputs.
+func (cv *convSpec) blockLists() [][]int {
+	OB, KB := (cv.oc+lanes-1)/lanes, (cv.ic+lanes-1)/lanes
+	taps := cv.kh * cv.kw
+	batches := 1
+	if cv.batched {
+		batches = max(1, len(cv.wF)+len(cv.wI)) / (cv.oc * cv.icg() * taps)
+	}
+	nz := make([]bool, OB*KB)
+	for b := range batches {
+		for o := range cv.oc {
+			for k := range cv.ic {
+				if nz[(o/lanes)*KB+k/lanes] {
+					continue
+				}
+				for t := range taps {
+					src := cv.weight(b, o, k, t)
+					if src >= 0 && (cv.fp && cv.wF[src] != 0 || !cv.fp && cv.wI[src] != 0) {
+						nz[(o/lanes)*KB+k/lanes] = true
+						break
+					}
+				}
+			}
+		}
+	}
+	lists := make([][]int, OB)
+	for ob := range OB {
+		for kb := range KB {
+			if nz[ob*KB+kb] {
+				lists[ob] = append(lists[ob], kb)
+			}
+		}
+		if lists[ob] == nil {
+			lists[ob] = []int{0}
+		}
+	}
+	return lists
 }

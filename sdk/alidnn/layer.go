@@ -78,18 +78,6 @@ type convSpec struct {
 // icg is the number of input channels each output channel sees.
 func (cv *convSpec) icg() int { return cv.ic / max(cv.groups, 1) }
 
-// blockRange returns the input blocks [lo, hi) output block ob's weights
-// touch: all of them, or those of ob's groups in a grouped convolution.
-func (cv *convSpec) blockRange(ob int) (lo, hi int) {
-	if cv.groups <= 1 {
-		return 0, (cv.ic + lanes - 1) / lanes
-	}
-	ocg := cv.oc / cv.groups
-	o0, o1 := ob*lanes, min(cv.oc, ob*lanes+lanes)
-	first, last := o0/ocg, (o1-1)/ocg
-	return first * cv.icg() / lanes, ((last+1)*cv.icg() + lanes - 1) / lanes
-}
-
 // weight returns the index in the weights of output channel o, input
 // channel k and tap t of outer index b, or −1 where k is outside o's group.
 func (cv *convSpec) weight(b, o, k, t int) int {

@@ -1,10 +1,14 @@
 // Package alidnn compiles ONNX models to AliDNN engine programs and runs
 // them.
 //
-// Compile maps a graph onto the engine layer by layer. Convolutions, Gemm
-// and MatMul (and their quantised forms QLinearConv, QLinearMatMul,
-// ConvInteger, MatMulInteger) become GEMM layers tiled over output rows and
-// input-channel blocks to fit the engine's SRAMs; max and average pooling
+// Compile maps a graph onto the engine layer by layer. Convolutions (1-D
+// and 2-D, strided, dilated, grouped and depthwise), Gemm and MatMul (and
+// their quantised forms QLinearConv, QLinearMatMul, ConvInteger,
+// MatMulInteger) become GEMM layers tiled over output rows and input-channel
+// blocks to fit the engine's SRAMs, their loads double-buffered behind the
+// array; a grouped convolution runs only the weight blocks its groups touch,
+// and a first convolution on few channels packs adjacent pixels into the
+// lanes (see stem.go). Max and average pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Max/Min,
 // batch normalisation, requantisation, casts, residual sums) are fused into

@@ -13,8 +13,15 @@ func (e *emitter) gemm(l *layer) error {
 	lay := out.lay
 	KB := (cv.ic + lanes - 1) / lanes
 	OB := (cv.oc + lanes - 1) / lanes
-	if lay.cb() != OB || lay.s() != cv.oh*cv.ow {
-		return fmt.Errorf("layer %s: output layout %d blocks × %d rows, want %d × %d", out, lay.cb(), lay.s(), OB, cv.oh*cv.ow)
+	// Output block ob multiplies only the input blocks blocks[ob] whose
+	// weights are not all zero; a batch's weights of block ob start at
+	// block wstart[ob].
+	blocks := cv.blockLists()
+	wstart := make([]int, OB+1)
+	maxKB := 0
+	for ob, bl := range blocks {
+		wstart[ob+1] = wstart[ob] + len(bl)
+		maxKB = max(maxKB, len(bl))
 	}
 	wp := (cv.ow-1)*cv.sw + (cv.kw-1)*cv.dw + 1
 	xs, err := spanOf(-cv.pl, wp, cv.iw)
@@ -43,33 +50,43 @@ func (e *emitter) gemm(l *layer) error {
 	if taps*parts > hw.WgtSize {
 		return fmt.Errorf("layer %s: a %dx%d kernel exceeds the weight SRAM: %w", out, cv.kh, cv.kw, ErrUnsupported)
 	}
-	// Choose the tile height th and the input-channel chunk kbc.
+	// Choose the number of load buffers, the tile height th and the
+	// input-channel chunk kbc. Two buffers, each half of inp and wgt, let
+	// the next chunk load while the GEMM computes; layers whose smallest
+	// tile needs more than half the SRAMs run single-buffered.
 	inRows := func(th int) int { return (th-1)*cv.sh + (cv.kh-1)*cv.dh + 1 }
-	var th, kbc, stride int
+	var th, kbc, stride, bufs int
 	var ep *epilogue
 	var u *uopTable
-	for th = cv.oh; th >= 1; th-- {
-		stride = inRows(th) * wp
-		if stride*regions > hw.InpSize {
-			continue
+	for bufs = 2; bufs >= 1; bufs-- {
+		inpCap, wgtCap := hw.InpSize/bufs, hw.WgtSize/bufs
+		for th = cv.oh; th >= 1; th-- {
+			stride = inRows(th) * wp
+			if stride*regions > inpCap {
+				continue
+			}
+			kbc = min(maxKB, inpCap/(stride*regions), wgtCap/(taps*parts), uopALU/bufs/(taps*parts*regions)-1)
+			if kbc < 1 {
+				continue
+			}
+			n := th * cv.ow
+			u = &uopTable{}
+			ep, err = e.plan(l, u, 0, n, n*regions)
+			if err != nil {
+				return err
+			}
+			if n*regions+ep.rows+ep.tiles*n <= hw.AccSize {
+				break
+			}
 		}
-		kbc = min(KB, hw.InpSize/(stride*regions), hw.WgtSize/(taps*parts), uopALU/(taps*parts*regions)-1)
-		if kbc < 1 {
-			continue
-		}
-		n := th * cv.ow
-		u = &uopTable{}
-		ep, err = e.plan(l, u, 0, n, n*regions)
-		if err != nil {
-			return err
-		}
-		if n*regions+ep.rows+ep.tiles*n <= hw.AccSize {
+		if th >= 1 {
 			break
 		}
 	}
 	if th < 1 {
 		return fmt.Errorf("layer %s: an output row of %d pixels (input row %d wide) does not fit the engine's SRAMs: %w", out, cv.ow, wp, ErrUnsupported)
 	}
+	inpCap, wgtCap := hw.InpSize/bufs, hw.WgtSize/bufs
 	n := th * cv.ow
 	if cv.ow > 2047 || cv.sh*wp > 2047 || cv.sw > 2047 {
 		return fmt.Errorf("layer %s: loop factors exceed 11 bits: %w", out, ErrUnsupported)
@@ -81,47 +98,57 @@ func (e *emitter) gemm(l *layer) error {
 	if zx {
 		resetZ = u.addGemm(n, 0, 0)
 	}
-	taps4 := func(acc, inp int) {
+	// The taps' micro-ops name SRAM indices, so each buffer has its own.
+	taps4 := func(acc, inp, wgt int) {
 		for kb := range kbc {
 			for part := range parts {
 				for y := range cv.kh {
 					for x := range cv.kw {
-						u.addGemm(acc, inp+kb*stride+y*cv.dh*wp+x*cv.dw, (kb*parts+part)*taps+y*cv.kw+x)
+						u.addGemm(acc, inp+kb*stride+y*cv.dh*wp+x*cv.dw, wgt+(kb*parts+part)*taps+y*cv.kw+x)
 					}
 				}
 			}
 		}
 	}
-	first := uint32(len(u.gemm))
-	taps4(0, 0)
-	firstZ := uint32(len(u.gemm))
-	if zx {
-		taps4(n, kbc*stride)
+	first := make([]uint32, bufs)
+	firstZ := make([]uint32, bufs)
+	for b := range bufs {
+		first[b] = uint32(len(u.gemm))
+		taps4(0, b*inpCap, b*wgtCap)
+		firstZ[b] = uint32(len(u.gemm))
+		if zx {
+			taps4(n, b*inpCap+kbc*stride, b*wgtCap)
+		}
 	}
 	var mulZ, addZ uint32
 	if zx {
 		mulZ = u.addALU(n, 0)
 		addZ = u.addALU(0, n)
 	}
-	// Weights [batch][OB][KB][kh][kw] of 16×16 blocks.
+	// Weights [batch][OB][lo..hi][parts][kh][kw] of 16×16 blocks.
 	batches := 1
 	if cv.batched {
 		batches = lay.o()
 	}
 	wb := lanes * lanes * ie.size()
-	wblob := make([]byte, batches*OB*KB*parts*taps*wb)
+	wblob := make([]byte, batches*wstart[OB]*parts*taps*wb)
 	for b := range batches {
 		for o := range cv.oc {
-			for k := range cv.ic {
-				for t := range taps {
-					src := ((b*cv.oc+o)*cv.ic+k)*taps + t
-					for part := range parts {
-						el := ((b*OB+o/lanes)*KB+k/lanes)*parts*taps + part*taps + t
-						off := el*wb + ((o%lanes)*lanes+k%lanes)*ie.size()
-						if cv.fp {
-							binary.LittleEndian.PutUint32(wblob[off:], math.Float32bits(cv.wF[src]))
-						} else {
-							wblob[off] = byte(int8(split(cv.wI[src], parts, part)))
+			for j, kb := range blocks[o/lanes] {
+				for k := kb * lanes; k < min(kb*lanes+lanes, cv.ic); k++ {
+					for t := range taps {
+						src := cv.weight(b, o, k, t)
+						if src < 0 {
+							continue
+						}
+						for part := range parts {
+							el := (b*wstart[OB]+wstart[o/lanes]+j)*parts*taps + part*taps + t
+							off := el*wb + ((o%lanes)*lanes+k%lanes)*ie.size()
+							if cv.fp {
+								binary.LittleEndian.PutUint32(wblob[off:], math.Float32bits(cv.wF[src]))
+							} else {
+								wblob[off] = byte(int8(split(cv.wI[src], parts, part)))
+							}
 						}
 					}
 				}
@@ -129,7 +156,6 @@ func (e *emitter) gemm(l *layer) error {
 		}
 	}
 	waddr := e.blob(wblob)
-	spans := blockSpans(cv, batches, OB, KB)
 	var ones uint64
 	if zx {
 		b := make([]byte, KB*cv.ih*cv.iw*lanes)
@@ -149,6 +175,8 @@ func (e *emitter) gemm(l *layer) error {
 	}
 	ieb := ie.size() * lanes
 	se := l.storeElem()
+	e.buffers(bufs)
+	batch := 0
 	for o := range lay.o() {
 		for ob := range OB {
 			for r0 := 0; r0 < cv.oh; r0 += th {
@@ -158,30 +186,32 @@ func (e *emitter) gemm(l *layer) error {
 					return fmt.Errorf("layer %s: %w", out, err)
 				}
 				e.beginTile()
-				wsel := 0
-				if cv.batched {
-					wsel = o
-				}
-				span := spans[wsel*OB+ob]
-				for kb0 := span[0]; kb0 < span[1]; kb0 += kbc {
-					kn := min(kbc, span[1]-kb0)
+				bl := blocks[ob]
+				for kb0 := 0; kb0 < len(bl); kb0 += kbc {
+					kn := min(kbc, len(bl)-kb0)
+					buf := batch % bufs
+					batch++
 					var loads []isa.Insn
 					for kb := range kn {
-						ld := load(isa.MemInp, ie, kb*stride, in.addr+uint64(((o*KB+kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
+						ld := load(isa.MemInp, ie, buf*inpCap+kb*stride, in.addr+uint64(((o*KB+bl[kb0+kb])*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
 						ld.PadY0, ld.PadY1, ld.PadX0, ld.PadX1 = uint8(ys.padB), uint8(ys.padE), uint8(xs.padB), uint8(xs.padE)
 						loads = append(loads, ld)
 						if zx {
 							z := ld
-							z.SRAM = uint32((kbc + kb) * stride)
-							z.DRAM = ones + uint64(((kb0+kb)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*lanes)
+							z.SRAM = uint32(buf*inpCap + (kbc+kb)*stride)
+							z.DRAM = ones + uint64((bl[kb0+kb]*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*lanes)
 							loads = append(loads, z)
 						}
 					}
-					loads = append(loads, load(isa.MemWgt, ie, 0, waddr+uint64(((wsel*OB+ob)*KB+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
+					wsel := 0
+					if cv.batched {
+						wsel = o
+					}
+					loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, waddr+uint64((wsel*wstart[OB]+wstart[ob]+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
 					e.loadBatch(loads...)
 					g := isa.Insn{Op: isa.OpGEMM, IterOut: uint32(t), IterIn: uint32(cv.ow), DstOut: uint32(cv.ow), DstIn: 1, FP32: cv.fp}
 					pop := true
-					if kb0 == span[0] {
+					if kb0 == 0 {
 						r := g
 						r.Reset, r.UopBegin, r.UopEnd = true, reset, reset+1
 						e.compute(r, true)
@@ -192,10 +222,10 @@ func (e *emitter) gemm(l *layer) error {
 						}
 					}
 					g.SrcOut, g.SrcIn = uint32(cv.sh*wp), uint32(cv.sw)
-					g.UopBegin, g.UopEnd = first, first+uint32(kn*parts*taps)
+					g.UopBegin, g.UopEnd = first[buf], first[buf]+uint32(kn*parts*taps)
 					e.compute(g, pop)
 					if zx {
-						g.UopBegin, g.UopEnd = firstZ, firstZ+uint32(kn*parts*taps)
+						g.UopBegin, g.UopEnd = firstZ[buf], firstZ[buf]+uint32(kn*parts*taps)
 						e.compute(g, false)
 					}
 					e.release()
@@ -213,38 +243,6 @@ func (e *emitter) gemm(l *layer) error {
 	return nil
 }
 
-// blockSpans returns, for each weight batch and output block, the input
-// blocks [lo, hi) outside which its weights are all zero: those add nothing,
-// so the GEMM skips them (LRN's band matrix touches only neighbouring blocks;
-// a dense convolution spans them all). An all-zero output block keeps one
-// input block, so its accumulator is still reset.
-func blockSpans(cv *convSpec, batches, OB, KB int) [][2]int {
-	spans := make([][2]int, batches*OB)
-	for k := range spans {
-		spans[k] = [2]int{KB, 0}
-	}
-	taps := cv.kh * cv.kw
-	for b := range batches {
-		for o := range cv.oc {
-			sp := &spans[b*OB+o/lanes]
-			for k := range cv.ic {
-				for t := range taps {
-					src := ((b*cv.oc+o)*cv.ic+k)*taps + t
-					if cv.fp && cv.wF[src] != 0 || !cv.fp && cv.wI[src] != 0 {
-						sp[0], sp[1] = min(sp[0], k/lanes), max(sp[1], k/lanes+1)
-					}
-				}
-			}
-		}
-	}
-	for k := range spans {
-		if spans[k][0] >= spans[k][1] {
-			spans[k] = [2]int{0, 1}
-		}
-	}
-	return spans
-}
-
 // split returns part j of w divided into n int8 parts that sum to w.
 func split(w int64, n, j int) int64 {
 	q, r := w/int64(n), w%int64(n)
@@ -255,4 +253,47 @@ func split(w int64, n, j int) int64 {
 		return q + 1
 	}
 	return q
+}
+
+// blockLists returns, for each output block, the input blocks it must
+// multiply: those where some weight of some tap, part or batch is not zero
+// (a grouped convolution's blocks outside its groups, a permutation's
+// blocks off its pattern), and at least one, so every tile is computed.
+// Skipping a zero block changes nothing but 0 × ±Inf or NaN inputs.
+func (cv *convSpec) blockLists() [][]int {
+	OB, KB := (cv.oc+lanes-1)/lanes, (cv.ic+lanes-1)/lanes
+	taps := cv.kh * cv.kw
+	batches := 1
+	if cv.batched {
+		batches = max(1, len(cv.wF)+len(cv.wI)) / (cv.oc * cv.icg() * taps)
+	}
+	nz := make([]bool, OB*KB)
+	for b := range batches {
+		for o := range cv.oc {
+			for k := range cv.ic {
+				if nz[(o/lanes)*KB+k/lanes] {
+					continue
+				}
+				for t := range taps {
+					src := cv.weight(b, o, k, t)
+					if src >= 0 && (cv.fp && cv.wF[src] != 0 || !cv.fp && cv.wI[src] != 0) {
+						nz[(o/lanes)*KB+k/lanes] = true
+						break
+					}
+				}
+			}
+		}
+	}
+	lists := make([][]int, OB)
+	for ob := range OB {
+		for kb := range KB {
+			if nz[ob*KB+kb] {
+				lists[ob] = append(lists[ob], kb)
+			}
+		}
+		if lists[ob] == nil {
+			lists[ob] = []int{0}
+		}
+	}
+	return lists
 }

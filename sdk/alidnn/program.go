@@ -20,7 +20,7 @@ type Program struct {
 	Inputs  []Binding
 	Outputs []Binding
 	Layers  int
-	MACs    uint64 // multiply-accumulates of one run, as compiled
+	MACs    uint64 // multiply-accumulates of the model's operators, one run
 	Name    string
 }
 
@@ -83,7 +83,7 @@ func elemOf(s string) (elem, error) {
 
 // emit lays out memory and generates the instruction stream.
 func (c *compiler) emit() (*Program, error) {
-	e := &emitter{lastCompute: -1}
+	e := &emitter{lastCompute: -1, loadFree: 1, accFree: 1}
 	p := &Program{}
 	// Constant tensors used whole (expanded element-wise operands).
 	for _, l := range c.layers {
@@ -125,10 +125,7 @@ func (c *compiler) emit() (*Program, error) {
 			return nil, fmt.Errorf("layer %d (%s): %w", len(p.Insns), l.out.name, err)
 		}
 		p.Layers++
-		if l.kind == lGemm {
-			cv := l.conv
-			p.MACs += uint64(l.out.lay.o() * cv.oh * cv.ow * cv.oc * cv.ic * cv.kh * cv.kw)
-		}
+		p.MACs += l.macs
 	}
 	e.finish(1)
 	p.Consts = e.consts

@@ -18,6 +18,12 @@ import "fmt"
 // InsnBytes is the size of one encoded instruction.
 const InsnBytes = 16
 
+// TokenDepth is how many dependency tokens each of the four token FIFOs
+// holds (see ISA.md, "Queues and dependency tokens"): a push into a full
+// FIFO is a run-time error, so a program may have at most this many tokens
+// outstanding in any direction.
+const TokenDepth = 8
+
 // Opcode selects the instruction group (bits 2:0 of every instruction).
 type Opcode uint8
 

@@ -57,8 +57,9 @@
 //     it, and no byte outside the window is touched.
 //   - DRAM addresses are card addresses: the window only admits or refuses
 //     them, it does not relocate them.
-//   - Token FIFOs are unbounded; the hardware's are not, so a compiler
-//     should not rely on more than a few outstanding tokens per FIFO.
+//   - A push into a token FIFO that already holds isa.TokenDepth tokens
+//     fails the run with CauseIllegal when the pushing instruction
+//     completes (its function has run, its counters are not counted).
 //   - Every FINISH but the run's last completing instruction raises the
 //     interrupt when it completes; the run's end raises once more after
 //     STATUS and the counters are final.

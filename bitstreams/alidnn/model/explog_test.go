@@ -101,3 +101,13 @@ func TestExpLogInt32Illegal(t *testing.T) {
 		wantFault(t, newLocal(t), append(b[:], fin[:]...), alidnn.CauseIllegal, 0)
 	}
 }
+
+// TestExpLogCycles: exp and log take one cycle per element, as add does.
+func TestExpLogCycles(t *testing.T) {
+	for _, op := range []string{"alu.add fp32 src=0,0", "alu.exp fp32", "alu.log fp32"} {
+		st := run(t, newLocal(t), op+" uop=0:2 iter=3,5 dst=0,0\nfinish job=1")
+		if st.BusyCompute != 3*5*2+1 {
+			t.Errorf("%s: busy %d cycles, want %d", op, st.BusyCompute, 3*5*2+1)
+		}
+	}
+}

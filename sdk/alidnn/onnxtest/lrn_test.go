@@ -93,6 +93,29 @@ func lrnCases() []genCase {
 		outs: []*onnx.Tensor{onnx.NewFloat32("y", convYDims, lrnRef(r, convYDims, 5, 0.01, 0.75, 1))},
 		int8: true,
 	}
+	// LRN between two Convs: in int8 its output is quantised for the
+	// second one.
+	w2Dims := []int64{20, 20, 3, 3}
+	w2 := mapF(data(w2Dims, 33), func(v float32) float32 { return v / 20 })
+	b2 := data([]int64{20}, 34)
+	n := lrnRef(r, convYDims, 3, 0.05, 0.75, 1)
+	between := genCase{name: "conv_relu_lrn_conv", opset: 13,
+		g: graph{
+			nodes: []node{
+				{op: "Conv", inputs: []string{"x", "w", "b"}, outputs: []string{"c"}, attrs: []attr{isAttr("pads", 1, 1, 1, 1)}},
+				{op: "Relu", inputs: []string{"c"}, outputs: []string{"r"}},
+				{op: "LRN", inputs: []string{"r"}, outputs: []string{"n"}, attrs: lrnAttrs(3, false, 0.05, 0.75, 1)},
+				{op: "Conv", inputs: []string{"n", "w2", "b2"}, outputs: []string{"y"}, attrs: []attr{isAttr("pads", 1, 1, 1, 1)}},
+			},
+			inits: []*onnx.Tensor{onnx.NewFloat32("w", convWDims, w), onnx.NewFloat32("b", []int64{20}, b),
+				onnx.NewFloat32("w2", w2Dims, w2), onnx.NewFloat32("b2", []int64{20}, b2)},
+			inputs:  []valueInfo{fvi("x", convXDims)},
+			outputs: []valueInfo{fvi("y", convYDims)},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("x", convXDims, x)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", convYDims, conv3x3(n, w2, b2, 20, 6, 6, 20))},
+		int8: true,
+	}
 	convSigmoid := convAct("conv_sigmoid", 13, "Sigmoid", nil, nil, nil, sigmoidRef)
 	convSigmoid.int8 = true
 	convTanh := convAct("conv_tanh", 13, "Tanh", nil, nil, nil, tanhRef)
@@ -106,7 +129,10 @@ func lrnCases() []genCase {
 		lrnCase("lrn_40_channels_size5", []int64{1, 40, 2, 3}, 5, false, 0.2, 0.75, 1),
 		// A window of 35 reaches two blocks to each side.
 		lrnCase("lrn_40_channels_size35", []int64{2, 40, 1, 3}, 35, false, 0.5, 0.75, 1),
+		// Rank 3: channels, then one spatial axis.
+		lrnCase("lrn_rank3", []int64{1, 20, 7}, 5, false, 0.4, 0.75, 1),
 		alexnet,
+		between,
 		sig,
 		// ±150: e^150 overflows fp32, e^−150 underflows.
 		scaled(unary("sigmoid_saturated", 13, "Sigmoid", nil, nil, nil, sigmoidRef), 30, sigmoidRef),

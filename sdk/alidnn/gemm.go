@@ -50,32 +50,45 @@ func (e *emitter) gemm(l *layer) error {
 	if taps*parts > hw.WgtSize {
 		return fmt.Errorf("layer %s: a %dx%d kernel exceeds the weight SRAM: %w", out, cv.kh, cv.kw, ErrUnsupported)
 	}
-	// Choose the number of load buffers, the tile height th and the
-	// input-channel chunk kbc. Two buffers, each half of inp and wgt, let
-	// the next chunk load while the GEMM computes; layers whose smallest
-	// tile needs more than half the SRAMs run single-buffered.
+	// Choose the buffering, the tile height th and the input-channel chunk
+	// kbc. Two load buffers, each half of inp and wgt, let the next chunk
+	// load while the GEMM computes; two acc buffers for the tile let the
+	// next tile compute while the last one is stored. Layers whose smallest
+	// tile does not fit give up the acc buffer, then the load buffer.
 	inRows := func(th int) int { return (th-1)*cv.sh + (cv.kh-1)*cv.dh + 1 }
-	var th, kbc, stride, bufs int
-	var ep *epilogue
+	var th, kbc, stride, bufs, accBufs int
+	var eps []*epilogue
 	var u *uopTable
-	for bufs = 2; bufs >= 1; bufs-- {
+	for _, b := range [][2]int{{2, 2}, {2, 1}, {1, 1}} {
+		bufs, accBufs = b[0], b[1]
 		inpCap, wgtCap := hw.InpSize/bufs, hw.WgtSize/bufs
 		for th = cv.oh; th >= 1; th-- {
 			stride = inRows(th) * wp
 			if stride*regions > inpCap {
 				continue
 			}
-			kbc = min(maxKB, inpCap/(stride*regions), wgtCap/(taps*parts), uopALU/bufs/(taps*parts*regions)-1)
+			// Tap micro-ops: one set per load and acc buffer, and one
+			// per load buffer for the zero-point correction.
+			sets := bufs * (accBufs + regions - 1)
+			kbc = min(maxKB, inpCap/(stride*regions), wgtCap/(taps*parts), (uopALU-2*accBufs-2)/(sets*taps*parts))
 			if kbc < 1 {
 				continue
 			}
 			n := th * cv.ow
 			u = &uopTable{}
-			ep, err = e.plan(l, u, 0, n, n*regions)
-			if err != nil {
-				return err
+			// The tile's acc buffers come first, then the correction's
+			// region and the steps' rows, which only the compute queue
+			// touches and the buffers share.
+			free := accBufs*n + (regions-1)*n
+			eps = eps[:0]
+			var ep *epilogue
+			for ab := range accBufs {
+				if ep, err = e.plan(l, u, ab*n, n, free); err != nil {
+					return err
+				}
+				eps = append(eps, ep)
 			}
-			if n*regions+ep.rows+ep.tiles*n <= hw.AccSize {
+			if free+ep.rows+ep.tiles*n <= hw.AccSize {
 				break
 			}
 		}
@@ -88,18 +101,23 @@ func (e *emitter) gemm(l *layer) error {
 	}
 	inpCap, wgtCap := hw.InpSize/bufs, hw.WgtSize/bufs
 	n := th * cv.ow
+	zbase := accBufs * n // the zero-point correction's acc region
 	if cv.ow > 2047 || cv.sh*wp > 2047 || cv.sw > 2047 {
 		return fmt.Errorf("layer %s: loop factors exceed 11 bits: %w", out, ErrUnsupported)
 	}
-	// Micro-ops: reset, the taps of each input block, and the zero-point
-	// correction's taps reading the ones image into the second acc region.
-	reset := u.addGemm(0, 0, 0)
+	// Micro-ops: resets, the taps of each input block, and the zero-point
+	// correction's taps reading the ones image into its own region. They
+	// name SRAM indices, so each buffer has its own.
+	reset := make([]uint32, accBufs)
+	for ab := range accBufs {
+		reset[ab] = u.addGemm(ab*n, 0, 0)
+	}
 	var resetZ uint32
 	if zx {
-		resetZ = u.addGemm(n, 0, 0)
+		resetZ = u.addGemm(zbase, 0, 0)
 	}
-	// The taps' micro-ops name SRAM indices, so each buffer has its own.
-	taps4 := func(acc, inp, wgt int) {
+	taps4 := func(acc, inp, wgt int) uint32 {
+		at := uint32(len(u.gemm))
 		for kb := range kbc {
 			for part := range parts {
 				for y := range cv.kh {
@@ -109,21 +127,25 @@ func (e *emitter) gemm(l *layer) error {
 				}
 			}
 		}
+		return at
 	}
-	first := make([]uint32, bufs)
+	first := make([][]uint32, bufs) // [load buffer][acc buffer]
 	firstZ := make([]uint32, bufs)
 	for b := range bufs {
-		first[b] = uint32(len(u.gemm))
-		taps4(0, b*inpCap, b*wgtCap)
-		firstZ[b] = uint32(len(u.gemm))
+		for ab := range accBufs {
+			first[b] = append(first[b], taps4(ab*n, b*inpCap, b*wgtCap))
+		}
 		if zx {
-			taps4(n, b*inpCap+kbc*stride, b*wgtCap)
+			firstZ[b] = taps4(zbase, b*inpCap+kbc*stride, b*wgtCap)
 		}
 	}
-	var mulZ, addZ uint32
+	var mulZ uint32
+	addZ := make([]uint32, accBufs)
 	if zx {
-		mulZ = u.addALU(n, 0)
-		addZ = u.addALU(0, n)
+		mulZ = u.addALU(zbase, 0)
+		for ab := range accBufs {
+			addZ[ab] = u.addALU(ab*n, zbase)
+		}
 	}
 	// Weights [batch][OB][lo..hi][parts][kh][kw] of 16×16 blocks.
 	batches := 1
@@ -175,8 +197,8 @@ func (e *emitter) gemm(l *layer) error {
 	}
 	ieb := ie.size() * lanes
 	se := l.storeElem()
-	e.buffers(bufs)
-	batch := 0
+	e.buffers(bufs, accBufs)
+	chunk, tile := 0, 0
 	for o := range lay.o() {
 		for ob := range OB {
 			for r0 := 0; r0 < cv.oh; r0 += th {
@@ -185,12 +207,14 @@ func (e *emitter) gemm(l *layer) error {
 				if err != nil {
 					return fmt.Errorf("layer %s: %w", out, err)
 				}
+				ab := tile % accBufs
+				tile++
 				e.beginTile()
 				bl := blocks[ob]
 				for kb0 := 0; kb0 < len(bl); kb0 += kbc {
 					kn := min(kbc, len(bl)-kb0)
-					buf := batch % bufs
-					batch++
+					buf := chunk % bufs
+					chunk++
 					var loads []isa.Insn
 					for kb := range kn {
 						ld := load(isa.MemInp, ie, buf*inpCap+kb*stride, in.addr+uint64(((o*KB+bl[kb0+kb])*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)
@@ -213,7 +237,7 @@ func (e *emitter) gemm(l *layer) error {
 					pop := true
 					if kb0 == 0 {
 						r := g
-						r.Reset, r.UopBegin, r.UopEnd = true, reset, reset+1
+						r.Reset, r.UopBegin, r.UopEnd = true, reset[ab], reset[ab]+1
 						e.compute(r, true)
 						pop = false
 						if zx {
@@ -222,7 +246,7 @@ func (e *emitter) gemm(l *layer) error {
 						}
 					}
 					g.SrcOut, g.SrcIn = uint32(cv.sh*wp), uint32(cv.sw)
-					g.UopBegin, g.UopEnd = first[buf], first[buf]+uint32(kn*parts*taps)
+					g.UopBegin, g.UopEnd = first[buf][ab], first[buf][ab]+uint32(kn*parts*taps)
 					e.compute(g, pop)
 					if zx {
 						g.UopBegin, g.UopEnd = firstZ[buf], firstZ[buf]+uint32(kn*parts*taps)
@@ -232,10 +256,10 @@ func (e *emitter) gemm(l *layer) error {
 				}
 				if zx {
 					e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UseImm: true, Imm: -cv.zx, UopBegin: mulZ, UopEnd: mulZ + 1, IterOut: 1, IterIn: uint32(t * cv.ow), DstIn: 1}, false)
-					e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluAdd, UopBegin: addZ, UopEnd: addZ + 1, IterOut: 1, IterIn: uint32(t * cv.ow), DstIn: 1, SrcIn: 1}, false)
+					e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluAdd, UopBegin: addZ[ab], UopEnd: addZ[ab] + 1, IterOut: 1, IterIn: uint32(t * cv.ow), DstIn: 1, SrcIn: 1}, false)
 				}
-				e.runSteps(ep, out, o, ob, r0*cv.ow, t*cv.ow)
-				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se),
+				e.runSteps(eps[ab], out, o, ob, r0*cv.ow, t*cv.ow)
+				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), SRAM: uint32(ab * n),
 					DRAM: out.addr + uint64(((o*OB+ob)*cv.oh*cv.ow+r0*cv.ow)*se.size()*lanes), YSize: 1, XSize: uint32(t * cv.ow), XStride: uint32(t * cv.ow)})
 			}
 		}

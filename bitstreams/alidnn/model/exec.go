@@ -344,7 +344,7 @@ func aluFP32(op isa.AluOp, d, s *[lanes]int32) {
 		case isa.AluRelu:
 			a = fmax(a, 0)
 		case isa.AluExp:
-			// The specification: exact in float64, rounded once to fp32.
+			// ISA.md defines both as Go's float64 function rounded once to fp32.
 			a = float32(math.Exp(float64(a)))
 		case isa.AluLog:
 			a = float32(math.Log(float64(a)))

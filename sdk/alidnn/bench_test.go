@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	engine "github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -43,6 +44,29 @@ func BenchmarkResNet50(b *testing.B) {
 	}
 	b.ReportMetric(float64(dev)/1e6, "device-ms")
 	b.ReportMetric(float64(prog.MACs)/1e9, "GMAC")
+}
+
+// BenchmarkResNet50Compile times compiling light_resnet50 for fp32 (the
+// model already read) and reports the array's bound for the program:
+// its multiply-accumulates at the fp32 rate of the 16×16 array
+// (256 / FP32Rate per cycle) and the engine clock, the time no schedule
+// can beat. BenchmarkResNet50's device-ms is compared with it.
+func BenchmarkResNet50Compile(b *testing.B) {
+	dir := testenv.TestData(b, "onnx", "light", "light_resnet50")
+	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var prog *alidnn.Program
+	for b.Loop() {
+		if prog, err = alidnn.Compile(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := engine.Default
+	perCycle := float64(cfg.BlockIn*cfg.BlockOut) / float64(cfg.FP32Rate)
+	b.ReportMetric(float64(prog.MACs)/perCycle/float64(cfg.ClockMHz)/1e3, "bound-ms")
+	b.ReportMetric(float64(len(prog.Insns)), "insns")
 }
 
 // BenchmarkResNet50Naive is BenchmarkResNet50's baseline: ResNet-50's

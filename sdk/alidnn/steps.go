@@ -121,10 +121,23 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 	return ep, nil
 }
 
-// run emits the steps for a tile of n rows of output block ob, whose rows
-// start at element row of the output's block (o, ob).
+// runSteps emits the steps for a tile of n rows of output block ob, whose
+// rows start at element row of the output's block (o, ob).
 func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
+	e.runTile(ep, out, tileRef{o: o, nb: 1, ob: ob, h: 1, x0: row, w: n, pitch: n, span: n})
+}
+
+// tileRef is what of an output a tile holds in the accumulator: of images
+// o..o+nb−1 and output block ob, h rows of w elements from row y0 and
+// element x0 of rows pitch elements long; each image's part takes span acc
+// rows, its rows w apart.
+type tileRef struct{ o, nb, ob, y0, h, x0, w, pitch, span int }
+
+// runTile emits the steps for tile t.
+func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 	lay := out.lay
+	n := t.nb * t.span
+	ob := t.ob
 	for _, p := range ep.steps {
 		alu := isa.Insn{Op: isa.OpALU, UopBegin: p.uop, UopEnd: p.uop + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: p.fp}
 		switch p.kind {
@@ -136,9 +149,10 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 			e.compute(load(isa.MemAcc, el, p.reg, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
 			alu.Alu = aluOf[p.kind]
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
-			t := p.t
-			addr := t.addr + uint64(((o*lay.cb()+ob)*lay.s()+row)*lanes*4)
-			e.compute(load(isa.MemAcc, f32, p.reg, addr, 1, n, n), false)
+			for i := range t.nb {
+				addr := p.t.addr + uint64((((t.o+i)*lay.cb()+ob)*lay.s()+t.y0*t.pitch+t.x0)*lanes*4)
+				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, addr, t.h, t.w, t.pitch), false)
+			}
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1
 		case sSelf:

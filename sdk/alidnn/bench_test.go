@@ -2,7 +2,6 @@ package alidnn_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -97,10 +96,11 @@ func BenchmarkResNet50Naive(b *testing.B) {
 }
 
 // BenchmarkMNISTBatch measures MNIST's throughput on the in-process engine
-// with a session coalescing up to batch runs a job (two job slots, 2·batch
-// runs in flight), one op per run: batch=16 against batch=1 in the same
-// run. It reports runs/s, the modeled device time per run and the runs
-// that shared a job.
+// with 4·batch runs in flight and two job slots, one op per run: batch=1
+// (one run a job), batch=16 (a session coalescing up to 16 runs a job, one
+// lane each) and program=16 (the model compiled ForBatch(16): up to 16 runs
+// share one run of the program). It reports runs/s, the modeled device
+// time per run and the runs that shared a job.
 func BenchmarkMNISTBatch(b *testing.B) {
 	dir := testenv.TestData(b, "onnx", "models", "mnist")
 	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
@@ -111,12 +111,20 @@ func BenchmarkMNISTBatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	batched, err := alidnn.Compile(m, alidnn.ForBatch(16))
+	if err != nil {
+		b.Fatal(err)
+	}
 	in, _ := readSet(b, filepath.Join(dir, "test_data_set_0"))
 	in.Name = m.Graph.Inputs[0].Name
-	for _, batch := range []int{1, 16} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		prog  *alidnn.Program
+		batch int
+	}{{"batch=1", prog, 1}, {"batch=16", prog, 16}, {"program=16", batched, 16}} {
+		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			s, err := alidnn.Open(ctx, alidnn.NewLocal(local(b)), prog, alidnn.WithBatch(batch), alidnn.WithPipeline(2))
+			s, err := alidnn.Open(ctx, alidnn.NewLocal(local(b)), c.prog, alidnn.WithBatch(c.batch), alidnn.WithPipeline(2))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -126,7 +134,7 @@ func BenchmarkMNISTBatch(b *testing.B) {
 			var device, jobs float64 // device ns and jobs, each run adding its share of its job
 			var wg sync.WaitGroup
 			b.ResetTimer()
-			for range 2 * batch {
+			for range 4 * c.batch {
 				wg.Go(func() {
 					for next.Add(1) <= int64(b.N) {
 						res, err := s.Run(ctx, in)

@@ -278,6 +278,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.convNode(m)
 	case "Pad":
 		return c.padNode(n)
+	case "ConvTranspose":
+		return c.convTransposeNode(n)
+	case "Resize", "Upsample":
+		return c.resizeNode(n)
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":

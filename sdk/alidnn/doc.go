@@ -8,7 +8,9 @@
 // blocks to fit the engine's SRAMs, their loads double-buffered behind the
 // array; a grouped convolution runs only the weight blocks its groups touch,
 // and a first convolution on few channels packs adjacent pixels into the
-// lanes (see stem.go). Max and average pooling
+// lanes (see stem.go). ConvTranspose and nearest Resize by an integer
+// factor run as one stride-1 convolution per output phase whose STOREs
+// scatter every s-th pixel (see convtranspose.go). Max and average pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Max/Min,
 // batch normalisation, requantisation, casts, residual sums) are fused into

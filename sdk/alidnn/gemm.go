@@ -13,6 +13,9 @@ func (e *emitter) gemm(l *layer) error {
 	lay := out.lay
 	KB := (cv.ic + lanes - 1) / lanes
 	OB := (cv.oc + lanes - 1) / lanes
+	if lay.cb() != OB || cv.scatter == nil && lay.s() != cv.oh*cv.ow {
+		return fmt.Errorf("layer %s: output layout %d blocks × %d rows, want %d × %d", out, lay.cb(), lay.s(), OB, cv.oh*cv.ow)
+	}
 	// Output block ob multiplies only the input blocks blocks[ob] whose
 	// weights are not all zero; a batch's weights of block ob start at
 	// block wstart[ob].
@@ -57,7 +60,7 @@ func (e *emitter) gemm(l *layer) error {
 	inRows := func(th int) int { return (th-1)*cv.sh + (cv.kh-1)*cv.dh + 1 }
 	inCols := func(tw int) int { return (tw-1)*cv.sw + (cv.kw-1)*cv.dw + 1 }
 	nb := 1
-	if cv.oh == 1 && !cv.batched && !zx {
+	if cv.oh == 1 && !cv.batched && !zx && cv.scatter == nil {
 		nb = min(lay.o(), 16)
 	}
 	type shape struct{ th, tw int }
@@ -298,8 +301,19 @@ func (e *emitter) gemm(l *layer) error {
 						e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UseImm: true, Imm: -cv.zx, UopBegin: mulZ, UopEnd: mulZ + 1, IterOut: 1, IterIn: uint32(t * tw), DstIn: 1}, false)
 						e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluAdd, UopBegin: addZ[ab], UopEnd: addZ[ab] + 1, IterOut: 1, IterIn: uint32(t * tw), DstIn: 1, SrcIn: 1}, false)
 					}
-					tr := tileRef{o: o0, nb: ni, ob: ob, y0: r0, h: t, x0: c0, w: w, pitch: cv.ow, span: pix}
+					tr := tileRef{o: o0, nb: ni, ob: ob, y0: r0, h: t, x0: c0, w: w, pitch: cv.ow, span: pix, sc: cv.scatter}
 					e.runTile(eps[ab], out, tr)
+					if sc := cv.scatter; sc != nil {
+						// A STORE a row, every step-th pixel.
+						var sts []isa.Insn
+						for y := range t {
+							px := ((r0+y)*sc.step+sc.y0)*sc.w + c0*sc.step + sc.x0
+							sts = append(sts, isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), SRAM: uint32(ab*n + y*tw),
+								DRAM: out.addr + uint64(((o0*OB+ob)*lay.s()+px)*se.size()*lanes), YSize: uint32(w), XSize: 1, XStride: uint32(sc.step)})
+						}
+						e.store(sts...)
+						continue
+					}
 					// One STORE: the tile's rows, or its images' one row.
 					st := isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), SRAM: uint32(ab * n),
 						DRAM: out.addr + uint64(((o0*OB+ob)*S+r0*cv.ow+c0)*se.size()*lanes), YSize: uint32(t), XSize: uint32(w), XStride: uint32(cv.ow)}

@@ -73,7 +73,15 @@ type convSpec struct {
 	// zx is the input's zero point, subtracted exactly: folded into the bias
 	// when there is no padding, else corrected per pixel.
 	zx int32
+	// scatter, when not nil, places the oh×ow outputs on a grid of the
+	// layer's output tensor instead of filling it (see phaseLayers).
+	scatter *scatter
 }
+
+// scatter places output pixel (y, x) of a GEMM layer at pixel
+// (y·step + y0, x·step + x0) of its output, whose images are w pixels wide:
+// one phase of a transposed convolution or an upsampling.
+type scatter struct{ step, y0, x0, w int }
 
 // icg is the number of input channels each output channel sees.
 func (cv *convSpec) icg() int { return cv.ic / max(cv.groups, 1) }

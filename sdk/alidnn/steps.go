@@ -131,7 +131,12 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 // o..o+nb−1 and output block ob, h rows of w elements from row y0 and
 // element x0 of rows pitch elements long; each image's part takes span acc
 // rows, its rows w apart.
-type tileRef struct{ o, nb, ob, y0, h, x0, w, pitch, span int }
+type tileRef struct {
+	o, nb, ob, y0, h, x0, w, pitch, span int
+	// sc scatters the tile's pixels over the output (see scatter): a
+	// tensor operand is read from the same places.
+	sc *scatter
+}
 
 // runTile emits the steps for tile t.
 func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
@@ -150,8 +155,15 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			alu.Alu = aluOf[p.kind]
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
 			for i := range t.nb {
-				addr := p.t.addr + uint64((((t.o+i)*lay.cb()+ob)*lay.s()+t.y0*t.pitch+t.x0)*lanes*4)
-				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, addr, t.h, t.w, t.pitch), false)
+				img := p.t.addr + uint64(((t.o+i)*lay.cb()+ob)*lay.s()*lanes*4)
+				if sc := t.sc; sc != nil {
+					for y := range t.h {
+						px := ((t.y0+y)*sc.step+sc.y0)*sc.w + t.x0*sc.step + sc.x0
+						e.compute(load(isa.MemAcc, f32, p.reg+i*t.span+y*t.w, img+uint64(px*lanes*4), t.w, 1, sc.step), false)
+					}
+					continue
+				}
+				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img+uint64((t.y0*t.pitch+t.x0)*lanes*4), t.h, t.w, t.pitch), false)
 			}
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1

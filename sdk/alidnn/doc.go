@@ -10,7 +10,10 @@
 // and a first convolution on few channels packs adjacent pixels into the
 // lanes (see stem.go). ConvTranspose and nearest Resize by an integer
 // factor run as one stride-1 convolution per output phase whose STOREs
-// scatter every s-th pixel (see convtranspose.go). Max and average pooling
+// scatter every s-th pixel (see convtranspose.go). A MatMul of two
+// computed tensors reads its second operand as weights from device memory,
+// transposed on the device when needed (see matmul.go). Max and average
+// pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Max/Min,
 // batch normalisation, requantisation, casts, residual sums) are fused into

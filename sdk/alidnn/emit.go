@@ -217,6 +217,8 @@ func (e *emitter) layer(l *layer) error {
 	switch l.kind {
 	case lGemm:
 		err = e.gemm(l)
+	case lTranspose:
+		err = e.transpose(l)
 	case lPool:
 		err = e.pool(l)
 	default:

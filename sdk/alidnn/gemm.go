@@ -36,15 +36,7 @@ func (e *emitter) gemm(l *layer) error {
 		regions = 2
 	}
 	taps := cv.kh * cv.kw
-	parts := 1
-	for _, w := range cv.wI {
-		switch {
-		case w < -256 || w > 254:
-			parts = 3
-		case (w < -128 || w > 127) && parts < 2:
-			parts = 2
-		}
-	}
+	parts := cv.parts()
 	if taps*parts > hw.WgtSize {
 		return fmt.Errorf("layer %s: a %dx%d kernel exceeds the weight SRAM: %w", out, cv.kh, cv.kw, ErrUnsupported)
 	}
@@ -174,37 +166,11 @@ func (e *emitter) gemm(l *layer) error {
 			addZ[ab] = u.addALU(ab*n, zbase)
 		}
 	}
-	// Weights [batch][OB][lo..hi][parts][kh][kw] of 16×16 blocks.
-	batches := 1
-	if cv.batched {
-		batches = lay.o()
-	}
 	wb := lanes * lanes * ie.size()
-	wblob := make([]byte, batches*wstart[OB]*parts*taps*wb)
-	for b := range batches {
-		for o := range cv.oc {
-			for j, kb := range blocks[o/lanes] {
-				for k := kb * lanes; k < min(kb*lanes+lanes, cv.ic); k++ {
-					for t := range taps {
-						src := cv.weight(b, o, k, t)
-						if src < 0 {
-							continue
-						}
-						for part := range parts {
-							el := (b*wstart[OB]+wstart[o/lanes]+j)*parts*taps + part*taps + t
-							off := el*wb + ((o%lanes)*lanes+k%lanes)*ie.size()
-							if cv.fp {
-								binary.LittleEndian.PutUint32(wblob[off:], math.Float32bits(cv.wF[src]))
-							} else {
-								wblob[off] = byte(int8(split(cv.wI[src], parts, part)))
-							}
-						}
-					}
-				}
-			}
-		}
+	var waddr uint64
+	if cv.wT == nil {
+		waddr = e.blob(cv.weightBlob(ie, lay.o(), blocks, wstart))
 	}
-	waddr := e.blob(wblob)
 	var ones uint64
 	if zx {
 		b := make([]byte, KB*cv.ih*cv.iw*lanes)
@@ -269,7 +235,13 @@ func (e *emitter) gemm(l *layer) error {
 						if cv.batched {
 							wsel = o0
 						}
-						loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, waddr+uint64((wsel*wstart[OB]+wstart[ob]+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
+						if cv.wT != nil {
+							// Rows ob·16… of Bᵀ's lane blocks bl[kb0…], N rows apart.
+							src := cv.wT.addr + uint64(((o0*KB+bl[kb0])*cv.oc+ob*lanes)*lanes*4)
+							loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, src, kn, 1, cv.oc/lanes))
+						} else {
+							loads = append(loads, load(isa.MemWgt, ie, buf*wgtCap, waddr+uint64((wsel*wstart[OB]+wstart[ob]+kb0)*parts*taps*wb), 1, kn*parts*taps, kn*parts*taps))
+						}
 						e.loadBatch(loads...)
 						// Rows of one image, or the images of a one-row tile.
 						g := isa.Insn{Op: isa.OpGEMM, IterOut: uint32(t), IterIn: uint32(w), DstOut: uint32(tw), DstIn: 1,
@@ -347,6 +319,15 @@ func split(w int64, n, j int) int64 {
 // Skipping a zero block changes nothing but 0 × ±Inf or NaN inputs.
 func (cv *convSpec) blockLists() [][]int {
 	OB, KB := (cv.oc+lanes-1)/lanes, (cv.ic+lanes-1)/lanes
+	if cv.wT != nil { // weights computed on the device: every block
+		lists := make([][]int, OB)
+		for ob := range lists {
+			for kb := range KB {
+				lists[ob] = append(lists[ob], kb)
+			}
+		}
+		return lists
+	}
 	taps := cv.kh * cv.kw
 	batches := 1
 	if cv.batched {
@@ -381,4 +362,58 @@ func (cv *convSpec) blockLists() [][]int {
 		}
 	}
 	return lists
+}
+
+// weightBlob lays the weights out as the weight SRAM holds them: for each
+// batch (outer index, if the weights are batched), output block ob and
+// input block of blocks[ob], parts × kh × kw blocks of 16×16, output
+// channels on the rows; a batch's blocks of ob start at block wstart[ob].
+func (cv *convSpec) weightBlob(ie elem, outer int, blocks [][]int, wstart []int) []byte {
+	OB := len(blocks)
+	parts := cv.parts()
+	batches := 1
+	if cv.batched {
+		batches = outer
+	}
+	taps := cv.kh * cv.kw
+	wb := lanes * lanes * ie.size()
+	wblob := make([]byte, batches*wstart[OB]*parts*taps*wb)
+	for b := range batches {
+		for o := range cv.oc {
+			for j, kb := range blocks[o/lanes] {
+				for k := kb * lanes; k < min(kb*lanes+lanes, cv.ic); k++ {
+					for t := range taps {
+						src := cv.weight(b, o, k, t)
+						if src < 0 {
+							continue
+						}
+						for part := range parts {
+							el := (b*wstart[OB]+wstart[o/lanes]+j)*parts*taps + part*taps + t
+							off := el*wb + ((o%lanes)*lanes+k%lanes)*ie.size()
+							if cv.fp {
+								binary.LittleEndian.PutUint32(wblob[off:], math.Float32bits(cv.wF[src]))
+							} else {
+								wblob[off] = byte(int8(split(cv.wI[src], parts, part)))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return wblob
+}
+
+// parts is how many int8 parts the widest weight needs (see convSpec.wI).
+func (cv *convSpec) parts() int {
+	parts := 1
+	for _, w := range cv.wI {
+		switch {
+		case w < -256 || w > 254:
+			parts = 3
+		case (w < -128 || w > 127) && parts < 2:
+			parts = 2
+		}
+	}
+	return parts
 }

@@ -14,6 +14,9 @@ const (
 	// lMove brings the input into the accumulator unchanged, for
 	// element-wise work.
 	lMove
+	// lTranspose swaps the last two axes of a stack of matrices whose
+	// dimensions fill whole blocks (see matmul.go).
+	lTranspose
 )
 
 // layer is one pass over the output tensor, tile by tile: the producer fills
@@ -73,6 +76,10 @@ type convSpec struct {
 	// zx is the input's zero point, subtracted exactly: folded into the bias
 	// when there is no padding, else corrected per pixel.
 	zx int32
+	// wT, when not nil, holds the weights on the device: the transposed
+	// second operand of a MatMul of two computed tensors, one matrix per
+	// outer index (see matmul.go).
+	wT *value
 	// scatter, when not nil, places the oh×ow outputs on a grid of the
 	// layer's output tensor instead of filling it (see phaseLayers).
 	scatter *scatter

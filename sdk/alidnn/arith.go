@@ -6,6 +6,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -90,6 +91,12 @@ func (c *compiler) binary(n *onnx.Node) error {
 	}
 	if !eqInts(a.shape, shape) {
 		return fmt.Errorf("%s broadcasts both operands: %w", op, ErrUnsupported)
+	}
+	// The operator joins a's layer, which reads b as it runs: that must be
+	// after b's layer (exporters write a residual block's shortcut after
+	// its main path).
+	if eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
+		a, b = b, a
 	}
 	if !eqInts(b.shape, shape) {
 		if !b.input || b.lay.shape != nil {
@@ -308,6 +315,16 @@ func (c *compiler) batchNorm(n *onnx.Node) error {
 	l.steps = append(l.steps, step{kind: sMulRow, fp: true, rowF: a}, step{kind: sAddRow, fp: true, rowF: b})
 	c.set(n, 0, c.rename(l, x.typ))
 	return nil
+}
+
+// writtenAt is the position in c.layers of the layer that writes v, −1
+// for values no layer writes (graph inputs).
+func (c *compiler) writtenAt(v *value) int {
+	r := v.root()
+	if r.layer == nil {
+		return -1
+	}
+	return slices.Index(c.layers, r.layer)
 }
 
 func mapIdx(v []float32, f func(int, float32) float32) []float32 {

@@ -57,7 +57,11 @@ func (n *net) shapeOf(v int) shape {
 	return n.layers[v-1].out
 }
 
-const bnEps = 1e-5
+// bnEps is BatchNormalization's ε as the exported file stores it, a
+// float32.
+const bnEps32 float32 = 1e-5
+
+var bnEps = float64(bnEps32)
 
 // forward returns every value of the net on x, the output last.
 func (n *net) forward(x []float64) [][]float64 {

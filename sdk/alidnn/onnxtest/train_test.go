@@ -58,20 +58,16 @@ func (n *net) initBN(xs [][]float64) {
 }
 
 // train runs cfg.steps minibatch steps of SGD with momentum on images
-// drawn by ds and returns the mean loss of the last tenth of them.
-func (n *net) train(ds *synth, cfg trainConfig) float64 {
+// drawn by ds.
+func (n *net) train(ds *synth, cfg trainConfig) {
 	g, vel := newGrads(n), newGrads(n)
-	var tail float64
-	var tailN int
-	for step := range cfg.steps {
+	for range cfg.steps {
 		clear2(g.w)
 		clear2(g.b)
-		var loss float64
 		for range cfg.batch {
 			x, label := ds.next()
 			vals := n.forward(x)
-			l, dz := softmaxXent(vals[len(vals)-1], label)
-			loss += l
+			_, dz := softmaxXent(vals[len(vals)-1], label)
 			for k := range dz {
 				dz[k] /= float64(cfg.batch)
 			}
@@ -81,12 +77,7 @@ func (n *net) train(ds *synth, cfg trainConfig) float64 {
 			sgd(l.w, g.w[k], vel.w[k], cfg)
 			sgd(l.b, g.b[k], vel.b[k], cfg)
 		}
-		if step >= cfg.steps-cfg.steps/10 {
-			tail += loss / float64(cfg.batch)
-			tailN++
-		}
 	}
-	return tail / float64(max(tailN, 1))
 }
 
 func clear2(s [][]float64) {

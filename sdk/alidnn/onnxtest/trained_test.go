@@ -37,6 +37,7 @@ func newTrainedArch(folder string, build func() *net, cfg trainConfig) *trainedA
 
 var trainedArchs = []*trainedArch{
 	newTrainedArch("trained_resnet_tiny", resnetTiny, trainConfig{steps: 600, batch: 16, lr: 0.01, momentum: 0.9, seed: 1}),
+	newTrainedArch("trained_mobilenet_tiny", mobilenetTiny, trainConfig{steps: 600, batch: 16, lr: 0.01, momentum: 0.9, seed: 2}),
 }
 
 const (

@@ -12,7 +12,21 @@ import (
 type trainConfig struct {
 	steps, batch int
 	lr, momentum float64
-	seed         uint64
+	// seed seeds the weights and the stream of training images.
+	seed uint64
+}
+
+// bnImages is the number of training images that set the BN statistics.
+const bnImages = 64
+
+// fit trains the net from scratch and rounds its parameters to float32.
+func (n *net) fit(cfg trainConfig) {
+	n.initWeights(rand.New(rand.NewPCG(cfg.seed, 1)))
+	ds := newSynth(cfg.seed)
+	xs, _ := ds.batch(bnImages)
+	n.initBN(xs)
+	n.train(ds, cfg)
+	n.roundTo32()
 }
 
 // initWeights draws convolution and Gemm weights uniformly at He scale,

@@ -2,7 +2,6 @@ package onnxtest_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"sync"
 
@@ -25,7 +24,8 @@ type trainedArch struct {
 	folder string // under testdata/generated
 	build  func() *net
 	cfg    trainConfig
-	// net is the trained net, trained or read once per test binary.
+	// net is the trained net: trained (with -update) or read once per
+	// test binary.
 	net func() (*net, error)
 }
 
@@ -60,12 +60,7 @@ func trainedCases() []genCase {
 func (a *trainedArch) trainedNet() (*net, error) {
 	n := a.build()
 	if *update {
-		n.initWeights(rand.New(rand.NewPCG(a.cfg.seed, 1)))
-		ds := newSynth(a.cfg.seed)
-		xs, _ := ds.batch(64)
-		n.initBN(xs)
-		n.train(ds, a.cfg)
-		n.roundTo32()
+		n.fit(a.cfg)
 		return n, nil
 	}
 	m, err := onnx.ReadModel(filepath.Join("testdata", "generated", a.folder, "model.onnx"))
@@ -75,8 +70,8 @@ func (a *trainedArch) trainedNet() (*net, error) {
 	return n, n.load(m)
 }
 
-// genCase runs the first held-out images through the reference; int8
-// keeps their top-1.
+// genCase is the trained net with the first held-out images and the
+// reference's outputs for them.
 func (a *trainedArch) genCase() genCase {
 	c := genCase{name: a.folder, opset: 13, int8: true}
 	n, err := a.net()

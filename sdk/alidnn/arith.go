@@ -213,7 +213,7 @@ func (c *compiler) concat(n *onnx.Node) error {
 			return fmt.Errorf("Concat input %s after a reshape: %w", x, ErrUnsupported)
 		}
 		if k < len(ins)-1 && x.shape[a]%lanes != 0 {
-			return fmt.Errorf("Concat input %s has %d channels, not a multiple of %d: %w", x, x.shape[a], lanes, ErrUnsupported)
+			return c.concatShifted(n, ins, shape)
 		}
 		el := r.el()
 		if k == 0 {

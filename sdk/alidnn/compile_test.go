@@ -26,7 +26,6 @@ func vi(name string, dims ...int64) onnx.ValueInfo {
 // TestCompileErrors checks that models the engine cannot run are refused
 // with errors naming the node and what is wrong.
 func TestCompileErrors(t *testing.T) {
-	w := onnx.NewFloat32("w", []int64{4, 2, 3, 3}, make([]float32, 72))
 	x := vi("x", 1, 2, 8, 8)
 	training, err := onnx.NewInt("t", onnx.Bool, nil, []int64{1})
 	if err != nil {
@@ -43,8 +42,8 @@ func TestCompileErrors(t *testing.T) {
 	}{
 		{"unknown operator", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "lstm1", OpType: "LSTM", Inputs: []string{"x"}, Outputs: []string{"y"}}),
 			[]string{"LSTM", `"lstm1"`}},
-		{"grouped conv", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{w}, &onnx.Node{Name: "c", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"},
-			Attrs: []*onnx.Attribute{{Name: "group", Type: onnx.AttrInt, I: 2}}}), []string{"Conv", "group = 2"}},
+		{"3-D conv", graph([]onnx.ValueInfo{vi("x", 1, 2, 4, 8, 8)}, []*onnx.Tensor{onnx.NewFloat32("w", []int64{4, 2, 3, 3, 3}, make([]float32, 216))},
+			&onnx.Node{Name: "c", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"}}), []string{"Conv", `"c"`, "rank-5", "1-D and 2-D"}},
 		{"weights not constant", graph([]onnx.ValueInfo{x, vi("w", 4, 2, 3, 3)}, nil, &onnx.Node{Name: "c", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"}}),
 			[]string{"weights", "constant"}},
 		{"symbolic batch", graph([]onnx.ValueInfo{{Name: "x", ElemType: onnx.Float, Dims: []onnx.Dim{{Param: "N"}, {Value: 2}}}}, nil,

@@ -1,19 +1,28 @@
 // Package alidnn compiles ONNX models to AliDNN engine programs and runs
 // them.
 //
-// Compile maps a graph onto the engine layer by layer. Convolutions, Gemm
-// and MatMul (and their quantised forms QLinearConv, QLinearMatMul,
-// ConvInteger, MatMulInteger) become GEMM layers tiled over output rows and
-// input-channel blocks to fit the engine's SRAMs; max and average pooling
+// Compile maps a graph onto the engine layer by layer. Convolutions (1-D
+// and 2-D, strided, dilated, grouped and depthwise), Gemm and MatMul (and
+// their quantised forms QLinearConv, QLinearMatMul, ConvInteger,
+// MatMulInteger) become GEMM layers tiled over output rows and input-channel
+// blocks to fit the engine's SRAMs, their loads double-buffered behind the
+// array; a grouped convolution runs only the weight blocks its groups touch,
+// and a first convolution on few channels packs adjacent pixels into the
+// lanes (see stem.go). ConvTranspose and nearest Resize by an integer
+// factor run as one stride-1 convolution per output phase whose STOREs
+// scatter every s-th pixel (see convtranspose.go). Max and average pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
-// ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Max/Min, batch
-// normalisation, requantisation, casts, residual sums) are fused into its
-// accumulator epilogue, and the rest run as element-wise layers. A zero Pad
-// in front of a Conv or AveragePool becomes its padding; Identity and
-// inference Dropout are aliases. Operators on constants (Transpose of
-// weights included) are folded at compile time; Softmax at the graph's end
-// runs on the host. Tensors live in device memory as 16-lane blocks
-// (see layout); the runtime packs inputs and unpacks outputs.
+// ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Max/Min,
+// batch normalisation, requantisation, casts, residual sums) are fused into
+// its accumulator epilogue, and the rest run as element-wise layers.
+// Cross-channel LRN squares its input, sums each channel window with a 1×1
+// GEMM and finishes in that layer's epilogue with the ALU's exp and log; it
+// runs in fp32 in int8 models too. A zero Pad in front of a Conv or
+// AveragePool becomes its padding; Identity and inference Dropout are
+// aliases. Operators on constants (Transpose of weights included) are
+// folded at compile time; Softmax at the graph's end runs on the host.
+// Tensors live in device memory as 16-lane blocks (see layout); the runtime
+// packs inputs and unpacks outputs.
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs

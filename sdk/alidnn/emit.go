@@ -20,21 +20,31 @@ const uopALU = 4096
 //
 //   - load → compute: each batch of inp/wgt LOADs pushes one token that the
 //     GEMM using it pops; the GEMM pushes one back when it is done with the
-//     SRAMs, and the next batch pops it before overwriting them.
+//     SRAMs. A layer's inp and wgt SRAMs hold one or two buffers: the first
+//     batches of a layer fill the free ones without waiting, later batches
+//     pop the token of the batch that used their buffer before, so with two
+//     buffers the loads of the next batch run while the GEMM computes.
 //   - compute → store: a tile's last compute instruction pushes a token the
 //     tile's first STORE pops; the last STORE pushes one back, popped by the
-//     next tile's first compute instruction before it overwrites acc.
-//   - between layers a barrier (a compute NOP popping the store's token and
-//     pushing one to the load queue, and a load NOP popping it) keeps the
-//     next layer's loads behind the previous layer's stores in DRAM.
+//     first compute instruction of the next tile that reuses its acc.
+//   - between layers a barrier keeps the next layer's loads behind the
+//     previous layer's stores in DRAM: compute NOPs pop the store tokens
+//     still due and push one token to the load queue, whose NOPs pop the
+//     release tokens still due and then that one.
+//
+// No FIFO ever holds more than a handful of tokens (the hardware's hold
+// isa.TokenDepth), and every FIFO is empty at FINISH, so the next run
+// starts from a clean state.
 type emitter struct {
 	insns  []isa.Insn
 	consts []byte
 
-	batches      int  // load batches issued
-	storePending int  // store → compute tokens not yet popped
-	lastCompute  int  // index of the last compute instruction, −1 none
-	tileOpen     bool // the next compute instruction starts a tile
+	loadFree    int  // load buffers the next batches may fill without a token
+	loadTokens  int  // compute → load tokens pushed and not yet popped
+	accFree     int  // acc buffers the next tiles may use without a token
+	storeTokens int  // store → compute tokens pushed and not yet popped
+	lastCompute int  // index of the last compute instruction, −1 none
+	tileOpen    bool // the next compute instruction starts a tile
 }
 
 func (e *emitter) blob(b []byte) uint64 {
@@ -46,13 +56,19 @@ func (e *emitter) blob(b []byte) uint64 {
 	return off
 }
 
+// buffers sets how many load buffers and acc buffers the current layer
+// rotates through; it must precede the layer's first load batch and tile.
+func (e *emitter) buffers(load, acc int) { e.loadFree, e.accFree = load, acc }
+
 func (e *emitter) loadBatch(loads ...isa.Insn) {
-	if e.batches > 0 {
+	if e.loadFree > 0 {
+		e.loadFree--
+	} else {
 		loads[0].PopNext = true
+		e.loadTokens--
 	}
 	loads[len(loads)-1].PushNext = true
 	e.insns = append(e.insns, loads...)
-	e.batches++
 }
 
 // compute appends a compute-queue instruction; popPrev consumes a load
@@ -61,9 +77,11 @@ func (e *emitter) compute(i isa.Insn, popPrev bool) {
 	i.PopPrev = i.PopPrev || popPrev
 	if e.tileOpen {
 		e.tileOpen = false
-		if e.storePending > 0 {
+		if e.accFree > 0 {
+			e.accFree--
+		} else {
 			i.PopNext = true
-			e.storePending--
+			e.storeTokens--
 		}
 	}
 	e.lastCompute = len(e.insns)
@@ -71,7 +89,10 @@ func (e *emitter) compute(i isa.Insn, popPrev bool) {
 }
 
 // release marks the last compute instruction as done with the load batch.
-func (e *emitter) release() { e.insns[e.lastCompute].PushPrev = true }
+func (e *emitter) release() {
+	e.insns[e.lastCompute].PushPrev = true
+	e.loadTokens++
+}
 
 func (e *emitter) beginTile() { e.tileOpen = true }
 
@@ -81,26 +102,37 @@ func (e *emitter) store(st ...isa.Insn) {
 	st[0].PopPrev = true
 	st[len(st)-1].PushPrev = true
 	e.insns = append(e.insns, st...)
-	e.storePending++
+	e.storeTokens++
 }
 
+// drainStores pops the store tokens still due in the compute queue, the
+// last one with n's own pop.
+func (e *emitter) drainStores(n *isa.Insn) {
+	for ; e.storeTokens > 1; e.storeTokens-- {
+		e.insns = append(e.insns, isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueCompute, PopNext: true})
+	}
+	if e.storeTokens == 1 {
+		n.PopNext = true
+		e.storeTokens--
+	}
+}
+
+// barrier ends a layer; the next one starts with every SRAM free.
 func (e *emitter) barrier() {
 	n := isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueCompute, PushPrev: true}
-	if e.storePending > 0 {
-		n.PopNext = true
-		e.storePending--
+	e.drainStores(&n)
+	e.insns = append(e.insns, n)
+	for ; e.loadTokens >= 0; e.loadTokens-- {
+		e.insns = append(e.insns, isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueLoad, PopNext: true})
 	}
-	e.insns = append(e.insns, n, isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueLoad, PopNext: true})
+	e.loadTokens, e.loadFree, e.accFree = 0, 1, 1
 	e.lastCompute = -1
 }
 
 func (e *emitter) finish(job uint32) {
 	f := isa.Insn{Op: isa.OpFinish, JobID: job}
-	if e.storePending > 0 {
-		f.PopNext = true
-		e.storePending--
-	}
-	if e.batches > 0 {
+	e.drainStores(&f)
+	for ; e.loadTokens > 0; e.loadTokens-- {
 		e.insns = append(e.insns, isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueLoad, PopNext: true})
 	}
 	e.insns = append(e.insns, f)

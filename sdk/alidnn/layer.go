@@ -33,6 +33,10 @@ type layer struct {
 
 	conv *convSpec
 	pool *poolSpec
+	// macs are the multiply-accumulates of the network's operator that a
+	// GEMM layer computes, one run; a layer computing it in another form
+	// (see packedStem) keeps the operator's count, and the packing is 0.
+	macs uint64
 	// outBlock is where a move layer's blocks start in its output, which
 	// may be wider than its input (Concat).
 	outBlock int
@@ -53,7 +57,11 @@ type convSpec struct {
 	pt, pl                 int // top and left padding (bottom, right follow from the output size)
 	ih, iw, oh, ow         int
 	ic, oc                 int
-	fp                     bool // fp32; otherwise int8
+	// groups splits the channels into that many independent convolutions
+	// (0 and 1 are one): output channel o sees only the input channels of
+	// its group, so its weights hold ic/groups channels.
+	groups int
+	fp     bool // fp32; otherwise int8
 	// Weights [batch][oc][ic][kh][kw], batch 1 unless every outer index has
 	// its own (batched MatMul).
 	wF []float32
@@ -65,6 +73,31 @@ type convSpec struct {
 	// zx is the input's zero point, subtracted exactly: folded into the bias
 	// when there is no padding, else corrected per pixel.
 	zx int32
+	// scatter, when not nil, places the oh×ow outputs on a grid of the
+	// layer's output tensor instead of filling it (see phaseLayers).
+	scatter *scatter
+}
+
+// scatter places output pixel (y, x) of a GEMM layer at pixel
+// (y·step + y0, x·step + x0) of its output, whose images are w pixels wide:
+// one phase of a transposed convolution or an upsampling.
+type scatter struct{ step, y0, x0, w int }
+
+// icg is the number of input channels each output channel sees.
+func (cv *convSpec) icg() int { return cv.ic / max(cv.groups, 1) }
+
+// weight returns the index in the weights of output channel o, input
+// channel k and tap t of outer index b, or −1 where k is outside o's group.
+func (cv *convSpec) weight(b, o, k, t int) int {
+	icg, taps := cv.icg(), cv.kh*cv.kw
+	if cv.groups > 1 {
+		g := o / (cv.oc / cv.groups)
+		if k/icg != g {
+			return -1
+		}
+		k -= g * icg
+	}
+	return ((b*cv.oc+o)*icg+k)*taps + t
 }
 
 // poolSpec is a POOL producer.
@@ -95,6 +128,8 @@ const (
 	// HardSwish): a scratch copy goes through chain, one fp32 constant per
 	// operation, and is combined into the tile by comb.
 	sSelf
+	sExp // e^x, fp32 only
+	sLog // ln x, fp32 only
 )
 
 // selfOp is one operation of an sSelf chain: the scratch copy op= a scalar.

@@ -117,31 +117,48 @@ func (c *compiler) convNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
-	if g, err := n.Int("group", 1); err != nil || g != 1 {
-		if err == nil {
-			err = fmt.Errorf("group = %d: %w", g, ErrUnsupported)
-		}
-		return err
-	}
-	if len(x.shape) != 4 || len(wv.shape) != 4 {
-		return fmt.Errorf("%s of a rank-%d input with rank-%d weights: only 2-D convolutions: %w", op, len(x.shape), len(wv.shape), ErrUnsupported)
-	}
-	N, C, H, W := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
-	OC := wv.shape[0]
-	if wv.shape[1] != C {
-		return fmt.Errorf("weights %v for %d input channels", wv.shape, C)
-	}
-	y, xw, err := windows(n, H, W, []int{wv.shape[2], wv.shape[3]})
+	groups, err := n.Int("group", 1)
 	if err != nil {
 		return err
 	}
-	if y.k != wv.shape[2] || xw.k != wv.shape[3] {
+	// A 1-D convolution is a 2-D one on images one pixel high.
+	oneD := len(x.shape) == 3 && len(wv.shape) == 3
+	if oneD {
+		n = lift1D(n)
+	} else if len(x.shape) != 4 || len(wv.shape) != 4 {
+		return fmt.Errorf("%s of a rank-%d input with rank-%d weights: only 1-D and 2-D convolutions: %w", op, len(x.shape), len(wv.shape), ErrUnsupported)
+	}
+	N, C := x.shape[0], x.shape[1]
+	H, W := 1, x.shape[len(x.shape)-1]
+	kh, kw := 1, wv.shape[len(wv.shape)-1]
+	if !oneD {
+		H, kh = x.shape[2], wv.shape[2]
+	}
+	OC := wv.shape[0]
+	if groups < 1 || int64(C)%groups != 0 || int64(OC)%groups != 0 {
+		return fmt.Errorf("group = %d does not divide %d input and %d output channels", groups, C, OC)
+	}
+	if wv.shape[1]*int(groups) != C {
+		return fmt.Errorf("weights %v for %d input channels in %d groups", wv.shape, C, groups)
+	}
+	y, xw, err := windows(n, H, W, []int{kh, kw})
+	if err != nil {
+		return err
+	}
+	if y.k != kh || xw.k != kw {
 		return fmt.Errorf("kernel_shape %dx%d does not match weights %v", y.k, xw.k, wv.shape)
 	}
 	spec := &convSpec{kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, dh: y.d, dw: xw.d, pt: y.pb, pl: xw.pb,
-		ih: H, iw: W, oh: y.out, ow: xw.out, ic: C, oc: OC}
+		ih: H, iw: W, oh: y.out, ow: xw.out, ic: C, oc: OC, groups: int(groups)}
 	outShape := []int{N, OC, y.out, xw.out}
+	if oneD {
+		outShape = []int{N, OC, xw.out}
+		x = &value{shape: []int{N, C, 1, W}, typ: x.typ, alias: x.root(), q: x.root().q}
+	}
 	padded := y.pb+y.pe+xw.pb+xw.pe > 0
+	if ok, err := c.packedStem(n, x, wv, bi, spec, outShape); ok || err != nil {
+		return err
+	}
 	return c.gemmNode(n, op, x, wv, bi, spec, outShape, convLayout(outShape), padded)
 }
 
@@ -366,7 +383,8 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 	l := &layer{kind: lGemm, in: x, conv: spec}
 	out := &value{shape: outShape, typ: onnx.Float, lay: outLay, layer: l}
 	l.out = out
-	perOC := spec.ic * spec.kh * spec.kw
+	perOC := spec.icg() * spec.kh * spec.kw
+	l.macs = uint64(outLay.o() * spec.oh * spec.ow * spec.oc * perOC)
 	quantOp := op == "ConvInteger" || op == "QLinearConv" || op == "MatMulInteger" || op == "QLinearMatMul"
 	switch {
 	case quantOp:

@@ -20,8 +20,12 @@ type Program struct {
 	Inputs  []Binding
 	Outputs []Binding
 	Layers  int
-	MACs    uint64 // multiply-accumulates of one run, as compiled
+	MACs    uint64 // multiply-accumulates of the model's operators, one run
 	Name    string
+	// Batch is the number of samples a run holds when compiled with
+	// ForBatch (the leading dimension of its inputs and outputs); 0
+	// otherwise.
+	Batch int
 }
 
 // MemSize is the device memory a loaded program needs: constants,
@@ -83,7 +87,7 @@ func elemOf(s string) (elem, error) {
 
 // emit lays out memory and generates the instruction stream.
 func (c *compiler) emit() (*Program, error) {
-	e := &emitter{lastCompute: -1}
+	e := &emitter{lastCompute: -1, loadFree: 1, accFree: 1}
 	p := &Program{}
 	// Constant tensors used whole (expanded element-wise operands).
 	for _, l := range c.layers {
@@ -125,12 +129,12 @@ func (c *compiler) emit() (*Program, error) {
 			return nil, fmt.Errorf("layer %d (%s): %w", len(p.Insns), l.out.name, err)
 		}
 		p.Layers++
-		if l.kind == lGemm {
-			cv := l.conv
-			p.MACs += uint64(l.out.lay.o() * cv.oh * cv.ow * cv.oc * cv.ic * cv.kh * cv.kw)
-		}
+		p.MACs += l.macs
 	}
 	e.finish(1)
+	if c.opts.batch > 1 {
+		p.Batch = c.opts.batch
+	}
 	p.Consts = e.consts
 	p.ActBase = align(uint64(len(e.consts)), 4096)
 	p.ActSize = act

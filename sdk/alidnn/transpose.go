@@ -114,10 +114,77 @@ func (c *compiler) transposeNode(n *onnx.Node) error {
 			continue
 		}
 		if a < last {
+			if ok, err := c.channelShuffle(n, x, perm); ok || err != nil {
+				return err
+			}
 			return fmt.Errorf("Transpose %v of the computed tensor %s reorders its data: %w", perm, x, ErrUnsupported)
 		}
 		last = a
 	}
 	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: x.root(), q: x.root().q})
 	return nil
+}
+
+// channelShuffle compiles a Transpose that only reorders factors of a
+// 4-D tensor's channel axis, as ShuffleNet's Reshape → Transpose → Reshape
+// does, as a channel permutation: a 1×1 convolution by a permutation matrix,
+// each output block reading only the input blocks it draws from. It
+// reports whether the Transpose was of that form.
+func (c *compiler) channelShuffle(n *onnx.Node, x *value, perm []int) (bool, error) {
+	r := x.root()
+	k := len(x.shape) - 3 // channel factor axes 1..k
+	if len(r.shape) != 4 || k < 2 || r.lay.shape != nil && r.lay.lane != 1 ||
+		x.shape[0] != r.shape[0] || x.shape[k+1] != r.shape[2] || x.shape[k+2] != r.shape[3] ||
+		perm[0] != 0 || perm[k+1] != k+1 || perm[k+2] != k+2 {
+		return false, nil
+	}
+	C := r.shape[1]
+	f := x.shape[1 : k+1]
+	prod := 1
+	for _, d := range f {
+		prod *= d
+	}
+	if prod != C {
+		return false, nil
+	}
+	// Output channel q, written in the permuted factors, is input channel
+	// src[q]; the weights put a one at (q, src[q]).
+	strides := make([]int, k)
+	s := 1
+	for a := k - 1; a >= 0; a-- {
+		strides[a] = s
+		s *= f[a]
+	}
+	w := make([]float32, C*C)
+	idx := make([]int, k)
+	shape := make([]int, len(perm))
+	for a, p := range perm {
+		shape[a] = x.shape[p]
+	}
+	for q := range C {
+		src := 0
+		for a := range k {
+			src += idx[a] * strides[perm[a+1]-1]
+		}
+		w[q*C+src] = 1
+		for a := k - 1; a >= 0; a-- {
+			idx[a]++
+			if idx[a] < shape[a+1] {
+				break
+			}
+			idx[a] = 0
+		}
+	}
+	N, H, W := r.shape[0], r.shape[2], r.shape[3]
+	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: H, iw: W, oh: H, ow: W, ic: C, oc: C}
+	pn := &onnx.Node{OpType: "Conv", Name: n.Name + "/shuffle", Outputs: []string{n.Outputs[0] + "/shuffle"}}
+	c.uses[pn.Outputs[0]] = 1
+	out := []int{N, C, H, W}
+	if err := c.gemmNode(pn, "Conv", r, constFloat("", []int{C, C, 1, 1}, w), -1, spec, out, convLayout(out), false); err != nil {
+		return true, err
+	}
+	p := c.vals[pn.Outputs[0]]
+	p.layer.macs = 0
+	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: p, q: p.q})
+	return true, nil
 }

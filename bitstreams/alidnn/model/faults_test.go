@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/shell"
 )
 
@@ -204,6 +206,34 @@ func TestDeadlock(t *testing.T) {
 	} {
 		t.Run(c.text, func(t *testing.T) {
 			wantFault(t, newLocal(t), assemble(t, c.text), alidnn.CauseDeadlock, c.pc)
+		})
+	}
+}
+
+// TestTokenDepth checks that a FIFO takes isa.TokenDepth tokens and that
+// the push of one more fails at the pushing instruction, in each of the
+// four directions. The consumer starts with a long instruction, so every
+// push lands before the first pop.
+func TestTokenDepth(t *testing.T) {
+	const (
+		slowLoad    = "load.inp int8 sram=0 dram=0x1000 y=1 x=2048 stride=2048\n"
+		slowCompute = "gemm reset uop=0:1 iter=2000,2000 dst=0,0 src=0,0 wgt=0,0\n"
+		slowStore   = "store.acc int32 sram=0 dram=0x1000 y=1 x=2048 stride=2048\n"
+	)
+	for _, c := range []struct{ name, push, slow, pop string }{
+		{"load to compute", "nop.load ; push_next", slowCompute, "nop.compute ; pop_prev"},
+		{"compute to load", "nop.compute ; push_prev", slowLoad, "nop.load ; pop_next"},
+		{"compute to store", "nop.compute ; push_next", slowStore, "nop.store ; pop_prev"},
+		{"store to compute", "nop.store ; push_prev", slowCompute, "nop.compute ; pop_next"},
+	} {
+		prog := func(n int) string {
+			return c.slow + strings.Repeat(c.push+"\n", n) + strings.Repeat(c.pop+"\n", n) + "finish job=1"
+		}
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := runBytes(t, newLocal(t), assemble(t, prog(isa.TokenDepth))); err != nil {
+				t.Fatalf("%d tokens: %v", isa.TokenDepth, err)
+			}
+			wantFault(t, newLocal(t), assemble(t, prog(isa.TokenDepth+1)), alidnn.CauseIllegal, isa.TokenDepth+1)
 		})
 	}
 }

@@ -44,6 +44,9 @@
 //   - quantize of NaN gives the zero point; ±Inf and large values saturate.
 //     dequantize converts dst − zp (exact in 64 bits) to fp32, then
 //     multiplies by the scale in fp32.
+//   - exp and log of a NaN return it, quieted, with its payload truncated
+//     to fp32 (Go's float64 round trip); a NaN they make (log of a negative
+//     number) is the one Go's float64 → float32 conversion gives.
 //   - fp32 min/max (and relu, POOL max) return the destination when the
 //     operands compare equal, so max(−0, +0) is −0.
 //   - POOL checks tile ranges (CauseSRAM) before overlap (CauseIllegal).
@@ -57,8 +60,9 @@
 //     it, and no byte outside the window is touched.
 //   - DRAM addresses are card addresses: the window only admits or refuses
 //     them, it does not relocate them.
-//   - Token FIFOs are unbounded; the hardware's are not, so a compiler
-//     should not rely on more than a few outstanding tokens per FIFO.
+//   - A push into a token FIFO that already holds isa.TokenDepth tokens
+//     fails the run with CauseIllegal when the pushing instruction
+//     completes (its function has run, its counters are not counted).
 //   - Every FINISH but the run's last completing instruction raises the
 //     interrupt when it completes; the run's end raises once more after
 //     STATUS and the counters are final.

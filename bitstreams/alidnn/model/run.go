@@ -26,6 +26,7 @@ type fifo struct {
 
 func (f *fifo) empty() bool      { return f.head == len(f.t) }
 func (f *fifo) front() uint64    { return f.t[f.head] }
+func (f *fifo) full() bool       { return len(f.t)-f.head >= isa.TokenDepth }
 func (f *fifo) push(at uint64)   { f.t = append(f.t, at) }
 func (f *fifo) pop()             { f.head++ }
 func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
@@ -146,9 +147,15 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 		c.cycles = max(c.cycles, end)
 		c.insns++
 		if in.PushPrev {
+			if up[q-1].full() {
+				return c, k, faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q-1), isa.TokenDepth)
+			}
 			up[q-1].push(end)
 		}
 		if in.PushNext {
+			if down[q].full() {
+				return c, k, faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q+1), isa.TokenDepth)
+			}
 			down[q].push(end)
 		}
 		left--

@@ -97,3 +97,28 @@ func TestConcatAndSum(t *testing.T) {
 		}
 	}
 }
+
+// TestSumOfLaterOperand adds a tensor computed after the layer that the
+// Add joins: a residual block as exporters write it, main path first, then
+// the projection shortcut, then the Add. The sum must wait for both.
+func TestSumOfLaterOperand(t *testing.T) {
+	x := ramp("x", []int64{1, 16, 3, 5}, 0.5)
+	y := ramp("y", []int64{1, 16, 3, 5}, -0.25)
+	g := &onnx.Graph{
+		Inputs: []onnx.ValueInfo{vinfo("x", 1, 16, 3, 5), vinfo("y", 1, 16, 3, 5)},
+		Nodes: []*onnx.Node{
+			{Name: "rx", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"a"}},
+			{Name: "ry", OpType: "Relu", Inputs: []string{"y"}, Outputs: []string{"b"}},
+			{Name: "s", OpType: "Add", Inputs: []string{"a", "b"}, Outputs: []string{"c"}},
+		},
+		Outputs: []onnx.ValueInfo{{Name: "c"}},
+	}
+	got := runGraph(t, g, x, y)
+	xf, _ := x.Float32s()
+	yf, _ := y.Float32s()
+	for k := range xf {
+		if want := max(xf[k], 0) + max(yf[k], 0); got[k] != want {
+			t.Fatalf("value %d: %g, want %g", k, got[k], want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -540,7 +541,9 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 			return fmt.Errorf("%s input %s is %v on the device, want fp32: %w", op, x, x.el(), ErrUnsupported)
 		}
 		spec.fp = true
-		spec.wF = w.floats()
+		// A copy: a following BatchNormalization folds into it in place,
+		// and another Conv may read the same initializer.
+		spec.wF = slices.Clone(w.floats())
 		l.accFP = true
 	}
 	c.layers = append(c.layers, l)

@@ -34,12 +34,53 @@ func mobilenetV2() *net {
 	return b.n
 }
 
+// resnet50 is ResNet-50 (v1.5: the stride on the 3×3 convolution) for
+// 224×224 images and 1000 classes: a 7×7 stride-2 conv-BN-ReLU stem and a
+// 3×3 stride-2 MaxPool, bottleneck stages of 3, 4, 6 and 3 blocks, the
+// classifier.
+func resnet50() *net {
+	b := builder{&net{name: "resnet50", in: shape{3, 224, 224}}}
+	x := b.unary(opRelu, b.convBN(0, 64, 7, 2, 1))
+	x = b.maxPool(x, 3, 2, 1)
+	for s, st := range []struct{ width, blocks int }{{64, 3}, {128, 4}, {256, 6}, {512, 3}} {
+		for k := range st.blocks {
+			stride := 1
+			if k == 0 && s > 0 {
+				stride = 2
+			}
+			x = b.bottleneck(x, st.width, stride)
+		}
+	}
+	b.head(x, 1000)
+	return b.n
+}
+
+// bottleneck is a ResNet bottleneck block: 1×1 conv-BN-ReLU to width, 3×3
+// (strided) conv-BN-ReLU, 1×1 conv-BN to 4·width, plus the input (or its
+// strided 1×1 conv-BN projection), then a ReLU.
+func (b *builder) bottleneck(x, width, stride int) int {
+	y := b.unary(opRelu, b.convBN(x, width, 1, 1, 1))
+	y = b.unary(opRelu, b.convBN(y, width, 3, stride, 1))
+	y = b.convBN(y, 4*width, 1, 1, 1)
+	short := x
+	if stride != 1 || b.n.shapeOf(x).c != 4*width {
+		short = b.convBN(x, 4*width, 1, stride, 1)
+	}
+	return b.unary(opRelu, b.sum(y, short))
+}
+
 // TestMobileNetV2 runs MobileNet-v2 at its usual input size with random
 // weights and normalisation statistics on the simulator: the logits must be
-// near the float64 reference's (see the tolerance below) with the same
-// top-1. It logs the modeled device time.
-func TestMobileNetV2(t *testing.T) {
-	n := mobilenetV2()
+// near the float64 reference's (see the tolerance in runRandomNet) with the
+// same top-1. It logs the modeled device time.
+func TestMobileNetV2(t *testing.T) { runRandomNet(t, mobilenetV2()) }
+
+// TestResNet50Random is TestMobileNetV2 for ResNet-50.
+func TestResNet50Random(t *testing.T) { runRandomNet(t, resnet50()) }
+
+// runRandomNet runs n with random weights and normalisation statistics on
+// the simulator and compares its logits with the float64 reference's.
+func runRandomNet(t *testing.T, n *net) {
 	r := rand.New(rand.NewPCG(2, 24))
 	n.initWeights(r)
 	for _, l := range n.layers {
@@ -98,9 +139,9 @@ func TestMobileNetV2(t *testing.T) {
 		t.Fatalf("%d logits, want %d", len(got), len(logits))
 	}
 	// The shared tolerance, widened by 1e-4 of the largest logit: random
-	// weights make many logits cancel to near zero over 1280 terms, where
-	// fp32's rounding of the big partial sums dominates (about 6e-6 of the
-	// largest logit here).
+	// weights make many logits cancel to near zero over thousands of
+	// terms, where fp32's rounding of the big partial sums dominates
+	// (about 6e-6 of the largest logit for MobileNet-v2).
 	var scale float64
 	for _, w := range logits {
 		scale = max(scale, math.Abs(w))

@@ -17,12 +17,15 @@ type attr struct {
 	f    *float32
 	i    *int64
 	is   []int64
+	s    *string
 }
 
 func fAttr(name string, v float32) attr { return attr{name: name, f: &v} }
 func iAttr(name string, v int64) attr   { return attr{name: name, i: &v} }
 
 func isAttr(name string, v ...int64) attr { return attr{name: name, is: v} }
+
+func sAttr(name, v string) attr { return attr{name: name, s: &v} }
 
 type node struct {
 	op      string
@@ -69,6 +72,9 @@ func (a attr) encode() []byte {
 			b = appendVarint(b, 8, uint64(v))
 		}
 		b = appendVarint(b, 20, 7) // INTS
+	case a.s != nil:
+		b = appendBytes(b, 4, []byte(*a.s))
+		b = appendVarint(b, 20, 3) // STRING
 	}
 	return b
 }

@@ -17,15 +17,9 @@ import (
 // bilinear compiles Resize in linear mode by the factor s on both image
 // axes, for the coordinate transformation coord.
 func (c *compiler) bilinear(n *onnx.Node, x *value, s int, coord string) error {
-	if err := c.settle(x, false); err != nil {
-		return err
-	}
-	x, err := c.deviceInput(x, convLayout(x.root().shape))
+	x, err := c.fp32Input(n, x)
 	if err != nil {
 		return err
-	}
-	if x.el() != f32 {
-		return fmt.Errorf("%s input %s is %v on the device, want fp32: %w", n.OpType, x, x.el(), ErrUnsupported)
 	}
 	var phases [2][]phase
 	var ws [2][][2]float32

@@ -165,6 +165,16 @@ func (c *compiler) build() error {
 		if err := c.settle(v, false); err != nil {
 			return err
 		}
+		// A float output an int8 layer writes (a pool after a quantised
+		// Conv) is dequantised by a layer of its own.
+		if c.opts.int8 && v.host == nil && v.alias == nil && v.layer != nil && v.isFloat() && v.el() == i8 {
+			f, err := c.floatOperand(v)
+			if err != nil {
+				return fmt.Errorf("graph output %q: %w", o.Name, err)
+			}
+			f.name, f.uses = o.Name, c.uses[o.Name]
+			c.vals[o.Name], v = f, f
+		}
 		if v.host != nil {
 			if err := c.settle(v.host.src, false); err != nil {
 				return err

@@ -27,14 +27,17 @@ const uopALU = 4096
 //   - compute → store: a tile's last compute instruction pushes a token the
 //     tile's first STORE pops; the last STORE pushes one back, popped by the
 //     first compute instruction of the next tile that reuses its acc.
-//   - between layers a barrier keeps the next layer's loads behind the
-//     previous layer's stores in DRAM: compute NOPs pop the store tokens
-//     still due and push one token to the load queue, whose NOPs pop the
-//     release tokens still due and then that one.
+//   - at the end of a layer compute NOPs pop the store tokens still due, so
+//     the compute queue (whose acc LOADs read activations) is behind every
+//     STORE so far. The next layer that loads through the load queue first
+//     puts that queue behind them too: a compute NOP pushes one token to
+//     the load queue, whose NOPs pop the release tokens still due and then
+//     that one. Layers without load batches (element-wise, fp32 pooling)
+//     push no such token, so they never pile up in the FIFO.
 //
-// No FIFO ever holds more than a handful of tokens (the hardware's hold
-// isa.TokenDepth), and every FIFO is empty at FINISH, so the next run
-// starts from a clean state.
+// So no FIFO holds more than three tokens on any timing, within the
+// hardware's isa.TokenDepth (Compile checks every program with
+// isa.TokenBound), and every FIFO is empty at FINISH.
 type emitter struct {
 	insns  []isa.Insn
 	consts []byte
@@ -45,6 +48,7 @@ type emitter struct {
 	storeTokens int  // store → compute tokens pushed and not yet popped
 	lastCompute int  // index of the last compute instruction, −1 none
 	tileOpen    bool // the next compute instruction starts a tile
+	loadsBehind bool // no STORE since the load queue was last synchronised
 }
 
 func (e *emitter) blob(b []byte) uint64 {
@@ -61,6 +65,9 @@ func (e *emitter) blob(b []byte) uint64 {
 func (e *emitter) buffers(load, acc int) { e.loadFree, e.accFree = load, acc }
 
 func (e *emitter) loadBatch(loads ...isa.Insn) {
+	if !e.loadsBehind {
+		e.syncLoads()
+	}
 	if e.loadFree > 0 {
 		e.loadFree--
 	} else {
@@ -117,15 +124,27 @@ func (e *emitter) drainStores(n *isa.Insn) {
 	}
 }
 
-// barrier ends a layer; the next one starts with every SRAM free.
-func (e *emitter) barrier() {
-	n := isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueCompute, PushPrev: true}
-	e.drainStores(&n)
-	e.insns = append(e.insns, n)
+// syncLoads puts the load queue behind everything the compute queue has
+// issued, its store drains included, and takes back the release tokens
+// still due.
+func (e *emitter) syncLoads() {
+	e.insns = append(e.insns, isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueCompute, PushPrev: true})
 	for ; e.loadTokens >= 0; e.loadTokens-- {
 		e.insns = append(e.insns, isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueLoad, PopNext: true})
 	}
-	e.loadTokens, e.loadFree, e.accFree = 0, 1, 1
+	e.loadTokens, e.loadsBehind = 0, true
+}
+
+// barrier ends a layer: the compute queue waits for its stores, and the
+// next layer starts with every SRAM free.
+func (e *emitter) barrier() {
+	n := isa.Insn{Op: isa.OpNop, NopQueue: isa.QueueCompute}
+	e.drainStores(&n)
+	if n.PopNext {
+		e.insns = append(e.insns, n)
+	}
+	e.loadsBehind = false
+	e.loadFree, e.accFree = 1, 1
 	e.lastCompute = -1
 }
 

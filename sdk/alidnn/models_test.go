@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/alidnn"
@@ -199,8 +200,12 @@ func TestLightModels(t *testing.T) {
 			if worst > 1 {
 				t.Errorf("worst error %.3g× the tolerance", worst)
 			}
-			t.Logf("%d layers, %d instructions, %.3f G MACs; modeled %.2f ms, host %v; worst error %.3g× the tolerance",
-				prog.Layers, len(prog.Insns), float64(prog.MACs)/1e9, float64(res.Stats.DeviceNS())/1e6, res.HostTime, worst)
+			bound, err := isa.TokenBound(prog.Insns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d layers, %d instructions, %.3f G MACs; modeled %.2f ms, host %v; worst error %.3g× the tolerance; FIFOs hold at most %v tokens",
+				prog.Layers, len(prog.Insns), float64(prog.MACs)/1e9, float64(res.Stats.DeviceNS())/1e6, res.HostTime, worst, bound)
 		})
 	}
 }

@@ -87,7 +87,7 @@ func elemOf(s string) (elem, error) {
 
 // emit lays out memory and generates the instruction stream.
 func (c *compiler) emit() (*Program, error) {
-	e := &emitter{lastCompute: -1, loadFree: 1, accFree: 1}
+	e := &emitter{lastCompute: -1, loadFree: 1, accFree: 1, loadsBehind: true}
 	p := &Program{}
 	// Constant tensors used whole (expanded element-wise operands).
 	for _, l := range c.layers {
@@ -132,6 +132,17 @@ func (c *compiler) emit() (*Program, error) {
 		p.MACs += l.macs
 	}
 	e.finish(1)
+	// The emitter's protocol keeps every FIFO within the hardware's depth
+	// on any timing; a program that breaks it is the compiler's bug.
+	bound, err := isa.TokenBound(e.insns)
+	if err != nil {
+		return nil, fmt.Errorf("compiled program: %v", err)
+	}
+	for f, n := range bound {
+		if n > isa.TokenDepth {
+			return nil, fmt.Errorf("compiled program may hold %d tokens in the %s FIFO, beyond the engine's %d", n, isa.Fifo(f), isa.TokenDepth)
+		}
+	}
 	if c.opts.batch > 1 {
 		p.Batch = c.opts.batch
 	}

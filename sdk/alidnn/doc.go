@@ -15,7 +15,9 @@
 // accumulator epilogue, and the rest run as element-wise layers. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and
 // inference Dropout are aliases. Operators on constants (Transpose of
-// weights included) are folded at compile time; Softmax at the graph's end
+// weights, Constant and ConstantOfShape, and the shape arithmetic exporters
+// write in front of a Reshape: Shape, Gather, Slice, ReduceProd, Concat,
+// Cast, arithmetic) are folded at compile time; Softmax at the graph's end
 // runs on the host. Tensors live in device memory as 16-lane blocks
 // (see layout); the runtime packs inputs and unpacks outputs.
 //

@@ -199,15 +199,29 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 		}
 		return out(fv)
 	case "Shape":
-		x, err := c.need(n, 0)
+		v, err := c.foldShape(n)
 		if err != nil {
 			return true, err
 		}
-		dims := make([]int64, len(x.shape))
-		for k, d := range x.shape {
-			dims[k] = int64(d)
+		return out(v)
+	case "Gather":
+		v, err := c.foldGather(n)
+		if err != nil {
+			return true, err
 		}
-		return out(constInt("", onnx.Int64, []int{len(dims)}, dims))
+		return out(v)
+	case "Slice":
+		v, err := c.foldSlice(n)
+		if err != nil {
+			return true, err
+		}
+		return out(v)
+	case "ReduceProd":
+		v, err := c.foldReduceProd(n)
+		if err != nil {
+			return true, err
+		}
+		return out(v)
 	case "Transpose":
 		v, err := c.foldTranspose(n)
 		if err != nil {
@@ -355,32 +369,6 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 			parts = append(parts, v)
 		}
 		return c.foldConcat(n, parts, int(axis))
-	case "Gather":
-		x, _ := c.need(n, 0)
-		iv, err := c.need(n, 1)
-		if err != nil {
-			return true, err
-		}
-		axis, err := n.Int("axis", 0)
-		if err != nil {
-			return true, err
-		}
-		if axis != 0 || len(x.shape) != 1 {
-			return false, nil
-		}
-		idx := iv.ints()
-		r := make([]int64, len(idx))
-		xs := x.ints()
-		for k, i := range idx {
-			if i < 0 {
-				i += int64(len(xs))
-			}
-			if i < 0 || int(i) >= len(xs) {
-				return true, fmt.Errorf("index %d out of range", idx[k])
-			}
-			r[k] = xs[i]
-		}
-		return out(constInt("", x.typ, iv.shape, r))
 	}
 	return false, nil
 }

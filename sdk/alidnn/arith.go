@@ -92,7 +92,7 @@ func (c *compiler) binary(n *onnx.Node) error {
 		return fmt.Errorf("%s broadcasts both operands: %w", op, ErrUnsupported)
 	}
 	if !eqInts(b.shape, shape) {
-		if !b.input || b.lay.shape != nil {
+		if !b.input || b.lay.shape != nil || b.packed != nil {
 			return fmt.Errorf("%s broadcasts the computed tensor %s: %w", op, b, ErrUnsupported)
 		}
 		b.bcast = b.shape

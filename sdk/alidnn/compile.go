@@ -138,6 +138,9 @@ func (c *compiler) build() error {
 		if v.isConst {
 			continue
 		}
+		if v.cols != nil {
+			return fmt.Errorf("graph output %q flattens a transposed tensor: %w", o.Name, ErrUnsupported)
+		}
 		if v.host != nil && v.host.op == padOp {
 			return fmt.Errorf("graph output %q is a %s: %w", o.Name, padOp, ErrUnsupported)
 		}
@@ -206,6 +209,9 @@ func (c *compiler) node(n *onnx.Node) error {
 		}
 		if v != nil && !v.isConst {
 			allConst = false
+			if err := c.checkView(n, k, v); err != nil {
+				return err
+			}
 		}
 	}
 	if allConst || n.OpType == "Shape" {
@@ -258,6 +264,9 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 	case "Pad":
 		return c.padNode(n)
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
+		if x := c.vals[n.Inputs[0]]; x != nil && x.cols != nil {
+			return c.matmulCols(n)
+		}
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":
 		m, err := c.unpad(n)
@@ -491,6 +500,9 @@ func (c *compiler) reshape(n *onnx.Node) error {
 	}
 	if total != x.len() {
 		return fmt.Errorf("reshape of %v (%d values) to %v", x.shape, x.len(), shape)
+	}
+	if x.view != nil {
+		return c.flattenView(n, x, shape)
 	}
 	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: x.root(), q: x.root().q})
 	return nil

@@ -52,8 +52,13 @@ func TestCompileErrors(t *testing.T) {
 			[]string{"com.microsoft"}},
 		{"ceil_mode", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
 			Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "ceil_mode", Type: onnx.AttrInt, I: 1}}}), []string{"MaxPool", "ceil_mode"}},
-		{"transpose of a computed tensor", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"x"}, Outputs: []string{"y"},
-			Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 3, 1}}}}), []string{"Transpose", `"t"`, "reorders"}},
+		// A graph input's Transpose is packed on the host, a graph output's
+		// unpacked there: this one feeds a Relu.
+		{"transpose of a computed tensor", graph([]onnx.ValueInfo{x}, nil,
+			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"r"}},
+			&onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"r"}, Outputs: []string{"t"},
+				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 3, 1}}}},
+			&onnx.Node{Name: "s", OpType: "Relu", Inputs: []string{"t"}, Outputs: []string{"y"}}), []string{"Transpose", `"t"`, "reorders", "Relu"}},
 		{"pad before relu", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads},
 			&onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"p"}},
 			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"p"}, Outputs: []string{"y"}}), []string{"Relu", `"r"`, "Pad", "Conv"}},

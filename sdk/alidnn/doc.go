@@ -19,7 +19,11 @@
 // write in front of a Reshape: Shape, Gather, Slice, ReduceProd, Concat,
 // Cast, arithmetic) are folded at compile time; Softmax at the graph's end
 // runs on the host. Tensors live in device memory as 16-lane blocks
-// (see layout); the runtime packs inputs and unpacks outputs.
+// (see layout); the runtime packs inputs and unpacks outputs. A Transpose
+// that reorders a tensor's data runs only where it is free, as TensorFlow
+// converters place them around NHWC models (see nhwc.go): on a graph input
+// (packed transposed), before a graph output (unpacked so), or before a
+// Flatten into a MatMul or Gemm (whose weight rows are permuted instead).
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs

@@ -155,8 +155,36 @@ func (c *compiler) build() error {
 		if err := c.materialize(v); err != nil {
 			return fmt.Errorf("graph output %q: %w", o.Name, err)
 		}
+		if v.typ == onnx.Float && v.host == nil && v.root().el() == i8 {
+			f, err := c.floatOutput(v)
+			if err != nil {
+				return fmt.Errorf("graph output %q: %w", o.Name, err)
+			}
+			c.vals[o.Name] = f
+		}
 	}
 	return nil
+}
+
+// floatOutput dequantises a float graph output that a post-training-
+// quantised consumer settled as int8 before the output was reached (a
+// feature map also returned by the graph): the host reads fp32. A layer of
+// its own, since the consumers read the int8 tensor.
+func (c *compiler) floatOutput(v *value) (*value, error) {
+	r := v.root()
+	l := &layer{kind: lMove, in: r, accFP: true}
+	l.steps = []step{{kind: sDequantize, rowF: fill(r.lay.c(), r.q.scale), zp: r.q.zp}}
+	y := &value{name: v.name, shape: r.shape, typ: onnx.Float, lay: r.lay, layer: l}
+	l.out = y
+	c.layers = append(c.layers, l)
+	if v == r {
+		return y, nil
+	}
+	f := &value{name: v.name, shape: v.shape, typ: v.typ, alias: y}
+	if v.view != nil {
+		f.view = &transposeOf{src: y, perm: v.view.perm, node: v.view.node}
+	}
+	return f, nil
 }
 
 // in returns input k of n, nil if omitted.

@@ -152,8 +152,9 @@ func (c *compiler) sum(n *onnx.Node) error {
 }
 
 // concat compiles a Concat of computed tensors along their lane axis: each
-// input is moved into its channel blocks of the output, so every input but
-// the last must have a multiple of 16 channels.
+// input is moved into its channel blocks of the output, realigned by
+// concatShifted when an input does not start at a block boundary. Other
+// axes go to concatMoves.
 func (c *compiler) concat(n *onnx.Node) error {
 	axis, err := n.Int("axis", 0)
 	if err != nil {
@@ -184,7 +185,10 @@ func (c *compiler) concat(n *onnx.Node) error {
 	}
 	lay := convLayout(shape)
 	if a != lay.lane {
-		return fmt.Errorf("Concat along axis %d (the engine concatenates channels, axis %d): %w", a, lay.lane, ErrUnsupported)
+		if lay.lane < 0 {
+			return fmt.Errorf("Concat of scalars: %w", ErrUnsupported)
+		}
+		return c.concatMoves(n, ins, lay, a)
 	}
 	out := &value{shape: shape, typ: ins[0].typ, lay: lay}
 	off := 0

@@ -12,7 +12,8 @@
 // become POOL layers; element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Max/Min, batch
 // normalisation, requantisation, casts, residual sums) are fused into its
-// accumulator epilogue, and the rest run as element-wise layers. A zero Pad
+// accumulator epilogue, and the rest run as element-wise layers. Concat
+// moves each input into its place in the output, along any axis. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and
 // inference Dropout are aliases. Operators on constants (Transpose of
 // weights, Constant and ConstantOfShape, and the shape arithmetic exporters

@@ -43,6 +43,23 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if a.isConst && !b.isConst && commutes {
 		a, b = b, a
 	}
+	if !commutes && !b.isConst {
+		// a − b is −b + a; the engine has no division.
+		if op == "Div" {
+			return fmt.Errorf("Div by the computed tensor %s (the engine divides only by constants): %w", b, ErrUnsupported)
+		}
+		if a.isConst {
+			return c.subtractFrom(n, a, b)
+		}
+		if !eqInts(a.shape, b.shape) {
+			return fmt.Errorf("Sub broadcasts %v and %v: %w", a.shape, b.shape, ErrUnsupported)
+		}
+		nb, err := c.negate(b)
+		if err != nil {
+			return err
+		}
+		a, b, op, commutes = nb, a, "Add", true
+	}
 	if b.isConst {
 		if !eqInts(shape, a.shape) {
 			return fmt.Errorf("%s broadcasts the tensor %v to %v: %w", op, a.shape, shape, ErrUnsupported)
@@ -85,7 +102,9 @@ func (c *compiler) binary(n *onnx.Node) error {
 		return fmt.Errorf("%s of two tensors: %w", op, ErrUnsupported)
 	}
 	// Two tensors: the same shape, or a graph input broadcast on upload.
-	if !eqInts(a.shape, shape) {
+	// The layer extended is the later one, so that the other operand is
+	// computed by the time it is read.
+	if !eqInts(a.shape, shape) || eqInts(b.shape, shape) && c.layerIndex(b) > c.layerIndex(a) {
 		a, b = b, a
 	}
 	if !eqInts(a.shape, shape) {
@@ -117,6 +136,61 @@ func (c *compiler) binary(n *onnx.Node) error {
 	}
 	l.steps = append(l.steps, step{kind: rowKinds[op][1], fp: true, t: b})
 	c.set(n, 0, c.rename(l, a.typ))
+	return nil
+}
+
+// layerIndex is the position of the layer computing v's storage in the
+// program, −1 for inputs.
+func (c *compiler) layerIndex(v *value) int {
+	l := v.root().layer
+	for k := len(c.layers) - 1; k >= 0; k-- {
+		if c.layers[k] == l && l != nil {
+			return k
+		}
+	}
+	return -1
+}
+
+// negate returns −x, computed by a layer that only the caller reads.
+func (c *compiler) negate(x *value) (*value, error) {
+	l, err := c.open(x)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.rowStep(l, sMulRow, fill(l.out.lay.c(), -1)); err != nil {
+		return nil, err
+	}
+	v := c.rename(l, x.typ)
+	v.uses = 1
+	return v, nil
+}
+
+// subtractFrom compiles the constant k minus the tensor x as −x + k.
+func (c *compiler) subtractFrom(n *onnx.Node, k, x *value) error {
+	shape, err := broadcastShape(x.shape, k.shape)
+	if err != nil {
+		return err
+	}
+	if !eqInts(shape, x.shape) {
+		return fmt.Errorf("Sub broadcasts the tensor %v to %v: %w", x.shape, shape, ErrUnsupported)
+	}
+	nx, err := c.negate(x)
+	if err != nil {
+		return err
+	}
+	l := nx.layer
+	if row, ok := perLane(l.out.lay, k.shape, k.floats()); ok {
+		if err := c.rowStep(l, sAddRow, row); err != nil {
+			return err
+		}
+	} else {
+		t, err := expand(l.out.lay, k)
+		if err != nil {
+			return err
+		}
+		l.steps = append(l.steps, step{kind: sAddTensor, fp: true, t: t})
+	}
+	c.set(n, 0, c.rename(l, x.typ))
 	return nil
 }
 
@@ -231,6 +305,13 @@ func mapF(v []float32, f func(float32) float32) []float32 {
 // rowStep appends a per-channel constant add or multiply, in the
 // accumulator's domain.
 func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
+	if !l.accFP && l.ptq && kind == sMulRow {
+		// A post-training-quantised layer's scales are per channel and
+		// positive: it multiplies in fp32.
+		if err := c.settle(l.out, false); err != nil {
+			return err
+		}
+	}
 	if l.accFP {
 		l.steps = append(l.steps, step{kind: kind, fp: true, rowF: row})
 		return nil

@@ -78,6 +78,14 @@ func TestCompileErrors(t *testing.T) {
 			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"r"}},
 			&onnx.Node{Name: "s", OpType: "Relu", Inputs: []string{"z"}, Outputs: []string{"s"}},
 			&onnx.Node{Name: "m", OpType: "Min", Inputs: []string{"r", "s"}, Outputs: []string{"y"}}), []string{"Min", `"m"`, "broadcasts"}},
+		{"div of tensors", graph([]onnx.ValueInfo{x, vi("z", 1, 2, 8, 8)}, nil,
+			&onnx.Node{Name: "d", OpType: "Div", Inputs: []string{"x", "z"}, Outputs: []string{"y"}}), []string{"Div", `"d"`, `"z"`, "constants"}},
+		{"flatten of a transposed tensor dropping the batch", graph([]onnx.ValueInfo{x}, nil,
+			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"r"}},
+			&onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"r"}, Outputs: []string{"t"},
+				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 1, 3}}}},
+			&onnx.Node{Name: "f", OpType: "Flatten", Inputs: []string{"t"}, Outputs: []string{"y"},
+				Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: 2}}}), []string{"Flatten", `"f"`, "transposed", "axis 0"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,7 +12,9 @@
 // become POOL layers; element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Max/Min, batch
 // normalisation, requantisation, casts, residual sums) are fused into its
-// accumulator epilogue, and the rest run as element-wise layers. Concat
+// accumulator epilogue, and the rest run as element-wise layers (Sub of a
+// tensor as the addition of its negation; Div by constants only, as a
+// multiplication by the reciprocal). Concat
 // moves each input into its place in the output, along any axis. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and
 // inference Dropout are aliases. Operators on constants (Transpose of

@@ -135,6 +135,12 @@ func (c *compiler) build() error {
 		if !ok {
 			return fmt.Errorf("graph output %q is never computed", o.Name)
 		}
+		if v.deferred {
+			var err error
+			if v, err = c.undefer(v); err != nil {
+				return fmt.Errorf("graph output %q: %w", o.Name, err)
+			}
+		}
 		if v.isConst {
 			continue
 		}
@@ -235,6 +241,11 @@ func (c *compiler) node(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
+		if v != nil && v.deferred && (n.OpType != "Conv" || k != 0) {
+			if v, err = c.undefer(v); err != nil {
+				return err
+			}
+		}
 		if v != nil && !v.isConst {
 			allConst = false
 			if err := c.checkView(n, k, v); err != nil {
@@ -244,6 +255,11 @@ func (c *compiler) node(n *onnx.Node) error {
 	}
 	if allConst || n.OpType == "Shape" {
 		if done, err := c.fold(n); done || err != nil {
+			return err
+		}
+	}
+	if n.OpType == "DequantizeLinear" {
+		if done, err := c.deferDQ(n); done || err != nil {
 			return err
 		}
 	}
@@ -286,6 +302,9 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 	case "Conv", "ConvInteger", "QLinearConv":
 		m, err := c.unpad(n)
 		if err != nil {
+			return err
+		}
+		if done, err := c.qdqConv(m); done || err != nil {
 			return err
 		}
 		return c.convNode(m)

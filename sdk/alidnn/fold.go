@@ -321,40 +321,11 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 		}
 		return out(constInt("", a.typ, shape, r))
 	case "QuantizeLinear", "DequantizeLinear":
-		x, _ := c.need(n, 0)
-		sv, err := c.need(n, 1)
+		v, err := c.foldQDQ(n)
 		if err != nil {
 			return true, err
 		}
-		zv, _ := c.in(n, 2)
-		if len(sv.floats()) != 1 || (zv != nil && len(zv.ints()) != 1) {
-			return false, nil // per-axis: left to the engine's per-channel path
-		}
-		scale := sv.floats()[0]
-		var zp int64
-		typ := onnx.Uint8
-		if zv != nil {
-			zp, typ = zv.ints()[0], zv.typ
-		}
-		if n.OpType == "DequantizeLinear" {
-			xi := x.ints()
-			r := make([]float32, len(xi))
-			for k, v := range xi {
-				r[k] = float32(v-zp) * scale
-			}
-			return out(constFloat("", x.shape, r))
-		}
-		lo, hi := int64(0), int64(255)
-		if typ == onnx.Int8 {
-			lo, hi = -128, 127
-		}
-		xf := x.floats()
-		r := make([]int64, len(xf))
-		for k, v := range xf {
-			q := int64(math.RoundToEven(float64(v/scale))) + zp
-			r[k] = min(max(q, lo), hi)
-		}
-		return out(constInt("", typ, x.shape, r))
+		return out(v)
 	case "Concat":
 		axis, err := n.Int("axis", 0)
 		if err != nil {

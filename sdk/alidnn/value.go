@@ -42,6 +42,12 @@ type value struct {
 	packed *transposeOf
 	view   *transposeOf
 	cols   []int
+	// dq is the DequantizeLinear computing the value: a folded constant's
+	// (its int8 input stays at hand), or, deferred, a device tensor's that
+	// is not compiled until something other than a QDQ Conv reads it (see
+	// qdq.go).
+	dq       *onnx.Node
+	deferred bool
 
 	uses int // consumers in the graph, graph outputs included
 }

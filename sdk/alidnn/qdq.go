@@ -1,0 +1,135 @@
+package alidnn
+
+import (
+	"fmt"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// Pre-quantised models in the QDQ format (onnxruntime's quantiser) keep
+// float operators between QuantizeLinear → DequantizeLinear pairs: a Conv
+// reads DequantizeLinear of an int8 activation and DequantizeLinear of int8
+// weights. Such a Conv runs as an int8 GEMM on the int8 tensors, its
+// accumulator dequantised in the epilogue, instead of dequantising its
+// input to fp32 first. So a DequantizeLinear of a device tensor is
+// deferred until something other than such a Conv reads it.
+
+// deferDQ defers DequantizeLinear of an int8 device tensor with a
+// per-tensor constant scale and zero point. It reports whether it did.
+func (c *compiler) deferDQ(n *onnx.Node) (bool, error) {
+	x, err := c.need(n, 0)
+	if err != nil || x.isConst || x.alias != nil || x.host != nil || x.view != nil || x.deferred || x.el() != i8 {
+		return false, err
+	}
+	if s, err := c.in(n, 1); err != nil || s == nil || !s.isConst || s.len() != 1 {
+		return false, err
+	}
+	if z, err := c.in(n, 2); err != nil || z != nil && (!z.isConst || z.len() != 1) {
+		return false, err
+	}
+	c.set(n, 0, &value{shape: x.shape, typ: onnx.Float, dq: n, deferred: true})
+	return true, nil
+}
+
+// undefer compiles the deferred DequantizeLinear computing v, for a reader
+// that needs it in fp32. When others read the int8 tensor too it gets a
+// layer of its own, leaving the int8 tensor as it is.
+func (c *compiler) undefer(v *value) (*value, error) {
+	n := v.dq
+	src := c.vals[n.Inputs[0]]
+	if c.uses[n.Outputs[0]] > 1 {
+		src.uses++
+	}
+	if err := c.dequantizeNode(n); err != nil {
+		return nil, fmt.Errorf("%s (%q): %w", n.OpType, n.Name, err)
+	}
+	return c.vals[n.Outputs[0]], nil
+}
+
+// qdqConv compiles a Conv of a deferred DequantizeLinear by the constant
+// DequantizeLinear of int8 weights (per tensor, or per output channel) as
+// an int8 ConvInteger whose accumulator the epilogue dequantises at input
+// scale × weight scale, then adds the bias in fp32. It reports false,
+// having compiled the input's DequantizeLinear, for other Convs.
+func (c *compiler) qdqConv(n *onnx.Node) (bool, error) {
+	xv := c.vals[n.Inputs[0]]
+	if xv == nil || !xv.deferred {
+		return false, nil
+	}
+	xdq := xv.dq
+	wv, err := c.need(n, 1)
+	if err != nil {
+		return false, err
+	}
+	sw, ok := c.qdqWeightScales(wv)
+	if !ok {
+		_, err := c.undefer(xv)
+		return false, err
+	}
+	src := c.vals[xdq.Inputs[0]]
+	sx := c.vals[xdq.Inputs[1]].floats()[0]
+	opt := func(m *onnx.Node, k int) string {
+		if k < len(m.Inputs) {
+			return m.Inputs[k]
+		}
+		return ""
+	}
+	wdq := wv.dq
+	m := &onnx.Node{OpType: "ConvInteger", Name: n.Name, Domain: n.Domain, Attrs: n.Attrs,
+		Inputs:  []string{xdq.Inputs[0], wdq.Inputs[0], opt(xdq, 2), opt(wdq, 2)},
+		Outputs: []string{n.Outputs[0] + "/int"}}
+	c.uses[m.Outputs[0]] = 1
+	// The int8 tensor is read as it is: a later fp32 reader must not
+	// extend its layer.
+	src.uses++
+	if err := c.convNode(m); err != nil {
+		return true, err
+	}
+	l := c.vals[m.Outputs[0]].layer
+	acc := make([]float32, len(sw))
+	for o, s := range sw {
+		acc[o] = sx * s
+	}
+	l.steps = append(l.steps, step{kind: sDequantize, rowF: acc})
+	l.accFP, l.acc8 = true, false
+	out := c.rename(l, onnx.Float)
+	if bv, err := c.in(n, 2); err != nil {
+		return true, err
+	} else if bv != nil {
+		if !bv.isConst || bv.len() != len(sw) {
+			return true, fmt.Errorf("bias must be a constant of %d values: %w", len(sw), ErrUnsupported)
+		}
+		if err := c.rowStep(l, sAddRow, bv.floats()); err != nil {
+			return true, err
+		}
+		out = c.rename(l, onnx.Float)
+	}
+	c.set(n, 0, out)
+	return true, nil
+}
+
+// qdqWeightScales returns the per-output-channel scales of Conv weights
+// folded from DequantizeLinear of int8 constants, and whether they are
+// such.
+func (c *compiler) qdqWeightScales(wv *value) ([]float32, bool) {
+	if !wv.isConst || wv.dq == nil || len(wv.shape) < 3 {
+		return nil, false
+	}
+	n := wv.dq
+	q, s := c.vals[n.Inputs[0]], c.vals[n.Inputs[1]]
+	if q == nil || s == nil || q.typ != onnx.Int8 && q.typ != onnx.Uint8 {
+		return nil, false
+	}
+	oc := wv.shape[0]
+	scales := s.floats()
+	switch len(scales) {
+	case 1:
+		return fill(oc, scales[0]), true
+	case oc:
+		if axis, err := n.Int("axis", 1); err != nil || axis != 0 && axis != -int64(len(wv.shape)) {
+			return nil, false
+		}
+		return scales, true
+	}
+	return nil, false
+}

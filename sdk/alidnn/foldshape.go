@@ -2,7 +2,6 @@ package alidnn
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -175,7 +174,7 @@ func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 		if b < 0 {
 			b += dim
 		}
-		if e < 0 && e > math.MinInt64+dim {
+		if e < 0 {
 			e += dim
 		}
 		if st > 0 {

@@ -16,7 +16,9 @@ func TestFoldShapeArithmetic(t *testing.T) {
 	// x is [2,3] = 0..5.
 	x := constInt("x", onnx.Int64, []int{2, 3}, []int64{0, 1, 2, 3, 4, 5})
 	ints := func(name string, v ...int64) *value { return constInt(name, onnx.Int64, []int{len(v)}, v) }
-	attr := func(name string, v int64) *onnx.Attribute { return &onnx.Attribute{Name: name, Type: onnx.AttrInt, I: v} }
+	attr := func(name string, v int64) *onnx.Attribute {
+		return &onnx.Attribute{Name: name, Type: onnx.AttrInt, I: v}
+	}
 	cases := []struct {
 		name   string
 		n      *onnx.Node

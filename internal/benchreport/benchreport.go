@@ -128,6 +128,11 @@ type Comparison struct {
 	Baseline string // full name of the baseline benchmark in the same package
 	// Target says what the ratio should be and why, for the reader.
 	Target string
+	// Metric, when set, compares this reported metric of Bench with the
+	// metric BaselineMetric of Baseline instead of their times, for
+	// figures that are not wall time (a modeled device time against the
+	// hardware's bound).
+	Metric, BaselineMetric string
 }
 
 // Env describes the machine and run for the report's header.
@@ -159,6 +164,18 @@ func Render(w io.Writer, env Env, cmp []Comparison, stats map[string]Stat) error
 		}
 		ratio := "n/a"
 		switch {
+		case c.Metric != "":
+			m, ok := b.Metrics[c.Metric]
+			bm, bok := base.Metrics[c.BaselineMetric]
+			if !ok || !bok {
+				return fmt.Errorf("benchreport: %q: %s has no %s or %s has no %s", c.Title, c.Bench, c.Metric, c.Baseline, c.BaselineMetric)
+			}
+			if bm > 0 {
+				ratio = fmt.Sprintf("%.2f× (%s / %s)", m/bm, c.Metric, c.BaselineMetric)
+			}
+			fmt.Fprintf(w, "| %s | %s %s | `%s` | %s %s | %s | %s |\n", c.Title, strconv.FormatFloat(m, 'f', -1, 64), c.Metric,
+				c.Baseline, strconv.FormatFloat(bm, 'f', -1, 64), c.BaselineMetric, ratio, c.Target)
+			continue
 		case b.MBPerS > 0 && base.MBPerS > 0:
 			ratio = fmt.Sprintf("%.2f× (throughput)", b.MBPerS/base.MBPerS)
 		case b.NsPerOp > 0 && base.NsPerOp > 0:

@@ -61,6 +61,19 @@ func TestRender(t *testing.T) {
 	if !strings.Contains(buf.String(), "| copy vs memcpy | 16777 MB/s | `BenchmarkMemcpy/size=64MiB` | 33554 MB/s | 0.50× (throughput) | ≥ 0.5× |") {
 		t.Errorf("report lacks the comparison row:\n%s", buf.String())
 	}
+	metric := []Comparison{{Title: "round p99 vs itself", Pkg: "example.com/b", Bench: "BenchmarkRound", Baseline: "BenchmarkRound",
+		Metric: "p99-µs", BaselineMetric: "p99-µs", Target: "1×"}}
+	buf.Reset()
+	if err := Render(&buf, env, metric, st); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "| round p99 vs itself | 13.5 p99-µs | `BenchmarkRound` | 13.5 p99-µs | 1.00× (p99-µs / p99-µs) | 1× |") {
+		t.Errorf("report lacks the metric row:\n%s", buf.String())
+	}
+	metric[0].BaselineMetric = "bound-ms"
+	if err := Render(&buf, env, metric, st); err == nil || !strings.Contains(err.Error(), "bound-ms") {
+		t.Errorf("Render with a missing metric = %v, want an error naming it", err)
+	}
 	cmp[0].Baseline = "BenchmarkMissing"
 	if err := Render(&buf, env, cmp, st); err == nil || !strings.Contains(err.Error(), "BenchmarkMissing") {
 		t.Errorf("Render with a missing baseline = %v, want an error naming it", err)

@@ -8,9 +8,10 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// Activations built from the ALU's min, max, add and mul on fp32 lanes:
-// Clip, LeakyRelu, HardSigmoid and HardSwish. Their constants are rows in
-// the accumulator, never bfloat16 immediates, so they stay exact in fp32.
+// Activations built from the ALU's min, max, add, mul, exp and log on fp32
+// lanes: Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid and Tanh. Their
+// constants are rows in the accumulator, never bfloat16 immediates, so they
+// stay exact in fp32.
 
 // clipBounds returns Clip's bounds: attributes before opset 11, optional
 // constant inputs from it on; an absent bound is ±Inf.
@@ -76,6 +77,10 @@ func (c *compiler) activation(n *onnx.Node) (func(float32) float32, error) {
 		return func(x float32) float32 { return min(max(alpha*x+beta, 0), 1) }, nil
 	case "HardSwish":
 		return func(x float32) float32 { return x * min(max(x*(1.0/6)+0.5, 0), 1) }, nil
+	case "Sigmoid":
+		return func(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }, nil
+	case "Tanh":
+		return func(x float32) float32 { return float32(math.Tanh(float64(x))) }, nil
 	}
 	return nil, fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }
@@ -166,6 +171,14 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 		// x × HardSigmoid(x) with onnx's fixed α = 1/6, β = 1/2.
 		l.steps = append(l.steps, step{kind: sSelf, fp: true, comb: isa.AluMul, chain: []selfOp{
 			{isa.AluMul, 1.0 / 6}, {isa.AluAdd, 0.5}, {isa.AluMax, 0}, {isa.AluMin, 1}}})
+	case "Sigmoid":
+		sigmoid(row, l, 1)
+	case "Tanh":
+		// 2·sigmoid(2x) − 1. Near 0 the subtraction cancels, but the error
+		// left is a few fp32 ulps of 1, far inside onnx's absolute tolerance.
+		sigmoid(row, l, 2)
+		row(sMulRow, 2)
+		row(sAddRow, -1)
 	default:
 		return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 	}
@@ -174,4 +187,16 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 	}
 	c.set(n, 0, c.rename(l, x.typ))
 	return nil
+}
+
+// sigmoid appends 1/(1 + e^(−k·x)) as steps. The ALU has no reciprocal, so
+// 1/y is e^(−ln y): for x ≪ 0, e^(−kx) overflows to +Inf and the result is
+// e^(−Inf) = 0, as it should be; for x ≫ 0, y rounds to 1 and the result to 1.
+func sigmoid(row func(stepKind, float32), l *layer, k float32) {
+	row(sMulRow, -k)
+	l.steps = append(l.steps, step{kind: sExp, fp: true})
+	row(sAddRow, 1)
+	l.steps = append(l.steps, step{kind: sLog, fp: true})
+	row(sMulRow, -1)
+	l.steps = append(l.steps, step{kind: sExp, fp: true})
 }

@@ -6,6 +6,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -102,13 +103,23 @@ func (c *compiler) binary(n *onnx.Node) error {
 		return fmt.Errorf("%s of two tensors: %w", op, ErrUnsupported)
 	}
 	// Two tensors: the same shape, or a graph input broadcast on upload.
-	// The layer extended is the later one, so that the other operand is
-	// computed by the time it is read.
-	if !eqInts(a.shape, shape) || eqInts(b.shape, shape) && c.layerIndex(b) > c.layerIndex(a) {
+	if !eqInts(a.shape, shape) {
 		a, b = b, a
 	}
 	if !eqInts(a.shape, shape) {
 		return fmt.Errorf("%s broadcasts both operands: %w", op, ErrUnsupported)
+	}
+	if a, err = c.floatOperand(a); err != nil {
+		return err
+	}
+	if b, err = c.floatOperand(b); err != nil {
+		return err
+	}
+	// The operator joins a's layer, which reads b as it runs: that must be
+	// after b's layer (exporters write a residual block's shortcut after
+	// its main path).
+	if eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
+		a, b = b, a
 	}
 	if !eqInts(b.shape, shape) {
 		if !b.input || b.lay.shape != nil || b.packed != nil {
@@ -139,20 +150,12 @@ func (c *compiler) binary(n *onnx.Node) error {
 	return nil
 }
 
-// layerIndex is the position of the layer computing v's storage in the
-// program, −1 for inputs.
-func (c *compiler) layerIndex(v *value) int {
-	l := v.root().layer
-	for k := len(c.layers) - 1; k >= 0; k-- {
-		if c.layers[k] == l && l != nil {
-			return k
-		}
-	}
-	return -1
-}
-
 // negate returns −x, computed by a layer that only the caller reads.
 func (c *compiler) negate(x *value) (*value, error) {
+	x, err := c.floatOperand(x)
+	if err != nil {
+		return nil, err
+	}
 	l, err := c.open(x)
 	if err != nil {
 		return nil, err
@@ -359,26 +362,13 @@ func (c *compiler) batchNorm(n *onnx.Node) error {
 		a[i] = p[0][i] / float32(math.Sqrt(float64(p[3][i])+float64(eps)))
 		b[i] = p[1][i] - p[2][i]*a[i]
 	}
-	// Fold into the preceding fp32 convolution when it is ours alone.
-	if l := x.layer; l != nil && l.out == x && x.uses == 1 && !c.outputs[x.name] && l.kind == lGemm && l.conv.fp && !l.conv.batched && x.lay.lane == 1 {
-		fold := true
-		for _, s := range l.steps {
-			if s.kind != sAddRow {
-				fold = false
-			}
+	// Fold into the preceding convolution when it is ours alone.
+	if l := x.layer; l != nil && l.out == x && x.uses == 1 && !c.outputs[x.name] && l.kind == lGemm && !l.conv.batched && x.lay.lane == 1 && onlyAddRows(l) {
+		folded, err := c.foldBN(l, a, b)
+		if err != nil {
+			return err
 		}
-		if fold {
-			cv := l.conv
-			per := len(cv.wF) / cv.oc
-			for o := range cv.oc {
-				for k := range per {
-					cv.wF[o*per+k] *= a[o]
-				}
-			}
-			for k := range l.steps {
-				l.steps[k].rowF = mapIdx(l.steps[k].rowF, func(o int, v float32) float32 { return v * a[o] })
-			}
-			l.steps = append(l.steps, step{kind: sAddRow, fp: true, rowF: b})
+		if folded {
 			c.set(n, 0, c.rename(l, x.typ))
 			return nil
 		}
@@ -393,6 +383,85 @@ func (c *compiler) batchNorm(n *onnx.Node) error {
 	l.steps = append(l.steps, step{kind: sMulRow, fp: true, rowF: a}, step{kind: sAddRow, fp: true, rowF: b})
 	c.set(n, 0, c.rename(l, x.typ))
 	return nil
+}
+
+func onlyAddRows(l *layer) bool {
+	for _, s := range l.steps {
+		if s.kind != sAddRow {
+			return false
+		}
+	}
+	return true
+}
+
+// foldBN folds y = a·x + b, per channel, into the GEMM layer l computing x
+// (whose steps only add rows), if its weights allow.
+func (c *compiler) foldBN(l *layer, a, b []float32) (bool, error) {
+	cv := l.conv
+	switch {
+	case cv.fp:
+		per := len(cv.wF) / cv.oc
+		for o := range cv.oc {
+			for k := range per {
+				cv.wF[o*per+k] *= a[o]
+			}
+		}
+		for k := range l.steps {
+			l.steps[k].rowF = mapIdx(l.steps[k].rowF, func(o int, v float32) float32 { return v * a[o] })
+		}
+		l.steps = append(l.steps, step{kind: sAddRow, fp: true, rowF: b})
+		return true, nil
+	case l.ptq && !slices.Contains(a, 0):
+		// A post-training-quantised accumulator: |a| joins the channel's
+		// scale and a's sign its integer weights and bias, so the weights
+		// keep the quantisation they were given.
+		per := len(cv.wI) / cv.oc
+		for o := range cv.oc {
+			if a[o] < 0 {
+				for k := range per {
+					cv.wI[o*per+k] = -cv.wI[o*per+k]
+				}
+				for k := range l.steps {
+					l.steps[k].rowI[o] = -l.steps[k].rowI[o]
+				}
+			}
+			l.accScale[o] *= float32(math.Abs(float64(a[o])))
+		}
+		return true, c.rowStep(l, sAddRow, b)
+	}
+	return false, nil
+}
+
+// floatOperand returns a post-training-quantised operand of a sum of
+// tensors in fp32, where sums run: an unsettled layer dequantises its
+// accumulator, an int8 tensor (already settled for another consumer) is
+// dequantised by its layer or, when others use it too, by a move.
+func (c *compiler) floatOperand(v *value) (*value, error) {
+	if err := c.settle(v, false); err != nil {
+		return nil, err
+	}
+	if !v.isFloat() || v.el() != i8 {
+		return v, nil
+	}
+	l, err := c.open(v)
+	if err != nil {
+		return nil, err
+	}
+	l.steps = append(l.steps, step{kind: sDequantize, rowF: fill(l.out.lay.c(), v.q.scale), zp: v.q.zp})
+	l.accFP, l.acc8 = true, false
+	out := c.rename(l, v.typ)
+	out.uses = 1 // the sum's alone
+	return out, nil
+}
+
+// writtenAt is the position in c.layers of the layer that writes v, −1
+// for values no layer writes (graph inputs).
+func (c *compiler) writtenAt(v *value) int {
+	r := v.root()
+	if r.layer == nil {
+		return -1
+	}
+	return slices.Index(c.layers, r.layer)
 }
 
 func mapIdx(v []float32, f func(int, float32) float32) []float32 {

@@ -7,6 +7,9 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
+// maxBatch bounds ForBatch: activations grow with it.
+const maxBatch = 256
+
 // ErrUnsupported is wrapped by errors for models the compiler cannot map to
 // the engine: an operator, attribute or shape it does not handle. The
 // message names the node.
@@ -19,7 +22,18 @@ type options struct {
 	consts map[string]*onnx.Tensor
 	int8   bool
 	ranges map[string]float32
+	batch  int
 }
+
+// ForBatch compiles the model for n samples a run, as TensorRT builds an
+// engine for a batch size: each graph input's leading dimension, 1 or
+// symbolic in the model, becomes n, and a Reshape whose target keeps a
+// literal leading 1 where its input has the n samples keeps n there (the
+// exporter's way of writing the batch). Layers whose output is one row
+// high — fully connected ones — then load each weight tile once for the
+// whole batch, and a Session runs up to n concurrent Runs as one job (see
+// Session). Program.Batch records n.
+func ForBatch(n int) Option { return func(o *options) { o.batch = n } }
 
 // WithConstants binds graph inputs to values known at compile time, as a
 // deployed model freezes its weights. ONNX backend tests pass weights as
@@ -57,6 +71,9 @@ type compiler struct {
 // Compile translates an ONNX model into an engine program.
 func Compile(m *onnx.Model, opts ...Option) (*Program, error) {
 	c := newCompiler(m, opts)
+	if c.opts.batch < 0 || c.opts.batch > maxBatch {
+		return nil, fmt.Errorf("batch %d outside 1..%d", c.opts.batch, maxBatch)
+	}
 	if err := c.build(); err != nil {
 		return nil, err
 	}
@@ -106,6 +123,10 @@ func (c *compiler) build() error {
 		}
 		shape := make([]int, len(in.Dims))
 		for k, d := range in.Dims {
+			if k == 0 && c.opts.batch > 1 && (d.Value == 1 || d.Value <= 0) {
+				shape[k] = c.opts.batch
+				continue
+			}
 			if d.Value <= 0 {
 				return fmt.Errorf("input %q: dimension %d is %q: %w: inputs need static shapes", in.Name, k, d.Param, ErrUnsupported)
 			}
@@ -284,7 +305,7 @@ func (c *compiler) node(n *onnx.Node) error {
 // elementwise lists the operators that may run on a reshaped tensor's
 // storage.
 var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
-	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true}
+	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true}
 
 func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
@@ -310,6 +331,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.convNode(m)
 	case "Pad":
 		return c.padNode(n)
+	case "ConvTranspose":
+		return c.convTransposeNode(n)
+	case "Resize", "Upsample":
+		return c.resizeNode(n)
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
 		if x := c.vals[n.Inputs[0]]; x != nil && x.cols != nil {
 			return c.matmulCols(n)
@@ -337,8 +362,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.binary(n)
 	case "Sum", "Max", "Min":
 		return c.sum(n)
-	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish":
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh":
 		return c.activationNode(n)
+	case "LRN":
+		return c.lrnNode(n)
 	case "Concat":
 		return c.concat(n)
 	case "BatchNormalization":

@@ -8,22 +8,29 @@
 // blocks to fit the engine's SRAMs, their loads double-buffered behind the
 // array; a grouped convolution runs only the weight blocks its groups touch,
 // and a first convolution on few channels packs adjacent pixels into the
-// lanes (see stem.go). Max and average pooling
+// lanes (see stem.go). ConvTranspose and nearest Resize by an integer
+// factor run as one stride-1 convolution per output phase whose STOREs
+// scatter every s-th pixel (see convtranspose.go). A MatMul of two
+// computed tensors reads its second operand as weights from device memory,
+// transposed on the device when needed (see matmul.go). Max and average
+// pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
-// ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Max/Min, batch
-// normalisation, requantisation, casts, residual sums) are fused into its
-// accumulator epilogue, and the rest run as element-wise layers (Sub of a
-// tensor as the addition of its negation; Div by constants only, as a
-// multiplication by the reciprocal). Concat
-// moves each input into its place in the output, along any axis. A zero Pad
+// ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Max/Min,
+// batch normalisation, requantisation, casts, residual sums) are fused into
+// its accumulator epilogue, and the rest run as element-wise layers (Sub of
+// a tensor as the addition of its negation; Div by constants only, as a
+// multiplication by the reciprocal). Concat moves each input into its place
+// in the output, along any axis. Cross-channel LRN squares its input, sums
+// each channel window with a 1×1 GEMM and finishes in that layer's epilogue
+// with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and
 // inference Dropout are aliases. Operators on constants (Transpose of
 // weights, Constant and ConstantOfShape, and the shape arithmetic exporters
 // write in front of a Reshape: Shape, Gather, Slice, ReduceProd, Concat,
 // Cast, arithmetic) are folded at compile time; Softmax at the graph's end
-// runs on the host. Tensors live in device memory as 16-lane blocks
-// (see layout); the runtime packs inputs and unpacks outputs. A Transpose
-// that reorders a tensor's data runs only where it is free, as TensorFlow
+// runs on the host. Tensors live in device memory as 16-lane blocks (see
+// layout); the runtime packs inputs and unpacks outputs. A Transpose that
+// reorders a tensor's data runs only where it is free, as TensorFlow
 // converters place them around NHWC models (see nhwc.go): on a graph input
 // (packed transposed), before a graph output (unpacked so), or before a
 // Flatten into a MatMul or Gemm (whose weight rows are permuted instead).

@@ -56,9 +56,9 @@ func (e *emitter) blob(b []byte) uint64 {
 	return off
 }
 
-// buffers sets how many load buffers the current layer rotates through;
-// it must precede the layer's first load batch.
-func (e *emitter) buffers(n int) { e.loadFree = n }
+// buffers sets how many load buffers and acc buffers the current layer
+// rotates through; it must precede the layer's first load batch and tile.
+func (e *emitter) buffers(load, acc int) { e.loadFree, e.accFree = load, acc }
 
 func (e *emitter) loadBatch(loads ...isa.Insn) {
 	if e.loadFree > 0 {
@@ -217,6 +217,8 @@ func (e *emitter) layer(l *layer) error {
 	switch l.kind {
 	case lGemm:
 		err = e.gemm(l)
+	case lTranspose:
+		err = e.transpose(l)
 	case lPool:
 		err = e.pool(l)
 	default:

@@ -45,6 +45,7 @@ type fileHeader struct {
 	ActSize     uint64
 	Layers      int
 	MACs        uint64
+	Batch       int `json:",omitempty"`
 	Inputs      []Binding
 	Outputs     []Binding
 }
@@ -58,7 +59,7 @@ func (p *Program) WriteTo(w io.Writer) (int64, error) {
 	cs, is := sha256.Sum256(p.Consts), sha256.Sum256(insns)
 	h, err := json.Marshal(fileHeader{Name: p.Name, ConstBytes: uint64(len(p.Consts)), ConstSHA256: hex.EncodeToString(cs[:]),
 		Insns: len(p.Insns), InsnSHA256: hex.EncodeToString(is[:]), ActBase: p.ActBase, ActSize: p.ActSize,
-		Layers: p.Layers, MACs: p.MACs, Inputs: p.Inputs, Outputs: p.Outputs})
+		Layers: p.Layers, MACs: p.MACs, Batch: p.Batch, Inputs: p.Inputs, Outputs: p.Outputs})
 	if err != nil {
 		return 0, err
 	}
@@ -146,7 +147,10 @@ func ReadProgram(r io.Reader) (*Program, error) {
 		return nil, bad("instructions: %v", err)
 	}
 	p := &Program{Insns: insns, Consts: consts, ActBase: h.ActBase, ActSize: h.ActSize, Inputs: h.Inputs, Outputs: h.Outputs,
-		Layers: h.Layers, MACs: h.MACs, Name: h.Name}
+		Layers: h.Layers, MACs: h.MACs, Name: h.Name, Batch: h.Batch}
+	if h.Batch < 0 || h.Batch > maxBatch {
+		return nil, bad("batch %d outside 0..%d", h.Batch, maxBatch)
+	}
 	if h.ActBase < uint64(len(consts)) || h.ActSize > 1<<35 || h.ActBase > 1<<35 {
 		return nil, bad("activation segment [%d, +%d) overlaps the constants or exceeds 32 GiB", h.ActBase, h.ActSize)
 	}

@@ -52,6 +52,24 @@ func TestProgramFileRoundTrip(t *testing.T) {
 	if d := maxAbsDiff(t, res.Outputs[0], want); d > 5e-3 {
 		t.Fatalf("program read back: logits differ by %g", d)
 	}
+	// A program compiled for a batch keeps it.
+	m, err := onnx.ReadModel(filepath.Join(testenv.TestData(t, "onnx", "models", "mnist"), "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := alidnn.Compile(m, alidnn.ForBatch(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if q, err = alidnn.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if q.Batch != 3 || q.Inputs[0].Shape[0] != 3 {
+		t.Errorf("read back batch %d, input %v: want 3", q.Batch, q.Inputs[0].Shape)
+	}
 }
 
 // TestProgramFileDamage flips bytes and truncates: every damaged file is

@@ -60,6 +60,8 @@ func (c *compiler) reshapeTo(n *onnx.Node, in []int) ([]int, error) {
 				continue
 			case d < 0:
 				return nil, fmt.Errorf("shape[%d] = %d", k, d)
+			case k == 0 && d == 1 && c.opts.batch > 1 && len(in) > 0 && in[0] == c.opts.batch:
+				out[k] = c.opts.batch // the exporter's batch of 1
 			default:
 				out[k] = int(d)
 			}
@@ -228,7 +230,7 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 			return true, err
 		}
 		return out(v)
-	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish":
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh":
 		v, err := c.foldActivation(n)
 		if err != nil {
 			return true, err

@@ -14,6 +14,9 @@ const (
 	// lMove brings the input into the accumulator unchanged, for
 	// element-wise work.
 	lMove
+	// lTranspose swaps the last two axes of a stack of matrices whose
+	// dimensions fill whole blocks (see matmul.go).
+	lTranspose
 )
 
 // layer is one pass over the output tensor, tile by tile: the producer fills
@@ -76,7 +79,19 @@ type convSpec struct {
 	// zx is the input's zero point, subtracted exactly: folded into the bias
 	// when there is no padding, else corrected per pixel.
 	zx int32
+	// wT, when not nil, holds the weights on the device: the transposed
+	// second operand of a MatMul of two computed tensors, one matrix per
+	// outer index (see matmul.go).
+	wT *value
+	// scatter, when not nil, places the oh×ow outputs on a grid of the
+	// layer's output tensor instead of filling it (see phaseLayers).
+	scatter *scatter
 }
+
+// scatter places output pixel (y, x) of a GEMM layer at pixel
+// (y·step + y0, x·step + x0) of its output, whose images are w pixels wide:
+// one phase of a transposed convolution or an upsampling.
+type scatter struct{ step, y0, x0, w int }
 
 // icg is the number of input channels each output channel sees.
 func (cv *convSpec) icg() int { return cv.ic / max(cv.groups, 1) }
@@ -123,6 +138,8 @@ const (
 	// HardSwish): a scratch copy goes through chain, one fp32 constant per
 	// operation, and is combined into the tile by comb.
 	sSelf
+	sExp // e^x, fp32 only
+	sLog // ln x, fp32 only
 )
 
 // selfOp is one operation of an sSelf chain: the scratch copy op= a scalar.

@@ -3,6 +3,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -175,6 +176,11 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if op == "MatMul" {
+		if b, err := c.need(n, 1); err == nil && !b.isConst {
+			return c.matmulComputed(n, a, b)
+		}
+	}
 	bv, err := c.needConst(n, bi, "B")
 	if err != nil {
 		return err
@@ -228,13 +234,21 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	for _, d := range bv.shape[:rb-2] {
 		bbatch *= d
 	}
-	if bbatch != 1 && (bbatch != batch || rb != ra) {
-		return fmt.Errorf("%s: batch dimensions of %v and %v: %w", op, a.shape, bv.shape, ErrUnsupported)
+	// B's leading axes broadcast against A's: B's matrix for A's matrix
+	// b is bsrc[b]; a B with leading axes A lacks would broadcast A.
+	bsrc := []int{0}
+	if bbatch != 1 {
+		if _, err := broadcastShape(a.shape[:ra-2], bv.shape[:rb-2]); err != nil || rb > ra {
+			return fmt.Errorf("%s: B's leading axes %v do not broadcast to A's %v: %w", op, bv.shape[:rb-2], a.shape[:ra-2], ErrUnsupported)
+		}
+		bsrc = broadcastIndex(a.shape[:ra-2], bv.shape[:rb-2])
+		bbatch = batch
 	}
 	// Weights as [batch][N][K][1][1].
 	wshape := []int{bbatch * N, K, 1, 1}
 	w := &value{shape: wshape, typ: bv.typ, isConst: true}
 	src := func(b, k, j int) int {
+		b = bsrc[b]
 		if transB != 0 {
 			return (b*N+j)*K + k
 		}
@@ -527,7 +541,9 @@ func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, s
 			return fmt.Errorf("%s input %s is %v on the device, want fp32: %w", op, x, x.el(), ErrUnsupported)
 		}
 		spec.fp = true
-		spec.wF = w.floats()
+		// A copy: a following BatchNormalization folds into it in place,
+		// and another Conv may read the same initializer.
+		spec.wF = slices.Clone(w.floats())
 		l.accFP = true
 	}
 	c.layers = append(c.layers, l)

@@ -22,6 +22,10 @@ type Program struct {
 	Layers  int
 	MACs    uint64 // multiply-accumulates of the model's operators, one run
 	Name    string
+	// Batch is the number of samples a run holds when compiled with
+	// ForBatch (the leading dimension of its inputs and outputs); 0
+	// otherwise.
+	Batch int
 }
 
 // MemSize is the device memory a loaded program needs: constants,
@@ -128,6 +132,9 @@ func (c *compiler) emit() (*Program, error) {
 		p.MACs += l.macs
 	}
 	e.finish(1)
+	if c.opts.batch > 1 {
+		p.Batch = c.opts.batch
+	}
 	p.Consts = e.consts
 	p.ActBase = align(uint64(len(e.consts)), 4096)
 	p.ActSize = act

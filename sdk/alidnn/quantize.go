@@ -13,7 +13,7 @@ import (
 // records the largest magnitude of every tensor the engine writes, and
 // compiles again with int8 GEMM layers at those scales (symmetric per-tensor
 // activations, per-channel weights). Layers whose consumers need floats
-// (graph outputs, Softmax, element-wise sums of tensors) dequantise.
+// (graph outputs, Softmax, element-wise sums of tensors, LRN) dequantise.
 func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts ...Option) (*Program, error) {
 	if len(calib) == 0 {
 		return nil, fmt.Errorf("quantize: no calibration inputs")

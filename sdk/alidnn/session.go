@@ -31,6 +31,13 @@ import (
 //     lanes, so one job's inputs are written while the previous job runs,
 //     and the engine's queue finds the next job waiting when one finishes.
 //
+// A program compiled ForBatch(n) holds n samples a run. Its Session takes
+// one sample a Run (the program's input shapes with a leading 1) and
+// coalesces up to n Runs into one lane and one run of the program: one
+// pass over the network for all of them, weights of fully connected layers
+// loaded once. Missing samples are zeros; each Run gets its own sample of
+// the outputs. WithBatch does not apply to it.
+//
 // A lone run is never held back to wait for others: it is submitted as soon
 // as a job slot is free. Result.Batch says how many runs shared a job.
 //
@@ -42,7 +49,10 @@ type Session struct {
 	prog  *Program
 	buf   Buffer
 	lay   memLayout
-	batch int
+	batch int // lanes of a job slot
+	// perJob is the most runs a job takes: batch lanes, or with a batched
+	// program (samples > 1) the samples of its one lane.
+	perJob, samples int
 
 	mu      sync.Mutex
 	pending []*request
@@ -91,7 +101,18 @@ func Open(ctx context.Context, eng Engine, p *Program, opts ...SessionOption) (*
 	if o.batch < 1 || o.pipeline < 1 {
 		return nil, fmt.Errorf("session: batch %d and pipeline %d must be at least 1", o.batch, o.pipeline)
 	}
-	s := &Session{eng: eng, prog: p, lay: newLanes(p, o.batch*o.pipeline), batch: o.batch, slots: o.pipeline, code: map[[2]int]Code{}}
+	if p.Batch > 1 {
+		for _, b := range p.Inputs {
+			if !b.IsConst && (len(b.Shape) == 0 || b.Shape[0] != p.Batch) {
+				return nil, fmt.Errorf("session: input %q of a program compiled for batch %d has shape %v", b.Name, p.Batch, b.Shape)
+			}
+		}
+		o.batch = 1
+	}
+	s := &Session{eng: eng, prog: p, lay: newLanes(p, o.batch*o.pipeline), batch: o.batch, perJob: o.batch, slots: o.pipeline, code: map[[2]int]Code{}}
+	if p.Batch > 1 {
+		s.perJob, s.samples = p.Batch, p.Batch
+	}
 	s.idle = sync.NewCond(&s.mu)
 	for k := range o.pipeline {
 		s.free = append(s.free, o.pipeline-1-k) // slot 0 first
@@ -167,7 +188,7 @@ func (s *Session) dispatch() {
 	for len(s.free) > 0 && len(s.pending) > 0 {
 		slot := s.free[len(s.free)-1]
 		s.free = s.free[:len(s.free)-1]
-		n := min(s.batch, len(s.pending))
+		n := min(s.perJob, len(s.pending))
 		reqs := slices.Clone(s.pending[:n])
 		s.pending = slices.Delete(s.pending, 0, n)
 		go s.job(slot, reqs)
@@ -199,6 +220,9 @@ func (s *Session) job(slot int, reqs []*request) {
 // exec writes each request's inputs to its lane, runs the job and reads
 // the outputs back.
 func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
+	if s.samples > 1 {
+		return s.execSamples(ctx, slot, reqs)
+	}
 	lane0 := slot * s.batch
 	for k, r := range reqs {
 		for n, b := range s.prog.Inputs {
@@ -230,6 +254,63 @@ func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
 				break
 			}
 			out.Outputs = append(out.Outputs, t)
+		}
+		r.res = &out
+	}
+	return nil
+}
+
+// execSamples runs reqs, one sample each, as one run of a batched program
+// in job slot slot's lane.
+func (s *Session) execSamples(ctx context.Context, slot int, reqs []*request) error {
+	lane := slot * s.batch
+	for _, b := range s.prog.Inputs {
+		ts := make([]*onnx.Tensor, len(reqs))
+		for k, r := range reqs {
+			ts[k] = r.host[b.Name]
+		}
+		t, err := stack(b, ts)
+		if err != nil {
+			return err
+		}
+		data, err := packInput(b, t)
+		if err != nil {
+			return err
+		}
+		if err := s.buf.Write(ctx, data, int64(s.lay.act(lane)+b.Addr-s.prog.ActBase)); err != nil {
+			return fmt.Errorf("writing input %q: %w", b.Name, err)
+		}
+	}
+	res := Result{Batch: len(reqs)}
+	if len(s.prog.Insns) > 0 {
+		code, err := s.codeFor(ctx, slot, 1)
+		if err != nil {
+			return err
+		}
+		job, err := code.Submit(ctx)
+		if err != nil {
+			return fmt.Errorf("submitting: %w", err)
+		}
+		if res.Stats, err = job.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	outs := make([]*onnx.Tensor, len(s.prog.Outputs))
+	for n, b := range s.prog.Outputs {
+		t, err := s.output(ctx, lane, b, reqs[0].host)
+		if err != nil {
+			return fmt.Errorf("output %q: %w", b.Name, err)
+		}
+		outs[n] = t
+	}
+	for k, r := range reqs {
+		out := res
+		for _, t := range outs {
+			v, err := sample(t, k, s.samples)
+			if err != nil {
+				return fmt.Errorf("output %q: %w", t.Name, err)
+			}
+			out.Outputs = append(out.Outputs, v)
 		}
 		r.res = &out
 	}

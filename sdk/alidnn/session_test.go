@@ -258,3 +258,76 @@ func TestSessionErrorsAndCancel(t *testing.T) {
 	}
 	m.check(t, "run after a failed job", 1, res)
 }
+
+// TestSessionForBatch runs MNIST compiled for 4 samples a run: concurrent
+// Runs share one run of the program, each getting exactly the logits the
+// batch-1 program gives its input, and a lone Run works with the other
+// samples zero. Shapes that are not one sample are refused.
+func TestSessionForBatch(t *testing.T) {
+	m := loadMNIST(t)
+	dir := testenv.TestData(t, "onnx", "models", "mnist")
+	model, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := alidnn.Compile(model, alidnn.ForBatch(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Batch != 4 || p.Inputs[0].Shape[0] != 4 || p.Outputs[0].Shape[0] != 4 {
+		t.Fatalf("batch %d, input %v, output %v: want 4 samples", p.Batch, p.Inputs[0].Shape, p.Outputs[0].Shape)
+	}
+	ctx := context.Background()
+	one, err := alidnn.Load(ctx, local(t), m.prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]float32, len(m.ins))
+	for k, in := range m.ins {
+		res, err := one.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[k], _ = res.Outputs[0].Float32s()
+	}
+	s, err := alidnn.Open(ctx, alidnn.NewLocal(local(t)), p, alidnn.WithPipeline(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	var shared atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 12 {
+		wg.Go(func() {
+			k := g % len(m.ins)
+			res, err := s.Run(ctx, m.ins[k])
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.Batch > 4 {
+				t.Errorf("a job of %d runs on a program of 4 samples", res.Batch)
+			}
+			if res.Batch > 1 {
+				shared.Add(1)
+			}
+			got, _ := res.Outputs[0].Float32s()
+			if len(res.Outputs[0].Dims) != 2 || res.Outputs[0].Dims[0] != 1 {
+				t.Errorf("output shape %v, want one sample", res.Outputs[0].Dims)
+			}
+			for i := range want[k] {
+				if got[i] != want[k][i] {
+					t.Errorf("run %d: logit %d is %g, the batch-1 program's %g", g, i, got[i], want[k][i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if shared.Load() == 0 {
+		t.Error("no job took more than one run")
+	}
+	if _, err := s.Run(ctx, onnx.NewFloat32(m.ins[0].Name, []int64{4, 1, 28, 28}, make([]float32, 4*784))); !errors.Is(err, alidnn.ErrInput) {
+		t.Errorf("Run with a whole batch: %v, want ErrInput", err)
+	}
+}

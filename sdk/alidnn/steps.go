@@ -89,7 +89,7 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 				ep.rows++
 			}
 			p.uop = u.addALU(base, p.reg)
-		case sRelu:
+		case sRelu, sExp, sLog:
 			p.uop = u.addALU(base, 0)
 		case sRequant, sQuantize, sDequantize:
 			b := make([]byte, ob*lanes*8)
@@ -121,10 +121,28 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 	return ep, nil
 }
 
-// run emits the steps for a tile of n rows of output block ob, whose rows
-// start at element row of the output's block (o, ob).
+// runSteps emits the steps for a tile of n rows of output block ob, whose
+// rows start at element row of the output's block (o, ob).
 func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
+	e.runTile(ep, out, tileRef{o: o, nb: 1, ob: ob, h: 1, x0: row, w: n, pitch: n, span: n})
+}
+
+// tileRef is what of an output a tile holds in the accumulator: of images
+// o..o+nb−1 and output block ob, h rows of w elements from row y0 and
+// element x0 of rows pitch elements long; each image's part takes span acc
+// rows, its rows w apart.
+type tileRef struct {
+	o, nb, ob, y0, h, x0, w, pitch, span int
+	// sc scatters the tile's pixels over the output (see scatter): a
+	// tensor operand is read from the same places.
+	sc *scatter
+}
+
+// runTile emits the steps for tile t.
+func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 	lay := out.lay
+	n := t.nb * t.span
+	ob := t.ob
 	for _, p := range ep.steps {
 		alu := isa.Insn{Op: isa.OpALU, UopBegin: p.uop, UopEnd: p.uop + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: p.fp}
 		switch p.kind {
@@ -136,9 +154,17 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 			e.compute(load(isa.MemAcc, el, p.reg, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
 			alu.Alu = aluOf[p.kind]
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
-			t := p.t
-			addr := t.addr + uint64(((o*lay.cb()+ob)*lay.s()+row)*lanes*4)
-			e.compute(load(isa.MemAcc, f32, p.reg, addr, 1, n, n), false)
+			for i := range t.nb {
+				img := p.t.addr + uint64(((t.o+i)*lay.cb()+ob)*lay.s()*lanes*4)
+				if sc := t.sc; sc != nil {
+					for y := range t.h {
+						px := ((t.y0+y)*sc.step+sc.y0)*sc.w + t.x0*sc.step + sc.x0
+						e.compute(load(isa.MemAcc, f32, p.reg+i*t.span+y*t.w, img+uint64(px*lanes*4), t.w, 1, sc.step), false)
+					}
+					continue
+				}
+				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img+uint64((t.y0*t.pitch+t.x0)*lanes*4), t.h, t.w, t.pitch), false)
+			}
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1
 		case sSelf:
@@ -154,8 +180,8 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 			}
 			alu.Alu = p.comb
 			alu.SrcIn = 1
-		case sRelu:
-			alu.Alu = isa.AluRelu
+		case sRelu, sExp, sLog:
+			alu.Alu = unaryOf[p.kind]
 		case sRequant, sQuantize, sDequantize:
 			el := i32
 			alu.Alu = isa.AluRequant
@@ -174,6 +200,9 @@ func (e *emitter) runSteps(ep *epilogue, out *value, o, ob, row, n int) {
 		e.compute(alu, false)
 	}
 }
+
+// unaryOf is the ALU operation of a step without a second operand.
+var unaryOf = map[stepKind]isa.AluOp{sRelu: isa.AluRelu, sExp: isa.AluExp, sLog: isa.AluLog}
 
 // aluOf is the ALU operation of a row or tensor step.
 var aluOf = map[stepKind]isa.AluOp{

@@ -2,6 +2,7 @@ package alidnn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -119,6 +120,15 @@ func (c *compiler) transposeNode(n *onnx.Node) error {
 			if ok, err := c.channelShuffle(n, x, perm); ok || err != nil {
 				return err
 			}
+			if r := len(perm); r >= 2 && x.alias == nil && slices.Equal(perm[:r-2], seq(r-2)) && perm[r-2] == r-1 && perm[r-1] == r-2 &&
+				x.shape[r-1]%lanes == 0 && x.shape[r-2]%lanes == 0 {
+				t, err := c.transposeLast(x)
+				if err != nil {
+					return err
+				}
+				c.set(n, 0, t)
+				return nil
+			}
 			return c.transposeData(n, x, perm, shape)
 		}
 		last = a
@@ -189,4 +199,13 @@ func (c *compiler) channelShuffle(n *onnx.Node, x *value, perm []int) (bool, err
 	p.layer.macs = 0
 	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: p, q: p.q})
 	return true, nil
+}
+
+// seq returns 0, 1, …, n−1.
+func seq(n int) []int {
+	s := make([]int, n)
+	for k := range s {
+		s[k] = k
+	}
+	return s
 }

@@ -130,6 +130,15 @@ func (n *Node) Float(name string, def float32) (float32, error) {
 	return a.F, nil
 }
 
+// Floats returns the FLOATS attribute called name, or nil if absent.
+func (n *Node) Floats(name string) ([]float32, error) {
+	a, err := n.attr(name, AttrFloats)
+	if a == nil {
+		return nil, err
+	}
+	return a.Floats, nil
+}
+
 // String returns the STRING attribute called name, or def if absent.
 func (n *Node) String(name, def string) (string, error) {
 	a, err := n.attr(name, AttrString)

@@ -191,7 +191,7 @@ func assembleLine(line string) (Insn, bool, *AsmError) {
 			i.Mem = MemSpace(v)
 		case OpALU:
 			i.Alu = AluOp(v)
-			if i.Alu != AluRelu {
+			if !i.Alu.Unary() {
 				required = append(required, "src")
 			}
 		case OpPool:
@@ -372,7 +372,7 @@ func DisassembleInsn(i Insn) string {
 			i.UopBegin, i.UopEnd, i.IterOut, i.IterIn, i.DstOut, i.DstIn, i.SrcOut, i.SrcIn, i.WgtOut, i.WgtIn)
 	case OpALU:
 		w("alu.%s uop=%d:%d iter=%d,%d dst=%d,%d", i.Alu, i.UopBegin, i.UopEnd, i.IterOut, i.IterIn, i.DstOut, i.DstIn)
-		if i.Alu != AluRelu || i.SrcOut|i.SrcIn != 0 {
+		if !i.Alu.Unary() || i.SrcOut|i.SrcIn != 0 {
 			w(" src=%d,%d", i.SrcOut, i.SrcIn)
 		}
 		switch {

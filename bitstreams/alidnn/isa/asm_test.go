@@ -100,6 +100,11 @@ func TestAssembleErrors(t *testing.T) {
 		{"  ; push_next", 1, 3, "without an instruction"},
 		{"finish job=1\nfinish job=0x100000000", 2, 8, "job_id does not fit"},
 		{"gemm uop=1:1 iter=1,1 dst=0,0 src=0,0 wgt=0,0", 1, 6, "uop_end"},
+		{"alu.exp uop=0:1 iter=1,1 dst=0,0", 1, 0, "exp has no int32 form; fp32 must be set"},
+		{"alu.log uop=0:1 iter=1,1 dst=0,0 fp32 imm=1", 1, 39, "log has no second operand"},
+		{"alu.exp uop=0:1 iter=1,1 dst=0,0 src=0,1 fp32", 1, 34, "src_in"},
+		{"alu.log uop=0:1 iter=1,1 dst=0,0 zp=1 fp32", 1, 34, `unknown operand "zp"`},
+		{"alu.dequantize uop=0:1 iter=1,1 dst=0,0 src=0,0 fp32", 1, 49, "only add, mul, min, max, relu, exp, log"},
 	}
 	for _, c := range cases {
 		_, err := Assemble(c.src)

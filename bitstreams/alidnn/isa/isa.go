@@ -94,22 +94,24 @@ func (d DType) String() string {
 // AluOp is the operation of an ALU instruction.
 type AluOp uint8
 
-// ALU operations. Values 10..15 are illegal.
+// ALU operations. Values 12..15 are illegal.
 const (
-	AluAdd        AluOp = 0 // dst = dst + (src | imm), wrapping int32
-	AluMul        AluOp = 1 // dst = dst * (src | imm), low 32 bits
-	AluMin        AluOp = 2 // dst = min(dst, src | imm)
-	AluMax        AluOp = 3 // dst = max(dst, src | imm)
-	AluShr        AluOp = 4 // dst = (dst + 2^(s-1)) >> s, arithmetic, s = src|imm in 0..31
-	AluClip       AluOp = 5 // dst = clamp(dst, -imm, imm); imm >= 0 required
-	AluRelu       AluOp = 6 // dst = max(dst, 0)
-	AluRequant    AluOp = 7 // dst = sat8(rshift_round(dst * M, S) + zp); M, S from param[src]
-	AluQuantize   AluOp = 8 // dst = sat8(round(fp32(dst) / scale) + zp); scale from param[src]
-	AluDequantize AluOp = 9 // dst = fp32((dst - zp) * scale); scale from param[src]
-	numAluOps           = 10
+	AluAdd        AluOp = 0  // dst = dst + (src | imm), wrapping int32
+	AluMul        AluOp = 1  // dst = dst * (src | imm), low 32 bits
+	AluMin        AluOp = 2  // dst = min(dst, src | imm)
+	AluMax        AluOp = 3  // dst = max(dst, src | imm)
+	AluShr        AluOp = 4  // dst = (dst + 2^(s-1)) >> s, arithmetic, s = src|imm in 0..31
+	AluClip       AluOp = 5  // dst = clamp(dst, -imm, imm); imm >= 0 required
+	AluRelu       AluOp = 6  // dst = max(dst, 0)
+	AluRequant    AluOp = 7  // dst = sat8(rshift_round(dst * M, S) + zp); M, S from param[src]
+	AluQuantize   AluOp = 8  // dst = sat8(round(fp32(dst) / scale) + zp); scale from param[src]
+	AluDequantize AluOp = 9  // dst = fp32((dst - zp) * scale); scale from param[src]
+	AluExp        AluOp = 10 // dst = e^dst; fp32 only
+	AluLog        AluOp = 11 // dst = ln dst; fp32 only
+	numAluOps           = 12
 )
 
-var aluNames = [...]string{"add", "mul", "min", "max", "shr", "clip", "relu", "requant", "quantize", "dequantize"}
+var aluNames = [...]string{"add", "mul", "min", "max", "shr", "clip", "relu", "requant", "quantize", "dequantize", "exp", "log"}
 
 func (a AluOp) String() string {
 	if a < numAluOps {
@@ -117,6 +119,10 @@ func (a AluOp) String() string {
 	}
 	return fmt.Sprintf("AluOp(%d)", uint8(a))
 }
+
+// Unary reports whether the operation reads only dst: relu, exp and log have
+// no second operand, so use_imm, imm and the src factors must be zero.
+func (a AluOp) Unary() bool { return a == AluRelu || a == AluExp || a == AluLog }
 
 // PoolKind selects max or average pooling.
 type PoolKind uint8

@@ -21,7 +21,7 @@ func samples() []Insn {
 	alu := func(a AluOp, useImm bool, imm int32) Insn {
 		i := loopI(OpALU)
 		i.Alu, i.UseImm, i.Imm = a, useImm, imm
-		if a == AluRelu {
+		if a.Unary() {
 			i.SrcOut, i.SrcIn = 0, 0
 		}
 		return i
@@ -51,6 +51,8 @@ func samples() []Insn {
 		func() Insn { g := loopI(OpGEMM); g.FP32 = true; return g }(),
 		func() Insn { a := alu(AluMax, false, 0); a.FP32 = true; return a }(),
 		func() Insn { a := alu(AluRelu, false, 0); a.FP32 = true; return a }(),
+		func() Insn { a := alu(AluExp, false, 0); a.FP32 = true; return a }(),
+		func() Insn { a := alu(AluLog, false, 0); a.FP32, a.PushNext = true, true; return a }(),
 		{Op: OpPool, Pool: PoolAvg, FP32: true, WinH: 3, WinW: 3, StrideH: 2, StrideW: 2, PoolDst: 1, PoolSrc: 100, Channels: 1, InH: 17, InW: 17},
 		{Op: OpPool, Pool: PoolMax, WinH: 2, WinW: 3, StrideH: 1, StrideW: 2, PoolDst: 9, PoolSrc: 10, Channels: 4, InH: 4095, InW: 4095},
 		{Op: OpPool, Pool: PoolAvg, WinH: 15, WinW: 15, StrideH: 15, StrideW: 15, PoolDst: 65535, PoolSrc: 0, Channels: 4095, InH: 15, InW: 15},
@@ -215,7 +217,16 @@ func TestInvalidCombinations(t *testing.T) {
 		{mod(a, func(i *Insn) { i.PerChannel = true }), "per_channel"},
 		{mod(a, func(i *Insn) { i.Alu = AluRequant; i.Imm = 128 }), "imm"},
 		{mod(a, func(i *Insn) { i.Alu = AluRequant; i.UseImm = true }), "use_imm"},
-		{mod(a, func(i *Insn) { i.Alu = 10 }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = 12 }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = 15; i.FP32 = true }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = AluExp }), "fp32"},
+		{mod(a, func(i *Insn) { i.Alu = AluLog }), "fp32"},
+		{mod(a, func(i *Insn) { i.Alu = AluExp; i.FP32 = true; i.UseImm = true }), "use_imm"},
+		{mod(a, func(i *Insn) { i.Alu = AluLog; i.FP32 = true; i.UseImm = true; i.Imm = 0x3f80 }), "use_imm"},
+		{mod(a, func(i *Insn) { i.Alu = AluExp; i.FP32 = true; i.Imm = 1 }), "imm"},
+		{mod(a, func(i *Insn) { i.Alu = AluLog; i.FP32 = true; i.SrcOut = 1 }), "src_out"},
+		{mod(a, func(i *Insn) { i.Alu = AluExp; i.FP32 = true; i.SrcIn = 1 }), "src_in"},
+		{mod(a, func(i *Insn) { i.Alu = AluLog; i.FP32 = true; i.PerChannel = true }), "per_channel"},
 		{mod(a, func(i *Insn) { i.Alu = AluShr; i.FP32 = true }), "fp32"},
 		{mod(a, func(i *Insn) { i.Alu = AluRequant; i.FP32 = true }), "fp32"},
 		{Insn{Op: OpFinish, FP32: true}, "fp32"},
@@ -437,13 +448,14 @@ func TestWordBits(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
-	for _, s := range []fmt.Stringer{Opcode(7), MemSpace(5), DType(3), AluOp(10), PoolKind(2), Queue(3)} {
+	for _, s := range []fmt.Stringer{Opcode(7), MemSpace(5), DType(3), AluOp(12), PoolKind(2), Queue(3)} {
 		if !strings.Contains(s.String(), "(") {
 			t.Errorf("%T out of range prints %q", s, s)
 		}
 	}
 	if OpGEMM.String() != "gemm" || MemParam.String() != "param" || FP32.String() != "fp32" ||
-		AluRequant.String() != "requant" || PoolAvg.String() != "avg" || QueueStore.String() != "store" {
+		AluRequant.String() != "requant" || AluExp.String() != "exp" || AluLog.String() != "log" ||
+		PoolAvg.String() != "avg" || QueueStore.String() != "store" {
 		t.Error("enum names changed")
 	}
 }

@@ -113,7 +113,7 @@ var aluFields = with(
 	u("src_out", 86, 11, func(i *Insn) *uint32 { return &i.SrcOut }, "src (acc or param) index factor, outer loop"),
 	u("src_in", 97, 11, func(i *Insn) *uint32 { return &i.SrcIn }, "src (acc or param) index factor, inner loop"),
 	s32("imm", 108, 16, func(i *Insn) *int32 { return &i.Imm }, "immediate, or zero point for requant/quantize/dequantize"),
-	bit("fp32", 124, fp32, "lanes are fp32 (add, mul, min, max, relu); imm is bfloat16"),
+	bit("fp32", 124, fp32, "lanes are fp32 (add, mul, min, max, relu; required by exp, log); imm is bfloat16"),
 )
 
 var poolFields = with(
@@ -438,11 +438,15 @@ func check(i *Insn) error {
 func checkALU(i *Insn, b func(bool) int64) error {
 	op := OpALU
 	quant := i.Alu == AluRequant || i.Alu == AluQuantize || i.Alu == AluDequantize
-	if i.FP32 {
-		switch i.Alu {
-		case AluAdd, AluMul, AluMin, AluMax, AluRelu:
-		default:
-			return ferr(op, "fp32", 1, "%s has no fp32 form (only add, mul, min, max, relu)", i.Alu)
+	switch i.Alu {
+	case AluAdd, AluMul, AluMin, AluMax, AluRelu:
+	case AluExp, AluLog:
+		if !i.FP32 {
+			return ferr(op, "fp32", 0, "%s has no int32 form; fp32 must be set", i.Alu)
+		}
+	default:
+		if i.FP32 {
+			return ferr(op, "fp32", 1, "%s has no fp32 form (only add, mul, min, max, relu, exp, log)", i.Alu)
 		}
 	}
 	if i.PerChannel && !quant {
@@ -463,18 +467,18 @@ func checkALU(i *Insn, b func(bool) int64) error {
 		if i.Imm < 0 {
 			return ferr(op, "imm", int64(i.Imm), "clip bound must be non-negative")
 		}
-	case AluRelu:
+	case AluRelu, AluExp, AluLog:
 		if i.UseImm {
-			return ferr(op, "use_imm", 1, "relu has no second operand")
+			return ferr(op, "use_imm", 1, "%s has no second operand", i.Alu)
 		}
 		if i.Imm != 0 {
-			return ferr(op, "imm", int64(i.Imm), "relu has no second operand")
+			return ferr(op, "imm", int64(i.Imm), "%s has no second operand", i.Alu)
 		}
 		if i.SrcOut != 0 {
-			return ferr(op, "src_out", int64(i.SrcOut), "relu has no second operand; must be zero")
+			return ferr(op, "src_out", int64(i.SrcOut), "%s has no second operand; must be zero", i.Alu)
 		}
 		if i.SrcIn != 0 {
-			return ferr(op, "src_in", int64(i.SrcIn), "relu has no second operand; must be zero")
+			return ferr(op, "src_in", int64(i.SrcIn), "%s has no second operand; must be zero", i.Alu)
 		}
 	default: // requant, quantize, dequantize
 		if i.UseImm {

@@ -253,8 +253,8 @@ func (e *engine) alu(in *isa.Insn) *fault {
 	if m := loopMax(maxDst, in, in.DstOut, in.DstIn); m >= uint64(e.cfg.AccSize) {
 		return faultf(alidnn.CauseSRAM, "ALU destination index %d: acc holds %d", m, e.cfg.AccSize)
 	}
-	quant := in.Alu >= isa.AluRequant
-	if !in.UseImm && in.Alu != isa.AluRelu {
+	quant := in.Alu == isa.AluRequant || in.Alu == isa.AluQuantize || in.Alu == isa.AluDequantize
+	if !in.UseImm && !in.Alu.Unary() {
 		size, space := uint64(e.cfg.AccSize), "acc"
 		if quant {
 			size, space = uint64(e.cfg.ParamSize), "param"
@@ -287,7 +287,7 @@ func (e *engine) alu(in *isa.Insn) *fault {
 					continue
 				}
 				src := imm // a copy: dst may be src
-				if !in.UseImm && in.Alu != isa.AluRelu {
+				if !in.UseImm && !in.Alu.Unary() {
 					src = *(*[lanes]int32)(e.acc[s : s+lanes])
 				}
 				if in.FP32 {
@@ -343,6 +343,11 @@ func aluFP32(op isa.AluOp, d, s *[lanes]int32) {
 			a = fmax(a, b)
 		case isa.AluRelu:
 			a = fmax(a, 0)
+		case isa.AluExp:
+			// ISA.md defines both as Go's float64 function rounded once to fp32.
+			a = float32(math.Exp(float64(a)))
+		case isa.AluLog:
+			a = float32(math.Log(float64(a)))
 		}
 		d[l] = int32(math.Float32bits(a))
 	}

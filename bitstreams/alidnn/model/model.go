@@ -44,6 +44,9 @@
 //   - quantize of NaN gives the zero point; ±Inf and large values saturate.
 //     dequantize converts dst − zp (exact in 64 bits) to fp32, then
 //     multiplies by the scale in fp32.
+//   - exp and log of a NaN return it, quieted, with its payload truncated
+//     to fp32 (Go's float64 round trip); a NaN they make (log of a negative
+//     number) is the one Go's float64 → float32 conversion gives.
 //   - fp32 min/max (and relu, POOL max) return the destination when the
 //     operands compare equal, so max(−0, +0) is −0.
 //   - POOL checks tile ranges (CauseSRAM) before overlap (CauseIllegal).

@@ -328,6 +328,11 @@ func TestALU(t *testing.T) {
 		{"alu.max fp32 imm=0", fb(-1, 3, nan), nil, nil, fb(0, 3, 0)},
 		{"alu.max fp32", fb(nan, 1, 2), fb(5, nan, 1), nil, fb(5, 1, 2)},
 		{"alu.relu fp32", fb(-1.5, 2.5, nan), nil, nil, fb(0, 2.5, 0)},
+		// exp and log: exact in float64, rounded once to fp32.
+		{"alu.exp fp32", fb(0, -0, 1, -1, 0.5, inf, -inf), nil, nil, fb(1, 1, 2.7182817, 0.36787945, 1.6487212, inf, 0)},
+		{"alu.exp fp32", fb(88.72, 88.73, -103.9, -104, 1e-8), nil, nil, fb(3.3931806e38, inf, 1.1e-45, 0, 1)},
+		{"alu.log fp32", fb(1, 2.7182817, 0.5, 1e30, inf, 0, -0), nil, nil, fb(0, 0.99999994, -0.6931472, 69.07755, inf, -inf, -inf)},
+		{"alu.log fp32", fb(1.4e-45, 3.4028235e38), nil, nil, fb(-103.27893, 88.72284)},
 	}
 	l := newLocal(t)
 	for _, c := range cases {
@@ -337,7 +342,7 @@ func TestALU(t *testing.T) {
 			if c.src == nil || quant {
 				srcAcc = 0
 			}
-			if strings.HasPrefix(c.insn, "alu.relu") {
+			if strings.HasPrefix(c.insn, "alu.relu") || strings.HasPrefix(c.insn, "alu.exp") || strings.HasPrefix(c.insn, "alu.log") {
 				src = ""
 			}
 			put(t, l, 0x10000, uops(aluUop(t, 0, uint32(srcAcc))))

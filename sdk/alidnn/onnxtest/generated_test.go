@@ -26,10 +26,16 @@ type genCase struct {
 	g     graph
 	ins   []*onnx.Tensor
 	outs  []*onnx.Tensor
+	// more are further data sets: test_data_set_1, 2, …
+	more []dataSet
+	// err is the generator's failure, reported as the case runs.
+	err error
 	// int8 also runs the case post-training-quantised (compared by argmax,
 	// so only cases without ties along the last axis).
 	int8 bool
 }
+
+type dataSet struct{ ins, outs []*onnx.Tensor }
 
 // xDims is the shape of the cases' activations: 20 channels span two
 // 16-lane blocks, the second one partial.
@@ -242,18 +248,23 @@ func elementwiseCases(t *testing.T) []genCase {
 
 // files returns the folder's files by relative path.
 func (c genCase) files() (map[string][]byte, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
 	m, err := encodeModel(c.name, c.opset, c.g)
 	if err != nil {
 		return nil, err
 	}
 	fs := map[string][]byte{"model.onnx": m}
-	for kind, ts := range map[string][]*onnx.Tensor{"input": c.ins, "output": c.outs} {
-		for k, t := range ts {
-			b, err := onnx.EncodeTensor(t)
-			if err != nil {
-				return nil, err
+	for n, set := range append([]dataSet{{c.ins, c.outs}}, c.more...) {
+		for kind, ts := range map[string][]*onnx.Tensor{"input": set.ins, "output": set.outs} {
+			for k, t := range ts {
+				b, err := onnx.EncodeTensor(t)
+				if err != nil {
+					return nil, err
+				}
+				fs[filepath.Join(fmt.Sprintf("test_data_set_%d", n), fmt.Sprintf("%s_%d.pb", kind, k))] = b
 			}
-			fs[filepath.Join("test_data_set_0", fmt.Sprintf("%s_%d.pb", kind, k))] = b
 		}
 	}
 	return fs, nil

@@ -4,7 +4,7 @@
 // commands drive the node agent, faasd, through package sdk/faas.
 //
 //	faas model test [--int8] DIR...                 run ONNX backend-test folders, one PASS/FAIL line each
-//	faas model compile MODEL.onnx -o PROGRAM        compile to a program file
+//	faas model compile MODEL.onnx -o PROGRAM [--batch N]  compile to a program file
 //	faas model run MODEL --input in.pb --output out.pb
 //	                                                run MODEL (.onnx or a program file), print the
 //	                                                modeled device time and the host wall time

@@ -95,19 +95,29 @@ calibrated on the folder's inputs, and compared by argmax.`,
 
 func compileCommand() *cobra.Command {
 	var out string
+	batch := 1
 	cmd := &cobra.Command{
-		Use:   "compile MODEL.onnx -o PROGRAM",
+		Use:   "compile MODEL.onnx -o PROGRAM [--batch N]",
 		Short: "Compile an ONNX model to an AliDNN program file",
-		Args:  cobra.ExactArgs(1),
+		Long: `Compiles MODEL.onnx for the AliDNN engine and writes the program file.
+
+With --batch N, the program holds N samples a run (the model's leading
+batch dimension of 1 becomes N): sessions coalesce up to N concurrent runs
+into one run of it, and fully connected layers load their weights once for
+all N.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return fmt.Errorf("-o PROGRAM is required")
+			}
+			if batch < 1 || batch > 256 {
+				return usageErrorf("--batch %d: want 1 to 256", batch)
 			}
 			m, err := onnx.ReadModel(args[0])
 			if err != nil {
 				return err
 			}
-			p, err := alidnn.Compile(m)
+			p, err := alidnn.Compile(m, alidnn.ForBatch(batch))
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -116,7 +126,7 @@ func compileCommand() *cobra.Command {
 				return err
 			}
 			info := map[string]any{"program": out, "instructions": len(p.Insns), "layers": p.Layers,
-				"constant_bytes": len(p.Consts), "memory_bytes": p.MemSize(), "macs": p.MACs}
+				"constant_bytes": len(p.Consts), "memory_bytes": p.MemSize(), "macs": p.MACs, "batch": max(p.Batch, 1)}
 			if jsonOutput(cmd) {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(info)
 			}
@@ -126,6 +136,7 @@ func compileCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "program file to write")
+	cmd.Flags().IntVar(&batch, "batch", batch, "samples a run holds (the model's batch dimension)")
 	return cmd
 }
 

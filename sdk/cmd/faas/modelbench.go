@@ -61,6 +61,9 @@ a tenth of it. Reports per batch size the runs, throughput, host-time
 latency percentiles of single runs, and the modeled device time per run and
 per job next to the host time per job.
 
+A program compiled with faas model compile --batch N is measured at batch N
+only: up to N runs share each run of it.
+
 Without --input, the inputs are pseudo-random tensors of the model's input
 shapes (the same on every invocation). Progress goes to stderr unless --json.`,
 		Args: cobra.ExactArgs(1),
@@ -95,6 +98,11 @@ shapes (the same on every invocation). Progress goes to stderr unless --json.`,
 				}
 			}
 			matchInputs(p, tensors)
+			if p.Batch > 1 {
+				// A program compiled for a batch coalesces that many runs
+				// into each of its runs, whatever --batch says.
+				sizes = []int{p.Batch}
+			}
 			eng := alidnn.NewLocal(dev)
 			where := "the simulated engine"
 			if slot >= 0 || attach != "" {
@@ -291,6 +299,9 @@ func benchInputs(p *alidnn.Program) ([]*onnx.Tensor, error) {
 		shape := b.Shape
 		if b.Bcast != nil { // the caller gives the input's own shape, broadcast on upload
 			shape = b.Bcast
+		}
+		if p.Batch > 1 { // a run of a batched program is one sample
+			shape = append([]int{1}, shape[1:]...)
 		}
 		n := 1
 		dims := make([]int64, len(shape))

@@ -47,6 +47,39 @@ func TestModelBench(t *testing.T) {
 	}
 }
 
+// TestModelBenchCompiledBatch compiles MNIST for 4 samples a run and
+// benchmarks the program: it is measured at its own batch only.
+func TestModelBenchCompiledBatch(t *testing.T) {
+	mnist := filepath.Join(testenv.TestData(t, "onnx", "models", "mnist"), "model.onnx")
+	prog := filepath.Join(t.TempDir(), "mnist4.adnn")
+	stdout, stderr, code := run(t, "", "model", "compile", mnist, "-o", prog, "--batch", "4", "--json")
+	if code != 0 {
+		t.Fatalf("compile: exit %d: %s", code, stderr)
+	}
+	var info struct {
+		Batch int `json:"batch"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &info); err != nil || info.Batch != 4 {
+		t.Fatalf("compile --json: %v, batch %d: %s", err, info.Batch, stdout)
+	}
+	stdout, stderr, code = run(t, "", "model", "bench", prog, "--batch", "1,16", "--duration", "200ms", "--json")
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Results []benchRow `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(got.Results) != 1 || got.Results[0].Batch != 4 || got.Results[0].Runs <= 0 {
+		t.Fatalf("results %+v, want one row at the program's batch 4", got.Results)
+	}
+	if _, stderr, code = run(t, "", "model", "compile", mnist, "-o", prog, "--batch", "0"); code != 2 || !strings.Contains(stderr, "--batch 0") {
+		t.Errorf("compile --batch 0: exit %d: %s", code, stderr)
+	}
+}
+
 func TestModelBenchFlags(t *testing.T) {
 	mnist := filepath.Join(testenv.TestData(t, "onnx", "models", "mnist"), "model.onnx")
 	for _, tc := range []struct {

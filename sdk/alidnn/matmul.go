@@ -1,0 +1,153 @@
+package alidnn
+
+// MatMul of two computed tensors, as attention computes Q·Kᵀ and
+// softmax(Q·Kᵀ)·V: the second operand becomes the GEMM's weights, read
+// from device memory per outer index instead of from the constants. The
+// weight SRAM wants B's columns on its rows (w[n][k] = B[k][n]) while B is
+// stored with its columns on the lanes, so a transpose layer first writes
+// Bᵀ: each 16×16 tile of B loaded as a weight block and multiplied by the
+// identity lands transposed in the accumulator.
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// matmulComputed compiles MatMul(a, b) with b computed on the device, in
+// fp32. Both operands are stacks of matrices with the same leading axes;
+// the inner and output dimensions must fill whole 16-lane blocks.
+func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
+	ra, rb := len(a.shape), len(b.shape)
+	if ra < 2 || ra != rb || !slices.Equal(a.shape[:ra-2], b.shape[:rb-2]) {
+		return fmt.Errorf("MatMul of the computed tensors %s and %s: only stacks with the same leading axes: %w", a, b, ErrUnsupported)
+	}
+	M, K, N := a.shape[ra-2], a.shape[ra-1], b.shape[rb-1]
+	if b.shape[rb-2] != K {
+		return fmt.Errorf("MatMul of %v and %v: inner dimensions %d and %d differ", a.shape, b.shape, K, b.shape[rb-2])
+	}
+	if K%lanes != 0 || N%lanes != 0 {
+		return fmt.Errorf("MatMul of the computed tensors %s and %s: the inner (%d) and output (%d) dimensions must be multiples of %d: %w", a, b, K, N, lanes, ErrUnsupported)
+	}
+	for _, v := range []*value{a, b} {
+		if !slices.Equal(v.shape, v.root().shape) {
+			return fmt.Errorf("MatMul operand %s after a reshape: %w", v, ErrUnsupported)
+		}
+		if err := c.settle(v, false); err != nil {
+			return err
+		}
+	}
+	a, err := c.deviceInput(a, matLayout(a.root().shape))
+	if err != nil {
+		return err
+	}
+	// Q·Kᵀ: a B that a transpose layer made for this MatMul alone is
+	// used as it was before (Bᵀ), and the transpose dropped.
+	// A B laid out with its rows on the lanes (a 3-D tensor an element-wise
+	// layer wrote in channel layout) already is Bᵀ as matrices.
+	var bt *value
+	if l := b.layer; l != nil && l.kind == lTranspose && l.out == b && b.uses == 1 && !c.outputs[b.name] && c.layers[len(c.layers)-1] == l {
+		c.layers = c.layers[:len(c.layers)-1]
+		bt = l.in
+	} else if r := b.root(); r.lay.shape != nil && r.el() == f32 && r.lay.equal(transposedLayout(r.shape)) {
+		bt = r
+	} else if bt, err = c.transposeLast(b); err != nil {
+		return err
+	}
+	if a.el() != f32 || !a.lay.equal(matLayout(a.shape)) {
+		return fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want fp32 matrices: %w", a, a.el(), a.lay, ErrUnsupported)
+	}
+	batch := 1
+	for _, d := range a.shape[:ra-2] {
+		batch *= d
+	}
+	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, fp: true, batched: batch > 1, wT: bt}
+	shape := append(slices.Clone(a.shape[:ra-1]), N)
+	l := &layer{kind: lGemm, in: a, conv: spec, accFP: true, macs: uint64(batch * M * N * K)}
+	out := &value{shape: shape, typ: onnx.Float, lay: matLayout(shape), layer: l}
+	l.out = out
+	c.layers = append(c.layers, l)
+	c.set(n, 0, out)
+	return nil
+}
+
+// transposeLast returns b with its last two axes swapped, written by a
+// transpose layer: Bᵀ laid out as matrices, B's rows on the lanes. Both
+// axes must fill whole 16-lane blocks.
+func (c *compiler) transposeLast(b *value) (*value, error) {
+	if !slices.Equal(b.shape, b.root().shape) {
+		return nil, fmt.Errorf("transposing %s after a reshape: %w", b, ErrUnsupported)
+	}
+	if err := c.settle(b, false); err != nil {
+		return nil, err
+	}
+	b, err := c.deviceInput(b, matLayout(b.root().shape))
+	if err != nil {
+		return nil, err
+	}
+	if b.el() != f32 || !b.lay.equal(matLayout(b.shape)) {
+		return nil, fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want fp32 matrices: %w", b, b.el(), b.lay, ErrUnsupported)
+	}
+	r := len(b.shape)
+	if r < 2 || b.shape[r-1]%lanes != 0 || b.shape[r-2]%lanes != 0 {
+		return nil, fmt.Errorf("transposing the last axes of %s: they must be multiples of %d: %w", b, lanes, ErrUnsupported)
+	}
+	shape := slices.Clone(b.shape)
+	shape[r-2], shape[r-1] = shape[r-1], shape[r-2]
+	l := &layer{kind: lTranspose, in: b, accFP: true}
+	bt := &value{shape: shape, typ: onnx.Float, lay: matLayout(shape), layer: l, elem: f32}
+	l.out = bt
+	c.layers = append(c.layers, l)
+	return bt, nil
+}
+
+// transpose emits a transpose layer: per outer index and 16-column block
+// of B, chunks of its 16-row tiles go to the weight SRAM, one GEMM against
+// the identity writes them transposed, and one STORE puts each tile's 16
+// rows into Bᵀ's row block.
+func (e *emitter) transpose(l *layer) error {
+	in, out := l.in, l.out
+	r := len(in.shape)
+	K, N := in.shape[r-2], in.shape[r-1]
+	KB, NB := K/lanes, N/lanes
+	outer := in.lay.o()
+	id := make([]byte, lanes*lanes*4)
+	for k := range lanes {
+		copy(id[(k*lanes+k)*4:], []byte{0, 0, 0x80, 0x3f}) // fp32 1.0
+	}
+	ident := e.blob(id)
+	u := &uopTable{}
+	uop := u.addGemm(0, 0, 0)
+	if err := e.loadUops(u); err != nil {
+		return err
+	}
+	m := min(KB, hw.WgtSize, hw.AccSize/lanes)
+	const rowBytes = lanes * 4
+	for o := range outer {
+		for nb := range NB {
+			for kb0 := 0; kb0 < KB; kb0 += m {
+				t := min(m, KB-kb0)
+				e.beginTile()
+				src := in.addr + uint64(((o*NB+nb)*K+kb0*lanes)*rowBytes)
+				e.loadBatch(load(isa.MemInp, f32, 0, ident, 1, lanes, lanes), load(isa.MemWgt, f32, 0, src, 1, t, t))
+				g := isa.Insn{Op: isa.OpGEMM, UopBegin: uop, UopEnd: uop + 1, IterOut: uint32(t), IterIn: lanes, DstOut: lanes, DstIn: 1, FP32: true, Reset: true}
+				e.compute(g, true)
+				g.Reset, g.SrcIn, g.WgtOut = false, 1, 1
+				e.compute(g, false)
+				e.release()
+				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: isa.FP32,
+					DRAM: out.addr + uint64(((o*KB+kb0)*N+nb*lanes)*rowBytes), YSize: uint32(t), XSize: lanes, XStride: uint32(N)})
+			}
+		}
+	}
+	return nil
+}
+
+// transposedLayout lays a stack of matrices out with their rows on the
+// lanes: byte for byte the matLayout of the transposed stack.
+func transposedLayout(shape []int) layout {
+	r := len(shape)
+	return layout{shape: shape, outer: seq(r - 2), lane: r - 2, rows: []int{r - 1}}
+}

@@ -48,15 +48,9 @@ func transposedPhase(r, in, k, s, pb, total int) (phase, []int) {
 // (ty, tx) of phase (ry, rx) from input channel c (of its group) to
 // output channel o.
 func (c *compiler) phaseLayers(n *onnx.Node, x *value, oc, groups, s int, phases [2][]phase, weight func(o, ci, ty, tx, ry, rx int) float32, bias []float32) error {
-	if err := c.settle(x, false); err != nil {
-		return err
-	}
-	x, err := c.deviceInput(x, convLayout(x.root().shape))
+	x, err := c.fp32Input(n, x)
 	if err != nil {
 		return err
-	}
-	if x.el() != f32 {
-		return fmt.Errorf("%s input %s is %v on the device, want fp32: %w", n.OpType, x, x.el(), ErrUnsupported)
 	}
 	N, C, H, W := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
 	OH, OW := 0, 0
@@ -211,4 +205,20 @@ func (c *compiler) convTransposeNode(n *onnx.Node) error {
 		bias = b.floats()
 	}
 	return c.phaseLayers(n, x, oc, g, s, phases, weight, bias)
+}
+
+// fp32Input readies the image x for layers of node n that read it in fp32
+// from device memory.
+func (c *compiler) fp32Input(n *onnx.Node, x *value) (*value, error) {
+	if err := c.settle(x, false); err != nil {
+		return nil, err
+	}
+	x, err := c.deviceInput(x, convLayout(x.root().shape))
+	if err != nil {
+		return nil, err
+	}
+	if x.el() != f32 {
+		return nil, fmt.Errorf("%s input %s is %v on the device, want fp32: %w", n.OpType, x, x.el(), ErrUnsupported)
+	}
+	return x, nil
 }

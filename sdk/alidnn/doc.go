@@ -8,9 +8,10 @@
 // blocks to fit the engine's SRAMs, their loads double-buffered behind the
 // array; a grouped convolution runs only the weight blocks its groups touch,
 // and a first convolution on few channels packs adjacent pixels into the
-// lanes (see stem.go). ConvTranspose and nearest Resize by an integer
-// factor run as one stride-1 convolution per output phase whose STOREs
-// scatter every s-th pixel (see convtranspose.go). A MatMul of two
+// lanes (see stem.go). ConvTranspose and Resize by an integer factor
+// (nearest, and bilinear over a copy with replicated edges) run as one
+// stride-1 convolution per output phase whose STOREs scatter every s-th
+// pixel (see convtranspose.go, bilinear.go). A MatMul of two
 // computed tensors reads its second operand as weights from device memory,
 // transposed on the device when needed (see matmul.go). Max and average
 // pooling

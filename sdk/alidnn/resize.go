@@ -7,11 +7,11 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// resizeNode compiles Resize (and the older Upsample) in nearest mode by
-// an integer factor on the image axes, as the feature-pyramid and
-// segmentation heads of detectors use it: every output phase copies one
-// input pixel, so the upsampling is phaseLayers with a one-tap identity
-// kernel per channel. Other modes and factors are refused.
+// resizeNode compiles Resize (and the older Upsample) by an integer factor
+// on the image axes, as feature pyramids and segmentation heads use it. In
+// nearest mode every output phase copies one input pixel, so the
+// upsampling is phaseLayers with a one-tap identity kernel per channel;
+// linear mode is bilinear. Other modes and factors are refused.
 func (c *compiler) resizeNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -24,8 +24,8 @@ func (c *compiler) resizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
-	if mode != "nearest" {
-		return fmt.Errorf("%s mode %q (only nearest): %w", n.OpType, mode, ErrUnsupported)
+	if mode != "nearest" && mode != "linear" && mode != "bilinear" {
+		return fmt.Errorf("%s mode %q (only nearest and linear): %w", n.OpType, mode, ErrUnsupported)
 	}
 	coord, err := n.String("coordinate_transformation_mode", "half_pixel")
 	if err != nil {
@@ -38,6 +38,11 @@ func (c *compiler) resizeNode(n *onnx.Node) error {
 	if n.OpType == "Upsample" || c.opset() < 11 {
 		coord, nearest = "asymmetric", "floor" // Upsample and Resize-10
 	}
+	if mode == "linear" || mode == "bilinear" {
+		// Resize-11+ reads cubic_coeff_a and exclude_outside only in cubic
+		// mode; in linear mode exclude_outside changes nothing.
+		mode = "linear"
+	}
 	out, err := c.resizeShape(n, x.shape)
 	if err != nil {
 		return err
@@ -48,6 +53,9 @@ func (c *compiler) resizeNode(n *onnx.Node) error {
 	s := out[2] / x.shape[2]
 	if out[2] != s*x.shape[2] || out[3] != s*x.shape[3] || s < 1 {
 		return fmt.Errorf("%s of %v to %v: only the same integer factor on both image axes: %w", n.OpType, x.shape, out, ErrUnsupported)
+	}
+	if mode == "linear" {
+		return c.bilinear(n, x, s, coord)
 	}
 	var phases [2][]phase
 	for a := range 2 {

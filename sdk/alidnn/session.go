@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -232,18 +233,9 @@ func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
 		}
 	}
 	res := Result{Batch: len(reqs)}
-	if len(s.prog.Insns) > 0 {
-		code, err := s.codeFor(ctx, slot, len(reqs))
-		if err != nil {
-			return err
-		}
-		job, err := code.Submit(ctx)
-		if err != nil {
-			return fmt.Errorf("submitting: %w", err)
-		}
-		if res.Stats, err = job.Wait(ctx); err != nil {
-			return err
-		}
+	var err error
+	if res.Stats, err = s.run(ctx, slot, len(reqs)); err != nil {
+		return err
 	}
 	for k, r := range reqs {
 		out := res
@@ -282,18 +274,9 @@ func (s *Session) execSamples(ctx context.Context, slot int, reqs []*request) er
 		}
 	}
 	res := Result{Batch: len(reqs)}
-	if len(s.prog.Insns) > 0 {
-		code, err := s.codeFor(ctx, slot, 1)
-		if err != nil {
-			return err
-		}
-		job, err := code.Submit(ctx)
-		if err != nil {
-			return fmt.Errorf("submitting: %w", err)
-		}
-		if res.Stats, err = job.Wait(ctx); err != nil {
-			return err
-		}
+	var err error
+	if res.Stats, err = s.run(ctx, slot, 1); err != nil {
+		return err
 	}
 	outs := make([]*onnx.Tensor, len(s.prog.Outputs))
 	for n, b := range s.prog.Outputs {
@@ -315,6 +298,23 @@ func (s *Session) execSamples(ctx context.Context, slot int, reqs []*request) er
 		r.res = &out
 	}
 	return nil
+}
+
+// run runs lanes 0..n-1 of job slot slot as one job and returns its
+// counters (none for a program without instructions).
+func (s *Session) run(ctx context.Context, slot, n int) (alidnn.Stats, error) {
+	if len(s.prog.Insns) == 0 {
+		return alidnn.Stats{}, nil
+	}
+	code, err := s.codeFor(ctx, slot, n)
+	if err != nil {
+		return alidnn.Stats{}, err
+	}
+	job, err := code.Submit(ctx)
+	if err != nil {
+		return alidnn.Stats{}, fmt.Errorf("submitting: %w", err)
+	}
+	return job.Wait(ctx)
 }
 
 // codeFor returns the uploaded stream that runs lanes 0..n-1 of job slot

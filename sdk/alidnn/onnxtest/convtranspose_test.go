@@ -131,6 +131,52 @@ func upsampleCases() []genCase {
 			outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, nearestRef(x, 20, 3, 4, s, halfPixel(s)))},
 		})
 	}
+	// Bilinear: coordinates clamped at the edges, as onnxruntime does.
+	linear := func(y, in, s int, coord string) (int, int, float32) {
+		f := float64(y) / float64(s)
+		if coord == "half_pixel" {
+			f = (float64(y)+0.5)/float64(s) - 0.5
+		}
+		f = min(max(f, 0), float64(in-1))
+		i0 := int(math.Floor(f))
+		return i0, min(i0+1, in-1), float32(f - float64(i0))
+	}
+	bilinearRef := func(x []float32, c, h, w, s int, coord string) []float32 {
+		out := make([]float32, c*h*s*w*s)
+		for ch := range c {
+			at := func(y, x0 int) float64 { return float64(x[(ch*h+y)*w+x0]) }
+			for y := range h * s {
+				y0, y1, fy := linear(y, h, s, coord)
+				for xx := range w * s {
+					x0, x1, fx := linear(xx, w, s, coord)
+					top := (1-float64(fx))*at(y0, x0) + float64(fx)*at(y0, x1)
+					bot := (1-float64(fx))*at(y1, x0) + float64(fx)*at(y1, x1)
+					out[(ch*h*s+y)*w*s+xx] = float32((1-float64(fy))*top + float64(fy)*bot)
+				}
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name, coord string
+		s           int
+	}{{"resize_bilinear_x2", "half_pixel", 2}, {"resize_bilinear_x4_asymmetric", "asymmetric", 4}} {
+		yd := []int64{1, 20, 3 * int64(c.s), 4 * int64(c.s)}
+		attrs := []attr{sAttr("mode", "linear")}
+		if c.coord != "half_pixel" {
+			attrs = append(attrs, sAttr("coordinate_transformation_mode", c.coord))
+		}
+		cs = append(cs, genCase{name: c.name, opset: 13,
+			g: graph{
+				nodes:   []node{{op: "Resize", inputs: []string{"x", "", "scales"}, outputs: []string{"y"}, attrs: attrs}},
+				inits:   []*onnx.Tensor{onnx.NewFloat32("scales", []int64{4}, []float32{1, 1, float32(c.s), float32(c.s)})},
+				inputs:  []valueInfo{fvi("x", xd)},
+				outputs: []valueInfo{fvi("y", yd)},
+			},
+			ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x)},
+			outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, bilinearRef(x, 20, 3, 4, c.s, c.coord))},
+		})
+	}
 	// Upsample-9: asymmetric coordinates, floor.
 	yd := []int64{1, 20, 6, 8}
 	cs = append(cs, genCase{name: "upsample_nearest_x2", opset: 9,

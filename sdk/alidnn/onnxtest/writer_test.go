@@ -20,12 +20,15 @@ type attr struct {
 	is   []int64
 	fs   []float32
 	t    *onnx.Tensor
+	s    *string
 }
 
 func fAttr(name string, v float32) attr { return attr{name: name, f: &v} }
 func iAttr(name string, v int64) attr   { return attr{name: name, i: &v} }
 
 func isAttr(name string, v ...int64) attr { return attr{name: name, is: v} }
+
+func sAttr(name, v string) attr { return attr{name: name, s: &v} }
 
 type node struct {
 	op      string
@@ -85,6 +88,9 @@ func (a attr) encode() ([]byte, error) {
 		}
 		b = appendBytes(b, 5, tb)
 		b = appendVarint(b, 20, 4) // TENSOR
+	case a.s != nil:
+		b = appendBytes(b, 4, []byte(*a.s))
+		b = appendVarint(b, 20, 3) // STRING
 	}
 	return b, nil
 }

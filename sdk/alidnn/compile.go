@@ -314,7 +314,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root(), isConst: false})
+		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root(), view: x.view, cols: x.cols})
 		return c.dropoutMask(n, x)
 	case "Flatten", "Reshape", "Squeeze", "Unsqueeze":
 		return c.reshape(n)

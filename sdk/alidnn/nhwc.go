@@ -71,11 +71,13 @@ func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) erro
 }
 
 // checkView refuses a transposed view (or its flattening) as input k of n
-// unless n can read it: a Reshape or Flatten of the view, a MatMul or Gemm
-// of the flattening, or a Shape of either.
+// unless n can read it: a Reshape, Flatten or Transpose of the view, a
+// MatMul or Gemm of the flattening, or a Shape or Identity of either.
 func (c *compiler) checkView(n *onnx.Node, k int, v *value) error {
 	switch {
-	case n.OpType == "Shape":
+	case n.OpType == "Shape" || (n.OpType == "Identity" || n.OpType == "Dropout") && k == 0:
+		return nil
+	case v.view != nil && k == 0 && n.OpType == "Transpose":
 		return nil
 	case v.view != nil && k == 0 && (n.OpType == "Reshape" || n.OpType == "Flatten"):
 		return nil
@@ -87,6 +89,30 @@ func (c *compiler) checkView(n *onnx.Node, k int, v *value) error {
 	case v.cols != nil:
 		return fmt.Errorf("%s flattens a transposed tensor, and %s cannot read it (a MatMul or Gemm can): %w", v, n.OpType, ErrUnsupported)
 	}
+	return nil
+}
+
+// transposeView compiles a Transpose of the transposed view x: the two
+// compose, to the stored tensor itself when they cancel out (a converter's
+// NHWC round trip) or only move unit axes, else to another view.
+func (c *compiler) transposeView(n *onnx.Node, x *value, perm, shape []int) error {
+	src := x.view.src
+	q := make([]int, len(perm))
+	for k, a := range perm {
+		q[k] = x.view.perm[a]
+	}
+	last := -1
+	for _, a := range q {
+		if src.shape[a] == 1 {
+			continue
+		}
+		if a < last {
+			c.set(n, 0, &value{shape: shape, typ: x.typ, alias: src, q: src.q, view: &transposeOf{src: src, perm: q, node: n.Name}})
+			return nil
+		}
+		last = a
+	}
+	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: src, q: src.q})
 	return nil
 }
 

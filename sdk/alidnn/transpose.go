@@ -111,6 +111,9 @@ func (c *compiler) transposeNode(n *onnx.Node) error {
 	for k, a := range perm {
 		shape[k] = x.shape[a]
 	}
+	if x.view != nil {
+		return c.transposeView(n, x, perm, shape)
+	}
 	last := -1
 	for _, a := range perm {
 		if x.shape[a] == 1 {

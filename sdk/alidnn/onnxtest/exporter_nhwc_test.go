@@ -7,7 +7,8 @@ import (
 // Cases of TensorFlow converters' NHWC graphs: the input [1,H,W,C] goes
 // through Transpose(0,3,1,2) into the NCHW Conv, and the Conv's output
 // through Transpose(0,2,3,1) to the graph output, or to a Flatten feeding
-// the classifier's MatMul (which then reads the features in HWC order).
+// the classifier's MatMul (which then reads the features in HWC order), and
+// back to NCHW for another operator.
 
 func init() { caseFamilies = append(caseFamilies, expNHWCCases) }
 
@@ -90,5 +91,21 @@ func expNHWCCases() []genCase {
 		ins:  ins,
 		outs: []*onnx.Tensor{onnx.NewFloat32("y", cd, y)},
 	}
-	return []genCase{feature, classifier}
+	// A converter's round trip between NCHW operators: the Transposes back
+	// to NCHW and again to NHWC cancel out, through an Identity.
+	roundTrip := genCase{name: "export_nhwc_round_trip", opset: 13, int8: true,
+		g: graph{
+			nodes: append(front("ct"),
+				node{op: "Identity", inputs: []string{"ct"}, outputs: []string{"ci"}},
+				node{op: "Transpose", inputs: []string{"ci"}, outputs: []string{"cn"}, attrs: []attr{isAttr("perm", 0, 3, 1, 2)}},
+				node{op: "Add", inputs: []string{"cn", "half"}, outputs: []string{"a"}},
+				node{op: "Transpose", inputs: []string{"a"}, outputs: []string{"y"}, attrs: []attr{isAttr("perm", 0, 2, 3, 1)}}),
+			inits:   append(append([]*onnx.Tensor(nil), inits...), scalar("half", 0.5)),
+			inputs:  []valueInfo{fvi("x", xd)},
+			outputs: []valueInfo{fvi("y", yd)},
+		},
+		ins:  ins,
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, mapF(conv, func(v float32) float32 { return v + 0.5 }))},
+	}
+	return []genCase{feature, classifier, roundTrip}
 }

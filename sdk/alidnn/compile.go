@@ -262,7 +262,7 @@ func (c *compiler) node(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		if v != nil && v.deferred && (n.OpType != "Conv" || k != 0) {
+		if v != nil && v.deferred && (k != 0 || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") {
 			if v, err = c.undefer(v); err != nil {
 				return err
 			}
@@ -284,8 +284,13 @@ func (c *compiler) node(n *onnx.Node) error {
 			return err
 		}
 	}
-	// Per-tensor element-wise operators after a Reshape work on the
-	// reshaped tensor's storage and reshape their result.
+	return c.run(n)
+}
+
+// run compiles n, whose inputs are ready. Per-tensor element-wise
+// operators after a Reshape work on the reshaped tensor's storage and
+// reshape their result.
+func (c *compiler) run(n *onnx.Node) error {
 	if elementwise[n.OpType] && len(n.Inputs) > 0 {
 		if x := c.vals[n.Inputs[0]]; x != nil && x.alias != nil && !eqInts(x.shape, x.root().shape) {
 			c.vals[n.Inputs[0]] = x.root()
@@ -338,6 +343,9 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
 		if x := c.vals[n.Inputs[0]]; x != nil && x.cols != nil {
 			return c.matmulCols(n)
+		}
+		if done, err := c.qdqMatMul(n); done || err != nil {
+			return err
 		}
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":

@@ -39,7 +39,7 @@
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs
 // run on the engine itself. Pre-quantised models run in int8 too: QLinear
-// and Integer operators, and the QDQ format, whose Conv of
+// and Integer operators, and the QDQ format, whose Conv, MatMul or Gemm of
 // DequantizeLinear'd int8 activations and weights (per tensor or per
 // output channel) becomes an int8 GEMM dequantising in its epilogue (see
 // qdq.go).

@@ -18,7 +18,7 @@ import (
 // per-tensor constant scale and zero point. It reports whether it did.
 func (c *compiler) deferDQ(n *onnx.Node) (bool, error) {
 	x, err := c.need(n, 0)
-	if err != nil || x.isConst || x.alias != nil || x.host != nil || x.view != nil || x.deferred || x.el() != i8 {
+	if err != nil || x.isConst || x.host != nil || x.view != nil || x.cols != nil || x.deferred || x.root().el() != i8 {
 		return false, err
 	}
 	if s, err := c.in(n, 1); err != nil || s == nil || !s.isConst || s.len() != 1 {
@@ -36,11 +36,10 @@ func (c *compiler) deferDQ(n *onnx.Node) (bool, error) {
 // layer of its own, leaving the int8 tensor as it is.
 func (c *compiler) undefer(v *value) (*value, error) {
 	n := v.dq
-	src := c.vals[n.Inputs[0]]
 	if c.uses[n.Outputs[0]] > 1 {
-		src.uses++
+		c.vals[n.Inputs[0]].root().uses++
 	}
-	if err := c.dequantizeNode(n); err != nil {
+	if err := c.run(n); err != nil {
 		return nil, fmt.Errorf("%s (%q): %w", n.OpType, n.Name, err)
 	}
 	return c.vals[n.Outputs[0]], nil
@@ -61,8 +60,8 @@ func (c *compiler) qdqConv(n *onnx.Node) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	sw, ok := c.qdqWeightScales(wv)
-	if !ok {
+	sw, ok := c.dqScales(wv, 0)
+	if !ok || len(wv.shape) < 3 {
 		_, err := c.undefer(xv)
 		return false, err
 	}
@@ -81,7 +80,7 @@ func (c *compiler) qdqConv(n *onnx.Node) (bool, error) {
 	c.uses[m.Outputs[0]] = 1
 	// The int8 tensor is read as it is: a later fp32 reader must not
 	// extend its layer.
-	src.uses++
+	src.root().uses++
 	if err := c.convNode(m); err != nil {
 		return true, err
 	}
@@ -108,11 +107,11 @@ func (c *compiler) qdqConv(n *onnx.Node) (bool, error) {
 	return true, nil
 }
 
-// qdqWeightScales returns the per-output-channel scales of Conv weights
-// folded from DequantizeLinear of int8 constants, and whether they are
-// such.
-func (c *compiler) qdqWeightScales(wv *value) ([]float32, bool) {
-	if !wv.isConst || wv.dq == nil || len(wv.shape) < 3 {
+// dqScales returns the scales of constant weights folded from
+// DequantizeLinear of an int8 constant, one per index of axis (per tensor,
+// or per axis along axis), and whether they are such.
+func (c *compiler) dqScales(wv *value, axis int) ([]float32, bool) {
+	if !wv.isConst || wv.dq == nil || axis >= len(wv.shape) {
 		return nil, false
 	}
 	n := wv.dq
@@ -120,16 +119,129 @@ func (c *compiler) qdqWeightScales(wv *value) ([]float32, bool) {
 	if q == nil || s == nil || q.typ != onnx.Int8 && q.typ != onnx.Uint8 {
 		return nil, false
 	}
-	oc := wv.shape[0]
+	size := wv.shape[axis]
 	scales := s.floats()
 	switch len(scales) {
 	case 1:
-		return fill(oc, scales[0]), true
-	case oc:
-		if axis, err := n.Int("axis", 1); err != nil || axis != 0 && axis != -int64(len(wv.shape)) {
+		return fill(size, scales[0]), true
+	case size:
+		a, err := n.Int("axis", 1)
+		if err != nil {
+			return nil, false
+		}
+		if k, err := normAxis(int(a), len(wv.shape)); err != nil || k != axis {
 			return nil, false
 		}
 		return scales, true
 	}
 	return nil, false
+}
+
+// qdqMatMul compiles a MatMul or Gemm of a deferred DequantizeLinear by
+// the constant DequantizeLinear of int8 weights (per tensor, or per output
+// column) as an int8 MatMulInteger dequantised in its epilogue at alpha ×
+// input scale × weight scale, then adds Gemm's C (scaled by beta) in fp32.
+// It reports false, having compiled the input's DequantizeLinear, for
+// others.
+func (c *compiler) qdqMatMul(n *onnx.Node) (bool, error) {
+	xv := c.vals[n.Inputs[0]]
+	if xv == nil || !xv.deferred {
+		return false, nil
+	}
+	bv, err := c.need(n, 1)
+	if err != nil {
+		return false, err
+	}
+	var transA, transB int64
+	alpha, beta := float32(1), float32(1)
+	if n.OpType == "Gemm" {
+		if transA, err = n.Int("transA", 0); err != nil {
+			return false, err
+		}
+		if transB, err = n.Int("transB", 0); err != nil {
+			return false, err
+		}
+		if alpha, err = n.Float("alpha", 1); err != nil {
+			return false, err
+		}
+		if beta, err = n.Float("beta", 1); err != nil {
+			return false, err
+		}
+	}
+	col := 1 // the axis of B that indexes output columns
+	if transB != 0 {
+		col = 0
+	}
+	sw, ok := c.dqScales(bv, col)
+	var bias []float32
+	if cv, err := c.in(n, 2); err != nil {
+		return false, err
+	} else if ok && cv != nil && n.OpType == "Gemm" {
+		switch {
+		case !cv.isConst:
+			ok = false
+		case cv.len() == 1:
+			bias = fill(len(sw), beta*cv.floats()[0])
+		case cv.len() == len(sw) && cv.shape[len(cv.shape)-1] == len(sw):
+			bias = mapF(cv.floats(), func(v float32) float32 { return beta * v })
+		default:
+			ok = false
+		}
+	}
+	if !ok || transA != 0 || len(bv.shape) != 2 {
+		_, err := c.undefer(xv)
+		return false, err
+	}
+	xdq, wdq := xv.dq, bv.dq
+	wname := wdq.Inputs[0]
+	if transB != 0 {
+		// MatMulInteger takes B as [K, N].
+		q := c.vals[wname]
+		N, K := q.shape[0], q.shape[1]
+		t := make([]int64, N*K)
+		for j, v := range q.ints() {
+			t[j%K*N+j/K] = v
+		}
+		wname = n.Outputs[0] + "/wq"
+		c.vals[wname] = constInt(wname, q.typ, []int{K, N}, t)
+	}
+	opt := func(m *onnx.Node, k int) string {
+		if k < len(m.Inputs) {
+			return m.Inputs[k]
+		}
+		return ""
+	}
+	m := &onnx.Node{OpType: "MatMulInteger", Name: n.Name, Domain: n.Domain,
+		Inputs:  []string{xdq.Inputs[0], wname, opt(xdq, 2), opt(wdq, 2)},
+		Outputs: []string{n.Outputs[0] + "/int"}}
+	c.uses[m.Outputs[0]] = 1
+	c.vals[xdq.Inputs[0]].root().uses++
+	if err := c.matmulNode(m); err != nil {
+		return true, err
+	}
+	y := c.vals[m.Outputs[0]]
+	r := y.root()
+	l := r.layer
+	if l == nil || l.out != r {
+		return true, fmt.Errorf("MatMulInteger of %s did not compile to a layer of its own: %w", y, ErrUnsupported)
+	}
+	sx := c.vals[xdq.Inputs[1]].floats()[0]
+	acc := make([]float32, len(sw))
+	for o, s := range sw {
+		acc[o] = alpha * sx * s
+	}
+	l.steps = append(l.steps, step{kind: sDequantize, rowF: acc})
+	l.accFP, l.acc8 = true, false
+	out := c.rename(l, onnx.Float)
+	if bias != nil {
+		if err := c.rowStep(l, sAddRow, bias); err != nil {
+			return true, err
+		}
+		out = c.rename(l, onnx.Float)
+	}
+	if y != r {
+		out = &value{shape: y.shape, typ: onnx.Float, alias: out}
+	}
+	c.set(n, 0, out)
+	return true, nil
 }

@@ -126,10 +126,10 @@ func expQDQConv(k string, xd []float32, sx float32, c, m int, seed float64, out 
 	return nodes, inits, expConv3x3(xd, wd, bd, c, 6, 6, m)
 }
 
-// expQDQNetwork is x → Q(uint8, zero point 120) → DQ → Conv → Relu →
-// Q(uint8) → DQ → Conv → y.
-func expQDQNetwork() genCase {
-	x := data(convXDims, 150)
+// expQDQFront is x → Q(uint8, zero point 120) → DQ → Conv → Relu →
+// Q(uint8) → DQ → xd1: its nodes, initializers, and xd1's reference and
+// scale.
+func expQDQFront(x []float32) ([]node, []*onnx.Tensor, []float32, float32) {
 	const sx0, zx0, sx1 = float32(0.04), 120, float32(0.05)
 	xd0 := make([]float32, len(x))
 	for k, v := range x {
@@ -140,7 +140,6 @@ func expQDQNetwork() genCase {
 	for k, v := range c0 {
 		xd1[k] = float32(expQuant(max(v, 0), sx1, 0, 0, 255)) * sx1
 	}
-	n1, i1, y := expQDQConv("1", xd1, sx1, 20, 20, 153, "y")
 	nodes := append(expIntConst("zx0", onnx.Uint8, nil, []int64{zx0}), expIntConst("zx1", onnx.Uint8, nil, []int64{0})...)
 	nodes = append(nodes,
 		node{op: "QuantizeLinear", inputs: []string{"x", "sx0", "zx0"}, outputs: []string{"xq0"}},
@@ -150,11 +149,18 @@ func expQDQNetwork() genCase {
 		node{op: "Relu", inputs: []string{"c0"}, outputs: []string{"r0"}},
 		node{op: "QuantizeLinear", inputs: []string{"r0", "sx1", "zx1"}, outputs: []string{"xq1"}},
 		node{op: "DequantizeLinear", inputs: []string{"xq1", "sx1", "zx1"}, outputs: []string{"xd1"}})
-	nodes = append(nodes, n1...)
+	return nodes, append([]*onnx.Tensor{scalar("sx0", sx0), scalar("sx1", sx1)}, i0...), xd1, sx1
+}
+
+// expQDQNetwork is expQDQFront, then a second QDQ Conv → y.
+func expQDQNetwork() genCase {
+	x := data(convXDims, 150)
+	nodes, inits, xd1, sx1 := expQDQFront(x)
+	n1, i1, y := expQDQConv("1", xd1, sx1, 20, 20, 153, "y")
 	return genCase{name: "export_qdq_conv", opset: 13,
 		g: graph{
-			nodes:   nodes,
-			inits:   append(append([]*onnx.Tensor{scalar("sx0", sx0), scalar("sx1", sx1)}, i0...), i1...),
+			nodes:   append(nodes, n1...),
+			inits:   append(inits, i1...),
 			inputs:  []valueInfo{fvi("x", convXDims)},
 			outputs: []valueInfo{fvi("y", convYDims)},
 		},
@@ -163,6 +169,111 @@ func expQDQNetwork() genCase {
 	}
 }
 
+// expQDQClassifier is expQDQFront, then Flatten behind DequantizeLinear
+// and QuantizeLinear (as the quantiser wraps operators it does not
+// quantise) into a QDQ Gemm with int8 weights per output (transB, axis 0)
+// and an int32 bias, or (matmul) a QDQ MatMul with int8 weights per
+// tensor and a float bias added after it.
+func expQDQClassifier(name string, matmul bool) genCase {
+	x := data(convXDims, 160)
+	nodes, inits, xd1, sx1 := expQDQFront(x)
+	k := len(xd1)
+	wf := data([]int64{expClasses, int64(k)}, 161)
+	sw := make([]float32, expClasses)
+	wq := make([]int64, len(wf))   // [N][K]
+	wd := make([]float32, len(wf)) // [N][K]
+	bq := make([]int64, expClasses)
+	bd := make([]float32, expClasses)
+	bs := make([]float32, expClasses)
+	bf := data([]int64{expClasses}, 162)
+	for j := range expClasses {
+		sw[j] = float32(j%3+1) / 500
+		if matmul {
+			sw[j] = 0.003
+		}
+		for i := range k {
+			wq[j*k+i] = expQuant(wf[j*k+i]/10, sw[j], 0, -127, 127)
+			wd[j*k+i] = float32(wq[j*k+i]) * sw[j]
+		}
+		bs[j] = sx1 * sw[j]
+		bq[j] = int64(math.Round(float64(bf[j] / bs[j])))
+		bd[j] = float32(bq[j]) * bs[j]
+		if matmul {
+			bd[j] = bf[j]
+		}
+	}
+	y := make([]float32, expClasses)
+	for j := range y {
+		s := float64(bd[j])
+		for i := range k {
+			s += float64(xd1[i]) * float64(wd[j*k+i])
+		}
+		y[j] = float32(s)
+	}
+	nodes = append(nodes,
+		node{op: "Flatten", inputs: []string{"xd1"}, outputs: []string{"f"}},
+		node{op: "QuantizeLinear", inputs: []string{"f", "sx1", "zx1"}, outputs: []string{"fq"}},
+		node{op: "DequantizeLinear", inputs: []string{"fq", "sx1", "zx1"}, outputs: []string{"fd"}})
+	if matmul {
+		kn := make([]int64, len(wq)) // [K][N]
+		for j := range expClasses {
+			for i := range k {
+				kn[i*expClasses+j] = wq[j*k+i]
+			}
+		}
+		nodes = append(nodes, expIntConst("wq", onnx.Int8, []int64{int64(k), expClasses}, kn)...)
+		nodes = append(nodes,
+			node{op: "DequantizeLinear", inputs: []string{"wq", "swt"}, outputs: []string{"w"}},
+			node{op: "MatMul", inputs: []string{"fd", "w"}, outputs: []string{"m"}},
+			node{op: "Add", inputs: []string{"m", "bias"}, outputs: []string{"y"}})
+		inits = append(inits, scalar("swt", sw[0]), onnx.NewFloat32("bias", []int64{expClasses}, bd))
+	} else {
+		nodes = append(nodes, expIntConst("wq", onnx.Int8, []int64{expClasses, int64(k)}, wq)...)
+		nodes = append(nodes, expIntConst("bq", onnx.Int32, []int64{expClasses}, bq)...)
+		nodes = append(nodes,
+			node{op: "DequantizeLinear", inputs: []string{"wq", "sw"}, outputs: []string{"w"}, attrs: []attr{iAttr("axis", 0)}},
+			node{op: "DequantizeLinear", inputs: []string{"bq", "bs"}, outputs: []string{"b"}, attrs: []attr{iAttr("axis", 0)}},
+			node{op: "Gemm", inputs: []string{"fd", "w", "b"}, outputs: []string{"y"}, attrs: []attr{iAttr("transB", 1)}})
+		inits = append(inits, onnx.NewFloat32("sw", []int64{expClasses}, sw), onnx.NewFloat32("bs", []int64{expClasses}, bs))
+	}
+	yd := []int64{1, expClasses}
+	return genCase{name: name, opset: 13,
+		g: graph{
+			nodes:   nodes,
+			inits:   inits,
+			inputs:  []valueInfo{fvi("x", convXDims)},
+			outputs: []valueInfo{fvi("y", yd)},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("x", convXDims, x)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, y)},
+	}
+}
+
+// expQDQFloatWeights is a quantised activation into a Conv with float
+// weights, which runs in fp32 on the dequantised input.
+func expQDQFloatWeights() genCase {
+	x := data(convXDims, 170)
+	w := mapF(data(convWDims, 171), func(v float32) float32 { return v / 10 })
+	b := data([]int64{20}, 172)
+	const sx = float32(0.03)
+	xd := mapF(x, func(v float32) float32 { return float32(expQuant(v, sx, 0, -128, 127)) * sx })
+	nodes := append(expIntConst("zx", onnx.Int8, nil, []int64{0}),
+		node{op: "QuantizeLinear", inputs: []string{"x", "sx", "zx"}, outputs: []string{"xq"}},
+		node{op: "DequantizeLinear", inputs: []string{"xq", "sx", "zx"}, outputs: []string{"xd"}},
+		node{op: "Conv", inputs: []string{"xd", "w", "b"}, outputs: []string{"y"}, attrs: []attr{isAttr("pads", 1, 1, 1, 1)}})
+	return genCase{name: "export_qdq_float_weights", opset: 13,
+		g: graph{
+			nodes:   nodes,
+			inits:   []*onnx.Tensor{scalar("sx", sx), onnx.NewFloat32("w", convWDims, w), onnx.NewFloat32("b", []int64{20}, b)},
+			inputs:  []valueInfo{fvi("x", convXDims)},
+			outputs: []valueInfo{fvi("y", convYDims)},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("x", convXDims, x)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", convYDims, expConv3x3(xd, w, b, 3, 6, 6, 20))},
+	}
+}
+
 func expQDQCases() []genCase {
-	return []genCase{expPerChannelQDQ(), expQDQNetwork()}
+	return []genCase{expPerChannelQDQ(), expQDQNetwork(),
+		expQDQClassifier("export_qdq_classifier_gemm", false), expQDQClassifier("export_qdq_classifier_matmul", true), expQDQFloatWeights()}
 }

@@ -273,7 +273,33 @@ func expQDQFloatWeights() genCase {
 	}
 }
 
+// expQDQAfterFlatten is Relu → Flatten → Q → DQ → Relu: the
+// DequantizeLinear of a reshaped int8 tensor, deferred, then compiled for
+// the Relu on the tensor's storage.
+func expQDQAfterFlatten() genCase {
+	x := data(xDims, 180)
+	const s = float32(0.02)
+	y := mapF(x, func(v float32) float32 { return max(float32(expQuant(max(v, 0), s, 0, -128, 127))*s, 0) })
+	yd := []int64{1, int64(numel(xDims))}
+	nodes := append(expIntConst("z", onnx.Int8, nil, []int64{0}),
+		node{op: "Relu", inputs: []string{"x"}, outputs: []string{"r"}},
+		node{op: "Flatten", inputs: []string{"r"}, outputs: []string{"f"}},
+		node{op: "QuantizeLinear", inputs: []string{"f", "s", "z"}, outputs: []string{"q"}},
+		node{op: "DequantizeLinear", inputs: []string{"q", "s", "z"}, outputs: []string{"d"}},
+		node{op: "Relu", inputs: []string{"d"}, outputs: []string{"y"}})
+	return genCase{name: "export_qdq_after_flatten", opset: 13,
+		g: graph{
+			nodes:   nodes,
+			inits:   []*onnx.Tensor{scalar("s", s)},
+			inputs:  []valueInfo{fvi("x", xDims)},
+			outputs: []valueInfo{fvi("y", yd)},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xDims, x)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, y)},
+	}
+}
+
 func expQDQCases() []genCase {
 	return []genCase{expPerChannelQDQ(), expQDQNetwork(),
-		expQDQClassifier("export_qdq_classifier_gemm", false), expQDQClassifier("export_qdq_classifier_matmul", true), expQDQFloatWeights()}
+		expQDQClassifier("export_qdq_classifier_gemm", false), expQDQClassifier("export_qdq_classifier_matmul", true), expQDQFloatWeights(), expQDQAfterFlatten()}
 }

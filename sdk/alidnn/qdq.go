@@ -7,12 +7,13 @@ import (
 )
 
 // Pre-quantised models in the QDQ format (onnxruntime's quantiser) keep
-// float operators between QuantizeLinear → DequantizeLinear pairs: a Conv
-// reads DequantizeLinear of an int8 activation and DequantizeLinear of int8
-// weights. Such a Conv runs as an int8 GEMM on the int8 tensors, its
-// accumulator dequantised in the epilogue, instead of dequantising its
-// input to fp32 first. So a DequantizeLinear of a device tensor is
-// deferred until something other than such a Conv reads it.
+// float operators between QuantizeLinear → DequantizeLinear pairs: a Conv,
+// MatMul or Gemm reads DequantizeLinear of an int8 activation and
+// DequantizeLinear of int8 weights. Such an operator runs as an int8 GEMM
+// on the int8 tensors, its accumulator dequantised in the epilogue,
+// instead of dequantising its input to fp32 first. So a DequantizeLinear
+// of a device tensor is deferred until something other than such an
+// operator reads it.
 
 // deferDQ defers DequantizeLinear of an int8 device tensor with a
 // per-tensor constant scale and zero point. It reports whether it did.
@@ -67,15 +68,9 @@ func (c *compiler) qdqConv(n *onnx.Node) (bool, error) {
 	}
 	src := c.vals[xdq.Inputs[0]]
 	sx := c.vals[xdq.Inputs[1]].floats()[0]
-	opt := func(m *onnx.Node, k int) string {
-		if k < len(m.Inputs) {
-			return m.Inputs[k]
-		}
-		return ""
-	}
 	wdq := wv.dq
 	m := &onnx.Node{OpType: "ConvInteger", Name: n.Name, Domain: n.Domain, Attrs: n.Attrs,
-		Inputs:  []string{xdq.Inputs[0], wdq.Inputs[0], opt(xdq, 2), opt(wdq, 2)},
+		Inputs:  []string{xdq.Inputs[0], wdq.Inputs[0], inputName(xdq, 2), inputName(wdq, 2)},
 		Outputs: []string{n.Outputs[0] + "/int"}}
 	c.uses[m.Outputs[0]] = 1
 	// The int8 tensor is read as it is: a later fp32 reader must not
@@ -205,14 +200,8 @@ func (c *compiler) qdqMatMul(n *onnx.Node) (bool, error) {
 		wname = n.Outputs[0] + "/wq"
 		c.vals[wname] = constInt(wname, q.typ, []int{K, N}, t)
 	}
-	opt := func(m *onnx.Node, k int) string {
-		if k < len(m.Inputs) {
-			return m.Inputs[k]
-		}
-		return ""
-	}
 	m := &onnx.Node{OpType: "MatMulInteger", Name: n.Name, Domain: n.Domain,
-		Inputs:  []string{xdq.Inputs[0], wname, opt(xdq, 2), opt(wdq, 2)},
+		Inputs:  []string{xdq.Inputs[0], wname, inputName(xdq, 2), inputName(wdq, 2)},
 		Outputs: []string{n.Outputs[0] + "/int"}}
 	c.uses[m.Outputs[0]] = 1
 	c.vals[xdq.Inputs[0]].root().uses++
@@ -244,4 +233,12 @@ func (c *compiler) qdqMatMul(n *onnx.Node) (bool, error) {
 	}
 	c.set(n, 0, out)
 	return true, nil
+}
+
+// inputName is the name of n's input k, "" when omitted.
+func inputName(n *onnx.Node, k int) string {
+	if k < len(n.Inputs) {
+		return n.Inputs[k]
+	}
+	return ""
 }

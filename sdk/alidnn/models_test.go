@@ -2,6 +2,7 @@ package alidnn_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -154,40 +155,86 @@ func TestMNISTQuantized(t *testing.T) {
 	}
 }
 
-func TestResNet50(t *testing.T) {
-	dir := testenv.TestData(t, "onnx", "light", "light_resnet50")
-	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
-	if err != nil {
-		t.Fatal(err)
+// lightModels are the ImageNet-scale architectures of testdata/onnx/light,
+// one of each classic family.
+var lightModels = []string{"bvlc_alexnet", "zfnet512", "inception_v1", "inception_v2", "vgg19", "squeezenet",
+	"shufflenet", "resnet50", "densenet121"}
+
+// TestLightModels compiles each light model and runs it at 224×224 on the
+// in-process engine: the output must be the reference within the fp32
+// tolerance. Their weights are constants, so this shows the networks
+// compile and run end to end (randomnets_test.go checks numerics).
+func TestLightModels(t *testing.T) {
+	for _, name := range lightModels {
+		t.Run(name, func(t *testing.T) {
+			dir := testenv.TestData(t, "onnx", "light", "light_"+name)
+			m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := alidnn.Compile(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			sess, err := alidnn.Load(ctx, local(t), prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, want := readSet(t, filepath.Join(dir, "test_data_set_0"))
+			res, err := sess.Run(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := res.Outputs[0].Float32s()
+			w, _ := want.Float32s()
+			if len(g) != len(w) {
+				t.Fatalf("%d outputs, want %d", len(g), len(w))
+			}
+			worst := 0.0
+			for k := range w {
+				tol := 1e-5 + 1e-3*float64(abs32(w[k]))
+				worst = max(worst, float64(abs32(g[k]-w[k]))/tol)
+			}
+			if worst > 1 {
+				t.Errorf("worst error %.3g× the tolerance", worst)
+			}
+			t.Logf("%d layers, %d instructions, %.3f G MACs; modeled %.2f ms, host %v; worst error %.3g× the tolerance",
+				prog.Layers, len(prog.Insns), float64(prog.MACs)/1e9, float64(res.Stats.DeviceNS())/1e6, res.HostTime, worst)
+		})
 	}
-	prog, err := alidnn.Compile(m)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestLightInputs checks that each light model's input file is what onnx's
+// test runner feeds it (testdata/README.md): its image input, [1,3,224,224]
+// filled with arange(n)/n computed in float64.
+func TestLightInputs(t *testing.T) {
+	for _, name := range lightModels {
+		dir := testenv.TestData(t, "onnx", "light", "light_"+name)
+		m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := alidnn.Compile(m)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		in, _ := readSet(t, filepath.Join(dir, "test_data_set_0"))
+		if len(prog.Inputs) != 1 || in.Name != prog.Inputs[0].Name || fmt.Sprint(in.Dims) != "[1 3 224 224]" {
+			t.Errorf("%s: input file %q %v for the model's inputs %v", name, in.Name, in.Dims, prog.Inputs)
+			continue
+		}
+		f, err := in.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range f {
+			if want := float32(float64(k) / float64(len(f))); v != want {
+				t.Errorf("%s: input value %d is %g, want %g", name, k, v, want)
+				break
+			}
+		}
 	}
-	ctx := context.Background()
-	dev := local(t)
-	sess, err := alidnn.Load(ctx, dev, prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, want := readSet(t, filepath.Join(dir, "test_data_set_0"))
-	in.Name = m.Graph.Inputs[0].Name
-	res, err := sess.Run(ctx, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := res.Outputs[0].Float32s()
-	w, _ := want.Float32s()
-	worst := 0.0
-	for k := range w {
-		tol := 1e-5 + 1e-3*float64(abs32(w[k]))
-		worst = max(worst, float64(abs32(g[k]-w[k]))/tol)
-	}
-	if worst > 1 {
-		t.Errorf("worst error %.3g× the tolerance", worst)
-	}
-	t.Logf("%d layers, %d instructions, %.2f G MACs; modeled %.2f ms, host %v; worst error %.3g× the tolerance",
-		prog.Layers, len(prog.Insns), float64(prog.MACs)/1e9, float64(res.Stats.DeviceNS())/1e6, res.HostTime, worst)
 }
 
 func abs32(x float32) float32 {

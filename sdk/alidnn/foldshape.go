@@ -59,8 +59,8 @@ func constIndex(x *value, shape []int, idx []int) *value {
 	return &value{shape: shape, typ: x.typ, i: v}
 }
 
-// strides are the row-major strides of shape.
-func strides(shape []int) []int {
+// rowMajorStrides are the row-major strides of shape.
+func rowMajorStrides(shape []int) []int {
 	s := make([]int, len(shape))
 	m := 1
 	for a := len(shape) - 1; a >= 0; a-- {
@@ -194,7 +194,7 @@ func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 	for _, d := range shape {
 		total *= d
 	}
-	xs := strides(x.shape)
+	xs := rowMajorStrides(x.shape)
 	idx := make([]int, 0, total)
 	pos := make([]int, r)
 	for range total {

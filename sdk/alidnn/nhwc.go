@@ -39,7 +39,7 @@ func (l layout) relabel(shape []int, to []int) layout {
 	return m
 }
 
-func inverse(perm []int) []int {
+func invertPerm(perm []int) []int {
 	inv := make([]int, len(perm))
 	for k, a := range perm {
 		inv[a] = k
@@ -126,7 +126,7 @@ func (c *compiler) flattenView(n *onnx.Node, x *value, shape []int) error {
 		return fmt.Errorf("%s of the transposed tensor %s to %v (only a Flatten keeping axis 0 of a Transpose that keeps it): %w", n.OpType, x, shape, ErrUnsupported)
 	}
 	src := x.view.src
-	st := strides(src.shape)
+	st := rowMajorStrides(src.shape)
 	cols := make([]int, 0, shape[1])
 	idx := make([]int, len(x.shape))
 	for range shape[1] {
@@ -209,7 +209,7 @@ func inputBinding(b Binding, v *value) Binding {
 // graph's axis order.
 func outputBinding(b Binding, v *value) Binding {
 	if v.view != nil {
-		b.Lay = v.view.src.lay.relabel(v.shape, inverse(v.view.perm)).export()
+		b.Lay = v.view.src.lay.relabel(v.shape, invertPerm(v.view.perm)).export()
 	}
 	return b
 }

@@ -39,6 +39,7 @@ func (l layout) relabel(shape []int, to []int) layout {
 	return m
 }
 
+// invertPerm is the permutation undoing perm.
 func invertPerm(perm []int) []int {
 	inv := make([]int, len(perm))
 	for k, a := range perm {

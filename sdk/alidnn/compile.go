@@ -262,7 +262,7 @@ func (c *compiler) node(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		if v != nil && v.deferred && (k != 0 || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") {
+		if v != nil && v.deferred && n.OpType != "Shape" && (k != 0 || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") {
 			if v, err = c.undefer(v); err != nil {
 				return err
 			}

@@ -49,11 +49,11 @@ func invertPerm(perm []int) []int {
 }
 
 // transposeData compiles a Transpose of x that reorders its data: a graph
-// input read by nothing else is packed transposed on the host; other device
-// tensors become a view that only graph outputs and a Flatten into a MatMul
-// or Gemm may read (see checkView).
+// input read by nothing else (but Shape) is packed transposed on the host;
+// other device tensors become a view that only graph outputs and a Flatten
+// into a MatMul or Gemm may read (see checkView).
 func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) error {
-	if x.input && x.alias == nil && x.bcast == nil && x.packed == nil && x.lay.shape == nil && c.uses[x.name] == 1 && !c.outputs[x.name] {
+	if x.input && x.alias == nil && x.bcast == nil && x.packed == nil && x.lay.shape == nil && c.dataReaders(x.name) == 1 && !c.outputs[x.name] {
 		t := &value{shape: shape, typ: x.typ, input: true, elem: x.elem, packed: &transposeOf{src: x, perm: perm}}
 		for k, in := range c.inputs {
 			if in == x {
@@ -69,6 +69,24 @@ func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) erro
 	}
 	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: r, q: r.q, view: &transposeOf{src: r, perm: perm, node: n.Name}})
 	return nil
+}
+
+// dataReaders counts the nodes that read the data of the value name: all
+// its consumers but Shape.
+func (c *compiler) dataReaders(name string) int {
+	k := 0
+	for _, n := range c.g.Nodes {
+		if n.OpType == "Shape" {
+			continue
+		}
+		for _, in := range n.Inputs {
+			if in == name {
+				k++
+				break
+			}
+		}
+	}
+	return k
 }
 
 // checkView refuses a transposed view (or its flattening) as input k of n

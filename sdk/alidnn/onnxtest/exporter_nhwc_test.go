@@ -107,5 +107,18 @@ func expNHWCCases() []genCase {
 		ins:  ins,
 		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, mapF(conv, func(v float32) float32 { return v + 0.5 }))},
 	}
-	return []genCase{feature, classifier, roundTrip}
+	// tf2onnx's flatten keeps the batch from the input's Shape: the input
+	// is still packed transposed, the Shape reading only its dimensions.
+	dynamic := classifier
+	dynamic.name = "export_nhwc_shape_flatten"
+	dynamic.g.nodes = append(front("ct"),
+		node{op: "Shape", inputs: []string{"x"}, outputs: []string{"s"}},
+		expInts("b", 0), expInts("e", 1),
+		node{op: "Slice", inputs: []string{"s", "b", "e"}, outputs: []string{"n"}},
+		expInts("rest", -1),
+		node{op: "Concat", inputs: []string{"n", "rest"}, outputs: []string{"shp"}, attrs: []attr{iAttr("axis", 0)}},
+		node{op: "Reshape", inputs: []string{"ct", "shp"}, outputs: []string{"f"}},
+		node{op: "MatMul", inputs: []string{"f", "fc"}, outputs: []string{"m"}},
+		node{op: "Add", inputs: []string{"m", "bias"}, outputs: []string{"y"}})
+	return []genCase{feature, classifier, roundTrip, dynamic}
 }

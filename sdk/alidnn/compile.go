@@ -182,7 +182,7 @@ func (c *compiler) build() error {
 		if err := c.materialize(v); err != nil {
 			return fmt.Errorf("graph output %q: %w", o.Name, err)
 		}
-		if v.typ == onnx.Float && v.host == nil && v.root().el() == i8 {
+		if v.isFloat() && v.host == nil && v.root().el() == i8 {
 			f, err := c.floatOutput(v)
 			if err != nil {
 				return fmt.Errorf("graph output %q: %w", o.Name, err)
@@ -193,10 +193,10 @@ func (c *compiler) build() error {
 	return nil
 }
 
-// floatOutput dequantises a float graph output that a post-training-
-// quantised consumer settled as int8 before the output was reached (a
-// feature map also returned by the graph): the host reads fp32. A layer of
-// its own, since the consumers read the int8 tensor.
+// floatOutput dequantises a float graph output an int8 layer writes (a
+// pool after a quantised Conv, or a feature map a post-training-quantised
+// consumer settled as int8 before the output was reached): the host reads
+// fp32. A layer of its own, since other consumers read the int8 tensor.
 func (c *compiler) floatOutput(v *value) (*value, error) {
 	r := v.root()
 	l := &layer{kind: lMove, in: r, accFP: true}

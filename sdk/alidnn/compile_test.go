@@ -50,8 +50,8 @@ func TestCompileErrors(t *testing.T) {
 			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"y"}}), []string{`input "x"`, `"N"`}},
 		{"foreign domain", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "q", OpType: "QuickGelu", Domain: "com.microsoft", Inputs: []string{"x"}, Outputs: []string{"y"}}),
 			[]string{"com.microsoft"}},
-		{"ceil_mode", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
-			Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "ceil_mode", Type: onnx.AttrInt, I: 1}}}), []string{"MaxPool", "ceil_mode"}},
+		{"dilated pooling", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
+			Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "dilations", Type: onnx.AttrInts, Ints: []int64{2, 2}}}}), []string{"MaxPool", `"p"`, "dilated"}},
 		// A graph input's Transpose is packed on the host, a graph output's
 		// unpacked there: this one feeds a Relu.
 		{"transpose of a computed tensor", graph([]onnx.ValueInfo{x}, nil,

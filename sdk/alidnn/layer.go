@@ -117,6 +117,33 @@ type poolSpec struct {
 	pt, pl         int
 	ih, iw, oh, ow int
 	countPad       bool // average pool divides by the whole window, padding included
+	// pb, pr are the explicit bottom and right padding: with countPad a
+	// window counts padding up to them, not the extra rows and columns
+	// ceil_mode adds.
+	pb, pr int
+}
+
+// scales returns, for an average pool, the factor each output pixel's
+// window average (the POOL instruction's sum / kh·kw) must be multiplied
+// by to divide by the elements ONNX counts instead, and whether any is not
+// 1.
+func (p *poolSpec) scales() ([]float32, bool) {
+	f := make([]float32, p.oh*p.ow)
+	any := false
+	for y := range p.oh {
+		for x := range p.ow {
+			h0, w0 := y*p.sh-p.pt, x*p.sw-p.pl
+			h1, w1 := min(h0+p.kh, p.ih), min(w0+p.kw, p.iw)
+			if p.countPad {
+				h1, w1 = min(h0+p.kh, p.ih+p.pb), min(w0+p.kw, p.iw+p.pr)
+			} else {
+				h0, w0 = max(h0, 0), max(w0, 0)
+			}
+			f[y*p.ow+x] = float32(p.kh*p.kw) / float32((h1-h0)*(w1-w0))
+			any = any || f[y*p.ow+x] != 1
+		}
+	}
+	return f, any
 }
 
 type stepKind uint8

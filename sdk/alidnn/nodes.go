@@ -49,9 +49,6 @@ func windows(n *onnx.Node, h, w int, kernel []int) (y, x window, err error) {
 	if err != nil {
 		return y, x, err
 	}
-	if ceil != 0 {
-		return y, x, fmt.Errorf("ceil_mode: %w", ErrUnsupported)
-	}
 	if len(st) != 2 || len(dl) != 2 || len(pads) != 4 {
 		return y, x, fmt.Errorf("strides %v, dilations %v, pads %v: want 2, 2 and 4 values", st, dl, pads)
 	}
@@ -79,6 +76,13 @@ func windows(n *onnx.Node, h, w int, kernel []int) (y, x window, err error) {
 			return y, x, fmt.Errorf("auto_pad %q", autoPad)
 		}
 		wd.out = (dims[a]+wd.pb+wd.pe-span)/wd.s + 1
+		if ceil != 0 && (dims[a]+wd.pb+wd.pe-span)%wd.s != 0 {
+			// One more window, partly past the end padding, unless it
+			// would start in that padding.
+			if wd.out*wd.s < dims[a]+wd.pb {
+				wd.out++
+			}
+		}
 		if wd.out < 1 {
 			return y, x, fmt.Errorf("window %d wide does not fit the padded input %d", span, dims[a]+wd.pb+wd.pe)
 		}
@@ -649,13 +653,6 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 	if len(x.shape) != 4 {
 		return fmt.Errorf("pooling of a rank-%d tensor: only 2-D: %w", len(x.shape), ErrUnsupported)
 	}
-	if err := c.settle(x, n.OpType == "MaxPool"); err != nil {
-		return err
-	}
-	x, err = c.deviceInput(x, convLayout(x.shape))
-	if err != nil {
-		return err
-	}
 	N, C, H, W := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
 	var y, xw window
 	switch n.OpType {
@@ -681,11 +678,23 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 		return err
 	}
 	avg := n.OpType == "AveragePool" || n.OpType == "GlobalAveragePool"
-	if avg && x.el() != f32 {
-		return fmt.Errorf("average pooling of an integer tensor: %w", ErrUnsupported)
-	}
-	spec := &poolSpec{avg: avg, kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, pt: y.pb, pl: xw.pb,
+	spec := &poolSpec{avg: avg, kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, pt: y.pb, pl: xw.pb, pb: y.pe, pr: xw.pe,
 		ih: H, iw: W, oh: y.out, ow: xw.out, countPad: cip != 0}
+	// Max pooling, and average pooling whose windows all count kh·kw
+	// elements, run on int8 tensors as they are (the engine's average
+	// rounds the sum's quotient half away from zero); averages that need
+	// another divisor read fp32.
+	_, rescale := spec.scales()
+	if err := c.settle(x, !avg || !rescale); err != nil {
+		return err
+	}
+	x, err = c.deviceInput(x, convLayout(x.shape))
+	if err != nil {
+		return err
+	}
+	if avg && rescale && x.el() != f32 {
+		return fmt.Errorf("average pooling of an integer tensor with windows over the padding: %w", ErrUnsupported)
+	}
 	l := &layer{kind: lPool, in: x, pool: spec, accFP: x.el() == f32, acc8: x.el() == i8}
 	outShape := []int{N, C, y.out, xw.out}
 	out := &value{shape: outShape, typ: x.typ, lay: convLayout(outShape), layer: l, q: x.q}

@@ -18,7 +18,8 @@ func (e *emitter) pool(l *layer) error {
 		return fmt.Errorf("layer %s: %w", out, err)
 	}
 	inRows := func(th int) int { return (th-1)*p.sh + p.kh }
-	corr := p.avg && !p.countPad && (p.pt > 0 || p.pl > 0 || xs.padE > 0 || (p.oh-1)*p.sh+p.kh > p.ih+p.pt)
+	scales, corr := p.scales()
+	corr = corr && p.avg
 	var th, base int
 	var ep *epilogue
 	var u *uopTable
@@ -51,15 +52,9 @@ func (e *emitter) pool(l *layer) error {
 	if corr {
 		corrU = u.addALU(base, base+n)
 		b := make([]byte, p.oh*p.ow*lanes*4)
-		for y := range p.oh {
-			for x := range p.ow {
-				h0, w0 := y*p.sh-p.pt, x*p.sw-p.pl
-				h1, w1 := min(h0+p.kh, p.ih), min(w0+p.kw, p.iw)
-				cnt := (h1 - max(h0, 0)) * (w1 - max(w0, 0))
-				f := float32(p.kh*p.kw) / float32(cnt)
-				for c := range lanes {
-					binary.LittleEndian.PutUint32(b[((y*p.ow+x)*lanes+c)*4:], math.Float32bits(f))
-				}
+		for k, f := range scales {
+			for c := range lanes {
+				binary.LittleEndian.PutUint32(b[(k*lanes+c)*4:], math.Float32bits(f))
 			}
 		}
 		corrT = e.blob(b)

@@ -3,8 +3,10 @@ package alidnn_test
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"testing"
 
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -92,4 +94,64 @@ func TestQuantizeBatchNormAndSum(t *testing.T) {
 		t.Errorf("int8 differs from fp32 by up to %.3g, %.2g%% of the largest output %.3g; want ≤ 5%%", worst, 100*worst/peak, peak)
 	}
 	t.Logf("int8 differs from fp32 by up to %.3g (%.2g%% of %.3g)", worst, 100*worst/peak, peak)
+}
+
+// TestQuantizedAveragePool quantises Conv → AveragePool → GlobalAveragePool
+// (testdata/generated/conv_averagepool with a global average after it):
+// both pools run on the int8 values (integer POOL instructions), and the
+// result stays within a few int8 steps of the fp32 model's.
+func TestQuantizedAveragePool(t *testing.T) {
+	m, err := onnx.ReadModel(filepath.Join("onnxtest", "testdata", "generated", "conv_averagepool", "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Graph.Nodes = append(m.Graph.Nodes, &onnx.Node{Name: "gap", OpType: "GlobalAveragePool", Inputs: []string{"y"}, Outputs: []string{"g"}})
+	m.Graph.Outputs = []onnx.ValueInfo{{Name: "g", ElemType: onnx.Float}}
+	in := wave("x", []int64{1, 3, 6, 6}, 4, 0.3)
+	ctx := context.Background()
+	dev := local(t)
+	q, err := alidnn.Quantize(ctx, dev, m, [][]*onnx.Tensor{{in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intPools := 0
+	for _, i := range q.Insns {
+		if i.Op == isa.OpPool && !i.FP32 {
+			intPools++
+		}
+	}
+	if intPools == 0 {
+		t.Error("no POOL instruction runs on integers: the pools dequantised first")
+	}
+	fp, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(p *alidnn.Program) []float32 {
+		s, err := alidnn.Load(ctx, dev, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := res.Outputs[0].Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	want, got := run(fp), run(q)
+	var scale, worst float64
+	for k, w := range want {
+		scale = max(scale, math.Abs(float64(w)))
+		worst = max(worst, math.Abs(float64(got[k]-w)))
+	}
+	// The Conv's output is quantised at its calibrated range / 127; the
+	// pools average int8 values and round once more each.
+	if step := scale / 127; worst > 4*step {
+		t.Errorf("int8 differs from fp32 by %.3g, more than 4 int8 steps (%.3g)", worst, step)
+	}
+	t.Logf("%d integer POOL instructions; worst difference %.3g (largest output %.3g)", intPools, worst, scale)
 }

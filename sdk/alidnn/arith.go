@@ -44,6 +44,23 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if a.isConst && !b.isConst && commutes {
 		a, b = b, a
 	}
+	if !commutes && !b.isConst {
+		// a − b is −b + a; the engine has no division.
+		if op == "Div" {
+			return fmt.Errorf("Div by the computed tensor %s (the engine divides only by constants): %w", b, ErrUnsupported)
+		}
+		if a.isConst {
+			return c.subtractFrom(n, a, b)
+		}
+		if !eqInts(a.shape, b.shape) {
+			return fmt.Errorf("Sub broadcasts %v and %v: %w", a.shape, b.shape, ErrUnsupported)
+		}
+		nb, err := c.negate(b)
+		if err != nil {
+			return err
+		}
+		a, b, op, commutes = nb, a, "Add", true
+	}
 	if b.isConst {
 		if !eqInts(shape, a.shape) {
 			return fmt.Errorf("%s broadcasts the tensor %v to %v: %w", op, a.shape, shape, ErrUnsupported)
@@ -105,7 +122,7 @@ func (c *compiler) binary(n *onnx.Node) error {
 		a, b = b, a
 	}
 	if !eqInts(b.shape, shape) {
-		if !b.input || b.lay.shape != nil {
+		if !b.input || b.lay.shape != nil || b.packed != nil {
 			return fmt.Errorf("%s broadcasts the computed tensor %s: %w", op, b, ErrUnsupported)
 		}
 		b.bcast = b.shape
@@ -130,6 +147,53 @@ func (c *compiler) binary(n *onnx.Node) error {
 	}
 	l.steps = append(l.steps, step{kind: rowKinds[op][1], fp: true, t: b})
 	c.set(n, 0, c.rename(l, a.typ))
+	return nil
+}
+
+// negate returns −x, computed by a layer that only the caller reads.
+func (c *compiler) negate(x *value) (*value, error) {
+	x, err := c.floatOperand(x)
+	if err != nil {
+		return nil, err
+	}
+	l, err := c.open(x)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.rowStep(l, sMulRow, fill(l.out.lay.c(), -1)); err != nil {
+		return nil, err
+	}
+	v := c.rename(l, x.typ)
+	v.uses = 1
+	return v, nil
+}
+
+// subtractFrom compiles the constant k minus the tensor x as −x + k.
+func (c *compiler) subtractFrom(n *onnx.Node, k, x *value) error {
+	shape, err := broadcastShape(x.shape, k.shape)
+	if err != nil {
+		return err
+	}
+	if !eqInts(shape, x.shape) {
+		return fmt.Errorf("Sub broadcasts the tensor %v to %v: %w", x.shape, shape, ErrUnsupported)
+	}
+	nx, err := c.negate(x)
+	if err != nil {
+		return err
+	}
+	l := nx.layer
+	if row, ok := perLane(l.out.lay, k.shape, k.floats()); ok {
+		if err := c.rowStep(l, sAddRow, row); err != nil {
+			return err
+		}
+	} else {
+		t, err := expand(l.out.lay, k)
+		if err != nil {
+			return err
+		}
+		l.steps = append(l.steps, step{kind: sAddTensor, fp: true, t: t})
+	}
+	c.set(n, 0, c.rename(l, x.typ))
 	return nil
 }
 
@@ -165,8 +229,9 @@ func (c *compiler) sum(n *onnx.Node) error {
 }
 
 // concat compiles a Concat of computed tensors along their lane axis: each
-// input is moved into its channel blocks of the output, so every input but
-// the last must have a multiple of 16 channels.
+// input is moved into its channel blocks of the output, realigned by
+// concatShifted when an input does not start at a block boundary. Other
+// axes go to concatMoves.
 func (c *compiler) concat(n *onnx.Node) error {
 	axis, err := n.Int("axis", 0)
 	if err != nil {
@@ -197,7 +262,10 @@ func (c *compiler) concat(n *onnx.Node) error {
 	}
 	lay := convLayout(shape)
 	if a != lay.lane {
-		return fmt.Errorf("Concat along axis %d (the engine concatenates channels, axis %d): %w", a, lay.lane, ErrUnsupported)
+		if lay.lane < 0 {
+			return fmt.Errorf("Concat of scalars: %w", ErrUnsupported)
+		}
+		return c.concatMoves(n, ins, lay, a)
 	}
 	out := &value{shape: shape, typ: ins[0].typ, lay: lay}
 	off := 0
@@ -240,6 +308,13 @@ func mapF(v []float32, f func(float32) float32) []float32 {
 // rowStep appends a per-channel constant add or multiply, in the
 // accumulator's domain.
 func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
+	if !l.accFP && l.ptq && kind == sMulRow {
+		// A post-training-quantised layer's scales are per channel and
+		// positive: it multiplies in fp32.
+		if err := c.settle(l.out, false); err != nil {
+			return err
+		}
+	}
 	if l.accFP {
 		l.steps = append(l.steps, step{kind: kind, fp: true, rowF: row})
 		return nil

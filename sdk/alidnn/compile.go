@@ -156,24 +156,23 @@ func (c *compiler) build() error {
 		if !ok {
 			return fmt.Errorf("graph output %q is never computed", o.Name)
 		}
+		if v.deferred {
+			var err error
+			if v, err = c.undefer(v); err != nil {
+				return fmt.Errorf("graph output %q: %w", o.Name, err)
+			}
+		}
 		if v.isConst {
 			continue
+		}
+		if v.cols != nil {
+			return fmt.Errorf("graph output %q flattens a transposed tensor: %w", o.Name, ErrUnsupported)
 		}
 		if v.host != nil && v.host.op == padOp {
 			return fmt.Errorf("graph output %q is a %s: %w", o.Name, padOp, ErrUnsupported)
 		}
 		if err := c.settle(v, false); err != nil {
 			return err
-		}
-		// A float output an int8 layer writes (a pool after a quantised
-		// Conv) is dequantised by a layer of its own.
-		if c.opts.int8 && v.host == nil && v.alias == nil && v.layer != nil && v.isFloat() && v.el() == i8 {
-			f, err := c.floatOperand(v)
-			if err != nil {
-				return fmt.Errorf("graph output %q: %w", o.Name, err)
-			}
-			f.name, f.uses = o.Name, c.uses[o.Name]
-			c.vals[o.Name], v = f, f
 		}
 		if v.host != nil {
 			if err := c.settle(v.host.src, false); err != nil {
@@ -183,8 +182,36 @@ func (c *compiler) build() error {
 		if err := c.materialize(v); err != nil {
 			return fmt.Errorf("graph output %q: %w", o.Name, err)
 		}
+		if v.isFloat() && v.host == nil && v.root().el() == i8 {
+			f, err := c.floatOutput(v)
+			if err != nil {
+				return fmt.Errorf("graph output %q: %w", o.Name, err)
+			}
+			c.vals[o.Name] = f
+		}
 	}
 	return nil
+}
+
+// floatOutput dequantises a float graph output an int8 layer writes (a
+// pool after a quantised Conv, or a feature map a post-training-quantised
+// consumer settled as int8 before the output was reached): the host reads
+// fp32. A layer of its own, since other consumers read the int8 tensor.
+func (c *compiler) floatOutput(v *value) (*value, error) {
+	r := v.root()
+	l := &layer{kind: lMove, in: r, accFP: true}
+	l.steps = []step{{kind: sDequantize, rowF: fill(r.lay.c(), r.q.scale), zp: r.q.zp}}
+	y := &value{name: v.name, shape: r.shape, typ: onnx.Float, lay: r.lay, layer: l}
+	l.out = y
+	c.layers = append(c.layers, l)
+	if v == r {
+		return y, nil
+	}
+	f := &value{name: v.name, shape: v.shape, typ: v.typ, alias: y}
+	if v.view != nil {
+		f.view = &transposeOf{src: y, perm: v.view.perm, node: v.view.node}
+	}
+	return f, nil
 }
 
 // in returns input k of n, nil if omitted.
@@ -235,8 +262,16 @@ func (c *compiler) node(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
+		if v != nil && v.deferred && n.OpType != "Shape" && (k != 0 || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") {
+			if v, err = c.undefer(v); err != nil {
+				return err
+			}
+		}
 		if v != nil && !v.isConst {
 			allConst = false
+			if err := c.checkView(n, k, v); err != nil {
+				return err
+			}
 		}
 	}
 	if allConst || n.OpType == "Shape" {
@@ -244,8 +279,18 @@ func (c *compiler) node(n *onnx.Node) error {
 			return err
 		}
 	}
-	// Per-tensor element-wise operators after a Reshape work on the
-	// reshaped tensor's storage and reshape their result.
+	if n.OpType == "DequantizeLinear" {
+		if done, err := c.deferDQ(n); done || err != nil {
+			return err
+		}
+	}
+	return c.run(n)
+}
+
+// run compiles n, whose inputs are ready. Per-tensor element-wise
+// operators after a Reshape work on the reshaped tensor's storage and
+// reshape their result.
+func (c *compiler) run(n *onnx.Node) error {
 	if elementwise[n.OpType] && len(n.Inputs) > 0 {
 		if x := c.vals[n.Inputs[0]]; x != nil && x.alias != nil && !eqInts(x.shape, x.root().shape) {
 			c.vals[n.Inputs[0]] = x.root()
@@ -274,7 +319,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root(), isConst: false})
+		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root(), view: x.view, cols: x.cols})
 		return c.dropoutMask(n, x)
 	case "Flatten", "Reshape", "Squeeze", "Unsqueeze":
 		return c.reshape(n)
@@ -285,6 +330,9 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
+		if done, err := c.qdqConv(m); done || err != nil {
+			return err
+		}
 		return c.convNode(m)
 	case "Pad":
 		return c.padNode(n)
@@ -293,6 +341,12 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 	case "Resize", "Upsample":
 		return c.resizeNode(n)
 	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
+		if x := c.vals[n.Inputs[0]]; x != nil && x.cols != nil {
+			return c.matmulCols(n)
+		}
+		if done, err := c.qdqMatMul(n); done || err != nil {
+			return err
+		}
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":
 		m, err := c.unpad(n)
@@ -528,6 +582,9 @@ func (c *compiler) reshape(n *onnx.Node) error {
 	}
 	if total != x.len() {
 		return fmt.Errorf("reshape of %v (%d values) to %v", x.shape, x.len(), shape)
+	}
+	if x.view != nil {
+		return c.flattenView(n, x, shape)
 	}
 	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: x.root(), q: x.root().q})
 	return nil

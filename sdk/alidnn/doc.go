@@ -18,19 +18,31 @@
 // become POOL layers; element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Max/Min,
 // batch normalisation, requantisation, casts, residual sums) are fused into
-// its accumulator epilogue, and the rest run as element-wise layers.
-// Cross-channel LRN squares its input, sums each channel window with a 1×1
-// GEMM and finishes in that layer's epilogue with the ALU's exp and log; it
-// runs in fp32 in int8 models too. A zero Pad in front of a Conv or
-// AveragePool becomes its padding; Identity and inference Dropout are
-// aliases. Operators on constants (Transpose of weights included) are
-// folded at compile time; Softmax at the graph's end runs on the host.
-// Tensors live in device memory as 16-lane blocks (see layout); the runtime
-// packs inputs and unpacks outputs.
+// its accumulator epilogue, and the rest run as element-wise layers (Sub of
+// a tensor as the addition of its negation; Div by constants only, as a
+// multiplication by the reciprocal). Concat moves each input into its place
+// in the output, along any axis. Cross-channel LRN squares its input, sums
+// each channel window with a 1×1 GEMM and finishes in that layer's epilogue
+// with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad
+// in front of a Conv or AveragePool becomes its padding; Identity and
+// inference Dropout are aliases. Operators on constants (Transpose of
+// weights, Constant and ConstantOfShape, and the shape arithmetic exporters
+// write in front of a Reshape: Shape, Gather, Slice, ReduceProd, Concat,
+// Cast, arithmetic) are folded at compile time; Softmax at the graph's end
+// runs on the host. Tensors live in device memory as 16-lane blocks (see
+// layout); the runtime packs inputs and unpacks outputs. A Transpose that
+// reorders a tensor's data runs only where it is free, as TensorFlow
+// converters place them around NHWC models (see nhwc.go): on a graph input
+// (packed transposed), before a graph output (unpacked so), or before a
+// Flatten into a MatMul or Gemm (whose weight rows are permuted instead).
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs
-// run on the engine itself.
+// run on the engine itself. Pre-quantised models run in int8 too: QLinear
+// and Integer operators, and the QDQ format, whose Conv, MatMul or Gemm of
+// DequantizeLinear'd int8 activations and weights (per tensor or per
+// output channel) becomes an int8 GEMM dequantising in its epilogue (see
+// qdq.go).
 //
 // A Program is relocatable. Open loads it on an Engine — a slot through the
 // node agent (Agent) or the in-process simulator (NewLocal) — into one

@@ -201,15 +201,29 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 		}
 		return out(fv)
 	case "Shape":
-		x, err := c.need(n, 0)
+		v, err := c.foldShape(n)
 		if err != nil {
 			return true, err
 		}
-		dims := make([]int64, len(x.shape))
-		for k, d := range x.shape {
-			dims[k] = int64(d)
+		return out(v)
+	case "Gather":
+		v, err := c.foldGather(n)
+		if err != nil {
+			return true, err
 		}
-		return out(constInt("", onnx.Int64, []int{len(dims)}, dims))
+		return out(v)
+	case "Slice":
+		v, err := c.foldSlice(n)
+		if err != nil {
+			return true, err
+		}
+		return out(v)
+	case "ReduceProd":
+		v, err := c.foldReduceProd(n)
+		if err != nil {
+			return true, err
+		}
+		return out(v)
 	case "Transpose":
 		v, err := c.foldTranspose(n)
 		if err != nil {
@@ -309,40 +323,11 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 		}
 		return out(constInt("", a.typ, shape, r))
 	case "QuantizeLinear", "DequantizeLinear":
-		x, _ := c.need(n, 0)
-		sv, err := c.need(n, 1)
+		v, err := c.foldQDQ(n)
 		if err != nil {
 			return true, err
 		}
-		zv, _ := c.in(n, 2)
-		if len(sv.floats()) != 1 || (zv != nil && len(zv.ints()) != 1) {
-			return false, nil // per-axis: left to the engine's per-channel path
-		}
-		scale := sv.floats()[0]
-		var zp int64
-		typ := onnx.Uint8
-		if zv != nil {
-			zp, typ = zv.ints()[0], zv.typ
-		}
-		if n.OpType == "DequantizeLinear" {
-			xi := x.ints()
-			r := make([]float32, len(xi))
-			for k, v := range xi {
-				r[k] = float32(v-zp) * scale
-			}
-			return out(constFloat("", x.shape, r))
-		}
-		lo, hi := int64(0), int64(255)
-		if typ == onnx.Int8 {
-			lo, hi = -128, 127
-		}
-		xf := x.floats()
-		r := make([]int64, len(xf))
-		for k, v := range xf {
-			q := int64(math.RoundToEven(float64(v/scale))) + zp
-			r[k] = min(max(q, lo), hi)
-		}
-		return out(constInt("", typ, x.shape, r))
+		return out(v)
 	case "Concat":
 		axis, err := n.Int("axis", 0)
 		if err != nil {
@@ -357,32 +342,6 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 			parts = append(parts, v)
 		}
 		return c.foldConcat(n, parts, int(axis))
-	case "Gather":
-		x, _ := c.need(n, 0)
-		iv, err := c.need(n, 1)
-		if err != nil {
-			return true, err
-		}
-		axis, err := n.Int("axis", 0)
-		if err != nil {
-			return true, err
-		}
-		if axis != 0 || len(x.shape) != 1 {
-			return false, nil
-		}
-		idx := iv.ints()
-		r := make([]int64, len(idx))
-		xs := x.ints()
-		for k, i := range idx {
-			if i < 0 {
-				i += int64(len(xs))
-			}
-			if i < 0 || int(i) >= len(xs) {
-				return true, fmt.Errorf("index %d out of range", idx[k])
-			}
-			r[k] = xs[i]
-		}
-		return out(constInt("", x.typ, iv.shape, r))
 	}
 	return false, nil
 }

@@ -41,8 +41,11 @@ type layer struct {
 	// (see packedStem) keeps the operator's count, and the packing is 0.
 	macs uint64
 	// outBlock is where a move layer's blocks start in its output, which
-	// may be wider than its input (Concat).
+	// may be wider than its input (Concat); outOuter where its outer
+	// indices start, and rows where its rows go (see placeRows).
 	outBlock int
+	outOuter int
+	rows     *rowPlace
 
 	// accScale is, for an int8 GEMM layer, the real value of one unit of the
 	// accumulator per output channel (input scale × weight scale); steps in

@@ -54,8 +54,9 @@ func (e *emitter) move(l *layer) error {
 	eb := in.elem.size() * lanes
 	for o := range lay.o() {
 		for cb := range lay.cb() {
-			for r := 0; r < S; r += n {
-				m := min(n, S-r)
+			for r, m := 0, 0; r < S; r += m {
+				var dst int
+				m, dst = l.placeRows(r, min(n, S-r))
 				e.beginTile()
 				src := in.addr + uint64(((o*lay.cb()+cb)*S+r)*eb)
 				if in.elem == i8 {
@@ -71,7 +72,7 @@ func (e *emitter) move(l *layer) error {
 				}
 				e.runSteps(ep, out, o, cb, r, m)
 				se := l.storeElem()
-				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), DRAM: out.addr + uint64(((o*outCB+l.outBlock+cb)*S+r)*se.size()*lanes),
+				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), DRAM: out.addr + uint64((((o+l.outOuter)*outCB+l.outBlock+cb)*out.lay.s()+dst)*se.size()*lanes),
 					YSize: 1, XSize: uint32(m), XStride: uint32(m)})
 			}
 		}

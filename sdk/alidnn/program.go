@@ -187,7 +187,7 @@ func (c *compiler) emit() (*Program, error) {
 		return b
 	}
 	for _, v := range c.inputs {
-		p.Inputs = append(p.Inputs, bind(v))
+		p.Inputs = append(p.Inputs, inputBinding(bind(v), v))
 	}
 	for _, o := range c.g.Outputs {
 		v := c.vals[o.Name]
@@ -196,7 +196,7 @@ func (c *compiler) emit() (*Program, error) {
 			src := bind(v.host.src)
 			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src}
 		} else {
-			b = bind(v)
+			b = outputBinding(bind(v), v)
 			b.Name, b.Shape, b.Type = v.name, v.shape, v.typ
 		}
 		p.Outputs = append(p.Outputs, b)

@@ -96,8 +96,8 @@ func (c *compiler) foldTranspose(n *onnx.Node) (*value, error) {
 }
 
 // transposeNode compiles a Transpose of a computed tensor that moves only
-// axes of size 1 (the data keeps its order) as a reshape; others are
-// refused.
+// axes of size 1 (the data keeps its order) as a reshape, a channel
+// shuffle as a permutation, and others as transposeData can.
 func (c *compiler) transposeNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -108,9 +108,14 @@ func (c *compiler) transposeNode(n *onnx.Node) error {
 		return err
 	}
 	shape := make([]int, len(perm))
-	last := -1
 	for k, a := range perm {
 		shape[k] = x.shape[a]
+	}
+	if x.view != nil {
+		return c.transposeView(n, x, perm, shape)
+	}
+	last := -1
+	for _, a := range perm {
 		if x.shape[a] == 1 {
 			continue
 		}
@@ -127,7 +132,7 @@ func (c *compiler) transposeNode(n *onnx.Node) error {
 				c.set(n, 0, t)
 				return nil
 			}
-			return fmt.Errorf("Transpose %v of the computed tensor %s reorders its data: %w", perm, x, ErrUnsupported)
+			return c.transposeData(n, x, perm, shape)
 		}
 		last = a
 	}

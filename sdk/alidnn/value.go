@@ -35,6 +35,19 @@ type value struct {
 	alias *value
 	// host is computed by the runtime from another value (Softmax).
 	host *hostOp
+	// packed is, for a graph input the host packs transposed, the input
+	// as the graph declares it; view is, for a Transpose of a device tensor
+	// that reorders its data, that tensor (alias is its storage); cols is,
+	// for a flattening of a view, where each column is stored (see nhwc.go).
+	packed *transposeOf
+	view   *transposeOf
+	cols   []int
+	// dq is the DequantizeLinear computing the value: a folded constant's
+	// (its int8 input stays at hand), or, deferred, a device tensor's that
+	// is not compiled until something other than a QDQ Conv reads it (see
+	// qdq.go).
+	dq       *onnx.Node
+	deferred bool
 
 	uses int // consumers in the graph, graph outputs included
 }

@@ -1,6 +1,7 @@
 package onnxtest_test
 
 import (
+	"fmt"
 	"math"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -17,6 +18,8 @@ type attr struct {
 	f    *float32
 	i    *int64
 	is   []int64
+	fs   []float32
+	t    *onnx.Tensor
 	s    *string
 }
 
@@ -57,7 +60,7 @@ func appendVarint(b []byte, num protowire.Number, v uint64) []byte {
 	return protowire.AppendVarint(b, v)
 }
 
-func (a attr) encode() []byte {
+func (a attr) encode() ([]byte, error) {
 	b := appendBytes(nil, 1, []byte(a.name))
 	switch {
 	case a.f != nil:
@@ -72,14 +75,27 @@ func (a attr) encode() []byte {
 			b = appendVarint(b, 8, uint64(v))
 		}
 		b = appendVarint(b, 20, 7) // INTS
+	case a.fs != nil:
+		for _, v := range a.fs {
+			b = protowire.AppendTag(b, 7, protowire.Fixed32Type)
+			b = protowire.AppendFixed32(b, math.Float32bits(v))
+		}
+		b = appendVarint(b, 20, 6) // FLOATS
+	case a.t != nil:
+		tb, err := onnx.EncodeTensor(a.t)
+		if err != nil {
+			return nil, err
+		}
+		b = appendBytes(b, 5, tb)
+		b = appendVarint(b, 20, 4) // TENSOR
 	case a.s != nil:
 		b = appendBytes(b, 4, []byte(*a.s))
 		b = appendVarint(b, 20, 3) // STRING
 	}
-	return b
+	return b, nil
 }
 
-func (n node) encode(k int) []byte {
+func (n node) encode(k int) ([]byte, error) {
 	var b []byte
 	for _, s := range n.inputs {
 		b = appendBytes(b, 1, []byte(s))
@@ -90,9 +106,13 @@ func (n node) encode(k int) []byte {
 	b = appendBytes(b, 3, []byte(n.op+"_"+string(rune('0'+k))))
 	b = appendBytes(b, 4, []byte(n.op))
 	for _, a := range n.attrs {
-		b = appendBytes(b, 5, a.encode())
+		ab, err := a.encode()
+		if err != nil {
+			return nil, fmt.Errorf("node %s attribute %s: %w", n.op, a.name, err)
+		}
+		b = appendBytes(b, 5, ab)
 	}
-	return b
+	return b, nil
 }
 
 func (v valueInfo) encode() []byte {
@@ -111,7 +131,11 @@ func (v valueInfo) encode() []byte {
 func encodeModel(name string, opset int64, g graph) ([]byte, error) {
 	var gb []byte
 	for k, n := range g.nodes {
-		gb = appendBytes(gb, 1, n.encode(k))
+		nb, err := n.encode(k)
+		if err != nil {
+			return nil, err
+		}
+		gb = appendBytes(gb, 1, nb)
 	}
 	gb = appendBytes(gb, 2, []byte(name))
 	for _, t := range g.inits {

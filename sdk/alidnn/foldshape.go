@@ -1,0 +1,293 @@
+package alidnn
+
+import (
+	"fmt"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// Folding of the shape arithmetic exporters write around a Reshape:
+// PyTorch's x.view(x.size(0), -1) is Shape → Gather → Unsqueeze → Concat,
+// TensorFlow converters' Flatten is Shape → Slice → ReduceProd → Concat.
+// Once the input shapes are fixed these are constants.
+
+// foldShape is Shape, whose optional start and end (opset 15) slice the
+// dimensions.
+func (c *compiler) foldShape(n *onnx.Node) (*value, error) {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := int64(len(x.shape))
+	start, err := n.Int("start", 0)
+	if err != nil {
+		return nil, err
+	}
+	end, err := n.Int("end", r)
+	if err != nil {
+		return nil, err
+	}
+	clampAxis := func(a int64) int64 {
+		if a < 0 {
+			a += r
+		}
+		return min(max(a, 0), r)
+	}
+	start, end = clampAxis(start), clampAxis(end)
+	var dims []int64
+	for _, d := range x.shape[start:max(start, end)] {
+		dims = append(dims, int64(d))
+	}
+	return constInt("", onnx.Int64, []int{len(dims)}, dims), nil
+}
+
+// constIndex is a constant's values read in row-major order at the
+// positions idx.
+func constIndex(x *value, shape []int, idx []int) *value {
+	if x.f != nil {
+		f := make([]float32, len(idx))
+		for k, i := range idx {
+			f[k] = x.f[i]
+		}
+		return &value{shape: shape, typ: x.typ, f: f}
+	}
+	xi := x.ints()
+	v := make([]int64, len(idx))
+	for k, i := range idx {
+		v[k] = xi[i]
+	}
+	return &value{shape: shape, typ: x.typ, i: v}
+}
+
+// rowMajorStrides are the row-major strides of shape.
+func rowMajorStrides(shape []int) []int {
+	s := make([]int, len(shape))
+	m := 1
+	for a := len(shape) - 1; a >= 0; a-- {
+		s[a] = m
+		m *= shape[a]
+	}
+	return s
+}
+
+// foldGather is Gather on constants along any axis.
+func (c *compiler) foldGather(n *onnx.Node) (*value, error) {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	iv, err := c.need(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := n.Int("axis", 0)
+	if err != nil {
+		return nil, err
+	}
+	a, err := normAxis(int(axis), len(x.shape))
+	if err != nil {
+		return nil, err
+	}
+	if len(x.shape) == 0 {
+		return nil, fmt.Errorf("Gather from a scalar")
+	}
+	shape := append(append(append([]int(nil), x.shape[:a]...), iv.shape...), x.shape[a+1:]...)
+	outer, inner := 1, 1
+	for _, d := range x.shape[:a] {
+		outer *= d
+	}
+	for _, d := range x.shape[a+1:] {
+		inner *= d
+	}
+	dim := x.shape[a]
+	var idx []int
+	for o := range outer {
+		for _, i := range iv.ints() {
+			if i < 0 {
+				i += int64(dim)
+			}
+			if i < 0 || i >= int64(dim) {
+				return nil, fmt.Errorf("index %d out of range for axis %d of size %d", i, a, dim)
+			}
+			for k := range inner {
+				idx = append(idx, (o*dim+int(i))*inner+k)
+			}
+		}
+	}
+	return constIndex(x, shape, idx), nil
+}
+
+// sliceInput returns Slice's input k as integers: attribute what before
+// opset 10, an input since.
+func (c *compiler) sliceInput(n *onnx.Node, k int, what string) ([]int64, error) {
+	if c.opset() < 10 {
+		return n.Ints(what)
+	}
+	v, err := c.in(n, k)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	if !v.isConst {
+		return nil, fmt.Errorf("Slice %s (%q) must be a constant: %w", what, v.name, ErrUnsupported)
+	}
+	return v.ints(), nil
+}
+
+// foldSlice is Slice on constants, with ONNX's clamping of out-of-range
+// starts and ends (exporters write INT64_MAX for "to the end").
+func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	var in [4][]int64
+	for k, what := range []string{"starts", "ends", "axes", "steps"} {
+		if in[k], err = c.sliceInput(n, k+1, what); err != nil {
+			return nil, err
+		}
+	}
+	starts, ends, axes, steps := in[0], in[1], in[2], in[3]
+	r := len(x.shape)
+	if len(ends) != len(starts) || axes != nil && len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
+		return nil, fmt.Errorf("Slice with %d starts, %d ends, %d axes and %d steps", len(starts), len(ends), len(axes), len(steps))
+	}
+	lo, step, shape := make([]int, r), make([]int, r), append([]int(nil), x.shape...)
+	for a := range r {
+		step[a] = 1
+	}
+	for k := range starts {
+		a := k
+		if axes != nil {
+			if a, err = normAxis(int(axes[k]), r); err != nil {
+				return nil, err
+			}
+		}
+		st := int64(1)
+		if steps != nil {
+			st = steps[k]
+		}
+		if st == 0 {
+			return nil, fmt.Errorf("Slice step 0 on axis %d", a)
+		}
+		dim := int64(x.shape[a])
+		b, e := starts[k], ends[k]
+		if b < 0 {
+			b += dim
+		}
+		if e < 0 {
+			e += dim
+		}
+		if st > 0 {
+			b, e = min(max(b, 0), dim), min(max(e, 0), dim)
+		} else {
+			b, e = min(max(b, 0), dim-1), min(max(e, -1), dim-1)
+		}
+		cnt := int64(0)
+		if st > 0 && e > b {
+			cnt = (e - b + st - 1) / st
+		} else if st < 0 && e < b {
+			cnt = (b - e - st - 1) / -st
+		}
+		lo[a], step[a], shape[a] = int(b), int(st), int(cnt)
+	}
+	total := 1
+	for _, d := range shape {
+		total *= d
+	}
+	xs := rowMajorStrides(x.shape)
+	idx := make([]int, 0, total)
+	pos := make([]int, r)
+	for range total {
+		off := 0
+		for a, p := range pos {
+			off += (lo[a] + p*step[a]) * xs[a]
+		}
+		idx = append(idx, off)
+		for a := r - 1; a >= 0; a-- {
+			pos[a]++
+			if pos[a] < shape[a] {
+				break
+			}
+			pos[a] = 0
+		}
+	}
+	return constIndex(x, shape, idx), nil
+}
+
+// foldReduceProd is ReduceProd on constants: axes an attribute, or an
+// input since opset 18; no axes reduce all of them unless
+// noop_with_empty_axes.
+func (c *compiler) foldReduceProd(n *onnx.Node) (*value, error) {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	axes, err := n.Ints("axes")
+	if err != nil {
+		return nil, err
+	}
+	if av, err := c.in(n, 1); err != nil {
+		return nil, err
+	} else if av != nil {
+		axes = av.ints()
+	}
+	keep, err := n.Int("keepdims", 1)
+	if err != nil {
+		return nil, err
+	}
+	noop, err := n.Int("noop_with_empty_axes", 0)
+	if err != nil {
+		return nil, err
+	}
+	r := len(x.shape)
+	red := make([]bool, r)
+	for _, a := range axes {
+		k, err := normAxis(int(a), r)
+		if err != nil {
+			return nil, err
+		}
+		red[k] = true
+	}
+	if len(axes) == 0 {
+		if noop != 0 {
+			v := *x
+			return &v, nil
+		}
+		for a := range red {
+			red[a] = true
+		}
+	}
+	var shape []int
+	outShape := make([]int, r) // the output indexed like x, reduced axes of size 1
+	for a, d := range x.shape {
+		outShape[a] = d
+		if red[a] {
+			outShape[a] = 1
+			if keep != 0 {
+				shape = append(shape, 1)
+			}
+			continue
+		}
+		shape = append(shape, d)
+	}
+	to := broadcastIndex(x.shape, outShape) // x's element k goes to output to[k]
+	size := 1
+	for _, d := range outShape {
+		size *= d
+	}
+	if x.f != nil {
+		f := fill(size, 1)
+		for k, o := range to {
+			f[o] *= x.f[k]
+		}
+		return &value{shape: shape, typ: x.typ, f: f}, nil
+	}
+	v := make([]int64, size)
+	for k := range v {
+		v[k] = 1
+	}
+	for k, o := range to {
+		v[o] *= x.i[k]
+	}
+	return &value{shape: shape, typ: x.typ, i: v}, nil
+}

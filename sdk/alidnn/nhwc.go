@@ -1,0 +1,234 @@
+package alidnn
+
+import (
+	"fmt"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// TensorFlow converters keep a model's NHWC interface and wrap the NCHW
+// operators in Transposes: the graph input [N,H,W,C] goes through
+// Transpose(0,3,1,2), and the last feature map through Transpose(0,2,3,1)
+// to a graph output, or to a Flatten feeding the classifier's MatMul. The
+// engine moves no data across lanes outside the GEMM array, so these
+// Transposes cost nothing instead: inputs are packed and outputs unpacked on
+// the host with the axes in the graph's order, and a flattened transpose
+// permutes the rows of the MatMul's constant weights.
+
+// transposeOf says a value is Transpose(src, perm), computed by the node
+// named node: its axis k is src's axis perm[k].
+type transposeOf struct {
+	src  *value
+	perm []int
+	node string
+}
+
+// relabel is l with its axes renamed: axis a becomes to[a], in a tensor of
+// the given shape. The device data stays where it is.
+func (l layout) relabel(shape []int, to []int) layout {
+	m := layout{shape: shape, lane: -1}
+	for _, a := range l.outer {
+		m.outer = append(m.outer, to[a])
+	}
+	if l.lane >= 0 {
+		m.lane = to[l.lane]
+	}
+	for _, a := range l.rows {
+		m.rows = append(m.rows, to[a])
+	}
+	return m
+}
+
+// invertPerm is the permutation undoing perm.
+func invertPerm(perm []int) []int {
+	inv := make([]int, len(perm))
+	for k, a := range perm {
+		inv[a] = k
+	}
+	return inv
+}
+
+// transposeData compiles a Transpose of x that reorders its data: a graph
+// input read by nothing else (but Shape) is packed transposed on the host;
+// other device tensors become a view that only graph outputs and a Flatten
+// into a MatMul or Gemm may read (see checkView).
+func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) error {
+	if x.input && x.alias == nil && x.bcast == nil && x.packed == nil && x.lay.shape == nil && c.dataReaders(x.name) == 1 && !c.outputs[x.name] {
+		t := &value{shape: shape, typ: x.typ, input: true, elem: x.elem, packed: &transposeOf{src: x, perm: perm}}
+		for k, in := range c.inputs {
+			if in == x {
+				c.inputs[k] = t
+			}
+		}
+		c.set(n, 0, t)
+		return nil
+	}
+	r := x.root()
+	if !eqInts(x.shape, r.shape) || x.host != nil || x.cols != nil {
+		return fmt.Errorf("Transpose %v of the computed tensor %s reorders its data: %w", perm, x, ErrUnsupported)
+	}
+	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: r, q: r.q, view: &transposeOf{src: r, perm: perm, node: n.Name}})
+	return nil
+}
+
+// dataReaders counts the nodes that read the data of the value name: all
+// its consumers but Shape.
+func (c *compiler) dataReaders(name string) int {
+	k := 0
+	for _, n := range c.g.Nodes {
+		if n.OpType == "Shape" {
+			continue
+		}
+		for _, in := range n.Inputs {
+			if in == name {
+				k++
+				break
+			}
+		}
+	}
+	return k
+}
+
+// checkView refuses a transposed view (or its flattening) as input k of n
+// unless n can read it: a Reshape, Flatten or Transpose of the view, a
+// MatMul or Gemm of the flattening, or a Shape or Identity of either.
+func (c *compiler) checkView(n *onnx.Node, k int, v *value) error {
+	switch {
+	case n.OpType == "Shape" || (n.OpType == "Identity" || n.OpType == "Dropout") && k == 0:
+		return nil
+	case v.view != nil && k == 0 && n.OpType == "Transpose":
+		return nil
+	case v.view != nil && k == 0 && (n.OpType == "Reshape" || n.OpType == "Flatten"):
+		return nil
+	case v.cols != nil && k == 0 && (n.OpType == "MatMul" || n.OpType == "Gemm"):
+		return nil
+	case v.view != nil:
+		return fmt.Errorf("Transpose %q %v of the device tensor %s reorders its data, and %s cannot read it (a graph output or a Flatten into a MatMul or Gemm can): %w",
+			v.view.node, v.view.perm, v.view.src, n.OpType, ErrUnsupported)
+	case v.cols != nil:
+		return fmt.Errorf("%s flattens a transposed tensor, and %s cannot read it (a MatMul or Gemm can): %w", v, n.OpType, ErrUnsupported)
+	}
+	return nil
+}
+
+// transposeView compiles a Transpose of the transposed view x: the two
+// compose, to the stored tensor itself when they cancel out (a converter's
+// NHWC round trip) or only move unit axes, else to another view.
+func (c *compiler) transposeView(n *onnx.Node, x *value, perm, shape []int) error {
+	src := x.view.src
+	q := make([]int, len(perm))
+	for k, a := range perm {
+		q[k] = x.view.perm[a]
+	}
+	last := -1
+	for _, a := range q {
+		if src.shape[a] == 1 {
+			continue
+		}
+		if a < last {
+			c.set(n, 0, &value{shape: shape, typ: x.typ, alias: src, q: src.q, view: &transposeOf{src: src, perm: q, node: n.Name}})
+			return nil
+		}
+		last = a
+	}
+	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: src, q: src.q})
+	return nil
+}
+
+// flattenView compiles a Reshape or Flatten of the transposed view x to
+// [N, rest] keeping the batch axis: the stored data, flattened, holds the
+// same rows with the columns permuted, which the consuming MatMul undoes on
+// its weights.
+func (c *compiler) flattenView(n *onnx.Node, x *value, shape []int) error {
+	perm := x.view.perm
+	if len(shape) != 2 || perm[0] != 0 || shape[0] != x.shape[0] {
+		return fmt.Errorf("%s of the transposed tensor %s to %v (only a Flatten keeping axis 0 of a Transpose that keeps it): %w", n.OpType, x, shape, ErrUnsupported)
+	}
+	src := x.view.src
+	st := rowMajorStrides(src.shape)
+	cols := make([]int, 0, shape[1])
+	idx := make([]int, len(x.shape))
+	for range shape[1] {
+		off := 0
+		for k := 1; k < len(idx); k++ {
+			off += idx[k] * st[perm[k]]
+		}
+		cols = append(cols, off)
+		for k := len(idx) - 1; k >= 1; k-- {
+			idx[k]++
+			if idx[k] < x.shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: src, q: src.q, cols: cols})
+	return nil
+}
+
+// matmulCols compiles a MatMul or Gemm of a flattened transposed view: the
+// stored column cols[j] is the logical column j, so B's row j (column j
+// when transposed) moves to cols[j].
+func (c *compiler) matmulCols(n *onnx.Node) error {
+	a := c.vals[n.Inputs[0]]
+	b, err := c.needConst(n, 1, "B")
+	if err != nil {
+		return err
+	}
+	transA, err := n.Int("transA", 0)
+	if err != nil {
+		return err
+	}
+	transB, err := n.Int("transB", 0)
+	if err != nil {
+		return err
+	}
+	if transA != 0 || len(b.shape) != 2 {
+		return fmt.Errorf("%s of the flattened transposed tensor %s with transA %d and B %v: %w", n.OpType, a, transA, b.shape, ErrUnsupported)
+	}
+	K, M := b.shape[0], b.shape[1]
+	if transB != 0 {
+		K, M = M, K
+	}
+	if K != len(a.cols) {
+		return fmt.Errorf("%s of %s by B %v", n.OpType, a, b.shape)
+	}
+	at := func(k, m int) int {
+		if transB != 0 {
+			return m*K + k
+		}
+		return k*M + m
+	}
+	idx := make([]int, K*M)
+	for k, s := range a.cols {
+		for m := range M {
+			idx[at(s, m)] = at(k, m)
+		}
+	}
+	pb := constIndex(b, b.shape, idx)
+	pb.name, pb.isConst = b.name, true
+	pa := &value{name: a.name, shape: a.shape, typ: a.typ, alias: a.alias, q: a.q, uses: a.uses}
+	c.vals[n.Inputs[0]], c.vals[n.Inputs[1]] = pa, pb
+	err = c.matmulNode(n)
+	c.vals[n.Inputs[0]], c.vals[n.Inputs[1]] = a, b
+	return err
+}
+
+// inputBinding gives a graph input packed transposed the graph's name,
+// shape and axis order.
+func inputBinding(b Binding, v *value) Binding {
+	if v.packed != nil {
+		b.Name, b.Shape = v.packed.src.name, v.packed.src.shape
+		b.Lay = v.lay.relabel(b.Shape, v.packed.perm).export()
+	}
+	return b
+}
+
+// outputBinding reads a graph output that is a transposed view in the
+// graph's axis order.
+func outputBinding(b Binding, v *value) Binding {
+	if v.view != nil {
+		b.Lay = v.view.src.lay.relabel(v.shape, invertPerm(v.view.perm)).export()
+	}
+	return b
+}

@@ -88,13 +88,16 @@ $(ORAS_BIN):
 		rm -rf $$d
 
 # test runs with -race when cgo works (it needs a C compiler, which tools
-# installs when root); otherwise it says so and runs without.
+# installs when root); otherwise it says so and runs without. The
+# whole-network simulations (TestNet…, see testenv.FullNetwork) skip under
+# -race and run in a second pass without it.
 test: tools
 	$(GO) vet ./...
 	@race=-race; \
 	if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then race=; echo "test: cgo is off (no C compiler?): running without -race"; fi; \
 	set -x; \
-	$(if $(CI),CI=$(CI)) $(GO) test $$race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(if $(CI),CI=$(CI)) $(GO) test $$race -count=1 -timeout $(TEST_TIMEOUT) ./... && \
+	if [ -n "$$race" ]; then $(if $(CI),CI=$(CI)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestNet' ./sdk/alidnn/...; fi
 	@$(MAKE) --no-print-directory onnx-node-tests
 
 # onnx-node-tests runs every ONNX backend node test of the test data, and

@@ -161,11 +161,12 @@ func TestMNISTQuantized(t *testing.T) {
 var lightModels = []string{"bvlc_alexnet", "zfnet512", "inception_v1", "inception_v2", "vgg19", "squeezenet",
 	"shufflenet", "resnet50", "densenet121"}
 
-// TestLightModels compiles each light model and runs it at 224×224 on the
+// TestNetLightModels compiles each light model and runs it at 224×224 on the
 // in-process engine: the output must be the reference within the fp32
 // tolerance. Their weights are constants, so this shows the networks
 // compile and run end to end (randomnets_test.go checks numerics).
-func TestLightModels(t *testing.T) {
+func TestNetLightModels(t *testing.T) {
+	testenv.FullNetwork(t)
 	for _, name := range lightModels {
 		t.Run(name, func(t *testing.T) {
 			dir := testenv.TestData(t, "onnx", "light", "light_"+name)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -69,18 +70,19 @@ func (b *builder) bottleneck(x, width, stride int) int {
 	return b.unary(opRelu, b.sum(y, short))
 }
 
-// TestMobileNetV2 runs MobileNet-v2 at its usual input size with random
+// TestNetMobileNetV2 runs MobileNet-v2 at its usual input size with random
 // weights and normalisation statistics on the simulator: the logits must be
 // near the float64 reference's (see the tolerance in runRandomNet) with the
 // same top-1. It logs the modeled device time.
-func TestMobileNetV2(t *testing.T) { runRandomNet(t, mobilenetV2()) }
+func TestNetMobileNetV2(t *testing.T) { runRandomNet(t, mobilenetV2()) }
 
-// TestResNet50Random is TestMobileNetV2 for ResNet-50.
-func TestResNet50Random(t *testing.T) { runRandomNet(t, resnet50()) }
+// TestNetResNet50Random is TestNetMobileNetV2 for ResNet-50.
+func TestNetResNet50Random(t *testing.T) { runRandomNet(t, resnet50()) }
 
 // runRandomNet runs n with random weights and normalisation statistics on
 // the simulator and compares its logits with the float64 reference's.
 func runRandomNet(t *testing.T, n *net) {
+	testenv.FullNetwork(t)
 	r := rand.New(rand.NewPCG(2, 24))
 	n.initWeights(r)
 	for _, l := range n.layers {

@@ -50,8 +50,10 @@ func TestCompileErrors(t *testing.T) {
 			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"y"}}), []string{`input "x"`, `"N"`}},
 		{"foreign domain", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "q", OpType: "QuickGelu", Domain: "com.microsoft", Inputs: []string{"x"}, Outputs: []string{"y"}}),
 			[]string{"com.microsoft"}},
-		{"dilated pooling", graph([]onnx.ValueInfo{x}, nil, &onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
-			Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "dilations", Type: onnx.AttrInts, Ints: []int64{2, 2}}}}), []string{"MaxPool", `"p"`, "dilated"}},
+		{"dilated pooling of integers", graph([]onnx.ValueInfo{{Name: "x", ElemType: onnx.Uint8, Dims: []onnx.Dim{{Value: 1}, {Value: 2}, {Value: 8}, {Value: 8}}}}, nil,
+			&onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
+				Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "dilations", Type: onnx.AttrInts, Ints: []int64{2, 2}}}}),
+			[]string{"MaxPool", `"p"`, "dilated", "integer"}},
 		// A graph input's Transpose is packed on the host, a graph output's
 		// unpacked there: this one feeds a Relu.
 		{"transpose of a computed tensor", graph([]onnx.ValueInfo{x}, nil,
@@ -175,5 +177,16 @@ func TestFixedPoint(t *testing.T) {
 		if m < 1<<30 || m >= 1<<31 || got/r > 1+1e-9 || got/r < 1-1e-9 {
 			t.Errorf("fixedPoint(%g) = %d, %d = %g", r, m, s, got)
 		}
+	}
+}
+
+// TestWindowTooWide refuses a pooling window wider than its padded input,
+// which integer division would have turned into one output.
+func TestWindowTooWide(t *testing.T) {
+	m := graph([]onnx.ValueInfo{vi("x", 1, 2, 8, 8)}, nil, &onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
+		Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{10, 2}}}})
+	_, err := Compile(m)
+	if err == nil || !strings.Contains(err.Error(), `"p"`) || !strings.Contains(err.Error(), "window 10 wide") {
+		t.Errorf("Compile of a 10-row window on 8 rows: %v, want an error naming the node and the window", err)
 	}
 }

@@ -114,6 +114,7 @@ func (cv *convSpec) weight(b, o, k, t int) int {
 type poolSpec struct {
 	avg            bool
 	kh, kw, sh, sw int
+	dh, dw         int // dilations: 1, or a dilated window pooled tap by tap
 	pt, pl         int
 	ih, iw, oh, ow int
 	countPad       bool // average pool divides by the whole window, padding included
@@ -123,27 +124,48 @@ type poolSpec struct {
 	pb, pr int
 }
 
+func (p *poolSpec) dilated() bool { return p.dh > 1 || p.dw > 1 }
+
+// spanH and spanW are the input rows and columns a window covers.
+func (p *poolSpec) spanH() int { return (p.kh-1)*max(p.dh, 1) + 1 }
+func (p *poolSpec) spanW() int { return (p.kw-1)*max(p.dw, 1) + 1 }
+
 // scales returns, for an average pool, the factor each output pixel's
-// window average (the POOL instruction's sum / kh·kw) must be multiplied
-// by to divide by the elements ONNX counts instead, and whether any is not
-// 1.
+// pooled value must be multiplied by to divide by the elements ONNX
+// counts, and whether any is not 1. The POOL instruction divides by
+// kh·kw; dilated taps are summed undivided. A window counts its taps
+// inside the image, or inside the explicitly padded image with
+// count_include_pad (never ceil_mode's extra rows and columns).
 func (p *poolSpec) scales() ([]float32, bool) {
+	div := p.kh * p.kw
+	if p.dilated() {
+		div = 1
+	}
+	top, left, bottom, right := 0, 0, p.ih, p.iw
+	if p.countPad {
+		top, left, bottom, right = -p.pt, -p.pl, p.ih+p.pb, p.iw+p.pr
+	}
 	f := make([]float32, p.oh*p.ow)
 	any := false
 	for y := range p.oh {
 		for x := range p.ow {
-			h0, w0 := y*p.sh-p.pt, x*p.sw-p.pl
-			h1, w1 := min(h0+p.kh, p.ih), min(w0+p.kw, p.iw)
-			if p.countPad {
-				h1, w1 = min(h0+p.kh, p.ih+p.pb), min(w0+p.kw, p.iw+p.pr)
-			} else {
-				h0, w0 = max(h0, 0), max(w0, 0)
-			}
-			f[y*p.ow+x] = float32(p.kh*p.kw) / float32((h1-h0)*(w1-w0))
+			cnt := taps(y*p.sh-p.pt, p.kh, max(p.dh, 1), top, bottom) * taps(x*p.sw-p.pl, p.kw, max(p.dw, 1), left, right)
+			f[y*p.ow+x] = float32(div) / float32(cnt)
 			any = any || f[y*p.ow+x] != 1
 		}
 	}
 	return f, any
+}
+
+// taps counts the window positions start + i·d, i < k, in [lo, hi).
+func taps(start, k, d, lo, hi int) int {
+	n := 0
+	for i := range k {
+		if v := start + i*d; v >= lo && v < hi {
+			n++
+		}
+	}
+	return n
 }
 
 type stepKind uint8

@@ -75,6 +75,9 @@ func windows(n *onnx.Node, h, w int, kernel []int) (y, x window, err error) {
 		default:
 			return y, x, fmt.Errorf("auto_pad %q", autoPad)
 		}
+		if dims[a]+wd.pb+wd.pe < span {
+			return y, x, fmt.Errorf("window %d wide does not fit the padded input %d", span, dims[a]+wd.pb+wd.pe)
+		}
 		wd.out = (dims[a]+wd.pb+wd.pe-span)/wd.s + 1
 		if ceil != 0 && (dims[a]+wd.pb+wd.pe-span)%wd.s != 0 {
 			// One more window, partly past the end padding, unless it
@@ -663,9 +666,6 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 		if y, xw, err = windows(n, H, W, nil); err != nil {
 			return err
 		}
-		if y.d != 1 || xw.d != 1 {
-			return fmt.Errorf("dilated pooling: %w", ErrUnsupported)
-		}
 		if sr, err := n.Int("storage_order", 0); err != nil || sr != 0 {
 			return fmt.Errorf("storage_order: %w", ErrUnsupported)
 		}
@@ -678,14 +678,15 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 		return err
 	}
 	avg := n.OpType == "AveragePool" || n.OpType == "GlobalAveragePool"
-	spec := &poolSpec{avg: avg, kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, pt: y.pb, pl: xw.pb, pb: y.pe, pr: xw.pe,
+	spec := &poolSpec{avg: avg, kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, dh: y.d, dw: xw.d, pt: y.pb, pl: xw.pb, pb: y.pe, pr: xw.pe,
 		ih: H, iw: W, oh: y.out, ow: xw.out, countPad: cip != 0}
 	// Max pooling, and average pooling whose windows all count kh·kw
 	// elements, run on int8 tensors as they are (the engine's average
 	// rounds the sum's quotient half away from zero); averages that need
 	// another divisor read fp32.
+	// Dilated windows pool on the fp32 ALU.
 	_, rescale := spec.scales()
-	if err := c.settle(x, !avg || !rescale); err != nil {
+	if err := c.settle(x, !spec.dilated() && (!avg || !rescale)); err != nil {
 		return err
 	}
 	x, err = c.deviceInput(x, convLayout(x.shape))
@@ -694,6 +695,9 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 	}
 	if avg && rescale && x.el() != f32 {
 		return fmt.Errorf("average pooling of an integer tensor with windows over the padding: %w", ErrUnsupported)
+	}
+	if spec.dilated() && x.el() != f32 {
+		return fmt.Errorf("dilated pooling of the integer tensor %s: %w", x, ErrUnsupported)
 	}
 	l := &layer{kind: lPool, in: x, pool: spec, accFP: x.el() == f32, acc8: x.el() == i8}
 	outShape := []int{N, C, y.out, xw.out}

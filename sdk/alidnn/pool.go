@@ -12,12 +12,15 @@ func (e *emitter) pool(l *layer) error {
 	p, in, out := l.pool, l.in, l.out
 	lay := out.lay
 	CB := lay.cb()
-	wp := (p.ow-1)*p.sw + p.kw
+	wp := (p.ow-1)*p.sw + p.spanW()
 	xs, err := spanOf(-p.pl, wp, p.iw)
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", out, err)
 	}
-	inRows := func(th int) int { return (th-1)*p.sh + p.kh }
+	inRows := func(th int) int { return (th-1)*p.sh + p.spanH() }
+	if p.dilated() && (in.elem != f32 || p.sh*wp > 2047 || p.ow > 2047) {
+		return fmt.Errorf("layer %s: dilated pooling of %v rows %d wide: %w", out, in.elem, wp, ErrUnsupported)
+	}
 	scales, corr := p.scales()
 	corr = corr && p.avg
 	var th, base int
@@ -47,6 +50,19 @@ func (e *emitter) pool(l *layer) error {
 	if in.elem == i8 {
 		id = e.identity()
 		copyU = u.addGemm(0, 0, 0)
+	}
+	// A dilated window maxes or sums its taps with strided ALU operations
+	// over the tile, one per tap, into base: the POOL instruction has no
+	// dilation.
+	var zeroU uint32
+	var tapU []uint32
+	if p.dilated() {
+		zeroU = u.addALU(base, 0)
+		for a := range p.kh {
+			for b := range p.kw {
+				tapU = append(tapU, u.addALU(base, a*p.dh*wp+b*p.dw))
+			}
+		}
 	}
 	var corrT uint64
 	if corr {
@@ -96,9 +112,13 @@ func (e *emitter) pool(l *layer) error {
 				} else {
 					e.compute(ld, false)
 				}
-				e.compute(isa.Insn{Op: isa.OpPool, Pool: kind, FP32: in.elem == f32, WinH: uint8(p.kh), WinW: uint8(p.kw),
-					StrideH: uint8(p.sh), StrideW: uint8(p.sw), PoolDst: uint32(base), PoolSrc: 0, Channels: 1,
-					InH: uint32(inRows(t)), InW: uint32(wp)}, false)
+				if p.dilated() {
+					e.dilatedTaps(p, zeroU, tapU, t, wp)
+				} else {
+					e.compute(isa.Insn{Op: isa.OpPool, Pool: kind, FP32: in.elem == f32, WinH: uint8(p.kh), WinW: uint8(p.kw),
+						StrideH: uint8(p.sh), StrideW: uint8(p.sw), PoolDst: uint32(base), PoolSrc: 0, Channels: 1,
+						InH: uint32(inRows(t)), InW: uint32(wp)}, false)
+				}
 				if corr {
 					e.compute(load(isa.MemAcc, f32, base+n, corrT+uint64(r0*p.ow*lanes*4), 1, t*p.ow, t*p.ow), false)
 					e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, FP32: true, UopBegin: corrU, UopEnd: corrU + 1, IterOut: 1, IterIn: uint32(t * p.ow), DstIn: 1, SrcIn: 1}, false)
@@ -111,4 +131,22 @@ func (e *emitter) pool(l *layer) error {
 		}
 	}
 	return nil
+}
+
+// dilatedTaps pools t output rows from the fp32 tile at acc 0, wp wide,
+// into the rows the micro-ops write: zeroed as integers first (an fp32
+// multiply by 0 would keep a NaN left there), then each tap's strided view
+// added, or for max the first added and the rest maxed.
+func (e *emitter) dilatedTaps(p *poolSpec, zeroU uint32, tapU []uint32, t, wp int) {
+	e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UseImm: true, UopBegin: zeroU, UopEnd: zeroU + 1,
+		IterOut: 1, IterIn: uint32(t * p.ow), DstIn: 1}, false)
+	for k, u := range tapU {
+		op := isa.AluAdd
+		if !p.avg && k > 0 {
+			op = isa.AluMax
+		}
+		e.compute(isa.Insn{Op: isa.OpALU, Alu: op, FP32: true, UopBegin: u, UopEnd: u + 1,
+			IterOut: uint32(t), IterIn: uint32(p.ow), DstOut: uint32(p.ow), DstIn: 1,
+			SrcOut: uint32(p.sh * wp), SrcIn: uint32(p.sw)}, false)
+	}
 }

@@ -8,7 +8,8 @@ import (
 
 // Cases of pooling attributes: ceil_mode for max and average pooling (the
 // last window hanging past the padding), count_include_pad with explicit
-// and ceil-mode padding, asymmetric pads, and average pooling after a Conv.
+// and ceil-mode padding, asymmetric pads, dilations (pooled tap by tap),
+// and average pooling after a Conv.
 
 func init() { caseFamilies = append(caseFamilies, poolCases) }
 
@@ -18,10 +19,13 @@ type poolGeom struct {
 	h, w, k, s int
 	pads       [4]int
 	ceil, cip  bool
+	d          int // dilation, 0 for 1
 }
 
+func (g poolGeom) dil() int { return max(g.d, 1) }
+
 func (g poolGeom) out(in, pb, pe int) int {
-	span := in + pb + pe - g.k
+	span := in + pb + pe - ((g.k-1)*g.dil() + 1)
 	o := span/g.s + 1
 	if g.ceil && span%g.s != 0 && o*g.s < in+pb {
 		o++
@@ -40,10 +44,21 @@ func poolRef(g poolGeom, c int, x []float32, avg bool) ([]float32, int, int) {
 			for j := range ow {
 				h0, w0 := i*g.s-g.pads[0], j*g.s-g.pads[1]
 				var sum float64
+				cnt := 0
 				m := math.Inf(-1)
-				for a := h0; a < h0+g.k; a++ {
-					for b := w0; b < w0+g.k; b++ {
-						if a < 0 || a >= g.h || b < 0 || b >= g.w {
+				for ta := range g.k {
+					for tb := range g.k {
+						a, b := h0+ta*g.dil(), w0+tb*g.dil()
+						in := a >= 0 && a < g.h && b >= 0 && b < g.w
+						if g.cip {
+							// Counted up to the explicit padding.
+							if a < g.h+g.pads[2] && b < g.w+g.pads[3] {
+								cnt++
+							}
+						} else if in {
+							cnt++
+						}
+						if !in {
 							continue
 						}
 						v := float64(x[(ch*g.h+a)*g.w+b])
@@ -55,13 +70,7 @@ func poolRef(g poolGeom, c int, x []float32, avg bool) ([]float32, int, int) {
 					y[(ch*oh+i)*ow+j] = float32(m)
 					continue
 				}
-				lo, hi := max(h0, 0), min(h0+g.k, g.h)
-				lw, hw := max(w0, 0), min(w0+g.k, g.w)
-				if g.cip {
-					lo, hi = h0, min(h0+g.k, g.h+g.pads[2])
-					lw, hw = w0, min(w0+g.k, g.w+g.pads[3])
-				}
-				y[(ch*oh+i)*ow+j] = float32(sum / float64((hi-lo)*(hw-lw)))
+				y[(ch*oh+i)*ow+j] = float32(sum / float64(cnt))
 			}
 		}
 	}
@@ -82,7 +91,12 @@ func poolCase(name, op string, g poolGeom, int8 bool) genCase {
 	if g.cip {
 		attrs = append(attrs, iAttr("count_include_pad", 1))
 	}
-	return genCase{name: name, opset: 13, int8: int8,
+	opset := int64(13)
+	if g.d > 1 {
+		attrs = append(attrs, isAttr("dilations", int64(g.d), int64(g.d)))
+		opset = 19 // AveragePool's dilations
+	}
+	return genCase{name: name, opset: opset, int8: int8,
 		g: graph{
 			nodes:   []node{{op: op, inputs: []string{"x"}, outputs: []string{"y"}, attrs: attrs}},
 			inputs:  []valueInfo{fvi("x", xd)},
@@ -101,6 +115,10 @@ func poolCases() []genCase {
 		poolCase("averagepool_ceil_count_include_pad", "AveragePool", poolGeom{h: 7, w: 10, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, ceil: true, cip: true}, false),
 		poolCase("averagepool_count_include_pad", "AveragePool", poolGeom{h: 6, w: 7, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, cip: true}, false),
 		poolCase("averagepool_asymmetric_pads", "AveragePool", poolGeom{h: 6, w: 7, k: 2, s: 2, pads: [4]int{0, 1, 1, 0}}, false),
+		poolCase("maxpool_dilations", "MaxPool", poolGeom{h: 8, w: 9, k: 2, s: 1, d: 2}, false),
+		poolCase("maxpool_dilations_pads_ceil_mode", "MaxPool", poolGeom{h: 9, w: 10, k: 3, s: 2, d: 2, pads: [4]int{1, 1, 1, 1}, ceil: true}, false),
+		poolCase("averagepool_dilations_pads", "AveragePool", poolGeom{h: 8, w: 9, k: 3, s: 1, d: 2, pads: [4]int{2, 1, 2, 1}}, false),
+		poolCase("averagepool_dilations_count_include_pad", "AveragePool", poolGeom{h: 8, w: 8, k: 2, s: 2, d: 3, pads: [4]int{1, 1, 1, 1}, cip: true}, false),
 	}
 	// Average pooling after a Conv: post-training-quantised, the engine
 	// averages the int8 values themselves (TestQuantizedAveragePool).

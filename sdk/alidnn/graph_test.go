@@ -1,11 +1,9 @@
 package alidnn_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
-	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
@@ -31,24 +29,7 @@ func ramp(name string, dims []int64, scale float32) *onnx.Tensor {
 
 func runGraph(t *testing.T, g *onnx.Graph, ins ...*onnx.Tensor) []float32 {
 	t.Helper()
-	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	s, err := alidnn.Load(ctx, local(t), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(ctx, ins...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := res.Outputs[0].Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return runModel(t, &onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g}, ins...)
 }
 
 // TestConcatAndSum runs a Concat of two computed tensors along channels

@@ -1,7 +1,6 @@
 package alidnn_test
 
 import (
-	"context"
 	"errors"
 	"math"
 	"strings"
@@ -117,28 +116,6 @@ func TestLRNErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "size") {
 		t.Fatalf("LRN without size: err = %v, want one naming size", err)
 	}
-}
-
-func runModel(t *testing.T, m *onnx.Model, ins ...*onnx.Tensor) []float32 {
-	t.Helper()
-	p, err := alidnn.Compile(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	s, err := alidnn.Load(ctx, local(t), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(ctx, ins...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := res.Outputs[0].Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 // img is a [c][h][h] image in float64.

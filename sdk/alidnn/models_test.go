@@ -23,6 +23,36 @@ func local(t testing.TB) *model.Local {
 	return dev
 }
 
+// runModel compiles m, runs it once on a fresh in-process engine and
+// returns its first output.
+func runModel(t *testing.T, m *onnx.Model, ins ...*onnx.Tensor) []float32 {
+	t.Helper()
+	p, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runProgram(t, local(t), p, ins...)
+}
+
+// runProgram loads p on dev, runs it once and returns its first output.
+func runProgram(t *testing.T, dev alidnn.Device, p *alidnn.Program, ins ...*onnx.Tensor) []float32 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := alidnn.Load(ctx, dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, ins...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := res.Outputs[0].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func readSet(t testing.TB, dir string) (in, out *onnx.Tensor) {
 	t.Helper()
 	in, err := onnx.ReadTensor(filepath.Join(dir, "input_0.pb"))

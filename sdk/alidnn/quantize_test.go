@@ -61,21 +61,7 @@ func TestQuantizeBatchNormAndSum(t *testing.T) {
 	x := wave("x", dims, 2, 6)
 	ctx := context.Background()
 	dev := local(t)
-	run := func(p *alidnn.Program) []float32 {
-		s, err := alidnn.Load(ctx, dev, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := s.Run(ctx, x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := res.Outputs[0].Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	run := func(p *alidnn.Program) []float32 { return runProgram(t, dev, p, x) }
 	fp, err := alidnn.Compile(m)
 	if err != nil {
 		t.Fatal(err)
@@ -127,21 +113,7 @@ func TestQuantizedAveragePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(p *alidnn.Program) []float32 {
-		s, err := alidnn.Load(ctx, dev, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := s.Run(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := res.Outputs[0].Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	run := func(p *alidnn.Program) []float32 { return runProgram(t, dev, p, in) }
 	want, got := run(fp), run(q)
 	var scale, worst float64
 	for k, w := range want {

@@ -146,6 +146,17 @@ func ReadProgram(r io.Reader) (*Program, error) {
 	if err != nil {
 		return nil, bad("instructions: %v", err)
 	}
+	// A stream that can deadlock or overflow a token FIFO would only fail
+	// on the engine; refuse it here, naming why.
+	bound, err := isa.TokenBound(insns)
+	if err != nil {
+		return nil, bad("instructions: %v", err)
+	}
+	for f, n := range bound {
+		if n > isa.TokenDepth {
+			return nil, bad("instructions may hold %d tokens in the %s FIFO, beyond the engine's %d", n, isa.Fifo(f), isa.TokenDepth)
+		}
+	}
 	p := &Program{Insns: insns, Consts: consts, ActBase: h.ActBase, ActSize: h.ActSize, Inputs: h.Inputs, Outputs: h.Outputs,
 		Layers: h.Layers, MACs: h.MACs, Name: h.Name, Batch: h.Batch}
 	if h.Batch < 0 || h.Batch > maxBatch {

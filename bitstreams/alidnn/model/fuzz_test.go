@@ -63,3 +63,48 @@ finish job=3`,
 		}
 	})
 }
+
+// FuzzTokenBound checks isa.TokenBound against the model on arbitrary
+// token traffic: a program TokenBound accepts never deadlocks on the
+// model, and no FIFO ever holds more tokens than its bound (the model's
+// schedule is one timing among those the bound covers).
+func FuzzTokenBound(f *testing.F) {
+	f.Add([]byte{0x11, 0x23, 0x35, 0x42})
+	f.Add([]byte("load compute store"))
+	f.Fuzz(func(t *testing.T, seed []byte) {
+		// Each byte is a NOP: its queue, then which of its valid flags it
+		// sets, so most streams are plausible token traffic.
+		var prog []isa.Insn
+		for _, b := range seed[:min(len(seed), 48)] {
+			q := isa.Queue(b % 3)
+			in := isa.Insn{Op: isa.OpNop, NopQueue: q}
+			in.PopPrev, in.PopNext = b&8 != 0 && q != isa.QueueLoad, b&16 != 0 && q != isa.QueueStore
+			in.PushPrev, in.PushNext = b&32 != 0 && q != isa.QueueLoad, b&64 != 0 && q != isa.QueueStore
+			prog = append(prog, in)
+		}
+		prog = append(prog, isa.Insn{Op: isa.OpFinish, JobID: 1})
+		bound, err := isa.TokenBound(prog)
+		if err != nil {
+			return
+		}
+		raw, err := isa.EncodeProgram(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stop atomic.Bool
+		e, err := newEngine(alidnn.Default, &stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &memDDR{mem: make([]byte, 1<<16), lo: 0, hi: 1 << 16}
+		copy(d.mem, raw)
+		_, pc, fl := execute(e, d, 0, 0, uint32(len(prog)), func(uint32, bool) {})
+		switch {
+		case fl == nil:
+		case fl.cause == alidnn.CauseDeadlock:
+			t.Fatalf("TokenBound accepted a program that deadlocks at %d:\n%s", pc, isa.Disassemble(prog))
+		case fl.cause == alidnn.CauseIllegal && max(bound[0], bound[1], bound[2], bound[3]) < isa.TokenDepth:
+			t.Fatalf("bound %v, but a FIFO overflowed at %d: %v\n%s", bound, pc, fl, isa.Disassemble(prog))
+		}
+	})
+}

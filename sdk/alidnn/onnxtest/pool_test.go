@@ -141,5 +141,20 @@ func poolCases() []genCase {
 		ins:  []*onnx.Tensor{onnx.NewFloat32("x", convXDims, x)},
 		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, y)},
 	})
-	return cs
+	// The same in int8, on an image that rises along each row through
+	// positive weights, so each output row's largest value leads the next
+	// by several int8 steps and the argmax comparison of quantised runs is
+	// meaningful: the engine averages the int8 values themselves.
+	xr := make([]float32, len(x))
+	for k := range xr {
+		xr[k] = float32(k%6) + 0.1*float32(k%5)
+	}
+	wr := mapF(w, func(v float32) float32 { return float32(math.Abs(float64(v))) })
+	yr, _, _ := poolRef(poolGeom{h: 6, w: 6, k: 2, s: 2}, 20, conv3x3(xr, wr, b, 3, 6, 6, 20), true)
+	rising := cs[len(cs)-1]
+	rising.name, rising.int8 = "conv_averagepool_int8", true
+	rising.g.inits = []*onnx.Tensor{onnx.NewFloat32("w", convWDims, wr), onnx.NewFloat32("b", []int64{20}, b)}
+	rising.ins = []*onnx.Tensor{onnx.NewFloat32("x", convXDims, xr)}
+	rising.outs = []*onnx.Tensor{onnx.NewFloat32("y", yd, yr)}
+	return append(cs, rising)
 }

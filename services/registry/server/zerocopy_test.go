@@ -81,7 +81,10 @@ func TestPullKernelCopy(t *testing.T) {
 					t.Fatalf("ReadFrom got %v, want only %s", srcs, tc.kind)
 				}
 			}
-			// The request log counts the bytes sent by ReadFrom.
+			// The request log counts the bytes sent by ReadFrom. A handler
+			// logs after its body reached the client, so wait for every
+			// request to end (Close blocks until they have) before reading.
+			srv.Close()
 			logged := 0
 			sc := bufio.NewScanner(strings.NewReader(r.logs.String()))
 			for sc.Scan() {

@@ -8,10 +8,12 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// Activations built from the ALU's min, max, add, mul, exp and log on fp32
-// lanes: Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid and Tanh. Their
-// constants are rows in the accumulator, never bfloat16 immediates, so they
-// stay exact in fp32.
+// Activations and unary math built from the ALU's min, max, add, mul, exp
+// and log on fp32 lanes: Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid,
+// Tanh, Exp, Log, Sqrt (e^(½·ln x)), Softplus (ln(1 + e^x)), Abs and Neg.
+// Their constants are rows in the accumulator, never bfloat16 immediates,
+// so they stay exact in fp32. (Reciprocal and Div by a tensor would need
+// the sign through a logarithm, so they are refused.)
 
 // clipBounds returns Clip's bounds: attributes before opset 11, optional
 // constant inputs from it on; an absent bound is ±Inf.
@@ -81,6 +83,18 @@ func (c *compiler) activation(n *onnx.Node) (func(float32) float32, error) {
 		return func(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }, nil
 	case "Tanh":
 		return func(x float32) float32 { return float32(math.Tanh(float64(x))) }, nil
+	case "Exp":
+		return func(x float32) float32 { return float32(math.Exp(float64(x))) }, nil
+	case "Log":
+		return func(x float32) float32 { return float32(math.Log(float64(x))) }, nil
+	case "Sqrt":
+		return func(x float32) float32 { return float32(math.Sqrt(float64(x))) }, nil
+	case "Softplus":
+		return func(x float32) float32 { return float32(math.Log1p(math.Exp(float64(x)))) }, nil
+	case "Abs":
+		return func(x float32) float32 { return float32(math.Abs(float64(x))) }, nil
+	case "Neg":
+		return func(x float32) float32 { return -x }, nil
 	}
 	return nil, fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }
@@ -179,6 +193,23 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 		sigmoid(row, l, 2)
 		row(sMulRow, 2)
 		row(sAddRow, -1)
+	case "Exp":
+		l.steps = append(l.steps, step{kind: sExp, fp: true})
+	case "Log":
+		l.steps = append(l.steps, step{kind: sLog, fp: true})
+	case "Sqrt":
+		// e^(½·ln x): 0 gives e^(−Inf) = 0, a negative x NaN, as sqrt does.
+		l.steps = append(l.steps, step{kind: sLog, fp: true})
+		row(sMulRow, 0.5)
+		l.steps = append(l.steps, step{kind: sExp, fp: true})
+	case "Softplus":
+		l.steps = append(l.steps, step{kind: sExp, fp: true})
+		row(sAddRow, 1)
+		l.steps = append(l.steps, step{kind: sLog, fp: true})
+	case "Abs":
+		l.steps = append(l.steps, step{kind: sSelf, fp: true, chain: []selfOp{{isa.AluMul, -1}}, comb: isa.AluMax})
+	case "Neg":
+		row(sMulRow, -1)
 	default:
 		return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 	}

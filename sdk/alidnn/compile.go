@@ -310,7 +310,8 @@ func (c *compiler) run(n *onnx.Node) error {
 // elementwise lists the operators that may run on a reshaped tensor's
 // storage.
 var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
-	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true}
+	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true,
+	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true}
 
 func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
@@ -370,7 +371,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.binary(n)
 	case "Sum", "Max", "Min":
 		return c.sum(n)
-	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh":
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Softplus", "Abs", "Neg":
 		return c.activationNode(n)
 	case "LRN":
 		return c.lrnNode(n)

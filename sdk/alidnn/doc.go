@@ -16,7 +16,8 @@
 // transposed on the device when needed (see matmul.go). Max and average
 // pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
-// ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Max/Min,
+// ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,
+// Sqrt, Softplus, Abs, Neg, Max/Min,
 // batch normalisation, requantisation, casts, residual sums) are fused into
 // its accumulator epilogue, and the rest run as element-wise layers (Sub of
 // a tensor as the addition of its negation; Div by constants only, as a

@@ -230,7 +230,7 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 			return true, err
 		}
 		return out(v)
-	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh":
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Softplus", "Abs", "Neg":
 		v, err := c.foldActivation(n)
 		if err != nil {
 			return true, err

@@ -1,6 +1,9 @@
 package alidnn
 
-// MatMul of two computed tensors, as attention computes Q·Kᵀ and
+// Gemm and MatMul (and their quantised forms): constant weights become a
+// GEMM layer's weights (a fully connected layer after a Flatten, a
+// convolution covering the image). MatMul of two computed tensors, as
+// attention computes Q·Kᵀ and
 // softmax(Q·Kᵀ)·V: the second operand becomes the GEMM's weights, read
 // from device memory per outer index instead of from the constants. The
 // weight SRAM wants B's columns on its rows (w[n][k] = B[k][n]) while B is
@@ -15,6 +18,219 @@ import (
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
+
+func (c *compiler) matmulNode(n *onnx.Node) error {
+	op := n.OpType
+	ai, bi, ci := 0, 1, 2
+	if op == "QLinearMatMul" {
+		ai, bi, ci = 0, 3, -1
+	}
+	if op == "MatMul" || op == "MatMulInteger" {
+		ci = -1
+	}
+	a, err := c.need(n, ai)
+	if err != nil {
+		return err
+	}
+	if op == "MatMul" {
+		if b, err := c.need(n, 1); err == nil && !b.isConst {
+			return c.matmulComputed(n, a, b)
+		}
+	}
+	bv, err := c.needConst(n, bi, "B")
+	if err != nil {
+		return err
+	}
+	transA, transB, alpha, beta := int64(0), int64(0), float32(1), float32(1)
+	if op == "Gemm" {
+		if transA, err = n.Int("transA", 0); err != nil {
+			return err
+		}
+		if transB, err = n.Int("transB", 0); err != nil {
+			return err
+		}
+		if alpha, err = n.Float("alpha", 1); err != nil {
+			return err
+		}
+		if beta, err = n.Float("beta", 1); err != nil {
+			return err
+		}
+		if len(a.shape) != 2 || len(bv.shape) != 2 {
+			return fmt.Errorf("Gemm of %v and %v: want matrices", a.shape, bv.shape)
+		}
+	}
+	if len(a.shape) < 2 || len(bv.shape) < 2 {
+		return fmt.Errorf("%s of %v and %v: vectors: %w", op, a.shape, bv.shape, ErrUnsupported)
+	}
+	// The FC layer after a Flatten/Reshape of an NCHW tensor is a
+	// convolution whose kernel covers the whole image.
+	if r := a.root(); r != a && len(r.shape) == 4 && len(a.shape) == 2 && transA == 0 && a.shape[0] == r.shape[0] {
+		return c.fcConv(n, op, a, bv, transB != 0, alpha, beta, ci)
+	}
+	ra := len(a.shape)
+	M, K := a.shape[ra-2], a.shape[ra-1]
+	alay := matLayout(a.shape)
+	if transA != 0 {
+		M, K = K, M
+		alay = layout{shape: a.shape, lane: 0, rows: []int{1}}
+	}
+	rb := len(bv.shape)
+	Kb, N := bv.shape[rb-2], bv.shape[rb-1]
+	if transB != 0 {
+		Kb, N = N, Kb
+	}
+	if Kb != K {
+		return fmt.Errorf("%s of %v and %v: inner dimensions %d and %d differ", op, a.shape, bv.shape, K, Kb)
+	}
+	batch := 1
+	for _, d := range a.shape[:ra-2] {
+		batch *= d
+	}
+	bbatch := 1
+	for _, d := range bv.shape[:rb-2] {
+		bbatch *= d
+	}
+	// B's leading axes broadcast against A's: B's matrix for A's matrix
+	// b is bsrc[b]; a B with leading axes A lacks would broadcast A.
+	bsrc := []int{0}
+	if bbatch != 1 {
+		if _, err := broadcastShape(a.shape[:ra-2], bv.shape[:rb-2]); err != nil || rb > ra {
+			return fmt.Errorf("%s: B's leading axes %v do not broadcast to A's %v: %w", op, bv.shape[:rb-2], a.shape[:ra-2], ErrUnsupported)
+		}
+		bsrc = broadcastIndex(a.shape[:ra-2], bv.shape[:rb-2])
+		bbatch = batch
+	}
+	// Weights as [batch][N][K][1][1].
+	wshape := []int{bbatch * N, K, 1, 1}
+	w := &value{shape: wshape, typ: bv.typ, isConst: true}
+	src := func(b, k, j int) int {
+		b = bsrc[b]
+		if transB != 0 {
+			return (b*N+j)*K + k
+		}
+		return (b*K+k)*N + j
+	}
+	if bv.isFloat() {
+		f := bv.floats()
+		w.f = make([]float32, bbatch*N*K)
+		for b := range bbatch {
+			for j := range N {
+				for k := range K {
+					w.f[(b*N+j)*K+k] = alpha * f[src(b, k, j)]
+				}
+			}
+		}
+	} else {
+		iv := bv.ints()
+		w.i = make([]int64, bbatch*N*K)
+		for b := range bbatch {
+			for j := range N {
+				for k := range K {
+					w.i[(b*N+j)*K+k] = iv[src(b, k, j)]
+				}
+			}
+		}
+	}
+	outShape := append(append([]int(nil), a.shape[:ra-2]...), M, N)
+	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, batched: bbatch > 1}
+	if r := a.root(); r.input && r.lay.shape == nil && a == r {
+		r.lay = alay
+	}
+	if err := c.gemmNode(n, op, a, w, -1, spec, outShape, matLayout(outShape), false); err != nil {
+		return err
+	}
+	if ci >= 0 {
+		return c.gemmBias(n, ci, beta, outShape)
+	}
+	return nil
+}
+
+// gemmBias adds Gemm's C·beta to the layer just made.
+func (c *compiler) gemmBias(n *onnx.Node, ci int, beta float32, outShape []int) error {
+	cv, err := c.in(n, ci)
+	if err != nil || cv == nil {
+		return err
+	}
+	if !cv.isConst {
+		return fmt.Errorf("C (%q) must be a constant: %w", cv.name, ErrUnsupported)
+	}
+	if _, err := broadcastShape(outShape, cv.shape); err != nil {
+		return err
+	}
+	y := c.vals[n.Outputs[0]]
+	l := y.layer
+	vals := mapF(cv.floats(), func(x float32) float32 { return beta * x })
+	if row, ok := perLane(l.out.lay, cv.shape, vals); ok {
+		if err := c.rowStep(l, sAddRow, row); err != nil {
+			return err
+		}
+	} else {
+		if err := c.settle(y, false); err != nil {
+			return err
+		}
+		t, err := expand(l.out.lay, constFloat(cv.name, cv.shape, vals))
+		if err != nil {
+			return err
+		}
+		l.steps = append(l.steps, step{kind: sAddTensor, fp: true, t: t})
+	}
+	c.set(n, 0, c.rename(l, y.typ))
+	return nil
+}
+
+// fcConv compiles Gemm/MatMul(Flatten(x), B) with x an NCHW tensor as a
+// convolution with an H×W kernel, permuting B instead of the activations.
+func (c *compiler) fcConv(n *onnx.Node, op string, a, bv *value, transB bool, alpha, beta float32, ci int) error {
+	r := a.root()
+	Nb, C, H, W := r.shape[0], r.shape[1], r.shape[2], r.shape[3]
+	K := C * H * W
+	if a.shape[1] != K || len(bv.shape) != 2 {
+		return fmt.Errorf("%s of %v and %v: %w", op, a.shape, bv.shape, ErrUnsupported)
+	}
+	Kb, N := bv.shape[0], bv.shape[1]
+	if transB {
+		Kb, N = N, Kb
+	}
+	if Kb != K {
+		return fmt.Errorf("%s: inner dimensions %d and %d differ", op, K, Kb)
+	}
+	w := &value{shape: []int{N, C, H, W}, typ: bv.typ, isConst: true}
+	src := func(k, j int) int {
+		if transB {
+			return j*K + k
+		}
+		return k*N + j
+	}
+	// k = c·H·W + h·W + w is already the row-major index of [N][C][H][W].
+	if bv.isFloat() {
+		f := bv.floats()
+		w.f = make([]float32, N*K)
+		for j := range N {
+			for k := range K {
+				w.f[j*K+k] = alpha * f[src(k, j)]
+			}
+		}
+	} else {
+		iv := bv.ints()
+		w.i = make([]int64, N*K)
+		for j := range N {
+			for k := range K {
+				w.i[j*K+k] = iv[src(k, j)]
+			}
+		}
+	}
+	spec := &convSpec{kh: H, kw: W, sh: 1, sw: 1, dh: 1, dw: 1, ih: H, iw: W, oh: 1, ow: 1, ic: C, oc: N}
+	outShape := []int{Nb, N}
+	// [Nb][N/16][1] elements: outer axis 0, lanes axis 1.
+	outLay := layout{shape: outShape, outer: []int{0}, lane: 1}
+	if err := c.gemmNode(n, op, r, w, -1, spec, outShape, outLay, false); err != nil {
+		return err
+	}
+	if ci >= 0 {
+		return c.gemmBias(n, ci, beta, outShape)
+	}
+	return nil
+}
 
 // matmulComputed compiles MatMul(a, b) with b computed on the device, in
 // fp32. Both operands are stacks of matrices with the same leading axes;

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 func (e *emitter) pool(l *layer) error {
@@ -149,4 +150,64 @@ func (e *emitter) dilatedTaps(p *poolSpec, zeroU uint32, tapU []uint32, t, wp in
 			IterOut: uint32(t), IterIn: uint32(p.ow), DstOut: uint32(p.ow), DstIn: 1,
 			SrcOut: uint32(p.sh * wp), SrcIn: uint32(p.sw)}, false)
 	}
+}
+
+func (c *compiler) poolNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	if len(x.shape) != 4 {
+		return fmt.Errorf("pooling of a rank-%d tensor: only 2-D: %w", len(x.shape), ErrUnsupported)
+	}
+	N, C, H, W := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+	var y, xw window
+	switch n.OpType {
+	case "GlobalAveragePool", "GlobalMaxPool":
+		y = window{k: H, s: 1, d: 1, out: 1}
+		xw = window{k: W, s: 1, d: 1, out: 1}
+	default:
+		if y, xw, err = windows(n, H, W, nil); err != nil {
+			return err
+		}
+		if sr, err := n.Int("storage_order", 0); err != nil || sr != 0 {
+			return fmt.Errorf("storage_order: %w", ErrUnsupported)
+		}
+		if len(n.Outputs) > 1 && n.Outputs[1] != "" {
+			return fmt.Errorf("MaxPool's indices output: %w", ErrUnsupported)
+		}
+	}
+	cip, err := n.Int("count_include_pad", 0)
+	if err != nil {
+		return err
+	}
+	avg := n.OpType == "AveragePool" || n.OpType == "GlobalAveragePool"
+	spec := &poolSpec{avg: avg, kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, dh: y.d, dw: xw.d, pt: y.pb, pl: xw.pb, pb: y.pe, pr: xw.pe,
+		ih: H, iw: W, oh: y.out, ow: xw.out, countPad: cip != 0}
+	// Max pooling, and average pooling whose windows all count kh·kw
+	// elements, run on int8 tensors as they are (the engine's average
+	// rounds the sum's quotient half away from zero); averages that need
+	// another divisor read fp32.
+	// Dilated windows pool on the fp32 ALU.
+	_, rescale := spec.scales()
+	if err := c.settle(x, !spec.dilated() && (!avg || !rescale)); err != nil {
+		return err
+	}
+	x, err = c.deviceInput(x, convLayout(x.shape))
+	if err != nil {
+		return err
+	}
+	if avg && rescale && x.el() != f32 {
+		return fmt.Errorf("average pooling of an integer tensor with windows over the padding: %w", ErrUnsupported)
+	}
+	if spec.dilated() && x.el() != f32 {
+		return fmt.Errorf("dilated pooling of the integer tensor %s: %w", x, ErrUnsupported)
+	}
+	l := &layer{kind: lPool, in: x, pool: spec, accFP: x.el() == f32, acc8: x.el() == i8}
+	outShape := []int{N, C, y.out, xw.out}
+	out := &value{shape: outShape, typ: x.typ, lay: convLayout(outShape), layer: l, q: x.q}
+	l.out = out
+	c.layers = append(c.layers, l)
+	c.set(n, 0, out)
+	return nil
 }

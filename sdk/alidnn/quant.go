@@ -1,10 +1,12 @@
 package alidnn
 
 // QuantizeLinear and DequantizeLinear: their parameters, per tensor or per
-// channel, and the engine's (de)quantisation steps.
+// channel, and the engine's (de)quantisation steps; and how a
+// post-training-quantised layer settles on int8 or fp32 for its consumer.
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -148,4 +150,79 @@ func (c *compiler) dequantizeNode(n *onnx.Node) error {
 	l.accFP, l.acc8 = true, false
 	c.set(n, 0, c.rename(l, onnx.Float))
 	return nil
+}
+
+// requant appends the int32 → int8 step for an output of scale sy.
+func (c *compiler) requant(l *layer, sy float32, zy int32) {
+	m := make([]int64, len(l.accScale))
+	s := make([]int64, len(l.accScale))
+	for o, a := range l.accScale {
+		m[o], s[o] = fixedPoint(float64(a) / float64(sy))
+	}
+	l.steps = append(l.steps, step{kind: sRequant, rowI: m, shift: s, zp: zy})
+	l.acc8 = true
+}
+
+// fixedPoint writes a real multiplier as M·2^−(31+S), M a Q31 integer in
+// [2^30, 2^31), clamping S to the engine's range.
+func fixedPoint(r float64) (int64, int64) {
+	if r <= 0 {
+		return 0, 0
+	}
+	f, e := math.Frexp(r) // r = f·2^e, f in [0.5, 1)
+	m := int64(math.Round(f * (1 << 31)))
+	if m == 1<<31 {
+		m /= 2
+		e++
+	}
+	s := int64(-e)
+	for 31+s > 62 {
+		m /= 2
+		s--
+	}
+	for 31+s < 1 {
+		s++ // saturates: multipliers ≥ 2^30 are out of range anyway
+	}
+	return m, s
+}
+
+// settle decides what an unsettled post-training-quantised layer outputs,
+// when its output is first used by something other than a fused step: int8
+// at the calibrated scale for consumers that take int8, fp32 otherwise.
+func (c *compiler) settle(v *value, int8OK bool) error {
+	l := v.root().layer
+	if l == nil || !l.ptq {
+		return nil
+	}
+	l.ptq = false
+	if int8OK {
+		r, ok := c.opts.ranges[l.out.name]
+		if !ok || r <= 0 {
+			r = 1
+		}
+		sy := r / 127
+		c.requant(l, sy, 0)
+		l.out.q = quant{scale: sy}
+		return nil
+	}
+	l.steps = append(l.steps, step{kind: sDequantize, rowF: l.accScale})
+	l.accFP = true
+	return nil
+}
+
+// quantizeTo brings an fp32 tensor to int8 at its calibrated scale, for a
+// post-training-quantised consumer.
+func (c *compiler) quantizeTo(x *value) (*value, error) {
+	r, ok := c.opts.ranges[x.name]
+	if !ok || r <= 0 {
+		return nil, fmt.Errorf("no calibrated range for %s", x)
+	}
+	l := &layer{kind: lMove, in: x, accFP: true}
+	s := r / 127
+	l.steps = []step{{kind: sQuantize, fp: true, rowF: fill(x.lay.c(), s)}}
+	l.acc8 = true
+	out := &value{name: x.name + "/quantized", shape: x.shape, typ: onnx.Int8, lay: x.lay, layer: l, q: quant{scale: s}, uses: 1}
+	l.out = out
+	c.layers = append(c.layers, l)
+	return out, nil
 }

@@ -56,3 +56,72 @@ func (c *compiler) concatShifted(n *onnx.Node, ins []*value, shape []int) error 
 	}
 	return nil
 }
+
+// concat compiles a Concat of computed tensors along their lane axis: each
+// input is moved into its channel blocks of the output, realigned by
+// concatShifted when an input does not start at a block boundary. Other
+// axes go to concatMoves.
+func (c *compiler) concat(n *onnx.Node) error {
+	axis, err := n.Int("axis", 0)
+	if err != nil {
+		return err
+	}
+	var ins []*value
+	for k := range n.Inputs {
+		x, err := c.need(n, k)
+		if err != nil {
+			return err
+		}
+		if x.isConst {
+			return fmt.Errorf("Concat of constants and computed tensors: %w", ErrUnsupported)
+		}
+		ins = append(ins, x)
+	}
+	shape := append([]int(nil), ins[0].shape...)
+	a, err := normAxis(int(axis), len(shape))
+	if err != nil {
+		return err
+	}
+	shape[a] = 0
+	for _, x := range ins {
+		if len(x.shape) != len(shape) {
+			return fmt.Errorf("Concat of ranks %d and %d", len(shape), len(x.shape))
+		}
+		shape[a] += x.shape[a]
+	}
+	lay := convLayout(shape)
+	if a != lay.lane {
+		if lay.lane < 0 {
+			return fmt.Errorf("Concat of scalars: %w", ErrUnsupported)
+		}
+		return c.concatMoves(n, ins, lay, a)
+	}
+	out := &value{shape: shape, typ: ins[0].typ, lay: lay}
+	off := 0
+	for k, x := range ins {
+		if err := c.settle(x, false); err != nil {
+			return err
+		}
+		r := x.root()
+		if r.lay.shape == nil {
+			r.lay = convLayout(r.shape)
+		}
+		if !eqInts(x.shape, r.shape) || !r.lay.equal(convLayout(r.shape)) {
+			return fmt.Errorf("Concat input %s after a reshape: %w", x, ErrUnsupported)
+		}
+		if k < len(ins)-1 && x.shape[a]%lanes != 0 {
+			return c.concatShifted(n, ins, shape)
+		}
+		el := r.el()
+		if k == 0 {
+			out.elem, out.q = el, r.q
+		} else if el != out.elem || r.q != out.q {
+			return fmt.Errorf("Concat of %v and %v tensors (or different quantisation): %w", out.elem, el, ErrUnsupported)
+		}
+		l := &layer{kind: lMove, in: r, out: out, outBlock: off / lanes, accFP: el == f32, acc8: el == i8}
+		c.layers = append(c.layers, l)
+		off += x.shape[a]
+	}
+	c.set(n, 0, out)
+	return nil
+}

@@ -17,11 +17,7 @@ import (
 // in-process engine (inputs up, run, outputs down) and reports the modeled
 // device time.
 func BenchmarkResNet50(b *testing.B) {
-	dir := testenv.TestData(b, "onnx", "light", "light_resnet50")
-	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, dir := readLight(b, "resnet50")
 	prog, err := alidnn.Compile(m)
 	if err != nil {
 		b.Fatal(err)
@@ -51,12 +47,9 @@ func BenchmarkResNet50(b *testing.B) {
 // (256 / FP32Rate per cycle) and the engine clock, the time no schedule
 // can beat. BenchmarkResNet50's device-ms is compared with it.
 func BenchmarkResNet50Compile(b *testing.B) {
-	dir := testenv.TestData(b, "onnx", "light", "light_resnet50")
-	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, _ := readLight(b, "resnet50")
 	var prog *alidnn.Program
+	var err error
 	for b.Loop() {
 		if prog, err = alidnn.Compile(m); err != nil {
 			b.Fatal(err)

@@ -53,6 +53,18 @@ func runProgram(t *testing.T, dev alidnn.Device, p *alidnn.Program, ins ...*onnx
 	return f
 }
 
+// readLight reads light model name of testdata/onnx/light and returns its
+// folder.
+func readLight(t testing.TB, name string) (*onnx.Model, string) {
+	t.Helper()
+	dir := testenv.TestData(t, "onnx", "light", "light_"+name)
+	m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, dir
+}
+
 func readSet(t testing.TB, dir string) (in, out *onnx.Tensor) {
 	t.Helper()
 	in, err := onnx.ReadTensor(filepath.Join(dir, "input_0.pb"))
@@ -199,11 +211,7 @@ func TestNetLightModels(t *testing.T) {
 	testenv.FullNetwork(t)
 	for _, name := range lightModels {
 		t.Run(name, func(t *testing.T) {
-			dir := testenv.TestData(t, "onnx", "light", "light_"+name)
-			m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, dir := readLight(t, name)
 			prog, err := alidnn.Compile(m)
 			if err != nil {
 				t.Fatal(err)
@@ -246,11 +254,7 @@ func TestNetLightModels(t *testing.T) {
 // filled with arange(n)/n computed in float64.
 func TestLightInputs(t *testing.T) {
 	for _, name := range lightModels {
-		dir := testenv.TestData(t, "onnx", "light", "light_"+name)
-		m, err := onnx.ReadModel(filepath.Join(dir, "model.onnx"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, dir := readLight(t, name)
 		prog, err := alidnn.Compile(m)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

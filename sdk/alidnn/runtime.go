@@ -91,7 +91,7 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Name)
 		}
 		r.host[b.Name] = t
-		if s.samples > 1 && !b.IsConst {
+		if s.batched() && !b.IsConst {
 			if err := checkSample(b, t); err != nil {
 				return nil, err
 			}

@@ -52,8 +52,8 @@ type Session struct {
 	lay   memLayout
 	batch int // lanes of a job slot
 	// perJob is the most runs a job takes: batch lanes, or with a batched
-	// program (samples > 1) the samples of its one lane.
-	perJob, samples int
+	// program the samples of its one lane.
+	perJob int
 
 	mu      sync.Mutex
 	pending []*request
@@ -112,7 +112,7 @@ func Open(ctx context.Context, eng Engine, p *Program, opts ...SessionOption) (*
 	}
 	s := &Session{eng: eng, prog: p, lay: newLanes(p, o.batch*o.pipeline), batch: o.batch, perJob: o.batch, slots: o.pipeline, code: map[[2]int]Code{}}
 	if p.Batch > 1 {
-		s.perJob, s.samples = p.Batch, p.Batch
+		s.perJob = p.Batch
 	}
 	s.idle = sync.NewCond(&s.mu)
 	for k := range o.pipeline {
@@ -221,7 +221,7 @@ func (s *Session) job(slot int, reqs []*request) {
 // exec writes each request's inputs to its lane, runs the job and reads
 // the outputs back.
 func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
-	if s.samples > 1 {
+	if s.batched() {
 		return s.execSamples(ctx, slot, reqs)
 	}
 	lane0 := slot * s.batch
@@ -289,7 +289,7 @@ func (s *Session) execSamples(ctx context.Context, slot int, reqs []*request) er
 	for k, r := range reqs {
 		out := res
 		for _, t := range outs {
-			v, err := sample(t, k, s.samples)
+			v, err := sample(t, k, s.prog.Batch)
 			if err != nil {
 				return fmt.Errorf("output %q: %w", t.Name, err)
 			}
@@ -316,6 +316,10 @@ func (s *Session) run(ctx context.Context, slot, n int) (alidnn.Stats, error) {
 	}
 	return job.Wait(ctx)
 }
+
+// batched reports whether the program holds several samples a run
+// (ForBatch), each Run one of them.
+func (s *Session) batched() bool { return s.prog.Batch > 1 }
 
 // codeFor returns the uploaded stream that runs lanes 0..n-1 of job slot
 // slot, relocating and uploading it the first time.

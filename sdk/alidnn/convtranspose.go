@@ -19,11 +19,11 @@ import (
 // phase's outputs), and out outputs.
 type phase struct{ taps, pad, out int }
 
-// transposedPhase returns phase r of a transposed convolution of an input
-// of size in, kernel k, stride s and begin padding pb, writing an output of
-// size total, and the kernel index of each tap.
-func transposedPhase(r, in, k, s, pb, total int) (phase, []int) {
-	k0 := ((r+pb)%s + s) % s
+// transposedPhase returns phase r of a transposed convolution with kernel
+// k, stride s and begin padding pb, writing an output of size total, and
+// the kernel index of each tap.
+func transposedPhase(r, k, s, pb, total int) (phase, []int) {
+	k0 := (r + pb) % s
 	var ks []int
 	for ky := k0; ky < k; ky += s {
 		ks = append(ks, ky)
@@ -179,9 +179,9 @@ func (c *compiler) convTransposeNode(n *onnx.Node) error {
 	var phases [2][]phase
 	var taps [2][][]int
 	for r := range s {
-		p, k := transposedPhase(r, H, kh, s, pads[0], OH)
+		p, k := transposedPhase(r, kh, s, pads[0], OH)
 		phases[0], taps[0] = append(phases[0], p), append(taps[0], k)
-		p, k = transposedPhase(r, W, kw, s, pads[1], OW)
+		p, k = transposedPhase(r, kw, s, pads[1], OW)
 		phases[1], taps[1] = append(phases[1], p), append(taps[1], k)
 	}
 	wf := wv.floats()

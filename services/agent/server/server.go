@@ -36,6 +36,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -276,6 +277,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer os.Remove(s.cfg.Socket)
 	srv := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -344,24 +346,37 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-done:
 	case <-sctx.Done():
 	}
-	os.Remove(s.cfg.Socket)
 	return err
 }
 
-// listenUnix listens on a fresh socket at path with mode.
+// listenUnix listens on a fresh socket at path with mode. The socket is
+// bound under a temporary name, given its mode and renamed into place, so
+// that path appears only once it accepts connections with its final mode:
+// a client started right after faasd (or waiting for the file) never
+// meets a socket that refuses it.
 func listenUnix(path string, mode os.FileMode) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("server: socket directory: %w", err)
 	}
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("unix", path)
+	tmp := filepath.Join(dir, "."+rand.Text()[:12]) // short: socket paths have ~107 bytes
+	l, err := net.Listen("unix", tmp)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if err := os.Chmod(path, mode); err != nil {
+	// Serve removes path when it stops; the temporary name is gone.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, mode); err != nil {
 		l.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		l.Close()
+		os.Remove(tmp)
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	return l, nil

@@ -48,6 +48,12 @@ type sessionHub struct {
 	s       *Server
 	mu      sync.Mutex
 	engines map[int]*engineRun
+	// stopping are the engines being stopped, by slot: the slot gets no
+	// new engine until its old one has stopped.
+	stopping map[int]*engineRun
+	// wrap, when set (tests only: export_test.go), stands between each
+	// engine and its chip, to force the interleavings of a loaded machine.
+	wrap func(slot int, c sessions.Chip) sessions.Chip
 	// retired sums the activity of each slot's stopped engines, so that
 	// the slot's counters survive reloads.
 	retired map[int]sessions.Activity
@@ -61,52 +67,87 @@ type engineRun struct {
 }
 
 func newSessionHub(s *Server) *sessionHub {
-	return &sessionHub{s: s, engines: map[int]*engineRun{}, retired: map[int]sessions.Activity{}}
+	return &sessionHub{s: s, engines: map[int]*engineRun{}, stopping: map[int]*engineRun{}, retired: map[int]sessions.Activity{}}
 }
 
-// open starts a session of tenant on slot sl, whose record is rec.
-func (h *sessionHub) open(sl slots.Slot, rec slots.Record, tenant string) (*sessions.Session, error) {
+// open starts a session of tenant on slot sl, whose record is rec. A slot
+// whose engine is being stopped gets its next engine only once the old one
+// has stopped with every session closed: both would hand out the same DDR
+// regions and windows, and a closing session's zeroing would run over the
+// next tenant's buffers and program.
+func (h *sessionHub) open(ctx context.Context, sl slots.Slot, rec slots.Record, tenant string) (*sessions.Session, error) {
 	h.mu.Lock()
-	er := h.engines[sl.Index]
-	if er != nil && !er.loadedAt.Equal(rec.LoadedAt) {
-		delete(h.engines, sl.Index)
-		h.mu.Unlock()
-		h.retire(sl.Index, er)
-		h.mu.Lock()
-		er = h.engines[sl.Index]
-	}
-	if er == nil {
-		eng, err := sessions.New(sessions.Config{Chip: sl.Chip, DDRSize: sl.Chip.DDRSize(),
-			Quotas: h.s.cfg.SessionQuotas, DefaultQuota: h.s.cfg.SessionDefaultQuota, JobTimeout: h.s.cfg.JobTimeout,
-			Logger: h.s.log.With("slot", sl.Index)})
-		if err != nil {
+	for {
+		if old := h.stopping[sl.Index]; old != nil {
 			h.mu.Unlock()
-			return nil, err
-		}
-		ctx, cancel := context.WithCancel(h.s.base)
-		er = &engineRun{eng: eng, loadedAt: rec.LoadedAt, cancel: cancel, done: make(chan struct{})}
-		go func() {
-			defer close(er.done)
-			if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
-				h.s.log.Error("session engine stopped", "slot", sl.Index, "err", err)
+			select {
+			case <-old.done:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("slot %d: waiting for its sessions to end: %w", sl.Index, ctx.Err())
 			}
-		}()
-		h.engines[sl.Index] = er
+			h.mu.Lock()
+			continue
+		}
+		er := h.engines[sl.Index]
+		if er != nil && !er.loadedAt.Equal(rec.LoadedAt) {
+			h.mu.Unlock()
+			h.closeSlots([]int{sl.Index})
+			h.mu.Lock()
+			continue
+		}
+		if er == nil {
+			var err error
+			if er, err = h.start(sl, rec); err != nil {
+				h.mu.Unlock()
+				return nil, err
+			}
+		}
+		h.mu.Unlock()
+		return er.eng.Open(tenant)
 	}
-	h.mu.Unlock()
-	return er.eng.Open(tenant)
 }
 
-func (er *engineRun) stop() {
+// start starts slot sl's engine. h.mu held.
+func (h *sessionHub) start(sl slots.Slot, rec slots.Record) (*engineRun, error) {
+	var chip sessions.Chip = sl.Chip
+	if h.wrap != nil {
+		chip = h.wrap(sl.Index, chip)
+	}
+	eng, err := sessions.New(sessions.Config{Chip: chip, DDRSize: sl.Chip.DDRSize(),
+		Quotas: h.s.cfg.SessionQuotas, DefaultQuota: h.s.cfg.SessionDefaultQuota, JobTimeout: h.s.cfg.JobTimeout,
+		Logger: h.s.log.With("slot", sl.Index)})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(h.s.base)
+	er := &engineRun{eng: eng, loadedAt: rec.LoadedAt, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(er.done)
+		if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
+			h.s.log.Error("session engine stopped", "slot", sl.Index, "err", err)
+		}
+	}()
+	h.engines[sl.Index] = er
+	return er, nil
+}
+
+// stop stops the engine and waits, up to engineStopTimeout, for its Run
+// to return, which is after every session closed (memory zeroed). It
+// reports whether it returned.
+func (er *engineRun) stop() bool {
 	er.cancel()
 	select {
 	case <-er.done:
+		return true
 	case <-time.After(engineStopTimeout):
+		return false
 	}
 }
 
 // closeSlots stops the engines of slots (clear, reload): their sessions end
-// with ErrClosed and their memory is zeroed, before the chip changes.
+// with ErrClosed and their memory is zeroed, before the chip changes. An
+// engine that has not stopped in engineStopTimeout is logged; its slot
+// gets no new engine until it has.
 func (h *sessionHub) closeSlots(idx []int) {
 	h.mu.Lock()
 	stop := map[int]*engineRun{}
@@ -114,6 +155,7 @@ func (h *sessionHub) closeSlots(idx []int) {
 		if er := h.engines[i]; er != nil {
 			stop[i] = er
 			delete(h.engines, i)
+			h.stopping[i] = er
 		}
 	}
 	h.mu.Unlock()
@@ -122,17 +164,26 @@ func (h *sessionHub) closeSlots(idx []int) {
 	}
 }
 
-// retire stops er, slot i's engine, and keeps its activity in the slot's
-// totals.
+// retire stops er, slot i's engine, keeps its activity in the slot's
+// totals, and lets the slot have a new engine once er has stopped.
 func (h *sessionHub) retire(i int, er *engineRun) {
-	er.stop()
-	a := er.eng.Activity()
-	h.mu.Lock()
-	r := h.retired[i]
-	r.Jobs += a.Jobs
-	r.Busy += a.Busy
-	h.retired[i] = r
-	h.mu.Unlock()
+	if !er.stop() {
+		h.s.log.Error("session engine of a cleared or reloaded slot has not stopped; the slot gets no sessions until it does",
+			"slot", i, "waited", engineStopTimeout)
+	}
+	go func() {
+		<-er.done
+		a := er.eng.Activity()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		r := h.retired[i]
+		r.Jobs += a.Jobs
+		r.Busy += a.Busy
+		h.retired[i] = r
+		if h.stopping[i] == er {
+			delete(h.stopping, i)
+		}
+	}()
 }
 
 // activity returns the totals of every slot that ran an engine, with the
@@ -140,13 +191,18 @@ func (h *sessionHub) retire(i int, er *engineRun) {
 func (h *sessionHub) activity() map[int]sessions.Activity {
 	h.mu.Lock()
 	out := maps.Clone(h.retired)
-	live := maps.Clone(h.engines)
+	// A stopping engine's counts join the retired ones when it has
+	// stopped; until then they are counted here, so counters never dip.
+	live := []map[int]*engineRun{maps.Clone(h.engines), maps.Clone(h.stopping)}
 	h.mu.Unlock()
-	for i, er := range live {
-		a, r := er.eng.Activity(), out[i]
-		a.Jobs += r.Jobs
-		a.Busy += r.Busy
-		out[i] = a
+	for _, m := range live {
+		for i, er := range m {
+			a, r := er.eng.Activity(), out[i]
+			r.Jobs += a.Jobs
+			r.Busy += a.Busy
+			r.Queued += a.Queued
+			out[i] = r
+		}
 	}
 	return out
 }
@@ -259,7 +315,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 	if tenant == "" {
 		tenant = operatorTenant
 	}
-	sess, err := s.hub.open(sl, rec, tenant)
+	sess, err := s.hub.open(r.Context(), sl, rec, tenant)
 	if err != nil {
 		code := sessionCode(err)
 		if code == agentapi.CodeInternal {

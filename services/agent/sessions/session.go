@@ -29,6 +29,12 @@ type Session struct {
 	// Close waits for before it zeroes the region.
 	io sync.WaitGroup
 
+	// closeDone is closed when Close has finished: the region zeroed
+	// and freed (or retired), the window disabled. A second Close, the
+	// engine's shutdown among them, waits for it: until then the region
+	// is being written by the first.
+	closeDone chan struct{}
+
 	// Guarded by e.mu.
 	closed   bool
 	bufs     arena // [region.base, prog)
@@ -63,13 +69,14 @@ type program struct {
 func newSession(e *Engine, t *tenant, win int, base, limit, prog uint64) *Session {
 	s := &Session{
 		e: e, t: t, window: win,
-		region:   extent{base, limit},
-		prog:     prog,
-		agent:    prog - agentBytes,
-		bufs:     newArena(base, prog-agentBytes),
-		progs:    newArena(prog, limit),
-		buffers:  map[Handle]*buffer{},
-		programs: map[Handle]*program{},
+		region:    extent{base, limit},
+		prog:      prog,
+		agent:     prog - agentBytes,
+		bufs:      newArena(base, prog-agentBytes),
+		progs:     newArena(prog, limit),
+		buffers:   map[Handle]*buffer{},
+		programs:  map[Handle]*program{},
+		closeDone: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(e.base)
 	s.out.init(s)
@@ -285,7 +292,8 @@ func (s *Session) Completions() <-chan Completion { return s.out.ch }
 // Close cancels queued jobs (their completions carry ErrClosed), aborts the
 // running one and waits for it to stop (its completion carries ErrClosed
 // too), waits for the session's transfers, disables its window, then
-// zeroes and frees the session's memory. Closing again does nothing.
+// zeroes and frees the session's memory. Closing again, or at once from
+// another goroutine, waits for the first Close to finish and returns nil.
 //
 // A region that could not be zeroed, or whose window could not be
 // disabled, is never handed to another session.
@@ -294,6 +302,7 @@ func (s *Session) Close() error {
 	e.mu.Lock()
 	if s.closed {
 		e.mu.Unlock()
+		<-s.closeDone
 		return nil
 	}
 	s.closed = true
@@ -338,6 +347,7 @@ func (s *Session) Close() error {
 		e.ddr.release(s.region.base, s.region.end-s.region.base)
 	}
 	s.out.finish()
+	close(s.closeDone)
 	e.log.Debug("session closed", "tenant", t.name, "window", s.window)
 	return errors.Join(werr, zerr)
 }

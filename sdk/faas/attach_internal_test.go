@@ -8,7 +8,10 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"io"
 	"math/big"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -111,3 +114,32 @@ var testCert = func() string {
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }()
+
+// TestLostAfterDevice: a program woken by Lost meets the lease's error on
+// its device, even when the node cut the session first (TestPool saw
+// "session ended by faasd" under load: Lost closed before the device
+// took the reason).
+func TestLostAfterDevice(t *testing.T) {
+	c1, c2 := net.Pipe()
+	defer c2.Close()
+	d := &Device{slot: 3, conn: c1, pending: map[uint64]*call{}, jobs: map[uint64]*Job{}}
+	d.shutdown(io.EOF) // the node ended the session
+	a := &Attachment{id: "att", lost: make(chan struct{}), dev: d}
+	lost := fmt.Errorf("%w: attachment att is detached", ErrLeaseLost)
+
+	d.mu.Lock() // the device takes the reason only once the test lets it
+	go a.markLost(lost)
+	select {
+	case <-a.Lost():
+		t.Error("Lost closed before the device took the reason")
+	case <-time.After(200 * time.Millisecond):
+	}
+	d.mu.Unlock()
+	<-a.Lost()
+	d.mu.Lock()
+	err := d.endedErr()
+	d.mu.Unlock()
+	if !errors.Is(err, ErrLeaseLost) || !errors.Is(a.Err(), ErrLeaseLost) {
+		t.Errorf("after Lost: the device's calls fail with %v, Err %v; want ErrLeaseLost", err, a.Err())
+	}
+}

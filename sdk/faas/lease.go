@@ -80,15 +80,21 @@ func (a *Attachment) endedErr(ctx context.Context, renewErr error) error {
 }
 
 // markLost ends the attachment on this side with err: the device's calls
-// fail with it.
+// fail with it. Lost closes only after the device has taken err, so that
+// a caller woken by Lost meets err, not the cut connection the node made
+// first.
 func (a *Attachment) markLost(err error) {
 	a.mu.Lock()
-	if a.err == nil {
+	first := a.err == nil
+	if first {
 		a.err = err
-		close(a.lost)
 	}
 	a.mu.Unlock()
+	if !first {
+		return
+	}
 	if a.dev != nil {
 		a.dev.endWith(err)
 	}
+	close(a.lost)
 }

@@ -8,6 +8,14 @@ package server
 // go: its credential and sessions end, its chips are cleared and their
 // memory zeroed — or, after a detach, kept loaded for the same tenant a
 // while (Config.KeepWarm), so that the tenant's next attach needs no load.
+//
+// Which slots the pool loaded, and until when one is kept warm, is kept in
+// the slot records (slots.Pool), so that it survives a restart: a restarted
+// faasd clears the slots kept warm whose time ran out while it was down,
+// re-arms the others, and clears, after the registry's first answer, every
+// slot of the pool that no attachment holds. An attachment that ended
+// while its node was down is not kept warm: its slot is cleared and
+// scrubbed when the node returns.
 
 import (
 	"context"
@@ -33,10 +41,12 @@ type pool struct {
 	mu   sync.Mutex
 	runs map[string]*attachRun // by attachment id
 	warm map[int]*time.Timer   // clears of slots kept warm, by slot
-	// owned are the slots the pool loaded (or keeps warm): only those
-	// does it clear. A slot the tenant loaded itself, which an attachment
-	// of the tenant took as it was, stays the tenant's.
-	owned map[int]bool
+	// held are the slots being let go or cleared (hold), by first slot;
+	// each channel is closed when that ends.
+	held map[int]chan struct{}
+	// swept is set once the slots of the pool that no attachment held
+	// at the registry's first answer were cleared.
+	swept bool
 	loads sync.WaitGroup
 }
 
@@ -45,14 +55,18 @@ type attachRun struct {
 	a         poolapi.Assignment
 	done      chan struct{} // closed when its attach has finished
 	releasing bool
+	// unseen: the attachment had ended when this faasd first heard of
+	// it (it ended while the node was down); its slot is not kept warm.
+	unseen bool
 }
 
 func newPool(s *Server) *pool {
-	return &pool{s: s, runs: map[string]*attachRun{}, warm: map[int]*time.Timer{}, owned: map[int]bool{}}
+	return &pool{s: s, runs: map[string]*attachRun{}, warm: map[int]*time.Timer{}, held: map[int]chan struct{}{}}
 }
 
 // run long-polls the assignments until ctx ends.
 func (p *pool) run(ctx context.Context) {
+	p.rewarm()
 	var since int64
 	backoff := time.Second
 	for ctx.Err() == nil {
@@ -72,6 +86,7 @@ func (p *pool) run(ctx context.Context) {
 		backoff = time.Second
 		since = as.Revision
 		p.reconcile(ctx, as.Assignments)
+		p.sweep(ctx)
 	}
 	p.loads.Wait()
 	p.mu.Lock()
@@ -99,7 +114,7 @@ func (p *pool) reconcile(ctx context.Context, as []poolapi.Assignment) {
 			}()
 		case !a.State.Live() && (r == nil || !r.releasing):
 			if r == nil { // ended before this faasd saw it (a restart)
-				r = &attachRun{a: a, done: make(chan struct{})}
+				r = &attachRun{a: a, done: make(chan struct{}), unseen: true}
 				close(r.done)
 				p.runs[a.ID] = r
 			}
@@ -108,7 +123,7 @@ func (p *pool) reconcile(ctx context.Context, as []poolapi.Assignment) {
 			go func() {
 				defer p.loads.Done()
 				<-r.done
-				p.release(ctx, a)
+				p.release(ctx, a, r.unseen)
 				p.mu.Lock()
 				delete(p.runs, a.ID)
 				p.mu.Unlock()
@@ -156,6 +171,14 @@ func (p *pool) attach(ctx context.Context, a poolapi.Assignment) {
 	}
 	if err := s.cfg.Grants.Install(g, [32]byte(sum)); err != nil {
 		p.report(ctx, a, poolapi.StateReport{State: poolapi.Failed, Error: err.Error()})
+		// A failed attachment is released at once: nobody else will
+		// clear what the pool loaded for it.
+		if !a.Share && p.owns(a.Slot) {
+			if unhold, free := p.hold(ctx, a.Slot, a.ID); free {
+				p.clearLogged(ctx, a, "pool: clearing the slot of a failed attachment")
+				unhold()
+			}
+		}
 		return
 	}
 	if err := p.report(ctx, a, poolapi.StateReport{State: poolapi.Ready, Slots: loaded}); err != nil {
@@ -174,17 +197,19 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 	if _, err := s.cfg.Slots.Slot(a.Slot); err != nil {
 		return nil, fmt.Errorf("this node has no slot %d", a.Slot)
 	}
+	if err := p.waitFree(ctx, a.Slot); err != nil {
+		return nil, err
+	}
 	if rec := s.cfg.Slots.Record(a.Slot); holds(rec, a) {
 		p.keep(a.Slot)
 		group := []int{a.Slot}
 		if len(rec.Group) > 0 {
 			group = rec.Group
 		}
-		if a.State == poolapi.Ready {
-			// Adopted again after a restart of faasd, which forgot what
-			// it loaded: an attachment that was ready holds what the
-			// pool loaded for it (or, rarely, took from the tenant).
-			p.own(group)
+		if rec.Pool != nil && !a.Share {
+			// Taken warm, or adopted again after a restart: the slot
+			// stays the pool's, held by a now.
+			p.own(group, a.ID)
 		}
 		return group, nil
 	}
@@ -215,56 +240,17 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 		return nil, errors.New(wireError(err).Message)
 	}
 	s.hub.closeSlots(res.Slots)
-	p.own(res.Slots)
+	p.own(res.Slots, a.ID)
 	return res.Slots, nil
 }
 
-// release lets ended attachment a go and reports it released.
-func (p *pool) release(ctx context.Context, a poolapi.Assignment) {
+// release lets ended attachment a go and reports it released. An
+// attachment unseen while live (it ended while the node was down) is not
+// kept warm: its slot is cleared now.
+func (p *pool) release(ctx context.Context, a poolapi.Assignment, unseen bool) {
 	s := p.s
 	s.cfg.Grants.End(a.ID) // its sessions end; their memory is zeroed
-	scrubbed := true
-	switch {
-	case p.takenBy(a):
-		// Another live attachment holds the chip: the tenant attached
-		// again and took the image warm, or shares run on it. It is
-		// theirs now. (A share's own sessions ended with its credential,
-		// their memory zeroed.)
-		scrubbed = a.Share
-	case a.Share && !p.owns(a.Slot):
-		// The last share on a chip someone else loaded: its sessions
-		// ended, their memory zeroed; the chip stays its loader's.
-	case a.Share:
-		// The last share on a chip the pool loaded for shares.
-		if err := p.clear(ctx, a); err != nil {
-			s.log.Error("pool release: clearing", "attachment", a.ID, "slot", a.Slot, "err", err)
-			scrubbed = false
-		}
-	case !p.owns(a.Slot):
-		// The tenant's own load, which the attachment used as it was:
-		// the attachment's sessions ended, the load stays the tenant's.
-		scrubbed = false
-	default:
-		if _, err := s.cfg.Slots.Slot(a.Slot); err == nil && holds(s.cfg.Slots.Record(a.Slot), a) {
-			rec := s.cfg.Slots.Record(a.Slot)
-			group := []int{a.Slot}
-			if len(rec.Group) > 0 {
-				group = rec.Group
-			}
-			s.hub.closeSlots(group)
-			keep := s.cfg.KeepWarm
-			if keep == 0 {
-				keep = DefaultKeepWarm
-			}
-			if a.KeepWarm && keep > 0 {
-				scrubbed = false
-				p.coolAfter(a, keep)
-			} else if err := p.clear(ctx, a); err != nil {
-				s.log.Error("pool release: clearing", "attachment", a.ID, "slot", a.Slot, "err", err)
-				scrubbed = false
-			}
-		}
-	}
+	scrubbed := p.letGo(ctx, a, unseen)
 	backoff := time.Second
 	for ctx.Err() == nil {
 		err := p.report(ctx, a, poolapi.StateReport{State: poolapi.Released, Scrubbed: scrubbed})
@@ -280,109 +266,71 @@ func (p *pool) release(ctx context.Context, a poolapi.Assignment) {
 	s.log.Info("pool attachment released", "attachment", a.ID, "state", a.State, "scrubbed", scrubbed)
 }
 
+// letGo clears a's slot, or keeps it warm, or leaves it to whoever holds
+// it now, and reports whether nothing of a's is left on the chip.
+func (p *pool) letGo(ctx context.Context, a poolapi.Assignment, unseen bool) bool {
+	s := p.s
+	unhold, free := p.hold(ctx, a.Slot, a.ID)
+	if !free {
+		// Another live attachment holds the chip: the tenant attached
+		// again and took the image warm, or shares run on it. It is
+		// theirs now. (A share's own sessions ended with its credential,
+		// their memory zeroed.)
+		return a.Share
+	}
+	defer unhold()
+	switch {
+	case a.Share && !p.owns(a.Slot):
+		// The last share on a chip someone else loaded: its sessions
+		// ended, their memory zeroed; the chip stays its loader's.
+		return true
+	case a.Share:
+		// The last share on a chip the pool loaded for shares.
+		return p.clearLogged(ctx, a, "pool release: clearing")
+	case !p.owns(a.Slot):
+		// The tenant's own load, which the attachment used as it was:
+		// the attachment's sessions ended, the load stays the tenant's.
+		return false
+	}
+	if _, err := s.cfg.Slots.Slot(a.Slot); err != nil || !holds(s.cfg.Slots.Record(a.Slot), a) {
+		return true // cleared or reloaded since: nothing of a's is left
+	}
+	rec := s.cfg.Slots.Record(a.Slot)
+	group := []int{a.Slot}
+	if len(rec.Group) > 0 {
+		group = rec.Group
+	}
+	s.hub.closeSlots(group)
+	keep := s.cfg.KeepWarm
+	if keep == 0 {
+		keep = DefaultKeepWarm
+	}
+	if a.KeepWarm && keep > 0 && !unseen {
+		p.coolAfter(a, group, keep)
+		return false
+	}
+	return p.clearLogged(ctx, a, "pool release: clearing")
+}
+
+// clearLogged clears a's slot and reports whether it was cleared, logging
+// a failure as what.
+func (p *pool) clearLogged(ctx context.Context, a poolapi.Assignment, what string) bool {
+	if err := p.clear(ctx, a); err != nil {
+		p.s.log.Error(what, "attachment", a.ID, "slot", a.Slot, "err", err)
+		return false
+	}
+	return true
+}
+
 // clear clears a's slot if it still holds a's image for a's tenant.
 func (p *pool) clear(ctx context.Context, a poolapi.Assignment) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
-	group := []int{a.Slot}
-	if rec := p.s.cfg.Slots.Record(a.Slot); len(rec.Group) > 0 {
-		group = rec.Group
-	}
-	err := p.s.clear(cctx, a.Slot, func(i int, r slots.Record) error {
+	// The clear replaces the records: the pool's hold on them ends.
+	return p.s.clear(cctx, a.Slot, func(i int, r slots.Record) error {
 		if !holds(r, a) && r.State != agentapi.Cleared && r.State != "" {
 			return fmt.Errorf("slot %d changed hands", i)
 		}
 		return nil
 	})
-	if err == nil {
-		p.mu.Lock()
-		for _, i := range group {
-			delete(p.owned, i)
-		}
-		p.mu.Unlock()
-	}
-	return err
-}
-
-// coolAfter clears a's slot after keep unless an attachment takes it warm
-// meanwhile (keep).
-func (p *pool) coolAfter(a poolapi.Assignment, keep time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if t := p.warm[a.Slot]; t != nil {
-		t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(keep, func() {
-		p.mu.Lock()
-		current := p.warm[a.Slot] == t
-		if current {
-			delete(p.warm, a.Slot)
-		}
-		p.mu.Unlock()
-		if current && !p.takenBy(a) && p.s.base.Err() == nil {
-			if err := p.clear(p.s.base, a); err != nil {
-				p.s.log.Warn("pool: clearing a slot kept warm", "slot", a.Slot, "err", err)
-			}
-		}
-	})
-	p.warm[a.Slot] = t
-}
-
-// takenBy reports whether a live attachment other than a, whole or a
-// share, holds a's slot.
-func (p *pool) takenBy(a poolapi.Assignment) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for id, r := range p.runs {
-		if id != a.ID && r.a.Slot == a.Slot && !r.releasing {
-			return true
-		}
-	}
-	return false
-}
-
-// claims reports whether a live attachment holds slot i. Whoever loaded
-// the slot, only the attachment's release (or the operator) clears or
-// reloads it: a share's chip is loaded as the first share's tenant, who
-// must not wipe it under the others.
-func (p *pool) claims(i int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range p.runs {
-		n := max(r.a.Chips, 1)
-		if r.a.Share {
-			n = 1
-		}
-		if !r.releasing && i >= r.a.Slot && i < r.a.Slot+n {
-			return true
-		}
-	}
-	return false
-}
-
-// own records that the pool loaded slots.
-func (p *pool) own(slots []int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, i := range slots {
-		p.owned[i] = true
-	}
-}
-
-// owns reports whether the pool loaded slot i.
-func (p *pool) owns(i int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.owned[i]
-}
-
-// keep stops the clear of slot i, which an attachment takes warm.
-func (p *pool) keep(i int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if t := p.warm[i]; t != nil {
-		t.Stop()
-		delete(p.warm, i)
-	}
 }

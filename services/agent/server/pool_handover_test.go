@@ -23,8 +23,8 @@ type handover struct {
 
 	mu      sync.Mutex
 	engines int // engines started on the slot
-	armedAt int // the engine whose zeroing is held back; 0: not armed
-	holding bool
+	armedAt int // the engine whose next zeroing is to be held back; 0: none
+	heldBy  int // the engine whose zeroing is held back now; 0: none
 	once    sync.Once
 	vonce   sync.Once
 }
@@ -63,7 +63,7 @@ type handoverChip struct {
 func (c *handoverChip) touch() {
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
-	if c.h.holding && c.n > c.h.armedAt {
+	if c.h.heldBy != 0 && c.n > c.h.heldBy {
 		c.h.vonce.Do(func() { close(c.h.violated) })
 	}
 }
@@ -71,10 +71,9 @@ func (c *handoverChip) touch() {
 func (c *handoverChip) Write(ctx context.Context, addr uint64, p []byte) error {
 	c.touch()
 	c.h.mu.Lock()
-	hold := c.n == c.h.armedAt && !c.h.holding && len(p) > 0 && !bytes.ContainsFunc(p, func(r rune) bool { return r != 0 })
+	hold := c.n == c.h.armedAt && len(p) > 0 && !bytes.ContainsFunc(p, func(r rune) bool { return r != 0 })
 	if hold {
-		c.h.holding = true
-		c.h.armedAt = -1 // once
+		c.h.heldBy, c.h.armedAt = c.n, 0
 	}
 	c.h.mu.Unlock()
 	if hold {
@@ -82,7 +81,7 @@ func (c *handoverChip) Write(ctx context.Context, addr uint64, p []byte) error {
 		<-c.h.gate
 		err := c.Chip.Write(ctx, addr, p)
 		c.h.mu.Lock()
-		c.h.holding = false
+		c.h.heldBy = 0
 		c.h.mu.Unlock()
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -25,7 +24,6 @@ import (
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/poolapi"
-	"github.com/fpga-faas/faas/services/agent/server"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/validation"
 )
@@ -479,73 +477,4 @@ func TestPoolKeepWarmEnds(t *testing.T) {
 		t.Error("a detach kept warm was reported scrubbed")
 	}
 	poll(t, "the slot kept warm to be cleared", func() bool { return a.table.Record(ready.Slot).State == agentapi.Cleared })
-}
-
-// restart stops the agent's server and starts another over the same slots,
-// cache and loader, on the same socket and address: faasd restarted, with
-// what it held in memory (its attachments, the credentials installed) gone.
-func (a *agent) restart(t *testing.T) {
-	t.Helper()
-	a.stop()
-	cfg := a.cfg
-	if cfg.TCPListener != nil {
-		ln, err := net.Listen("tcp", a.tcp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.TCPListener = ln
-	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.srv, a.cfg = srv, cfg
-	a.stop = serve(t, srv, a.socket)
-}
-
-// TestPoolRestart: a faasd restarted takes its ready attachment back
-// without a reload, the attachment's credential opens sessions again, and
-// the detach then clears the slot as one the pool loaded.
-func TestPoolRestart(t *testing.T) {
-	reg := startRegistry(t)
-	listing, _ := publishAliDNN(t, reg)
-	reg.api(t, "alice", "POST", "/listings/"+listing+"/subscribe", nil, nil)
-	a := startPoolNode(t, reg, -1)
-	ctx := context.Background()
-
-	att := attach(t, reg, "alice", listing, false)
-	ready := waitReady(t, reg, "alice", att.ID)
-	loadedAt := a.table.Record(ready.Slot).LoadedAt
-	a.restart(t)
-	tc, err := faas.PinnedTLS(ready)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dial(t, ready.Endpoint, faas.WithTLSConfig(tc), faas.WithToken(att.Credential))
-	poll(t, "the restarted agent to take the credential back", func() bool {
-		_, err := c.Slots(ctx)
-		return err == nil
-	})
-	d, err := c.Open(ctx, ready.Slot)
-	if err != nil {
-		t.Fatalf("session after the restart: %v", err)
-	}
-	defer d.Close()
-	roundTrip(t, d)
-	if rec := a.table.Record(ready.Slot); !rec.LoadedAt.Equal(loadedAt) {
-		t.Errorf("the restarted agent loaded slot %d again (at %v, first at %v)", ready.Slot, rec.LoadedAt, loadedAt)
-	}
-	var now poolapi.Attachment
-	reg.api(t, "alice", "GET", "/attachments/"+att.ID, nil, &now)
-	if now.State != poolapi.Ready {
-		t.Errorf("the attachment after the restart: %s %s", now.State, now.Error)
-	}
-
-	reg.api(t, "alice", "DELETE", "/attachments/"+att.ID, nil, nil)
-	if !released(t, reg, att.ID) {
-		t.Error("the release after a restart was reported unscrubbed")
-	}
-	if rec := a.table.Record(ready.Slot); rec.State != agentapi.Cleared {
-		t.Errorf("slot %d released after a restart: %+v, want cleared", ready.Slot, rec)
-	}
 }

@@ -130,6 +130,9 @@ func (r *registry) api(t *testing.T, who, method, path string, in, out any) {
 // agent is a running server over one simulated dual-chip board.
 type agent struct {
 	socket string
+	board  *device.Board
+	state  string        // the slot table's state file
+	lcfg   loader.Config // of the agent's loader, whose Slots is table
 	table  *slots.Table
 	cache  *cache.Cache
 	nodeID string
@@ -198,11 +201,12 @@ func startAgent(t *testing.T, reg *registry, o options) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := loader.New(loader.Config{Slots: table, Cache: c, Registry: client, NodeID: node.ID, NodeKey: node.Key, PlatformKeys: reg.platform})
+	lcfg := loader.Config{Slots: table, Cache: c, Registry: client, NodeID: node.ID, NodeKey: node.Key, PlatformKeys: reg.platform}
+	l, err := loader.New(lcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{socket: filepath.Join(dir, "faasd.sock"), table: table, cache: c, nodeID: node.ID}
+	a := &agent{socket: filepath.Join(dir, "faasd.sock"), board: b, state: filepath.Join(dir, "slots.json"), lcfg: lcfg, table: table, cache: c, nodeID: node.ID}
 	cfg := server.Config{Socket: a.socket, Tenants: o.tenants, Slots: table, Cache: c, Loader: l, Registry: client,
 		NodeID: node.ID, Heartbeat: o.heartbeat, KeepWarm: o.keepWarm}
 	if o.heartbeat == 0 {

@@ -64,6 +64,22 @@ type Record struct {
 	// included); a two-chip image is loaded or cleared as one.
 	Group    []int     `json:"group,omitempty"`
 	LoadedAt time.Time `json:"loaded_at,omitzero"`
+	// Pool is the accelerator pool's hold on a slot it loaded; nil for
+	// a slot a tenant loaded itself.
+	Pool *Pool `json:"pool,omitempty"`
+}
+
+// Pool is the accelerator pool's hold on a slot it loaded for an
+// attachment. It lives in the record, written with it, so that an agent
+// restarted still knows which slots are the pool's to clear and until
+// when one is kept warm; a load or a clear, which replace the record,
+// end it.
+type Pool struct {
+	// Attachment is the attachment that holds the slot, or held it last.
+	Attachment string `json:"attachment"`
+	// WarmUntil, set after a detach, is when the slot kept loaded for
+	// the attachment's tenant is to be cleared.
+	WarmUntil time.Time `json:"warm_until,omitzero"`
 }
 
 // Slot is one chip with its board.
@@ -180,6 +196,28 @@ func (t *Table) Set(slots []int, r Record) error {
 	defer t.mu.Unlock()
 	for _, i := range slots {
 		t.recs[i] = r
+	}
+	return t.saveLocked()
+}
+
+// SetPool records the pool's hold p (nil: none) on those of slots that
+// are loaded, and writes the state file.
+func (t *Table) SetPool(slots []int, p *Pool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, i := range slots {
+		if i < 0 || i >= len(t.recs) {
+			return fmt.Errorf("%w: %d (the host has %d)", ErrNotFound, i, len(t.recs))
+		}
+		if st := t.recs[i].State; st != agentapi.Loaded && st != agentapi.Busy {
+			continue
+		}
+		if p == nil {
+			t.recs[i].Pool = nil
+		} else {
+			c := *p
+			t.recs[i].Pool = &c
+		}
 	}
 	return t.saveLocked()
 }

@@ -388,7 +388,7 @@ func (s *store) getAttachment(ctx context.Context, p *principal, id string) (poo
 		return poolapi.Attachment{}, fmt.Errorf("%w: attachment", ErrNotFound)
 	}
 	a, err := scanAttachment(s.pool.QueryRow(ctx, `select `+attachmentCols+attachmentFrom+`where a.id = $1::uuid
-		and ($2 or a.tenant_id = $3::uuid)`, id, p.is(auth.RoleAdmin), p.ID))
+		and ($2 or a.tenant_id = nullif($3, '')::uuid)`, id, p.is(auth.RoleAdmin), p.ID))
 	return a, noRows(err, "attachment")
 }
 

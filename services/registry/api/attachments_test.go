@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fpga-faas/faas/hdk/image"
+	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/poolapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -554,4 +556,63 @@ func TestAttachExclude(t *testing.T) {
 		many[i] = p.nodes["node1"].ID
 	}
 	p.must(422, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", ExcludeNodes: many})
+}
+
+// TestAttachSDKPlacesAgain runs the SDK's Attach against the registry
+// while both nodes fail every load: it is placed on one node, then on the
+// other (the registry honouring exclude_nodes), then refused for want of
+// a third, and the error reports each attempt.
+func TestAttachSDKPlacesAgain(t *testing.T) {
+	p := newPool(t, api.AttachConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The nodes: each fails whatever it is assigned.
+	failing := make(chan struct{})
+	go func() {
+		defer close(failing)
+		for ctx.Err() == nil {
+			for name, n := range p.nodes {
+				var as poolapi.Assignments
+				r := p.do(name, "GET", "/nodes/"+n.ID+"/assignments", nil)
+				if r.status != 200 {
+					t.Errorf("assignments of %s: %d %s", name, r.status, r.body)
+					return
+				}
+				r.decode(t, &as)
+				for _, a := range as.Assignments {
+					if a.State == poolapi.Pending {
+						r := p.do(name, "POST", "/nodes/"+n.ID+"/attachments/"+a.ID+"/state",
+							poolapi.StateReport{State: poolapi.Failed, Error: "self-test failed on " + name})
+						if r.status != 204 {
+							t.Errorf("failed report of %s: %d %s", name, r.status, r.body)
+						}
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { cancel(); <-failing }()
+
+	_, err := faas.Attach(ctx, p.url, "isv1/mnist:1", faas.WithRegistryToken(p.users["tenant1"].token), faas.WithLocalAgent("-"))
+	var ae *faas.AttachError
+	if !errors.As(err, &ae) || !errors.Is(err, faas.ErrNoCapacity) || len(ae.Attempts) != 3 {
+		t.Fatalf("Attach: %v, want an AttachError of 3 attempts ending in no capacity", err)
+	}
+	first, second := ae.Attempts[0], ae.Attempts[1]
+	if first.State != poolapi.Failed || second.State != poolapi.Failed || first.NodeID == second.NodeID ||
+		!strings.Contains(first.Error, "self-test failed on "+p.nodeOf(poolapi.Attachment{NodeID: first.NodeID})) {
+		t.Fatalf("attempts %+v", ae.Attempts)
+	}
+	if ae.Attempts[2].Attachment != "" || !strings.Contains(ae.Attempts[2].Error, "2 excluded") {
+		t.Fatalf("third attempt %+v", ae.Attempts[2])
+	}
+	for _, at := range ae.Attempts[:2] {
+		if got := p.get("tenant1", at.Attachment); got.State != poolapi.Failed || got.NodeID != at.NodeID {
+			t.Errorf("attachment %s: %+v", at.Attachment, got)
+		}
+	}
 }

@@ -193,7 +193,7 @@ func shared(nodes []Node, req Request) (Choice, bool) {
 }
 
 func warm(nodes []Node, req Request) (Choice, bool) {
-	for _, n := range sorted(nodes) {
+	for _, n := range sorted(nodes, req) {
 		for _, b := range n.Boards {
 			for _, set := range sets(b, req.Chips) {
 				ok := true
@@ -210,7 +210,7 @@ func warm(nodes []Node, req Request) (Choice, bool) {
 }
 
 func free(nodes []Node, req Request) (Choice, bool) {
-	for _, n := range sorted(nodes) {
+	for _, n := range sorted(nodes, req) {
 		for _, b := range n.Boards {
 			for _, set := range sets(b, req.Chips) {
 				ok := true
@@ -248,15 +248,15 @@ func sets(board []Slot, chips int) [][]Slot {
 	return out
 }
 
-// sorted orders nodes by most free chips, then fewest live attachments,
-// then id.
-func sorted(nodes []Node) []Node {
+// sorted orders nodes by most free chips of the part req needs, then
+// fewest live attachments, then id.
+func sorted(nodes []Node, req Request) []Node {
 	out := slices.Clone(nodes)
 	freeChips := func(n Node) int {
 		k := 0
 		for _, b := range n.Boards {
 			for _, s := range b {
-				if isFree(n, s) {
+				if isFree(n, s) && req.fits(s, 0) {
 					k++
 				}
 			}

@@ -8,10 +8,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,7 +34,18 @@ type attachOptions struct {
 	progress func(poolapi.State)
 	ua       string
 	noRenew  bool
+	attempts int
 }
+
+// DefaultAttachAttempts is how many placements Attach tries by default.
+const DefaultAttachAttempts = 3
+
+// WithAttachAttempts sets how many placements Attach tries in all: when
+// an attachment fails (its node could not load the image: ErrAttachFailed),
+// Attach asks the registry for another, away from the nodes where it
+// failed, up to n attempts (n < 1 is 1; the default DefaultAttachAttempts).
+// Other errors end Attach at once: they would not differ on another node.
+func WithAttachAttempts(n int) AttachOption { return func(o *attachOptions) { o.attempts = max(n, 1) } }
 
 // WithRegistryToken sets the tenant's registry API token; the default is
 // StoredLogin's.
@@ -87,7 +100,44 @@ type Attachment struct {
 	lost      chan struct{}
 	mu        sync.Mutex
 	err       error
+	// attempts are the placements Attach tried, this one last.
+	attempts []poolapi.Attempt
 }
+
+// AttachError is Attach's error once the registry placed at least one
+// attachment: every attempt (node and why it ended), and the last error,
+// which it wraps (ErrAttachFailed when the last node failed too,
+// ErrNoCapacity when no other node had room, ...).
+type AttachError struct {
+	Attempts []poolapi.Attempt
+	Err      error
+}
+
+func (e *AttachError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v (%d attempts:", e.Err, len(e.Attempts))
+	for i, at := range e.Attempts {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		if at.Attachment == "" {
+			fmt.Fprintf(&b, " not placed: %s", at.Error)
+			continue
+		}
+		fmt.Fprintf(&b, " node %s slot %d %s", cmp.Or(at.Node, at.NodeID), at.Slot, at.State)
+		if at.Error != "" {
+			fmt.Fprintf(&b, ": %s", at.Error)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func (e *AttachError) Unwrap() error { return e.Err }
+
+// Attempts are the placements Attach tried before it got this
+// attachment, and this one last: where each was placed and why it failed.
+func (a *Attachment) Attempts() []poolapi.Attempt { return slices.Clone(a.attempts) }
 
 // ID is the attachment's id.
 func (a *Attachment) ID() string { return a.id }
@@ -128,8 +178,13 @@ func (a *Attachment) Err() error {
 // registry pinned for it (never skipped), or over this host's faasd
 // socket, with shared memory, when the attachment landed here. ctx bounds
 // the attach; the lease is then renewed in the background.
+//
+// An attachment whose node fails to load the image is placed again, away
+// from the nodes that failed, up to WithAttachAttempts attempts; the
+// error, an *AttachError then, or the attachment's Attempts report each
+// attempt.
 func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOption) (*Attachment, error) {
-	o := attachOptions{ua: defaultUA}
+	o := attachOptions{ua: defaultUA, attempts: DefaultAttachAttempts}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -141,9 +196,40 @@ func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOpti
 	if err != nil {
 		return nil, err
 	}
-	var info poolapi.Attachment
+	var attempts []poolapi.Attempt
+	for {
+		a, info, err := attachOnce(ctx, reg, req, o)
+		at := poolapi.Attempt{Attachment: info.ID, NodeID: info.NodeID, Node: info.Node, Slot: info.Slot, State: info.State, Error: info.Error}
+		switch {
+		case err == nil:
+			a.attempts = append(attempts, at)
+			return a, nil
+		case info.ID == "" && len(attempts) == 0:
+			return nil, err // not placed at all: nothing to report but err
+		case info.ID == "" || at.Error == "":
+			at.Error = err.Error()
+		}
+		attempts = append(attempts, at)
+		// Only a node's failure to load is worth another node: the
+		// others (no room, not entitled, lease lost) would be the same
+		// elsewhere.
+		if !errors.Is(err, ErrAttachFailed) || info.NodeID == "" || len(attempts) >= o.attempts || ctx.Err() != nil ||
+			len(req.ExcludeNodes) >= poolapi.MaxExcludeNodes {
+			return nil, &AttachError{Attempts: attempts, Err: err}
+		}
+		if !slices.Contains(req.ExcludeNodes, info.NodeID) {
+			req.ExcludeNodes = append(req.ExcludeNodes, info.NodeID)
+		}
+	}
+}
+
+// attachOnce asks the registry for one attachment, waits until it is
+// ready and opens the session. info is the attachment as last seen (no ID
+// when none was placed); an attachment that did not get ready is given
+// back.
+func attachOnce(ctx context.Context, reg *registryAPI, req poolapi.AttachRequest, o attachOptions) (_ *Attachment, info poolapi.Attachment, _ error) {
 	if err := reg.do(ctx, http.MethodPost, "/attachments", req, &info); err != nil {
-		return nil, err
+		return nil, poolapi.Attachment{}, err
 	}
 	cred := info.Credential
 	info.Credential = ""
@@ -161,16 +247,16 @@ func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOpti
 		}
 	}()
 	if err := a.waitReady(ctx, o.progress); err != nil {
-		return nil, err
+		return nil, a.Info(), err
 	}
 	if err := a.open(ctx, cred, o); err != nil {
-		return nil, err
+		return nil, a.Info(), err
 	}
 	if o.noRenew {
 		a.stopRenewal()
 	}
 	ok = true
-	return a, nil
+	return a, a.Info(), nil
 }
 
 // stopRenewal stops renewing the lease and waits until the renewal has.

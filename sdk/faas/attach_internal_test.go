@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestAttachRequest(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != c.want {
+		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q: %+v, %v; want %+v", c.in, got, err, c.want)
 		}
 	}

@@ -5,7 +5,8 @@
 //
 // # Tenant side
 //
-//	POST   /api/v1/attachments            AttachRequest → 201 Attachment (with Credential, once)
+//	POST   /api/v1/attachments            AttachRequest → 201 Attachment (with Credential, once);
+//	                                      409 when no node has room (of the image's part, outside ExcludeNodes)
 //	GET    /api/v1/attachments            → AttachmentList (the caller's; an admin's: all)
 //	GET    /api/v1/attachments/{id}?wait=30s&since=STATE
 //	                                      → Attachment, after its state differs from STATE or wait passed
@@ -77,6 +78,27 @@ type AttachRequest struct {
 	Share bool `json:"share,omitempty"`
 	// LeaseSeconds is the lease the SDK renews; 0 is DefaultLeaseSeconds.
 	LeaseSeconds int `json:"lease_seconds,omitempty"`
+	// ExcludeNodes are node ids not to place the attachment on: the SDK
+	// names the nodes where an earlier attempt failed, so that it is
+	// placed elsewhere. At most MaxExcludeNodes.
+	ExcludeNodes []string `json:"exclude_nodes,omitempty"`
+}
+
+// MaxExcludeNodes bounds AttachRequest.ExcludeNodes.
+const MaxExcludeNodes = 32
+
+// Attempt is one placement an attach tried: where the registry placed
+// it and how it ended. The SDK reports every attempt of an attach, the
+// failed ones and the last.
+type Attempt struct {
+	Attachment string `json:"attachment"` // the attachment's id
+	NodeID     string `json:"node_id"`
+	Node       string `json:"node"` // the node's hostname
+	Slot       int    `json:"slot"`
+	State      State  `json:"state"`
+	// Error says why it failed (Failed), as the node reported it; or why
+	// no attachment was made at all (no Attachment then).
+	Error string `json:"error,omitempty"`
 }
 
 // Attachment is an accelerator of the pool held by a tenant.

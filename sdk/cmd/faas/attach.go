@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -40,8 +41,9 @@ func attachTo(cmd *cobra.Command, registry, listing string, opts ...client.Attac
 func attachCommand() *cobra.Command {
 	var share, hold bool
 	var lease time.Duration
+	var attempts int
 	cmd := &cobra.Command{
-		Use:   "attach LISTING[:VERSION] [--share] [--lease 30s] [--hold]",
+		Use:   "attach LISTING[:VERSION] [--share] [--lease 30s] [--hold] [--attempts 3]",
 		Short: "Attach an accelerator from the pool: a slot on some node running the listing's image",
 		Long: `attach asks the registry for an accelerator running LISTING (a listing's
 repository, e.g. acme/mnist, or its id) at VERSION (default the newest),
@@ -57,13 +59,19 @@ included (the credential opens sessions on the slot: keep it to yourself),
 and how this host reached the slot ("session": "tls" or "shared-memory").
 
 --share asks for a tenant window on a chip, possibly one already running
-the image for others, instead of whole chips.`,
+the image for others, instead of whole chips.
+
+When the node fails to load the image, the attachment is placed again on
+another node, up to --attempts placements in all. --json prints them as
+"attempts" (node and why each ended), also when attach fails: then one
+line {"error": ..., "attempts": [...]} before the exit code (1 when the
+last node failed too, 6 when no other node had room).`,
 		Args: cobra.ExactArgs(1),
 		RunE: nil,
 	}
 	registry := registryFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts := []client.AttachOption{}
+		opts := []client.AttachOption{client.WithAttachAttempts(attempts)}
 		if share {
 			opts = append(opts, client.Shared())
 		}
@@ -74,6 +82,15 @@ the image for others, instead of whole chips.`,
 			opts = append(opts, client.WithoutRenewal())
 		}
 		a, err := attachTo(cmd, *registry, args[0], opts...)
+		var ae *client.AttachError
+		if errors.As(err, &ae) && jsonOutput(cmd) {
+			if werr := writeJSONLine(cmd, struct {
+				Error    string            `json:"error"`
+				Attempts []poolapi.Attempt `json:"attempts"`
+			}{err.Error(), ae.Attempts}); werr != nil {
+				return werr
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -89,7 +106,9 @@ the image for others, instead of whole chips.`,
 				// Session is how this host reached the slot: "tls" to the
 				// node, or "shared-memory" through this host's faasd.
 				Session string `json:"session"`
-			}{info, session}
+				// Attempts are the placements tried, this one last.
+				Attempts []poolapi.Attempt `json:"attempts"`
+			}{info, session, a.Attempts()}
 			if err := writeJSONLine(cmd, out); err != nil {
 				return err
 			}
@@ -128,6 +147,7 @@ the image for others, instead of whole chips.`,
 	cmd.Flags().BoolVar(&share, "share", false, "a tenant window on a chip instead of whole chips")
 	cmd.Flags().DurationVar(&lease, "lease", 0, "lease to ask for, whole seconds from 2s to 10m (default 30s)")
 	cmd.Flags().BoolVar(&hold, "hold", false, "renew the lease until interrupted, then detach")
+	cmd.Flags().IntVar(&attempts, "attempts", client.DefaultAttachAttempts, "placements to try in all when nodes fail to load the image")
 	return cmd
 }
 

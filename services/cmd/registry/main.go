@@ -6,6 +6,8 @@
 //	registry users add NAME --role ROLE create an account; password on stdin
 //	registry nodes list|approve|revoke|repin|enroll
 //	                                    which nodes the registry trusts with keys
+//	registry attachments list|show|detach
+//	                                    the pool's attachments: filter, history, end one
 //	registry gc [--dry-run] [--json]    collect garbage once (package gc)
 //	registry keys list|rotate|retire    the JWT signing keys replicas share
 //
@@ -90,7 +92,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	users := &cobra.Command{Use: "users", Short: "manage accounts"}
 	users.AddCommand(usersAddCommand())
-	root.AddCommand(serveCommand(), users, nodesCommand(), gcCommand(), keysCommand())
+	root.AddCommand(serveCommand(), users, nodesCommand(), attachmentsCommand(), gcCommand(), keysCommand())
 	return root
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,9 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fpga-faas/faas/hdk/image"
+	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/poolapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/meta"
+	"github.com/fpga-faas/faas/shell"
 )
 
 // pool is a registry API with a published listing of a one-chip and a
@@ -28,11 +31,12 @@ type pool struct {
 	nodes        map[string]api.Node
 	digestOnSlot map[string]map[int]string // what each node's heartbeat says is loaded
 	certs        map[string]string
+	model        map[string]string // the board model each node reports; "sim" when unset
 }
 
 func newPool(t *testing.T, cfg api.AttachConfig) *pool {
 	e := newEnvWith(t, api.Config{Attach: cfg})
-	p := &pool{env: e, nodes: map[string]api.Node{}, digestOnSlot: map[string]map[int]string{}, certs: map[string]string{}}
+	p := &pool{env: e, nodes: map[string]api.Node{}, digestOnSlot: map[string]map[int]string{}, certs: map[string]string{}, model: map[string]string{}}
 	p.one = e.pushManifest("isv1/mnist", "v1")
 	p.two = p.pushImage("isv1/mnist", "v2", 2)
 	e.must(201, "isv1", "POST", "/listings", item{"name": "mnist", "repository": "isv1/mnist", "visibility": "public"}).decode(t, &p.listing)
@@ -80,7 +84,11 @@ func (p *pool) heartbeat(name string) {
 			slots = append(slots, item{"index": i, "state": "cleared"})
 		}
 	}
-	p.must(200, name, "POST", "/nodes/"+n.ID+"/heartbeat", item{"boards": []item{{"model": "sim", "slots": slots}},
+	model := p.model[name]
+	if model == "" {
+		model = "sim"
+	}
+	p.must(200, name, "POST", "/nodes/"+n.ID+"/heartbeat", item{"boards": []item{{"model": model, "slots": slots}},
 		"endpoint": "https://" + n.Hostname + ":8443", "tls_certificate": p.certs[name]})
 }
 
@@ -293,7 +301,7 @@ func TestAttachPlacement(t *testing.T) {
 		t.Fatalf("whole attachment %+v", w)
 	}
 	r := p.must(409, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"})
-	if !strings.Contains(string(r.body), "no node of the pool has room") {
+	if !strings.Contains(string(r.body), "no node in the pool has room") {
 		t.Fatalf("full pool: %s", r.body)
 	}
 	// A tenant at its budget of live attachments gets none more, whatever
@@ -428,6 +436,183 @@ func TestAttachLeaseAndLostNode(t *testing.T) {
 		"faas_registry_attachments/ready": 0, "faas_registry_attachments/pending": 0, "faas_registry_attachments_unreleased": 1} {
 		if got[name] != want {
 			t.Errorf("%s = %v, want %v (all: %v)", name, got[name], want, got)
+		}
+	}
+}
+
+// validated records digest as validated, needing chips of parts, as the
+// validation worker does (services/registry/validation).
+func (p *pool) validated(digest string, parts ...string) {
+	p.t.Helper()
+	tag, err := p.pool.Exec(context.Background(), `update validation_jobs set state = 'available', parts = $2, finished_at = now()
+		where manifest_digest = $1`, digest, parts)
+	if err != nil || tag.RowsAffected() != 1 {
+		p.t.Fatalf("validating %s: %v (%d jobs)", digest, err, tag.RowsAffected())
+	}
+}
+
+// TestAttachPart places an image only on chips of the part it was built
+// for: two nodes of different parts, and an image of one of them.
+func TestAttachPart(t *testing.T) {
+	p := newPool(t, api.AttachConfig{})
+	vu9p, ku15p := shell.ModelVU9PDual, shell.ModelKU15PDual
+	p.model["node1"], p.model["node2"] = ku15p.Name, vu9p.Name
+	p.heartbeat("node1")
+	p.heartbeat("node2")
+	p.validated(p.one, vu9p.Parts[0].Name)
+	p.validated(p.two, ku15p.Parts[0].Name, ku15p.Parts[1].Name)
+
+	// node1 has as many free chips, and fewer attachments, but its chips
+	// are the wrong part.
+	for _, who := range []string{"tenant1", "tenant2"} {
+		a := p.attach(who, poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"})
+		if p.nodeOf(a) != "node2" {
+			t.Fatalf("a %s image placed on %s, whose chips are %s", vu9p.Parts[0].Name, p.nodeOf(a), ku15p.Parts[0].Name)
+		}
+	}
+	// The vu9p chips are taken: the refusal names the part, although
+	// node1 has two free chips.
+	r := p.must(409, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"})
+	if want := "no node in the pool has a free " + vu9p.Parts[0].Name + " chip"; !strings.Contains(string(r.body), want) {
+		t.Fatalf("no chip of the part: %s, want %q", r.body, want)
+	}
+	// The two-chip image of the other part takes node1's board.
+	two := p.attach("tenant1", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "2"})
+	if p.nodeOf(two) != "node1" || two.Slot != 0 {
+		t.Fatalf("the %s image on %s slot %d", ku15p.Parts[0].Name, p.nodeOf(two), two.Slot)
+	}
+	// A node reporting a part per chip (a board model this registry does
+	// not know) is placed on by what it reports; a chip of unknown part
+	// takes no image whose part is known.
+	p3 := newPool(t, api.AttachConfig{})
+	p3.validated(p3.one, vu9p.Parts[0].Name)
+	r = p3.must(409, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"})
+	if !strings.Contains(string(r.body), "free "+vu9p.Parts[0].Name+" chip") {
+		t.Fatalf("nodes of unknown parts: %s", r.body)
+	}
+	n := p3.nodes["node1"]
+	p3.must(200, "node1", "POST", "/nodes/"+n.ID+"/heartbeat", item{"boards": []item{{"model": "faas-future", "slots": []item{
+		{"index": 0, "state": "cleared", "part": ku15p.Parts[0].Name}, {"index": 1, "state": "cleared", "part": vu9p.Parts[0].Name}}}},
+		"endpoint": "https://" + n.Hostname + ":8443", "tls_certificate": p3.certs["node1"]})
+	if a := p3.attach("tenant1", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"}); p3.nodeOf(a) != "node1" || a.Slot != 1 {
+		t.Fatalf("placed on %s slot %d, want node1's %s chip, slot 1", p3.nodeOf(a), a.Slot, vu9p.Parts[0].Name)
+	}
+}
+
+// TestAttachSharesFromRecords places shares from the registry's own
+// records: no heartbeat is sent after the pool is set up, yet a second
+// share joins the chip the first was placed on, and a chip's tenant
+// windows are counted.
+func TestAttachSharesFromRecords(t *testing.T) {
+	p := newPool(t, api.AttachConfig{})
+	first := p.attach("tenant1", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1", Share: true})
+	if first.Warm || first.State != poolapi.Pending {
+		t.Fatalf("first share %+v: the heartbeats show no chip running the image", first)
+	}
+	second := p.attach("tenant2", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1", Share: true})
+	if second.NodeID != first.NodeID || second.Slot != first.Slot || second.State != poolapi.Pending || !second.Share {
+		t.Fatalf("second share on %s slot %d (%s), want the first's chip, %s slot %d", second.NodeID, second.Slot, second.State,
+			first.NodeID, first.Slot)
+	}
+	// The node is assigned both on the one chip.
+	as := p.assignments(p.nodeOf(first), 0)
+	if len(as.Assignments) != 2 || as.Assignments[0].Slot != first.Slot || as.Assignments[1].Slot != first.Slot {
+		t.Fatalf("assignments %+v", as)
+	}
+	// The chip takes shell.Windows-1 shares; the next goes to another chip.
+	for range shell.Windows - 3 {
+		if s := p.attach("tenant1", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1", Share: true}); s.NodeID != first.NodeID || s.Slot != first.Slot {
+			t.Fatalf("share on %s slot %d, want %s slot %d", s.NodeID, s.Slot, first.NodeID, first.Slot)
+		}
+	}
+	if s := p.attach("tenant2", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1", Share: true}); s.NodeID == first.NodeID && s.Slot == first.Slot {
+		t.Fatalf("share %d on a chip of %d windows", shell.Windows, shell.Windows)
+	}
+	// A whole attachment never takes the shared chip.
+	for range 2 {
+		if w := p.attach("tenant1", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"}); w.NodeID == first.NodeID && w.Slot == first.Slot {
+			t.Fatalf("whole attachment on the shared chip")
+		}
+	}
+}
+
+// TestAttachExclude places away from the nodes a request excludes.
+func TestAttachExclude(t *testing.T) {
+	p := newPool(t, api.AttachConfig{})
+	for range 2 {
+		a := p.attach("tenant1", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1", ExcludeNodes: []string{p.nodes["node1"].ID}})
+		if p.nodeOf(a) != "node2" {
+			t.Fatalf("placed on excluded %s", p.nodeOf(a))
+		}
+	}
+	r := p.must(409, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1",
+		ExcludeNodes: []string{p.nodes["node1"].ID}})
+	if !strings.Contains(string(r.body), "1 excluded") {
+		t.Fatalf("room only on an excluded node: %s", r.body)
+	}
+	p.must(422, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", ExcludeNodes: []string{"node1"}})
+	many := make([]string, poolapi.MaxExcludeNodes+1)
+	for i := range many {
+		many[i] = p.nodes["node1"].ID
+	}
+	p.must(422, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", ExcludeNodes: many})
+}
+
+// TestAttachSDKPlacesAgain runs the SDK's Attach against the registry
+// while both nodes fail every load: it is placed on one node, then on the
+// other (the registry honouring exclude_nodes), then refused for want of
+// a third, and the error reports each attempt.
+func TestAttachSDKPlacesAgain(t *testing.T) {
+	p := newPool(t, api.AttachConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The nodes: each fails whatever it is assigned.
+	failing := make(chan struct{})
+	go func() {
+		defer close(failing)
+		for ctx.Err() == nil {
+			for name, n := range p.nodes {
+				var as poolapi.Assignments
+				r := p.do(name, "GET", "/nodes/"+n.ID+"/assignments", nil)
+				if r.status != 200 {
+					t.Errorf("assignments of %s: %d %s", name, r.status, r.body)
+					return
+				}
+				r.decode(t, &as)
+				for _, a := range as.Assignments {
+					if a.State == poolapi.Pending {
+						r := p.do(name, "POST", "/nodes/"+n.ID+"/attachments/"+a.ID+"/state",
+							poolapi.StateReport{State: poolapi.Failed, Error: "self-test failed on " + name})
+						if r.status != 204 {
+							t.Errorf("failed report of %s: %d %s", name, r.status, r.body)
+						}
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { cancel(); <-failing }()
+
+	_, err := faas.Attach(ctx, p.url, "isv1/mnist:1", faas.WithRegistryToken(p.users["tenant1"].token), faas.WithLocalAgent("-"))
+	var ae *faas.AttachError
+	if !errors.As(err, &ae) || !errors.Is(err, faas.ErrNoCapacity) || len(ae.Attempts) != 3 {
+		t.Fatalf("Attach: %v, want an AttachError of 3 attempts ending in no capacity", err)
+	}
+	first, second := ae.Attempts[0], ae.Attempts[1]
+	if first.State != poolapi.Failed || second.State != poolapi.Failed || first.NodeID == second.NodeID ||
+		!strings.Contains(first.Error, "self-test failed on "+p.nodeOf(poolapi.Attachment{NodeID: first.NodeID})) {
+		t.Fatalf("attempts %+v", ae.Attempts)
+	}
+	if ae.Attempts[2].Attachment != "" || !strings.Contains(ae.Attempts[2].Error, "2 excluded") {
+		t.Fatalf("third attempt %+v", ae.Attempts[2])
+	}
+	for _, at := range ae.Attempts[:2] {
+		if got := p.get("tenant1", at.Attachment); got.State != poolapi.Failed || got.NodeID != at.NodeID {
+			t.Errorf("attachment %s: %+v", at.Attachment, got)
 		}
 	}
 }

@@ -53,6 +53,14 @@ func (a *API) createAttachment(c echo.Context, p *principal) error {
 	case req.LeaseSeconds != 0 && (req.LeaseSeconds < poolapi.MinLeaseSeconds || req.LeaseSeconds > poolapi.MaxLeaseSeconds):
 		return fieldErr("lease_seconds", "want %d to %d", poolapi.MinLeaseSeconds, poolapi.MaxLeaseSeconds)
 	}
+	if len(req.ExcludeNodes) > poolapi.MaxExcludeNodes {
+		return fieldErr("exclude_nodes", "at most %d node ids", poolapi.MaxExcludeNodes)
+	}
+	for _, id := range req.ExcludeNodes {
+		if !isUUID(id) {
+			return fieldErr("exclude_nodes", "want node ids; %.64q is none", id)
+		}
+	}
 	att, err := a.st.createAttachment(c.Request().Context(), p, a.cfg.Attach.withDefaults(), req)
 	if err != nil {
 		return err

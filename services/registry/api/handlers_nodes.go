@@ -91,6 +91,10 @@ type Slot struct {
 	State  string `json:"state"` // cleared, loading, loaded, busy, failed
 	Digest string `json:"digest,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Part is the chip's FPGA part (shell.Part.Name). Optional: the
+	// registry knows the parts of the board models of shell v1 from
+	// Board.Model; a node reports it for a model the registry may not know.
+	Part string `json:"part,omitempty"`
 }
 
 func (a *API) heartbeat(c echo.Context, p *principal) error {
@@ -122,6 +126,9 @@ func (a *API) heartbeat(c echo.Context, p *principal) error {
 			return fieldErr(fmt.Sprintf("boards[%d].model", i), "required, at most 64 bytes")
 		}
 		for j, s := range b.Slots {
+			if len(s.Part) > 64 {
+				return fieldErr(fmt.Sprintf("boards[%d].slots[%d].part", i, j), "at most 64 bytes")
+			}
 			switch s.State {
 			case "cleared", "loading", "loaded", "busy", "failed":
 			default:

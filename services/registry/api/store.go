@@ -55,7 +55,7 @@ func (s *store) tx(ctx context.Context, p *principal, fn func(pgx.Tx) (auditEntr
 		return fmt.Errorf("api: audit details: %w", err)
 	}
 	_, err = tx.Exec(ctx, `insert into audit_log (actor_id, actor_name, action, target_type, target_id, request_id, remote_addr, details)
-		values ($1::uuid, $2, $3, $4, $5, $6, $7, $8)`,
+		values (nullif($1, '')::uuid, $2, $3, $4, $5, $6, $7, $8)`, // no account: an operator at the command line
 		p.ID, p.Name, ae.action, ae.targetType, ae.targetID, p.requestID, p.remote, dj)
 	if err != nil {
 		return fmt.Errorf("api: audit: %w", err)

@@ -132,6 +132,38 @@ func (s *store) resolveTarget(ctx context.Context, tx pgx.Tx, p *principal, req 
 	return t, nil
 }
 
+// partsOf returns the FPGA part each chip of image digest of repository
+// needs, in board order, as its validation recorded them; nil when the
+// image was not validated (or before migration 008), which placement
+// takes as any part.
+func partsOf(ctx context.Context, tx pgx.Tx, repository, digest string) ([]string, error) {
+	var parts []string
+	err := tx.QueryRow(ctx, `select j.parts from validation_jobs j join repositories r on r.id = j.repository_id
+		where r.name = $1 and j.manifest_digest = $2 and j.state = 'available'`, repository, digest).Scan(&parts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return parts, err
+}
+
+// chipParts is the part of each chip of board b, in order: as the node
+// reported it, else as the board model of shell v1 names it, else "" (a
+// model this registry does not know, which takes only images of unknown
+// part).
+func chipParts(b Board) []string {
+	out := make([]string, len(b.Slots))
+	m, err := shell.ModelByName(b.Model)
+	for k, sl := range b.Slots {
+		switch {
+		case sl.Part != "":
+			out[k] = sl.Part
+		case err == nil && k < len(m.Parts):
+			out[k] = m.Parts[k].Name
+		}
+	}
+	return out
+}
+
 // chipsOf counts the bitstream layers of a manifest: the chips its image
 // takes.
 func chipsOf(content []byte) int {
@@ -172,11 +204,12 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 		}
 		var boards []Board
 		_ = json.Unmarshal(raw, &boards) // checked when the heartbeat was taken
-		n := &placement.Node{ID: id, Held: map[int]bool{}, Shares: map[int]int{}, Warm: map[int]string{}}
+		n := &placement.Node{ID: id, Held: map[int]bool{}, Shares: map[int]int{}, ShareDigest: map[int]string{}, Warm: map[int]string{}}
 		for _, b := range boards {
 			var bs []placement.Slot
-			for _, sl := range b.Slots {
-				bs = append(bs, placement.Slot{Index: sl.Index, State: sl.State, Digest: sl.Digest})
+			parts := chipParts(b)
+			for k, sl := range b.Slots {
+				bs = append(bs, placement.Slot{Index: sl.Index, State: sl.State, Digest: sl.Digest, Part: parts[k]})
 			}
 			n.Boards = append(n.Boards, bs)
 		}
@@ -187,13 +220,17 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	// Warm: the latest whole attachment of a slot was detached lately, and
-	// its node kept the image (or will: it keeps what a detach ends).
+	// Every live attachment (each share counts towards its chip's windows),
+	// and the latest ended whole attachment of each slot: warm when it was
+	// detached lately and its node kept the image (or will: it keeps what a
+	// detach ends).
 	rows, err = tx.Query(ctx, `select node_id::text, slot, chips, share, tenant_id::text, manifest_digest, ended_at,
 		state = any($1) as live, state = 'detached' and ready_at is not null and ended_at > now() - $2::interval and not scrubbed as warm
-		from (select distinct on (node_id, slot, share, state = any($1)) * from attachments
-			where state = any($1) or (not share and ended_at > now() - $2::interval)
-			order by node_id, slot, share, state = any($1), revision desc) x`, liveStates, interval(cfg.KeepWarm))
+		from (select * from attachments where state = any($1)
+			union all
+			select * from (select distinct on (node_id, slot) * from attachments
+				where not state = any($1) and not share and ended_at > now() - $2::interval
+				order by node_id, slot, revision desc) e) x`, liveStates, interval(cfg.KeepWarm))
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +255,11 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 		for i := slot; i < slot+chips; i++ {
 			switch {
 			case live && share:
+				// The registry's record that the chip runs digest for
+				// shares: a next share joins it before the node's
+				// heartbeat shows the image loaded.
 				n.Shares[i]++
+				n.ShareDigest[i] = digest
 			case live:
 				n.Held[i] = true
 			case warm:
@@ -286,14 +327,28 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 		if req.Share && chips > 1 {
 			return auditEntry{}, fieldErr("share", "listing %q is a two-chip image: it takes a whole board and cannot be shared", t.listing)
 		}
+		parts, err := partsOf(ctx, tx, t.repository, t.digest)
+		if err != nil {
+			return auditEntry{}, err
+		}
 		nodes, err := s.candidates(ctx, tx, cfg)
 		if err != nil {
 			return auditEntry{}, err
 		}
-		c, err := placement.Place(nodes, placement.Request{TenantID: p.ID, Digest: t.digest, Chips: chips, Share: req.Share, MaxShares: shell.Windows - 1})
+		preq := placement.Request{TenantID: p.ID, Digest: t.digest, Chips: chips, Share: req.Share, MaxShares: shell.Windows - 1,
+			Parts: parts, Exclude: req.ExcludeNodes}
+		c, err := placement.Place(nodes, preq)
 		if errors.Is(err, placement.ErrNoCapacity) {
-			return auditEntry{}, fmt.Errorf("%w: no node of the pool has room for %s %s now (%d candidate nodes); try again later or ask for a share",
-				ErrConflict, t.listing, t.version, len(nodes))
+			excluded := ""
+			if len(req.ExcludeNodes) > 0 {
+				excluded = fmt.Sprintf(", %d excluded", len(req.ExcludeNodes))
+			}
+			hint := "try again later or ask for a share"
+			if len(parts) > 0 {
+				hint = "the image runs only on chips of the part it was built for; try again later"
+			}
+			return auditEntry{}, fmt.Errorf("%w: no node in the pool has %s for %s %s now (%d candidate nodes%s); %s",
+				ErrConflict, placement.Wanted(preq), t.listing, t.version, len(nodes), excluded, hint)
 		}
 		if err != nil {
 			return auditEntry{}, err
@@ -321,7 +376,8 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 		out, err = scanAttachment(tx.QueryRow(ctx, `select `+attachmentCols+attachmentFrom+`where a.id = $1::uuid`, id))
 		out.Credential = cred
 		return auditEntry{"attachment.create", "attachment", id, map[string]any{"listing_id": t.listingID, "version": t.version,
-			"digest": t.digest, "node_id": c.NodeID, "slot": c.Slot, "share": req.Share, "warm": c.Warm, "lease_seconds": lease}}, err
+			"digest": t.digest, "node_id": c.NodeID, "slot": c.Slot, "share": req.Share, "warm": c.Warm, "lease_seconds": lease,
+			"parts": parts, "exclude_nodes": req.ExcludeNodes}}, err
 	})
 	return out, err
 }
@@ -332,7 +388,7 @@ func (s *store) getAttachment(ctx context.Context, p *principal, id string) (poo
 		return poolapi.Attachment{}, fmt.Errorf("%w: attachment", ErrNotFound)
 	}
 	a, err := scanAttachment(s.pool.QueryRow(ctx, `select `+attachmentCols+attachmentFrom+`where a.id = $1::uuid
-		and ($2 or a.tenant_id = $3::uuid)`, id, p.is(auth.RoleAdmin), p.ID))
+		and ($2 or a.tenant_id = nullif($3, '')::uuid)`, id, p.is(auth.RoleAdmin), p.ID))
 	return a, noRows(err, "attachment")
 }
 

@@ -3,11 +3,20 @@
 // what live attachments already hold. It is pure: the caller reads the
 // state under a lock and writes the choice in the same transaction.
 //
+// Only chips of the part an image was built for are considered (issue 28):
+// a bitstream for one part fails to load on another, so placing it there
+// would only move the failure to the node. Nodes the caller excludes (where
+// an earlier attempt failed) are not considered either.
+//
 // The rules, in order of preference:
 //
 //   - A share goes to a chip already running the image with a tenant
 //     window left (the fewest shares first), so that no load is needed;
-//     else to a free chip, which is then loaded.
+//     else to a free chip, which is then loaded. A chip that live shares
+//     of the image were placed on runs it as far as placement is
+//     concerned, whatever the last heartbeat said: the registry's own
+//     records are newer than any heartbeat, so a second share need not
+//     wait for the node to report the first.
 //   - A whole attachment goes warm when it can: to a chip (or board) still
 //     holding the image for the same tenant after a detach, so that no
 //     load is needed.
@@ -23,9 +32,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
-// ErrNoCapacity is returned when no node can take the attachment.
+// ErrNoCapacity is returned, wrapped with what was wanted (Wanted), when
+// no node can take the attachment.
 var ErrNoCapacity = errors.New("placement: no node has room")
 
 // Slot states as heartbeats report them (agentapi's slot states).
@@ -40,6 +51,10 @@ type Slot struct {
 	Index  int
 	State  string
 	Digest string // the loaded image, if any
+	// Part is the chip's FPGA part (shell.Part.Name); "" when the node's
+	// board model is unknown to the registry, which then takes only
+	// images that name no part.
+	Part string
 }
 
 // Node is a node that may take attachments (trusted, reachable, heartbeating).
@@ -51,6 +66,9 @@ type Node struct {
 	Held map[int]bool
 	// Shares counts the live share attachments per slot.
 	Shares map[int]int
+	// ShareDigest is the image the live shares of a slot run, from the
+	// registry's records of attachments (heartbeats may not show it yet).
+	ShareDigest map[int]string
 	// Live counts the node's live attachments.
 	Live int
 	// Warm maps a slot kept loaded after a detach to the tenant it was
@@ -68,6 +86,46 @@ type Request struct {
 	// MaxShares is how many share attachments one chip takes (its tenant
 	// windows).
 	MaxShares int
+	// Parts is the part each chip of the image needs, in board order
+	// (Parts[0] for the board's first chip); nil or "" is any part: an
+	// image whose part the registry does not know.
+	Parts []string
+	// Exclude are nodes not to place on (an earlier attempt failed there).
+	Exclude []string
+}
+
+// part is the part chip i of the image needs, "" for any.
+func (r Request) part(i int) string {
+	if i < len(r.Parts) {
+		return r.Parts[i]
+	}
+	return ""
+}
+
+// fits reports whether s is of the part chip i of the image needs.
+func (r Request) fits(s Slot, i int) bool {
+	p := r.part(i)
+	return p == "" || s.Part == p
+}
+
+// Wanted says what req needs, for an error: "a free <part> chip", "a
+// board of two free <part> chips", or "room" when the part is not known.
+func Wanted(req Request) string {
+	var parts []string
+	for i := range max(req.Chips, 1) {
+		if p := req.part(i); p != "" && !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	}
+	switch {
+	case len(parts) == 0:
+		return "room"
+	case req.Chips == 2:
+		return "a board of two free " + strings.Join(parts, " and ") + " chips"
+	case req.Share:
+		return "a " + parts[0] + " chip with a tenant window free"
+	}
+	return "a free " + parts[0] + " chip"
 }
 
 // Choice is where the attachment goes.
@@ -88,6 +146,9 @@ func Place(nodes []Node, req Request) (Choice, error) {
 	if req.Share && req.Chips != 1 {
 		return Choice{}, errors.New("placement: a two-chip image cannot be shared")
 	}
+	if len(req.Exclude) > 0 {
+		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool { return slices.Contains(req.Exclude, n.ID) })
+	}
 	if req.Share {
 		if c, ok := shared(nodes, req); ok {
 			return c, nil
@@ -98,7 +159,7 @@ func Place(nodes []Node, req Request) (Choice, error) {
 	if c, ok := free(nodes, req); ok {
 		return c, nil
 	}
-	return Choice{}, ErrNoCapacity
+	return Choice{}, fmt.Errorf("%w: no node in the pool has %s", ErrNoCapacity, Wanted(req))
 }
 
 // running reports whether s runs digest.
@@ -112,11 +173,18 @@ func shared(nodes []Node, req Request) (Choice, bool) {
 		for _, b := range n.Boards {
 			for _, s := range b {
 				k := n.Shares[s.Index]
-				if !running(s, req.Digest) || n.Held[s.Index] || k >= req.MaxShares {
+				recorded := n.ShareDigest[s.Index]
+				// The records win over the heartbeat: a chip given to
+				// shares of another image is not this image's, and one
+				// given to shares of this image is, loaded or not yet.
+				runs := (running(s, req.Digest) && recorded == "") || (recorded == req.Digest && k > 0)
+				if !runs || n.Held[s.Index] || k >= req.MaxShares || !req.fits(s, 0) {
 					continue
 				}
 				if bestShares < 0 || k < bestShares || (k == bestShares && n.Live < bestLive) {
-					best, bestShares, bestLive = Choice{NodeID: n.ID, Slot: s.Index, Warm: true}, k, n.Live
+					// Warm only when the node reports the image loaded;
+					// a share joining a chip still loading waits for it.
+					best, bestShares, bestLive = Choice{NodeID: n.ID, Slot: s.Index, Warm: running(s, req.Digest)}, k, n.Live
 				}
 			}
 		}
@@ -125,12 +193,12 @@ func shared(nodes []Node, req Request) (Choice, bool) {
 }
 
 func warm(nodes []Node, req Request) (Choice, bool) {
-	for _, n := range sorted(nodes) {
+	for _, n := range sorted(nodes, req) {
 		for _, b := range n.Boards {
 			for _, set := range sets(b, req.Chips) {
 				ok := true
-				for _, s := range set {
-					ok = ok && running(s, req.Digest) && !n.Held[s.Index] && n.Shares[s.Index] == 0 && n.Warm[s.Index] == req.TenantID
+				for i, s := range set {
+					ok = ok && running(s, req.Digest) && !n.Held[s.Index] && n.Shares[s.Index] == 0 && n.Warm[s.Index] == req.TenantID && req.fits(s, i)
 				}
 				if ok {
 					return Choice{NodeID: n.ID, Slot: set[0].Index, Warm: true}, true
@@ -142,12 +210,12 @@ func warm(nodes []Node, req Request) (Choice, bool) {
 }
 
 func free(nodes []Node, req Request) (Choice, bool) {
-	for _, n := range sorted(nodes) {
+	for _, n := range sorted(nodes, req) {
 		for _, b := range n.Boards {
 			for _, set := range sets(b, req.Chips) {
 				ok := true
-				for _, s := range set {
-					ok = ok && isFree(n, s)
+				for i, s := range set {
+					ok = ok && isFree(n, s) && req.fits(s, i)
 				}
 				if ok {
 					return Choice{NodeID: n.ID, Slot: set[0].Index}, true
@@ -180,15 +248,15 @@ func sets(board []Slot, chips int) [][]Slot {
 	return out
 }
 
-// sorted orders nodes by most free chips, then fewest live attachments,
-// then id.
-func sorted(nodes []Node) []Node {
+// sorted orders nodes by most free chips of the part req needs, then
+// fewest live attachments, then id.
+func sorted(nodes []Node, req Request) []Node {
 	out := slices.Clone(nodes)
 	freeChips := func(n Node) int {
 		k := 0
 		for _, b := range n.Boards {
 			for _, s := range b {
-				if isFree(n, s) {
+				if isFree(n, s) && req.fits(s, 0) {
 					k++
 				}
 			}

@@ -2,8 +2,18 @@ package placement
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
+
+// parts is node id with one board of chips of part in the states given.
+func parts(id, part string, states ...string) Node {
+	b := board(states...)
+	for i := range b {
+		b[i].Part = part
+	}
+	return Node{ID: id, Boards: [][]Slot{b}}
+}
 
 func board(states ...string) []Slot {
 	var b []Slot
@@ -48,12 +58,43 @@ func TestPlace(t *testing.T) {
 		{"another tenant's warm chip is neither warm nor free", []Node{{ID: "b", Boards: [][]Slot{board(Cleared, Loaded)}, Warm: map[int]string{1: "t1"}}},
 			Request{TenantID: "t2", Digest: "d", Chips: 1}, Choice{NodeID: "b", Slot: 0}, nil},
 		{"no nodes", nil, Request{Digest: "d", Chips: 1}, Choice{}, ErrNoCapacity},
+		{"only chips of the image's part", []Node{parts("a", "ku", Cleared, Cleared), parts("b", "vu", Cleared, Loaded)},
+			Request{Digest: "x", Chips: 1, Parts: []string{"vu"}}, Choice{NodeID: "b", Slot: 0}, nil},
+		{"no chip of the part", []Node{parts("a", "ku", Cleared, Cleared)}, Request{Digest: "x", Chips: 1, Parts: []string{"vu"}}, Choice{}, ErrNoCapacity},
+		{"a chip of unknown part takes no image of a known part", []Node{parts("a", "", Cleared, Cleared)},
+			Request{Digest: "x", Chips: 1, Parts: []string{"vu"}}, Choice{}, ErrNoCapacity},
+		{"an image of unknown part goes anywhere", []Node{parts("a", "ku", Cleared, Cleared)},
+			Request{Digest: "x", Chips: 1}, Choice{NodeID: "a", Slot: 0}, nil},
+		{"two chips of the part", []Node{parts("a", "ku", Cleared, Cleared), parts("b", "vu", Cleared, Cleared)},
+			Request{Digest: "x", Chips: 2, Parts: []string{"vu", "vu"}}, Choice{NodeID: "b", Slot: 0}, nil},
+		{"a share never joins a chip of another part", []Node{parts("a", "ku", Loaded, Cleared)},
+			Request{Digest: "d", Chips: 1, Share: true, MaxShares: 2, Parts: []string{"vu"}}, Choice{}, ErrNoCapacity},
+		{"spread by free chips of the image's part", []Node{{ID: "a", Boards: [][]Slot{parts("", "vu", Cleared, Loaded).Boards[0],
+			{{Index: 2, State: Cleared, Part: "ku"}, {Index: 3, State: Cleared, Part: "ku"}}}}, parts("b", "vu", Cleared, Cleared)},
+			Request{Digest: "x", Chips: 1, Parts: []string{"vu"}}, Choice{NodeID: "b", Slot: 0}, nil},
+		{"excluded nodes are skipped", []Node{two("a", Cleared, Cleared), two("b", Cleared, Loaded)},
+			Request{Digest: "x", Chips: 1, Exclude: []string{"a"}}, Choice{NodeID: "b", Slot: 0}, nil},
+		{"everything excluded", []Node{two("a", Cleared, Cleared)}, Request{Digest: "x", Chips: 1, Exclude: []string{"a"}}, Choice{}, ErrNoCapacity},
+		{"a second share joins the first from the records, before any heartbeat shows it",
+			[]Node{{ID: "a", Boards: [][]Slot{board(Cleared, Cleared)}, Shares: map[int]int{1: 1}, ShareDigest: map[int]string{1: "x"}}},
+			Request{Digest: "x", Chips: 1, Share: true, MaxShares: 2}, Choice{NodeID: "a", Slot: 1}, nil},
+		{"the records win over a heartbeat showing the image on another image's shared chip",
+			[]Node{{ID: "a", Boards: [][]Slot{board(Loaded, Cleared)}, Shares: map[int]int{0: 1}, ShareDigest: map[int]string{0: "y"}}},
+			Request{Digest: "d", Chips: 1, Share: true, MaxShares: 2}, Choice{NodeID: "a", Slot: 1}, nil},
 	}
 	for _, c := range cases {
 		got, err := Place(c.nodes, c.req)
 		if got != c.want || !errors.Is(err, c.err) || (c.err == nil && err != nil) {
 			t.Errorf("%s: got %+v, %v; want %+v, %v", c.name, got, err, c.want, c.err)
 		}
+	}
+	_, err := Place([]Node{parts("a", "ku", Cleared, Cleared)}, Request{Digest: "x", Chips: 1, Parts: []string{"vu"}})
+	if err == nil || !strings.Contains(err.Error(), "no node in the pool has a free vu chip") {
+		t.Errorf("no chip of the part: %v", err)
+	}
+	_, err = Place(nil, Request{Digest: "x", Chips: 2, Parts: []string{"vu", "vu"}})
+	if err == nil || !strings.Contains(err.Error(), "a board of two free vu chips") {
+		t.Errorf("no board of the part: %v", err)
 	}
 	if _, err := Place(nil, Request{Chips: 2, Share: true}); err == nil {
 		t.Error("a shared two-chip image was placed")

@@ -441,6 +441,10 @@ func (s *Server) Accounts() *auth.Store { return s.accounts }
 // Pool returns the database pool.
 func (s *Server) Pool() *pgxpool.Pool { return s.pool }
 
+// Market returns the marketplace API, whose pool functions (Attachments,
+// AttachmentHistory, DetachAttachment) the registry command's operators use.
+func (s *Server) Market() *api.API { return s.market }
+
 // CreateUser adds an account with a password; see auth.Store.Create. Errors
 // wrap auth.ErrExists and auth.ErrInvalid.
 func (s *Server) CreateUser(ctx context.Context, name string, role auth.Role, password string) (auth.Account, error) {

@@ -28,7 +28,9 @@
 //     signature of the same payload by the same key, so a rerun adds none.
 //
 // and completes the job as available or failed (reasons stored as JSON
-// findings {code, severity, chip, field, message}). Completion is an update
+// findings {code, severity, chip, field, message}); for an available image it
+// records the FPGA part each of its chips needs (its config's chips[].part,
+// in board order: validation_jobs.parts), by which the pool places it. Completion is an update
 // conditional on lease_owner = this worker and state = validating: a worker
 // whose lease expired and was taken over gets [ErrLeaseLost] and changes
 // nothing. A worker killed mid-job leaves its lease to expire; the next

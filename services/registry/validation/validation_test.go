@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,15 +173,16 @@ type jobRow struct {
 	State    string
 	Attempts int
 	Reasons  []validation.Reason
+	Parts    []string
 }
 
 func (e *env) job(t *testing.T, ref name.Digest) jobRow {
 	t.Helper()
 	var r jobRow
 	var reasons []byte
-	if err := e.pool.QueryRow(context.Background(), `select j.state, j.attempts, j.reasons from validation_jobs j
+	if err := e.pool.QueryRow(context.Background(), `select j.state, j.attempts, j.reasons, j.parts from validation_jobs j
 		join repositories r on r.id = j.repository_id where r.name = $1 and j.manifest_digest = $2`,
-		ref.Context().RepositoryStr(), ref.DigestStr()).Scan(&r.State, &r.Attempts, &reasons); err != nil {
+		ref.Context().RepositoryStr(), ref.DigestStr()).Scan(&r.State, &r.Attempts, &reasons, &r.Parts); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(reasons, &r.Reasons); err != nil {
@@ -242,6 +244,10 @@ func TestPipeline(t *testing.T) {
 	if j := e.job(t, okRef); j.State != "available" || j.Attempts != 1 || len(j.Reasons) != 0 {
 		t.Errorf("good image: %+v", j)
 	}
+	// The parts its chips need are kept for the pool's placement.
+	if j := e.job(t, okRef); !slices.Equal(j.Parts, []string{shell.PartVU9P.Name, shell.PartVU9P.Name}) {
+		t.Errorf("good image's parts: %q", j.Parts)
+	}
 	if n := e.countersignatures(t, okRef); n != 1 {
 		t.Errorf("good image: %d countersignatures, want 1", n)
 	}
@@ -265,7 +271,7 @@ func TestPipeline(t *testing.T) {
 		}
 	}
 	j := e.job(t, badRef)
-	if j.State != "failed" || len(j.Reasons) == 0 || hasCode(j.Reasons, string(validation.CodeSignature)) {
+	if j.State != "failed" || len(j.Reasons) == 0 || hasCode(j.Reasons, string(validation.CodeSignature)) || len(j.Parts) != 0 {
 		t.Errorf("invalid image: %+v", j)
 	}
 	t.Logf("invalid image reasons: %+v", j.Reasons)

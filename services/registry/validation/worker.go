@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -12,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -20,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/hdk/validate"
 	"github.com/fpga-faas/faas/services/registry/blob"
@@ -97,6 +100,10 @@ type Job struct {
 	ListingID   string // "" when the job has no listing
 	Attempts    int    // including this run
 	MaxAttempts int
+	// Parts is the FPGA part each chip of the image needs, in board
+	// order, read from its config while it is checked; stored with an
+	// available image so that the pool places it on chips of that part.
+	Parts []string
 }
 
 // Reason is one entry of a job's reasons: an hdk validation finding, or a
@@ -329,6 +336,15 @@ func (w *Worker) check(ctx context.Context, j *Job) ([]Reason, error) {
 		return nil, transientError{fmt.Errorf("validation: reading %s: %w", ref, err)}
 	}
 	report := validate.Image(ctx, img, w.cfg.Validate)
+	if report.OK() {
+		// The config was read and checked by validate.Image; an error
+		// here is the storage's.
+		cfg, err := image.ConfigOf(img)
+		if err != nil {
+			return nil, transientError{fmt.Errorf("validation: config of %s: %w", ref, err)}
+		}
+		j.Parts = partsOf(cfg)
+	}
 	if !report.OK() {
 		// A finding may stem from storage that failed while it was read.
 		if err := w.storageHealthy(ctx); err != nil {
@@ -365,6 +381,18 @@ func (w *Worker) check(ctx context.Context, j *Job) ([]Reason, error) {
 		return nil, transientError{fmt.Errorf("validation: countersigning: %w", err)}
 	}
 	return nil, nil
+}
+
+// partsOf is the part each chip of an image needs, in board order: the
+// chip of index 0 (or "any") first, then index 1.
+func partsOf(cfg image.Config) []string {
+	chips := slices.Clone(cfg.Chips)
+	slices.SortStableFunc(chips, func(a, b image.Chip) int { return cmp.Compare(max(a.Index, 0), max(b.Index, 0)) })
+	parts := make([]string, 0, len(chips))
+	for _, c := range chips {
+		parts = append(parts, c.Part)
+	}
+	return parts
 }
 
 // storageHealthy checks that the database and the blob store answer.
@@ -417,10 +445,14 @@ func (w *Worker) finish(ctx context.Context, j *Job, state string, reasons []Rea
 	if err != nil {
 		return fmt.Errorf("validation: reasons: %w", err)
 	}
+	parts := j.Parts
+	if state != "available" || parts == nil {
+		parts = []string{}
+	}
 	tag, err := w.cfg.Pool.Exec(ctx, `update validation_jobs
-		set state = $3, reasons = $4, lease_owner = null, lease_until = null,
+		set state = $3, reasons = $4, parts = $5, lease_owner = null, lease_until = null,
 			finished_at = now(), updated_at = now()
-		where id = $1 and lease_owner = $2 and state = 'validating'`, j.ID, w.cfg.Owner, state, b)
+		where id = $1 and lease_owner = $2 and state = 'validating'`, j.ID, w.cfg.Owner, state, b, parts)
 	if err != nil {
 		return fmt.Errorf("validation: completing job %s: %w", j.ID, err)
 	}

@@ -47,6 +47,11 @@ func (h *Handler) SweepUploads(ctx context.Context) (SweepResult, error) {
 	if err := s.cfg.Meta.TouchUploads(ctx, s.active.ids()); err != nil {
 		return res, fmt.Errorf("distribution: sweep: %w", err)
 	}
+	// Records of bodies a crashed process received no longer count; they
+	// are deleted here for tidiness.
+	if _, err := s.cfg.Meta.ExpireUploadBodies(ctx); err != nil {
+		return res, fmt.Errorf("distribution: sweep: %w", err)
+	}
 	expired, err := s.cfg.Meta.ExpireUploads(ctx, s.cfg.UploadIdleTimeout)
 	if err != nil {
 		return res, fmt.Errorf("distribution: sweep: %w", err)

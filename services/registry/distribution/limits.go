@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -276,6 +277,18 @@ func (h *Handler) RenewUploadLeases(ctx context.Context) {
 			s.cfg.Logger.WarnContext(ctx, "renewing the leases of upload bodies failed", slog.Any("err", err))
 		}
 	}
+}
+
+// replicaName names this process in the records of its bodies: the host
+// name, for whoever looks at them, and a random part, as host names repeat
+// across restarts.
+func replicaName() (string, error) {
+	id, err := randomID()
+	if err != nil {
+		return "", err
+	}
+	host, _ := os.Hostname() // only informative
+	return host + "/" + id[:12], nil
 }
 
 // randomID returns 16 random bytes in hex.

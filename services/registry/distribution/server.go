@@ -142,7 +142,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.UploadBodyLease <= 0 {
 		cfg.UploadBodyLease = DefaultUploadBodyLease
 	}
-	replica, err := randomID()
+	replica, err := replicaName()
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,8 @@ import (
 const orphanGrace = time.Minute
 
 // Handler is the API's http.Handler. Its SweepUploads is to be run on a
-// schedule by the process serving it.
+// schedule, and its RenewUploadLeases for as long as it serves, by the
+// process serving it.
 type Handler struct {
 	http.Handler
 	s *server

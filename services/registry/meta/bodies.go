@@ -76,16 +76,20 @@ func bodyUsage(ctx context.Context, tx pgx.Tx, b UploadBody) (known bool, others
 	if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock(hashtextextended('faas-registry upload bodies of ' || $1, 0))`, b.Account); err != nil {
 		return fail(err)
 	}
-	if _, err := tx.Exec(ctx, `delete from upload_bodies where account = $1 and lease_expires_at < now()`, b.Account); err != nil {
-		return fail(err)
-	}
-	err = tx.QueryRow(ctx, `select
-			exists (select 1 from upload_bodies where id = $2),
-			(select count(*) from upload_bodies where account = $1 and id <> $2),
-			(select coalesce(sum(reserved), 0)::bigint from upload_bodies where account = $1 and id <> $2),
+	// Expired rows are deleted in passing; the counts, which see the
+	// table as it was when the statement began, skip them.
+	err = tx.QueryRow(ctx, `with expired as (
+			delete from upload_bodies where account = $1 and lease_expires_at < now() returning 1),
+		live as (
+			select id, reserved from upload_bodies where account = $1 and lease_expires_at >= now())
+		select
+			exists (select 1 from live where id = $2),
+			(select count(*) from live where id <> $2),
+			(select coalesce(sum(reserved), 0)::bigint from live where id <> $2),
 			(select coalesce(sum(byte_offset), 0)::bigint from upload_sessions
-				where account_id is not distinct from (select id from accounts where name = $1))`,
-		b.Account, b.ID).Scan(&known, &others, &otherBytes, &staged)
+				where account_id is not distinct from (select id from accounts where name = $1)),
+			(select count(*) from expired)`,
+		b.Account, b.ID).Scan(&known, &others, &otherBytes, &staged, new(int64))
 	if err != nil {
 		return fail(err)
 	}

@@ -261,7 +261,10 @@ func (br inFlightReader) Read(p []byte) (int, error) {
 // serving the API for as long as it serves: without it, bodies that take
 // longer than the lease stop counting against their account's limits on
 // other replicas. A failed renewal is logged (Config.Logger) and retried
-// at the next tick.
+// at the next tick; a body whose lease passed meanwhile (the database was
+// out of reach for a whole lease) no longer counts on other processes
+// until it grows its reservation or ends: renewing does not admit it
+// again.
 func (h *Handler) RenewUploadLeases(ctx context.Context) {
 	s := h.s
 	t := time.NewTicker(max(s.cfg.UploadBodyLease/3, time.Millisecond))

@@ -17,8 +17,12 @@
 // FAAS_S3_PUBLIC_ENDPOINT (redirect blob downloads to presigned S3 URLs, on
 // the endpoint clients reach), FAAS_DATA_DIR (directory blob
 // store and default key directory), FAAS_LISTEN, FAAS_TLS_CERT, FAAS_TLS_KEY,
-// FAAS_KEY_DIR, FAAS_TRUSTED_PROXIES. users add reads FAAS_DATABASE_URL (or --database-url) and
-// applies the migrations too.
+// FAAS_KEY_DIR, FAAS_TRUSTED_PROXIES. Every limit, timeout and interval
+// has a flag and a variable named after it, FAAS_ and the flag's name in
+// capitals with underscores (--max-staged-bytes, FAAS_MAX_STAGED_BYTES; see
+// limitFlags); a flag given on the command line wins over its variable.
+// users add reads FAAS_DATABASE_URL (or --database-url) and applies the
+// migrations too.
 //
 // serve prints "registry listening on URL" on stdout once it accepts
 // connections, then "registry metrics on URL" for the Prometheus metrics,
@@ -132,31 +136,58 @@ func checkEnvBool(name string) error {
 	return nil
 }
 
+// serveOptions are the flags of serve, read into a server.Config by config.
+type serveOptions struct {
+	cfg            server.Config
+	logLevel       string
+	trustedProxies string
+	hashMemoryMiB  int64
+}
+
+// config returns the server configuration the flags and the environment
+// name (every flag given on the command line wins over its variable), and
+// the log level; the Logger is left to the caller.
+func (o *serveOptions) config(f *pflag.FlagSet) (server.Config, slog.Level, error) {
+	var level slog.Level
+	if err := applyEnv(f); err != nil {
+		return server.Config{}, level, err
+	}
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return server.Config{}, level, fmt.Errorf("--log-level: %w", err)
+	}
+	if err := checkEnvBool("FAAS_S3_REDIRECT"); err != nil {
+		return server.Config{}, level, err
+	}
+	cfg := o.cfg
+	var err error
+	if cfg.TrustedProxies, err = clientip.ParsePrefixes(o.trustedProxies); err != nil {
+		return server.Config{}, level, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	if o.hashMemoryMiB < 0 || o.hashMemoryMiB > 1<<20 {
+		return server.Config{}, level, fmt.Errorf("--password-hash-memory %d: want MiB in [0, %d]", o.hashMemoryMiB, 1<<20)
+	}
+	cfg.PasswordLimits.HashMemory = o.hashMemoryMiB << 20
+	secretsFromEnv(&cfg)
+	return cfg, level, nil
+}
+
 func serveCommand() *cobra.Command {
-	var cfg server.Config
-	var logLevel, trustedProxies string
-	var hashMemoryMiB int64
+	cmd, _ := newServeCommand()
+	return cmd
+}
+
+// newServeCommand returns serve and the options its flags set.
+func newServeCommand() (*cobra.Command, *serveOptions) {
+	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "run the registry service",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			if err := checkEnvBool("FAAS_S3_REDIRECT"); err != nil {
+			cfg, level, err := o.config(cmd.Flags())
+			if err != nil {
 				return err
 			}
-			var err error
-			if cfg.TrustedProxies, err = clientip.ParsePrefixes(trustedProxies); err != nil {
-				return fmt.Errorf("--trusted-proxies: %w", err)
-			}
-			if hashMemoryMiB < 0 || hashMemoryMiB > 1<<20 {
-				return fmt.Errorf("--password-hash-memory %d: want MiB in [0, %d]", hashMemoryMiB, 1<<20)
-			}
-			cfg.PasswordLimits.HashMemory = hashMemoryMiB << 20
-			secretsFromEnv(&cfg)
 			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			srv, err := server.Open(cmd.Context(), cfg)
 			if err != nil {
@@ -187,6 +218,7 @@ func serveCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	cfg := &o.cfg
 	f.StringVar(&cfg.Listen, "listen", env("FAAS_LISTEN", server.DefaultListen), "listen address [FAAS_LISTEN]")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", env("FAAS_METRICS_LISTEN", server.DefaultMetricsListen),
 		`address of the /metrics listener, apart from the public one; "off": none [FAAS_METRICS_LISTEN]`)
@@ -199,28 +231,18 @@ func serveCommand() *cobra.Command {
 	f.BoolVar(&cfg.S3Secure, "s3-tls", false, "reach the S3 endpoint over HTTPS")
 	f.BoolVar(&cfg.S3Redirect, "s3-redirect", envBool("FAAS_S3_REDIRECT"), "answer blob GETs with 307 redirects to presigned S3 URLs instead of proxying the bytes [FAAS_S3_REDIRECT]")
 	f.StringVar(&cfg.S3PublicEndpoint, "s3-public-endpoint", env("FAAS_S3_PUBLIC_ENDPOINT", ""), "S3 endpoint clients reach, for redirect URLs: host:port or http(s)://host[:port]; its host name should differ from the registry's; default --s3-endpoint [FAAS_S3_PUBLIC_ENDPOINT]")
-	f.DurationVar(&cfg.S3RedirectExpiry, "s3-redirect-expiry", 0, "validity of redirect URLs (default 10m)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", env("FAAS_TLS_CERT", ""), "TLS certificate PEM file [FAAS_TLS_CERT]")
 	f.StringVar(&cfg.TLSKey, "tls-key", env("FAAS_TLS_KEY", ""), "TLS key PEM file [FAAS_TLS_KEY]")
 	f.BoolVar(&cfg.SecureCookies, "secure-cookies", envBool("FAAS_SECURE_COOKIES"), "mark the portal's cookies Secure when a proxy in front ends TLS (always so with --tls-cert) [FAAS_SECURE_COOKIES]")
 	f.StringVar(&cfg.KeyDir, "key-dir", env("FAAS_KEY_DIR", ""), "JWT signing key directory; default DATA_DIR/keys [FAAS_KEY_DIR]")
-	f.DurationVar(&cfg.KeyReloadInterval, "key-reload-interval", 0, "how often to re-read the key directory, which replicas share (default 30s; negative: never)")
-	f.DurationVar(&cfg.KeyPublishDelay, "key-publish-delay", 0, "age a new key must reach before it signs; must exceed the reload interval plus the directory's propagation to every replica (default 2m; negative: none)")
 	f.StringVar(&cfg.PlatformKeyDir, "platform-key-dir", env("FAAS_PLATFORM_KEY_DIR", ""), "platform countersigning and sealing keys; default DATA_DIR/platform-keys [FAAS_PLATFORM_KEY_DIR]")
-	f.DurationVar(&cfg.ValidationLease, "validation-lease", 0, "how long a validation job stays claimed (default 5m); a crashed registry's job is retried after it")
 	f.StringVar(&cfg.Service, "service", server.DefaultService, "token service name (audience)")
 	f.StringVar(&cfg.Issuer, "issuer", server.DefaultIssuer, "token issuer")
 	f.StringVar(&cfg.Realm, "realm", "", "absolute token endpoint URL for challenges; default derived from each request")
-	f.DurationVar(&cfg.Attach.NodeLostAfter, "node-lost-after", 0, "how long a node may go without a heartbeat before its pool attachments are marked lost (default 90s; a few heartbeat periods)")
-	f.DurationVar(&cfg.Attach.ReapInterval, "lease-check-interval", 0, "how often expired attachment leases and silent nodes are looked for (default 1s)")
-	f.IntVar(&cfg.Attach.MaxPerTenant, "max-attachments-per-tenant", 0, "live pool attachments one tenant may hold (default 16)")
-	f.DurationVar(&cfg.Attach.KeepWarm, "keep-warm", 0, "how long nodes keep a detached attachment's image loaded for its tenant; must match faasd's --keep-warm (default 2m)")
-	f.DurationVar(&cfg.GCInterval, "gc-interval", 0, "interval of garbage collection (default 24h; negative: never)")
-	f.DurationVar(&cfg.GCGracePeriod, "gc-grace-period", 0, "spare blobs pushed more recently than this (default 2h); must exceed the longest push")
-	f.StringVar(&trustedProxies, "trusted-proxies", env("FAAS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR networks of reverse proxies whose X-Forwarded-For / X-Real-IP name the client; default none: those headers are ignored [FAAS_TRUSTED_PROXIES]")
-	f.Int64Var(&hashMemoryMiB, "password-hash-memory", 0, "MiB of memory all concurrent password hashes may hold together (default 256); checks beyond it wait, then answer 503")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	return cmd
+	f.StringVar(&o.trustedProxies, "trusted-proxies", env("FAAS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR networks of reverse proxies whose X-Forwarded-For / X-Real-IP name the client; default none: those headers are ignored [FAAS_TRUSTED_PROXIES]")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	limitFlags(f, &o)
+	return cmd, &o
 }
 
 // serveBoth runs the registry on ln and its metrics on mln until ctx ends

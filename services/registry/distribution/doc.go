@@ -91,6 +91,22 @@
 // limit keeps what fit). The account is the one an [AccountAuthorizer]
 // names; without one all requests count as one anonymous account.
 //
+// These limits hold across all processes serving the API on one database.
+// Sessions and the bytes they recorded are rows already; a body in flight
+// is recorded too (meta.ReserveUploadBody, table upload_bodies) when it
+// begins, in one short transaction under a lock of its account that counts
+// the account's bodies and adds its staged bytes and those reserved for
+// its bodies in flight. A body of declared length reserves that length; one
+// without reserves in growing steps as it arrives (8 MiB, then its size so
+// far, up to 256 MiB at a time), so that the database is written a few
+// times per body, never per chunk. A body's record carries a lease of
+// Config.UploadBodyLease, which [Handler.RenewUploadLeases] renews for all
+// the process's bodies at once; a crashed process's bodies stop counting
+// once their lease has passed. The record ends after what the body staged
+// is recorded in its session, so that it is counted briefly twice rather
+// than not at all. A count per process remains as a fast path that refuses
+// without asking the database.
+//
 // A session without activity for Config.UploadIdleTimeout is unknown (404
 // BLOB_UPLOAD_UNKNOWN). [Handler.SweepUploads], which the serving process
 // runs at start and on a schedule, ends such sessions and removes their

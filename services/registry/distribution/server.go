@@ -27,6 +27,7 @@ const (
 	DefaultMaxUploadSessions    = 64
 	DefaultMaxStagedBytes       = 10 << 30
 	DefaultUploadIdleTimeout    = time.Hour
+	DefaultUploadBodyLease      = time.Minute
 )
 
 // Config configures the API. Meta, Blobs and Authorizer are required; the
@@ -52,9 +53,10 @@ type Config struct {
 	// (30 s).
 	MinBodyRateWindow time.Duration
 	// MaxConcurrentUploads bounds the requests of one account that send
-	// upload bodies at a time (a POST with a digest, PATCH, PUT); more
-	// answer 429 TOOMANYREQUESTS with Retry-After. 0:
-	// DefaultMaxConcurrentUploads (8); negative: no limit.
+	// upload bodies at a time (a POST with a digest, PATCH, PUT), across
+	// all processes serving the API on the database; more answer 429
+	// TOOMANYREQUESTS with Retry-After. 0: DefaultMaxConcurrentUploads
+	// (8); negative: no limit.
 	MaxConcurrentUploads int
 	// MaxUploadSessions bounds the upload sessions one account has open
 	// (monolithic uploads count while their body arrives); a POST beyond
@@ -62,10 +64,17 @@ type Config struct {
 	// negative: no limit.
 	MaxUploadSessions int
 	// MaxStagedBytes bounds the bytes one account has staged in open
-	// uploads; a body that would go past it answers 429 TOOMANYREQUESTS
-	// (keeping what was staged before the limit). 0: DefaultMaxStagedBytes
-	// (10 GiB); negative: no limit.
+	// uploads, counting the bodies in flight on every process; a body
+	// that would go past it answers 429 TOOMANYREQUESTS (keeping what was
+	// staged before the limit). 0: DefaultMaxStagedBytes (10 GiB);
+	// negative: no limit.
 	MaxStagedBytes int64
+	// UploadBodyLease is how long an upload body in flight keeps counting
+	// against its account's limits on other processes without a renewal
+	// (Handler.RenewUploadLeases renews every third of it): a crashed
+	// process's bodies stop counting once it has passed. 0:
+	// DefaultUploadBodyLease (1 minute).
+	UploadBodyLease time.Duration
 	// UploadIdleTimeout is how long an upload session may go without
 	// activity: then it is unknown (404 BLOB_UPLOAD_UNKNOWN), and
 	// Handler.SweepUploads removes it and its staging. Sweeps must run
@@ -96,6 +105,8 @@ type Config struct {
 type server struct {
 	cfg    Config
 	active *activeUploads
+	// replica names this process in the records of its upload bodies.
+	replica string
 	// redirector is Blobs as a blob.Redirector when Config.BlobRedirects
 	// is set and it is one; nil otherwise.
 	redirector blob.Redirector
@@ -128,7 +139,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.UploadIdleTimeout <= 0 {
 		cfg.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
-	s := &server{cfg: cfg, active: newActiveUploads(cfg.MaxConcurrentUploads)}
+	if cfg.UploadBodyLease <= 0 {
+		cfg.UploadBodyLease = DefaultUploadBodyLease
+	}
+	replica, err := replicaName()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, active: newActiveUploads(cfg.MaxConcurrentUploads), replica: replica}
 	if r, ok := cfg.Blobs.(blob.Redirector); ok && cfg.BlobRedirects {
 		s.redirector = r
 	}

@@ -17,7 +17,8 @@ import (
 const orphanGrace = time.Minute
 
 // Handler is the API's http.Handler. Its SweepUploads is to be run on a
-// schedule by the process serving it.
+// schedule, and its RenewUploadLeases for as long as it serves, by the
+// process serving it.
 type Handler struct {
 	http.Handler
 	s *server
@@ -45,6 +46,11 @@ func (h *Handler) SweepUploads(ctx context.Context) (SweepResult, error) {
 	s := h.s
 	var res SweepResult
 	if err := s.cfg.Meta.TouchUploads(ctx, s.active.ids()); err != nil {
+		return res, fmt.Errorf("distribution: sweep: %w", err)
+	}
+	// Records of bodies a crashed process received no longer count; they
+	// are deleted here for tidiness.
+	if _, err := s.cfg.Meta.ExpireUploadBodies(ctx); err != nil {
 		return res, fmt.Errorf("distribution: sweep: %w", err)
 	}
 	expired, err := s.cfg.Meta.ExpireUploads(ctx, s.cfg.UploadIdleTimeout)

@@ -134,10 +134,11 @@ func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest)
 		return tooManyRequests(c, "too many uploads in progress for this account", s.cfg.MaxConcurrentUploads)
 	}
 	defer leave()
-	q, err := s.uploadQuota(c, account)
+	b, err := s.admitBody(c, account)
 	if err != nil {
 		return err
 	}
+	defer b.end()
 	up, err := s.begin(c, name, account)
 	if err != nil {
 		return err
@@ -145,7 +146,7 @@ func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest)
 	release, _ := s.active.claim(up.ID()) // a new id: never busy
 	defer release()
 	ctx := c.Request().Context()
-	info, err := s.write(c, up, q, true, d)
+	info, err := s.write(c, up, b, true, d)
 	if err == nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		defer cancel()
@@ -161,21 +162,19 @@ func (s *server) monolithic(c echo.Context, name, account string, d blob.Digest)
 	return created(c, name, d)
 }
 
-// write stages the request body into up, counting it against q (nil: no
-// limit), and, when commit is set, commits the upload as digest d. No
+// write stages the request body into up, counting it as in flight b (nil:
+// no limit), and, when commit is set, commits the upload as digest d. No
 // database connection is held meanwhile: the body may take long to arrive.
-func (s *server) write(c echo.Context, up blob.Upload, q *quota, commit bool, d blob.Digest) (blob.Info, error) {
+func (s *server) write(c echo.Context, up blob.Upload, b *inFlight, commit bool, d blob.Digest) (blob.Info, error) {
 	ctx := c.Request().Context()
 	body, stop := s.body(c, s.cfg.MaxChunkBytes)
-	if q != nil {
-		body = q.reader(body)
-		defer q.release()
-	}
-	_, err := up.Write(ctx, body)
+	_, err := up.Write(ctx, b.reader(body))
 	stop()
 	switch {
 	case errors.Is(err, errStagingFull):
 		return blob.Info{}, stagingFull(c, s.cfg.MaxStagedBytes)
+	case errors.Is(err, meta.ErrTooManyBodies): // the body's lease passed, and others took its place
+		return blob.Info{}, s.bodyLimitError(c, err)
 	case errors.Is(err, blob.ErrNotFound): // cancelled or swept meanwhile
 		return blob.Info{}, apiError(http.StatusNotFound, codeBlobUploadUnknown, "blob upload unknown to registry", up.ID())
 	case err != nil:
@@ -243,10 +242,6 @@ func (s *server) chunk(c echo.Context, name, id, account string, commit bool, d 
 		return 0, tooManyRequests(c, "too many uploads in progress for this account", s.cfg.MaxConcurrentUploads)
 	}
 	defer leave()
-	q, err := s.uploadQuota(c, account)
-	if err != nil {
-		return 0, err
-	}
 	release, ok := s.active.claim(id)
 	if !ok {
 		return 0, s.busy(c, name, id)
@@ -259,7 +254,15 @@ func (s *server) chunk(c echo.Context, name, id, account string, commit bool, d 
 	if err := checkContentRange(c, name, up); err != nil {
 		return 0, err
 	}
-	info, werr := s.write(c, up, q, commit, d)
+	// Counted until after the offset is recorded (deferred calls run
+	// after the return values are computed): briefly twice rather than
+	// not at all.
+	b, err := s.admitBody(c, account)
+	if err != nil {
+		return 0, err
+	}
+	defer b.end()
+	info, werr := s.write(c, up, b, commit, d)
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

@@ -43,10 +43,22 @@
 // conditional update ([Store.AdvanceUpload]) that fails with
 // [ErrUploadConflict] when another writer moved it first.
 //
+// # Upload bodies in flight
+//
+// The bodies the registry's processes are receiving are rows too
+// (upload_bodies, migration 008), so that the limits per account hold
+// across processes: [Store.ReserveUploadBody] admits a body, or grows its
+// reservation of bytes, in one transaction under an advisory lock of the
+// account, counting the account's other bodies and adding the bytes
+// staged in its sessions to those reserved for its bodies; it refuses
+// with [ErrTooManyBodies] or [ErrStagingFull]. Each row has a lease the
+// receiving process renews ([Store.RenewUploadBodies]); rows past it no
+// longer count, and admissions and [Store.ExpireUploadBodies] delete them.
+//
 // # Errors
 //
 // Errors wrap the sentinels [ErrNotFound] (and its refinements
 // [ErrRepositoryUnknown], [ErrBlobUnknown], [ErrManifestUnknown],
-// [ErrUploadUnknown]), [ErrUploadConflict] and [ErrInUse]; test them with
-// errors.Is.
+// [ErrUploadUnknown]), [ErrUploadConflict], [ErrInUse], [ErrTooManyUploads],
+// [ErrTooManyBodies] and [ErrStagingFull]; test them with errors.Is.
 package meta

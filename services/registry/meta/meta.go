@@ -32,6 +32,12 @@ var (
 	// ErrUploadConflict: an upload session changed while the caller wrote
 	// to its upload (another request wrote to it too).
 	ErrUploadConflict = errors.New("meta: upload changed concurrently")
+	// ErrTooManyBodies: the account sends as many upload bodies at once,
+	// across all replicas, as it may.
+	ErrTooManyBodies = errors.New("meta: too many upload bodies in flight")
+	// ErrStagingFull: the account's staged bytes and the bytes reserved
+	// for its bodies in flight leave no room for what was asked.
+	ErrStagingFull = errors.New("meta: staged bytes limit reached")
 )
 
 // MissingError names the digest a manifest references but the repository

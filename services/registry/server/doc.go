@@ -94,8 +94,10 @@
 // is one of Config.TrustedProxies (package clientip).
 // Upload and manifest bodies slower than Config.MinBodyRate are cut, and
 // one account sends at most Config.MaxConcurrentUploads upload bodies at a
-// time (see package distribution): no request waiting on a client's body
-// holds a database connection.
+// time and stages at most Config.MaxStagedBytes, counted across all
+// replicas on the database (see package distribution; Serve renews the
+// leases of this replica's bodies every third of Config.UploadBodyLease):
+// no request waiting on a client's body holds a database connection.
 //
 // The package logs only through Config.Logger.
 package server

@@ -212,6 +212,13 @@ type Config struct {
 	// activity before it expires. Default
 	// distribution.DefaultUploadIdleTimeout (1 h).
 	UploadIdleTimeout time.Duration
+	// UploadBodyLease is how long the upload bodies a replica receives
+	// keep counting against their accounts' limits (MaxConcurrentUploads,
+	// MaxStagedBytes, shared by all replicas through the database) after
+	// its last renewal; Serve renews every third of it, and a crashed
+	// replica's bodies stop counting once it has passed. Default
+	// distribution.DefaultUploadBodyLease (1 minute).
+	UploadBodyLease time.Duration
 	// UploadSweepInterval is how often Serve sweeps upload sessions: it
 	// ends expired ones and removes their staging, and removes staging no
 	// session names (distribution.Handler.SweepUploads); it also sweeps
@@ -484,6 +491,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.sweepUploads(wctx)
 		}
 	}()
+	// And the renewals of the leases of the upload bodies in flight.
+	leasesDone := make(chan struct{})
+	go func() {
+		defer close(leasesDone)
+		s.dist.RenewUploadLeases(wctx)
+	}()
 	// And the reloads of the shared key directory.
 	keysDone := make(chan struct{})
 	go func() {
@@ -503,6 +516,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-workerDone
 		<-gcDone
 		<-sweepDone
+		<-leasesDone
 		<-keysDone
 		<-poolDone
 	}()
@@ -669,6 +683,7 @@ func (s *Server) newDistribution() (*distribution.Handler, error) {
 		MaxUploadSessions:    s.cfg.MaxUploadSessions,
 		MaxStagedBytes:       s.cfg.MaxStagedBytes,
 		UploadIdleTimeout:    s.cfg.UploadIdleTimeout,
+		UploadBodyLease:      s.cfg.UploadBodyLease,
 		// Only the S3 store redirects (dirstore is no blob.Redirector).
 		BlobRedirects:      s.cfg.S3Redirect,
 		BlobRedirectExpiry: s.cfg.S3RedirectExpiry,

@@ -1,4 +1,4 @@
--- 008: the FPGA part each chip of an image needs (issue 28), recorded when
+-- 008: the FPGA part each chip of an image needs, recorded when
 -- the image is validated, so that the pool places an attachment only on
 -- chips of that part: a bitstream for one part fails to load on another.
 --

@@ -3,7 +3,7 @@
 // what live attachments already hold. It is pure: the caller reads the
 // state under a lock and writes the choice in the same transaction.
 //
-// Only chips of the part an image was built for are considered (issue 28):
+// Only chips of the part an image was built for are considered:
 // a bitstream for one part fails to load on another, so placing it there
 // would only move the failure to the node. Nodes the caller excludes (where
 // an earlier attempt failed) are not considered either.

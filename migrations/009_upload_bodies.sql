@@ -1,4 +1,4 @@
--- 008: upload bodies in flight, shared by the registry's replicas
+-- 009: upload bodies in flight, shared by the registry's replicas
 -- (distribution.Config.MaxConcurrentUploads and MaxStagedBytes).
 --
 -- One row per request body a replica is receiving: the account it counts

@@ -44,6 +44,7 @@ type pool struct {
 	// held are the slots being let go or cleared (hold), by first slot;
 	// each channel is closed when that ends.
 	held map[int]chan struct{}
+	seq  uint64 // of the last attachRun
 	// swept is set once the slots of the pool that no attachment held
 	// at the registry's first answer were cleared.
 	swept bool
@@ -58,6 +59,7 @@ type attachRun struct {
 	// unseen: the attachment had ended when this faasd first heard of
 	// it (it ended while the node was down); its slot is not kept warm.
 	unseen bool
+	seq    uint64 // order in which this faasd heard of it
 }
 
 func newPool(s *Server) *pool {
@@ -104,7 +106,8 @@ func (p *pool) reconcile(ctx context.Context, as []poolapi.Assignment) {
 		r := p.runs[a.ID]
 		switch {
 		case a.State.Live() && r == nil:
-			r = &attachRun{a: a, done: make(chan struct{})}
+			p.seq++
+			r = &attachRun{a: a, done: make(chan struct{}), seq: p.seq}
 			p.runs[a.ID] = r
 			p.loads.Add(1)
 			go func() {
@@ -199,6 +202,13 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 	}
 	if err := p.waitFree(ctx, a.Slot); err != nil {
 		return nil, err
+	}
+	if a.Share {
+		// The registry places a share on a chip it gave the first share
+		// of the image before that one is loaded: wait for it.
+		if err := p.waitEarlierShares(ctx, a); err != nil {
+			return nil, err
+		}
 	}
 	if rec := s.cfg.Slots.Record(a.Slot); holds(rec, a) {
 		p.keep(a.Slot)

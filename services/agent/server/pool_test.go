@@ -478,3 +478,32 @@ func TestPoolKeepWarmEnds(t *testing.T) {
 	}
 	poll(t, "the slot kept warm to be cleared", func() bool { return a.table.Record(ready.Slot).State == agentapi.Cleared })
 }
+
+// TestPoolSharesBackToBack: a second share placed on the first share's
+// chip before that chip is loaded (the registry places it from its own
+// records, not waiting for a heartbeat) waits for that load and takes the
+// chip as loaded, without loading it again.
+func TestPoolSharesBackToBack(t *testing.T) {
+	reg := startRegistry(t)
+	listing, _ := publishAliDNN(t, reg)
+	for _, who := range []string{"alice", "bob"} {
+		reg.api(t, who, "POST", "/listings/"+listing+"/subscribe", nil, nil)
+	}
+	a := startPoolNode(t, reg, -1)
+
+	first := attach(t, reg, "alice", listing, true)
+	second := attach(t, reg, "bob", listing, true)
+	if second.Slot != first.Slot {
+		t.Fatalf("bob's share placed on slot %d, alice's on %d: want one chip", second.Slot, first.Slot)
+	}
+	ofAlice := waitReady(t, reg, "alice", first.ID)
+	ofBob := waitReady(t, reg, "bob", second.ID)
+	rec := a.table.Record(ofBob.Slot)
+	_, dAlice := openAttached(t, ofAlice, first.Credential)
+	_, dBob := openAttached(t, ofBob, second.Credential)
+	roundTrip(t, dAlice)
+	roundTrip(t, dBob)
+	if got := a.table.Record(ofBob.Slot).LoadedAt; !got.Equal(rec.LoadedAt) {
+		t.Errorf("the chip was loaded again for a share (at %v, first at %v)", got, rec.LoadedAt)
+	}
+}

@@ -67,6 +67,28 @@ func (p *pool) waitFree(ctx context.Context, i int) error {
 	}
 }
 
+// waitEarlierShares waits until the shares of a's slot this faasd heard of
+// before a have finished attaching: loaded, or failed.
+func (p *pool) waitEarlierShares(ctx context.Context, a poolapi.Assignment) error {
+	p.mu.Lock()
+	me := p.runs[a.ID]
+	var wait []chan struct{}
+	for id, r := range p.runs {
+		if id != a.ID && r.a.Share && r.a.Slot == a.Slot && me != nil && r.seq < me.seq {
+			wait = append(wait, r.done)
+		}
+	}
+	p.mu.Unlock()
+	for _, done := range wait {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // covers reports whether r's attachment, whole or a share, is on slot i.
 func (r *attachRun) covers(i int) bool {
 	n := max(r.a.Chips, 1)

@@ -532,7 +532,7 @@ func (s *Server) boards() []api.Board {
 			// As the slot API shows it: a session is at work on the slot.
 			st = agentapi.Busy
 		}
-		hs := api.Slot{Index: i, State: string(st), Reason: rec.Reason}
+		hs := api.Slot{Index: i, State: string(st), Reason: rec.Reason, Part: sl.Chip.Part().Name}
 		if rec.Image != nil {
 			hs.Digest = rec.Image.Digest
 		}

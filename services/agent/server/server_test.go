@@ -530,6 +530,7 @@ func TestHeartbeat(t *testing.T) {
 		Index  int
 		State  string
 		Digest string
+		Part   string
 	}
 	var got []struct {
 		Model string
@@ -557,8 +558,9 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatalf("boards in the registry = %+v, want one board with two slots", got)
 	}
 	for i, s := range got[0].Slots {
-		if s.Index != i || s.State != string(agentapi.Loaded) || s.Digest != "sha256:"+strings.Repeat("ab", 32) {
-			t.Errorf("slot %d in the registry = %+v", i, s)
+		part := a.board.Chips[i].Part().Name
+		if s.Index != i || s.State != string(agentapi.Loaded) || s.Digest != "sha256:"+strings.Repeat("ab", 32) || s.Part != part {
+			t.Errorf("slot %d in the registry = %+v, want loaded with part %s", i, s, part)
 		}
 	}
 }

@@ -75,14 +75,7 @@ func (a *API) AttachmentHistory(ctx context.Context, id string) (AttachmentHisto
 	if err != nil {
 		return h, fmt.Errorf("api: attachment history: %w", err)
 	}
-	h.History, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
-		var e AuditEntry
-		var d []byte
-		err := r.Scan(&e.ID, &e.At, &e.ActorID, &e.ActorName, &e.Action, &e.TargetType, &e.TargetID, &e.Outcome,
-			&e.RequestID, &e.RemoteAddr, &d)
-		e.Details = d
-		return e, err
-	})
+	h.History, err = pgx.CollectRows(rows, scanAuditEntry)
 	if h.History == nil {
 		h.History = []AuditEntry{}
 	}

@@ -57,12 +57,17 @@ func (s *store) listAudit(ctx context.Context, p *principal, f auditFilter, pg p
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
-		var e AuditEntry
-		var d []byte
-		err := r.Scan(&e.ID, &e.At, &e.ActorID, &e.ActorName, &e.Action, &e.TargetType, &e.TargetID, &e.Outcome,
-			&e.RequestID, &e.RemoteAddr, &d)
-		e.Details = d
-		return e, err
-	})
+	return pgx.CollectRows(rows, scanAuditEntry)
+}
+
+// scanAuditEntry reads a row of audit_log's columns id, at, actor_id,
+// actor_name, action, target_type, target_id, outcome, request_id,
+// remote_addr, details, in that order.
+func scanAuditEntry(r pgx.CollectableRow) (AuditEntry, error) {
+	var e AuditEntry
+	var d []byte
+	err := r.Scan(&e.ID, &e.At, &e.ActorID, &e.ActorName, &e.Action, &e.TargetType, &e.TargetID, &e.Outcome,
+		&e.RequestID, &e.RemoteAddr, &d)
+	e.Details = d
+	return e, err
 }

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -65,22 +67,14 @@ func (a *activeUploads) removeBody(id string) {
 func (a *activeUploads) bodyIDs() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ids := make([]string, 0, len(a.bodies))
-	for id := range a.bodies {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(a.bodies))
 }
 
 // ids returns the uploads being written.
 func (a *activeUploads) ids() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ids := make([]string, 0, len(a.writing))
-	for id := range a.writing {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(a.writing))
 }
 
 // writes reports whether upload id is being written.

@@ -59,6 +59,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/jackc/pgx/v5"
@@ -173,6 +174,22 @@ func writeErr(w http.ResponseWriter, r *refusal) {
 	writeJSON(w, r.status, map[string]any{"error": map[string]string{"code": r.code, "message": r.msg}})
 }
 
+// failure is the answer to err, which is no refusal: 503 with
+// Retry-After and the cause when the database cannot serve requests for
+// now (meta.ErrUnavailable; faasd retries the release), else 500. Either
+// is logged with what, never shown to the caller beyond the cause.
+func (h *Handler) failure(ctx context.Context, what string, err error) *refusal {
+	err = meta.Unavailable(err)
+	if cause, ok := meta.Cause(err); ok {
+		h.cfg.Logger.WarnContext(ctx, what+": database unavailable", slog.Any("err", err))
+		rf := refuse(http.StatusServiceUnavailable, "unavailable", "%s", meta.UnavailableMessage(cause))
+		rf.retryAfter = int(meta.RetryAfter / time.Second)
+		return rf
+	}
+	h.cfg.Logger.ErrorContext(ctx, what, slog.Any("err", err))
+	return refuse(http.StatusInternalServerError, "internal", "internal error")
+}
+
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != Path {
@@ -192,8 +209,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, rf)
 			return
 		}
-		h.cfg.Logger.ErrorContext(ctx, "keyrelease: authentication", slog.Any("err", err))
-		writeErr(w, refuse(http.StatusInternalServerError, "internal", "internal error"))
+		writeErr(w, h.failure(ctx, "keyrelease: authentication", err))
 		return
 	}
 	var req Request
@@ -208,8 +224,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var rf *refusal
 		if !errors.As(err, &rf) {
-			h.cfg.Logger.ErrorContext(ctx, "keyrelease", slog.Any("err", err))
-			rf = refuse(http.StatusInternalServerError, "internal", "internal error")
+			rf = h.failure(ctx, "keyrelease", err)
 		}
 		h.audit(ctx, r, acct, req, grantID, "denied: "+rf.msg, nil)
 		writeErr(w, rf)
@@ -221,8 +236,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h.audit(ctx, r, acct, req, grantID, "ok", layers); err != nil {
 		// No audit record, no key.
-		h.cfg.Logger.ErrorContext(ctx, "keyrelease: audit", slog.Any("err", err))
-		writeErr(w, refuse(http.StatusInternalServerError, "internal", "internal error"))
+		writeErr(w, h.failure(ctx, "keyrelease: audit", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)

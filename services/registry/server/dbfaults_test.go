@@ -275,6 +275,14 @@ func testDatabaseFault(t *testing.T, fault dbFault) {
 		}
 	}
 
+	if fault.name == "unreachable" {
+		// A load balancer learns why, too.
+		resp, body := get(t, f.r.url+"/readyz", nil)
+		if resp.StatusCode != http.StatusServiceUnavailable || body != "not ready: the database is unreachable\n" {
+			t.Errorf("readyz with the database unreachable: %d %q", resp.StatusCode, body)
+		}
+	}
+
 	fault.remove(t, f)
 	for _, s := range surfaces {
 		var code int

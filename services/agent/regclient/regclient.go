@@ -7,6 +7,13 @@
 // The agent authenticates as its node account (HTTP Basic with the account
 // name and an API token); tenant tokens are only ever passed to Me and
 // LoadGrant.
+//
+// Usage is not sent once and forgotten: QueueUsage keeps reports in memory
+// and sends them again, with backoff, while the registry cannot take them
+// for a reason that passes ([Temporary]: unreachable, 5xx such as the 503
+// of a database that is out of disk space, read-only or down, 429). Errors
+// that come from an answer of the registry wrap a [StatusError] with its
+// status, code and Retry-After.
 package regclient
 
 import (

@@ -33,7 +33,10 @@
 // with one entry per sealed layer of the image, each data key wrapped
 // (hdk/seal.WrapKey) to the node's registered public key. Refusals: 401 bad
 // credentials; 429 too many failed password checks, 503 too many at once
-// (auth.Limits, both with Retry-After); 403 caller is not a node account,
+// (auth.Limits, both with Retry-After); 503 code unavailable with
+// Retry-After when the database cannot serve the release for now (out of
+// disk space, read-only, unreachable; the message names the cause, and
+// faasd asks again); 403 caller is not a node account,
 // the node is not approved or revoked (code node_untrusted), the grant is
 // unknown, spent, expired or names another node, image or tenant
 // (grant_invalid), or the grant's tenant holds no active entitlement to a

@@ -35,8 +35,7 @@
 // credentials; 429 too many failed password checks, 503 too many at once
 // (auth.Limits, both with Retry-After); 503 code unavailable with
 // Retry-After when the database cannot serve the release for now (out of
-// disk space, read-only, unreachable; the message names the cause, and
-// faasd asks again); 403 caller is not a node account,
+// disk space, read-only, unreachable; the message names the cause); 403 caller is not a node account,
 // the node is not approved or revoked (code node_untrusted), the grant is
 // unknown, spent, expired or names another node, image or tenant
 // (grant_invalid), or the grant's tenant holds no active entitlement to a

@@ -64,7 +64,9 @@ func (f *faultRig) exec(t *testing.T, sql string, args ...any) {
 // server stopped) and checks that every surface (/api/v1, /v2, the portal,
 // key release, /auth/token) answers a request that needs the database
 // with 503, Retry-After and a message naming the cause, never a 500 and
-// never SQL, and that the same requests succeed once the fault is gone.
+// never SQL; that a full or read-only database still serves password
+// logins and the marketplace; that /readyz names an unreachable database;
+// and that the same requests succeed once the fault is gone.
 func TestDatabaseFaults(t *testing.T) {
 	faults := []dbFault{
 		{
@@ -275,6 +277,21 @@ func testDatabaseFault(t *testing.T, fault dbFault) {
 		}
 	}
 
+	if fault.name != "unreachable" {
+		// A full or read-only database still serves what needs no write:
+		// a password login, the marketplace.
+		q := url.Values{"service": {server.DefaultService}, "scope": {"repository:isv1/img:pull"}}
+		code, body, _ := f.do(t, "token", http.MethodGet, "/auth/token?"+q.Encode(), "", func(r *http.Request) {
+			r.SetBasicAuth("isv1", isvPW)
+		})
+		if code != http.StatusOK {
+			t.Errorf("password login with the database %s: %d %s, want 200", fault.name, code, body)
+		}
+		code, body, _ = f.do(t, "api", http.MethodGet, api.Prefix+"/listings", "", func(*http.Request) {})
+		if code != http.StatusOK {
+			t.Errorf("marketplace listings with the database %s: %d %s, want 200", fault.name, code, body)
+		}
+	}
 	if fault.name == "unreachable" {
 		// A load balancer learns why, too.
 		resp, body := get(t, f.r.url+"/readyz", nil)

@@ -2,6 +2,9 @@
 // PostgreSQL cluster ([Postgres]) and a throwaway MinIO server ([MinIO]), each
 // on a random loopback port with its own temporary directory, stopped and
 // removed by t.Cleanup; and a small tmpfs to fill for real ([Tmpfs]).
+// A test may stop and start the PostgreSQL server under its clients
+// ([PG.Stop], [PG.Start]) and hand a directory to the server's OS user
+// ([PG.Own]), for a tablespace on a Tmpfs, say.
 //
 // Binaries are found through environment variables first (FAAS_PG_BIN names
 // the directory holding initdb, pg_ctl and postgres; FAAS_MINIO_BIN names the

@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +33,13 @@ type PG struct {
 	Database  string // "postgres"
 	SocketDir string // directory of the unix socket
 	DataDir   string
+
+	// What Stop and Start need.
+	bin, logPath string
+	cred         *syscall.Credential
+	env          []string
+	mu           sync.Mutex
+	p            *proc
 }
 
 // DatabaseURL returns the URL of database name on this cluster.
@@ -121,12 +130,16 @@ func Postgres(t testing.TB) *PG {
 	logPath := filepath.Join(dir, "postgres.log")
 	env := cleanEnv([]string{"PG", "LC_", "LANG="}, "LC_ALL=C", "LANG=C", "TZ=UTC")
 
-	var p *proc
+	pg := &PG{Host: "127.0.0.1", User: "postgres", Database: "postgres", SocketDir: dir, DataDir: data,
+		bin: bin, logPath: logPath, cred: cred, env: env}
 	logShown := false // by fail, so that cleanup does not repeat it
 	t.Cleanup(func() {
 		if t.Failed() && !logShown {
 			t.Logf("testenv: postgres log (%s):\n%s", logPath, logTail(logPath))
 		}
+		pg.mu.Lock()
+		p := pg.p
+		pg.mu.Unlock()
 		if p != nil {
 			if !p.exited() {
 				_ = run(15*time.Second, logPath, cred, dir, env, filepath.Join(bin, "pg_ctl"),
@@ -161,7 +174,7 @@ func Postgres(t testing.TB) *PG {
 		}
 	}
 
-	pg := &PG{Host: "127.0.0.1", User: "postgres", Database: "postgres", SocketDir: dir, DataDir: data}
+	var p *proc
 	for attempt := 1; ; attempt++ {
 		ports, err := freePorts(1)
 		if err != nil {
@@ -169,20 +182,14 @@ func Postgres(t testing.TB) *PG {
 		}
 		pg.Port = ports[0]
 		pg.URL = pg.DatabaseURL(pg.Database)
-		p, err = start(logPath, cred, dir, env, filepath.Join(bin, "postgres"),
-			"-D", data, "-p", strconv.Itoa(pg.Port), "-h", pg.Host, "-k", dir,
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+		p, err = pg.startServer()
+		pg.mu.Lock()
+		pg.p = p
+		pg.mu.Unlock()
 		if err != nil {
 			fail("%v", err)
 		}
-		err = waitReady(p, pgReadyTimeout, func(ctx context.Context) error {
-			conn, err := pgx.Connect(ctx, pg.URL+"&connect_timeout=1")
-			if err != nil {
-				return err
-			}
-			return conn.Close(ctx)
-		})
-		if err == nil {
+		if err = pg.waitReady(p); err == nil {
 			break
 		}
 		if p.exited() && portTaken(logTail(logPath)) && attempt < startAttempts {
@@ -193,4 +200,92 @@ func Postgres(t testing.TB) *PG {
 	}
 	t.Logf("testenv: postgres ready at %s in %v", pg.URL, time.Since(began).Round(time.Millisecond))
 	return pg
+}
+
+// startServer starts the server process on pg.Port.
+func (pg *PG) startServer() (*proc, error) {
+	return start(pg.logPath, pg.cred, pg.SocketDir, pg.env, filepath.Join(pg.bin, "postgres"),
+		"-D", pg.DataDir, "-p", strconv.Itoa(pg.Port), "-h", pg.Host, "-k", pg.SocketDir,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+}
+
+// waitReady waits until the server process p accepts connections.
+func (pg *PG) waitReady(p *proc) error {
+	return waitReady(p, pgReadyTimeout, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, pg.URL+"&connect_timeout=1")
+		if err != nil {
+			return err
+		}
+		return conn.Close(ctx)
+	})
+}
+
+// Stop stops the server (`pg_ctl stop -m fast`: open connections are
+// ended), so that a test can watch its clients meet a database that is
+// gone. Start starts it again on the same port and data.
+func (pg *PG) Stop(t testing.TB) {
+	t.Helper()
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.p == nil || pg.p.exited() {
+		t.Fatalf("testenv: postgres: Stop: the server is not running")
+	}
+	if err := run(time.Minute, pg.logPath, pg.cred, pg.SocketDir, pg.env, filepath.Join(pg.bin, "pg_ctl"),
+		"stop", "-D", pg.DataDir, "-m", "fast", "-w", "-t", "50", "-s"); err != nil {
+		t.Fatalf("testenv: postgres: stop: %v\nlog %s:\n%s", err, pg.logPath, logTail(pg.logPath))
+	}
+	select {
+	case <-pg.p.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("testenv: postgres: the server did not exit after pg_ctl stop")
+	}
+	t.Logf("testenv: postgres at %s stopped", pg.URL)
+}
+
+// Start starts the server that Stop stopped, on the same port, and waits
+// until it accepts connections.
+func (pg *PG) Start(t testing.TB) {
+	t.Helper()
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.p != nil && !pg.p.exited() {
+		t.Fatalf("testenv: postgres: Start: the server is running")
+	}
+	p, err := pg.startServer()
+	if err != nil {
+		t.Fatalf("testenv: postgres: start: %v", err)
+	}
+	pg.p = p
+	if err := pg.waitReady(p); err != nil {
+		t.Fatalf("testenv: postgres: server on port %d %v\nlog %s:\n%s", pg.Port, err, pg.logPath, logTail(pg.logPath))
+	}
+	t.Logf("testenv: postgres at %s started again", pg.URL)
+}
+
+// Own gives path to the OS user the server runs as, so that the server can
+// use a directory the test made (a tablespace on a Tmpfs, say): it chowns
+// path and lets others search its parent directories (t.TempDir makes
+// them 0700 for the test's user only) up to os.TempDir.
+func (pg *PG) Own(t testing.TB, path string) {
+	t.Helper()
+	if pg.cred == nil {
+		return // the server runs as the test's own user
+	}
+	if err := os.Chown(path, int(pg.cred.Uid), int(pg.cred.Gid)); err != nil {
+		t.Fatalf("testenv: postgres: %v", err)
+	}
+	// Only up to the temporary directory: nothing outside a test's own.
+	tmp := filepath.Clean(os.TempDir())
+	for dir := filepath.Dir(path); strings.HasPrefix(dir, tmp+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatalf("testenv: postgres: %v", err)
+		}
+		if fi.Mode().Perm()&0o001 != 0 {
+			continue
+		}
+		if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
+			t.Fatalf("testenv: postgres: %v", err)
+		}
+	}
 }

@@ -126,18 +126,14 @@ func (l *Loader) report(req Request, res Result, grantID string) {
 	if l.cfg.NodeID == "" || req.Tenant.ID == "" || grantID == "" {
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		now := time.Now().UTC()
-		d := res.Image.Digest
-		var recs []api.UsageRecord
-		for _, s := range res.Slots {
-			slot := s
-			recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", req.ID, s), TenantID: req.Tenant.ID, GrantID: grantID, ManifestDigest: &d, Slot: &slot, Event: "load", StartedAt: &now})
-		}
-		if err := l.cfg.Registry.ReportUsage(ctx, l.cfg.NodeID, recs); err != nil {
-			l.log.Warn("usage report failed", "op", req.ID, "err", err)
-		}
-	}()
+	now := time.Now().UTC()
+	d := res.Image.Digest
+	var recs []api.UsageRecord
+	for _, s := range res.Slots {
+		slot := s
+		recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", req.ID, s), TenantID: req.Tenant.ID, GrantID: grantID, ManifestDigest: &d, Slot: &slot, Event: "load", StartedAt: &now})
+	}
+	// Queued: sent in the background, and kept to send again while the
+	// registry is away or cannot write (503).
+	l.cfg.Registry.QueueUsage(l.cfg.NodeID, recs)
 }

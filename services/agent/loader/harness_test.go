@@ -64,6 +64,7 @@ type registry struct {
 	isvKey   *ecdsa.PrivateKey
 	tokens   map[string]string // account → API token
 	ids      map[string]string // account → id
+	pg       *testenv.PG       // its database, to break
 }
 
 const password = "correct horse battery staple"
@@ -76,7 +77,7 @@ func startRegistry(t testing.TB) *registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &registry{t: t, ln: ln, host: ln.Addr().String(), tokens: map[string]string{}, ids: map[string]string{}}
+	r := &registry{t: t, ln: ln, host: ln.Addr().String(), tokens: map[string]string{}, ids: map[string]string{}, pg: pg}
 	r.url = "http://" + r.host
 	r.cfg = regserver.Config{DatabaseURL: pg.URL, DataDir: filepath.Join(dir, "data"), KeyDir: filepath.Join(dir, "keys"),
 		PlatformKeyDir: filepath.Join(dir, "platform"), Realm: r.url + "/auth/token",

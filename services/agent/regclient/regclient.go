@@ -7,6 +7,13 @@
 // The agent authenticates as its node account (HTTP Basic with the account
 // name and an API token); tenant tokens are only ever passed to Me and
 // LoadGrant.
+//
+// Usage is not sent once and forgotten: QueueUsage keeps reports in memory
+// and sends them again, with backoff, while the registry cannot take them
+// for a reason that passes ([Temporary]: unreachable, 5xx such as the 503
+// of a database that is out of disk space, read-only or down, 429). Errors
+// that come from an answer of the registry wrap a [StatusError] with its
+// status, code and Retry-After.
 package regclient
 
 import (
@@ -19,8 +26,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +58,34 @@ var (
 	ErrNodeUntrusted = errors.New("the registry does not trust this node")
 )
 
+// StatusError is an answer of the registry other than a success; errors
+// of this package that come from an answer wrap one.
+type StatusError struct {
+	Status     int    // HTTP status
+	Code       string // the error envelope's code, e.g. "unavailable"; "" if none
+	Message    string // the registry's message, for people
+	RetryAfter time.Duration
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
+
+// Temporary reports whether a request that failed with err may succeed
+// when sent again unchanged: the registry could not be reached, or it
+// answered 408, 429 or 5xx (a 503 whose database is out of disk space,
+// read-only or unreachable, say). A refusal of the request itself (other
+// 4xx) is not temporary.
+func Temporary(err error) bool {
+	var se *StatusError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return false
+	case errors.As(err, &se):
+		return se.Status == http.StatusRequestTimeout || se.Status == http.StatusTooManyRequests || se.Status >= 500
+	}
+	// Not reached, or no answer in time.
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
 // maxBody bounds what the client reads of any answer.
 const maxBody = 4 << 20
 
@@ -60,6 +97,18 @@ type Client struct {
 	token string // node account's API token
 
 	enrollment string // one-time enrollment token, for RegisterNode
+
+	log   *slog.Logger
+	usage usageQueue
+}
+
+// WithLogger sets where the client logs what happens in the background
+// (usage reports it keeps for later); by default nowhere.
+func (c *Client) WithLogger(l *slog.Logger) *Client {
+	if l != nil {
+		c.log = l
+	}
+	return c
 }
 
 // WithEnrollmentToken sets the one-time enrollment token an operator made
@@ -80,7 +129,7 @@ func New(base, user, token string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Client{base: u, http: hc, user: user, token: token}, nil
+	return &Client{base: u, http: hc, user: user, token: token, log: slog.New(slog.DiscardHandler)}, nil
 }
 
 // Host is the registry's host[:port], as image references name it.
@@ -252,12 +301,16 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, auth 
 		if msg == "" {
 			msg = http.StatusText(resp.StatusCode)
 		}
+		se := &StatusError{Status: resp.StatusCode, Code: e.Error.Code, Message: msg}
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			se.RetryAfter = time.Duration(s) * time.Second
+		}
 		var cat error
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized:
 			cat = ErrUnauthenticated
 		case resp.StatusCode == http.StatusForbidden && e.Error.Code == "node_untrusted":
-			return fmt.Errorf("%w: %w: %s: %d %s", ErrDenied, ErrNodeUntrusted, op, resp.StatusCode, msg)
+			return fmt.Errorf("%w: %w: %s: %w", ErrDenied, ErrNodeUntrusted, op, se)
 		case resp.StatusCode == http.StatusForbidden:
 			cat = ErrDenied
 		case resp.StatusCode == http.StatusNotFound:
@@ -267,7 +320,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, auth 
 		default:
 			cat = ErrUnavailable
 		}
-		return fmt.Errorf("%w: %s: %d %s", cat, op, resp.StatusCode, msg)
+		return fmt.Errorf("%w: %s: %w", cat, op, se)
 	}
 	if out == nil {
 		return nil

@@ -162,13 +162,9 @@ func (s *Server) reportClear(rec slots.Record, group []int, op string) {
 		recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", op, i), TenantID: rec.TenantID, GrantID: rec.GrantID,
 			ManifestDigest: &d, Slot: &slot, Event: "clear", StartedAt: &rec.LoadedAt, EndedAt: &now})
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := s.cfg.Registry.ReportUsage(ctx, s.cfg.NodeID, recs); err != nil {
-			s.log.Warn("usage report failed", "err", err)
-		}
-	}()
+	// Queued, not sent once: a registry that is away or cannot write (503)
+	// gets the report later, and the slot is cleared regardless.
+	s.cfg.Registry.QueueUsage(s.cfg.NodeID, recs)
 }
 
 // listImages lists the cache: for a tenant, the blobs it pulled or loaded

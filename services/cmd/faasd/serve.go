@@ -228,7 +228,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	reg.WithEnrollmentToken(enrollment)
+	reg.WithEnrollmentToken(enrollment).WithLogger(log.With("component", "regclient"))
 	node, err := identity.Load(ctx, f.stateDir, f.registry, f.hostname, reg)
 	if err != nil {
 		return err

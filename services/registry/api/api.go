@@ -292,6 +292,18 @@ func (a *API) classify(err error, c echo.Context) (int, errorInfo) {
 	var fe *FieldError
 	var he *echo.HTTPError
 	var mbe *http.MaxBytesError
+	// A fault of the database comes first: a store may have wrapped it in
+	// a sentinel of the request (not found, conflict) on its way here, and
+	// the client should retry rather than believe that answer. The stores
+	// classify what they can; what reaches here unclassified is classified
+	// by the same function.
+	err = meta.Unavailable(err)
+	if cause, ok := meta.Cause(err); ok {
+		a.log.WarnContext(c.Request().Context(), "api: database unavailable",
+			slog.String("method", c.Request().Method), slog.String("path", c.Path()), slog.Any("err", err))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(meta.RetryAfter/time.Second)))
+		return http.StatusServiceUnavailable, errorInfo{"unavailable", meta.UnavailableMessage(cause), ""}
+	}
 	switch {
 	case errors.As(err, &fe):
 		return http.StatusUnprocessableEntity, errorInfo{"invalid", fe.Field + ": " + fe.Msg, fe.Field}

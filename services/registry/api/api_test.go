@@ -481,3 +481,27 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Errorf("%d routes", len(routed))
 	}
 }
+
+// TestOpenAPIUnavailable checks that every operation documents the 503 of
+// a database that cannot serve requests for now, with its Retry-After.
+func TestOpenAPIUnavailable(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Description string
+				Headers     map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal(api.Document(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for p, ops := range doc.Paths {
+		for m, op := range ops {
+			r, ok := op.Responses["503"]
+			if !ok || !strings.Contains(r.Description, "the database is out of disk space") || r.Headers["Retry-After"] == nil {
+				t.Errorf("%s %s: 503 %+v, want the database's faults and Retry-After", m, p, r)
+			}
+		}
+	}
+}

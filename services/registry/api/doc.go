@@ -47,7 +47,9 @@
 // (unknown fields are errors). Errors are {"error":{"code":…,"message":…}}
 // (plus "field" for validation errors) with codes unauthenticated (401),
 // forbidden (403), not_found (404), conflict (409), invalid (400/422),
-// too_large (413), rate_limited (429), unavailable (503) and internal (500;
+// too_large (413), rate_limited (429), unavailable (503: too many password
+// checks at once, or the database cannot serve requests for now, whose
+// cause the message names, both with Retry-After) and internal (500;
 // details are logged, never returned).
 // Lists take ?limit= (1…200, default 50) and ?cursor= (opaque, from the
 // previous page's next_cursor, absent on the last page).

@@ -193,6 +193,20 @@ func errResp(desc string) obj {
 	return obj{"description": desc, "content": obj{"application/json": obj{"schema": ref("Error")}}}
 }
 
+// unavailableResp documents the 503 every operation may answer, code
+// "unavailable": too many password checks at once, or the database cannot
+// serve requests for now (out of disk space, read-only, unreachable, …;
+// the message names the cause). Either way the remedy is to retry after
+// Retry-After seconds.
+func unavailableResp() obj {
+	r := errResp("temporarily unavailable (code \"unavailable\"): too many password checks at once, or the database " +
+		"cannot serve requests for now; the message names the cause (\"the database is out of disk space\", " +
+		"\"the database is read-only\", \"the database is unreachable\", …). Retry after Retry-After seconds.")
+	r["headers"] = obj{"Retry-After": obj{"description": "seconds to wait before retrying",
+		"schema": obj{"type": "integer", "minimum": 1}}}
+	return r
+}
+
 // Document returns the OpenAPI 3.1 document of the API.
 func Document() []byte {
 	docOnce.Do(func() {
@@ -226,7 +240,7 @@ func Document() []byte {
 				"404": errResp("not found or not visible"), "500": errResp("internal error"),
 				// Any request may carry a password, anonymous routes too.
 				"429": errResp("too many failed password checks for this account or address; see Retry-After"),
-				"503": errResp("too many password checks at once; see Retry-After")}
+				"503": unavailableResp()}
 			if !o.anonymous {
 				responses["401"] = errResp("no or invalid credentials")
 				responses["403"] = errResp("forbidden for this role or account")

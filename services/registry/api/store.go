@@ -79,11 +79,12 @@ func (s *store) auditDenied(ctx context.Context, p *principal, ae auditEntry, wh
 		p.ID, p.Name, ae.action, ae.targetType, ae.targetID, "denied: "+why, p.requestID, p.remote, dj)
 }
 
-// pgErr maps constraint violations to user errors; other errors pass.
+// pgErr maps constraint violations to user errors and faults of the
+// database to meta.ErrUnavailable; other errors pass.
 func pgErr(err error) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
-		return err
+		return meta.Unavailable(err)
 	}
 	switch pe.Code {
 	case "23505":
@@ -93,7 +94,7 @@ func pgErr(err error) error {
 	case "23514", "22P02", "22001":
 		return fmt.Errorf("%w: a value is out of range or malformed", ErrInvalid)
 	}
-	return err
+	return meta.Unavailable(err)
 }
 
 func noRows(err error, what string) error {

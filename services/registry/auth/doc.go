@@ -35,7 +35,10 @@
 //     requests and builds the WWW-Authenticate challenge.
 //
 // Nothing here logs; errors wrap the sentinels below, to be tested with
-// errors.Is. Secrets never appear in error messages.
+// errors.Is. Secrets never appear in error messages. A database that cannot
+// serve requests for now (out of disk space, read-only, unreachable) comes
+// as an error wrapping meta.ErrUnavailable and its cause; TokenHandler
+// answers it 503, code UNAVAILABLE, with Retry-After and the cause.
 package auth
 
 import "errors"

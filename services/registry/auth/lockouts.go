@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
 // Scopes of the rows of login_failures.
@@ -47,7 +49,7 @@ func (s *sharedLockouts) read(ctx context.Context, name, source string, now time
 		where ((scope = 'account' and key = $1) or (scope = 'source' and key = $2)) and forget_at > $3`,
 		name, source, now)
 	if err != nil {
-		return acct, src, fmt.Errorf("auth: login failures: %w", err)
+		return acct, src, fmt.Errorf("auth: login failures: %w", meta.Unavailable(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -55,7 +57,7 @@ func (s *sharedLockouts) read(ctx context.Context, name, source string, now time
 		var st lockState
 		var locked *time.Time
 		if err := rows.Scan(&scope, &st.failures, &locked, &st.forgetAt); err != nil {
-			return acct, src, fmt.Errorf("auth: login failures: %w", err)
+			return acct, src, fmt.Errorf("auth: login failures: %w", meta.Unavailable(err))
 		}
 		if locked != nil {
 			st.lockedUntil = *locked
@@ -67,7 +69,7 @@ func (s *sharedLockouts) read(ctx context.Context, name, source string, now time
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return acct, src, fmt.Errorf("auth: login failures: %w", err)
+		return acct, src, fmt.Errorf("auth: login failures: %w", meta.Unavailable(err))
 	}
 	return acct, src, nil
 }
@@ -85,7 +87,7 @@ func (s *sharedLockouts) fail(ctx context.Context, scope, key string, b Backoff,
 			set failures = case when f.forget_at <= $3 then 1 else f.failures + 1 end
 			returning failures`, scope, key, now).Scan(&failures)
 		if err != nil {
-			return fmt.Errorf("auth: record login failure: %w", err)
+			return fmt.Errorf("auth: record login failure: %w", meta.Unavailable(err))
 		}
 		var locked *time.Time
 		until := now
@@ -95,11 +97,11 @@ func (s *sharedLockouts) fail(ctx context.Context, scope, key string, b Backoff,
 		}
 		if _, err := tx.Exec(ctx, `update login_failures set locked_until = $3, forget_at = $4
 			where scope = $1 and key = $2`, scope, key, locked, until.Add(b.Max)); err != nil {
-			return fmt.Errorf("auth: record login failure: %w", err)
+			return fmt.Errorf("auth: record login failure: %w", meta.Unavailable(err))
 		}
 		if _, err := tx.Exec(ctx, `delete from login_failures where ctid = any(array(
 			select ctid from login_failures where forget_at <= $1 limit $2))`, now, purgeBatch); err != nil {
-			return fmt.Errorf("auth: purge login failures: %w", err)
+			return fmt.Errorf("auth: purge login failures: %w", meta.Unavailable(err))
 		}
 		return nil
 	})
@@ -108,7 +110,7 @@ func (s *sharedLockouts) fail(ctx context.Context, scope, key string, b Backoff,
 // reset forgets the failures of the account name (after a success).
 func (s *sharedLockouts) reset(ctx context.Context, name string) error {
 	if _, err := s.pool.Exec(ctx, `delete from login_failures where scope = 'account' and key = $1`, name); err != nil {
-		return fmt.Errorf("auth: reset login failures: %w", err)
+		return fmt.Errorf("auth: reset login failures: %w", meta.Unavailable(err))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fpga-faas/faas/services/registry/clientip"
+	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
 // Role is an account's role; the database checks the same set.
@@ -142,7 +143,7 @@ func (s *Store) Create(ctx context.Context, name string, role Role, password str
 		if errors.As(err, &pe) && pe.Code == "23505" {
 			return Account{}, fmt.Errorf("%w: account %q", ErrExists, name)
 		}
-		return Account{}, fmt.Errorf("auth: create account: %w", err)
+		return Account{}, fmt.Errorf("auth: create account: %w", meta.Unavailable(err))
 	}
 	return a, nil
 }
@@ -162,7 +163,7 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 	}
 	tag, err := s.pool.Exec(ctx, `update accounts set password_hash = $2, updated_at = now() where name = $1`, name, hash)
 	if err != nil {
-		return fmt.Errorf("auth: set password: %w", err)
+		return fmt.Errorf("auth: set password: %w", meta.Unavailable(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: account %q", ErrNotFound, name)
@@ -181,7 +182,7 @@ func (s *Store) Lookup(ctx context.Context, name string) (Account, error) {
 		return Account{}, fmt.Errorf("%w: account %q", ErrNotFound, name)
 	}
 	if err != nil {
-		return Account{}, fmt.Errorf("auth: lookup account: %w", err)
+		return Account{}, fmt.Errorf("auth: lookup account: %w", meta.Unavailable(err))
 	}
 	a.Role = Role(role)
 	return a, nil
@@ -224,7 +225,7 @@ func (s *Store) Authenticate(ctx context.Context, name, password string) (Accoun
 		`select id::text, name, role, disabled, created_at, password_hash from accounts where name = $1`, name).
 		Scan(&a.ID, &a.Name, &role, &a.Disabled, &a.CreatedAt, &hash)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return Account{}, fmt.Errorf("auth: authenticate: %w", err)
+		return Account{}, fmt.Errorf("auth: authenticate: %w", meta.Unavailable(err))
 	}
 	a.Role = Role(role)
 	if len(password) > MaxPasswordLen {
@@ -277,7 +278,7 @@ func (s *Store) IssueToken(ctx context.Context, accountID, name string) (string,
 		`insert into api_tokens (account_id, name, token_hash)
 		 select id, $2, $3 from accounts where id = $1::uuid`, accountID, name, sum[:])
 	if err != nil {
-		return "", fmt.Errorf("auth: issue token: %w", err)
+		return "", fmt.Errorf("auth: issue token: %w", meta.Unavailable(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return "", fmt.Errorf("%w: account %s", ErrNotFound, accountID)
@@ -312,7 +313,7 @@ func (s *Store) AuthenticateToken(ctx context.Context, secret string) (Account, 
 		return Account{}, ErrUnauthenticated
 	}
 	if err != nil {
-		return Account{}, fmt.Errorf("auth: authenticate token: %w", err)
+		return Account{}, fmt.Errorf("auth: authenticate token: %w", meta.Unavailable(err))
 	}
 	a.Role = Role(role)
 	return a, nil
@@ -327,7 +328,7 @@ func (s *Store) Tokens(ctx context.Context, accountID string) ([]APIToken, error
 		`select id::text, account_id::text, name, created_at, expires_at, last_used_at, revoked_at
 		 from api_tokens where account_id = $1::uuid order by created_at desc, id`, accountID)
 	if err != nil {
-		return nil, fmt.Errorf("auth: list tokens: %w", err)
+		return nil, fmt.Errorf("auth: list tokens: %w", meta.Unavailable(err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIToken, error) {
 		var t APIToken
@@ -335,7 +336,7 @@ func (s *Store) Tokens(ctx context.Context, accountID string) ([]APIToken, error
 		return t, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("auth: list tokens: %w", err)
+		return nil, fmt.Errorf("auth: list tokens: %w", meta.Unavailable(err))
 	}
 	return out, nil
 }
@@ -350,7 +351,7 @@ func (s *Store) RevokeToken(ctx context.Context, accountID, tokenID string) erro
 		`update api_tokens set revoked_at = coalesce(revoked_at, now())
 		 where id = $1::uuid and account_id = $2::uuid`, tokenID, accountID)
 	if err != nil {
-		return fmt.Errorf("auth: revoke token: %w", err)
+		return fmt.Errorf("auth: revoke token: %w", meta.Unavailable(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: token %s", ErrNotFound, tokenID)

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
 // Policy decides what an account may do. Allowed returns the subset of
@@ -113,6 +115,7 @@ func (h *TokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, ErrBusy):
 			setRetryAfter(w, err)
 			writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "too many logins at once, try again later")
+		case unavailable(w, err):
 		default:
 			writeError(w, http.StatusInternalServerError, "UNKNOWN", "authentication failed")
 		}
@@ -130,7 +133,9 @@ func (h *TokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		allowed, err := h.Policy.Allowed(r.Context(), acct, s.Name, slices.Clone(s.Actions))
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, "UNKNOWN", "authorization failed")
+			if !unavailable(w, err) {
+				writeError(w, http.StatusInternalServerError, "UNKNOWN", "authorization failed")
+			}
 			return
 		}
 		// Grant only what was both requested and allowed, whatever the policy returned.
@@ -279,6 +284,19 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(ErrorBody{Errors: []ErrorEntry{{Code: code, Message: msg}}})
+}
+
+// unavailable answers err when the database cannot serve requests for now
+// (meta.ErrUnavailable): 503, code UNAVAILABLE as for a busy login, with
+// Retry-After and the cause. It reports whether it answered.
+func unavailable(w http.ResponseWriter, err error) bool {
+	cause, ok := meta.Cause(meta.Unavailable(err))
+	if !ok {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(meta.RetryAfter/time.Second)))
+	writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", meta.UnavailableMessage(cause))
+	return true
 }
 
 // setRetryAfter sets the Retry-After header of a *RetryError.

@@ -125,5 +125,13 @@
 // {"errors":[{"code":…,"message":…,"detail":…}]}, with its status codes.
 // A write the blob store refuses for want of space (blob.ErrStorageFull)
 // answers 507 Insufficient Storage, code UNKNOWN, with a message that says
-// the storage is full; any other unexpected failure 500 UNKNOWN.
+// the storage is full. A request the metadata database cannot serve for
+// now (meta.ErrUnavailable: out of disk space or memory, read-only,
+// unreachable) answers 503 Service Unavailable with Retry-After (seconds,
+// meta.RetryAfter) and code UNAVAILABLE, which is ours: the specification
+// lists no code for it, clients show the message of a code they do not
+// know, and the token endpoint answers the same code. The message names
+// the cause ("the registry cannot answer for now: the database is
+// read-only; try again in a few seconds") and nothing of the database's
+// internals. Any other unexpected failure answers 500 UNKNOWN.
 package distribution

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -336,8 +337,9 @@ const (
 	codeUnsupported         = "UNSUPPORTED"
 	codeRangeInvalid        = "RANGE_INVALID"
 	codeTooManyRequests     = "TOOMANYREQUESTS"
-	codeNotFound            = "NOT_FOUND" // a path outside the API
-	codeUnknown             = "UNKNOWN"   // no better code: internal errors, full storage
+	codeNotFound            = "NOT_FOUND"   // a path outside the API
+	codeUnknown             = "UNKNOWN"     // no better code: internal errors, full storage
+	codeUnavailable         = "UNAVAILABLE" // ours: the database cannot answer for now (503)
 )
 
 // httpError is an API error answer: an HTTP status and one entry of the
@@ -364,6 +366,16 @@ func storageFull() *httpError {
 		"storage full: the registry has no space left to store this upload; retry once space has been freed", nil)
 }
 
+// databaseUnavailable answers a request the metadata database could not
+// serve for now (meta.ErrUnavailable): 503 with code UNAVAILABLE, which
+// the specification does not list (clients show the message of codes they
+// do not know) and which /auth/token already answers when logins are
+// over their budget. The message names the cause; the caller sets
+// Retry-After.
+func databaseUnavailable(cause string) *httpError {
+	return apiError(http.StatusServiceUnavailable, codeUnavailable, meta.UnavailableMessage(cause), nil)
+}
+
 func errUnsupported() *httpError {
 	return apiError(http.StatusMethodNotAllowed, codeUnsupported, "the operation is unsupported", nil)
 }
@@ -385,8 +397,17 @@ func (s *server) handleEchoError(err error, c echo.Context) {
 	}
 	var ae *httpError
 	var he *echo.HTTPError
+	err = meta.Unavailable(err) // what the meta store left unclassified
 	switch {
 	case errors.As(err, &ae):
+	case errors.Is(err, meta.ErrUnavailable):
+		cause, _ := meta.Cause(err)
+		ae = databaseUnavailable(cause)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(meta.RetryAfter/time.Second)))
+		if s.cfg.Logger != nil {
+			s.cfg.Logger.WarnContext(c.Request().Context(), "database unavailable",
+				slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path), slog.Any("err", err))
+		}
 	case errors.Is(err, blob.ErrStorageFull):
 		ae = storageFull()
 		if s.cfg.Logger != nil {

@@ -33,7 +33,9 @@
 // with one entry per sealed layer of the image, each data key wrapped
 // (hdk/seal.WrapKey) to the node's registered public key. Refusals: 401 bad
 // credentials; 429 too many failed password checks, 503 too many at once
-// (auth.Limits, both with Retry-After); 403 caller is not a node account,
+// (auth.Limits, both with Retry-After); 503 code unavailable with
+// Retry-After when the database cannot serve the release for now (out of
+// disk space, read-only, unreachable; the message names the cause); 403 caller is not a node account,
 // the node is not approved or revoked (code node_untrusted), the grant is
 // unknown, spent, expired or names another node, image or tenant
 // (grant_invalid), or the grant's tenant holds no active entitlement to a
@@ -59,6 +61,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/jackc/pgx/v5"
@@ -173,6 +176,22 @@ func writeErr(w http.ResponseWriter, r *refusal) {
 	writeJSON(w, r.status, map[string]any{"error": map[string]string{"code": r.code, "message": r.msg}})
 }
 
+// failure is the answer to err, which is no refusal: 503 with
+// Retry-After and the cause when the database cannot serve requests for
+// now (meta.ErrUnavailable; faasd retries the release), else 500. Either
+// is logged with what, never shown to the caller beyond the cause.
+func (h *Handler) failure(ctx context.Context, what string, err error) *refusal {
+	err = meta.Unavailable(err)
+	if cause, ok := meta.Cause(err); ok {
+		h.cfg.Logger.WarnContext(ctx, what+": database unavailable", slog.Any("err", err))
+		rf := refuse(http.StatusServiceUnavailable, "unavailable", "%s", meta.UnavailableMessage(cause))
+		rf.retryAfter = int(meta.RetryAfter / time.Second)
+		return rf
+	}
+	h.cfg.Logger.ErrorContext(ctx, what, slog.Any("err", err))
+	return refuse(http.StatusInternalServerError, "internal", "internal error")
+}
+
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != Path {
@@ -192,8 +211,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, rf)
 			return
 		}
-		h.cfg.Logger.ErrorContext(ctx, "keyrelease: authentication", slog.Any("err", err))
-		writeErr(w, refuse(http.StatusInternalServerError, "internal", "internal error"))
+		writeErr(w, h.failure(ctx, "keyrelease: authentication", err))
 		return
 	}
 	var req Request
@@ -208,8 +226,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var rf *refusal
 		if !errors.As(err, &rf) {
-			h.cfg.Logger.ErrorContext(ctx, "keyrelease", slog.Any("err", err))
-			rf = refuse(http.StatusInternalServerError, "internal", "internal error")
+			rf = h.failure(ctx, "keyrelease", err)
 		}
 		h.audit(ctx, r, acct, req, grantID, "denied: "+rf.msg, nil)
 		writeErr(w, rf)
@@ -221,8 +238,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h.audit(ctx, r, acct, req, grantID, "ok", layers); err != nil {
 		// No audit record, no key.
-		h.cfg.Logger.ErrorContext(ctx, "keyrelease: audit", slog.Any("err", err))
-		writeErr(w, refuse(http.StatusInternalServerError, "internal", "internal error"))
+		writeErr(w, h.failure(ctx, "keyrelease: audit", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)

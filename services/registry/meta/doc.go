@@ -61,4 +61,27 @@
 // [ErrRepositoryUnknown], [ErrBlobUnknown], [ErrManifestUnknown],
 // [ErrUploadUnknown]), [ErrUploadConflict], [ErrInUse], [ErrTooManyUploads],
 // [ErrTooManyBodies] and [ErrStagingFull]; test them with errors.Is.
+//
+// # Faults of the database
+//
+// A database that cannot serve requests for now is not the request's
+// fault, and its callers should retry rather than fail. [Unavailable] is
+// the registry's one classification of such faults, for every package
+// that works on this database (this one, api, auth, nodetrust, keyrelease
+// and the portal share one pool): it wraps
+// the driver's error with [ErrUnavailable] and one cause whose text users
+// may read ([ErrDiskFull] for SQLSTATE 53100, [ErrOutOfMemory],
+// [ErrTooManyClients], [ErrOutOfResources] for the rest of class 53;
+// [ErrReadOnly] for 25006, also a hot standby's answer to a write;
+// [ErrUnreachable] for 57P01–57P03, class 08, connection failures and the
+// driver's network errors). Errors of other clients (the blob store's
+// network) and a caller that went away (context.Canceled) are not faults.
+// [Cause] returns the cause's text, and [UnavailableMessage] the sentence
+// every HTTP edge answers with status 503 and Retry-After ([RetryAfter]).
+//
+// Only the HTTP edges turn these errors into answers. The stores of this
+// package, api and auth wrap where they already map driver errors, but
+// many store methods return the driver's errors as they come, so the edges
+// pass every error through Unavailable again before they test it with
+// errors.Is: a path that did not wrap still answers 503, never 500.
 package meta

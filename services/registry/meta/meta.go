@@ -91,7 +91,7 @@ func ensureRepository(ctx context.Context, q querier, name string) (int64, error
 	err := q.QueryRow(ctx, `insert into repositories (name) values ($1)
 		on conflict (name) do update set name = excluded.name returning id`, name).Scan(&id)
 	if err != nil {
-		return 0, fmt.Errorf("meta: repository %q: %w", name, err)
+		return 0, fmt.Errorf("meta: repository %q: %w", name, Unavailable(err))
 	}
 	return id, nil
 }
@@ -103,7 +103,7 @@ func repositoryID(ctx context.Context, q querier, name string) (int64, error) {
 		return 0, fmt.Errorf("%w: %q", ErrRepositoryUnknown, name)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("meta: repository %q: %w", name, err)
+		return 0, fmt.Errorf("meta: repository %q: %w", name, Unavailable(err))
 	}
 	return id, nil
 }
@@ -362,6 +362,9 @@ func isDigest(ref string) bool {
 // pointing at it. A manifest an index of repo still lists wraps ErrInUse.
 func (s *Store) DeleteManifest(ctx context.Context, repo, digest string) error {
 	id, err := repositoryID(ctx, s.pool, repo)
+	if errors.Is(err, ErrUnavailable) {
+		return err // a fault, not an unknown manifest
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrManifestUnknown, err)
 	}
@@ -371,7 +374,7 @@ func (s *Store) DeleteManifest(ctx context.Context, repo, digest string) error {
 		return fmt.Errorf("%w: manifest %s is listed by an index", ErrInUse, digest)
 	}
 	if err != nil {
-		return fmt.Errorf("meta: delete manifest %s: %w", digest, err)
+		return fmt.Errorf("meta: delete manifest %s: %w", digest, Unavailable(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: %s in %q", ErrManifestUnknown, digest, repo)

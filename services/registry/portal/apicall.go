@@ -28,6 +28,8 @@ type apiError struct {
 	Code    string
 	Message string
 	Field   string
+	// RetryAfter is the API's Retry-After header, passed on to the browser.
+	RetryAfter string
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Code) }
@@ -90,9 +92,10 @@ func (p *Portal) call(ctx context.Context, acct *auth.Account, method, path stri
 			Error struct{ Code, Message, Field string } `json:"error"`
 		}
 		if json.Unmarshal(w.body.Bytes(), &env) != nil || env.Error.Code == "" {
-			return &apiError{Status: w.status, Code: "error", Message: http.StatusText(w.status)}
+			return &apiError{Status: w.status, Code: "error", Message: http.StatusText(w.status), RetryAfter: w.h.Get("Retry-After")}
 		}
-		return &apiError{Status: w.status, Code: env.Error.Code, Message: env.Error.Message, Field: env.Error.Field}
+		return &apiError{Status: w.status, Code: env.Error.Code, Message: env.Error.Message, Field: env.Error.Field,
+			RetryAfter: w.h.Get("Retry-After")}
 	}
 	if out == nil || w.status == http.StatusNoContent {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
 // Defaults of Config's zero values.
@@ -310,9 +312,18 @@ func roleList(roles []auth.Role) string {
 	return strings.Join(s, " or ")
 }
 
-// fail answers an error: API refusals with their message and status,
-// anything else as an internal error, logged.
+// fail answers an error: API refusals with their message and status (and
+// Retry-After), a database that cannot serve requests for now
+// (meta.ErrUnavailable, from the portal's own session store) with 503 and
+// its cause as the API would, anything else as an internal error, logged.
 func (p *Portal) fail(w http.ResponseWriter, r *http.Request, err error) {
+	err = meta.Unavailable(err)
+	if cause, ok := meta.Cause(err); ok {
+		p.log.WarnContext(r.Context(), "portal: database unavailable", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.Any("err", err))
+		err = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: meta.UnavailableMessage(cause),
+			RetryAfter: strconv.Itoa(int(meta.RetryAfter / time.Second))}
+	}
 	var ae *apiError
 	if errors.As(err, &ae) {
 		if ae.Status == http.StatusUnauthorized {
@@ -320,8 +331,14 @@ func (p *Portal) fail(w http.ResponseWriter, r *http.Request, err error) {
 			return
 		}
 		title := http.StatusText(ae.Status)
-		if ae.Status == http.StatusNotFound {
+		switch ae.Status {
+		case http.StatusNotFound:
 			title = "Not found"
+		case http.StatusServiceUnavailable:
+			title = "Unavailable for now"
+		}
+		if ae.RetryAfter != "" {
+			w.Header().Set("Retry-After", ae.RetryAfter)
 		}
 		p.render(w, r, ae.Status, "error", errorPage{Title: title, Message: ae.Message})
 		return

@@ -18,6 +18,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
+	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/portal"
 )
 
@@ -94,6 +95,11 @@ func (s *Server) buildHandler() (http.Handler, error) {
 			// may name hosts and are in the log.
 			if errors.Is(err, blob.ErrStorageFull) {
 				_, _ = io.WriteString(w, "not ready: blob storage is full\n")
+				return
+			}
+			// The cause of a database fault names no host either.
+			if cause, ok := meta.Cause(meta.Unavailable(err)); ok {
+				_, _ = io.WriteString(w, "not ready: "+cause+"\n")
 				return
 			}
 			_, _ = io.WriteString(w, "not ready\n")

@@ -3,12 +3,17 @@ package loader_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/registry/api"
 )
 
@@ -90,5 +95,75 @@ func TestUsageKeptWhileDatabaseDown(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "refused") {
 		t.Errorf("a report was refused:\n%s", logs.String())
+	}
+}
+
+// cutTransport is a node's network that can be cut for good: what a
+// process killed mid-retry looks like to the registry.
+type cutTransport struct{ cut atomic.Bool }
+
+func (c *cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.cut.Load() {
+		return nil, errors.New("the process is gone")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestUsageSpooledAcrossRestart: a usage report the registry could not
+// take (its database down) outlives the faasd that queued it: the next
+// run finds it in the spool and delivers it, once.
+func TestUsageSpooledAcrossRestart(t *testing.T) {
+	f := newFixture(t)
+	a := newAgent(t, f.reg, agentOptions{boards: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := a.load("alice", f.loop.ref, intp(0)); err != nil {
+		t.Fatal(err)
+	}
+	rec := a.table.Record(0)
+	spool := t.TempDir()
+
+	link := &cutTransport{}
+	first, err := regclient.New(f.reg.url, "node1", f.reg.tokens["node1"], &http.Client{Transport: link, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.SpoolUsage(spool); err != nil {
+		t.Fatal(err)
+	}
+	f.reg.pg.Stop(t)
+	slot, digest, started, ended := 0, rec.Image.Digest, rec.LoadedAt, time.Now().UTC()
+	const reportID = "test-spooled-clear/0"
+	first.QueueUsage(a.node.ID, []api.UsageRecord{{ReportID: reportID, TenantID: rec.TenantID, GrantID: rec.GrantID,
+		ManifestDigest: &digest, Slot: &slot, Event: "clear", StartedAt: &started, EndedAt: &ended}})
+	files, _ := filepath.Glob(filepath.Join(spool, "*"))
+	if len(files) != 1 {
+		t.Fatalf("spool after the report was queued: %v, want one file", files)
+	}
+	link.cut.Store(true) // faasd killed: the first client never sends again
+
+	f.reg.pg.Start(t)
+	next, err := regclient.New(f.reg.url, "node1", f.reg.tokens["node1"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.SpoolUsage(spool); err != nil {
+		t.Fatal(err)
+	}
+	if n := next.PendingUsage(); n != 1 {
+		t.Errorf("the restarted client's pending usage: %d, want the spooled report's 1", n)
+	}
+	if err := next.FlushUsage(ctx); err != nil {
+		t.Fatalf("delivering the spooled report: %v", err)
+	}
+	var n int
+	if err := f.reg.srv.Pool().QueryRow(ctx, `select count(*) from usage_records where report_id = $1`, reportID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("usage records of the spooled report in the registry: %d, want 1", n)
+	}
+	if files, _ := filepath.Glob(filepath.Join(spool, "*")); len(files) != 0 {
+		t.Errorf("spool after delivery: %v, want empty", files)
 	}
 }

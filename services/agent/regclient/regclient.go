@@ -9,6 +9,7 @@
 // LoadGrant.
 //
 // Usage is not sent once and forgotten: QueueUsage keeps reports in memory
+// (and in a spool directory, SpoolUsage, so that a restart loses none)
 // and sends them again, with backoff, while the registry cannot take them
 // for a reason that passes ([Temporary]: unreachable, 5xx such as the 503
 // of a database that is out of disk space, read-only or down, 429). Errors

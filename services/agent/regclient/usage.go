@@ -2,10 +2,18 @@ package regclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/fpga-faas/faas/internal/atomicfile"
 	"github.com/fpga-faas/faas/services/registry/api"
 )
 
@@ -34,11 +42,101 @@ type usageQueue struct {
 	records int // in reports
 	sending bool
 	idle    chan struct{} // closed when the queue empties; nil while nothing waits
+	// spool, when set (SpoolUsage), is the directory that keeps each
+	// report as a file until the registry has taken it; next numbers
+	// the next file.
+	spool string
+	next  uint64
 }
 
 type usageReport struct {
-	nodeID string
-	recs   []api.UsageRecord
+	NodeID string            `json:"node_id"`
+	Recs   []api.UsageRecord `json:"records"`
+	file   string            // in the spool; "" when not spooled
+}
+
+// spoolExt ends the name of a spooled report, spoolDigits of its number
+// before it, so that names sort in the order reports were queued.
+const (
+	spoolExt    = ".usage.json"
+	spoolDigits = 20
+)
+
+// SpoolUsage keeps usage reports in dir (created 0700 if missing) until
+// the registry takes them, so that a restart of faasd loses none: the
+// reports a previous run left there are queued again, in order, and sent.
+// Call it once, before QueueUsage. A spooled file that cannot be read is
+// left in place and reported in the error; the others are still queued.
+func (c *Client) SpoolUsage(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("regclient: usage spool: %w", err)
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "*"+spoolExt))
+	if err != nil {
+		return fmt.Errorf("regclient: usage spool: %w", err)
+	}
+	slices.Sort(names)
+	q := &c.usage
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.spool = dir
+	var errs []error
+	for _, name := range names {
+		if n, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(name), spoolExt), 10, 64); err == nil && n >= q.next {
+			q.next = n + 1
+		}
+		data, err := os.ReadFile(name)
+		var r usageReport
+		if err == nil {
+			err = json.Unmarshal(data, &r)
+		}
+		if err != nil || len(r.Recs) == 0 {
+			errs = append(errs, fmt.Errorf("regclient: usage spool: %s: unreadable, left in place: %v", name, err))
+			continue
+		}
+		r.file = name
+		q.reports = append(q.reports, r)
+		q.records += len(r.Recs)
+	}
+	if len(q.reports) > 0 && !q.sending {
+		c.log.Info("usage reports of an earlier run queued again", "reports", len(q.reports), "records", q.records)
+		q.sending = true
+		go c.sendUsage()
+	}
+	return errors.Join(errs...)
+}
+
+// spoolLocked writes r to the spool, if there is one, and returns it
+// with its file. q.mu held.
+func (c *Client) spoolLocked(r usageReport) usageReport {
+	q := &c.usage
+	if q.spool == "" {
+		return r
+	}
+	name := filepath.Join(q.spool, fmt.Sprintf("%0*d%s", spoolDigits, q.next, spoolExt))
+	q.next++
+	data, err := json.Marshal(r)
+	if err == nil {
+		err = atomicfile.Write(name, data, 0o600)
+	}
+	if err != nil {
+		// Sent from memory all the same; only a restart before then
+		// would lose it.
+		c.log.Error("usage report not spooled", "records", len(r.Recs), "err", err)
+		return r
+	}
+	r.file = name
+	return r
+}
+
+// unspool removes r's file once the registry took or refused r.
+func (c *Client) unspool(r usageReport) {
+	if r.file == "" {
+		return
+	}
+	if err := os.Remove(r.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		c.log.Error("usage report delivered but left in the spool: it will be sent again (idempotent)", "file", r.file, "err", err)
+	}
 }
 
 // QueueUsage hands usage records of node nodeID to the client and returns
@@ -49,7 +147,8 @@ type usageReport struct {
 // until it is taken: report ids make the resends idempotent. A report the
 // registry refuses (422: no grant backs it) is dropped and logged; sending
 // it again would be refused again. The goroutine ends when the queue is
-// empty. The queue lives in memory: usage still queued when faasd stops
+// empty. The queue lives in memory, and in the spool directory when
+// SpoolUsage named one: without it, usage still queued when faasd stops
 // is lost.
 func (c *Client) QueueUsage(nodeID string, recs []api.UsageRecord) {
 	if len(recs) == 0 {
@@ -58,14 +157,15 @@ func (c *Client) QueueUsage(nodeID string, recs []api.UsageRecord) {
 	q := &c.usage
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.reports = append(q.reports, usageReport{nodeID: nodeID, recs: recs})
+	q.reports = append(q.reports, c.spoolLocked(usageReport{NodeID: nodeID, Recs: recs}))
 	q.records += len(recs)
 	for q.records > MaxPendingUsage && len(q.reports) > 1 {
 		old := q.reports[0]
 		q.reports = q.reports[1:]
-		q.records -= len(old.recs)
+		q.records -= len(old.Recs)
+		c.unspool(old)
 		c.log.Error("usage report dropped: too many reports wait for the registry",
-			"records", len(old.recs), "pending", q.records, "max", MaxPendingUsage)
+			"records", len(old.Recs), "pending", q.records, "max", MaxPendingUsage)
 	}
 	if !q.sending {
 		q.sending = true
@@ -122,12 +222,12 @@ func (c *Client) sendUsage() {
 		q.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), usageSendTimeout)
-		err := c.ReportUsage(ctx, r.nodeID, r.recs)
+		err := c.ReportUsage(ctx, r.NodeID, r.Recs)
 		cancel()
 		if err != nil && Temporary(err) {
 			failures++
 			if failures == 1 || failures%usageLogEveryFail == 0 {
-				c.log.Warn("usage report not taken; kept to send again", "records", len(r.recs),
+				c.log.Warn("usage report not taken; kept to send again", "records", len(r.Recs),
 					"pending", c.PendingUsage(), "attempts", failures, "err", err)
 			}
 			d := wait
@@ -140,17 +240,18 @@ func (c *Client) sendUsage() {
 			continue
 		}
 		if err != nil {
-			c.log.Error("usage report refused by the registry; dropped", "records", len(r.recs), "err", err)
+			c.log.Error("usage report refused by the registry; dropped", "records", len(r.Recs), "err", err)
 		} else if failures > 0 {
-			c.log.Info("usage report delivered after failures", "records", len(r.recs), "attempts", failures+1)
+			c.log.Info("usage report delivered after failures", "records", len(r.Recs), "attempts", failures+1)
 		}
 		failures, wait = 0, usageRetryMin
 		q.mu.Lock()
 		// QueueUsage may have dropped the head meanwhile (over the bound);
 		// remove r only if it is still there.
-		if len(q.reports) > 0 && &q.reports[0].recs[0] == &r.recs[0] {
+		if len(q.reports) > 0 && &q.reports[0].Recs[0] == &r.Recs[0] {
 			q.reports = q.reports[1:]
-			q.records -= len(r.recs)
+			q.records -= len(r.Recs)
+			c.unspool(r)
 		}
 		q.mu.Unlock()
 	}

@@ -229,6 +229,10 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		return err
 	}
 	reg.WithEnrollmentToken(enrollment).WithLogger(log.With("component", "regclient"))
+	// Usage the registry has not taken yet outlives this process.
+	if err := reg.SpoolUsage(filepath.Join(f.stateDir, "usage")); err != nil {
+		log.Error("usage spool", "err", err)
+	}
 	node, err := identity.Load(ctx, f.stateDir, f.registry, f.hostname, reg)
 	if err != nil {
 		return err

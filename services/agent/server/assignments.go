@@ -216,11 +216,11 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 		if len(rec.Group) > 0 {
 			group = rec.Group
 		}
-		if rec.Pool != nil && !a.Share {
-			// Taken warm, or adopted again after a restart: the slot
-			// stays the pool's, held by a now.
-			p.own(group, a.ID)
-		}
+		// Taken warm, or adopted again after a restart: the record's
+		// hold stands as it is. A keep-warm deadline it still names is
+		// harmless, since every clear first makes sure no live
+		// attachment holds the slot (hold), and writing the state file
+		// here would put a disk flush on every warm attach.
 		return group, nil
 	}
 	if a.State != poolapi.Ready {

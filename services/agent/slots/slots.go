@@ -75,10 +75,12 @@ type Record struct {
 // when one is kept warm; a load or a clear, which replace the record,
 // end it.
 type Pool struct {
-	// Attachment is the attachment that holds the slot, or held it last.
+	// Attachment is the attachment the slot was loaded for, or the
+	// last one that let it go.
 	Attachment string `json:"attachment"`
 	// WarmUntil, set after a detach, is when the slot kept loaded for
-	// the attachment's tenant is to be cleared.
+	// the attachment's tenant is to be cleared, unless an attachment
+	// holds it then (one that took it warm leaves the deadline as it is).
 	WarmUntil time.Time `json:"warm_until,omitzero"`
 }
 

@@ -1,5 +1,5 @@
--- 007: the accelerator pool (issue 15): attachments of tenants to slots of
--- nodes, with leases, and their usage.
+-- 007: the accelerator pool (sdk/poolapi): attachments of tenants to slots
+-- of nodes, with leases, and their usage.
 --
 -- revision orders every change of an attachment: a node long-polls its
 -- assignments for a revision past the last it saw. The registry keeps only

@@ -1,6 +1,6 @@
 // Package sign signs and verifies accelerator images the way cosign does, so
 // that `cosign sign --key` and `cosign verify --key` interoperate with the
-// platform (DESIGN.md §4.3).
+// platform (docs/ARCHITECTURE.md, "Contracts").
 //
 // # Format
 //

@@ -1,6 +1,6 @@
 // Package validate checks accelerator images: the checks that `hdk validate`
 // runs before an ISV pushes an image and that the registry runs before it
-// countersigns one (DESIGN.md §4.3, hdk/image/SPEC.md).
+// countersigns one (hdk/image/SPEC.md).
 //
 // [Image] checks an image and returns a [Report] of [Finding]s. Each finding
 // carries a stable [Code], such as SHELL_VERSION_INVALID or ROLE_MISMATCH,

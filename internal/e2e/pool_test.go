@@ -38,7 +38,7 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestPool is issue 15's end-to-end test of the accelerator pool: one
+// TestPool is the end-to-end test of the accelerator pool: one
 // registry, two faasd nodes on simulated boards, and tenants on a
 // "CPU-only" host (no faasd socket) attaching through the registry.
 // Two tenants attach at once and run MNIST remotely; a client is killed,

@@ -1,5 +1,5 @@
 // Package layout holds no code, only tests that keep the module in the shape
-// DESIGN.md §3 gives it.
+// docs/ARCHITECTURE.md ("Layers and packages") gives it.
 //
 // layout_test.go reads every package of the module with `go list -json ./...`
 // and checks each import of one of our packages against these rules, where

@@ -1,5 +1,5 @@
 // Package poolapi is the wire contract of the registry's accelerator pool
-// (/api/v1/attachments, issue 15): what a tenant asks for and is given
+// (/api/v1/attachments): what a tenant asks for and is given
 // (an attachment: a slot on some node, a credential for it and a lease),
 // and what a node's faasd is assigned and reports back.
 //

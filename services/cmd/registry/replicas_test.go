@@ -1,7 +1,7 @@
 package main
 
-// The replica kill test (issue 14 item 4): three `registry serve`
-// processes on one PostgreSQL and one MinIO bucket behind a round-robin
+// The replica kill test, which holds that registry replicas keep no state
+// of their own: three `registry serve` processes on one PostgreSQL and one MinIO bucket behind a round-robin
 // proxy; crane and oras push and pull through it while one replica is
 // SIGKILLed and restarted, and the JWT keys are rotated meanwhile.
 

@@ -1,5 +1,5 @@
-// Package api is the registry's marketplace REST API under /api/v1 (DESIGN.md
-// §4.4, issue 5 item 4): accounts and API tokens, ISV signing keys, listings
+// Package api is the registry's marketplace REST API under /api/v1: accounts
+// and API tokens, ISV signing keys, listings
 // and their versions (with the image validation state), entitlements
 // (subscriptions and shares), nodes, usage records with billing summaries,
 // and the audit log. GET /api/v1/openapi.json serves an OpenAPI 3.1 document

@@ -1,7 +1,7 @@
 package api
 
-// The accelerator pool's SQL (issue 15, sdk/poolapi): attachments placed
-// on nodes, their leases, the nodes' assignments and reports, and the
+// The accelerator pool's SQL (sdk/poolapi; docs/ARCHITECTURE.md, "Attach"):
+// attachments placed on nodes, their leases, the nodes' assignments and reports, and the
 // reaper that ends what nobody renews or whose node went silent.
 
 import (

@@ -9,9 +9,9 @@ import (
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
-// TestUsageNeedsGrant is issue 18's "usage is taken on trust": a node
-// reported loads for any tenant on any listing, and they reached the
-// tenant's usage summary. A record must now name a load grant given to that
+// TestUsageNeedsGrant holds a finding of the outside probe (SECURITY.md),
+// "usage is taken on trust": a node reported loads for any tenant on any
+// listing, and they reached the tenant's usage summary. A record must now name a load grant given to that
 // node for that tenant; anything else is refused (422) and audited.
 func TestUsageNeedsGrant(t *testing.T) {
 	e := newEnv(t)

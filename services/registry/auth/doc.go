@@ -1,5 +1,4 @@
-// Package auth is the registry's authentication and token layer (DESIGN.md
-// §4.4, issue 5 item 3).
+// Package auth is the registry's authentication and token layer.
 //
 // It holds five pieces:
 //

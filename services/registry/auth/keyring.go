@@ -27,7 +27,8 @@ import (
 // not care.
 const Algorithm = "EdDSA"
 
-// MaxTTL caps the lifetime of an access token (issue 5: exp ≤ 15 min).
+// MaxTTL caps the lifetime of an access token: a leaked token is good for
+// at most 15 minutes (SECURITY.md, "Limits").
 const MaxTTL = 15 * time.Minute
 
 // Leeway is the clock skew tolerated on exp, nbf and iat.

@@ -1,5 +1,5 @@
-// Package keyrelease is the registry's key-release endpoint (DESIGN.md §4.4,
-// issue 5 item 6): POST /api/v1/keys/release, by which a registered node
+// Package keyrelease is the registry's key-release endpoint,
+// POST /api/v1/keys/release, by which a registered node
 // obtains the data keys of a sealed image for a tenant, wrapped to that
 // node's X25519 public key only.
 //

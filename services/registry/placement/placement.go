@@ -1,5 +1,5 @@
 // Package placement chooses where the accelerator pool puts an attachment
-// (issue 15): a node and a slot, from what the nodes' heartbeats say and
+// (docs/ARCHITECTURE.md, "Attach"): a node and a slot, from what the nodes' heartbeats say and
 // what live attachments already hold. It is pure: the caller reads the
 // state under a lock and writes the choice in the same transaction.
 //

@@ -33,7 +33,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/server"
 )
 
-// Benchmarks of issue 5 (BENCHMARKS.md, via internal/cmd/bench):
+// Benchmarks whose figures BENCHMARKS.md reports (internal/cmd/bench):
 //
 //   - BenchmarkPull16 against BenchmarkPull16MinIO: 16 concurrent pulls of a
 //     76 MiB image (two 38 MiB layers, like a two-chip FPGA image) through the

@@ -1,5 +1,5 @@
-// Package server wires the registry's parts into one running service
-// (DESIGN.md §4.4, issue 5 items 3 and 7): the PostgreSQL metadata (meta, with
+// Package server wires the registry's parts into one running service: the
+// PostgreSQL metadata (meta, with
 // the schema of the migrations package applied at start), the blob store
 // (s3store when an S3 endpoint is configured, else dirstore under the data
 // directory), the accounts and JWT keyring of package auth, and the OCI

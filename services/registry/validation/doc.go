@@ -1,5 +1,7 @@
-// Package validation is the registry's durable image validation pipeline
-// (DESIGN.md §4.4, issue 5 item 5).
+// Package validation is the registry's durable image validation pipeline:
+// every image an ISV lists is checked, its ISV signature verified and, when
+// it passes, countersigned with the platform key (docs/ARCHITECTURE.md,
+// "Publish").
 //
 // # Jobs
 //

@@ -4,9 +4,9 @@
 // built from this module by the test itself.
 //
 // The test walks the data flows of docs/ARCHITECTURE.md from an ISV's push
-// to a tenant's clear: the ISV pushes and signs the reference images (one
-// of them sealed), validation countersigns them, a tenant subscribes, loads both with
-// `faas load`, sees them with `faas status` and clears them with
+// to a tenant's clear: the ISV pushes and signs the reference images (one of
+// them sealed), validation countersigns them, a tenant subscribes, loads
+// both with `faas load`, sees them with `faas status` and clears them with
 // `faas clear`, after which the chips' DDR reads back zero; a tenant without
 // a subscription is refused with the not-entitled exit code.
 //

@@ -1,9 +1,10 @@
 package main
 
-// The replica kill test, which holds that registry replicas keep no state
-// of their own: three `registry serve` processes on one PostgreSQL and one MinIO bucket behind a round-robin
-// proxy; crane and oras push and pull through it while one replica is
-// SIGKILLed and restarted, and the JWT keys are rotated meanwhile.
+// The replica kill test, which holds that registry replicas keep no state of
+// their own: three `registry serve` processes on one PostgreSQL and one
+// MinIO bucket behind a round-robin proxy; crane and oras push and pull
+// through it while one replica is SIGKILLed and restarted, and the JWT keys
+// are rotated meanwhile.
 
 import (
 	"context"

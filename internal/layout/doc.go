@@ -1,5 +1,5 @@
 // Package layout holds no code, only tests that keep the module in the shape
-// docs/ARCHITECTURE.md ("Layers and packages") gives it.
+// that docs/ARCHITECTURE.md describes.
 //
 // layout_test.go reads every package of the module with `go list -json ./...`
 // and checks each import of one of our packages against these rules, where

@@ -37,6 +37,8 @@ var layoutFiles = []string{"README.md", "docs/ARCHITECTURE.md"}
 // layoutFolderNotes describe top-level folders that hold no Go package.
 var layoutFolderNotes = map[string]string{
 	"docs":     "the architecture handbook (ARCHITECTURE.md), written from the code",
+	"examples": "programs a tenant could write; they import only sdk",
+	"internal": "the module's own support: test environment, demo, end-to-end tests, layout rules, benchmarks",
 	"testdata": "test data from outside the project (see its README.md)",
 }
 
@@ -99,7 +101,8 @@ func layoutPackages(t *testing.T, root string) []layoutPackage {
 }
 
 // layoutSummary shortens a package synopsis ("Package x is the y of z: …")
-// to what the list shows ("the y of z").
+// to what the list shows ("the y of z"); layoutBlock then fits it to the
+// line.
 func layoutSummary(doc string) string {
 	s := strings.TrimSpace(doc)
 	for _, p := range []string{"Package ", "Command "} {
@@ -116,18 +119,25 @@ func layoutSummary(doc string) string {
 			s = s[:i]
 		}
 	}
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "."), ":")
-	const max = 96
-	if len([]rune(s)) > max {
-		r := []rune(s)[:max]
-		if i := strings.LastIndexByte(string(r), ' '); i > 0 {
-			s = strings.TrimRight(string(r)[:i], ",;:")
-		} else {
-			s = string(r)
-		}
-		s += " …"
+	return strings.TrimSuffix(strings.TrimSuffix(s, "."), ":")
+}
+
+// layoutLineWidth is the widest line of the generated list, in runes, as
+// wide as the README's prose.
+const layoutLineWidth = 116
+
+// layoutFit cuts s at a word boundary to at most n runes, ending it with
+// " …" when it cut.
+func layoutFit(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
 	}
-	return s
+	cut := string(r[:max(n-2, 1)])
+	if i := strings.LastIndexByte(cut, ' '); i > 0 {
+		cut = strings.TrimRight(cut[:i], ",;:")
+	}
+	return cut + " …"
 }
 
 // layoutBlock builds the generated list: every top-level folder (hidden
@@ -167,7 +177,7 @@ func layoutBlock(t *testing.T, root string) string {
 	var b strings.Builder
 	b.WriteString("```\n")
 	for _, r := range rows {
-		line := fmt.Sprintf("%-*s  %s", width, r.path, r.summary)
+		line := fmt.Sprintf("%-*s  %s", width, r.path, layoutFit(r.summary, layoutLineWidth-width-2))
 		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
 	b.WriteString("```\n")
@@ -251,20 +261,20 @@ func layoutDiff(a, b string) string {
 		switch {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
 			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			out.WriteString("+" + y[j] + "\n")
-			j++
-		default:
+		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
 			out.WriteString("-" + x[i] + "\n")
 			i++
+		default:
+			out.WriteString("+" + y[j] + "\n")
+			j++
 		}
 	}
 	return out.String()
 }
 
 func TestLayoutDiff(t *testing.T) {
-	got := layoutDiff("a\nb\nc\nd\n", "a\nc\nx\nd\n")
-	if want := "-b\n+x\n"; got != want {
+	got := layoutDiff("a\nb\nc\nd\ne\n", "a\nc\nx\nd\ny\n")
+	if want := "-b\n+x\n-e\n+y\n"; got != want {
 		t.Errorf("layoutDiff = %q, want %q", got, want)
 	}
 }
@@ -280,6 +290,21 @@ func TestReplaceLayoutBlock(t *testing.T) {
 	}
 	if _, err := replaceLayoutBlock("no markers\n", "new\n"); err == nil {
 		t.Error("replaceLayoutBlock without markers: no error")
+	}
+}
+
+func TestLayoutFit(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short enough", 12, "short enough"},
+		{"one two, three four", 14, "one two …"},
+	} {
+		if got := layoutFit(c.s, c.n); got != c.want {
+			t.Errorf("layoutFit(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
 	}
 }
 

@@ -1,7 +1,8 @@
-// Package placement chooses where the accelerator pool puts an attachment
-// (docs/ARCHITECTURE.md, "Attach"): a node and a slot, from what the nodes' heartbeats say and
-// what live attachments already hold. It is pure: the caller reads the
-// state under a lock and writes the choice in the same transaction.
+// Package placement chooses where the accelerator pool puts an attachment: a
+// node and a slot, from what the nodes' heartbeats say and what live
+// attachments already hold (docs/ARCHITECTURE.md, "Attach"). It is pure:
+// the caller reads the state under a lock and writes the choice in the
+// same transaction.
 //
 // Only chips of the part an image was built for are considered:
 // a bitstream for one part fails to load on another, so placing it there

@@ -23,8 +23,8 @@ import (
 //     baseline load: the same image loaded by the tenant directly (faas
 //     load through the node's socket), which the cold attach contains.
 //   - warm: the tenant's previous attachment of the image was detached
-//     and its node kept the image (--keep-warm), so no load; the issue's
-//     target is ≤ 100 ms. Baseline open: a TLS 1.3 dial and session open
+//     and its node kept the image (--keep-warm), so no load; the target
+//     (BENCHMARKS.md) is ≤ 100 ms. Baseline open: a TLS 1.3 dial and session open
 //     on a slot the tenant loaded, what a warm attach does besides the
 //     control plane.
 //

@@ -21,8 +21,8 @@ import (
 
 // Benchmarks of `faas load` of the sealed two-chip AliDNN image (2 × 38 MiB
 // of frames) from a registry on loopback (PostgreSQL + directory store),
-// next to the floor the issue names: SHA-256 + AES-GCM + a copy of the same
-// bytes, in one goroutine, in the same run.
+// next to a floor measured in the same run: SHA-256 + AES-GCM + a copy of
+// the same bytes, in one goroutine (the work a load cannot avoid).
 //
 //   - BenchmarkLoadCold: an empty node cache: resolve, verify, pull, key,
 //     program, self-test.
@@ -39,7 +39,7 @@ import (
 //     chips, in parallel: the simulated device's own share of a load;
 //   - floor-ms: the floor, as BenchmarkLoadFloor;
 //   - host-x-floor: (load − device-ms) / floor-ms, the host overhead against
-//     the floor, which the issue's target (≤ 1.5×) is about.
+//     the floor, whose target (≤ 1.5×) BENCHMARKS.md reports.
 
 type loadBench struct {
 	reg   *registry

@@ -17,8 +17,8 @@ import (
 	"github.com/fpga-faas/faas/shell"
 )
 
-// TestRefusals checks that every refusal the issue lists names its cause
-// and leaves every slot as it was.
+// TestRefusals checks that every refusal of a load (the phases 1–4 of the
+// package comment) names its cause and leaves every slot as it was.
 func TestRefusals(t *testing.T) {
 	f := newFixture(t)
 	reg := f.reg

@@ -34,7 +34,9 @@ const (
 // the module root.
 var layoutFiles = []string{"README.md", "docs/ARCHITECTURE.md"}
 
-// layoutFolderNotes describe top-level folders that hold no Go package.
+// layoutFolderNotes describe top-level folders that have no package of
+// their own; a folder without a package below it is listed only when it has
+// a note here.
 var layoutFolderNotes = map[string]string{
 	"docs":     "the architecture handbook (ARCHITECTURE.md), written from the code",
 	"examples": "programs a tenant could write; they import only sdk",
@@ -140,9 +142,10 @@ func layoutFit(s string, n int) string {
 	return cut + " …"
 }
 
-// layoutBlock builds the generated list: every top-level folder (hidden
-// ones aside), then each package below it, indented, path relative to the
-// folder.
+// layoutBlock builds the generated list: every top-level folder that holds
+// a package or has a note in layoutFolderNotes (so that build output such
+// as build/ stays out), then each package below it, indented, path relative
+// to the folder.
 func layoutBlock(t *testing.T, root string) string {
 	t.Helper()
 	pkgs := layoutPackages(t, root)
@@ -167,6 +170,9 @@ func layoutBlock(t *testing.T, root string) string {
 				below = append(below, row{"  " + strings.TrimPrefix(p.rel, name+"/") + "/", p.summary})
 			}
 		}
+		if !hasPackage(pkgs, name) && top.summary == "" {
+			continue // not ours: build output and the like (see layoutFolderNotes)
+		}
 		rows = append(rows, top)
 		rows = append(rows, below...)
 	}
@@ -182,6 +188,16 @@ func layoutBlock(t *testing.T, root string) string {
 	}
 	b.WriteString("```\n")
 	return b.String()
+}
+
+// hasPackage reports whether a package of pkgs is the folder name or below it.
+func hasPackage(pkgs []layoutPackage, name string) bool {
+	for _, p := range pkgs {
+		if p.rel == name || strings.HasPrefix(p.rel, name+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // replaceLayoutBlock returns text with the part between the markers

@@ -66,7 +66,7 @@ var (
 	hdkImage   = under("hdk/image")
 )
 
-// areas is DESIGN.md §3's import direction, folder by folder.
+// areas is the import direction of docs/ARCHITECTURE.md ("Layers and packages"), folder by folder.
 var areas = []area{
 	{"shell", []target{shell}},
 	{"bitstreams", []target{shell, bitstreams, internal}},
@@ -132,7 +132,7 @@ func checkImport(importer, imported string, testOnly bool) error {
 	}
 	a, ok := areaOf(importer)
 	if !ok {
-		return fmt.Errorf("package %q is outside the top-level folders of DESIGN.md §3 (%s); add its folder and rules to internal/layout", importer, areaNames())
+		return fmt.Errorf("package %q is outside the top-level folders of docs/ARCHITECTURE.md (%s); add its folder and rules to internal/layout", importer, areaNames())
 	}
 	for _, t := range a.allowed {
 		if t.match(imported) {

@@ -49,7 +49,7 @@ func (s *soak) attachments(ctx context.Context) map[string]*dbAttachment {
 	t := s.t
 	conn := s.db(ctx)
 	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := conn.Query(ctx, `select a.id::text, ac.username, a.state, n.hostname, a.share, a.scrubbed, a.lease_seconds,
+	rows, err := conn.Query(ctx, `select a.id::text, ac.name, a.state, n.name, a.share, a.scrubbed, a.lease_seconds,
 		a.created_at, a.lease_expires_at, a.ready_at, a.ended_at, a.released_at
 		from attachments a join accounts ac on ac.id = a.tenant_id join nodes n on n.id = a.node_id`)
 	if err != nil {

@@ -79,6 +79,10 @@ func (tn *tenant) attachment(ctx context.Context, stop time.Time) {
 	reg := s.replicas[rng.IntN(len(s.replicas))].url // fixed addresses: safe to read
 	vanish := rng.IntN(4) == 0
 	share := rng.IntN(3) == 0
+	listing := soakSingle
+	if !share && rng.IntN(2) == 0 {
+		listing = soakDual
+	}
 	lease := 10 * time.Second
 	opts := []faas.AttachOption{faas.WithRegistryToken(tn.token), faas.WithLocalAgent("-")}
 	if vanish {
@@ -91,7 +95,7 @@ func (tn *tenant) attachment(ctx context.Context, stop time.Time) {
 	opts = append(opts, faas.WithLease(lease))
 	rec := &record{tenant: tn.name, lease: lease, share: share, callStart: time.Now()}
 	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	a, err := faas.Attach(actx, reg, soakListing, opts...)
+	a, err := faas.Attach(actx, reg, listing, opts...)
 	cancel()
 	if err != nil {
 		tn.attachFailed(err)
@@ -102,7 +106,7 @@ func (tn *tenant) attachment(ctx context.Context, stop time.Time) {
 	s.mu.Lock()
 	s.records = append(s.records, rec)
 	s.mu.Unlock()
-	s.stats.op(map[bool]string{false: "attach (whole)", true: "attach (share)"}[share])
+	s.stats.op("attach " + map[bool]string{false: "(whole) ", true: "(share) "}[share] + listing)
 
 	var bufs []*ownBuf
 	steps := 1 + rng.IntN(8)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -29,13 +30,19 @@ import (
 
 // soakRegFlags are both replicas' pool settings: leases reaped quickly, a
 // node lost only after a restart would have had ample time, and a keep-warm
-// short enough that every chip must be cleared by the end.
-var soakRegFlags = []string{"--lease-check-interval", "200ms", "--node-lost-after", "20s", "--keep-warm", "3s"}
+// short enough that every chip must be cleared by the end; no metrics
+// listener, whose fixed default port two replicas cannot share.
+var soakRegFlags = []string{"--metrics-listen", "off", "--lease-check-interval", "200ms", "--node-lost-after", "20s", "--keep-warm", "3s"}
 
 // soakKeepWarm is faasd's --keep-warm, matching the registry's.
 const soakKeepWarm = "3s"
 
-const soakListing = "acme/alidnn-dual"
+// The tenants attach the two-chip image whole, the one-chip image whole
+// or shared (a tenant window on a chip others may share).
+const (
+	soakDual   = "acme/alidnn-dual"
+	soakSingle = "acme/alidnn"
+)
 
 // soakTenants are the tenant accounts; each runs soakPerTenant goroutines.
 var soakTenants = []string{"alice", "bob", "carol", "dave"}
@@ -169,8 +176,12 @@ func (s *soak) setup() {
 	for _, who := range soakTenants[2:] {
 		must(t, p.regEnv, password+"\n", "registry", "users", "add", who, "--role", "tenant")
 	}
-	for _, who := range soakTenants[1:] {
-		api(t, p.regURL, who, "POST", "/listings/"+p.dual.listing+"/subscribe", nil, nil, http.StatusCreated)
+	single := s.pushSingle()
+	for _, who := range soakTenants {
+		if who != "alice" { // newPlatform subscribed her to the two-chip image
+			api(t, p.regURL, who, "POST", "/listings/"+p.dual.listing+"/subscribe", nil, nil, http.StatusCreated)
+		}
+		api(t, p.regURL, who, "POST", "/listings/"+single+"/subscribe", nil, nil, http.StatusCreated)
 	}
 	a := &replica{name: "registry-a", url: p.regURL, addr: strings.TrimPrefix(p.regURL, "http://"), srv: p.reg}
 	b := &replica{name: "registry-b", addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
@@ -203,6 +214,43 @@ func (s *soak) setup() {
 		return k == len(s.nodes)
 	})
 	t.Logf("soak: platform, 2 replicas and 2 nodes ready after %v", time.Since(p.began).Round(time.Millisecond))
+}
+
+// pushSingle builds, signs, pushes, publishes and waits for the
+// validation of the one-chip AliDNN image, which newPlatform leaves out
+// (only shares need it), with the ISV's key, login and sources that
+// newPlatform left in p.root; it returns the listing's id.
+func (s *soak) pushSingle() string {
+	t, p := s.t, s.p
+	isvEnv := append(slices.Clone(p.env), "DOCKER_CONFIG="+filepath.Join(p.root, "docker-acme"))
+	layout := filepath.Join(p.root, "layouts", "alidnn")
+	must(t, isvEnv, "", "hdk", "build", "-f", filepath.Join(p.root, "src", "alidnn", "image.yaml"), "-o", layout)
+	must(t, isvEnv, "", "hdk", "sign", "--key", filepath.Join(p.root, "isv-keys", "isv.key"), layout)
+	var out struct{ Digest string }
+	if err := json.Unmarshal([]byte(must(t, isvEnv, "", "hdk", "push", "--json", layout,
+		strings.TrimPrefix(p.regURL, "http://")+"/acme/alidnn:1.0.0")), &out); err != nil {
+		t.Fatalf("hdk push --json: %v", err)
+	}
+	var l struct{ ID string }
+	api(t, p.regURL, "acme", "POST", "/listings", map[string]any{"name": "alidnn", "repository": "acme/alidnn", "visibility": "public"}, &l, http.StatusCreated)
+	api(t, p.regURL, "acme", "POST", "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": out.Digest}, nil, http.StatusCreated)
+	api(t, p.regURL, "acme", "POST", "/listings/"+l.ID+"/publish", nil, nil, http.StatusOK)
+	poll(t, validateWait, "validation of acme/alidnn", func() bool {
+		var vs struct{ Items []struct{ State string } }
+		api(t, p.regURL, "acme", "GET", "/listings/"+l.ID+"/versions", nil, &vs, http.StatusOK)
+		if len(vs.Items) != 1 {
+			t.Fatalf("versions of acme/alidnn: %+v", vs.Items)
+		}
+		switch vs.Items[0].State {
+		case "available":
+			return true
+		case "pending", "validating":
+			return false
+		}
+		t.Fatalf("validation of acme/alidnn ended %q", vs.Items[0].State)
+		return false
+	})
+	return l.ID
 }
 
 // startReplica starts r at its address and waits until it is ready.

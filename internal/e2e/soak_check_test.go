@@ -26,13 +26,13 @@ const settleTimeout = 4 * time.Minute
 
 // dbAttachment is an attachments row.
 type dbAttachment struct {
-	id, tenant, state, node string
-	share, scrubbed         bool
-	lease                   time.Duration
-	created, leaseExpires   time.Time
-	ready, ended, released  *time.Time
-	usageRows               int
-	usageStart, usageEnd    *time.Time
+	id, tenant, state, node, errMsg string
+	share, scrubbed                 bool
+	lease                           time.Duration
+	created, leaseExpires           time.Time
+	ready, ended, released          *time.Time
+	usageRows                       int
+	usageStart, usageEnd            *time.Time
 }
 
 // db opens a connection to the registry's database for one look.
@@ -49,7 +49,7 @@ func (s *soak) attachments(ctx context.Context) map[string]*dbAttachment {
 	t := s.t
 	conn := s.db(ctx)
 	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := conn.Query(ctx, `select a.id::text, ac.name, a.state, n.name, a.share, a.scrubbed, a.lease_seconds,
+	rows, err := conn.Query(ctx, `select a.id::text, ac.name, a.state, n.name, a.error, a.share, a.scrubbed, a.lease_seconds,
 		a.created_at, a.lease_expires_at, a.ready_at, a.ended_at, a.released_at
 		from attachments a join accounts ac on ac.id = a.tenant_id join nodes n on n.id = a.node_id`)
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *soak) attachments(ctx context.Context) map[string]*dbAttachment {
 	for rows.Next() {
 		a := &dbAttachment{}
 		var lease int
-		if err := rows.Scan(&a.id, &a.tenant, &a.state, &a.node, &a.share, &a.scrubbed, &lease, &a.created, &a.leaseExpires,
+		if err := rows.Scan(&a.id, &a.tenant, &a.state, &a.node, &a.errMsg, &a.share, &a.scrubbed, &lease, &a.created, &a.leaseExpires,
 			&a.ready, &a.ended, &a.released); err != nil {
 			t.Fatalf("soak: reading attachments: %v", err)
 		}

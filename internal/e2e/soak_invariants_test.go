@@ -29,6 +29,13 @@ func (s *soak) check() {
 	ends := map[string]int{}
 	for id, a := range atts {
 		ends[a.state]++
+		if a.errMsg != "" {
+			msg := a.errMsg
+			if len(msg) > 70 {
+				msg = msg[:70]
+			}
+			s.stats.inc(s.stats.failedWhy, msg)
+		}
 		s.checkUsage(a)
 		s.checkAudit(a, audits[id])
 	}

@@ -336,11 +336,12 @@ type soakStats struct {
 	mu                    sync.Mutex
 	faults, ops, checks   map[string]int
 	opErrors, attachFails map[string]int
+	failedWhy             map[string]int // failed attachments by the node's error
 }
 
 func newSoakStats() *soakStats {
 	return &soakStats{faults: map[string]int{}, ops: map[string]int{}, checks: map[string]int{},
-		opErrors: map[string]int{}, attachFails: map[string]int{}}
+		opErrors: map[string]int{}, attachFails: map[string]int{}, failedWhy: map[string]int{}}
 }
 
 func (st *soakStats) inc(m map[string]int, k string) {
@@ -379,6 +380,7 @@ func (s *soak) summary(took time.Duration) {
 	section("attaches refused or failed", st.attachFails)
 	section("operations failed (expected around faults)", st.opErrors)
 	section("attachments by terminal state", s.endStates())
+	section("failed attachments by the node's error (the SDK placed them again)", st.failedWhy)
 	section("invariant checks passed", st.checks)
 	s.mu.Lock()
 	fmt.Fprintf(&b, "  invariant violations: %d\n", len(s.violations))

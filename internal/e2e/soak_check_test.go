@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,7 +32,7 @@ type dbAttachment struct {
 	lease                           time.Duration
 	created, leaseExpires           time.Time
 	ready, ended, released          *time.Time
-	usageRows                       int
+	slot, chips, usageRows          int
 	usageStart, usageEnd            *time.Time
 }
 
@@ -49,7 +50,7 @@ func (s *soak) attachments(ctx context.Context) map[string]*dbAttachment {
 	t := s.t
 	conn := s.db(ctx)
 	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := conn.Query(ctx, `select a.id::text, ac.name, a.state, n.name, a.error, a.share, a.scrubbed, a.lease_seconds,
+	rows, err := conn.Query(ctx, `select a.id::text, ac.name, a.state, n.name, a.error, a.slot, a.chips, a.share, a.scrubbed, a.lease_seconds,
 		a.created_at, a.lease_expires_at, a.ready_at, a.ended_at, a.released_at
 		from attachments a join accounts ac on ac.id = a.tenant_id join nodes n on n.id = a.node_id`)
 	if err != nil {
@@ -59,7 +60,7 @@ func (s *soak) attachments(ctx context.Context) map[string]*dbAttachment {
 	for rows.Next() {
 		a := &dbAttachment{}
 		var lease int
-		if err := rows.Scan(&a.id, &a.tenant, &a.state, &a.node, &a.errMsg, &a.share, &a.scrubbed, &lease, &a.created, &a.leaseExpires,
+		if err := rows.Scan(&a.id, &a.tenant, &a.state, &a.node, &a.errMsg, &a.slot, &a.chips, &a.share, &a.scrubbed, &lease, &a.created, &a.leaseExpires,
 			&a.ready, &a.ended, &a.released); err != nil {
 			t.Fatalf("soak: reading attachments: %v", err)
 		}
@@ -93,43 +94,110 @@ func (s *soak) attachments(ctx context.Context) map[string]*dbAttachment {
 	return out
 }
 
-// scanMemory reads, on every node, the memory of every buffer a tenant
-// wrote a marker into, and fails on any marker of an attachment its node
-// has released: its data must be gone (zeroed on release, or overwritten
-// by its new holder's own).
+// scanMemory reads, on every node, the memory of every slot where tenants
+// wrote markers (the span of their buffers, gaps included, in 1 MiB
+// reads), and fails on any marker of an attachment its node has
+// released: its data must be gone (zeroed on release, or overwritten by
+// its new holder's own).
 func (s *soak) scanMemory(when string) {
 	ctx := s.t.Context()
 	atts := s.attachments(ctx)
-	s.mu.Lock()
-	markers := append([]marker(nil), s.markers...)
-	s.mu.Unlock()
-	type where struct {
-		node string
-		slot int
-		addr uint64
+	for _, r := range s.scanRanges() {
+		for off := uint64(0); off < r.n; off += maxScan {
+			n := min(maxScan, r.n-off)
+			data, err := s.readDDRAt(ctx, r.node, r.slot, r.addr+off, int(n))
+			if err != nil {
+				s.stats.inc(s.stats.opErrors, "memory scan: "+errKind(err))
+				continue
+			}
+			for _, id := range markerAttachments(data) {
+				a := atts[id]
+				if a != nil && a.released != nil {
+					s.violate("%s: %s slot %d near %#x holds a marker of attachment %s (%s, %s, released %v): %q",
+						when, r.node, r.slot, r.addr+off, id, a.tenant, a.state, a.released.Format(time.RFC3339Nano), leakSample(data))
+				}
+			}
+			s.stats.check("a MiB of tenant memory holds no released attachment's marker")
+		}
 	}
-	seen := map[where]bool{}
-	for _, m := range markers {
-		w := where{m.node, m.slot, m.addr}
-		if seen[w] {
-			continue
+	s.stats.op("memory scan of every slot's tenant memory")
+	s.checkOwners(when, atts)
+}
+
+// maxScan is one DDR read of the scan: the operator endpoint's limit.
+const maxScan = 1 << 20
+
+// scanRange is a span of a slot's DDR to scan.
+type scanRange struct {
+	node    string
+	slot    int
+	addr, n uint64
+}
+
+// scanRanges merges the marked buffers of each slot into spans, joining
+// buffers less than maxScan apart.
+func (s *soak) scanRanges() []scanRange {
+	s.mu.Lock()
+	byslot := map[[2]string][]uint64{}
+	for _, m := range s.markers {
+		k := [2]string{m.node, fmt.Sprint(m.slot)}
+		byslot[k] = append(byslot[k], m.addr)
+	}
+	s.mu.Unlock()
+	var out []scanRange
+	for k, addrs := range byslot {
+		slices.Sort(addrs)
+		var slot int
+		fmt.Sscan(k[1], &slot)
+		r := scanRange{node: k[0], slot: slot, addr: addrs[0], n: soakBufBytes}
+		for _, a := range addrs[1:] {
+			if a < r.addr+r.n+maxScan {
+				r.n = max(r.n, a+soakBufBytes-r.addr)
+				continue
+			}
+			out = append(out, r)
+			r = scanRange{node: k[0], slot: slot, addr: a, n: soakBufBytes}
 		}
-		seen[w] = true
-		data, err := s.readDDRAt(ctx, m.node, m.slot, m.addr, soakBufBytes)
+		out = append(out, r)
+	}
+	return out
+}
+
+// ownerGrace is how long after its release a slot may still hold an
+// attachment's image: the keep-warm, and generous room for a loaded
+// machine's clear.
+const ownerGrace = 3*time.Second + time.Minute
+
+// checkOwners: every chip that is not cleared holds the image of a tenant
+// with an attachment on it that is live, not yet released, or released
+// within the keep-warm (plus room for the clear).
+func (s *soak) checkOwners(when string, atts map[string]*dbAttachment) {
+	ctx := s.t.Context()
+	for _, n := range s.nodes {
+		slots, err := s.slotsOf(ctx, n)
 		if err != nil {
-			s.stats.inc(s.stats.opErrors, "memory scan: "+errKind(err))
+			s.stats.inc(s.stats.opErrors, "slot listing: "+errKind(err))
 			continue
 		}
-		for _, id := range markerAttachments(data) {
-			a := atts[id]
-			if a != nil && a.released != nil {
-				s.violate("%s: %s slot %d at %#x holds a marker of attachment %s (%s, %s, released %v): %q",
-					when, m.node, m.slot, m.addr, id, a.tenant, a.state, a.released.Format(time.RFC3339Nano), leakSample(data))
+		for _, sl := range slots {
+			if sl.State == agentapi.Cleared && sl.Image == nil {
+				continue
+			}
+			owned := false
+			for _, a := range atts {
+				on := a.node == n.name && sl.Index >= a.slot && sl.Index < a.slot+a.chips
+				if on && a.tenant == sl.Tenant && (a.released == nil || time.Since(*a.released) < ownerGrace) {
+					owned = true
+					break
+				}
+			}
+			if !owned {
+				s.violate("%s: %s slot %d is %s for %q with no attachment of that tenant holding it", when, n.name, sl.Index, sl.State, sl.Tenant)
+			} else {
+				s.stats.check("a loaded chip has an owner")
 			}
 		}
-		s.stats.check("memory of a marked buffer holds no released attachment's marker")
 	}
-	s.stats.op("memory scan of every marked buffer")
 }
 
 // markerAttachments lists the attachment ids of the markers in data.
@@ -229,27 +297,37 @@ func (s *soak) settle() {
 func (s *soak) heldSlots(ctx context.Context) []string {
 	var out []string
 	for _, n := range s.nodes {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://faasd/v1/slots", nil)
+		slots, err := s.slotsOf(ctx, n)
 		if err != nil {
-			s.t.Fatal(err)
-		}
-		resp, err := n.agent.Do(req)
-		if err != nil {
-			out = append(out, fmt.Sprintf("%s does not answer: %v", n.name, err))
-			continue
-		}
-		var l agentapi.SlotList
-		err = json.NewDecoder(resp.Body).Decode(&l)
-		resp.Body.Close()
-		if err != nil || len(l.Slots) == 0 {
 			out = append(out, fmt.Sprintf("%s's slots unreadable: %v", n.name, err))
 			continue
 		}
-		for _, sl := range l.Slots {
+		for _, sl := range slots {
 			if sl.State != agentapi.Cleared || sl.Image != nil {
 				out = append(out, fmt.Sprintf("%s slot %d is %s with image %+v (tenant %q)", n.name, sl.Index, sl.State, sl.Image, sl.Tenant))
 			}
 		}
 	}
 	return out
+}
+
+// slotsOf lists n's slots through its operator endpoint.
+func (s *soak) slotsOf(ctx context.Context, n *soakNode) ([]agentapi.Slot, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://faasd/v1/slots", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.agent.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var l agentapi.SlotList
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		return nil, err
+	}
+	if len(l.Slots) == 0 {
+		return nil, fmt.Errorf("%s lists no slots", n.name)
+	}
+	return l.Slots, nil
 }

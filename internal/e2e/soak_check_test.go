@@ -169,8 +169,8 @@ func (s *soak) scanRanges() []scanRange {
 const ownerGrace = 3*time.Second + time.Minute
 
 // checkOwners: every chip that is not cleared holds the image of a tenant
-// with an attachment on it that is live, not yet released, or released
-// within the keep-warm (plus room for the clear).
+// with an attachment on it (or of a share on it) that is live, not yet
+// released, or released within the keep-warm (plus room for the clear).
 func (s *soak) checkOwners(when string, atts map[string]*dbAttachment) {
 	ctx := s.t.Context()
 	for _, n := range s.nodes {
@@ -186,7 +186,9 @@ func (s *soak) checkOwners(when string, atts map[string]*dbAttachment) {
 			owned := false
 			for _, a := range atts {
 				on := a.node == n.name && sl.Index >= a.slot && sl.Index < a.slot+a.chips
-				if on && a.tenant == sl.Tenant && (a.released == nil || time.Since(*a.released) < ownerGrace) {
+				// A chip loaded for shares names the tenant of the share
+				// that loaded it, while any share on it holds it.
+				if on && (a.tenant == sl.Tenant || a.share) && (a.released == nil || time.Since(*a.released) < ownerGrace) {
 					owned = true
 					break
 				}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -40,6 +41,14 @@ func (s *soak) check() {
 		s.checkAudit(a, audits[id])
 	}
 	s.mu.Lock()
+	for i := range s.notes {
+		for _, id := range s.notes[i].attachments {
+			if a := atts[id]; a != nil {
+				s.notes[i].records = append(s.notes[i].records, fmt.Sprintf("%s: %s on %s slot %d, created %s, ready %v, ended %v, released %v, error %q; audit %v",
+					id, a.state, a.node, a.slot, a.created.Format(time.TimeOnly), stamp(a.ready), stamp(a.ended), stamp(a.released), a.errMsg, audits[id]))
+			}
+		}
+	}
 	s.ends = ends
 	records := append([]*record(nil), s.records...)
 	s.mu.Unlock()
@@ -52,6 +61,14 @@ func (s *soak) check() {
 		s.checkRecord(r, a)
 	}
 	s.checkSummary(ctx, atts)
+}
+
+// stamp is a nullable time of day, for a note.
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.TimeOnly + ".000")
 }
 
 // checkUsage: exactly one attach usage record, closed, and equal to the

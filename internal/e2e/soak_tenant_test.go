@@ -169,7 +169,25 @@ func (tn *tenant) end(ctx context.Context, a *faas.Attachment, rec *record, vani
 }
 
 func (tn *tenant) attachFailed(err error) {
-	tn.s.stats.inc(tn.s.stats.attachFails, errKind(err))
+	s, kind := tn.s, errKind(err)
+	s.stats.inc(s.stats.attachFails, kind)
+	if kind == "no room in the pool" || kind == "unavailable" || kind == "canceled (soak over)" {
+		return // the pool full, or a replica being restarted
+	}
+	// Anything else is worth a look: noted, with the attachments tried,
+	// whose records the summary shows.
+	var ids []string
+	var ae *faas.AttachError
+	if errors.As(err, &ae) {
+		for _, at := range ae.Attempts {
+			if at.Attachment != "" {
+				ids = append(ids, at.Attachment)
+			}
+		}
+	}
+	s.mu.Lock()
+	s.notes = append(s.notes, note{what: fmt.Sprintf("%s: attach %s", tn.name, err), attachments: ids})
+	s.mu.Unlock()
 }
 
 func (tn *tenant) opFailed(err error) {

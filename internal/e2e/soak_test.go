@@ -86,6 +86,15 @@ type soak struct {
 	records    []*record
 	violations []string
 	ends       map[string]int // attachments by terminal state, set by check
+	notes      []note         // odd things that break no invariant
+}
+
+// note is something odd the summary shows, with the records of the
+// attachments it concerns.
+type note struct {
+	what        string
+	attachments []string
+	records     []string // filled in by check
 }
 
 // violate records a broken invariant; the test fails with every one at
@@ -383,6 +392,13 @@ func (s *soak) summary(took time.Duration) {
 	section("failed attachments by the node's error (the SDK placed them again)", st.failedWhy)
 	section("invariant checks passed", st.checks)
 	s.mu.Lock()
+	fmt.Fprintf(&b, "  notes (odd, but no invariant broken) (%d):\n", len(s.notes))
+	for _, n := range s.notes {
+		fmt.Fprintf(&b, "    %s\n", n.what)
+		for _, r := range n.records {
+			fmt.Fprintf(&b, "      %s\n", r)
+		}
+	}
 	fmt.Fprintf(&b, "  invariant violations: %d\n", len(s.violations))
 	s.mu.Unlock()
 	s.t.Log(b.String())

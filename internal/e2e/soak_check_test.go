@@ -50,7 +50,15 @@ func (s *soak) attachments(ctx context.Context) map[string]*dbAttachment {
 	t := s.t
 	conn := s.db(ctx)
 	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := conn.Query(ctx, `select a.id::text, ac.name, a.state, n.name, a.error, a.slot, a.chips, a.share, a.scrubbed, a.lease_seconds,
+	// One snapshot for both reads: tenants attach meanwhile, and a usage
+	// record committed after the attachments were read would belong to
+	// none of them.
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatalf("soak: reading attachments: %v", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only
+	rows, err := tx.Query(ctx, `select a.id::text, ac.name, a.state, n.name, a.error, a.slot, a.chips, a.share, a.scrubbed, a.lease_seconds,
 		a.created_at, a.lease_expires_at, a.ready_at, a.ended_at, a.released_at
 		from attachments a join accounts ac on ac.id = a.tenant_id join nodes n on n.id = a.node_id`)
 	if err != nil {
@@ -70,7 +78,7 @@ func (s *soak) attachments(ctx context.Context) map[string]*dbAttachment {
 	if err := rows.Err(); err != nil {
 		t.Fatalf("soak: reading attachments: %v", err)
 	}
-	rows, err = conn.Query(ctx, `select attachment_id::text, started_at, ended_at from usage_records where event = 'attach'`)
+	rows, err = tx.Query(ctx, `select attachment_id::text, started_at, ended_at from usage_records where event = 'attach'`)
 	if err != nil {
 		t.Fatalf("soak: reading usage records: %v", err)
 	}
@@ -180,7 +188,9 @@ func (s *soak) checkOwners(when string, atts map[string]*dbAttachment) {
 			continue
 		}
 		for _, sl := range slots {
-			if sl.State == agentapi.Cleared && sl.Image == nil {
+			if sl.Image == nil {
+				// Nothing of anyone's on it: cleared, failed, or held
+				// for a load or a clear that has not recorded an image.
 				continue
 			}
 			owned := false

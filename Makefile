@@ -42,11 +42,12 @@ TEST_TIMEOUT ?= 60m
 BENCHTIME    ?= 1s
 FUZZTIME     ?= 10s
 
-.PHONY: help tools test onnx-node-tests lint bench fuzz-smoke demo images portal-shots
+.PHONY: help tools test soak onnx-node-tests lint bench fuzz-smoke demo images portal-shots
 
 help:
 	@echo 'make demo        bring up the whole platform (PostgreSQL, registry, faasd --sim 2), publish, load and classify MNIST; DEMO_NO_WAIT=1 exits when done'
 	@echo 'make test        install test dependencies (tools), go vet, go test -race'
+	@echo 'make soak        the accelerator pool chaos soak for SOAK_TIME ($(SOAK_TIME)); SOAK_SEED replays a run (make test runs it for 60 s)'
 	@echo 'make tools       install the pinned MinIO server, cosign, crane and oras; PostgreSQL 15, Chromium (portal browser tests) and a C compiler (for -race) via apt when root'
 	@echo 'make portal-shots  screenshots of every portal page of the browser tests into $(PORTAL_SHOTS)'
 	@echo 'make lint        gofmt check and go vet'
@@ -99,6 +100,15 @@ test: tools
 	$(if $(CI),CI=$(CI)) $(GO) test $$race -count=1 -timeout $(TEST_TIMEOUT) ./... && \
 	if [ -n "$$race" ]; then $(if $(CI),CI=$(CI)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestNet' ./sdk/alidnn/...; fi
 	@$(MAKE) --no-print-directory onnx-node-tests
+
+# soak runs the accelerator pool's chaos soak (internal/e2e TestSoak) for
+# SOAK_TIME: tenants attach, use, share, detach and vanish while faasd, a
+# registry replica and PostgreSQL are killed or restarted at random, then
+# every invariant is checked and the counts printed. make test runs it for
+# its default 60 s; SOAK_SEED replays a run's choices (the seed is printed).
+SOAK_TIME ?= 10m
+soak: tools
+	FAAS_SOAK=$(SOAK_TIME) $(if $(SOAK_SEED),FAAS_SOAK_SEED=$(SOAK_SEED)) $(GO) test -count=1 -v -timeout 60m -run '^TestSoak$$' ./internal/e2e/
 
 # onnx-node-tests runs every ONNX backend node test of the test data, and
 # the project's own generated cases (sdk/alidnn/onnxtest/testdata/generated),

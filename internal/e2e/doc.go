@@ -10,6 +10,12 @@
 // `faas clear`, after which the chips' DDR reads back zero; a tenant without
 // a subscription is refused with the not-entitled exit code.
 //
+// TestSoak is the accelerator pool's chaos soak (soak_test.go): tenants
+// attach, use, detach and vanish while faasd, a registry replica and
+// PostgreSQL are killed or restarted at random; then the pool's invariants
+// are checked. FAAS_SOAK sets its length (60s by default; `make soak`
+// runs 10m), FAAS_SOAK_SEED replays a run's choices.
+//
 // TestDemo runs `make demo` in a fresh clone of the committed HEAD with HOME
 // moved, which proves that the repository stands alone.
 //

@@ -349,6 +349,8 @@ type platform struct {
 	env         []string
 	regEnv      []string // the registry command's environment
 	regURL      string
+	reg         *server     // the registry process, for tests that kill it
+	pg          *testenv.PG // its database, for tests that restart it
 	platformDir string
 	began       time.Time
 	loopback    pushed
@@ -507,7 +509,8 @@ func newPlatform(t testing.TB, regArgs ...string) *platform {
 		api(t, regURL, "alice", "POST", "/listings/"+p.listing+"/subscribe", nil, nil, http.StatusCreated)
 	}
 
-	return &platform{root: root, env: env, regEnv: regEnv, regURL: regURL, platformDir: platformDir, began: began, loopback: loopback, dual: dual}
+	return &platform{root: root, env: env, regEnv: regEnv, regURL: regURL, reg: reg, pg: pg, platformDir: platformDir, began: began,
+		loopback: loopback, dual: dual}
 }
 
 // startFaasd runs faasd on two simulated boards (slots 0-3), trusting the

@@ -141,6 +141,11 @@ type Request struct {
 	Tenant Tenant
 	// PullOnly stops after the pull: prefetch into the cache.
 	PullOnly bool
+	// Pool, if not nil, is the accelerator pool's hold on the slots,
+	// written in the load's own records (loading, then loaded), so that
+	// faasd killed at any point of the load still knows after a restart
+	// that the pool loaded them and must clear them.
+	Pool *slots.Pool
 	// Reserved, if not nil, reports slots the load must not take even
 	// where their record would let it: those the node's accelerator pool
 	// holds for attachments, whoever loaded them.

@@ -38,7 +38,7 @@ func (r *run) program(ctx context.Context, ts []*target, img agentapi.Image) (er
 		return err
 	}
 	loading := slots.Record{State: agentapi.Loading, Image: &img, Tenant: r.req.Tenant.Name, TenantID: r.req.Tenant.ID,
-		GrantID: r.grant.ID, Group: held}
+		GrantID: r.grant.ID, Group: held, Pool: r.req.Pool}
 	for _, s := range held {
 		sl, _ := st.Slot(s)
 		if err := sl.Chip.SetImageDigest([32]byte{}); err != nil {

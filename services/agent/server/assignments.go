@@ -244,7 +244,10 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 	defer cancel()
 	slot := a.Slot
 	res, err := s.cfg.Loader.Load(lctx, loader.Request{ID: newID(), Image: s.cfg.Registry.Host() + "/" + a.Repository + "@" + a.Digest,
-		Slot: &slot, Tenant: loader.Tenant{Name: a.Tenant, ID: a.TenantID, Grant: &grant}})
+		Slot: &slot, Tenant: loader.Tenant{Name: a.Tenant, ID: a.TenantID, Grant: &grant},
+		// The pool's hold goes in the load's records: faasd killed
+		// before own below must still clear the slot on release.
+		Pool: &slots.Pool{Attachment: a.ID}})
 	s.poke()
 	if err != nil {
 		return nil, errors.New(wireError(err).Message)

@@ -20,6 +20,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/sdk/poolapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 	"github.com/fpga-faas/faas/services/registry/placement"
 	"github.com/fpga-faas/faas/shell"
@@ -319,11 +320,19 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 		if err != nil {
 			return auditEntry{}, err
 		}
-		m, err := s.meta.GetManifest(ctx, t.repository, t.digest)
+		// Through tx, not the metadata store's pool: this transaction
+		// holds the pool's lock, and waiting for a second connection
+		// while the others queue on the lock deadlocks every replica.
+		var content []byte
+		err = tx.QueryRow(ctx, `select m.content from manifests m join repositories r on r.id = m.repository_id
+			where r.name = $1 and m.digest = $2`, t.repository, t.digest).Scan(&content)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = meta.ErrManifestUnknown
+		}
 		if err != nil {
 			return auditEntry{}, fmt.Errorf("api: manifest of %s@%s: %w", t.repository, t.digest, err)
 		}
-		chips := chipsOf(m.Content)
+		chips := chipsOf(content)
 		if req.Share && chips > 1 {
 			return auditEntry{}, fieldErr("share", "listing %q is a two-chip image: it takes a whole board and cannot be shared", t.listing)
 		}

@@ -262,6 +262,15 @@ func (pg *PG) Start(t testing.TB) {
 	t.Logf("testenv: postgres at %s started again", pg.URL)
 }
 
+// Restart stops the server and starts it again on the same data and port
+// (Stop, then Start): for chaos tests of what the platform does when its
+// database goes away and comes back.
+func (pg *PG) Restart(t testing.TB) {
+	t.Helper()
+	pg.Stop(t)
+	pg.Start(t)
+}
+
 // Own gives path to the OS user the server runs as, so that the server can
 // use a directory the test made (a tablespace on a Tmpfs, say): it chowns
 // path and lets others search its parent directories (t.TempDir makes

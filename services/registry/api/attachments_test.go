@@ -444,8 +444,21 @@ func TestAttachLeaseAndLostNode(t *testing.T) {
 // validation worker does (services/registry/validation).
 func (p *pool) validated(digest string, parts ...string) {
 	p.t.Helper()
-	tag, err := p.pool.Exec(context.Background(), `update validation_jobs set state = 'available', parts = $2, finished_at = now()
-		where manifest_digest = $1`, digest, parts)
+	p.validatedChips(digest, parts, nil)
+}
+
+// validatedChips marks image digest available with the parts and chip
+// indexes its validation would record.
+func (p *pool) validatedChips(digest string, parts []string, indexes []int) {
+	p.t.Helper()
+	if parts == nil {
+		parts = []string{}
+	}
+	if indexes == nil {
+		indexes = []int{}
+	}
+	tag, err := p.pool.Exec(context.Background(), `update validation_jobs set state = 'available', parts = $2, chip_indexes = $3,
+		finished_at = now() where manifest_digest = $1`, digest, parts, indexes)
 	if err != nil || tag.RowsAffected() != 1 {
 		p.t.Fatalf("validating %s: %v (%d jobs)", digest, err, tag.RowsAffected())
 	}
@@ -496,6 +509,26 @@ func TestAttachPart(t *testing.T) {
 		"endpoint": "https://" + n.Hostname + ":8443", "tls_certificate": p3.certs["node1"]})
 	if a := p3.attach("tenant1", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"}); p3.nodeOf(a) != "node1" || a.Slot != 1 {
 		t.Fatalf("placed on %s slot %d, want node1's %s chip, slot 1", p3.nodeOf(a), a.Slot, vu9p.Parts[0].Name)
+	}
+}
+
+// TestAttachChipIndex places a one-chip image only on the chip of a board
+// its bitstream is for: with every chip 0 taken, an image for chip 0 is
+// refused though chips 1 are free, and names what it wanted.
+func TestAttachChipIndex(t *testing.T) {
+	p := newPool(t, api.AttachConfig{})
+	p.validatedChips(p.one, nil, []int{0})
+	var got []int
+	for _, who := range []string{"tenant1", "tenant2"} {
+		a := p.attach(who, poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"})
+		got = append(got, a.Slot)
+		if a.Slot%2 != 0 {
+			t.Fatalf("an image for chip 0 placed on %s slot %d, a chip 1", p.nodeOf(a), a.Slot)
+		}
+	}
+	r := p.must(409, "tenant1", "POST", "/attachments", poolapi.AttachRequest{Listing: "isv1/mnist", Version: "1"})
+	if want := "no node in the pool has a free chip 0 of a board"; !strings.Contains(string(r.body), want) {
+		t.Fatalf("every chip 0 taken (slots %v): %s, want %q", got, r.body, want)
 	}
 }
 

@@ -133,18 +133,17 @@ func (s *store) resolveTarget(ctx context.Context, tx pgx.Tx, p *principal, req 
 	return t, nil
 }
 
-// partsOf returns the FPGA part each chip of image digest of repository
-// needs, in board order, as its validation recorded them; nil when the
-// image was not validated (or before migration 008), which placement
-// takes as any part.
-func partsOf(ctx context.Context, tx pgx.Tx, repository, digest string) ([]string, error) {
-	var parts []string
-	err := tx.QueryRow(ctx, `select j.parts from validation_jobs j join repositories r on r.id = j.repository_id
-		where r.name = $1 and j.manifest_digest = $2 and j.state = 'available'`, repository, digest).Scan(&parts)
+// chipNeeds returns the FPGA part each chip of image digest of repository
+// needs, in board order, and the chip of a board each is for (-1: either),
+// as its validation recorded them; nil when the image was not validated
+// (or before migration 008), which placement takes as any chip.
+func chipNeeds(ctx context.Context, tx pgx.Tx, repository, digest string) (parts []string, indexes []int, err error) {
+	err = tx.QueryRow(ctx, `select j.parts, j.chip_indexes from validation_jobs j join repositories r on r.id = j.repository_id
+		where r.name = $1 and j.manifest_digest = $2 and j.state = 'available'`, repository, digest).Scan(&parts, &indexes)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return parts, err
+	return parts, indexes, err
 }
 
 // chipParts is the part of each chip of board b, in order: as the node
@@ -210,7 +209,7 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 			var bs []placement.Slot
 			parts := chipParts(b)
 			for k, sl := range b.Slots {
-				bs = append(bs, placement.Slot{Index: sl.Index, State: sl.State, Digest: sl.Digest, Part: parts[k]})
+				bs = append(bs, placement.Slot{Index: sl.Index, Chip: k, State: sl.State, Digest: sl.Digest, Part: parts[k]})
 			}
 			n.Boards = append(n.Boards, bs)
 		}
@@ -336,7 +335,7 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 		if req.Share && chips > 1 {
 			return auditEntry{}, fieldErr("share", "listing %q is a two-chip image: it takes a whole board and cannot be shared", t.listing)
 		}
-		parts, err := partsOf(ctx, tx, t.repository, t.digest)
+		parts, indexes, err := chipNeeds(ctx, tx, t.repository, t.digest)
 		if err != nil {
 			return auditEntry{}, err
 		}
@@ -345,7 +344,7 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 			return auditEntry{}, err
 		}
 		preq := placement.Request{TenantID: p.ID, Digest: t.digest, Chips: chips, Share: req.Share, MaxShares: shell.Windows - 1,
-			Parts: parts, Exclude: req.ExcludeNodes}
+			Parts: parts, Indexes: indexes, Exclude: req.ExcludeNodes}
 		c, err := placement.Place(nodes, preq)
 		if errors.Is(err, placement.ErrNoCapacity) {
 			excluded := ""

@@ -4,9 +4,10 @@
 // the caller reads the state under a lock and writes the choice in the
 // same transaction.
 //
-// Only chips of the part an image was built for are considered:
-// a bitstream for one part fails to load on another, so placing it there
-// would only move the failure to the node. Nodes the caller excludes (where
+// Only chips of the part an image was built for, and for a one-chip image
+// the chip of a board its bitstream is for, are considered: a bitstream
+// for one part, or for the other chip, fails to load there, so placing it
+// there would only move the failure to the node. Nodes the caller excludes (where
 // an earlier attempt failed) are not considered either.
 //
 // The rules, in order of preference:
@@ -49,7 +50,9 @@ const (
 
 // Slot is one chip of a node as its last heartbeat reported it.
 type Slot struct {
-	Index  int
+	Index int
+	// Chip is the chip's place on its board: 0 or 1.
+	Chip   int
 	State  string
 	Digest string // the loaded image, if any
 	// Part is the chip's FPGA part (shell.Part.Name); "" when the node's
@@ -91,6 +94,9 @@ type Request struct {
 	// (Parts[0] for the board's first chip); nil or "" is any part: an
 	// image whose part the registry does not know.
 	Parts []string
+	// Indexes is the chip of a board each chip of the image is for, in
+	// the same order; missing or -1 is either chip.
+	Indexes []int
 	// Exclude are nodes not to place on (an earlier attempt failed there).
 	Exclude []string
 }
@@ -103,14 +109,24 @@ func (r Request) part(i int) string {
 	return ""
 }
 
-// fits reports whether s is of the part chip i of the image needs.
+// index is the chip of a board chip i of the image is for, -1 for either.
+func (r Request) index(i int) int {
+	if i < len(r.Indexes) {
+		return r.Indexes[i]
+	}
+	return -1
+}
+
+// fits reports whether s can take chip i of the image: of its part, and
+// the chip of the board its bitstream is for.
 func (r Request) fits(s Slot, i int) bool {
-	p := r.part(i)
-	return p == "" || s.Part == p
+	p, x := r.part(i), r.index(i)
+	return (p == "" || s.Part == p) && (x < 0 || s.Chip == x)
 }
 
 // Wanted says what req needs, for an error: "a free <part> chip", "a
-// board of two free <part> chips", or "room" when the part is not known.
+// free <part> chip 1 of a board", "a board of two free <part> chips", or
+// "room" when neither part nor chip is known.
 func Wanted(req Request) string {
 	var parts []string
 	for i := range max(req.Chips, 1) {
@@ -118,15 +134,25 @@ func Wanted(req Request) string {
 			parts = append(parts, p)
 		}
 	}
-	switch {
-	case len(parts) == 0:
-		return "room"
-	case req.Chips == 2:
+	if req.Chips == 2 {
+		if len(parts) == 0 {
+			return "room"
+		}
 		return "a board of two free " + strings.Join(parts, " and ") + " chips"
-	case req.Share:
-		return "a " + parts[0] + " chip with a tenant window free"
 	}
-	return "a free " + parts[0] + " chip"
+	chip := "chip"
+	if len(parts) > 0 {
+		chip = parts[0] + " chip"
+	}
+	if x := req.index(0); x >= 0 {
+		chip += fmt.Sprintf(" %d of a board", x)
+	} else if len(parts) == 0 {
+		return "room"
+	}
+	if req.Share {
+		return "a " + chip + " with a tenant window free"
+	}
+	return "a free " + chip
 }
 
 // Choice is where the attachment goes.

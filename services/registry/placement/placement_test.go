@@ -18,7 +18,7 @@ func parts(id, part string, states ...string) Node {
 func board(states ...string) []Slot {
 	var b []Slot
 	for i, s := range states {
-		sl := Slot{Index: i, State: s}
+		sl := Slot{Index: i, Chip: i, State: s}
 		if s == Loaded {
 			sl.Digest = "d"
 		}
@@ -72,6 +72,16 @@ func TestPlace(t *testing.T) {
 		{"spread by free chips of the image's part", []Node{{ID: "a", Boards: [][]Slot{parts("", "vu", Cleared, Loaded).Boards[0],
 			{{Index: 2, State: Cleared, Part: "ku"}, {Index: 3, State: Cleared, Part: "ku"}}}}, parts("b", "vu", Cleared, Cleared)},
 			Request{Digest: "x", Chips: 1, Parts: []string{"vu"}}, Choice{NodeID: "b", Slot: 0}, nil},
+		{"a one-chip image for chip 1 goes on chip 1", []Node{two("a", Cleared, Cleared)},
+			Request{Digest: "x", Chips: 1, Indexes: []int{1}}, Choice{NodeID: "a", Slot: 1}, nil},
+		{"a one-chip image for chip 0 never on chip 1", []Node{two("a", Loaded, Cleared)},
+			Request{Digest: "x", Chips: 1, Indexes: []int{0}}, Choice{}, ErrNoCapacity},
+		{"an image for either chip takes the first free", []Node{two("a", Loaded, Cleared)},
+			Request{Digest: "x", Chips: 1, Indexes: []int{-1}}, Choice{NodeID: "a", Slot: 1}, nil},
+		{"a share joins only the chip its bitstream is for", []Node{{ID: "a", Boards: [][]Slot{board(Loaded, Loaded)}, Shares: map[int]int{1: 1}}},
+			Request{Digest: "d", Chips: 1, Share: true, MaxShares: 2, Indexes: []int{1}}, Choice{NodeID: "a", Slot: 1, Warm: true}, nil},
+		{"spread by free chips the image can take", []Node{two("a", Cleared, Cleared), two("b", Loaded, Cleared), two("c", Cleared, Loaded)},
+			Request{Digest: "x", Chips: 1, Indexes: []int{1}}, Choice{NodeID: "a", Slot: 1}, nil},
 		{"excluded nodes are skipped", []Node{two("a", Cleared, Cleared), two("b", Cleared, Loaded)},
 			Request{Digest: "x", Chips: 1, Exclude: []string{"a"}}, Choice{NodeID: "b", Slot: 0}, nil},
 		{"everything excluded", []Node{two("a", Cleared, Cleared)}, Request{Digest: "x", Chips: 1, Exclude: []string{"a"}}, Choice{}, ErrNoCapacity},
@@ -101,5 +111,25 @@ func TestPlace(t *testing.T) {
 	}
 	if _, err := Place(nil, Request{Chips: 3}); err == nil {
 		t.Error("a three-chip image was placed")
+	}
+}
+
+func TestWanted(t *testing.T) {
+	for _, c := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Chips: 1}, "room"},
+		{Request{Chips: 1, Indexes: []int{-1}}, "room"},
+		{Request{Chips: 1, Parts: []string{"vu"}}, "a free vu chip"},
+		{Request{Chips: 1, Parts: []string{"vu"}, Indexes: []int{1}}, "a free vu chip 1 of a board"},
+		{Request{Chips: 1, Indexes: []int{0}}, "a free chip 0 of a board"},
+		{Request{Chips: 1, Share: true, Parts: []string{"vu"}, Indexes: []int{0}}, "a vu chip 0 of a board with a tenant window free"},
+		{Request{Chips: 2, Parts: []string{"vu", "vu"}, Indexes: []int{0, 1}}, "a board of two free vu chips"},
+		{Request{Chips: 2}, "room"},
+	} {
+		if got := Wanted(c.req); got != c.want {
+			t.Errorf("Wanted(%+v) = %q, want %q", c.req, got, c.want)
+		}
 	}
 }

@@ -174,15 +174,16 @@ type jobRow struct {
 	Attempts int
 	Reasons  []validation.Reason
 	Parts    []string
+	Indexes  []int
 }
 
 func (e *env) job(t *testing.T, ref name.Digest) jobRow {
 	t.Helper()
 	var r jobRow
 	var reasons []byte
-	if err := e.pool.QueryRow(context.Background(), `select j.state, j.attempts, j.reasons, j.parts from validation_jobs j
+	if err := e.pool.QueryRow(context.Background(), `select j.state, j.attempts, j.reasons, j.parts, j.chip_indexes from validation_jobs j
 		join repositories r on r.id = j.repository_id where r.name = $1 and j.manifest_digest = $2`,
-		ref.Context().RepositoryStr(), ref.DigestStr()).Scan(&r.State, &r.Attempts, &reasons, &r.Parts); err != nil {
+		ref.Context().RepositoryStr(), ref.DigestStr()).Scan(&r.State, &r.Attempts, &reasons, &r.Parts, &r.Indexes); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(reasons, &r.Reasons); err != nil {
@@ -245,8 +246,8 @@ func TestPipeline(t *testing.T) {
 		t.Errorf("good image: %+v", j)
 	}
 	// The parts its chips need are kept for the pool's placement.
-	if j := e.job(t, okRef); !slices.Equal(j.Parts, []string{shell.PartVU9P.Name, shell.PartVU9P.Name}) {
-		t.Errorf("good image's parts: %q", j.Parts)
+	if j := e.job(t, okRef); !slices.Equal(j.Parts, []string{shell.PartVU9P.Name, shell.PartVU9P.Name}) || !slices.Equal(j.Indexes, []int{0, 1}) {
+		t.Errorf("good image's parts: %q, chips %v", j.Parts, j.Indexes)
 	}
 	if n := e.countersignatures(t, okRef); n != 1 {
 		t.Errorf("good image: %d countersignatures, want 1", n)

@@ -101,9 +101,11 @@ type Job struct {
 	Attempts    int    // including this run
 	MaxAttempts int
 	// Parts is the FPGA part each chip of the image needs, in board
-	// order, read from its config while it is checked; stored with an
-	// available image so that the pool places it on chips of that part.
-	Parts []string
+	// order, read from its config while it is checked, and Indexes the
+	// chip of a board each is for (-1: either); stored with an available
+	// image so that the pool places it on chips that can take it.
+	Parts   []string
+	Indexes []int
 }
 
 // Reason is one entry of a job's reasons: an hdk validation finding, or a
@@ -343,7 +345,7 @@ func (w *Worker) check(ctx context.Context, j *Job) ([]Reason, error) {
 		if err != nil {
 			return nil, transientError{fmt.Errorf("validation: config of %s: %w", ref, err)}
 		}
-		j.Parts = partsOf(cfg)
+		j.Parts, j.Indexes = chipsOf(cfg)
 	}
 	if !report.OK() {
 		// A finding may stem from storage that failed while it was read.
@@ -383,16 +385,17 @@ func (w *Worker) check(ctx context.Context, j *Job) ([]Reason, error) {
 	return nil, nil
 }
 
-// partsOf is the part each chip of an image needs, in board order: the
-// chip of index 0 (or "any") first, then index 1.
-func partsOf(cfg image.Config) []string {
+// chipsOf is the part each chip of an image needs and the chip of a board
+// it is for (-1: either), in board order: the chip of index 0 (or "any")
+// first, then index 1.
+func chipsOf(cfg image.Config) (parts []string, indexes []int) {
 	chips := slices.Clone(cfg.Chips)
 	slices.SortStableFunc(chips, func(a, b image.Chip) int { return cmp.Compare(max(a.Index, 0), max(b.Index, 0)) })
-	parts := make([]string, 0, len(chips))
 	for _, c := range chips {
 		parts = append(parts, c.Part)
+		indexes = append(indexes, int(c.Index))
 	}
-	return parts
+	return parts, indexes
 }
 
 // storageHealthy checks that the database and the blob store answer.
@@ -445,14 +448,14 @@ func (w *Worker) finish(ctx context.Context, j *Job, state string, reasons []Rea
 	if err != nil {
 		return fmt.Errorf("validation: reasons: %w", err)
 	}
-	parts := j.Parts
+	parts, indexes := j.Parts, j.Indexes
 	if state != "available" || parts == nil {
-		parts = []string{}
+		parts, indexes = []string{}, []int{}
 	}
 	tag, err := w.cfg.Pool.Exec(ctx, `update validation_jobs
-		set state = $3, reasons = $4, parts = $5, lease_owner = null, lease_until = null,
+		set state = $3, reasons = $4, parts = $5, chip_indexes = $6, lease_owner = null, lease_until = null,
 			finished_at = now(), updated_at = now()
-		where id = $1 and lease_owner = $2 and state = 'validating'`, j.ID, w.cfg.Owner, state, b, parts)
+		where id = $1 and lease_owner = $2 and state = 'validating'`, j.ID, w.cfg.Owner, state, b, parts, indexes)
 	if err != nil {
 		return fmt.Errorf("validation: completing job %s: %w", j.ID, err)
 	}

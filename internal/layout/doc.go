@@ -40,5 +40,7 @@
 // too: no test imports a cmd package, and no test outside services imports
 // services (end-to-end tests run the built binaries instead).
 //
-// A second test requires a package doc comment on every package.
+// A second test requires a package doc comment on every package. A third,
+// TestFunctionLength (funclen_test.go), bounds the length of functions
+// (`make lint` prints the figures).
 package layout

@@ -132,7 +132,7 @@ func (c *compiler) build() error {
 			}
 			shape[k] = int(d.Value)
 		}
-		v := &value{name: in.Name, shape: shape, typ: in.ElemType, input: true}
+		v := &value{name: in.Name, shape: shape, typ: in.ElemType, device: device{input: true}}
 		switch in.ElemType {
 		case onnx.Float:
 			v.elem = f32
@@ -201,13 +201,13 @@ func (c *compiler) floatOutput(v *value) (*value, error) {
 	r := v.root()
 	l := &layer{kind: lMove, in: r, accFP: true}
 	l.steps = []step{{kind: sDequantize, rowF: fill(r.lay.c(), r.q.scale), zp: r.q.zp}}
-	y := &value{name: v.name, shape: r.shape, typ: onnx.Float, lay: r.lay, layer: l}
+	y := &value{name: v.name, shape: r.shape, typ: onnx.Float, device: device{lay: r.lay, layer: l}}
 	l.out = y
 	c.layers = append(c.layers, l)
 	if v == r {
 		return y, nil
 	}
-	f := &value{name: v.name, shape: v.shape, typ: v.typ, alias: y}
+	f := &value{name: v.name, shape: v.shape, typ: v.typ, derived: derived{alias: y}}
 	if v.view != nil {
 		f.view = &transposeOf{src: y, perm: v.view.perm, node: v.view.node}
 	}
@@ -300,7 +300,7 @@ func (c *compiler) run(n *onnx.Node) error {
 				return err
 			}
 			y := c.vals[n.Outputs[0]]
-			c.vals[n.Outputs[0]] = &value{name: y.name, shape: x.shape, typ: y.typ, alias: y, uses: y.uses}
+			c.vals[n.Outputs[0]] = &value{name: y.name, shape: x.shape, typ: y.typ, uses: y.uses, derived: derived{alias: y}}
 			return nil
 		}
 	}
@@ -320,7 +320,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root(), view: x.view, cols: x.cols})
+		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{alias: x.root(), view: x.view, cols: x.cols}})
 		return c.dropoutMask(n, x)
 	case "Flatten", "Reshape", "Squeeze", "Unsqueeze":
 		return c.reshape(n)
@@ -403,7 +403,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, host: &hostOp{op: "Softmax", axis: a, src: x}})
+		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{host: &hostOp{op: "Softmax", axis: a, src: x}}})
 		if c.opset() < 13 {
 			c.vals[n.Outputs[0]].host.op = "Softmax-1" // flattens from axis
 		}
@@ -480,6 +480,6 @@ func (c *compiler) reshape(n *onnx.Node) error {
 	if x.view != nil {
 		return c.flattenView(n, x, shape)
 	}
-	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: x.root(), q: x.root().q})
+	c.set(n, 0, aliasOf(x.root(), shape, x.typ))
 	return nil
 }

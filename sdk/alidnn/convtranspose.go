@@ -61,7 +61,7 @@ func (c *compiler) phaseLayers(n *onnx.Node, x *value, oc, groups, s int, phases
 		OW += p.out
 	}
 	shape := []int{N, oc, OH, OW}
-	out := &value{shape: shape, typ: onnx.Float, lay: convLayout(shape), elem: f32}
+	out := &value{shape: shape, typ: onnx.Float, device: device{lay: convLayout(shape), elem: f32}}
 	icg := C / groups
 	for ry, py := range phases[0] {
 		for rx, px := range phases[1] {

@@ -102,7 +102,7 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	}
 	// Weights as [batch][N][K][1][1].
 	wshape := []int{bbatch * N, K, 1, 1}
-	w := &value{shape: wshape, typ: bv.typ, isConst: true}
+	w := &value{shape: wshape, typ: bv.typ, constant: constant{isConst: true}}
 	src := func(b, k, j int) int {
 		b = bsrc[b]
 		if transB != 0 {
@@ -136,7 +136,7 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	if r := a.root(); r.input && r.lay.shape == nil && a == r {
 		r.lay = alay
 	}
-	if err := c.gemmNode(n, op, a, w, -1, spec, outShape, matLayout(outShape), false); err != nil {
+	if err := c.gemmNode(gemmParams{n: n, op: op, x: a, w: w, bias: -1, spec: spec, outShape: outShape, outLay: matLayout(outShape)}); err != nil {
 		return err
 	}
 	if ci >= 0 {
@@ -194,7 +194,7 @@ func (c *compiler) fcConv(n *onnx.Node, op string, a, bv *value, transB bool, al
 	if Kb != K {
 		return fmt.Errorf("%s: inner dimensions %d and %d differ", op, K, Kb)
 	}
-	w := &value{shape: []int{N, C, H, W}, typ: bv.typ, isConst: true}
+	w := &value{shape: []int{N, C, H, W}, typ: bv.typ, constant: constant{isConst: true}}
 	src := func(k, j int) int {
 		if transB {
 			return j*K + k
@@ -223,7 +223,7 @@ func (c *compiler) fcConv(n *onnx.Node, op string, a, bv *value, transB bool, al
 	outShape := []int{Nb, N}
 	// [Nb][N/16][1] elements: outer axis 0, lanes axis 1.
 	outLay := layout{shape: outShape, outer: []int{0}, lane: 1}
-	if err := c.gemmNode(n, op, r, w, -1, spec, outShape, outLay, false); err != nil {
+	if err := c.gemmNode(gemmParams{n: n, op: op, x: r, w: w, bias: -1, spec: spec, outShape: outShape, outLay: outLay}); err != nil {
 		return err
 	}
 	if ci >= 0 {
@@ -282,7 +282,7 @@ func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, fp: true, batched: batch > 1, wT: bt}
 	shape := append(slices.Clone(a.shape[:ra-1]), N)
 	l := &layer{kind: lGemm, in: a, conv: spec, accFP: true, macs: uint64(batch * M * N * K)}
-	out := &value{shape: shape, typ: onnx.Float, lay: matLayout(shape), layer: l}
+	out := &value{shape: shape, typ: onnx.Float, device: device{lay: matLayout(shape), layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	c.set(n, 0, out)
@@ -313,7 +313,7 @@ func (c *compiler) transposeLast(b *value) (*value, error) {
 	shape := slices.Clone(b.shape)
 	shape[r-2], shape[r-1] = shape[r-1], shape[r-2]
 	l := &layer{kind: lTranspose, in: b, accFP: true}
-	bt := &value{shape: shape, typ: onnx.Float, lay: matLayout(shape), layer: l, elem: f32}
+	bt := &value{shape: shape, typ: onnx.Float, device: device{lay: matLayout(shape), layer: l, elem: f32}}
 	l.out = bt
 	c.layers = append(c.layers, l)
 	return bt, nil

@@ -205,7 +205,7 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 	}
 	l := &layer{kind: lPool, in: x, pool: spec, accFP: x.el() == f32, acc8: x.el() == i8}
 	outShape := []int{N, C, y.out, xw.out}
-	out := &value{shape: outShape, typ: x.typ, lay: convLayout(outShape), layer: l, q: x.q}
+	out := &value{shape: outShape, typ: x.typ, q: x.q, device: device{lay: convLayout(outShape), layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	c.set(n, 0, out)

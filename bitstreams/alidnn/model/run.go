@@ -43,15 +43,9 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 
 	// Fetch and decode the whole stream before dispatching any of it, so a
 	// stream that does not decode has no effect at all.
-	raw := make([]byte, uint64(count)*isa.InsnBytes)
-	for off := 0; off < len(raw); off += fetchChunk {
-		if e.stop.Load() {
-			return c, 0, errStopped
-		}
-		p := raw[off:min(off+fetchChunk, len(raw))]
-		if err := d.ReadAt(win, p, addr+uint64(off)); err != nil {
-			return c, 0, ddrFault(err)
-		}
+	raw, f := fetchStream(e, d, win, addr, count)
+	if f != nil {
+		return c, 0, f
 	}
 	c.loadBytes = uint64(len(raw))
 	fetched := uint64(e.cfg.DDRLatency) + ceilDiv(uint64(len(raw)), uint64(e.cfg.DDRBytesPerCycle))
@@ -59,19 +53,9 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 	decode := func(k uint32) (isa.Insn, error) {
 		return isa.Decode([isa.InsnBytes]byte(raw[k*isa.InsnBytes:]))
 	}
-	var queues [3][]uint32
-	var last isa.Insn
-	for k := range count {
-		in, err := decode(k)
-		if err != nil {
-			return c, k, faultf(alidnn.CauseIllegal, "%v", err)
-		}
-		q := in.Queue()
-		queues[q] = append(queues[q], k)
-		last = in
-	}
-	if last.Op != isa.OpFinish {
-		return c, count - 1, faultf(alidnn.CauseStream, "the stream ends with %s, not finish", last.Op)
+	queues, k, f := queueStream(count, decode)
+	if f != nil {
+		return c, k, f
 	}
 
 	// The discrete-event schedule: each queue has a cursor (the cycle it is
@@ -168,6 +152,42 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 		}
 	}
 	return c, 0, nil
+}
+
+// fetchStream reads count instructions from addr through window win.
+func fetchStream(e *engine, d ddrPort, win int, addr uint64, count uint32) ([]byte, *fault) {
+	raw := make([]byte, uint64(count)*isa.InsnBytes)
+	for off := 0; off < len(raw); off += fetchChunk {
+		if e.stop.Load() {
+			return nil, errStopped
+		}
+		p := raw[off:min(off+fetchChunk, len(raw))]
+		if err := d.ReadAt(win, p, addr+uint64(off)); err != nil {
+			return nil, ddrFault(err)
+		}
+	}
+	return raw, nil
+}
+
+// queueStream decodes the count instructions and sorts their indices into
+// the queues that run them. On a fault it returns the index of the
+// instruction that caused it.
+func queueStream(count uint32, decode func(k uint32) (isa.Insn, error)) ([3][]uint32, uint32, *fault) {
+	var queues [3][]uint32
+	var last isa.Insn
+	for k := range count {
+		in, err := decode(k)
+		if err != nil {
+			return queues, k, faultf(alidnn.CauseIllegal, "%v", err)
+		}
+		q := in.Queue()
+		queues[q] = append(queues[q], k)
+		last = in
+	}
+	if last.Op != isa.OpFinish {
+		return queues, count - 1, faultf(alidnn.CauseStream, "the stream ends with %s, not finish", last.Op)
+	}
+	return queues, 0, nil
 }
 
 // step runs one instruction's function and adds to the byte and MAC

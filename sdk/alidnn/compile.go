@@ -88,6 +88,8 @@ func newCompiler(m *onnx.Model, opts []Option) *compiler {
 	return c
 }
 
+// build compiles the graph: initializers and inputs become values, nodes
+// layers, and the graph outputs are settled where the host reads them.
 func (c *compiler) build() error {
 	g := c.g
 	for _, t := range g.Initializers {
@@ -112,39 +114,9 @@ func (c *compiler) build() error {
 		if _, ok := c.vals[in.Name]; ok {
 			continue // an initializer listed as input (IR < 4)
 		}
-		if t, ok := c.opts.consts[in.Name]; ok {
-			v, err := fromTensor(t)
-			if err != nil {
-				return fmt.Errorf("input %q: %w", in.Name, err)
-			}
-			v.name = in.Name
-			c.vals[in.Name] = v
-			continue
+		if err := c.graphInput(in); err != nil {
+			return err
 		}
-		shape := make([]int, len(in.Dims))
-		for k, d := range in.Dims {
-			if k == 0 && c.opts.batch > 1 && (d.Value == 1 || d.Value <= 0) {
-				shape[k] = c.opts.batch
-				continue
-			}
-			if d.Value <= 0 {
-				return fmt.Errorf("input %q: dimension %d is %q: %w: inputs need static shapes", in.Name, k, d.Param, ErrUnsupported)
-			}
-			shape[k] = int(d.Value)
-		}
-		v := &value{name: in.Name, shape: shape, typ: in.ElemType, device: device{input: true}}
-		switch in.ElemType {
-		case onnx.Float:
-			v.elem = f32
-		case onnx.Uint8, onnx.Int8:
-			v.elem = i8
-		case onnx.Int32:
-			v.elem = i32
-		default:
-			return fmt.Errorf("input %q: element type %v: %w", in.Name, in.ElemType, ErrUnsupported)
-		}
-		c.vals[in.Name] = v
-		c.inputs = append(c.inputs, v)
 	}
 	for k, n := range g.Nodes {
 		if err := c.node(n); err != nil {
@@ -152,66 +124,11 @@ func (c *compiler) build() error {
 		}
 	}
 	for _, o := range g.Outputs {
-		v, ok := c.vals[o.Name]
-		if !ok {
-			return fmt.Errorf("graph output %q is never computed", o.Name)
-		}
-		if v.deferred {
-			var err error
-			if v, err = c.undefer(v); err != nil {
-				return fmt.Errorf("graph output %q: %w", o.Name, err)
-			}
-		}
-		if v.isConst {
-			continue
-		}
-		if v.cols != nil {
-			return fmt.Errorf("graph output %q flattens a transposed tensor: %w", o.Name, ErrUnsupported)
-		}
-		if v.host != nil && v.host.op == padOp {
-			return fmt.Errorf("graph output %q is a %s: %w", o.Name, padOp, ErrUnsupported)
-		}
-		if err := c.settle(v, false); err != nil {
+		if err := c.graphOutput(o.Name); err != nil {
 			return err
-		}
-		if v.host != nil {
-			if err := c.settle(v.host.src, false); err != nil {
-				return err
-			}
-		}
-		if err := c.materialize(v); err != nil {
-			return fmt.Errorf("graph output %q: %w", o.Name, err)
-		}
-		if v.isFloat() && v.host == nil && v.root().el() == i8 {
-			f, err := c.floatOutput(v)
-			if err != nil {
-				return fmt.Errorf("graph output %q: %w", o.Name, err)
-			}
-			c.vals[o.Name] = f
 		}
 	}
 	return nil
-}
-
-// floatOutput dequantises a float graph output an int8 layer writes (a
-// pool after a quantised Conv, or a feature map a post-training-quantised
-// consumer settled as int8 before the output was reached): the host reads
-// fp32. A layer of its own, since other consumers read the int8 tensor.
-func (c *compiler) floatOutput(v *value) (*value, error) {
-	r := v.root()
-	l := &layer{kind: lMove, in: r, accFP: true}
-	l.steps = []step{{kind: sDequantize, rowF: fill(r.lay.c(), r.q.scale), zp: r.q.zp}}
-	y := &value{name: v.name, shape: r.shape, typ: onnx.Float, device: device{lay: r.lay, layer: l}}
-	l.out = y
-	c.layers = append(c.layers, l)
-	if v == r {
-		return y, nil
-	}
-	f := &value{name: v.name, shape: v.shape, typ: v.typ, derived: derived{alias: y}}
-	if v.view != nil {
-		f.view = &transposeOf{src: y, perm: v.view.perm, node: v.view.node}
-	}
-	return f, nil
 }
 
 // in returns input k of n, nil if omitted.

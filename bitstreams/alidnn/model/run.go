@@ -64,32 +64,16 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 	// Start times so chosen never decrease, so executing instructions in
 	// that order is a functional order the tokens allow.
 	var (
-		down, up [2]fifo // down[q]: queue q -> q+1; up[q]: q+1 -> q
-		free     = [3]uint64{fetched, fetched, fetched}
-		pos      [3]int
-		heads    [3]isa.Insn
-		left     = int(count)
+		tok   tokens
+		free  = [3]uint64{fetched, fetched, fetched}
+		pos   [3]int
+		heads [3]isa.Insn
+		left  = int(count)
 	)
 	for q := range queues {
 		if len(queues[q]) > 0 {
 			heads[q], _ = decode(queues[q][0])
 		}
-	}
-	pops := func(q int, in *isa.Insn) (start uint64, ok bool) {
-		start = free[q]
-		if in.PopPrev {
-			if q == 0 || down[q-1].empty() {
-				return 0, false
-			}
-			start = max(start, down[q-1].front())
-		}
-		if in.PopNext {
-			if q == 2 || up[q].empty() {
-				return 0, false
-			}
-			start = max(start, up[q].front())
-		}
-		return start, true
 	}
 	for left > 0 {
 		best, bestAt := -1, uint64(0)
@@ -97,29 +81,18 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 			if pos[q] == len(queues[q]) {
 				continue
 			}
-			if at, ok := pops(q, &heads[q]); ok && (best < 0 || at < bestAt) {
+			if at, ok := tok.start(q, &heads[q], free[q]); ok && (best < 0 || at < bestAt) {
 				best, bestAt = q, at
 			}
 		}
 		if best < 0 {
-			pc := count
-			for q := range queues {
-				if pos[q] < len(queues[q]) {
-					pc = min(pc, queues[q][pos[q]])
-				}
-			}
-			return c, pc, faultf(alidnn.CauseDeadlock, "every queue waits for a token")
+			return c, firstWaiting(queues, pos, count), faultf(alidnn.CauseDeadlock, "every queue waits for a token")
 		}
 		q, in, k := best, heads[best], queues[best][pos[best]]
 		if e.stop.Load() {
 			return c, k, errStopped
 		}
-		if in.PopPrev {
-			down[q-1].pop()
-		}
-		if in.PopNext {
-			up[q].pop()
-		}
+		tok.pop(q, &in)
 		if f := e.step(&in, d, win, &c); f != nil {
 			return c, k, f
 		}
@@ -130,17 +103,8 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 		c.busy[q] += dur
 		c.cycles = max(c.cycles, end)
 		c.insns++
-		if in.PushPrev {
-			if up[q-1].full() {
-				return c, k, faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q-1), isa.TokenDepth)
-			}
-			up[q-1].push(end)
-		}
-		if in.PushNext {
-			if down[q].full() {
-				return c, k, faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q+1), isa.TokenDepth)
-			}
-			down[q].push(end)
+		if f := tok.push(q, &in, end); f != nil {
+			return c, k, f
 		}
 		left--
 		pos[q]++
@@ -152,6 +116,70 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 		}
 	}
 	return c, 0, nil
+}
+
+// tokens are the token FIFOs between the queues: down[q] from queue q to
+// q+1, up[q] from q+1 to q. Each holds the cycles its tokens were pushed at.
+type tokens struct {
+	down, up [2]fifo
+}
+
+// start is when queue q, free from cycle free, can start in: after the
+// tokens it pops were pushed; ok is false while one is missing.
+func (t *tokens) start(q int, in *isa.Insn, free uint64) (at uint64, ok bool) {
+	at = free
+	if in.PopPrev {
+		if q == 0 || t.down[q-1].empty() {
+			return 0, false
+		}
+		at = max(at, t.down[q-1].front())
+	}
+	if in.PopNext {
+		if q == 2 || t.up[q].empty() {
+			return 0, false
+		}
+		at = max(at, t.up[q].front())
+	}
+	return at, true
+}
+
+// pop takes the tokens in of queue q waits for.
+func (t *tokens) pop(q int, in *isa.Insn) {
+	if in.PopPrev {
+		t.down[q-1].pop()
+	}
+	if in.PopNext {
+		t.up[q].pop()
+	}
+}
+
+// push adds the tokens in of queue q signals, at cycle end.
+func (t *tokens) push(q int, in *isa.Insn, end uint64) *fault {
+	if in.PushPrev {
+		if t.up[q-1].full() {
+			return faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q-1), isa.TokenDepth)
+		}
+		t.up[q-1].push(end)
+	}
+	if in.PushNext {
+		if t.down[q].full() {
+			return faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q+1), isa.TokenDepth)
+		}
+		t.down[q].push(end)
+	}
+	return nil
+}
+
+// firstWaiting is the index of the earliest instruction at a queue's head
+// when every queue waits.
+func firstWaiting(queues [3][]uint32, pos [3]int, count uint32) uint32 {
+	pc := count
+	for q := range queues {
+		if pos[q] < len(queues[q]) {
+			pc = min(pc, queues[q][pos[q]])
+		}
+	}
+	return pc
 }
 
 // fetchStream reads count instructions from addr through window win.

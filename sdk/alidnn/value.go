@@ -33,13 +33,14 @@ type constant struct {
 	i       []int64
 }
 
-// device is a tensor in device memory.
+// device is a tensor in device memory: in the activation segment, or, for a
+// constant a step reads whole, in the constant segment.
 type device struct {
 	input bool  // a graph input, packed by the runtime
 	bcast []int // for inputs broadcast to shape: the input's own shape
 	elem  elem
 	lay   layout
-	addr  uint64 // offset in the activation segment
+	addr  uint64 // offset in its segment
 	// placed says addr is assigned (a Concat output is written by several
 	// layers but placed once).
 	placed bool

@@ -55,6 +55,7 @@ func TestFunctionLength(t *testing.T) {
 	}
 }
 
+// countOver counts the functions longer than limit lines.
 func countOver(funcs []funcLen, limit int) int {
 	n := 0
 	for _, f := range funcs {
@@ -67,7 +68,8 @@ func countOver(funcs []funcLen, limit int) int {
 
 // measureFunctions returns every function declaration of the non-test,
 // non-generated Go files under root, longest first. It skips the folders the
-// go command skips (testdata, dot and underscore folders) and build output.
+// go command skips (testdata, dot and underscore folders) and the build
+// output (/build).
 func measureFunctions(t *testing.T, root string) []funcLen {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -78,7 +80,7 @@ func measureFunctions(t *testing.T, root string) []funcLen {
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if p != root && (name == "testdata" || name == "build" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			if p != root && (name == "testdata" || p == filepath.Join(root, "build") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
 				return filepath.SkipDir
 			}
 			return nil

@@ -50,7 +50,7 @@ help:
 	@echo 'make soak        the accelerator pool chaos soak for SOAK_TIME ($(SOAK_TIME)); SOAK_SEED replays a run (make test runs it for 60 s)'
 	@echo 'make tools       install the pinned MinIO server, cosign, crane and oras; PostgreSQL 15, Chromium (portal browser tests) and a C compiler (for -race) via apt when root'
 	@echo 'make portal-shots  screenshots of every portal page of the browser tests into $(PORTAL_SHOTS)'
-	@echo 'make lint        gofmt check and go vet'
+	@echo 'make lint        gofmt check, go vet and the function-length figures (internal/layout)'
 	@echo 'make bench       benchmarks (see BENCHMARKS.md)'
 	@echo 'make images      generate and build the reference images into build/images (SMALL=1: small bitstreams)'
 	@echo 'make fuzz-smoke  run every fuzz target for FUZZTIME ($(FUZZTIME))'
@@ -125,6 +125,7 @@ lint:
 	@unformatted="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) test -count=1 -v -run '^TestFunctionLength$$' ./internal/layout/ | grep -v '^=== RUN'
 
 # images writes the reference images' sources with simulated bitstreams (38 MiB
 # per chip; SMALL=1 for 1 MiB) and builds each into an OCI image layout under

@@ -102,20 +102,9 @@ func Untar(ctx context.Context, r io.Reader, dir string, lim Options) error {
 		default:
 			return fmt.Errorf("%w: %q: only regular files and folders are allowed (type %q)", ErrLayoutTar, h.Name, h.Typeflag)
 		}
-		var sum hash.Hash
-		switch {
-		case name == "oci-layout" || name == "index.json":
-			if h.Size > maxMetaBytes {
-				return fmt.Errorf("%w: %q: larger than %d bytes", ErrLayoutTar, h.Name, maxMetaBytes)
-			}
-		case blobName.MatchString(name):
-			if strings.HasPrefix(name, "blobs/sha256/") {
-				sum = sha256.New()
-			} else {
-				sum = sha512.New()
-			}
-		default:
-			return fmt.Errorf("%w: %q: not a layout file (want oci-layout, index.json or blobs/<algorithm>/<hex>)", ErrLayoutTar, h.Name)
+		sum, err := layoutFileDigest(h, name)
+		if err != nil {
+			return err
 		}
 		if seen[name] {
 			return fmt.Errorf("%w: %q appears twice", ErrLayoutTar, h.Name)
@@ -126,13 +115,8 @@ func Untar(ctx context.Context, r io.Reader, dir string, lim Options) error {
 		}
 		total += h.Size
 		if sum != nil && lim.Stream != nil && h.Size >= lim.StreamMin {
-			alg, hex, _ := strings.Cut(strings.TrimPrefix(name, "blobs/"), "/")
-			body := &countingReader{r: io.LimitReader(tr, h.Size)}
-			if err := lim.Stream(ctx, alg+":"+hex, h.Size, body); err != nil {
-				return fmt.Errorf("publish: %q: %w", h.Name, err)
-			}
-			if body.n != h.Size {
-				return fmt.Errorf("%w: %q: truncated: %d of %d bytes", ErrLayoutTar, h.Name, body.n, h.Size)
+			if err := streamBlob(ctx, lim.Stream, name, h, tr); err != nil {
+				return err
 			}
 			continue
 		}
@@ -148,6 +132,39 @@ func Untar(ctx context.Context, r io.Reader, dir string, lim Options) error {
 		if !seen[need] {
 			return fmt.Errorf("%w: no %s", ErrLayoutTar, need)
 		}
+	}
+	return nil
+}
+
+// layoutFileDigest checks that entry h, the layout's file name, is one of
+// its files and returns the hash its bytes must match for a blob; nil for
+// the metadata files, which must be small.
+func layoutFileDigest(h *tar.Header, name string) (hash.Hash, error) {
+	switch {
+	case name == "oci-layout" || name == "index.json":
+		if h.Size > maxMetaBytes {
+			return nil, fmt.Errorf("%w: %q: larger than %d bytes", ErrLayoutTar, h.Name, maxMetaBytes)
+		}
+		return nil, nil
+	case blobName.MatchString(name):
+		if strings.HasPrefix(name, "blobs/sha256/") {
+			return sha256.New(), nil
+		}
+		return sha512.New(), nil
+	}
+	return nil, fmt.Errorf("%w: %q: not a layout file (want oci-layout, index.json or blobs/<algorithm>/<hex>)", ErrLayoutTar, h.Name)
+}
+
+// streamBlob hands the blob of entry h, the layout's file name, to stream
+// instead of writing it, and checks that stream read all of it.
+func streamBlob(ctx context.Context, stream func(ctx context.Context, digest string, size int64, r io.Reader) error, name string, h *tar.Header, tr io.Reader) error {
+	alg, hex, _ := strings.Cut(strings.TrimPrefix(name, "blobs/"), "/")
+	body := &countingReader{r: io.LimitReader(tr, h.Size)}
+	if err := stream(ctx, alg+":"+hex, h.Size, body); err != nil {
+		return fmt.Errorf("publish: %q: %w", h.Name, err)
+	}
+	if body.n != h.Size {
+		return fmt.Errorf("%w: %q: truncated: %d of %d bytes", ErrLayoutTar, h.Name, body.n, h.Size)
 	}
 	return nil
 }

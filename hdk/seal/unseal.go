@@ -67,53 +67,13 @@ func Unseal(ctx context.Context, dst io.Writer, src io.Reader, key DataKey, work
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer close(order)
-		defer close(work)
-		for i := int64(0); i < h.ChunkCount; i++ {
-			var buf []byte
-			select {
-			case buf = <-pool:
-			case <-ctx.Done():
-				return
-			}
-			j := &job{i: i, buf: buf[:h.chunkLen(i)+TagSize], done: make(chan error, 1)}
-			if _, err := io.ReadFull(src, j.buf); err != nil {
-				j.err = readErr(i, err)
-			} else if i == h.ChunkCount-1 {
-				j.err = checkTrailing(&h, src)
-			}
-			select {
-			case order <- j:
-			case <-ctx.Done():
-				return
-			}
-			if j.err != nil {
-				return
-			}
-			select {
-			case work <- j:
-			case <-ctx.Done():
-				return
-			}
-		}
+		readChunks(ctx, src, &h, pool, order, work)
 	}()
-
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			aead := k.aead()
-			for j := range work {
-				if ctx.Err() != nil {
-					return
-				}
-				last := j.i == h.ChunkCount-1
-				_, err := aead.Open(j.buf[:0], k.nonce(j.i, last), j.buf, k.aad(j.i, last))
-				if err != nil {
-					err = fmt.Errorf("%w: chunk %d", ErrAuth, j.i)
-				}
-				j.done <- err
-			}
+			openChunks(ctx, k, &h, work)
 		}()
 	}
 
@@ -147,6 +107,59 @@ func Unseal(ctx context.Context, dst io.Writer, src io.Reader, key DataKey, work
 		return Header{}, err
 	}
 	return h, nil
+}
+
+// readChunks reads h's chunks from src into buffers from pool and queues
+// each in order, for the writer, and on work, for the workers; a chunk
+// that could not be read, or is followed by trailing data, carries the
+// error and ends the reading. It closes order and work when done.
+func readChunks(ctx context.Context, src io.Reader, h *Header, pool <-chan []byte, order, work chan<- *job) {
+	defer close(order)
+	defer close(work)
+	for i := int64(0); i < h.ChunkCount; i++ {
+		var buf []byte
+		select {
+		case buf = <-pool:
+		case <-ctx.Done():
+			return
+		}
+		j := &job{i: i, buf: buf[:h.chunkLen(i)+TagSize], done: make(chan error, 1)}
+		if _, err := io.ReadFull(src, j.buf); err != nil {
+			j.err = readErr(i, err)
+		} else if i == h.ChunkCount-1 {
+			j.err = checkTrailing(h, src)
+		}
+		select {
+		case order <- j:
+		case <-ctx.Done():
+			return
+		}
+		if j.err != nil {
+			return
+		}
+		select {
+		case work <- j:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// openChunks decrypts and authenticates the chunks of work in place and
+// reports each one's outcome on its done.
+func openChunks(ctx context.Context, k *keys, h *Header, work <-chan *job) {
+	aead := k.aead()
+	for j := range work {
+		if ctx.Err() != nil {
+			return
+		}
+		last := j.i == h.ChunkCount-1
+		_, err := aead.Open(j.buf[:0], k.nonce(j.i, last), j.buf, k.aad(j.i, last))
+		if err != nil {
+			err = fmt.Errorf("%w: chunk %d", ErrAuth, j.i)
+		}
+		j.done <- err
+	}
 }
 
 // eofReader is empty; the reader goroutine has already checked for trailing

@@ -143,6 +143,19 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 			rowErr = err
 		}
 	}
+	if err := c.activationSteps(n, l, row); err != nil {
+		return err
+	}
+	if rowErr != nil {
+		return rowErr
+	}
+	c.set(n, 0, c.rename(l, x.typ))
+	return nil
+}
+
+// activationSteps appends the steps of activation n to l; row appends a
+// step with one value for every channel.
+func (c *compiler) activationSteps(n *onnx.Node, l *layer, row func(kind stepKind, v float32)) error {
 	switch n.OpType {
 	case "Clip":
 		lo, hi, err := c.clipBounds(n)
@@ -213,10 +226,6 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 	default:
 		return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 	}
-	if rowErr != nil {
-		return rowErr
-	}
-	c.set(n, 0, c.rename(l, x.typ))
 	return nil
 }
 

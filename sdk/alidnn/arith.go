@@ -11,6 +11,9 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
+// binary compiles Add, Sub, Mul, Div, Max, Min and Sum of two operands into
+// the steps of the layer computing one of them; one operand may be a
+// constant. Sum, Max and Min of one input are aliases of it.
 func (c *compiler) binary(n *onnx.Node) error {
 	if len(n.Inputs) != 2 {
 		if (n.OpType == "Sum" || n.OpType == "Max" || n.OpType == "Min") && len(n.Inputs) == 1 {
@@ -18,7 +21,7 @@ func (c *compiler) binary(n *onnx.Node) error {
 			if err != nil {
 				return err
 			}
-			c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root()})
+			c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{alias: x.root()}})
 			return nil
 		}
 		return fmt.Errorf("%s with %d inputs: %w", n.OpType, len(n.Inputs), ErrUnsupported)
@@ -59,56 +62,67 @@ func (c *compiler) binary(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		a, b, op, commutes = nb, a, "Add", true
+		a, b, op = nb, a, "Add"
 	}
 	if b.isConst {
-		if !eqInts(shape, a.shape) {
-			return fmt.Errorf("%s broadcasts the tensor %v to %v: %w", op, a.shape, shape, ErrUnsupported)
+		return c.constantOperand(n, op, a, b, shape)
+	}
+	return c.tensorOperands(n, op, a, b, shape)
+}
+
+// constantOperand compiles a op b for a computed tensor a and a constant b:
+// a step with one value per channel, or a full-size constant. Subtraction
+// adds the negation and division multiplies by the reciprocal.
+func (c *compiler) constantOperand(n *onnx.Node, op string, a, b *value, shape []int) error {
+	if !eqInts(shape, a.shape) {
+		return fmt.Errorf("%s broadcasts the tensor %v to %v: %w", op, a.shape, shape, ErrUnsupported)
+	}
+	vals := b.floats()
+	switch op {
+	case "Sub":
+		vals = mapF(vals, func(x float32) float32 { return -x })
+		op = "Add"
+	case "Div":
+		vals = mapF(vals, func(x float32) float32 { return 1 / x })
+		op = "Mul"
+	}
+	if a.isConst {
+		return fmt.Errorf("%s on constants was not folded: %w", op, ErrUnsupported)
+	}
+	l, err := c.open(a)
+	if err != nil {
+		return err
+	}
+	kind, tkind := rowKinds[op][0], rowKinds[op][1]
+	if row, ok := perLane(l.out.lay, b.shape, vals); ok {
+		if err := c.rowStep(l, kind, row); err != nil {
+			return err
 		}
-		vals := b.floats()
-		switch op {
-		case "Sub":
-			vals = mapF(vals, func(x float32) float32 { return -x })
-			op = "Add"
-		case "Div":
-			vals = mapF(vals, func(x float32) float32 { return 1 / x })
-			op = "Mul"
+	} else {
+		if !l.accFP {
+			return fmt.Errorf("%s with a full-size constant on an integer tensor: %w", op, ErrUnsupported)
 		}
-		if a.isConst {
-			return fmt.Errorf("%s on constants was not folded: %w", op, ErrUnsupported)
-		}
-		l, err := c.open(a)
+		t, err := expand(l.out.lay, constFloat(b.name, b.shape, vals))
 		if err != nil {
 			return err
 		}
-		kind, tkind := rowKinds[op][0], rowKinds[op][1]
-		if row, ok := perLane(l.out.lay, b.shape, vals); ok {
-			if err := c.rowStep(l, kind, row); err != nil {
-				return err
-			}
-		} else {
-			if !l.accFP {
-				return fmt.Errorf("%s with a full-size constant on an integer tensor: %w", op, ErrUnsupported)
-			}
-			t, err := expand(l.out.lay, constFloat(b.name, b.shape, vals))
-			if err != nil {
-				return err
-			}
-			l.steps = append(l.steps, step{kind: tkind, fp: true, t: t})
-		}
-		c.set(n, 0, c.rename(l, a.typ))
-		return nil
+		l.steps = append(l.steps, step{kind: tkind, fp: true, t: t})
 	}
-	if !commutes {
-		return fmt.Errorf("%s of two tensors: %w", op, ErrUnsupported)
-	}
-	// Two tensors: the same shape, or a graph input broadcast on upload.
+	c.set(n, 0, c.rename(l, a.typ))
+	return nil
+}
+
+// tensorOperands compiles a op b of two computed tensors, for an operator
+// that commutes: of the same shape, or one a graph input broadcast on
+// upload. The operator joins one operand's layer, which reads the other.
+func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []int) error {
 	if !eqInts(a.shape, shape) {
 		a, b = b, a
 	}
 	if !eqInts(a.shape, shape) {
 		return fmt.Errorf("%s broadcasts both operands: %w", op, ErrUnsupported)
 	}
+	var err error
 	if a, err = c.floatOperand(a); err != nil {
 		return err
 	}
@@ -313,7 +327,7 @@ func (c *compiler) cast(n *onnx.Node) error {
 	t := onnx.DataType(to)
 	switch {
 	case t == x.typ:
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root()})
+		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{alias: x.root()}})
 		return nil
 	case t == onnx.Float && (x.typ == onnx.Int32 || x.typ == onnx.Int8 || x.typ == onnx.Uint8):
 		l, err := c.open(x)

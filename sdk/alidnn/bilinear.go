@@ -55,7 +55,7 @@ func (c *compiler) bilinear(n *onnx.Node, x *value, s int, coord string) error {
 func (c *compiler) replicatePad(x *value) *value {
 	N, C, H, W := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
 	shape := []int{N, C, H + 2, W + 2}
-	p := &value{shape: shape, typ: onnx.Float, lay: convLayout(shape), elem: f32}
+	p := &value{shape: shape, typ: onnx.Float, device: device{lay: convLayout(shape), elem: f32}}
 	// Along an axis of size m: the interior from offset 0, m pixels, to
 	// 1; the first pixel to 0; the last (read with padding −(m−1)) to m+1.
 	type span struct{ pad, n, at int }

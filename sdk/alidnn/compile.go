@@ -88,6 +88,8 @@ func newCompiler(m *onnx.Model, opts []Option) *compiler {
 	return c
 }
 
+// build compiles the graph: initializers and inputs become values, nodes
+// layers, and the graph outputs are settled where the host reads them.
 func (c *compiler) build() error {
 	g := c.g
 	for _, t := range g.Initializers {
@@ -112,39 +114,9 @@ func (c *compiler) build() error {
 		if _, ok := c.vals[in.Name]; ok {
 			continue // an initializer listed as input (IR < 4)
 		}
-		if t, ok := c.opts.consts[in.Name]; ok {
-			v, err := fromTensor(t)
-			if err != nil {
-				return fmt.Errorf("input %q: %w", in.Name, err)
-			}
-			v.name = in.Name
-			c.vals[in.Name] = v
-			continue
+		if err := c.graphInput(in); err != nil {
+			return err
 		}
-		shape := make([]int, len(in.Dims))
-		for k, d := range in.Dims {
-			if k == 0 && c.opts.batch > 1 && (d.Value == 1 || d.Value <= 0) {
-				shape[k] = c.opts.batch
-				continue
-			}
-			if d.Value <= 0 {
-				return fmt.Errorf("input %q: dimension %d is %q: %w: inputs need static shapes", in.Name, k, d.Param, ErrUnsupported)
-			}
-			shape[k] = int(d.Value)
-		}
-		v := &value{name: in.Name, shape: shape, typ: in.ElemType, input: true}
-		switch in.ElemType {
-		case onnx.Float:
-			v.elem = f32
-		case onnx.Uint8, onnx.Int8:
-			v.elem = i8
-		case onnx.Int32:
-			v.elem = i32
-		default:
-			return fmt.Errorf("input %q: element type %v: %w", in.Name, in.ElemType, ErrUnsupported)
-		}
-		c.vals[in.Name] = v
-		c.inputs = append(c.inputs, v)
 	}
 	for k, n := range g.Nodes {
 		if err := c.node(n); err != nil {
@@ -152,66 +124,11 @@ func (c *compiler) build() error {
 		}
 	}
 	for _, o := range g.Outputs {
-		v, ok := c.vals[o.Name]
-		if !ok {
-			return fmt.Errorf("graph output %q is never computed", o.Name)
-		}
-		if v.deferred {
-			var err error
-			if v, err = c.undefer(v); err != nil {
-				return fmt.Errorf("graph output %q: %w", o.Name, err)
-			}
-		}
-		if v.isConst {
-			continue
-		}
-		if v.cols != nil {
-			return fmt.Errorf("graph output %q flattens a transposed tensor: %w", o.Name, ErrUnsupported)
-		}
-		if v.host != nil && v.host.op == padOp {
-			return fmt.Errorf("graph output %q is a %s: %w", o.Name, padOp, ErrUnsupported)
-		}
-		if err := c.settle(v, false); err != nil {
+		if err := c.graphOutput(o.Name); err != nil {
 			return err
-		}
-		if v.host != nil {
-			if err := c.settle(v.host.src, false); err != nil {
-				return err
-			}
-		}
-		if err := c.materialize(v); err != nil {
-			return fmt.Errorf("graph output %q: %w", o.Name, err)
-		}
-		if v.isFloat() && v.host == nil && v.root().el() == i8 {
-			f, err := c.floatOutput(v)
-			if err != nil {
-				return fmt.Errorf("graph output %q: %w", o.Name, err)
-			}
-			c.vals[o.Name] = f
 		}
 	}
 	return nil
-}
-
-// floatOutput dequantises a float graph output an int8 layer writes (a
-// pool after a quantised Conv, or a feature map a post-training-quantised
-// consumer settled as int8 before the output was reached): the host reads
-// fp32. A layer of its own, since other consumers read the int8 tensor.
-func (c *compiler) floatOutput(v *value) (*value, error) {
-	r := v.root()
-	l := &layer{kind: lMove, in: r, accFP: true}
-	l.steps = []step{{kind: sDequantize, rowF: fill(r.lay.c(), r.q.scale), zp: r.q.zp}}
-	y := &value{name: v.name, shape: r.shape, typ: onnx.Float, lay: r.lay, layer: l}
-	l.out = y
-	c.layers = append(c.layers, l)
-	if v == r {
-		return y, nil
-	}
-	f := &value{name: v.name, shape: v.shape, typ: v.typ, alias: y}
-	if v.view != nil {
-		f.view = &transposeOf{src: y, perm: v.view.perm, node: v.view.node}
-	}
-	return f, nil
 }
 
 // in returns input k of n, nil if omitted.
@@ -300,7 +217,7 @@ func (c *compiler) run(n *onnx.Node) error {
 				return err
 			}
 			y := c.vals[n.Outputs[0]]
-			c.vals[n.Outputs[0]] = &value{name: y.name, shape: x.shape, typ: y.typ, alias: y, uses: y.uses}
+			c.vals[n.Outputs[0]] = &value{name: y.name, shape: x.shape, typ: y.typ, uses: y.uses, derived: derived{alias: y}}
 			return nil
 		}
 	}
@@ -320,7 +237,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, alias: x.root(), view: x.view, cols: x.cols})
+		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{alias: x.root(), view: x.view, cols: x.cols}})
 		return c.dropoutMask(n, x)
 	case "Flatten", "Reshape", "Squeeze", "Unsqueeze":
 		return c.reshape(n)
@@ -403,7 +320,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, host: &hostOp{op: "Softmax", axis: a, src: x}})
+		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{host: &hostOp{op: "Softmax", axis: a, src: x}}})
 		if c.opset() < 13 {
 			c.vals[n.Outputs[0]].host.op = "Softmax-1" // flattens from axis
 		}
@@ -480,6 +397,6 @@ func (c *compiler) reshape(n *onnx.Node) error {
 	if x.view != nil {
 		return c.flattenView(n, x, shape)
 	}
-	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: x.root(), q: x.root().q})
+	c.set(n, 0, aliasOf(x.root(), shape, x.typ))
 	return nil
 }

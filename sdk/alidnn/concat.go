@@ -40,7 +40,7 @@ func (c *compiler) concatShifted(n *onnx.Node, ins []*value, shape []int) error 
 		} else {
 			c.uses[pn.Outputs[0]] = 1
 		}
-		if err := c.gemmNode(pn, "Conv", r, constFloat("", []int{total, ch, 1, 1}, w), -1, spec, shape, convLayout(shape), false); err != nil {
+		if err := c.gemmNode(gemmParams{n: pn, op: "Conv", x: r, w: constFloat("", []int{total, ch, 1, 1}, w), bias: -1, spec: spec, outShape: shape, outLay: convLayout(shape)}); err != nil {
 			return err
 		}
 		y := c.vals[pn.Outputs[0]]
@@ -96,7 +96,7 @@ func (c *compiler) concat(n *onnx.Node) error {
 		}
 		return c.concatMoves(n, ins, lay, a)
 	}
-	out := &value{shape: shape, typ: ins[0].typ, lay: lay}
+	out := &value{shape: shape, typ: ins[0].typ, device: device{lay: lay}}
 	off := 0
 	for k, x := range ins {
 		if err := c.settle(x, false); err != nil {

@@ -31,7 +31,7 @@ func (l *layer) placeRows(r, m int) (int, int) {
 // output's layout lay, as one move layer per input.
 func (c *compiler) concatMoves(n *onnx.Node, ins []*value, lay layout, a int) error {
 	shape := lay.shape
-	out := &value{shape: shape, typ: ins[0].typ, lay: lay}
+	out := &value{shape: shape, typ: ins[0].typ, device: device{lay: lay}}
 	// inner is the rows of the output one step along a spans.
 	inner, isRow := 1, false
 	for _, ra := range lay.rows {

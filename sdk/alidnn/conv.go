@@ -1,12 +1,10 @@
 package alidnn
 
-// Conv, and the GEMM layer every convolution and matrix product becomes:
-// its weights, quantisation and bias.
+// Conv: its window, padding and weights, made into a GEMM layer (see
+// gemmnode.go).
 
 import (
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -164,201 +162,11 @@ func (c *compiler) convNode(n *onnx.Node) error {
 	outShape := []int{N, OC, y.out, xw.out}
 	if oneD {
 		outShape = []int{N, OC, xw.out}
-		x = &value{shape: []int{N, C, 1, W}, typ: x.typ, alias: x.root(), q: x.root().q}
+		x = aliasOf(x.root(), []int{N, C, 1, W}, x.typ)
 	}
 	padded := y.pb+y.pe+xw.pb+xw.pe > 0
 	if ok, err := c.packedStem(n, x, wv, bi, spec, outShape); ok || err != nil {
 		return err
 	}
-	return c.gemmNode(n, op, x, wv, bi, spec, outShape, convLayout(outShape), padded)
-}
-
-// gemmNode makes the GEMM layer of a convolution or matrix product: fp32,
-// natively quantised (the *Integer and QLinear* operators), or quantised
-// after training (fp32 operators in int8 mode).
-func (c *compiler) gemmNode(n *onnx.Node, op string, x, w *value, biasIdx int, spec *convSpec, outShape []int, outLay layout, padded bool) error {
-	inLay := convLayout(x.root().shape)
-	if len(x.shape) != 4 {
-		inLay = matLayout(x.shape)
-	}
-	if err := c.settle(x, true); err != nil {
-		return err
-	}
-	x, err := c.deviceInput(x, inLay)
-	if err != nil {
-		return err
-	}
-	if spec.ih*spec.iw != x.lay.s() || spec.ic != x.lay.c() {
-		return fmt.Errorf("input %s laid out as %d rows of %d channels, want %d×%d of %d: %w", x, x.lay.s(), x.lay.c(), spec.ih, spec.iw, spec.ic, ErrUnsupported)
-	}
-	l := &layer{kind: lGemm, in: x, conv: spec}
-	out := &value{shape: outShape, typ: onnx.Float, lay: outLay, layer: l}
-	l.out = out
-	perOC := spec.icg() * spec.kh * spec.kw
-	l.macs = uint64(outLay.o() * spec.oh * spec.ow * spec.oc * perOC)
-	quantOp := op == "ConvInteger" || op == "QLinearConv" || op == "MatMulInteger" || op == "QLinearMatMul"
-	switch {
-	case quantOp:
-		if x.el() != i8 {
-			return fmt.Errorf("%s input %s is %v on the device, want int8: %w", op, x, x.el(), ErrUnsupported)
-		}
-		var sx float32
-		var zx int64
-		var sw []float32
-		var zw []int64
-		lay := layout{shape: []int{spec.oc}, lane: 0}
-		if op == "QLinearConv" || op == "QLinearMatMul" {
-			s, z, typ, err := c.quantParams(n, 1, x.lay, false)
-			if err != nil {
-				return fmt.Errorf("x: %w", err)
-			}
-			sx, zx = s[0], int64(devZP(z[0], typ))
-			if sw, zw, _, err = c.quantParams(n, 4, lay, false); err != nil {
-				return fmt.Errorf("w: %w", err)
-			}
-		} else {
-			if zv, err := c.in(n, 2); err != nil {
-				return err
-			} else if zv != nil {
-				if !zv.isConst || len(zv.ints()) != 1 {
-					return fmt.Errorf("input zero point must be a per-tensor constant: %w", ErrUnsupported)
-				}
-				zx = int64(devZP(zv.ints()[0], zv.typ))
-			}
-			zw = make([]int64, spec.oc)
-			if zv, err := c.in(n, 3); err != nil {
-				return err
-			} else if zv != nil {
-				if !zv.isConst {
-					return fmt.Errorf("weight zero point must be a constant: %w", ErrUnsupported)
-				}
-				z := zv.ints()
-				for o := range zw {
-					zw[o] = z[min(o, len(z)-1)]
-				}
-			}
-			sx, sw = 1, fill(spec.oc, 1)
-		}
-		// The device computes Σ (x − zx)(w − zw) exactly: w − zw is split
-		// into int8 parts when it needs more bits (see convSpec.wI); zx is
-		// folded or corrected (see convSpec.zx).
-		wi := w.ints()
-		spec.wI = make([]int64, len(wi))
-		for k, v := range wi {
-			o := (k / perOC) % spec.oc
-			d := v - zw[o]
-			if d < -3*127 || d > 3*127 {
-				return fmt.Errorf("weight %d minus its zero point %d is %d, beyond three int8 parts: %w", v, zw[o], d, ErrUnsupported)
-			}
-			spec.wI[k] = d
-		}
-		l.accScale = make([]float32, spec.oc)
-		for o := range l.accScale {
-			l.accScale[o] = sx * sw[o]
-		}
-		c.layers = append(c.layers, l)
-		if zx != 0 {
-			if padded {
-				spec.zx = int32(zx)
-			} else {
-				corr := make([]int64, spec.oc)
-				for k, v := range spec.wI {
-					corr[(k/perOC)%spec.oc] -= zx * v
-				}
-				if spec.batched {
-					return fmt.Errorf("batched %s with an input zero point: %w", op, ErrUnsupported)
-				}
-				l.steps = append(l.steps, step{kind: sAddRow, rowI: corr})
-			}
-		}
-		if op == "ConvInteger" || op == "MatMulInteger" {
-			out.typ = onnx.Int32
-			c.set(n, 0, out)
-			return nil
-		}
-		if bi := biasIdx; bi >= 0 {
-			bv, err := c.in(n, bi)
-			if err != nil {
-				return err
-			}
-			if bv != nil {
-				if !bv.isConst || len(bv.ints()) != spec.oc {
-					return fmt.Errorf("bias must be a constant of %d values", spec.oc)
-				}
-				l.steps = append(l.steps, step{kind: sAddRow, rowI: bv.ints()})
-			}
-		}
-		ys, yz, ytyp, err := c.quantParams(n, 6, layout{shape: []int{1}, lane: 0}, false)
-		if err != nil {
-			return fmt.Errorf("y: %w", err)
-		}
-		zy := devZP(yz[0], ytyp)
-		c.requant(l, ys[0], zy)
-		out.typ = ytyp
-		out.q = quant{scale: ys[0], zp: zy}
-		c.set(n, 0, out)
-		return nil
-	case c.opts.int8:
-		// Post-training quantisation: int8 input at its calibrated scale,
-		// weights per output channel, accumulator settled by the consumer.
-		if x.el() != i8 {
-			q, err := c.quantizeTo(x)
-			if err != nil {
-				return err
-			}
-			x = q
-			l.in = x
-		}
-		if x.q.zp != 0 {
-			return fmt.Errorf("input %s has zero point %d: %w", x, x.q.zp, ErrUnsupported)
-		}
-		wf := w.floats()
-		sw := make([]float32, spec.oc)
-		for k, v := range wf {
-			o := (k / perOC) % spec.oc
-			sw[o] = max(sw[o], float32(math.Abs(float64(v))))
-		}
-		for o := range sw {
-			if sw[o] == 0 {
-				sw[o] = 1
-			}
-			sw[o] /= 127
-		}
-		spec.wI = make([]int64, len(wf))
-		for k, v := range wf {
-			spec.wI[k] = int64(math.Round(float64(v / sw[(k/perOC)%spec.oc])))
-		}
-		l.accScale = make([]float32, spec.oc)
-		for o := range sw {
-			l.accScale[o] = x.q.scale * sw[o]
-		}
-		l.ptq = true
-	default:
-		if x.el() != f32 {
-			return fmt.Errorf("%s input %s is %v on the device, want fp32: %w", op, x, x.el(), ErrUnsupported)
-		}
-		spec.fp = true
-		// A copy: a following BatchNormalization folds into it in place,
-		// and another Conv may read the same initializer.
-		spec.wF = slices.Clone(w.floats())
-		l.accFP = true
-	}
-	c.layers = append(c.layers, l)
-	c.set(n, 0, out)
-	if biasIdx >= 0 {
-		bv, err := c.in(n, biasIdx)
-		if err != nil {
-			return err
-		}
-		if bv != nil {
-			if !bv.isConst || bv.len() != spec.oc {
-				return fmt.Errorf("bias must be a constant of %d values: %w", spec.oc, ErrUnsupported)
-			}
-			if err := c.rowStep(l, sAddRow, bv.floats()); err != nil {
-				return err
-			}
-			c.set(n, 0, c.rename(l, out.typ))
-		}
-	}
-	return nil
+	return c.gemmNode(gemmParams{n: n, op: op, x: x, w: wv, bias: bi, spec: spec, outShape: outShape, outLay: convLayout(outShape), padded: padded})
 }

@@ -61,7 +61,7 @@ func (c *compiler) phaseLayers(n *onnx.Node, x *value, oc, groups, s int, phases
 		OW += p.out
 	}
 	shape := []int{N, oc, OH, OW}
-	out := &value{shape: shape, typ: onnx.Float, lay: convLayout(shape), elem: f32}
+	out := &value{shape: shape, typ: onnx.Float, device: device{lay: convLayout(shape), elem: f32}}
 	icg := C / groups
 	for ry, py := range phases[0] {
 		for rx, px := range phases[1] {
@@ -122,54 +122,9 @@ func (c *compiler) convTransposeNode(n *onnx.Node) error {
 	g := int(groups)
 	ocg, kh, kw := wv.shape[1], wv.shape[2], wv.shape[3]
 	oc := ocg * g
-	ints := func(name string, def []int) ([]int, error) {
-		v, err := n.Ints(name)
-		if err != nil || v == nil {
-			return def, err
-		}
-		return toInts(v), nil
-	}
-	strides, err := ints("strides", []int{1, 1})
+	s, pads, outPad, err := transposeAttrs(n, kh, kw, wv.shape)
 	if err != nil {
 		return err
-	}
-	dil, err := ints("dilations", []int{1, 1})
-	if err != nil {
-		return err
-	}
-	pads, err := ints("pads", []int{0, 0, 0, 0})
-	if err != nil {
-		return err
-	}
-	outPad, err := ints("output_padding", []int{0, 0})
-	if err != nil {
-		return err
-	}
-	if ks, err := ints("kernel_shape", []int{kh, kw}); err != nil || len(ks) != 2 || ks[0] != kh || ks[1] != kw {
-		if err == nil {
-			err = fmt.Errorf("kernel_shape %v does not match weights %v", ks, wv.shape)
-		}
-		return err
-	}
-	if len(strides) != 2 || len(dil) != 2 || len(pads) != 4 || len(outPad) != 2 {
-		return fmt.Errorf("strides %v, dilations %v, pads %v, output_padding %v: want 2, 2, 4 and 2 values", strides, dil, pads, outPad)
-	}
-	if dil[0] != 1 || dil[1] != 1 {
-		return fmt.Errorf("ConvTranspose with dilations %v: %w", dil, ErrUnsupported)
-	}
-	if strides[0] != strides[1] || strides[0] < 1 {
-		return fmt.Errorf("ConvTranspose with strides %v (only equal strides): %w", strides, ErrUnsupported)
-	}
-	for _, a := range []string{"output_shape", "auto_pad"} {
-		if at := n.Attr(a); at != nil && !(a == "auto_pad" && (string(at.S) == "NOTSET" || len(at.S) == 0)) {
-			return fmt.Errorf("ConvTranspose with %s (give pads and output_padding): %w", a, ErrUnsupported)
-		}
-	}
-	s := strides[0]
-	for _, p := range pads {
-		if p < 0 {
-			return fmt.Errorf("pads %v: must not be negative", pads)
-		}
 	}
 	OH := s*(H-1) + outPad[0] + kh - pads[0] - pads[2]
 	OW := s*(W-1) + outPad[1] + kw - pads[1] - pads[3]
@@ -205,6 +160,60 @@ func (c *compiler) convTransposeNode(n *onnx.Node) error {
 		bias = b.floats()
 	}
 	return c.phaseLayers(n, x, oc, g, s, phases, weight, bias)
+}
+
+// transposeAttrs reads and checks ConvTranspose's attributes for a kh×kw
+// kernel of weights wshape: its stride, pads and output_padding.
+func transposeAttrs(n *onnx.Node, kh, kw int, wshape []int) (int, []int, []int, error) {
+	ints := func(name string, def []int) ([]int, error) {
+		v, err := n.Ints(name)
+		if err != nil || v == nil {
+			return def, err
+		}
+		return toInts(v), nil
+	}
+	strides, err := ints("strides", []int{1, 1})
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	dil, err := ints("dilations", []int{1, 1})
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	pads, err := ints("pads", []int{0, 0, 0, 0})
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	outPad, err := ints("output_padding", []int{0, 0})
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if ks, err := ints("kernel_shape", []int{kh, kw}); err != nil || len(ks) != 2 || ks[0] != kh || ks[1] != kw {
+		if err == nil {
+			err = fmt.Errorf("kernel_shape %v does not match weights %v", ks, wshape)
+		}
+		return 0, nil, nil, err
+	}
+	if len(strides) != 2 || len(dil) != 2 || len(pads) != 4 || len(outPad) != 2 {
+		return 0, nil, nil, fmt.Errorf("strides %v, dilations %v, pads %v, output_padding %v: want 2, 2, 4 and 2 values", strides, dil, pads, outPad)
+	}
+	if dil[0] != 1 || dil[1] != 1 {
+		return 0, nil, nil, fmt.Errorf("ConvTranspose with dilations %v: %w", dil, ErrUnsupported)
+	}
+	if strides[0] != strides[1] || strides[0] < 1 {
+		return 0, nil, nil, fmt.Errorf("ConvTranspose with strides %v (only equal strides): %w", strides, ErrUnsupported)
+	}
+	for _, a := range []string{"output_shape", "auto_pad"} {
+		if at := n.Attr(a); at != nil && !(a == "auto_pad" && (string(at.S) == "NOTSET" || len(at.S) == 0)) {
+			return 0, nil, nil, fmt.Errorf("ConvTranspose with %s (give pads and output_padding): %w", a, ErrUnsupported)
+		}
+	}
+	for _, p := range pads {
+		if p < 0 {
+			return 0, nil, nil, fmt.Errorf("pads %v: must not be negative", pads)
+		}
+	}
+	return strides[0], pads, outPad, nil
 }
 
 // fp32Input readies the image x for layers of node n that read it in fp32

@@ -49,14 +49,14 @@ func constIndex(x *value, shape []int, idx []int) *value {
 		for k, i := range idx {
 			f[k] = x.f[i]
 		}
-		return &value{shape: shape, typ: x.typ, f: f}
+		return &value{shape: shape, typ: x.typ, constant: constant{f: f}}
 	}
 	xi := x.ints()
 	v := make([]int64, len(idx))
 	for k, i := range idx {
 		v[k] = xi[i]
 	}
-	return &value{shape: shape, typ: x.typ, i: v}
+	return &value{shape: shape, typ: x.typ, constant: constant{i: v}}
 }
 
 // rowMajorStrides are the row-major strides of shape.
@@ -280,7 +280,7 @@ func (c *compiler) foldReduceProd(n *onnx.Node) (*value, error) {
 		for k, o := range to {
 			f[o] *= x.f[k]
 		}
-		return &value{shape: shape, typ: x.typ, f: f}, nil
+		return &value{shape: shape, typ: x.typ, constant: constant{f: f}}, nil
 	}
 	v := make([]int64, size)
 	for k := range v {
@@ -289,5 +289,5 @@ func (c *compiler) foldReduceProd(n *onnx.Node) (*value, error) {
 	for k, o := range to {
 		v[o] *= x.i[k]
 	}
-	return &value{shape: shape, typ: x.typ, i: v}, nil
+	return &value{shape: shape, typ: x.typ, constant: constant{i: v}}, nil
 }

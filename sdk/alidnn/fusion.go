@@ -36,7 +36,7 @@ func (c *compiler) open(x *value) (*layer, error) {
 	if r.el() == i8 {
 		l.acc8 = true
 	}
-	out := &value{shape: r.shape, typ: r.typ, lay: r.lay, layer: l, q: r.q}
+	out := &value{shape: r.shape, typ: r.typ, q: r.q, device: device{lay: r.lay, layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	return l, nil
@@ -46,7 +46,7 @@ func (c *compiler) open(x *value) (*layer, error) {
 // output) of logical type typ.
 func (c *compiler) rename(l *layer, typ onnx.DataType) *value {
 	old := l.out
-	v := &value{shape: old.shape, typ: typ, lay: old.lay, layer: l, q: old.q}
+	v := &value{shape: old.shape, typ: typ, q: old.q, device: device{lay: old.lay, layer: l}}
 	l.out = v
 	return v
 }

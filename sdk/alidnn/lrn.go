@@ -93,7 +93,7 @@ func (c *compiler) lrnNode(n *onnx.Node) error {
 	}
 
 	sqLayer := &layer{kind: lMove, in: r, accFP: true, steps: []step{{kind: sMulTensor, fp: true, t: r}}}
-	sq := &value{name: n.Outputs[0] + "/square", shape: r.shape, typ: onnx.Float, lay: lay, layer: sqLayer, uses: 1}
+	sq := &value{name: n.Outputs[0] + "/square", shape: r.shape, typ: onnx.Float, uses: 1, device: device{lay: lay, layer: sqLayer}}
 	sqLayer.out = sq
 
 	C, S := lay.c(), lay.s()
@@ -119,7 +119,7 @@ func (c *compiler) lrnNode(n *onnx.Node) error {
 		{kind: sExp, fp: true},
 		{kind: sMulTensor, fp: true, t: r},
 	}
-	l.out = &value{shape: r.shape, typ: onnx.Float, lay: lay, layer: l}
+	l.out = &value{shape: r.shape, typ: onnx.Float, device: device{lay: lay, layer: l}}
 	c.layers = append(c.layers, sqLayer, l)
 	c.set(n, 0, l.out)
 	return nil

@@ -19,6 +19,9 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
+// matmulNode compiles MatMul, Gemm and their quantised forms with a constant
+// B as a GEMM layer over A's rows; a MatMul of two computed tensors goes to
+// matmulComputed.
 func (c *compiler) matmulNode(n *onnx.Node) error {
 	op := n.OpType
 	ai, bi, ci := 0, 1, 2
@@ -43,16 +46,7 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	}
 	transA, transB, alpha, beta := int64(0), int64(0), float32(1), float32(1)
 	if op == "Gemm" {
-		if transA, err = n.Int("transA", 0); err != nil {
-			return err
-		}
-		if transB, err = n.Int("transB", 0); err != nil {
-			return err
-		}
-		if alpha, err = n.Float("alpha", 1); err != nil {
-			return err
-		}
-		if beta, err = n.Float("beta", 1); err != nil {
+		if transA, transB, alpha, beta, err = gemmAttrs(n); err != nil {
 			return err
 		}
 		if len(a.shape) != 2 || len(bv.shape) != 2 {
@@ -100,12 +94,43 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 		bsrc = broadcastIndex(a.shape[:ra-2], bv.shape[:rb-2])
 		bbatch = batch
 	}
-	// Weights as [batch][N][K][1][1].
-	wshape := []int{bbatch * N, K, 1, 1}
-	w := &value{shape: wshape, typ: bv.typ, isConst: true}
+	w := matmulWeights(bv, bsrc, bbatch, N, K, transB != 0, alpha)
+	outShape := append(append([]int(nil), a.shape[:ra-2]...), M, N)
+	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, batched: bbatch > 1}
+	if r := a.root(); r.input && r.lay.shape == nil && a == r {
+		r.lay = alay
+	}
+	if err := c.gemmNode(gemmParams{n: n, op: op, x: a, w: w, bias: -1, spec: spec, outShape: outShape, outLay: matLayout(outShape)}); err != nil {
+		return err
+	}
+	if ci >= 0 {
+		return c.gemmBias(n, ci, beta, outShape)
+	}
+	return nil
+}
+
+// gemmAttrs are Gemm's attributes.
+func gemmAttrs(n *onnx.Node) (transA, transB int64, alpha, beta float32, err error) {
+	if transA, err = n.Int("transA", 0); err != nil {
+		return
+	}
+	if transB, err = n.Int("transB", 0); err != nil {
+		return
+	}
+	if alpha, err = n.Float("alpha", 1); err != nil {
+		return
+	}
+	beta, err = n.Float("beta", 1)
+	return
+}
+
+// matmulWeights lays B out as GEMM weights [batch][N][K][1][1], times
+// alpha: batch b's matrix is B's bsrc[b], transposed unless transB.
+func matmulWeights(bv *value, bsrc []int, bbatch, N, K int, transB bool, alpha float32) *value {
+	w := &value{shape: []int{bbatch * N, K, 1, 1}, typ: bv.typ, constant: constant{isConst: true}}
 	src := func(b, k, j int) int {
 		b = bsrc[b]
-		if transB != 0 {
+		if transB {
 			return (b*N+j)*K + k
 		}
 		return (b*K+k)*N + j
@@ -120,29 +145,18 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 				}
 			}
 		}
-	} else {
-		iv := bv.ints()
-		w.i = make([]int64, bbatch*N*K)
-		for b := range bbatch {
-			for j := range N {
-				for k := range K {
-					w.i[(b*N+j)*K+k] = iv[src(b, k, j)]
-				}
+		return w
+	}
+	iv := bv.ints()
+	w.i = make([]int64, bbatch*N*K)
+	for b := range bbatch {
+		for j := range N {
+			for k := range K {
+				w.i[(b*N+j)*K+k] = iv[src(b, k, j)]
 			}
 		}
 	}
-	outShape := append(append([]int(nil), a.shape[:ra-2]...), M, N)
-	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, batched: bbatch > 1}
-	if r := a.root(); r.input && r.lay.shape == nil && a == r {
-		r.lay = alay
-	}
-	if err := c.gemmNode(n, op, a, w, -1, spec, outShape, matLayout(outShape), false); err != nil {
-		return err
-	}
-	if ci >= 0 {
-		return c.gemmBias(n, ci, beta, outShape)
-	}
-	return nil
+	return w
 }
 
 // gemmBias adds Gemm's C·beta to the layer just made.
@@ -194,7 +208,7 @@ func (c *compiler) fcConv(n *onnx.Node, op string, a, bv *value, transB bool, al
 	if Kb != K {
 		return fmt.Errorf("%s: inner dimensions %d and %d differ", op, K, Kb)
 	}
-	w := &value{shape: []int{N, C, H, W}, typ: bv.typ, isConst: true}
+	w := &value{shape: []int{N, C, H, W}, typ: bv.typ, constant: constant{isConst: true}}
 	src := func(k, j int) int {
 		if transB {
 			return j*K + k
@@ -223,7 +237,7 @@ func (c *compiler) fcConv(n *onnx.Node, op string, a, bv *value, transB bool, al
 	outShape := []int{Nb, N}
 	// [Nb][N/16][1] elements: outer axis 0, lanes axis 1.
 	outLay := layout{shape: outShape, outer: []int{0}, lane: 1}
-	if err := c.gemmNode(n, op, r, w, -1, spec, outShape, outLay, false); err != nil {
+	if err := c.gemmNode(gemmParams{n: n, op: op, x: r, w: w, bias: -1, spec: spec, outShape: outShape, outLay: outLay}); err != nil {
 		return err
 	}
 	if ci >= 0 {
@@ -282,7 +296,7 @@ func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, fp: true, batched: batch > 1, wT: bt}
 	shape := append(slices.Clone(a.shape[:ra-1]), N)
 	l := &layer{kind: lGemm, in: a, conv: spec, accFP: true, macs: uint64(batch * M * N * K)}
-	out := &value{shape: shape, typ: onnx.Float, lay: matLayout(shape), layer: l}
+	out := &value{shape: shape, typ: onnx.Float, device: device{lay: matLayout(shape), layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	c.set(n, 0, out)
@@ -313,7 +327,7 @@ func (c *compiler) transposeLast(b *value) (*value, error) {
 	shape := slices.Clone(b.shape)
 	shape[r-2], shape[r-1] = shape[r-1], shape[r-2]
 	l := &layer{kind: lTranspose, in: b, accFP: true}
-	bt := &value{shape: shape, typ: onnx.Float, lay: matLayout(shape), layer: l, elem: f32}
+	bt := &value{shape: shape, typ: onnx.Float, device: device{lay: matLayout(shape), layer: l, elem: f32}}
 	l.out = bt
 	c.layers = append(c.layers, l)
 	return bt, nil

@@ -54,7 +54,7 @@ func invertPerm(perm []int) []int {
 // into a MatMul or Gemm may read (see checkView).
 func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) error {
 	if x.input && x.alias == nil && x.bcast == nil && x.packed == nil && x.lay.shape == nil && c.dataReaders(x.name) == 1 && !c.outputs[x.name] {
-		t := &value{shape: shape, typ: x.typ, input: true, elem: x.elem, packed: &transposeOf{src: x, perm: perm}}
+		t := &value{shape: shape, typ: x.typ, device: device{input: true, elem: x.elem}, derived: derived{packed: &transposeOf{src: x, perm: perm}}}
 		for k, in := range c.inputs {
 			if in == x {
 				c.inputs[k] = t
@@ -67,7 +67,7 @@ func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) erro
 	if !eqInts(x.shape, r.shape) || x.host != nil || x.cols != nil {
 		return fmt.Errorf("Transpose %v of the computed tensor %s reorders its data: %w", perm, x, ErrUnsupported)
 	}
-	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: r, q: r.q, view: &transposeOf{src: r, perm: perm, node: n.Name}})
+	c.set(n, 0, &value{shape: shape, typ: x.typ, q: r.q, derived: derived{alias: r, view: &transposeOf{src: r, perm: perm, node: n.Name}}})
 	return nil
 }
 
@@ -126,12 +126,12 @@ func (c *compiler) transposeView(n *onnx.Node, x *value, perm, shape []int) erro
 			continue
 		}
 		if a < last {
-			c.set(n, 0, &value{shape: shape, typ: x.typ, alias: src, q: src.q, view: &transposeOf{src: src, perm: q, node: n.Name}})
+			c.set(n, 0, &value{shape: shape, typ: x.typ, q: src.q, derived: derived{alias: src, view: &transposeOf{src: src, perm: q, node: n.Name}}})
 			return nil
 		}
 		last = a
 	}
-	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: src, q: src.q})
+	c.set(n, 0, aliasOf(src, shape, x.typ))
 	return nil
 }
 
@@ -162,7 +162,7 @@ func (c *compiler) flattenView(n *onnx.Node, x *value, shape []int) error {
 			idx[k] = 0
 		}
 	}
-	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: src, q: src.q, cols: cols})
+	c.set(n, 0, &value{shape: shape, typ: x.typ, q: src.q, derived: derived{alias: src, cols: cols}})
 	return nil
 }
 
@@ -207,7 +207,7 @@ func (c *compiler) matmulCols(n *onnx.Node) error {
 	}
 	pb := constIndex(b, b.shape, idx)
 	pb.name, pb.isConst = b.name, true
-	pa := &value{name: a.name, shape: a.shape, typ: a.typ, alias: a.alias, q: a.q, uses: a.uses}
+	pa := &value{name: a.name, shape: a.shape, typ: a.typ, uses: a.uses, q: a.q, derived: derived{alias: a.alias}}
 	c.vals[n.Inputs[0]], c.vals[n.Inputs[1]] = pa, pb
 	err = c.matmulNode(n)
 	c.vals[n.Inputs[0]], c.vals[n.Inputs[1]] = a, b

@@ -72,7 +72,7 @@ func (c *compiler) padNode(n *onnx.Node) error {
 		}
 		shape[a] += int(pads[a] + pads[a+r])
 	}
-	c.set(n, 0, &value{shape: shape, typ: x.typ, host: &hostOp{op: padOp, src: x, pads: []int{int(pads[2]), int(pads[3]), int(pads[6]), int(pads[7])}}})
+	c.set(n, 0, &value{shape: shape, typ: x.typ, derived: derived{host: &hostOp{op: padOp, src: x, pads: []int{int(pads[2]), int(pads[3]), int(pads[6]), int(pads[7])}}}})
 	return nil
 }
 

@@ -9,6 +9,10 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
+// pool emits a POOL layer, tiles of whole output rows: the input rows load
+// into the accumulator (int8 through a GEMM by the identity), POOL or, for
+// a dilated window, ALU operations per tap pool them, an average's
+// divisors are corrected at the padding, and the epilogue runs.
 func (e *emitter) pool(l *layer) error {
 	p, in, out := l.pool, l.in, l.out
 	lay := out.lay
@@ -24,26 +28,9 @@ func (e *emitter) pool(l *layer) error {
 	}
 	scales, corr := p.scales()
 	corr = corr && p.avg
-	var th, base int
-	var ep *epilogue
-	var u *uopTable
-	for th = p.oh; th >= 1; th-- {
-		base = inRows(th) * wp
-		n := th * p.ow
-		if in.elem == i8 && base > hw.InpSize {
-			continue
-		}
-		u = &uopTable{}
-		ep, err = e.plan(l, u, base, n, base+n*(1+boolN(corr)))
-		if err != nil {
-			return err
-		}
-		if base+n*(1+boolN(corr))+ep.rows+ep.tiles*n <= hw.AccSize {
-			break
-		}
-	}
-	if th < 1 {
-		return fmt.Errorf("layer %s: a pooling row does not fit the accumulator: %w", out, ErrUnsupported)
+	th, base, ep, u, err := e.poolTile(l, wp, corr)
+	if err != nil {
+		return err
 	}
 	n := th * p.ow
 	var id uint64
@@ -68,13 +55,7 @@ func (e *emitter) pool(l *layer) error {
 	var corrT uint64
 	if corr {
 		corrU = u.addALU(base, base+n)
-		b := make([]byte, p.oh*p.ow*lanes*4)
-		for k, f := range scales {
-			for c := range lanes {
-				binary.LittleEndian.PutUint32(b[(k*lanes+c)*4:], math.Float32bits(f))
-			}
-		}
-		corrT = e.blob(b)
+		corrT = e.blob(p.scaleRows(scales))
 	}
 	if err := e.loadUops(u); err != nil {
 		return fmt.Errorf("layer %s: %w", out, err)
@@ -104,12 +85,7 @@ func (e *emitter) pool(l *layer) error {
 				ld.PadMin = !p.avg && (ys.padB|ys.padE|xs.padB|xs.padE) != 0
 				rows := inRows(t) * wp
 				if in.elem == i8 {
-					e.loadBatch(ld, load(isa.MemWgt, i8, 0, id, 1, 1, 1))
-					g := isa.Insn{Op: isa.OpGEMM, UopBegin: copyU, UopEnd: copyU + 1, IterOut: 1, IterIn: uint32(rows), DstIn: 1, SrcIn: 1, Reset: true}
-					e.compute(g, true)
-					g.Reset = false
-					e.compute(g, false)
-					e.release()
+					e.copyToAcc(ld, id, copyU, rows)
 				} else {
 					e.compute(ld, false)
 				}
@@ -132,6 +108,54 @@ func (e *emitter) pool(l *layer) error {
 		}
 	}
 	return nil
+}
+
+// poolTile chooses the tallest tile of whole output rows whose input rows,
+// pooled rows, divisor correction (if corr) and epilogue fit the
+// accumulator. Its pooled rows start at acc row base, after the input
+// rows, wp elements wide.
+func (e *emitter) poolTile(l *layer, wp int, corr bool) (th, base int, ep *epilogue, u *uopTable, err error) {
+	p := l.pool
+	for th = p.oh; th >= 1; th-- {
+		base = ((th-1)*p.sh + p.spanH()) * wp
+		n := th * p.ow
+		if l.in.elem == i8 && base > hw.InpSize {
+			continue
+		}
+		u = &uopTable{}
+		ep, err = e.plan(l, u, base, n, base+n*(1+boolN(corr)))
+		if err != nil {
+			return 0, 0, nil, nil, err
+		}
+		if base+n*(1+boolN(corr))+ep.rows+ep.tiles*n <= hw.AccSize {
+			return th, base, ep, u, nil
+		}
+	}
+	return 0, 0, nil, nil, fmt.Errorf("layer %s: a pooling row does not fit the accumulator: %w", l.out, ErrUnsupported)
+}
+
+// scaleRows are the average's per-pixel divisor corrections, one fp32 row
+// of lanes per output pixel.
+func (p *poolSpec) scaleRows(scales []float32) []byte {
+	b := make([]byte, p.oh*p.ow*lanes*4)
+	for k, f := range scales {
+		for c := range lanes {
+			binary.LittleEndian.PutUint32(b[(k*lanes+c)*4:], math.Float32bits(f))
+		}
+	}
+	return b
+}
+
+// copyToAcc loads int8 input rows with ld and copies them into the
+// accumulator: a GEMM of rows pixels by the identity weights at id, reset
+// then accumulated once.
+func (e *emitter) copyToAcc(ld isa.Insn, id uint64, copyU uint32, rows int) {
+	e.loadBatch(ld, load(isa.MemWgt, i8, 0, id, 1, 1, 1))
+	g := isa.Insn{Op: isa.OpGEMM, UopBegin: copyU, UopEnd: copyU + 1, IterOut: 1, IterIn: uint32(rows), DstIn: 1, SrcIn: 1, Reset: true}
+	e.compute(g, true)
+	g.Reset = false
+	e.compute(g, false)
+	e.release()
 }
 
 // dilatedTaps pools t output rows from the fp32 tile at acc 0, wp wide,
@@ -205,7 +229,7 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 	}
 	l := &layer{kind: lPool, in: x, pool: spec, accFP: x.el() == f32, acc8: x.el() == i8}
 	outShape := []int{N, C, y.out, xw.out}
-	out := &value{shape: outShape, typ: x.typ, lay: convLayout(outShape), layer: l, q: x.q}
+	out := &value{shape: outShape, typ: x.typ, q: x.q, device: device{lay: convLayout(outShape), layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	c.set(n, 0, out)

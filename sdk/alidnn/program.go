@@ -97,9 +97,59 @@ func (c *compiler) emit() (*Program, error) {
 			}
 		}
 	}
-	// Activations: graph inputs and layer outputs, after the constants. The
-	// constant segment grows while emitting, so activations are placed at
-	// a generous offset fixed after emission: addresses are patched below.
+	act := c.placeActivations()
+	for _, l := range c.layers {
+		if err := e.layer(l); err != nil {
+			return nil, fmt.Errorf("layer %d (%s): %w", len(p.Insns), l.out.name, err)
+		}
+		p.Layers++
+		p.MACs += l.macs
+	}
+	e.finish(1)
+	if err := checkTokens(e.insns); err != nil {
+		return nil, err
+	}
+	if c.opts.batch > 1 {
+		p.Batch = c.opts.batch
+	}
+	p.Consts = e.consts
+	p.ActBase = align(uint64(len(e.consts)), 4096)
+	p.ActSize = act
+	for k := range e.insns {
+		if i := &e.insns[k]; i.Op == isa.OpLoad || i.Op == isa.OpStore {
+			i.DRAM = p.actAddr(i.DRAM)
+		}
+	}
+	p.Insns = e.insns
+	if len(c.layers) == 0 {
+		p.Insns = nil
+	}
+	if p.MemSize() >= 1<<35 {
+		return nil, fmt.Errorf("program needs %d bytes of device memory: %w", p.MemSize(), ErrUnsupported)
+	}
+	for _, v := range c.inputs {
+		p.Inputs = append(p.Inputs, inputBinding(p.bind(v), v))
+	}
+	for _, o := range c.g.Outputs {
+		v := c.vals[o.Name]
+		var b Binding
+		if v.host != nil {
+			src := p.bind(v.host.src)
+			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src}
+		} else {
+			b = outputBinding(p.bind(v), v)
+			b.Name, b.Shape, b.Type = v.name, v.shape, v.typ
+		}
+		p.Outputs = append(p.Outputs, b)
+	}
+	return p, nil
+}
+
+// placeActivations places the graph inputs and layer outputs in the
+// activation segment and returns its size. The constant segment grows while
+// emitting, so activations are placed at a generous offset (actTag) fixed
+// after emission.
+func (c *compiler) placeActivations() uint64 {
 	var act uint64
 	place := func(v *value) {
 		if v.placed {
@@ -124,84 +174,51 @@ func (c *compiler) emit() (*Program, error) {
 		}
 		place(l.out)
 	}
-	for _, l := range c.layers {
-		if err := e.layer(l); err != nil {
-			return nil, fmt.Errorf("layer %d (%s): %w", len(p.Insns), l.out.name, err)
-		}
-		p.Layers++
-		p.MACs += l.macs
-	}
-	e.finish(1)
-	// The emitter's protocol keeps every FIFO within the hardware's depth
-	// on any timing; a program that breaks it is the compiler's bug.
-	bound, err := isa.TokenBound(e.insns)
+	return act
+}
+
+// checkTokens checks that the program keeps every FIFO within the
+// hardware's depth on any timing, as the emitter's protocol should: a
+// program that breaks it is the compiler's bug.
+func checkTokens(insns []isa.Insn) error {
+	bound, err := isa.TokenBound(insns)
 	if err != nil {
-		return nil, fmt.Errorf("compiled program: %v", err)
+		return fmt.Errorf("compiled program: %v", err)
 	}
 	for f, n := range bound {
 		if n > isa.TokenDepth {
-			return nil, fmt.Errorf("compiled program may hold %d tokens in the %s FIFO, beyond the engine's %d", n, isa.Fifo(f), isa.TokenDepth)
+			return fmt.Errorf("compiled program may hold %d tokens in the %s FIFO, beyond the engine's %d", n, isa.Fifo(f), isa.TokenDepth)
 		}
 	}
-	if c.opts.batch > 1 {
-		p.Batch = c.opts.batch
+	return nil
+}
+
+// actAddr is address a with the activation segment's base for actTag.
+func (p *Program) actAddr(a uint64) uint64 {
+	if a&actTag != 0 {
+		return p.ActBase + a&^actTag
 	}
-	p.Consts = e.consts
-	p.ActBase = align(uint64(len(e.consts)), 4096)
-	p.ActSize = act
-	// Patch activation addresses.
-	fix := func(a uint64) uint64 {
-		if a&actTag != 0 {
-			return p.ActBase + a&^actTag
+	return a
+}
+
+// bind is where the runtime finds v: its constant values, or its storage.
+func (p *Program) bind(v *value) Binding {
+	r := v.root()
+	b := Binding{Name: v.name, Shape: v.shape, Type: v.typ}
+	if r.isConst {
+		b.IsConst = true
+		b.ConstF, b.ConstI = r.f, r.i
+		if b.ConstF == nil && b.ConstI == nil {
+			b.ConstF = []float32{}
 		}
-		return a
-	}
-	for k := range e.insns {
-		if i := &e.insns[k]; i.Op == isa.OpLoad || i.Op == isa.OpStore {
-			i.DRAM = fix(i.DRAM)
-		}
-	}
-	p.Insns = e.insns
-	if len(c.layers) == 0 {
-		p.Insns = nil
-	}
-	if p.MemSize() >= 1<<35 {
-		return nil, fmt.Errorf("program needs %d bytes of device memory: %w", p.MemSize(), ErrUnsupported)
-	}
-	bind := func(v *value) Binding {
-		r := v.root()
-		b := Binding{Name: v.name, Shape: v.shape, Type: v.typ}
-		if r.isConst {
-			b.IsConst = true
-			b.ConstF, b.ConstI = r.f, r.i
-			if b.ConstF == nil && b.ConstI == nil {
-				b.ConstF = []float32{}
-			}
-			return b
-		}
-		b.Addr = fix(r.addr)
-		b.Elem = r.elem.String()
-		b.Lay = r.lay.export()
-		b.Bcast = r.bcast
-		b.Shift = r.typ == onnx.Uint8 && r.elem == i8
 		return b
 	}
-	for _, v := range c.inputs {
-		p.Inputs = append(p.Inputs, inputBinding(bind(v), v))
-	}
-	for _, o := range c.g.Outputs {
-		v := c.vals[o.Name]
-		var b Binding
-		if v.host != nil {
-			src := bind(v.host.src)
-			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src}
-		} else {
-			b = outputBinding(bind(v), v)
-			b.Name, b.Shape, b.Type = v.name, v.shape, v.typ
-		}
-		p.Outputs = append(p.Outputs, b)
-	}
-	return p, nil
+	b.Addr = p.actAddr(r.addr)
+	b.Elem = r.elem.String()
+	b.Lay = r.lay.export()
+	b.Bcast = r.bcast
+	b.Shift = r.typ == onnx.Uint8 && r.elem == i8
+	return b
 }
 
 // actTag marks an address in the activation segment until the segment's

@@ -28,7 +28,7 @@ func (c *compiler) deferDQ(n *onnx.Node) (bool, error) {
 	if z, err := c.in(n, 2); err != nil || z != nil && (!z.isConst || z.len() != 1) {
 		return false, err
 	}
-	c.set(n, 0, &value{shape: x.shape, typ: onnx.Float, dq: n, deferred: true})
+	c.set(n, 0, &value{shape: x.shape, typ: onnx.Float, dequantised: dequantised{dq: n, deferred: true}})
 	return true, nil
 }
 
@@ -229,7 +229,7 @@ func (c *compiler) qdqMatMul(n *onnx.Node) (bool, error) {
 		out = c.rename(l, onnx.Float)
 	}
 	if y != r {
-		out = &value{shape: y.shape, typ: onnx.Float, alias: out}
+		out = &value{shape: y.shape, typ: onnx.Float, derived: derived{alias: out}}
 	}
 	c.set(n, 0, out)
 	return true, nil

@@ -221,7 +221,7 @@ func (c *compiler) quantizeTo(x *value) (*value, error) {
 	s := r / 127
 	l.steps = []step{{kind: sQuantize, fp: true, rowF: fill(x.lay.c(), s)}}
 	l.acc8 = true
-	out := &value{name: x.name + "/quantized", shape: x.shape, typ: onnx.Int8, lay: x.lay, layer: l, q: quant{scale: s}, uses: 1}
+	out := &value{name: x.name + "/quantized", shape: x.shape, typ: onnx.Int8, uses: 1, q: quant{scale: s}, device: device{lay: x.lay, layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	return out, nil

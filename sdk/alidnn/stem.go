@@ -56,7 +56,7 @@ func (c *compiler) packedStem(n *onnx.Node, x, w *value, biasIdx int, spec *conv
 	pshape := []int{x.shape[0], C * g, spec.ih, pw}
 	pn := &onnx.Node{OpType: "Conv", Name: n.Name + "/pack", Outputs: []string{n.Outputs[0] + "/pack"}}
 	c.uses[pn.Outputs[0]] = 1
-	if err := c.gemmNode(pn, "Conv", x, constFloat("", []int{C * g, C, 1, g}, sel), -1, pack, pshape, convLayout(pshape), true); err != nil {
+	if err := c.gemmNode(gemmParams{n: pn, op: "Conv", x: x, w: constFloat("", []int{C * g, C, 1, g}, sel), bias: -1, spec: pack, outShape: pshape, outLay: convLayout(pshape), padded: true}); err != nil {
 		return true, err
 	}
 	p := c.vals[pn.Outputs[0]]
@@ -76,7 +76,7 @@ func (c *compiler) packedStem(n *onnx.Node, x, w *value, biasIdx int, spec *conv
 	}
 	main := *spec
 	main.ic, main.kw, main.dw, main.pl, main.iw = C*g, kw, g, 0, pw
-	if err := c.gemmNode(n, "Conv", p, constFloat("", []int{spec.oc, C * g, spec.kh, kw}, packed), biasIdx, &main, outShape, convLayout(outShape), true); err != nil {
+	if err := c.gemmNode(gemmParams{n: n, op: "Conv", x: p, w: constFloat("", []int{spec.oc, C * g, spec.kh, kw}, packed), bias: biasIdx, spec: &main, outShape: outShape, outLay: convLayout(outShape), padded: true}); err != nil {
 		return true, err
 	}
 	l := c.layers[len(c.layers)-1]

@@ -136,7 +136,7 @@ func (c *compiler) transposeNode(n *onnx.Node) error {
 		}
 		last = a
 	}
-	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: x.root(), q: x.root().q})
+	c.set(n, 0, aliasOf(x.root(), shape, x.typ))
 	return nil
 }
 
@@ -195,12 +195,12 @@ func (c *compiler) channelShuffle(n *onnx.Node, x *value, perm []int) (bool, err
 	pn := &onnx.Node{OpType: "Conv", Name: n.Name + "/shuffle", Outputs: []string{n.Outputs[0] + "/shuffle"}}
 	c.uses[pn.Outputs[0]] = 1
 	out := []int{N, C, H, W}
-	if err := c.gemmNode(pn, "Conv", r, constFloat("", []int{C, C, 1, 1}, w), -1, spec, out, convLayout(out), false); err != nil {
+	if err := c.gemmNode(gemmParams{n: pn, op: "Conv", x: r, w: constFloat("", []int{C, C, 1, 1}, w), bias: -1, spec: spec, outShape: out, outLay: convLayout(out)}); err != nil {
 		return true, err
 	}
 	p := c.vals[pn.Outputs[0]]
 	p.layer.macs = 0
-	c.set(n, 0, &value{shape: shape, typ: x.typ, alias: p, q: p.q})
+	c.set(n, 0, aliasOf(p, shape, x.typ))
 	return true, nil
 }
 

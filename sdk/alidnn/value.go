@@ -6,30 +6,49 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// value is a tensor of the graph being compiled: a constant known at compile
-// time, a graph input the runtime packs, or a tensor a layer computes.
+// value is a tensor of the graph being compiled. Its roles are the
+// embedded structs below, which a value combines: a constant known at
+// compile time; a device tensor (a graph input the runtime packs, or a
+// tensor a layer computes); a derivation from other values (an alias of
+// another's storage, a host operator, a transposed view); a dequantisation
+// deferred until it is needed.
 type value struct {
 	name  string
 	shape []int
 	typ   onnx.DataType // logical element type
+	q     quant         // for int8 tensors and their aliases: real = scale·(device − zp)
+	uses  int           // consumers in the graph, graph outputs included
 
-	// Constants: f for floating-point types, i for integer types.
+	constant
+	device
+	derived
+	dequantised
+}
+
+// constant is a value known at compile time: f for floating-point types,
+// i for integer types.
+type constant struct {
 	isConst bool
 	f       []float32
 	i       []int64
+}
 
-	// Device tensors.
+// device is a tensor in device memory: in the activation segment, or, for a
+// constant a step reads whole, in the constant segment.
+type device struct {
 	input bool  // a graph input, packed by the runtime
 	bcast []int // for inputs broadcast to shape: the input's own shape
 	elem  elem
 	lay   layout
-	addr  uint64 // offset in the activation segment
+	addr  uint64 // offset in its segment
 	// placed says addr is assigned (a Concat output is written by several
 	// layers but placed once).
 	placed bool
-	q      quant  // for i8 tensors: real = scale·(device − zp)
 	layer  *layer // the layer computing it
+}
 
+// derived is a value computed from others without a layer of its own.
+type derived struct {
 	// alias is a tensor with the same row-major data (Reshape, Flatten);
 	// it has no storage of its own.
 	alias *value
@@ -42,14 +61,15 @@ type value struct {
 	packed *transposeOf
 	view   *transposeOf
 	cols   []int
-	// dq is the DequantizeLinear computing the value: a folded constant's
-	// (its int8 input stays at hand), or, deferred, a device tensor's that
-	// is not compiled until something other than a QDQ Conv reads it (see
-	// qdq.go).
+}
+
+// dequantised is the DequantizeLinear computing the value: a folded
+// constant's (its int8 input stays at hand), or, deferred, a device
+// tensor's that is not compiled until something other than a QDQ Conv reads
+// it (see qdq.go).
+type dequantised struct {
 	dq       *onnx.Node
 	deferred bool
-
-	uses int // consumers in the graph, graph outputs included
 }
 
 // quant is a per-tensor affine quantisation on the device's int8 values.
@@ -123,12 +143,17 @@ type hostOp struct {
 	pads []int // padOp: top, left, bottom, right
 }
 
+// aliasOf is a value of shape over src's storage.
+func aliasOf(src *value, shape []int, typ onnx.DataType) *value {
+	return &value{shape: shape, typ: typ, q: src.q, derived: derived{alias: src}}
+}
+
 func constFloat(name string, shape []int, f []float32) *value {
-	return &value{name: name, shape: shape, typ: onnx.Float, isConst: true, f: f}
+	return &value{name: name, shape: shape, typ: onnx.Float, constant: constant{isConst: true, f: f}}
 }
 
 func constInt(name string, typ onnx.DataType, shape []int, i []int64) *value {
-	return &value{name: name, shape: shape, typ: typ, isConst: true, i: i}
+	return &value{name: name, shape: shape, typ: typ, constant: constant{isConst: true, i: i}}
 }
 
 func fromTensor(t *onnx.Tensor) (*value, error) {

@@ -66,14 +66,7 @@ func enginePID(slot int) int { return 1_000_000 + slot }
 // Build lays the profiles of logs out as a trace.
 func Build(logs ...faas.ProfileLog) File {
 	f := File{TraceEvents: []Event{}, DisplayTimeUnit: "ns"}
-	var origin time.Time
-	for _, l := range logs {
-		for _, p := range l.Profiles {
-			if origin.IsZero() || p.Submitted.Before(origin) {
-				origin = p.Submitted
-			}
-		}
-	}
+	origin := firstSubmitted(logs)
 	us := func(t time.Time) float64 { return float64(t.Sub(origin).Nanoseconds()) / 1e3 }
 	meta := func(pid, tid int, name, value string) {
 		f.TraceEvents = append(f.TraceEvents, Event{Name: name, Ph: "M", PID: pid, TID: tid, Args: map[string]any{"name": value}})
@@ -136,32 +129,62 @@ func Build(logs ...faas.ProfileLog) File {
 			})
 			slice(pid, tid, "queue wait", "queue", start, qw, nil)
 			slice(pid, tid, "engine", "engine", start+qw, eng, nil)
-			busy, stalls := p.Busy(), p.Stalls()
-			for q := range queueNames {
-				if busy[q] == 0 {
-					continue
-				}
-				share := 1.0
-				if s.Cycles > 0 {
-					share = min(float64(busy[q])/float64(s.Cycles), 1)
-				}
-				args := map[string]any{"job": p.Job, "tenant": l.Tenant, "busy_cycles": busy[q], "stall_cycles": stalls[q], "cycles": s.Cycles}
-				switch q {
-				case 0:
-					args["bytes"] = s.LoadBytes
-				case 1:
-					args["macs"] = s.MACs
-				case 2:
-					args["bytes"] = s.StoreBytes
-				}
-				d := max(eng*share, 0)
-				engine = append(engine, Event{Name: queueNames[q], Cat: "queue", Ph: "X", TS: max(start+qw, 0), Dur: &d, PID: epid, TID: tidLoad + q, Args: args})
+			engine = append(engine, queueSlices(p, l.Tenant, epid, start+qw, eng)...)
+		}
+	}
+	f.TraceEvents = append(f.TraceEvents, serial(engine)...)
+	return f
+}
+
+// firstSubmitted is when the first job of logs was submitted: the trace's
+// time 0.
+func firstSubmitted(logs []faas.ProfileLog) time.Time {
+	var origin time.Time
+	for _, l := range logs {
+		for _, p := range l.Profiles {
+			if origin.IsZero() || p.Submitted.Before(origin) {
+				origin = p.Submitted
 			}
 		}
 	}
-	// The engine runs one job at a time, so its slices follow each other;
-	// where the estimated starts make two overlap, the later starts when
-	// the earlier ends.
+	return origin
+}
+
+// queueSlices are the slices of job p's time in each engine queue of
+// process epid, from ts for eng µs: each queue's share of the engine time
+// is its busy share of the job's cycles.
+func queueSlices(p faas.Profile, tenant string, epid int, ts, eng float64) []Event {
+	var out []Event
+	s := p.Stats
+	busy, stalls := p.Busy(), p.Stalls()
+	for q := range queueNames {
+		if busy[q] == 0 {
+			continue
+		}
+		share := 1.0
+		if s.Cycles > 0 {
+			share = min(float64(busy[q])/float64(s.Cycles), 1)
+		}
+		args := map[string]any{"job": p.Job, "tenant": tenant, "busy_cycles": busy[q], "stall_cycles": stalls[q], "cycles": s.Cycles}
+		switch q {
+		case 0:
+			args["bytes"] = s.LoadBytes
+		case 1:
+			args["macs"] = s.MACs
+		case 2:
+			args["bytes"] = s.StoreBytes
+		}
+		d := max(eng*share, 0)
+		out = append(out, Event{Name: queueNames[q], Cat: "queue", Ph: "X", TS: max(ts, 0), Dur: &d, PID: epid, TID: tidLoad + q, Args: args})
+	}
+	return out
+}
+
+// serial orders the engine's queue slices by track and time. The engine
+// runs one job at a time, so its slices follow each other; where the
+// estimated starts make two overlap, the later starts when the earlier
+// ends.
+func serial(engine []Event) []Event {
 	slices.SortStableFunc(engine, func(a, b Event) int {
 		if c := cmp.Compare(a.PID, b.PID); c != 0 {
 			return c
@@ -181,8 +204,7 @@ func Build(logs ...faas.ProfileLog) File {
 			e.TS, e.Dur = end, &d
 		}
 	}
-	f.TraceEvents = append(f.TraceEvents, engine...)
-	return f
+	return engine
 }
 
 // Write writes the trace of logs to w as JSON.

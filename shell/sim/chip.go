@@ -221,40 +221,8 @@ func (c *Chip) temperature() int32 {
 
 // readShell reads a shell register. Callers hold mu.
 func (c *Chip) readShell(off uint32) uint32 {
-	word := func(base uint32, vals []uint32) (uint32, bool) {
-		if off >= base && off < base+4*uint32(len(vals)) {
-			return vals[(off-base)/4], true
-		}
-		return 0, false
-	}
-	text := func(base uint32, n int, s string) (uint32, bool) {
-		if off >= base && off < base+uint32(n) {
-			return textWord(s, int(off-base)), true
-		}
-		return 0, false
-	}
-	if v, ok := text(shell.RegInterfaceID, 16, string(shell.InterfaceUUID[:])); ok {
+	if v, ok := c.readShellBlock(off); ok {
 		return v
-	}
-	if v, ok := text(shell.RegBoardSerial, 16, c.board.cfg.Serial); ok {
-		return v
-	}
-	if v, ok := text(shell.RegRoleName, roleNameBytes, c.model.Name); ok {
-		return v
-	}
-	if v, ok := word(shell.RegImageDigest, c.digest[:]); ok {
-		return v
-	}
-	if v, ok := word(shell.RegDDRSize, []uint32{uint32(c.ddr.size), uint32(c.ddr.size >> 32)}); ok {
-		return v
-	}
-	if v, ok := word(shell.RegWindowFaultAt, []uint32{uint32(c.winFaultAt), uint32(c.winFaultAt >> 32)}); ok {
-		return v
-	}
-	if off >= shell.RegWindowBase && off < shell.WindowBase(shell.Windows) {
-		n, r := (off-shell.RegWindowBase)/shell.WindowStride, (off-shell.RegWindowBase)%shell.WindowStride
-		w := c.windows[n]
-		return [4]uint32{uint32(w.base), uint32(w.base >> 32), uint32(w.limit), uint32(w.limit >> 32)}[r/4]
 	}
 	linkUp, linkErrs := c.board.link()
 	switch off {
@@ -331,6 +299,47 @@ func (c *Chip) readShell(off uint32) uint32 {
 		return c.scrubStatus
 	}
 	return 0
+}
+
+// readShellBlock reads off if it is in one of the shell's multi-word
+// registers: texts, the image digest, 64-bit values and the windows.
+func (c *Chip) readShellBlock(off uint32) (uint32, bool) {
+	word := func(base uint32, vals []uint32) (uint32, bool) {
+		if off >= base && off < base+4*uint32(len(vals)) {
+			return vals[(off-base)/4], true
+		}
+		return 0, false
+	}
+	text := func(base uint32, n int, s string) (uint32, bool) {
+		if off >= base && off < base+uint32(n) {
+			return textWord(s, int(off-base)), true
+		}
+		return 0, false
+	}
+	if v, ok := text(shell.RegInterfaceID, 16, string(shell.InterfaceUUID[:])); ok {
+		return v, true
+	}
+	if v, ok := text(shell.RegBoardSerial, 16, c.board.cfg.Serial); ok {
+		return v, true
+	}
+	if v, ok := text(shell.RegRoleName, roleNameBytes, c.model.Name); ok {
+		return v, true
+	}
+	if v, ok := word(shell.RegImageDigest, c.digest[:]); ok {
+		return v, true
+	}
+	if v, ok := word(shell.RegDDRSize, []uint32{uint32(c.ddr.size), uint32(c.ddr.size >> 32)}); ok {
+		return v, true
+	}
+	if v, ok := word(shell.RegWindowFaultAt, []uint32{uint32(c.winFaultAt), uint32(c.winFaultAt >> 32)}); ok {
+		return v, true
+	}
+	if off >= shell.RegWindowBase && off < shell.WindowBase(shell.Windows) {
+		n, r := (off-shell.RegWindowBase)/shell.WindowStride, (off-shell.RegWindowBase)%shell.WindowStride
+		w := c.windows[n]
+		return [4]uint32{uint32(w.base), uint32(w.base >> 32), uint32(w.limit), uint32(w.limit >> 32)}[r/4], true
+	}
+	return 0, false
 }
 
 // writeShell writes a shell register.

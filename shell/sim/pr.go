@@ -200,29 +200,11 @@ func (c *Chip) prFinish(parser *bitfile.Parser, streamed int64, epoch uint32) {
 
 	res, err := parser.Close()
 	var (
-		cause = shell.PROK
-		model RoleModel
-		role  Role
-		rc    RoleConfig
-		gen   uint64
+		role Role
+		rc   RoleConfig
+		gen  uint64
 	)
-	switch {
-	case err != nil:
-		cause = prCause(err)
-	case res.IDCode != c.part.IDCode:
-		cause, err = shell.PRIDCode, fmt.Errorf("IDCODE %#08x written, chip is %#08x", res.IDCode, c.part.IDCode)
-	case overTemp:
-		cause, err = shell.PROverTemp, errors.New("the chip went over temperature during the stream")
-	case failProgram:
-		cause, err = shell.PRConfigError, errors.New("INIT_B asserted by the configuration engine (injected)")
-	}
-	if cause == shell.PROK {
-		var ok bool
-		name := res.Header.DesignName()
-		if model, ok = c.board.cfg.Roles.Lookup(name); !ok {
-			cause, err = shell.PRUnknownRole, fmt.Errorf("no role model for design %q", name)
-		}
-	}
+	cause, model, err := c.prVerdict(res, err, overTemp, failProgram)
 	duration := time.Duration(float64(streamed) / float64(c.part.ConfigRate) * float64(time.Second))
 	if cause == shell.PROK && c.board.cfg.RealTime {
 		t := time.NewTimer(duration)
@@ -233,24 +215,9 @@ func (c *Chip) prFinish(parser *bitfile.Parser, streamed int64, epoch uint32) {
 		}
 	}
 	if cause == shell.PROK {
-		// The new role gets a generation of its own; its Env goes live
-		// when it replaces the old role below.
-		c.mu.Lock()
-		c.genSeq++
-		gen = c.genSeq
-		c.mu.Unlock()
-		opts := map[string]string{}
-		for _, o := range res.Header.Options() {
-			opts[o.Key] = o.Value
-		}
-		rc = RoleConfig{
-			Design: res.Header.Design, Options: opts, Part: c.part,
-			FrameBytes: res.FrameBytes, FrameDigest: res.FrameDigest,
-		}
-		role, err = model.New(&Env{chip: c, gen: gen}, rc)
+		role, rc, gen, err = c.startRole(res, model)
 		if err != nil {
-			cause, role = shell.PRRoleFailed, nil
-			err = fmt.Errorf("role %q: %w", model.Name, err)
+			cause = shell.PRRoleFailed
 		}
 	}
 
@@ -292,6 +259,50 @@ func (c *Chip) prFinish(parser *bitfile.Parser, streamed int64, epoch uint32) {
 		c.board.persist()
 	}
 	c.fire(fire)
+}
+
+// prVerdict is the outcome of a complete stream, err its parser's: a
+// failure cause and why, or PROK and the model of the role it holds.
+func (c *Chip) prVerdict(res bitfile.Result, err error, overTemp, failProgram bool) (shell.PRCause, RoleModel, error) {
+	switch {
+	case err != nil:
+		return prCause(err), RoleModel{}, err
+	case res.IDCode != c.part.IDCode:
+		return shell.PRIDCode, RoleModel{}, fmt.Errorf("IDCODE %#08x written, chip is %#08x", res.IDCode, c.part.IDCode)
+	case overTemp:
+		return shell.PROverTemp, RoleModel{}, errors.New("the chip went over temperature during the stream")
+	case failProgram:
+		return shell.PRConfigError, RoleModel{}, errors.New("INIT_B asserted by the configuration engine (injected)")
+	}
+	name := res.Header.DesignName()
+	model, ok := c.board.cfg.Roles.Lookup(name)
+	if !ok {
+		return shell.PRUnknownRole, RoleModel{}, fmt.Errorf("no role model for design %q", name)
+	}
+	return shell.PROK, model, nil
+}
+
+// startRole starts the role of a good stream with its model. The new role
+// gets a generation of its own; its Env goes live when it replaces the old
+// role.
+func (c *Chip) startRole(res bitfile.Result, model RoleModel) (Role, RoleConfig, uint64, error) {
+	c.mu.Lock()
+	c.genSeq++
+	gen := c.genSeq
+	c.mu.Unlock()
+	opts := map[string]string{}
+	for _, o := range res.Header.Options() {
+		opts[o.Key] = o.Value
+	}
+	rc := RoleConfig{
+		Design: res.Header.Design, Options: opts, Part: c.part,
+		FrameBytes: res.FrameBytes, FrameDigest: res.FrameDigest,
+	}
+	role, err := model.New(&Env{chip: c, gen: gen}, rc)
+	if err != nil {
+		return nil, rc, gen, fmt.Errorf("role %q: %w", model.Name, err)
+	}
+	return role, rc, gen, nil
 }
 
 // PRError returns why the last partial reconfiguration failed, in more detail

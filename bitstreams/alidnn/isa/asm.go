@@ -135,205 +135,253 @@ func Assemble(text string) ([]Insn, error) {
 	return prog, nil
 }
 
+// lineAsm is the assembly of one instruction: the instruction so far, its
+// mnemonic's grammar, and what the operands have set.
+type lineAsm struct {
+	i  Insn
+	mn asmWord // the mnemonic
+	// The mnemonic's grammar: its variants, key=value operands, bare
+	// operands, and the operands it requires.
+	variants, bare, required []string
+	ops                      []operand
+	quant                    bool // a requantising ALU operation, which takes zp but not imm
+	seen                     map[string]bool
+	// cols maps a layout field name to the column of the word that set it,
+	// so validation errors point at the operand.
+	cols map[string]int
+}
+
+func asmErr(w asmWord, format string, args ...any) *AsmError {
+	return &AsmError{Col: w.col, Err: fmt.Errorf(format, args...)}
+}
+
 func assembleLine(line string) (Insn, bool, *AsmError) {
-	var i Insn
 	body, tokens, hasTokens := strings.Cut(line, ";")
 	words := splitWords(body, 0)
 	if len(words) == 0 {
 		if hasTokens {
-			return i, false, &AsmError{Col: len(body) + 1, Err: fmt.Errorf("dependency tokens without an instruction")}
+			return Insn{}, false, &AsmError{Col: len(body) + 1, Err: fmt.Errorf("dependency tokens without an instruction")}
 		}
-		return i, false, nil
+		return Insn{}, false, nil
 	}
-	fail := func(w asmWord, format string, args ...any) (Insn, bool, *AsmError) {
-		return Insn{}, false, &AsmError{Col: w.col, Err: fmt.Errorf(format, args...)}
-	}
-	mn := words[0]
-	group, variant, hasVariant := strings.Cut(mn.text, ".")
+	a := &lineAsm{mn: words[0]}
+	group, variant, hasVariant := strings.Cut(a.mn.text, ".")
 	g := lookup(opNames[:], group)
 	if g < 0 {
-		return fail(mn, "unknown mnemonic %q", mn.text)
+		return Insn{}, false, asmErr(a.mn, "unknown mnemonic %q", a.mn.text)
 	}
-	op := Opcode(g)
-	i.Op = op
-	var variants []string
-	var ops []operand
-	var bare []string
-	var required []string
-	switch op {
-	case OpLoad, OpStore:
-		variants, ops, bare = memNames[:], memOperands, dtypeNames[:]
-		required = []string{"sram", "dram", "y", "x", "stride"}
-	case OpGEMM:
-		ops, bare = gemmOperands, []string{"reset", "fp32"}
-		required = []string{"uop", "iter", "dst", "src", "wgt"}
-	case OpALU:
-		variants, ops, bare = aluNames[:], aluOperands, []string{"per_channel", "fp32"}
-		required = []string{"uop", "iter", "dst"}
-	case OpPool:
-		variants, ops, bare = poolNames[:], poolOperands, []string{"fp32"}
-		required = []string{"win", "stride", "dst", "src", "ch", "in"}
-	case OpFinish:
-		ops, required = finishOperands, []string{"job"}
-	case OpNop:
-		variants = queueNames[:]
+	a.i.Op = Opcode(g)
+	a.grammar()
+	if err := a.variant(group, variant, hasVariant); err != nil {
+		return Insn{}, false, err
 	}
-	if variants == nil && hasVariant {
-		return fail(mn, "%s takes no variant, got %q", group, mn.text)
-	}
-	if variants != nil {
-		v := lookup(variants, variant)
-		if !hasVariant || v < 0 {
-			return fail(mn, "%s needs a variant: %s.{%s}", group, group, strings.Join(variants, ","))
-		}
-		switch op {
-		case OpLoad, OpStore:
-			i.Mem = MemSpace(v)
-		case OpALU:
-			i.Alu = AluOp(v)
-			if !i.Alu.Unary() {
-				required = append(required, "src")
-			}
-		case OpPool:
-			i.Pool = PoolKind(v)
-		case OpNop:
-			i.NopQueue = Queue(v)
-		}
-	}
-	quant := op == OpALU && (i.Alu == AluRequant || i.Alu == AluQuantize || i.Alu == AluDequantize)
-	seen := map[string]bool{}
-	// cols maps a layout field name to the column of the word that set it,
-	// so validation errors point at the operand.
-	cols := map[string]int{"opcode": mn.col, "mem": mn.col, "alu_op": mn.col, "pool_kind": mn.col, "queue": mn.col}
+	op := a.i.Op
+	a.quant = op == OpALU && (a.i.Alu == AluRequant || a.i.Alu == AluQuantize || a.i.Alu == AluDequantize)
+	a.seen = map[string]bool{}
+	a.cols = map[string]int{"opcode": a.mn.col, "mem": a.mn.col, "alu_op": a.mn.col, "pool_kind": a.mn.col, "queue": a.mn.col}
 	for _, w := range words[1:] {
-		key, val, isKV := strings.Cut(w.text, "=")
-		if seen[key] {
-			return fail(w, "operand %q given twice", key)
-		}
-		seen[key] = true
-		if !isKV {
-			switch {
-			case lookup(bare, key) < 0:
-				return fail(w, "unknown operand %q for %s", key, mn.text)
-			case op == OpLoad || op == OpStore:
-				if seen["$dtype"] {
-					return fail(w, "data type given twice")
-				}
-				seen["$dtype"] = true
-				i.DType = DType(lookup(dtypeNames[:], key))
-				cols["dtype"] = w.col
-			case key == "reset":
-				i.Reset = true
-				cols["reset"] = w.col
-			case key == "per_channel":
-				i.PerChannel = true
-				cols["per_channel"] = w.col
-			case key == "fp32":
-				i.FP32 = true
-				cols["fp32"] = w.col
-			}
-			continue
-		}
-		var spec *operand
-		for k := range ops {
-			if ops[k].key == key {
-				spec = &ops[k]
-			}
-		}
-		if spec == nil || (key == "imm" && quant) || (key == "zp" && op == OpALU && !quant) {
-			return fail(w, "unknown operand %q for %s", key, mn.text)
-		}
-		if key == "padval" {
-			switch val {
-			case "zero":
-			case "min":
-				i.PadMin = true
-				cols["pad_min"] = w.col
-			default:
-				return fail(w, "operand %q: padval is zero or min", w.text)
-			}
-			continue
-		}
-		vals := []string{val}
-		if spec.sep != "" {
-			vals = strings.Split(val, spec.sep)
-		}
-		if len(vals) != len(spec.fields) {
-			return fail(w, "operand %q: want %d values separated by %q", w.text, len(spec.fields), spec.sep)
-		}
-		for k, name := range spec.fields {
-			f := fieldByName(op, name)
-			var raw uint64
-			if f.Signed {
-				v, err := strconv.ParseInt(vals[k], 0, 64)
-				if err != nil {
-					return fail(w, "operand %q: bad number %q", w.text, vals[k])
-				}
-				raw = uint64(v)
-			} else {
-				v, err := strconv.ParseUint(vals[k], 0, 64)
-				if err != nil {
-					return fail(w, "operand %q: bad number %q", w.text, vals[k])
-				}
-				raw = v
-			}
-			if !inRange(f, raw) {
-				return fail(w, "operand %q: %s does not fit in %d bits", w.text, name, f.Width)
-			}
-			f.set(&i, raw)
-			cols[name] = w.col
-		}
-		if key == "imm" {
-			i.UseImm = true
-			cols["use_imm"] = w.col
+		if err := a.operand(w); err != nil {
+			return Insn{}, false, err
 		}
 	}
-	if (op == OpLoad || op == OpStore) && !seen["$dtype"] {
-		return fail(mn, "missing data type (%s)", strings.Join(dtypeNames[:], ", "))
+	if (op == OpLoad || op == OpStore) && !a.seen["$dtype"] {
+		return Insn{}, false, asmErr(a.mn, "missing data type (%s)", strings.Join(dtypeNames[:], ", "))
 	}
-	for _, r := range required {
-		if !seen[r] {
-			return fail(mn, "missing operand %q", r)
+	for _, r := range a.required {
+		if !a.seen[r] {
+			return Insn{}, false, asmErr(a.mn, "missing operand %q", r)
 		}
 	}
 	if hasTokens {
-		base := len(body) + 1
-		for _, w := range splitWords(tokens, base) {
-			cols[w.text] = w.col
-			switch w.text {
-			case "pop_prev":
-				if i.PopPrev {
-					return fail(w, "token %q given twice", w.text)
-				}
-				i.PopPrev = true
-			case "pop_next":
-				if i.PopNext {
-					return fail(w, "token %q given twice", w.text)
-				}
-				i.PopNext = true
-			case "push_prev":
-				if i.PushPrev {
-					return fail(w, "token %q given twice", w.text)
-				}
-				i.PushPrev = true
-			case "push_next":
-				if i.PushNext {
-					return fail(w, "token %q given twice", w.text)
-				}
-				i.PushNext = true
-			default:
-				return fail(w, "unknown token %q (want %s)", w.text, strings.Join(tokenNames, ", "))
+		for _, w := range splitWords(tokens, len(body)+1) {
+			if err := a.token(w); err != nil {
+				return Insn{}, false, err
 			}
 		}
 	}
-	if _, err := Encode(i); err != nil {
+	if _, err := Encode(a.i); err != nil {
 		col := 0
 		if fe, ok := err.(*FieldError); ok {
-			col = cols[fe.Field]
+			col = a.cols[fe.Field]
 		}
 		return Insn{}, false, &AsmError{Col: col, Err: err}
 	}
-	return i, true, nil
+	return a.i, true, nil
+}
+
+// grammar sets the variants and operands of the instruction's opcode.
+func (a *lineAsm) grammar() {
+	switch a.i.Op {
+	case OpLoad, OpStore:
+		a.variants, a.ops, a.bare = memNames[:], memOperands, dtypeNames[:]
+		a.required = []string{"sram", "dram", "y", "x", "stride"}
+	case OpGEMM:
+		a.ops, a.bare = gemmOperands, []string{"reset", "fp32"}
+		a.required = []string{"uop", "iter", "dst", "src", "wgt"}
+	case OpALU:
+		a.variants, a.ops, a.bare = aluNames[:], aluOperands, []string{"per_channel", "fp32"}
+		a.required = []string{"uop", "iter", "dst"}
+	case OpPool:
+		a.variants, a.ops, a.bare = poolNames[:], poolOperands, []string{"fp32"}
+		a.required = []string{"win", "stride", "dst", "src", "ch", "in"}
+	case OpFinish:
+		a.ops, a.required = finishOperands, []string{"job"}
+	case OpNop:
+		a.variants = queueNames[:]
+	}
+}
+
+// variant sets the instruction's variant, the part of the mnemonic after
+// the dot, which some opcodes need and the others must not have.
+func (a *lineAsm) variant(group, variant string, hasVariant bool) *AsmError {
+	if a.variants == nil && hasVariant {
+		return asmErr(a.mn, "%s takes no variant, got %q", group, a.mn.text)
+	}
+	if a.variants == nil {
+		return nil
+	}
+	v := lookup(a.variants, variant)
+	if !hasVariant || v < 0 {
+		return asmErr(a.mn, "%s needs a variant: %s.{%s}", group, group, strings.Join(a.variants, ","))
+	}
+	switch a.i.Op {
+	case OpLoad, OpStore:
+		a.i.Mem = MemSpace(v)
+	case OpALU:
+		a.i.Alu = AluOp(v)
+		if !a.i.Alu.Unary() {
+			a.required = append(a.required, "src")
+		}
+	case OpPool:
+		a.i.Pool = PoolKind(v)
+	case OpNop:
+		a.i.NopQueue = Queue(v)
+	}
+	return nil
+}
+
+// operand sets what operand word w says: a bare flag or data type, or
+// key=value.
+func (a *lineAsm) operand(w asmWord) *AsmError {
+	key, val, isKV := strings.Cut(w.text, "=")
+	if a.seen[key] {
+		return asmErr(w, "operand %q given twice", key)
+	}
+	a.seen[key] = true
+	if !isKV {
+		return a.bareOperand(w, key)
+	}
+	var spec *operand
+	for k := range a.ops {
+		if a.ops[k].key == key {
+			spec = &a.ops[k]
+		}
+	}
+	op := a.i.Op
+	if spec == nil || (key == "imm" && a.quant) || (key == "zp" && op == OpALU && !a.quant) {
+		return asmErr(w, "unknown operand %q for %s", key, a.mn.text)
+	}
+	if key == "padval" {
+		switch val {
+		case "zero":
+		case "min":
+			a.i.PadMin = true
+			a.cols["pad_min"] = w.col
+		default:
+			return asmErr(w, "operand %q: padval is zero or min", w.text)
+		}
+		return nil
+	}
+	if err := a.fields(w, spec, val); err != nil {
+		return err
+	}
+	if key == "imm" {
+		a.i.UseImm = true
+		a.cols["use_imm"] = w.col
+	}
+	return nil
+}
+
+// bareOperand sets a flag or, for LOAD and STORE, the data type.
+func (a *lineAsm) bareOperand(w asmWord, key string) *AsmError {
+	switch {
+	case lookup(a.bare, key) < 0:
+		return asmErr(w, "unknown operand %q for %s", key, a.mn.text)
+	case a.i.Op == OpLoad || a.i.Op == OpStore:
+		if a.seen["$dtype"] {
+			return asmErr(w, "data type given twice")
+		}
+		a.seen["$dtype"] = true
+		a.i.DType = DType(lookup(dtypeNames[:], key))
+		a.cols["dtype"] = w.col
+	case key == "reset":
+		a.i.Reset = true
+		a.cols["reset"] = w.col
+	case key == "per_channel":
+		a.i.PerChannel = true
+		a.cols["per_channel"] = w.col
+	case key == "fp32":
+		a.i.FP32 = true
+		a.cols["fp32"] = w.col
+	}
+	return nil
+}
+
+// fields sets the layout fields of operand spec from its value val.
+func (a *lineAsm) fields(w asmWord, spec *operand, val string) *AsmError {
+	vals := []string{val}
+	if spec.sep != "" {
+		vals = strings.Split(val, spec.sep)
+	}
+	if len(vals) != len(spec.fields) {
+		return asmErr(w, "operand %q: want %d values separated by %q", w.text, len(spec.fields), spec.sep)
+	}
+	for k, name := range spec.fields {
+		f := fieldByName(a.i.Op, name)
+		var raw uint64
+		if f.Signed {
+			v, err := strconv.ParseInt(vals[k], 0, 64)
+			if err != nil {
+				return asmErr(w, "operand %q: bad number %q", w.text, vals[k])
+			}
+			raw = uint64(v)
+		} else {
+			v, err := strconv.ParseUint(vals[k], 0, 64)
+			if err != nil {
+				return asmErr(w, "operand %q: bad number %q", w.text, vals[k])
+			}
+			raw = v
+		}
+		if !inRange(f, raw) {
+			return asmErr(w, "operand %q: %s does not fit in %d bits", w.text, name, f.Width)
+		}
+		f.set(&a.i, raw)
+		a.cols[name] = w.col
+	}
+	return nil
+}
+
+// token sets the dependency token w, each at most once.
+func (a *lineAsm) token(w asmWord) *AsmError {
+	a.cols[w.text] = w.col
+	var flag *bool
+	switch w.text {
+	case "pop_prev":
+		flag = &a.i.PopPrev
+	case "pop_next":
+		flag = &a.i.PopNext
+	case "push_prev":
+		flag = &a.i.PushPrev
+	case "push_next":
+		flag = &a.i.PushNext
+	default:
+		return asmErr(w, "unknown token %q (want %s)", w.text, strings.Join(tokenNames, ", "))
+	}
+	if *flag {
+		return asmErr(w, "token %q given twice", w.text)
+	}
+	*flag = true
+	return nil
 }
 
 // Disassemble returns the text form of a program, one instruction per line.

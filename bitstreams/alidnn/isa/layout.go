@@ -328,78 +328,20 @@ func check(i *Insn) error {
 		}
 		return 0
 	}
-	// Queue-edge tokens: the load queue has no previous queue, the store
-	// queue no next one. A NOP's queue is validated first.
+	// A NOP's queue and a LOAD's memory space first: they decide the
+	// queue whose edges checkQueueEdges checks.
 	if op == OpNop && i.NopQueue >= numQueues {
 		return ferr(op, "queue", int64(i.NopQueue), "illegal queue")
 	}
 	if op == OpLoad && i.Mem >= numMems {
 		return ferr(op, "mem", int64(i.Mem), "illegal memory space")
 	}
-	switch i.Queue() {
-	case QueueLoad:
-		if i.PopPrev {
-			return ferr(op, "pop_prev", 1, "the load queue has no previous queue")
-		}
-		if i.PushPrev {
-			return ferr(op, "push_prev", 1, "the load queue has no previous queue")
-		}
-	case QueueStore:
-		if i.PopNext {
-			return ferr(op, "pop_next", 1, "the store queue has no next queue")
-		}
-		if i.PushNext {
-			return ferr(op, "push_next", 1, "the store queue has no next queue")
-		}
+	if err := checkQueueEdges(i); err != nil {
+		return err
 	}
 	switch op {
 	case OpLoad, OpStore:
-		if i.DType >= numDTypes {
-			return ferr(op, "dtype", int64(i.DType), "illegal data type")
-		}
-		if op == OpStore && i.Mem != MemAcc {
-			return ferr(op, "mem", int64(i.Mem), "STORE reads the accumulator only (mem=acc)")
-		}
-		if op == OpLoad {
-			ok := false
-			switch i.Mem {
-			case MemUop:
-				ok = i.DType == Int32
-			case MemInp, MemWgt:
-				ok = i.DType == Int8 || i.DType == FP32
-			case MemAcc, MemParam:
-				ok = i.DType == Int32 || i.DType == FP32
-			}
-			if !ok {
-				return ferr(op, "dtype", int64(i.DType), "%s cannot be loaded into %s", i.DType, i.Mem)
-			}
-		}
-		if i.YSize == 0 {
-			return ferr(op, "y_size", 0, "must be at least 1")
-		}
-		if i.XSize == 0 {
-			return ferr(op, "x_size", 0, "must be at least 1")
-		}
-		if i.XStride < i.XSize {
-			return ferr(op, "x_stride", int64(i.XStride), "must be at least x_size (%d)", i.XSize)
-		}
-		pads := [4]struct {
-			name string
-			v    uint8
-		}{{"pad_y0", i.PadY0}, {"pad_y1", i.PadY1}, {"pad_x0", i.PadX0}, {"pad_x1", i.PadX1}}
-		padded := false
-		for _, p := range pads {
-			if p.v == 0 {
-				continue
-			}
-			padded = true
-			if op == OpStore || (i.Mem != MemInp && i.Mem != MemAcc) {
-				return ferr(op, p.name, int64(p.v), "padding is only for LOAD into inp or acc")
-			}
-		}
-		if i.PadMin && !padded {
-			return ferr(op, "pad_min", 1, "pad value set without padding")
-		}
+		return checkMemory(i)
 	case OpGEMM, OpALU:
 		if op == OpALU && i.Alu >= numAluOps {
 			return ferr(op, "alu_op", int64(i.Alu), "illegal ALU operation")
@@ -417,20 +359,103 @@ func check(i *Insn) error {
 			return checkALU(i, b)
 		}
 	case OpPool:
-		for _, p := range []struct {
-			name string
-			v    uint32
-		}{{"win_h", uint32(i.WinH)}, {"win_w", uint32(i.WinW)}, {"stride_h", uint32(i.StrideH)}, {"stride_w", uint32(i.StrideW)}, {"channels", i.Channels}} {
-			if p.v == 0 {
-				return ferr(op, p.name, 0, "must be at least 1")
-			}
+		return checkPool(i)
+	}
+	return nil
+}
+
+// checkQueueEdges rejects tokens to a queue that does not exist: the load
+// queue has no previous queue, the store queue no next one.
+func checkQueueEdges(i *Insn) error {
+	op := i.Op
+	switch i.Queue() {
+	case QueueLoad:
+		if i.PopPrev {
+			return ferr(op, "pop_prev", 1, "the load queue has no previous queue")
 		}
-		if i.InH < uint32(i.WinH) {
-			return ferr(op, "in_h", int64(i.InH), "must be at least win_h (%d)", i.WinH)
+		if i.PushPrev {
+			return ferr(op, "push_prev", 1, "the load queue has no previous queue")
 		}
-		if i.InW < uint32(i.WinW) {
-			return ferr(op, "in_w", int64(i.InW), "must be at least win_w (%d)", i.WinW)
+	case QueueStore:
+		if i.PopNext {
+			return ferr(op, "pop_next", 1, "the store queue has no next queue")
 		}
+		if i.PushNext {
+			return ferr(op, "push_next", 1, "the store queue has no next queue")
+		}
+	}
+	return nil
+}
+
+// checkMemory validates a LOAD's or STORE's memory space, data type, sizes
+// and padding.
+func checkMemory(i *Insn) error {
+	op := i.Op
+	if i.DType >= numDTypes {
+		return ferr(op, "dtype", int64(i.DType), "illegal data type")
+	}
+	if op == OpStore && i.Mem != MemAcc {
+		return ferr(op, "mem", int64(i.Mem), "STORE reads the accumulator only (mem=acc)")
+	}
+	if op == OpLoad {
+		ok := false
+		switch i.Mem {
+		case MemUop:
+			ok = i.DType == Int32
+		case MemInp, MemWgt:
+			ok = i.DType == Int8 || i.DType == FP32
+		case MemAcc, MemParam:
+			ok = i.DType == Int32 || i.DType == FP32
+		}
+		if !ok {
+			return ferr(op, "dtype", int64(i.DType), "%s cannot be loaded into %s", i.DType, i.Mem)
+		}
+	}
+	if i.YSize == 0 {
+		return ferr(op, "y_size", 0, "must be at least 1")
+	}
+	if i.XSize == 0 {
+		return ferr(op, "x_size", 0, "must be at least 1")
+	}
+	if i.XStride < i.XSize {
+		return ferr(op, "x_stride", int64(i.XStride), "must be at least x_size (%d)", i.XSize)
+	}
+	pads := [4]struct {
+		name string
+		v    uint8
+	}{{"pad_y0", i.PadY0}, {"pad_y1", i.PadY1}, {"pad_x0", i.PadX0}, {"pad_x1", i.PadX1}}
+	padded := false
+	for _, p := range pads {
+		if p.v == 0 {
+			continue
+		}
+		padded = true
+		if op == OpStore || (i.Mem != MemInp && i.Mem != MemAcc) {
+			return ferr(op, p.name, int64(p.v), "padding is only for LOAD into inp or acc")
+		}
+	}
+	if i.PadMin && !padded {
+		return ferr(op, "pad_min", 1, "pad value set without padding")
+	}
+	return nil
+}
+
+// checkPool validates a POOL's window and input sizes.
+func checkPool(i *Insn) error {
+	op := i.Op
+	for _, p := range []struct {
+		name string
+		v    uint32
+	}{{"win_h", uint32(i.WinH)}, {"win_w", uint32(i.WinW)}, {"stride_h", uint32(i.StrideH)}, {"stride_w", uint32(i.StrideW)}, {"channels", i.Channels}} {
+		if p.v == 0 {
+			return ferr(op, p.name, 0, "must be at least 1")
+		}
+	}
+	if i.InH < uint32(i.WinH) {
+		return ferr(op, "in_h", int64(i.InH), "must be at least win_h (%d)", i.WinH)
+	}
+	if i.InW < uint32(i.WinW) {
+		return ferr(op, "in_w", int64(i.InW), "must be at least win_w (%d)", i.WinW)
 	}
 	return nil
 }

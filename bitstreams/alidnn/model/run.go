@@ -43,15 +43,9 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 
 	// Fetch and decode the whole stream before dispatching any of it, so a
 	// stream that does not decode has no effect at all.
-	raw := make([]byte, uint64(count)*isa.InsnBytes)
-	for off := 0; off < len(raw); off += fetchChunk {
-		if e.stop.Load() {
-			return c, 0, errStopped
-		}
-		p := raw[off:min(off+fetchChunk, len(raw))]
-		if err := d.ReadAt(win, p, addr+uint64(off)); err != nil {
-			return c, 0, ddrFault(err)
-		}
+	raw, f := fetchStream(e, d, win, addr, count)
+	if f != nil {
+		return c, 0, f
 	}
 	c.loadBytes = uint64(len(raw))
 	fetched := uint64(e.cfg.DDRLatency) + ceilDiv(uint64(len(raw)), uint64(e.cfg.DDRBytesPerCycle))
@@ -59,19 +53,9 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 	decode := func(k uint32) (isa.Insn, error) {
 		return isa.Decode([isa.InsnBytes]byte(raw[k*isa.InsnBytes:]))
 	}
-	var queues [3][]uint32
-	var last isa.Insn
-	for k := range count {
-		in, err := decode(k)
-		if err != nil {
-			return c, k, faultf(alidnn.CauseIllegal, "%v", err)
-		}
-		q := in.Queue()
-		queues[q] = append(queues[q], k)
-		last = in
-	}
-	if last.Op != isa.OpFinish {
-		return c, count - 1, faultf(alidnn.CauseStream, "the stream ends with %s, not finish", last.Op)
+	queues, k, f := queueStream(count, decode)
+	if f != nil {
+		return c, k, f
 	}
 
 	// The discrete-event schedule: each queue has a cursor (the cycle it is
@@ -80,32 +64,16 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 	// Start times so chosen never decrease, so executing instructions in
 	// that order is a functional order the tokens allow.
 	var (
-		down, up [2]fifo // down[q]: queue q -> q+1; up[q]: q+1 -> q
-		free     = [3]uint64{fetched, fetched, fetched}
-		pos      [3]int
-		heads    [3]isa.Insn
-		left     = int(count)
+		tok   tokens
+		free  = [3]uint64{fetched, fetched, fetched}
+		pos   [3]int
+		heads [3]isa.Insn
+		left  = int(count)
 	)
 	for q := range queues {
 		if len(queues[q]) > 0 {
 			heads[q], _ = decode(queues[q][0])
 		}
-	}
-	pops := func(q int, in *isa.Insn) (start uint64, ok bool) {
-		start = free[q]
-		if in.PopPrev {
-			if q == 0 || down[q-1].empty() {
-				return 0, false
-			}
-			start = max(start, down[q-1].front())
-		}
-		if in.PopNext {
-			if q == 2 || up[q].empty() {
-				return 0, false
-			}
-			start = max(start, up[q].front())
-		}
-		return start, true
 	}
 	for left > 0 {
 		best, bestAt := -1, uint64(0)
@@ -113,29 +81,18 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 			if pos[q] == len(queues[q]) {
 				continue
 			}
-			if at, ok := pops(q, &heads[q]); ok && (best < 0 || at < bestAt) {
+			if at, ok := tok.start(q, &heads[q], free[q]); ok && (best < 0 || at < bestAt) {
 				best, bestAt = q, at
 			}
 		}
 		if best < 0 {
-			pc := count
-			for q := range queues {
-				if pos[q] < len(queues[q]) {
-					pc = min(pc, queues[q][pos[q]])
-				}
-			}
-			return c, pc, faultf(alidnn.CauseDeadlock, "every queue waits for a token")
+			return c, firstWaiting(queues, pos, count), faultf(alidnn.CauseDeadlock, "every queue waits for a token")
 		}
 		q, in, k := best, heads[best], queues[best][pos[best]]
 		if e.stop.Load() {
 			return c, k, errStopped
 		}
-		if in.PopPrev {
-			down[q-1].pop()
-		}
-		if in.PopNext {
-			up[q].pop()
-		}
+		tok.pop(q, &in)
 		if f := e.step(&in, d, win, &c); f != nil {
 			return c, k, f
 		}
@@ -146,17 +103,8 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 		c.busy[q] += dur
 		c.cycles = max(c.cycles, end)
 		c.insns++
-		if in.PushPrev {
-			if up[q-1].full() {
-				return c, k, faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q-1), isa.TokenDepth)
-			}
-			up[q-1].push(end)
-		}
-		if in.PushNext {
-			if down[q].full() {
-				return c, k, faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q+1), isa.TokenDepth)
-			}
-			down[q].push(end)
+		if f := tok.push(q, &in, end); f != nil {
+			return c, k, f
 		}
 		left--
 		pos[q]++
@@ -168,6 +116,106 @@ func execute(e *engine, d ddrPort, win int, addr uint64, count uint32, finish fu
 		}
 	}
 	return c, 0, nil
+}
+
+// tokens are the token FIFOs between the queues: down[q] from queue q to
+// q+1, up[q] from q+1 to q. Each holds the cycles its tokens were pushed at.
+type tokens struct {
+	down, up [2]fifo
+}
+
+// start is when queue q, free from cycle free, can start in: after the
+// tokens it pops were pushed; ok is false while one is missing.
+func (t *tokens) start(q int, in *isa.Insn, free uint64) (at uint64, ok bool) {
+	at = free
+	if in.PopPrev {
+		if q == 0 || t.down[q-1].empty() {
+			return 0, false
+		}
+		at = max(at, t.down[q-1].front())
+	}
+	if in.PopNext {
+		if q == 2 || t.up[q].empty() {
+			return 0, false
+		}
+		at = max(at, t.up[q].front())
+	}
+	return at, true
+}
+
+// pop takes the tokens in of queue q waits for.
+func (t *tokens) pop(q int, in *isa.Insn) {
+	if in.PopPrev {
+		t.down[q-1].pop()
+	}
+	if in.PopNext {
+		t.up[q].pop()
+	}
+}
+
+// push adds the tokens in of queue q signals, at cycle end.
+func (t *tokens) push(q int, in *isa.Insn, end uint64) *fault {
+	if in.PushPrev {
+		if t.up[q-1].full() {
+			return faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q-1), isa.TokenDepth)
+		}
+		t.up[q-1].push(end)
+	}
+	if in.PushNext {
+		if t.down[q].full() {
+			return faultf(alidnn.CauseIllegal, "the %s → %s token FIFO is full (%d tokens)", isa.Queue(q), isa.Queue(q+1), isa.TokenDepth)
+		}
+		t.down[q].push(end)
+	}
+	return nil
+}
+
+// firstWaiting is the index of the earliest instruction at a queue's head
+// when every queue waits.
+func firstWaiting(queues [3][]uint32, pos [3]int, count uint32) uint32 {
+	pc := count
+	for q := range queues {
+		if pos[q] < len(queues[q]) {
+			pc = min(pc, queues[q][pos[q]])
+		}
+	}
+	return pc
+}
+
+// fetchStream reads count instructions from addr through window win.
+func fetchStream(e *engine, d ddrPort, win int, addr uint64, count uint32) ([]byte, *fault) {
+	raw := make([]byte, uint64(count)*isa.InsnBytes)
+	for off := 0; off < len(raw); off += fetchChunk {
+		if e.stop.Load() {
+			return nil, errStopped
+		}
+		p := raw[off:min(off+fetchChunk, len(raw))]
+		if err := d.ReadAt(win, p, addr+uint64(off)); err != nil {
+			return nil, ddrFault(err)
+		}
+	}
+	return raw, nil
+}
+
+// queueStream decodes the count instructions and sorts their indices into
+// the queues that run them. On a fault it returns the index of the
+// instruction that caused it.
+func queueStream(count uint32, decode func(k uint32) (isa.Insn, error)) ([3][]uint32, uint32, *fault) {
+	var queues [3][]uint32
+	var last isa.Insn
+	for k := range count {
+		in, err := decode(k)
+		if err != nil {
+			return queues, k, faultf(alidnn.CauseIllegal, "%v", err)
+		}
+		q := in.Queue()
+		queues[q] = append(queues[q], k)
+		last = in
+	}
+	if last.Op != isa.OpFinish {
+		return queues, count - 1, faultf(alidnn.CauseStream, "the stream ends with %s, not finish", last.Op)
+	}
+	return queues, 0, nil
 }
 
 // step runs one instruction's function and adds to the byte and MAC

@@ -94,61 +94,70 @@ last node failed too, 6 when no other node had room).`,
 		if err != nil {
 			return err
 		}
-		info := a.Info()
-		session := "tls"
-		if a.Device().Local() {
-			session = "shared-memory"
-		}
-		if jsonOutput(cmd) {
-			info.Credential = a.Credential()
-			out := struct {
-				poolapi.Attachment
-				// Session is how this host reached the slot: "tls" to the
-				// node, or "shared-memory" through this host's faasd.
-				Session string `json:"session"`
-				// Attempts are the placements tried, this one last.
-				Attempts []poolapi.Attempt `json:"attempts"`
-			}{info, session, a.Attempts()}
-			if err := writeJSONLine(cmd, out); err != nil {
-				return err
-			}
-		} else {
-			printAttachment(cmd, info)
-			if session == "tls" {
-				fmt.Fprintf(cmd.OutOrStdout(), "session     TLS 1.3 to %s, verified against the node's pinned certificate\n", info.Endpoint)
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), "session     shared memory through this host's faasd (the node is this host)")
-			}
+		if err := reportAttachment(cmd, a); err != nil {
+			return err
 		}
 		if !hold {
 			a.Device().Close()
 			return nil
 		}
-		// Until interrupted or lost.
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(sig)
-		select {
-		case <-sig:
-		case <-cmd.Context().Done():
-		case <-a.Lost():
-			return failed(a.Err())
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 10*time.Second)
-		defer cancel()
-		if err := a.Detach(ctx); err != nil {
-			return failed(fmt.Errorf("detaching %s: %w", a.ID(), err))
-		}
-		if !jsonOutput(cmd) {
-			fmt.Fprintf(cmd.OutOrStdout(), "detached %s\n", a.ID())
-		}
-		return nil
+		return holdAttachment(cmd, a)
 	}
 	cmd.Flags().BoolVar(&share, "share", false, "a tenant window on a chip instead of whole chips")
 	cmd.Flags().DurationVar(&lease, "lease", 0, "lease to ask for, whole seconds from 2s to 10m (default 30s)")
 	cmd.Flags().BoolVar(&hold, "hold", false, "renew the lease until interrupted, then detach")
 	cmd.Flags().IntVar(&attempts, "attempts", client.DefaultAttachAttempts, "placements to try in all when nodes fail to load the image")
 	return cmd
+}
+
+// reportAttachment prints attachment a and how this host reached its slot.
+func reportAttachment(cmd *cobra.Command, a *client.Attachment) error {
+	info := a.Info()
+	session := "tls"
+	if a.Device().Local() {
+		session = "shared-memory"
+	}
+	if jsonOutput(cmd) {
+		info.Credential = a.Credential()
+		out := struct {
+			poolapi.Attachment
+			// Session is how this host reached the slot: "tls" to the
+			// node, or "shared-memory" through this host's faasd.
+			Session string `json:"session"`
+			// Attempts are the placements tried, this one last.
+			Attempts []poolapi.Attempt `json:"attempts"`
+		}{info, session, a.Attempts()}
+		return writeJSONLine(cmd, out)
+	}
+	printAttachment(cmd, info)
+	if session == "tls" {
+		fmt.Fprintf(cmd.OutOrStdout(), "session     TLS 1.3 to %s, verified against the node's pinned certificate\n", info.Endpoint)
+	} else {
+		fmt.Fprintln(cmd.OutOrStdout(), "session     shared memory through this host's faasd (the node is this host)")
+	}
+	return nil
+}
+
+// holdAttachment renews a's lease until interrupted or lost, then detaches.
+func holdAttachment(cmd *cobra.Command, a *client.Attachment) error {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	select {
+	case <-sig:
+	case <-cmd.Context().Done():
+	case <-a.Lost():
+		return failed(a.Err())
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 10*time.Second)
+	defer cancel()
+	if err := a.Detach(ctx); err != nil {
+		return failed(fmt.Errorf("detaching %s: %w", a.ID(), err))
+	}
+	if !jsonOutput(cmd) {
+		fmt.Fprintf(cmd.OutOrStdout(), "detached %s\n", a.ID())
+	}
+	return nil
 }
 
 // writeJSONLine writes v as one line, so that a reader of a --hold

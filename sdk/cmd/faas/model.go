@@ -166,11 +166,16 @@ func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool,
 	return alidnn.Compile(m)
 }
 
+// runFlags are faas model run's flags.
+type runFlags struct {
+	ins, outs       []string
+	int8            bool
+	profile, attach string
+	slot, runs      int
+}
+
 func runCommand() *cobra.Command {
-	var ins, outs []string
-	var int8 bool
-	var profile, attach string
-	slot, runs := -1, 1
+	f := runFlags{slot: -1, runs: 1}
 	cmd := &cobra.Command{
 		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...] [--slot N | --attach LISTING]",
 		Short: "Run a model (ONNX or program file) once and report its device and host time",
@@ -190,113 +195,131 @@ whichever node it lands (this host needs no faasd), detached at the end.
 --slot or --attach, --profile FILE writes the profile of every job of the session to
 FILE, a profile log that faas trace export turns into a Chrome trace.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if len(ins) == 0 {
-				return fmt.Errorf("--input is required")
-			}
-			if runs < 1 || runs > 100000 {
-				return usageErrorf("--runs %d: want 1 to 100000", runs)
-			}
-			if slot >= 0 && attach != "" {
-				return usageErrorf("--slot and --attach: choose one")
-			}
-			if profile != "" && slot < 0 && attach == "" {
-				return usageErrorf("--profile needs --slot or --attach: the in-process engine has no faasd to profile")
-			}
-			tensors, err := readTensors(ins)
-			if err != nil {
-				return err
-			}
-			dev, err := engine()
-			if err != nil {
-				return err
-			}
-			defer dev.Close()
-			start := time.Now()
-			p, err := loadProgram(ctx, dev, args[0], int8, tensors)
-			if err != nil {
-				return err
-			}
-			compileTime := time.Since(start)
-			matchInputs(p, tensors)
-			var s *alidnn.Session
-			var profiled *client.Device // the faasd session, with --slot
-			where := "the simulated engine"
-			if slot < 0 && attach == "" {
-				s, err = alidnn.Load(ctx, dev, p)
-			} else {
-				var d *client.Device
-				var closeSlot func()
-				if attach != "" {
-					d, closeSlot, where, err = openAttached(cmd, attach)
-				} else {
-					d, closeSlot, err = openSlot(cmd, slot)
-					where = fmt.Sprintf("slot %d through faasd", slot)
-				}
-				if err == nil {
-					defer closeSlot()
-					if profile != "" {
-						d.KeepProfiles(client.MaxKeptProfiles)
-					}
-					s, err = alidnn.Open(ctx, alidnn.Agent(d), p, alidnn.WithBatch(1), alidnn.WithPipeline(1))
-					profiled = d
-				}
-			}
-			if err != nil {
-				return err
-			}
-			defer s.Close(context.WithoutCancel(ctx))
-			var res *alidnn.Result
-			for range runs {
-				if res, err = s.Run(ctx, tensors...); err != nil {
-					return failed(err)
-				}
-			}
-			if profile != "" {
-				if err := writeProfileLog(profile, profiled, profiled.Slot()); err != nil {
-					return err
-				}
-			}
-			if len(outs) > len(res.Outputs) {
-				return fmt.Errorf("%d --output files for %d outputs", len(outs), len(res.Outputs))
-			}
-			for k, path := range outs {
-				if err := onnx.WriteTensor(path, res.Outputs[k]); err != nil {
-					return err
-				}
-			}
-			st := res.Stats
-			if jsonOutput(cmd) {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-					"device_ns": st.DeviceNS(), "host_ns": res.HostTime.Nanoseconds(), "compile_ns": compileTime.Nanoseconds(),
-					"cycles": st.Cycles, "macs": st.MACs, "instructions": st.Insns, "outputs": outs,
-				})
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "device time  %v (modeled: %d cycles at %d MHz)\n", time.Duration(st.DeviceNS()), st.Cycles, st.ClockMHz)
-			fmt.Fprintf(w, "host time    %v (upload, run on %s, download)\n", res.HostTime.Round(time.Microsecond), where)
-			fmt.Fprintf(w, "compile time %v\n", compileTime.Round(time.Microsecond))
-			fmt.Fprintf(w, "work         %d instructions, %.3g G MACs, %d B loaded, %d B stored\n", st.Insns, float64(st.MACs)/1e9, st.LoadBytes, st.StoreBytes)
-			for k, o := range res.Outputs {
-				where := ""
-				if k < len(outs) {
-					where = " → " + outs[k]
-				}
-				fmt.Fprintf(w, "output %q %v%s\n", o.Name, o.Dims, where)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runModel(cmd, &f, args[0]) },
 	}
-	cmd.Flags().StringArrayVar(&ins, "input", nil, "input tensor file (TensorProto), once per input")
-	cmd.Flags().StringArrayVar(&outs, "output", nil, "file to write an output tensor to, once per output")
-	cmd.Flags().BoolVar(&int8, "int8", false, "quantise an fp32 ONNX model to int8, calibrated on the inputs")
-	cmd.Flags().IntVar(&slot, "slot", -1, "run on this AliDNN slot of faasd (--agent) instead of in process")
+	cmd.Flags().StringArrayVar(&f.ins, "input", nil, "input tensor file (TensorProto), once per input")
+	cmd.Flags().StringArrayVar(&f.outs, "output", nil, "file to write an output tensor to, once per output")
+	cmd.Flags().BoolVar(&f.int8, "int8", false, "quantise an fp32 ONNX model to int8, calibrated on the inputs")
+	cmd.Flags().IntVar(&f.slot, "slot", -1, "run on this AliDNN slot of faasd (--agent) instead of in process")
 	registryFlag(cmd)
-	cmd.Flags().StringVar(&attach, "attach", "", "run on an accelerator of the registry's pool running this listing (LISTING[:VERSION]) instead of in process")
-	cmd.Flags().IntVar(&runs, "runs", 1, "run the model this many times")
-	cmd.Flags().StringVar(&profile, "profile", "", "with --slot: write the session's job profiles to this file (for faas trace export)")
+	cmd.Flags().StringVar(&f.attach, "attach", "", "run on an accelerator of the registry's pool running this listing (LISTING[:VERSION]) instead of in process")
+	cmd.Flags().IntVar(&f.runs, "runs", 1, "run the model this many times")
+	cmd.Flags().StringVar(&f.profile, "profile", "", "with --slot: write the session's job profiles to this file (for faas trace export)")
 	return cmd
+}
+
+// runModel is faas model run.
+func runModel(cmd *cobra.Command, f *runFlags, model string) error {
+	ctx := cmd.Context()
+	if len(f.ins) == 0 {
+		return fmt.Errorf("--input is required")
+	}
+	if f.runs < 1 || f.runs > 100000 {
+		return usageErrorf("--runs %d: want 1 to 100000", f.runs)
+	}
+	if f.slot >= 0 && f.attach != "" {
+		return usageErrorf("--slot and --attach: choose one")
+	}
+	if f.profile != "" && f.slot < 0 && f.attach == "" {
+		return usageErrorf("--profile needs --slot or --attach: the in-process engine has no faasd to profile")
+	}
+	tensors, err := readTensors(f.ins)
+	if err != nil {
+		return err
+	}
+	dev, err := engine()
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	start := time.Now()
+	p, err := loadProgram(ctx, dev, model, f.int8, tensors)
+	if err != nil {
+		return err
+	}
+	compileTime := time.Since(start)
+	matchInputs(p, tensors)
+	s, profiled, where, closeSlot, err := openRunSession(cmd, f, dev, p)
+	if err != nil {
+		return err
+	}
+	defer closeSlot()
+	defer s.Close(context.WithoutCancel(ctx))
+	var res *alidnn.Result
+	for range f.runs {
+		if res, err = s.Run(ctx, tensors...); err != nil {
+			return failed(err)
+		}
+	}
+	if f.profile != "" {
+		if err := writeProfileLog(f.profile, profiled, profiled.Slot()); err != nil {
+			return err
+		}
+	}
+	if len(f.outs) > len(res.Outputs) {
+		return fmt.Errorf("%d --output files for %d outputs", len(f.outs), len(res.Outputs))
+	}
+	for k, path := range f.outs {
+		if err := onnx.WriteTensor(path, res.Outputs[k]); err != nil {
+			return err
+		}
+	}
+	return printRun(cmd, res, compileTime, where, f.outs)
+}
+
+// openRunSession opens a session of p: on the in-process engine dev, or
+// on --slot's or --attach's through faasd, which it returns as profiled
+// along with the closing of its slot. where names the engine for people.
+func openRunSession(cmd *cobra.Command, f *runFlags, dev alidnn.Device, p *alidnn.Program) (s *alidnn.Session, profiled *client.Device, where string, closeSlot func(), err error) {
+	ctx := cmd.Context()
+	if f.slot < 0 && f.attach == "" {
+		s, err = alidnn.Load(ctx, dev, p)
+		return s, nil, "the simulated engine", func() {}, err
+	}
+	var d *client.Device
+	if f.attach != "" {
+		d, closeSlot, where, err = openAttached(cmd, f.attach)
+	} else {
+		d, closeSlot, err = openSlot(cmd, f.slot)
+		where = fmt.Sprintf("slot %d through faasd", f.slot)
+	}
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	if f.profile != "" {
+		d.KeepProfiles(client.MaxKeptProfiles)
+	}
+	s, err = alidnn.Open(ctx, alidnn.Agent(d), p, alidnn.WithBatch(1), alidnn.WithPipeline(1))
+	if err != nil {
+		closeSlot()
+		return nil, nil, "", nil, err
+	}
+	return s, d, where, closeSlot, nil
+}
+
+// printRun reports the last run's times and work, and where its outputs
+// went.
+func printRun(cmd *cobra.Command, res *alidnn.Result, compileTime time.Duration, where string, outs []string) error {
+	st := res.Stats
+	if jsonOutput(cmd) {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+			"device_ns": st.DeviceNS(), "host_ns": res.HostTime.Nanoseconds(), "compile_ns": compileTime.Nanoseconds(),
+			"cycles": st.Cycles, "macs": st.MACs, "instructions": st.Insns, "outputs": outs,
+		})
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "device time  %v (modeled: %d cycles at %d MHz)\n", time.Duration(st.DeviceNS()), st.Cycles, st.ClockMHz)
+	fmt.Fprintf(w, "host time    %v (upload, run on %s, download)\n", res.HostTime.Round(time.Microsecond), where)
+	fmt.Fprintf(w, "compile time %v\n", compileTime.Round(time.Microsecond))
+	fmt.Fprintf(w, "work         %d instructions, %.3g G MACs, %d B loaded, %d B stored\n", st.Insns, float64(st.MACs)/1e9, st.LoadBytes, st.StoreBytes)
+	for k, o := range res.Outputs {
+		where := ""
+		if k < len(outs) {
+			where = " → " + outs[k]
+		}
+		fmt.Fprintf(w, "output %q %v%s\n", o.Name, o.Dims, where)
+	}
+	return nil
 }
 
 // writeProfileLog writes the kept profiles of d, a session on slot, to path.

@@ -128,19 +128,7 @@ shapes (the same on every invocation). Progress goes to stderr unless --json.`,
 				}
 				rows = append(rows, row)
 			}
-			if jsonOutput(cmd) {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-					"model": args[0], "where": where, "duration_ns": duration.Nanoseconds(), "results": rows,
-				})
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(w, "BATCH\tRUNS\tRUNS/S\tP50\tP90\tP99\tDEVICE/RUN\tDEVICE/JOB\tHOST/JOB\tRUNS/JOB\t")
-			for _, r := range rows {
-				fmt.Fprintf(w, "%d\t%d\t%.1f\t%v\t%v\t%v\t%v\t%v\t%v\t%.2f\t\n", r.Batch, r.Runs, r.RunsPerSecond,
-					us(float64(r.P50NS)), us(float64(r.P90NS)), us(float64(r.P99NS)),
-					us(r.DeviceNSRun), us(r.DeviceNSJob), us(r.HostNSJob), float64(r.Runs)/r.Jobs)
-			}
-			return w.Flush()
+			return printBench(cmd, args[0], where, duration, rows)
 		},
 	}
 	cmd.Flags().StringArrayVar(&ins, "input", nil, "input tensor file (TensorProto), once per input (default: pseudo-random)")
@@ -150,6 +138,23 @@ shapes (the same on every invocation). Progress goes to stderr unless --json.`,
 	registryFlag(cmd)
 	cmd.Flags().StringVar(&attach, "attach", "", "run on an accelerator of the registry's pool running this listing (LISTING[:VERSION]) instead of in process")
 	return cmd
+}
+
+// printBench reports the measurements of each batch size.
+func printBench(cmd *cobra.Command, model, where string, duration time.Duration, rows []benchRow) error {
+	if jsonOutput(cmd) {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+			"model": model, "where": where, "duration_ns": duration.Nanoseconds(), "results": rows,
+		})
+	}
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "BATCH\tRUNS\tRUNS/S\tP50\tP90\tP99\tDEVICE/RUN\tDEVICE/JOB\tHOST/JOB\tRUNS/JOB\t")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%d\t%d\t%.1f\t%v\t%v\t%v\t%v\t%v\t%v\t%.2f\t\n", r.Batch, r.Runs, r.RunsPerSecond,
+			us(float64(r.P50NS)), us(float64(r.P90NS)), us(float64(r.P99NS)),
+			us(r.DeviceNSRun), us(r.DeviceNSJob), us(r.HostNSJob), float64(r.Runs)/r.Jobs)
+	}
+	return w.Flush()
 }
 
 func us(ns float64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }

@@ -84,109 +84,157 @@ type job struct {
 // An error means the replay could not go on (a refused program, a lost
 // session); differences in results are in the Report.
 func Run(ctx context.Context, dev *faas.Device, t *tracefile.Trace) (*Report, error) {
-	rep := &Report{}
-	var bufs []*buffer // live, by recorded address
-	find := func(addr uint64) *buffer {
-		for _, b := range bufs {
-			if addr >= b.old && addr < b.old+b.size {
-				return b
-			}
-		}
-		return nil
-	}
-	progs := map[uint64]*faas.Program{}
-	jobs := map[uint64]*job{}
+	p := &player{dev: dev, rep: &Report{}, progs: map[uint64]*faas.Program{}, jobs: map[uint64]*job{}}
 	for i, r := range t.Records {
-		fail := func(err error) (*Report, error) {
-			return rep, fmt.Errorf("replay: record %d (kind %d): %w", i, r.Kind, err)
-		}
+		var err error
 		switch r.Kind {
 		case tracefile.KindAlloc:
-			b, err := dev.Alloc(ctx, int64(r.Size))
-			if err != nil {
-				return fail(err)
-			}
-			bufs = append(bufs, &buffer{old: r.Addr, size: r.Size, b: b})
+			err = p.alloc(ctx, r)
 		case tracefile.KindFree:
-			k := slices.IndexFunc(bufs, func(b *buffer) bool { return b.old == r.Addr })
-			if k < 0 {
-				return fail(fmt.Errorf("free of buffer %#x, which the trace did not allocate", r.Addr))
-			}
-			if err := bufs[k].b.Free(ctx); err != nil {
-				return fail(err)
-			}
-			bufs = slices.Delete(bufs, k, k+1)
+			err = p.free(ctx, r)
 		case tracefile.KindWrite, tracefile.KindRead:
-			b := find(r.Addr)
-			if b == nil || b.old != r.Addr {
-				return fail(fmt.Errorf("buffer %#x, which the trace did not allocate", r.Addr))
-			}
-			if r.Kind == tracefile.KindWrite {
-				if err := b.b.Write(ctx, r.Data, int64(r.Off)); err != nil {
-					return fail(err)
-				}
-				continue
-			}
-			got := make([]byte, len(r.Data))
-			if err := b.b.Read(ctx, got, int64(r.Off)); err != nil {
-				return fail(err)
-			}
-			rep.Reads++
-			if k := firstDiff(got, r.Data); k >= 0 {
-				rep.Mismatched++
-				if len(rep.Mismatches) < maxMismatches {
-					rep.Mismatches = append(rep.Mismatches, Mismatch{Record: i, Addr: r.Addr, Off: int64(r.Off) + int64(k), Want: r.Data[k], Got: got[k]})
-				}
-			}
+			err = p.access(ctx, i, r)
 		case tracefile.KindProgram:
-			insns := slices.Clone(r.Insns)
-			for k := range insns {
-				in := &insns[k]
-				if in.Op != isa.OpLoad && in.Op != isa.OpStore {
-					continue
-				}
-				b := find(in.DRAM)
-				if b == nil {
-					return fail(fmt.Errorf("program %d, instruction %d: address %#x is in no recorded buffer", r.ID, k, in.DRAM))
-				}
-				in.DRAM = in.DRAM - b.old + b.b.Addr()
-			}
-			p, err := dev.Program(ctx, insns)
-			if err != nil {
-				return fail(err)
-			}
-			progs[r.ID] = p
+			err = p.program(ctx, r)
 		case tracefile.KindSubmit:
-			p := progs[r.Program]
-			if p == nil {
-				return fail(fmt.Errorf("job %d runs program %d, which the trace did not store", r.Job, r.Program))
-			}
-			j, err := dev.Queue().Submit(ctx, p)
-			if err != nil {
-				return fail(err)
-			}
-			jobs[r.Job] = &job{j: j, start: time.Now(), recorded: r.NS}
+			err = p.submit(ctx, r)
 		case tracefile.KindDone:
-			jb := jobs[r.Job]
-			if jb == nil {
-				return fail(fmt.Errorf("end of job %d, which the trace did not submit", r.Job))
+			var cancelled bool
+			if cancelled, err = p.done(ctx, r); cancelled {
+				return p.rep, ctx.Err()
 			}
-			delete(jobs, r.Job)
-			st, err := jb.j.Wait(ctx)
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
-			}
-			rep.Jobs++
-			if (err != nil) != r.Failed {
-				rep.FailedJobs++
-			}
-			rep.Recorded = append(rep.Recorded, time.Duration(r.NS-min(jb.recorded, r.NS)))
-			rep.Replayed = append(rep.Replayed, time.Since(jb.start))
-			rep.RecordedCycles += r.Stats.Cycles
-			rep.ReplayedCycles += st.Cycles
+		}
+		if err != nil {
+			return p.rep, fmt.Errorf("replay: record %d (kind %d): %w", i, r.Kind, err)
 		}
 	}
-	return rep, nil
+	return p.rep, nil
+}
+
+// player is a replay under way: the session's buffers, programs and jobs
+// for the recorded ones, and the report so far.
+type player struct {
+	dev   *faas.Device
+	rep   *Report
+	bufs  []*buffer // live, by recorded address
+	progs map[uint64]*faas.Program
+	jobs  map[uint64]*job
+}
+
+// find is the live buffer holding recorded address addr, or nil.
+func (p *player) find(addr uint64) *buffer {
+	for _, b := range p.bufs {
+		if addr >= b.old && addr < b.old+b.size {
+			return b
+		}
+	}
+	return nil
+}
+
+func (p *player) alloc(ctx context.Context, r tracefile.Record) error {
+	b, err := p.dev.Alloc(ctx, int64(r.Size))
+	if err != nil {
+		return err
+	}
+	p.bufs = append(p.bufs, &buffer{old: r.Addr, size: r.Size, b: b})
+	return nil
+}
+
+func (p *player) free(ctx context.Context, r tracefile.Record) error {
+	k := slices.IndexFunc(p.bufs, func(b *buffer) bool { return b.old == r.Addr })
+	if k < 0 {
+		return fmt.Errorf("free of buffer %#x, which the trace did not allocate", r.Addr)
+	}
+	if err := p.bufs[k].b.Free(ctx); err != nil {
+		return err
+	}
+	p.bufs = slices.Delete(p.bufs, k, k+1)
+	return nil
+}
+
+// access replays record i, a write, or a read whose bytes it compares
+// with the recorded ones.
+func (p *player) access(ctx context.Context, i int, r tracefile.Record) error {
+	b := p.find(r.Addr)
+	if b == nil || b.old != r.Addr {
+		return fmt.Errorf("buffer %#x, which the trace did not allocate", r.Addr)
+	}
+	if r.Kind == tracefile.KindWrite {
+		return b.b.Write(ctx, r.Data, int64(r.Off))
+	}
+	got := make([]byte, len(r.Data))
+	if err := b.b.Read(ctx, got, int64(r.Off)); err != nil {
+		return err
+	}
+	rep := p.rep
+	rep.Reads++
+	if k := firstDiff(got, r.Data); k >= 0 {
+		rep.Mismatched++
+		if len(rep.Mismatches) < maxMismatches {
+			rep.Mismatches = append(rep.Mismatches, Mismatch{Record: i, Addr: r.Addr, Off: int64(r.Off) + int64(k), Want: r.Data[k], Got: got[k]})
+		}
+	}
+	return nil
+}
+
+// program stores a recorded program, its LOADs and STOREs relocated from
+// the recorded buffers to the live ones.
+func (p *player) program(ctx context.Context, r tracefile.Record) error {
+	insns := slices.Clone(r.Insns)
+	for k := range insns {
+		in := &insns[k]
+		if in.Op != isa.OpLoad && in.Op != isa.OpStore {
+			continue
+		}
+		b := p.find(in.DRAM)
+		if b == nil {
+			return fmt.Errorf("program %d, instruction %d: address %#x is in no recorded buffer", r.ID, k, in.DRAM)
+		}
+		in.DRAM = in.DRAM - b.old + b.b.Addr()
+	}
+	prog, err := p.dev.Program(ctx, insns)
+	if err != nil {
+		return err
+	}
+	p.progs[r.ID] = prog
+	return nil
+}
+
+func (p *player) submit(ctx context.Context, r tracefile.Record) error {
+	prog := p.progs[r.Program]
+	if prog == nil {
+		return fmt.Errorf("job %d runs program %d, which the trace did not store", r.Job, r.Program)
+	}
+	j, err := p.dev.Queue().Submit(ctx, prog)
+	if err != nil {
+		return err
+	}
+	p.jobs[r.Job] = &job{j: j, start: time.Now(), recorded: r.NS}
+	return nil
+}
+
+// done waits for a job's end and adds it to the report; cancelled says ctx
+// ended while it waited.
+func (p *player) done(ctx context.Context, r tracefile.Record) (cancelled bool, err error) {
+	jb := p.jobs[r.Job]
+	if jb == nil {
+		return false, fmt.Errorf("end of job %d, which the trace did not submit", r.Job)
+	}
+	delete(p.jobs, r.Job)
+	st, err := jb.j.Wait(ctx)
+	if ctx.Err() != nil {
+		return true, nil
+	}
+	rep := p.rep
+	rep.Jobs++
+	if (err != nil) != r.Failed {
+		rep.FailedJobs++
+	}
+	rep.Recorded = append(rep.Recorded, time.Duration(r.NS-min(jb.recorded, r.NS)))
+	rep.Replayed = append(rep.Replayed, time.Since(jb.start))
+	rep.RecordedCycles += r.Stats.Cycles
+	rep.ReplayedCycles += st.Cycles
+	return false, nil
 }
 
 func firstDiff(a, b []byte) int {

@@ -142,68 +142,22 @@ func env(k, def string) string {
 	return def
 }
 
+// serveSettings are what serve reads from its flags, the environment and
+// the files they name before it opens anything.
+type serveSettings struct {
+	token, enrollment string
+	trust             []crypto.PublicKey
+	mirrors           []*url.URL
+	tenants           map[int]string
+	shared            map[int][]string
+}
+
 func serve(cmd *cobra.Command, f serveFlags) error {
 	ctx := cmd.Context()
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
-	if f.registry == "" || f.nodeUser == "" || len(f.trustKeys) == 0 {
-		return errors.New("--registry, --node-user and --trust-key are required")
-	}
-	token := os.Getenv("FAAS_NODE_TOKEN")
-	if f.nodeTokenFile != "" {
-		b, err := os.ReadFile(f.nodeTokenFile)
-		if err != nil {
-			return err
-		}
-		token = strings.TrimSpace(string(b))
-	}
-	if token == "" {
-		return errors.New("no node token: set --node-token-file or $FAAS_NODE_TOKEN")
-	}
-	enrollment := os.Getenv("FAAS_ENROLLMENT_TOKEN")
-	if f.enrollmentFile != "" {
-		b, err := os.ReadFile(f.enrollmentFile)
-		if err != nil {
-			return err
-		}
-		enrollment = strings.TrimSpace(string(b))
-	}
-	var trust []crypto.PublicKey
-	for _, p := range f.trustKeys {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		k, err := sign.LoadPublicKey(b)
-		if err != nil {
-			return fmt.Errorf("--trust-key %s: %w", p, err)
-		}
-		trust = append(trust, k)
-	}
-	var mirrors []*url.URL
-	for _, m := range f.mirrors {
-		u, err := mirror.ParseURL(m)
-		if err != nil {
-			return fmt.Errorf("--registry-mirror: %w", err)
-		}
-		mirrors = append(mirrors, u)
-	}
-	tenants := map[int]string{}
-	for _, t := range f.tenants {
-		u, name, ok := strings.Cut(t, "=")
-		uid, err := strconv.Atoi(u)
-		if !ok || err != nil || name == "" {
-			return fmt.Errorf("--tenant %q: want UID=NAME", t)
-		}
-		tenants[uid] = name
-	}
-	shared := map[int][]string{}
-	for _, sh := range f.shares {
-		n, names, ok := strings.Cut(sh, "=")
-		slot, err := strconv.Atoi(n)
-		if !ok || err != nil || slot < 0 || names == "" {
-			return fmt.Errorf("--share %q: want SLOT=NAME[,NAME…]", sh)
-		}
-		shared[slot] = append(shared[slot], strings.Split(names, ",")...)
+	st, err := readServeSettings(f)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
 		return err
@@ -224,11 +178,11 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 			b.Close()
 		}
 	}()
-	reg, err := regclient.New(f.registry, f.nodeUser, token, nil)
+	reg, err := regclient.New(f.registry, f.nodeUser, st.token, nil)
 	if err != nil {
 		return err
 	}
-	reg.WithEnrollmentToken(enrollment).WithLogger(log.With("component", "regclient"))
+	reg.WithEnrollmentToken(st.enrollment).WithLogger(log.With("component", "regclient"))
 	// Usage the registry has not taken yet outlives this process.
 	if err := reg.SpoolUsage(filepath.Join(f.stateDir, "usage")); err != nil {
 		log.Error("usage spool", "err", err)
@@ -253,58 +207,25 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var pulls http.RoundTripper // nil: the loader's default
-	if len(mirrors) > 0 {
-		// dfdaemon takes the origin from this header rather than from its
-		// own registryMirror.addr, so one dfdaemon serves containerd's
-		// pulls and faasd's; other mirrors ignore it.
-		scheme := "https"
-		if reg.Insecure() {
-			scheme = "http"
-		}
-		origin := http.Header{"X-Dragonfly-Registry": {scheme + "://" + reg.Host()}}
-		pulls, err = mirror.New(mirror.Config{Registry: reg.Host(), Mirrors: mirrors, Header: origin,
-			Metrics: mirror.NewMetrics(metrics), Logger: log.With("component", "mirror")})
-		if err != nil {
-			return err
-		}
+	pulls, err := pullTransport(reg, st.mirrors, metrics, log)
+	if err != nil {
+		return err
 	}
 	ld, err := loader.New(loader.Config{Slots: table, Cache: c, Registry: reg, NodeID: node.ID, NodeKey: node.Key,
-		PlatformKeys: trust, Transport: pulls, Metrics: loader.NewMetrics(metrics), Logger: log})
+		PlatformKeys: st.trust, Transport: pulls, Metrics: loader.NewMetrics(metrics), Logger: log})
 	if err != nil {
 		return err
 	}
 	metrics.MustRegister(server.NewCollector(table, c))
-	cfg := server.Config{Socket: f.socket, Tenants: tenants, Operators: f.operators, Slots: table, Cache: c,
-		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: shared,
+	cfg := server.Config{Socket: f.socket, Tenants: st.tenants, Operators: f.operators, Slots: table, Cache: c,
+		Loader: ld, Registry: reg, NodeID: node.ID, Gatherer: metrics, Logger: log, SharedWith: st.shared,
 		JobTimeout: f.jobTimeout, Heartbeat: f.heartbeat, KeepWarm: f.keepWarm}
-	if f.heartbeat <= 0 {
-		return errors.New("--heartbeat must be positive")
+	if err := configureListen(f, node.ID, &cfg); err != nil {
+		return err
 	}
-	if f.listen == "" && (f.advertise != "" || f.tlsCert != "" || f.tlsKey != "") {
-		return errors.New("--advertise, --tls-cert and --tls-key need --listen")
-	}
-	if f.listen != "" {
-		if cfg.TLS, err = listenTLS(f, node.ID); err != nil {
-			return err
-		}
-		if cfg.Advertise, err = advertiseURL(f.advertise, f.hostname, f.listen); err != nil {
-			return err
-		}
-		cfg.TCPAddr = f.listen
-	}
-	var plugin *deviceplugin.Plugin
-	if f.devicePlugin {
-		if filepath.Dir(f.podSocket) == filepath.Dir(f.socket) {
-			return fmt.Errorf("--pod-socket %s: its directory is mounted into containers, so it must not hold --socket %s", f.podSocket, f.socket)
-		}
-		cfg.Grants, cfg.PodSocket = server.NewGrants(), f.podSocket
-		plugin, err = deviceplugin.New(deviceplugin.Config{Slots: table, Grants: cfg.Grants, PodSocket: f.podSocket,
-			Dir: f.pluginDir, SharesPerChip: f.sharesPerChip, PodResources: f.podResources, CDIDir: f.cdiDir,
-			Logger: log.With("component", "deviceplugin")})
-		if err != nil {
-			return err
-		}
+	plugin, err := newDevicePlugin(f, table, &cfg, log)
+	if err != nil {
+		return err
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -321,6 +242,146 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	log.Info("faasd ready", "socket", f.socket, "node", node.ID, "boards", len(bs), "device-plugin", f.devicePlugin,
 		"registry-mirrors", f.mirrors)
 	return srv.Serve(ctx)
+}
+
+// readServeSettings checks the required flags and reads the tokens, trust
+// keys, mirrors, tenants and shares.
+func readServeSettings(f serveFlags) (*serveSettings, error) {
+	if f.registry == "" || f.nodeUser == "" || len(f.trustKeys) == 0 {
+		return nil, errors.New("--registry, --node-user and --trust-key are required")
+	}
+	st := &serveSettings{}
+	var err error
+	if st.token, err = secret(f.nodeTokenFile, "FAAS_NODE_TOKEN"); err != nil {
+		return nil, err
+	}
+	if st.token == "" {
+		return nil, errors.New("no node token: set --node-token-file or $FAAS_NODE_TOKEN")
+	}
+	if st.enrollment, err = secret(f.enrollmentFile, "FAAS_ENROLLMENT_TOKEN"); err != nil {
+		return nil, err
+	}
+	for _, p := range f.trustKeys {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		k, err := sign.LoadPublicKey(b)
+		if err != nil {
+			return nil, fmt.Errorf("--trust-key %s: %w", p, err)
+		}
+		st.trust = append(st.trust, k)
+	}
+	for _, m := range f.mirrors {
+		u, err := mirror.ParseURL(m)
+		if err != nil {
+			return nil, fmt.Errorf("--registry-mirror: %w", err)
+		}
+		st.mirrors = append(st.mirrors, u)
+	}
+	if st.tenants, err = parseTenants(f.tenants); err != nil {
+		return nil, err
+	}
+	if st.shared, err = parseShares(f.shares); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// secret is the trimmed content of file, or, without one, $envVar.
+func secret(file, envVar string) (string, error) {
+	if file == "" {
+		return os.Getenv(envVar), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// parseTenants reads --tenant's UID=NAME mappings.
+func parseTenants(flags []string) (map[int]string, error) {
+	tenants := map[int]string{}
+	for _, t := range flags {
+		u, name, ok := strings.Cut(t, "=")
+		uid, err := strconv.Atoi(u)
+		if !ok || err != nil || name == "" {
+			return nil, fmt.Errorf("--tenant %q: want UID=NAME", t)
+		}
+		tenants[uid] = name
+	}
+	return tenants, nil
+}
+
+// parseShares reads --share's SLOT=NAME[,NAME…] grants.
+func parseShares(flags []string) (map[int][]string, error) {
+	shared := map[int][]string{}
+	for _, sh := range flags {
+		n, names, ok := strings.Cut(sh, "=")
+		slot, err := strconv.Atoi(n)
+		if !ok || err != nil || slot < 0 || names == "" {
+			return nil, fmt.Errorf("--share %q: want SLOT=NAME[,NAME…]", sh)
+		}
+		shared[slot] = append(shared[slot], strings.Split(names, ",")...)
+	}
+	return shared, nil
+}
+
+// pullTransport is the transport of layer pulls: through the mirrors, if
+// any; nil (the loader's default) otherwise.
+func pullTransport(reg *regclient.Client, mirrors []*url.URL, metrics *prometheus.Registry, log *slog.Logger) (http.RoundTripper, error) {
+	if len(mirrors) == 0 {
+		return nil, nil
+	}
+	// dfdaemon takes the origin from this header rather than from its
+	// own registryMirror.addr, so one dfdaemon serves containerd's
+	// pulls and faasd's; other mirrors ignore it.
+	scheme := "https"
+	if reg.Insecure() {
+		scheme = "http"
+	}
+	origin := http.Header{"X-Dragonfly-Registry": {scheme + "://" + reg.Host()}}
+	return mirror.New(mirror.Config{Registry: reg.Host(), Mirrors: mirrors, Header: origin,
+		Metrics: mirror.NewMetrics(metrics), Logger: log.With("component", "mirror")})
+}
+
+// configureListen checks --heartbeat and sets up --listen's TLS and the
+// URL advertised for it.
+func configureListen(f serveFlags, nodeID string, cfg *server.Config) error {
+	if f.heartbeat <= 0 {
+		return errors.New("--heartbeat must be positive")
+	}
+	if f.listen == "" && (f.advertise != "" || f.tlsCert != "" || f.tlsKey != "") {
+		return errors.New("--advertise, --tls-cert and --tls-key need --listen")
+	}
+	if f.listen == "" {
+		return nil
+	}
+	var err error
+	if cfg.TLS, err = listenTLS(f, nodeID); err != nil {
+		return err
+	}
+	if cfg.Advertise, err = advertiseURL(f.advertise, f.hostname, f.listen); err != nil {
+		return err
+	}
+	cfg.TCPAddr = f.listen
+	return nil
+}
+
+// newDevicePlugin makes the Kubernetes device plugin if --device-plugin
+// asks for it, and gives the server its grants.
+func newDevicePlugin(f serveFlags, table *slots.Table, cfg *server.Config, log *slog.Logger) (*deviceplugin.Plugin, error) {
+	if !f.devicePlugin {
+		return nil, nil
+	}
+	if filepath.Dir(f.podSocket) == filepath.Dir(f.socket) {
+		return nil, fmt.Errorf("--pod-socket %s: its directory is mounted into containers, so it must not hold --socket %s", f.podSocket, f.socket)
+	}
+	cfg.Grants, cfg.PodSocket = server.NewGrants(), f.podSocket
+	return deviceplugin.New(deviceplugin.Config{Slots: table, Grants: cfg.Grants, PodSocket: f.podSocket,
+		Dir: f.pluginDir, SharesPerChip: f.sharesPerChip, PodResources: f.podResources, CDIDir: f.cdiDir,
+		Logger: log.With("component", "deviceplugin")})
 }
 
 func openBoardsForServe(cmd *cobra.Command, f serveFlags) ([]*device.Board, error) {

@@ -19,8 +19,7 @@ import (
 // attachments, one's history, and detaching one.
 func attachmentsCommand() *cobra.Command {
 	var cfg server.Config
-	var asJSON bool
-	var filter api.AttachmentFilter
+	var f attachmentsFlags
 	cmd := &cobra.Command{
 		Use:   "attachments",
 		Short: "list, show and detach the pool's attachments",
@@ -51,93 +50,93 @@ unknown attachment or any other failure.`,
 			return run(cmd.Context(), srv.Market(), cmd.OutOrStdout(), args)
 		}
 	}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "list attachments",
-		Args:  cobra.NoArgs,
-		RunE: withMarket(func(ctx context.Context, pool *api.API, out io.Writer, _ []string) error {
-			as, err := pool.Attachments(ctx, filter)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if as == nil {
-					as = []poolapi.Attachment{}
-				}
-				return report(out, true, as, "")
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATE\tTENANT\tLISTING\tVERSION\tNODE\tSLOT\tSHARE\tCREATED\tENDED")
-			for _, a := range as {
-				ended := "-"
-				if a.EndedAt != nil {
-					ended = a.EndedAt.UTC().Format(time.RFC3339)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%v\t%s\t%s\n", a.ID, a.State, a.Tenant, a.Listing, a.Version, a.Node, a.Slot,
-					a.Share, a.CreatedAt.UTC().Format(time.RFC3339), ended)
-			}
-			return tw.Flush()
-		}),
-	}
-	list.Flags().StringVar(&filter.State, "state", "", "only attachments in this state (or live)")
-	list.Flags().StringVar(&filter.Node, "node", "", "only attachments on this node (id or host name)")
-	list.Flags().StringVar(&filter.Tenant, "tenant", "", "only this tenant's attachments (account id or name)")
-	list.Flags().IntVar(&filter.Limit, "limit", 0, fmt.Sprintf("at most this many (default and most %d)", api.MaxLimit))
-	show := &cobra.Command{
-		Use:   "show ID",
-		Short: "show an attachment and its history",
-		Args:  cobra.ExactArgs(1),
-		RunE: withMarket(func(ctx context.Context, pool *api.API, out io.Writer, args []string) error {
-			h, err := pool.AttachmentHistory(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return report(out, true, h, "")
-			}
-			a := h.Attachment
-			fmt.Fprintf(out, "attachment  %s\nstate       %s", a.ID, a.State)
-			if a.Error != "" {
-				fmt.Fprintf(out, ": %s", a.Error)
-			}
-			fmt.Fprintf(out, "\ntenant      %s\nlisting     %s %s (%s@%s)\nnode        %s (%s) slot %d, share %v, warm %v\n",
-				a.Tenant, a.Listing, a.Version, a.Repository, a.Digest, a.Node, a.NodeID, a.Slot, a.Share, a.Warm)
-			fmt.Fprintf(out, "lease       %ds, expires %s\ncreated     %s\n", a.LeaseSeconds, a.LeaseExpiresAt.UTC().Format(time.RFC3339),
-				a.CreatedAt.UTC().Format(time.RFC3339))
-			if a.EndedAt != nil {
-				fmt.Fprintf(out, "ended       %s\n", a.EndedAt.UTC().Format(time.RFC3339))
-			}
-			fmt.Fprintln(out, "history:")
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			for _, e := range h.History {
-				outcome := ""
-				if e.Outcome != "" && e.Outcome != "ok" {
-					outcome = " (" + e.Outcome + ")"
-				}
-				fmt.Fprintf(tw, "  %s\t%s%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339Nano), e.Action, outcome, e.ActorName, e.Details)
-			}
-			return tw.Flush()
-		}),
-	}
-	detach := &cobra.Command{
-		Use:   "detach ID",
-		Short: "end an attachment now",
-		Args:  cobra.ExactArgs(1),
-		RunE: withMarket(func(ctx context.Context, pool *api.API, out io.Writer, args []string) error {
-			a, ended, err := pool.DetachAttachment(ctx, operator(), args[0])
-			if err != nil {
-				return err
-			}
-			if !ended {
-				return report(out, asJSON, a, "attachment %s had already ended: %s\n", a.ID, a.State)
-			}
-			return report(out, asJSON, a, "attachment %s detached; node %s releases slot %d\n", a.ID, a.Node, a.Slot)
-		}),
-	}
+	list := &cobra.Command{Use: "list", Short: "list attachments", Args: cobra.NoArgs, RunE: withMarket(f.list)}
+	list.Flags().StringVar(&f.filter.State, "state", "", "only attachments in this state (or live)")
+	list.Flags().StringVar(&f.filter.Node, "node", "", "only attachments on this node (id or host name)")
+	list.Flags().StringVar(&f.filter.Tenant, "tenant", "", "only this tenant's attachments (account id or name)")
+	list.Flags().IntVar(&f.filter.Limit, "limit", 0, fmt.Sprintf("at most this many (default and most %d)", api.MaxLimit))
+	show := &cobra.Command{Use: "show ID", Short: "show an attachment and its history", Args: cobra.ExactArgs(1), RunE: withMarket(f.show)}
+	detach := &cobra.Command{Use: "detach ID", Short: "end an attachment now", Args: cobra.ExactArgs(1), RunE: withMarket(f.detach)}
 	for _, c := range []*cobra.Command{list, show, detach} {
 		storeFlags(c.Flags(), &cfg)
-		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+		c.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// attachmentsFlags are the flags of the attachments subcommands.
+type attachmentsFlags struct {
+	asJSON bool
+	filter api.AttachmentFilter // list's
+}
+
+// list prints the attachments the filter selects, newest first.
+func (f *attachmentsFlags) list(ctx context.Context, pool *api.API, out io.Writer, _ []string) error {
+	as, err := pool.Attachments(ctx, f.filter)
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		if as == nil {
+			as = []poolapi.Attachment{}
+		}
+		return report(out, true, as, "")
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tTENANT\tLISTING\tVERSION\tNODE\tSLOT\tSHARE\tCREATED\tENDED")
+	for _, a := range as {
+		ended := "-"
+		if a.EndedAt != nil {
+			ended = a.EndedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%v\t%s\t%s\n", a.ID, a.State, a.Tenant, a.Listing, a.Version, a.Node, a.Slot,
+			a.Share, a.CreatedAt.UTC().Format(time.RFC3339), ended)
+	}
+	return tw.Flush()
+}
+
+// show prints attachment args[0] and its history.
+func (f *attachmentsFlags) show(ctx context.Context, pool *api.API, out io.Writer, args []string) error {
+	h, err := pool.AttachmentHistory(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return report(out, true, h, "")
+	}
+	a := h.Attachment
+	fmt.Fprintf(out, "attachment  %s\nstate       %s", a.ID, a.State)
+	if a.Error != "" {
+		fmt.Fprintf(out, ": %s", a.Error)
+	}
+	fmt.Fprintf(out, "\ntenant      %s\nlisting     %s %s (%s@%s)\nnode        %s (%s) slot %d, share %v, warm %v\n",
+		a.Tenant, a.Listing, a.Version, a.Repository, a.Digest, a.Node, a.NodeID, a.Slot, a.Share, a.Warm)
+	fmt.Fprintf(out, "lease       %ds, expires %s\ncreated     %s\n", a.LeaseSeconds, a.LeaseExpiresAt.UTC().Format(time.RFC3339),
+		a.CreatedAt.UTC().Format(time.RFC3339))
+	if a.EndedAt != nil {
+		fmt.Fprintf(out, "ended       %s\n", a.EndedAt.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(out, "history:")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, e := range h.History {
+		outcome := ""
+		if e.Outcome != "" && e.Outcome != "ok" {
+			outcome = " (" + e.Outcome + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339Nano), e.Action, outcome, e.ActorName, e.Details)
+	}
+	return tw.Flush()
+}
+
+// detach ends attachment args[0].
+func (f *attachmentsFlags) detach(ctx context.Context, pool *api.API, out io.Writer, args []string) error {
+	a, ended, err := pool.DetachAttachment(ctx, operator(), args[0])
+	if err != nil {
+		return err
+	}
+	if !ended {
+		return report(out, f.asJSON, a, "attachment %s had already ended: %s\n", a.ID, a.State)
+	}
+	return report(out, f.asJSON, a, "attachment %s detached; node %s releases slot %d\n", a.ID, a.Node, a.Slot)
 }

@@ -20,8 +20,7 @@ import (
 // which nodes may receive data keys.
 func nodesCommand() *cobra.Command {
 	var cfg server.Config
-	var asJSON bool
-	var ttl time.Duration
+	var f nodesFlags
 	cmd := &cobra.Command{
 		Use:   "nodes",
 		Short: "list, approve, revoke and repin nodes; make one-time enrollment tokens",
@@ -50,111 +49,115 @@ Exit codes: 0 done; 2 usage error, unknown node or any other failure.`,
 			return run(cmd.Context(), srv, cmd.OutOrStdout(), args)
 		}
 	}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "list nodes",
-		Args:  cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, srv *server.Server, out io.Writer, _ []string) error {
-			nodes, err := nodetrust.List(ctx, srv.Pool())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if nodes == nil {
-					nodes = []nodetrust.Node{}
-				}
-				return json.NewEncoder(out).Encode(nodes)
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tHOST\tACCOUNT\tSTATE\tLAST HEARTBEAT\tENDPOINT\tATTACHMENTS")
-			for _, n := range nodes {
-				hb := "never"
-				if n.LastHeartbeatAt != nil {
-					hb = n.LastHeartbeatAt.UTC().Format(time.RFC3339)
-				}
-				ep := n.Endpoint
-				if ep == "" {
-					ep = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", n.ID, n.Hostname, n.Account, n.State(), hb, ep, n.Attachments)
-			}
-			return tw.Flush()
-		}),
-	}
-	trust := func(approve bool) func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
-		return func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
-			action, f, verb := "node.revoke", nodetrust.Revoke, "revoked"
-			if approve {
-				action, f, verb = "node.approve", nodetrust.Approve, "approved"
-			}
-			actor := operator()
-			err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
-				id, err := nodetrust.Resolve(ctx, tx, args[0])
-				if err != nil {
-					return err
-				}
-				if err := f(ctx, tx, id, actor); err != nil {
-					return err
-				}
-				args[0] = id
-				return nodetrust.Audit(ctx, tx, actor, action, "node", id, nil)
-			})
-			if err != nil {
-				return err
-			}
-			return report(out, asJSON, map[string]string{"id": args[0], "state": verb}, "node %s %s\n", args[0], verb)
-		}
-	}
-	approve := &cobra.Command{Use: "approve NODE", Short: "trust a node with data keys", Args: cobra.ExactArgs(1), RunE: withStore(trust(true))}
-	revoke := &cobra.Command{Use: "revoke NODE", Short: "stop trusting a node, for good", Args: cobra.ExactArgs(1), RunE: withStore(trust(false))}
-	repin := &cobra.Command{
-		Use: "repin NODE", Short: "forget a node's pinned TLS certificate", Args: cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
-			actor := operator()
-			err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
-				id, err := nodetrust.Resolve(ctx, tx, args[0])
-				if err != nil {
-					return err
-				}
-				if _, err := nodetrust.Repin(ctx, tx, id); err != nil {
-					return err
-				}
-				args[0] = id
-				return nodetrust.Audit(ctx, tx, actor, "node.repin", "node", id, nil)
-			})
-			if err != nil {
-				return err
-			}
-			return report(out, asJSON, map[string]string{"id": args[0], "tls_certificate": ""}, "node %s repinned: its next certificate is pinned\n", args[0])
-		}),
-	}
-	enroll := &cobra.Command{
-		Use:   "enroll",
-		Short: "print a one-time enrollment token",
-		Args:  cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, srv *server.Server, out io.Writer, _ []string) error {
-			actor := operator()
-			var e nodetrust.Enrollment
-			err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
-				var err error
-				if e, err = nodetrust.CreateEnrollment(ctx, tx, actor, ttl); err != nil {
-					return err
-				}
-				return nodetrust.Audit(ctx, tx, actor, "node.enrollment.create", "enrollment", e.ID, map[string]any{"expires_at": e.ExpiresAt})
-			})
-			if err != nil {
-				return err
-			}
-			return report(out, asJSON, e, "%s\n", e.Token)
-		}),
-	}
-	enroll.Flags().DurationVar(&ttl, "ttl", nodetrust.DefaultEnrollmentTTL, "how long the token stays usable")
+	list := &cobra.Command{Use: "list", Short: "list nodes", Args: cobra.NoArgs, RunE: withStore(f.list)}
+	approve := &cobra.Command{Use: "approve NODE", Short: "trust a node with data keys", Args: cobra.ExactArgs(1), RunE: withStore(f.trust(true))}
+	revoke := &cobra.Command{Use: "revoke NODE", Short: "stop trusting a node, for good", Args: cobra.ExactArgs(1), RunE: withStore(f.trust(false))}
+	repin := &cobra.Command{Use: "repin NODE", Short: "forget a node's pinned TLS certificate", Args: cobra.ExactArgs(1), RunE: withStore(f.repin)}
+	enroll := &cobra.Command{Use: "enroll", Short: "print a one-time enrollment token", Args: cobra.NoArgs, RunE: withStore(f.enroll)}
+	enroll.Flags().DurationVar(&f.ttl, "ttl", nodetrust.DefaultEnrollmentTTL, "how long the token stays usable")
 	for _, c := range []*cobra.Command{list, approve, revoke, repin, enroll} {
 		storeFlags(c.Flags(), &cfg)
-		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+		c.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// nodesFlags are the flags of the nodes subcommands.
+type nodesFlags struct {
+	asJSON bool
+	ttl    time.Duration // enroll's
+}
+
+// list prints every node with its state.
+func (f *nodesFlags) list(ctx context.Context, srv *server.Server, out io.Writer, _ []string) error {
+	nodes, err := nodetrust.List(ctx, srv.Pool())
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		if nodes == nil {
+			nodes = []nodetrust.Node{}
+		}
+		return json.NewEncoder(out).Encode(nodes)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tHOST\tACCOUNT\tSTATE\tLAST HEARTBEAT\tENDPOINT\tATTACHMENTS")
+	for _, n := range nodes {
+		hb := "never"
+		if n.LastHeartbeatAt != nil {
+			hb = n.LastHeartbeatAt.UTC().Format(time.RFC3339)
+		}
+		ep := n.Endpoint
+		if ep == "" {
+			ep = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", n.ID, n.Hostname, n.Account, n.State(), hb, ep, n.Attachments)
+	}
+	return tw.Flush()
+}
+
+// trust approves or revokes node args[0].
+func (f *nodesFlags) trust(approve bool) func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
+	return func(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
+		action, set, verb := "node.revoke", nodetrust.Revoke, "revoked"
+		if approve {
+			action, set, verb = "node.approve", nodetrust.Approve, "approved"
+		}
+		actor := operator()
+		err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
+			id, err := nodetrust.Resolve(ctx, tx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := set(ctx, tx, id, actor); err != nil {
+				return err
+			}
+			args[0] = id
+			return nodetrust.Audit(ctx, tx, actor, action, "node", id, nil)
+		})
+		if err != nil {
+			return err
+		}
+		return report(out, f.asJSON, map[string]string{"id": args[0], "state": verb}, "node %s %s\n", args[0], verb)
+	}
+}
+
+// repin forgets node args[0]'s pinned TLS certificate.
+func (f *nodesFlags) repin(ctx context.Context, srv *server.Server, out io.Writer, args []string) error {
+	actor := operator()
+	err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
+		id, err := nodetrust.Resolve(ctx, tx, args[0])
+		if err != nil {
+			return err
+		}
+		if _, err := nodetrust.Repin(ctx, tx, id); err != nil {
+			return err
+		}
+		args[0] = id
+		return nodetrust.Audit(ctx, tx, actor, "node.repin", "node", id, nil)
+	})
+	if err != nil {
+		return err
+	}
+	return report(out, f.asJSON, map[string]string{"id": args[0], "tls_certificate": ""}, "node %s repinned: its next certificate is pinned\n", args[0])
+}
+
+// enroll prints a one-time enrollment token.
+func (f *nodesFlags) enroll(ctx context.Context, srv *server.Server, out io.Writer, _ []string) error {
+	actor := operator()
+	var e nodetrust.Enrollment
+	err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
+		var err error
+		if e, err = nodetrust.CreateEnrollment(ctx, tx, actor, f.ttl); err != nil {
+			return err
+		}
+		return nodetrust.Audit(ctx, tx, actor, "node.enrollment.create", "enrollment", e.ID, map[string]any{"expires_at": e.ExpiresAt})
+	})
+	if err != nil {
+		return err
+	}
+	return report(out, f.asJSON, e, "%s\n", e.Token)
 }
 
 // operator names who runs the command, for the audit log.

@@ -245,15 +245,15 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 	slot := a.Slot
 	res, err := s.cfg.Loader.Load(lctx, loader.Request{ID: newID(), Image: s.cfg.Registry.Host() + "/" + a.Repository + "@" + a.Digest,
 		Slot: &slot, Tenant: loader.Tenant{Name: a.Tenant, ID: a.TenantID, Grant: &grant},
-		// The pool's hold goes in the load's records: faasd killed
-		// before own below must still clear the slot on release.
+		// The pool's hold goes in the load's own records (loading,
+		// then loaded): faasd killed at any point of the load still
+		// knows after a restart that the slots are the pool's to clear.
 		Pool: &slots.Pool{Attachment: a.ID}})
 	s.poke()
 	if err != nil {
 		return nil, errors.New(wireError(err).Message)
 	}
 	s.hub.closeSlots(res.Slots)
-	p.own(res.Slots, a.ID)
 	return res.Slots, nil
 }
 

@@ -227,14 +227,6 @@ func (p *pool) covered(i int) bool {
 	return false
 }
 
-// own records that the pool holds group, loaded for attachment id (or
-// taken warm by it).
-func (p *pool) own(group []int, id string) {
-	if err := p.s.cfg.Slots.SetPool(group, &slots.Pool{Attachment: id}); err != nil {
-		p.s.log.Warn("pool: recording the slots it holds", "slots", group, "attachment", id, "err", err)
-	}
-}
-
 // owns reports whether the pool loaded slot i.
 func (p *pool) owns(i int) bool {
 	return p.s.cfg.Slots.Record(i).Pool != nil

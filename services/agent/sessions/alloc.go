@@ -12,8 +12,13 @@ const (
 type extent struct{ base, end uint64 }
 
 // arena is a first-fit allocator over one address range. Its free list is
-// sorted by address and coalesced: no two free extents touch.
-type arena struct{ free []extent }
+// sorted by address and coalesced: no two free extents touch. high is the
+// end of the highest extent it ever handed out (0: none): nothing above it
+// was written through the arena.
+type arena struct {
+	free []extent
+	high uint64
+}
 
 func newArena(base, end uint64) arena {
 	if end <= base {
@@ -41,6 +46,7 @@ func (a *arena) alloc(n, align uint64) (uint64, bool) {
 			rest = append(rest, extent{start + n, f.end})
 		}
 		a.free = append(a.free[:k], append(rest, a.free[k+1:]...)...)
+		a.high = max(a.high, start+n)
 		return start, true
 	}
 	return 0, false

@@ -228,3 +228,36 @@ func TestProgramAreaFull(t *testing.T) {
 		t.Fatal(c.Err)
 	}
 }
+
+// TestCloseZeroesWhatWasWritten: Close zeroes every byte the session
+// wrote — buffers still held, buffers freed before, programs — though it
+// zeroes only the spans the session used, not the whole region.
+func TestCloseZeroesWhatWasWritten(t *testing.T) {
+	e, chip := newEngine(t, sessions.Config{})
+	ctx := context.Background()
+	s := open(t, e, "a")
+	r := s.Region()
+	secret := bytes.Repeat([]byte("secret!!"), 1024)
+	var bs []sessions.Buffer
+	for range 3 {
+		b := alloc(t, s, uint64(len(secret)))
+		if err := s.Write(ctx, b.Handle, 0, secret); err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	if err := s.Free(bs[2].Handle); err != nil { // the highest, freed
+		t.Fatal(err)
+	}
+	program(t, s, finishOnly)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	region := make([]byte, r.Limit-r.Base)
+	if err := chip.Read(ctx, r.Base, region); err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.IndexFunc(region, func(c rune) bool { return c != 0 }); i >= 0 {
+		t.Fatalf("byte %#x of the closed session's region is not zero", r.Base+uint64(i))
+	}
+}

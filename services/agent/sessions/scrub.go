@@ -12,7 +12,7 @@ import (
 // The agent area of every session's region lies between its buffers and
 // its program area: the scrub program, then zeros the scrub's LOADs read. No buffer lies there and no
 // tenant instruction may reach it, so only the agent writes it; the zeros
-// are written at Open and Close zeroes the whole region.
+// are written at Open and Close zeroes them with all else the session wrote.
 const (
 	scrubProgBytes = 4 << 10  // room for 256 instructions; a scrub needs about 30
 	scrubZeroBytes = 64 << 10 // the larger, the fewer LOADs (and latencies) per scrub

@@ -136,9 +136,13 @@ func TestUsageSpooledAcrossRestart(t *testing.T) {
 	const reportID = "test-spooled-clear/0"
 	first.QueueUsage(a.node.ID, []api.UsageRecord{{ReportID: reportID, TenantID: rec.TenantID, GrantID: rec.GrantID,
 		ManifestDigest: &digest, Slot: &slot, Event: "clear", StartedAt: &started, EndedAt: &ended}})
-	files, _ := filepath.Glob(filepath.Join(spool, "*"))
-	if len(files) != 1 {
-		t.Fatalf("spool after the report was queued: %v, want one file", files)
+	// The sender spools a report before its first attempt.
+	for files, _ := filepath.Glob(filepath.Join(spool, "*")); len(files) != 1; files, _ = filepath.Glob(filepath.Join(spool, "*")) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("spool after the report was queued: %v, want one file", files)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	link.cut.Store(true) // faasd killed: the first client never sends again
 

@@ -53,6 +53,8 @@ type usageReport struct {
 	NodeID string            `json:"node_id"`
 	Recs   []api.UsageRecord `json:"records"`
 	file   string            // in the spool; "" when not spooled
+	// unspoolable: writing it to the spool failed; not tried again.
+	unspoolable bool
 }
 
 // spoolExt ends the name of a spooled report, spoolDigits of its number
@@ -106,27 +108,50 @@ func (c *Client) SpoolUsage(dir string) error {
 	return errors.Join(errs...)
 }
 
-// spoolLocked writes r to the spool, if there is one, and returns it
-// with its file. q.mu held.
-func (c *Client) spoolLocked(r usageReport) usageReport {
+// spoolPending writes every queued report not in the spool yet to it
+// (when there is one). The sender calls it before each attempt, so that
+// QueueUsage, on a load's path, never waits for a disk flush; what a crash
+// can lose is only what was queued in the last moments, never a report
+// that waits for the registry.
+func (c *Client) spoolPending() {
 	q := &c.usage
-	if q.spool == "" {
-		return r
+	type pending struct {
+		key  *api.UsageRecord // the report's first record: its identity
+		name string
+		r    usageReport
 	}
-	name := filepath.Join(q.spool, fmt.Sprintf("%0*d%s", spoolDigits, q.next, spoolExt))
-	q.next++
-	data, err := json.Marshal(r)
-	if err == nil {
-		err = atomicfile.Write(name, data, 0o600)
+	var todo []pending
+	q.mu.Lock()
+	if q.spool != "" {
+		for _, r := range q.reports {
+			if r.file == "" && !r.unspoolable {
+				todo = append(todo, pending{&r.Recs[0], filepath.Join(q.spool, fmt.Sprintf("%0*d%s", spoolDigits, q.next, spoolExt)), r})
+				q.next++
+			}
+		}
 	}
-	if err != nil {
-		// Sent from memory all the same; only a restart before then
-		// would lose it.
-		c.log.Error("usage report not spooled", "records", len(r.Recs), "err", err)
-		return r
+	q.mu.Unlock()
+	for _, p := range todo {
+		data, err := json.Marshal(p.r)
+		if err == nil {
+			err = atomicfile.Write(p.name, data, 0o600)
+		}
+		if err != nil {
+			// Sent from memory all the same; only a restart before then
+			// would lose it.
+			c.log.Error("usage report not spooled", "records", len(p.r.Recs), "err", err)
+			p.name = ""
+		}
+		q.mu.Lock()
+		i := slices.IndexFunc(q.reports, func(r usageReport) bool { return &r.Recs[0] == p.key })
+		switch {
+		case i >= 0:
+			q.reports[i].file, q.reports[i].unspoolable = p.name, p.name == ""
+		case p.name != "":
+			os.Remove(p.name) // dropped meanwhile (over the bound)
+		}
+		q.mu.Unlock()
 	}
-	r.file = name
-	return r
 }
 
 // unspool removes r's file once the registry took or refused r.
@@ -157,7 +182,7 @@ func (c *Client) QueueUsage(nodeID string, recs []api.UsageRecord) {
 	q := &c.usage
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.reports = append(q.reports, c.spoolLocked(usageReport{NodeID: nodeID, Recs: recs}))
+	q.reports = append(q.reports, usageReport{NodeID: nodeID, Recs: recs})
 	q.records += len(recs)
 	for q.records > MaxPendingUsage && len(q.reports) > 1 {
 		old := q.reports[0]
@@ -208,6 +233,7 @@ func (c *Client) sendUsage() {
 	wait := usageRetryMin
 	failures := 0
 	for {
+		c.spoolPending()
 		q.mu.Lock()
 		if len(q.reports) == 0 {
 			q.sending = false

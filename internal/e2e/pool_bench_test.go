@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -71,26 +70,34 @@ func BenchmarkAttach(b *testing.B) {
 			resp.Body.Close()
 		}
 		poll(b, time.Minute, "the registry to see the slots cleared", func() bool {
-			var n struct {
-				Boards []struct {
-					Slots []struct{ State string }
-				}
-			}
 			var ns struct {
-				Items []json.RawMessage
-			}
-			api(b, p.regURL, "ops", "GET", "/nodes", nil, &ns, http.StatusOK)
-			for _, raw := range ns.Items {
-				_ = json.Unmarshal(raw, &n)
-			}
-			for _, bd := range n.Boards {
-				for _, s := range bd.Slots {
-					if s.State != "cleared" {
-						return false
+				Items []struct {
+					ID     string `json:"id"`
+					Boards []struct {
+						Slots []struct{ State string }
 					}
 				}
 			}
-			return true
+			api(b, p.regURL, "ops", "GET", "/nodes", nil, &ns, http.StatusOK)
+			// This node's last heartbeat, not whichever node the
+			// listing names last (one with no boards made the wait
+			// vacuous, and a cold attach then went to a slot the
+			// registry still saw warm).
+			slots := 0
+			for _, n := range ns.Items {
+				if n.ID != nodeID {
+					continue
+				}
+				for _, bd := range n.Boards {
+					for _, s := range bd.Slots {
+						if s.State != "cleared" {
+							return false
+						}
+						slots++
+					}
+				}
+			}
+			return slots == 4
 		})
 	}
 	attach := func(b *testing.B) (*faas.Attachment, time.Duration) {

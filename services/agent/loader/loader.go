@@ -51,6 +51,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/fpga-faas/faas/hdk/image"
@@ -281,111 +282,132 @@ func (l *Loader) Load(ctx context.Context, req Request) (Result, error) {
 }
 
 func (r *run) load(ctx context.Context) (Result, error) {
-	l := r.l
 	var res Result
+	src, err := r.resolve(ctx, &res)
+	if err != nil {
+		return res, err
+	}
+	if r.req.PullOnly {
+		var all []*target
+		for _, c := range src.cfg.Chips {
+			all = append(all, &target{slot: -1, chip: c})
+		}
+		return res, r.fetch(ctx, src.ref.Context(), src.img, all)
+	}
+	return res, r.loadSlots(ctx, src, &res)
+}
 
+// source is an image resolved and verified for a run.
+type source struct {
+	ref  name.Reference
+	desc *remote.Descriptor
+	img  v1.Image
+	cfg  image.Config
+}
+
+// resolve reads the image's manifest and config, asks for the load's
+// grant, verifies the signatures and caches the verified manifest; it
+// fills res.Image.
+func (r *run) resolve(ctx context.Context, res *Result) (source, error) {
+	l := r.l
 	r.begin(agentapi.PhaseResolve)
 	ref, err := l.parseRef(r.req.Image)
 	if err != nil {
-		return res, err
+		return source{}, err
 	}
 	opts := l.remoteOptions(ctx, r.req.Tenant)
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
-		return res, pullErr(r.req.Image, err)
+		return source{}, pullErr(r.req.Image, err)
 	}
 	img, err := desc.Image()
 	if err != nil {
-		return res, fail(agentapi.CodeBadRequest, "", "%s is not an accelerator image: %v", r.req.Image, err)
+		return source{}, fail(agentapi.CodeBadRequest, "", "%s is not an accelerator image: %v", r.req.Image, err)
 	}
 	cfg, err := image.ConfigOf(img)
 	if err != nil {
-		return res, fail(agentapi.CodeBadRequest, "", "%s is not an accelerator image: %v", r.req.Image, err)
+		return source{}, fail(agentapi.CodeBadRequest, "", "%s is not an accelerator image: %v", r.req.Image, err)
 	}
 	digest := ref.Context().Digest(desc.Digest.String())
 	if !r.req.PullOnly && l.cfg.NodeID != "" {
 		r.askGrant(ctx, ref.Context().RepositoryStr(), desc.Digest.String())
 	}
 	res.Image = agentapi.Image{Ref: r.req.Image, Digest: desc.Digest.String(), Name: cfg.Name, Version: cfg.Version, Vendor: cfg.Vendor}
-	manifest := desc.Manifest
 
 	r.begin(agentapi.PhaseVerify)
 	if err := l.verify(ctx, digest, opts); err != nil {
-		return res, err
+		return source{}, err
 	}
 	// The manifest enters the cache only once verified: Reconcile trusts a
 	// slot's digest register only for manifests found here.
-	if err := l.cfg.Cache.Put(ctx, desc.Digest.String(), bytes.NewReader(manifest)); err != nil {
-		return res, cacheErr(desc.Digest.String(), err)
+	if err := l.cfg.Cache.Put(ctx, desc.Digest.String(), bytes.NewReader(desc.Manifest)); err != nil {
+		return source{}, cacheErr(desc.Digest.String(), err)
 	}
 	// Only a blob evicted meanwhile fails, and it is no longer listed.
 	_ = l.cfg.Cache.AddUser(desc.Digest.String(), r.req.Tenant.Name)
-	var targets []*target
-	if !r.req.PullOnly {
-		l.pick.Lock()
-		targets, err = l.place(cfg, r.req)
-		if err == nil {
-			err = l.hold(r.req, targets, res.Image)
-		}
-		l.pick.Unlock()
-		if err != nil {
-			return res, err
-		}
-		held := slotsOf(targets)
-		defer l.cfg.Slots.Release(r.req.ID, held)
-		// Until the program phase the chips are untouched; give the
-		// slots back as they were if anything refuses the load.
-		prev := make([]slots.Record, len(held))
-		for i, s := range held {
-			prev[i] = l.cfg.Slots.Record(s)
-		}
-		programmed := false
-		defer func() {
-			if !programmed {
-				for i, s := range held {
-					if rec := l.cfg.Slots.Record(s); rec.State == agentapi.Loading {
-						l.cfg.Slots.Set([]int{s}, prev[i])
-					}
+	return source{ref: ref, desc: desc, img: img, cfg: cfg}, nil
+}
+
+// loadSlots places src on slots, holds them, streams and keys the
+// bitstreams, waits for the grant, programs the chips and reports the
+// load; it fills res.Slots.
+func (r *run) loadSlots(ctx context.Context, src source, res *Result) error {
+	l := r.l
+	l.pick.Lock()
+	targets, err := l.place(src.cfg, r.req)
+	if err == nil {
+		err = l.hold(r.req, targets, res.Image)
+	}
+	l.pick.Unlock()
+	if err != nil {
+		return err
+	}
+	held := slotsOf(targets)
+	defer l.cfg.Slots.Release(r.req.ID, held)
+	// Until the program phase the chips are untouched; give the slots
+	// back as they were if anything refuses the load.
+	prev := make([]slots.Record, len(held))
+	for i, s := range held {
+		prev[i] = l.cfg.Slots.Record(s)
+	}
+	programmed := false
+	defer func() {
+		if !programmed {
+			for i, s := range held {
+				if rec := l.cfg.Slots.Record(s); rec.State == agentapi.Loading {
+					l.cfg.Slots.Set([]int{s}, prev[i])
 				}
 			}
-		}()
-		defer func() {
-			for _, t := range targets {
-				if t.stream != nil {
-					t.stream.Close()
-				}
-			}
-		}()
-		res.Slots = held
-		if err := r.open(ctx, ref.Context(), img, targets); err != nil {
-			return res, err
 		}
-		if err := r.keys(ctx, ref, desc.Digest.String(), targets); err != nil {
-			return res, err
-		}
-		// Every load needs its grant, sealed or not: it is what the
-		// node's usage report for it must name.
-		var g nodetrust.Grant
-		if l.cfg.NodeID != "" {
-			if g, err = r.waitGrant(ctx); err != nil {
-				return res, err
+	}()
+	defer func() {
+		for _, t := range targets {
+			if t.stream != nil {
+				t.stream.Close()
 			}
 		}
-		programmed = true
-		if err := r.program(ctx, targets, res.Image); err != nil {
-			return res, err
-		}
-		l.report(r.req, res, g.ID)
-	} else {
-		var all []*target
-		for _, c := range cfg.Chips {
-			all = append(all, &target{slot: -1, chip: c})
-		}
-		if err := r.fetch(ctx, ref.Context(), img, all); err != nil {
-			return res, err
+	}()
+	res.Slots = held
+	if err := r.open(ctx, src.ref.Context(), src.img, targets); err != nil {
+		return err
+	}
+	if err := r.keys(ctx, src.ref, src.desc.Digest.String(), targets); err != nil {
+		return err
+	}
+	// Every load needs its grant, sealed or not: it is what the node's
+	// usage report for it must name.
+	var g nodetrust.Grant
+	if l.cfg.NodeID != "" {
+		if g, err = r.waitGrant(ctx); err != nil {
+			return err
 		}
 	}
-	return res, nil
+	programmed = true
+	if err := r.program(ctx, targets, res.Image); err != nil {
+		return err
+	}
+	l.report(r.req, *res, g.ID)
+	return nil
 }
 
 // parseRef accepts references to the agent's registry, with or without its

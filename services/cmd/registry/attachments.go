@@ -57,11 +57,7 @@ unknown attachment or any other failure.`,
 	list.Flags().IntVar(&f.filter.Limit, "limit", 0, fmt.Sprintf("at most this many (default and most %d)", api.MaxLimit))
 	show := &cobra.Command{Use: "show ID", Short: "show an attachment and its history", Args: cobra.ExactArgs(1), RunE: withMarket(f.show)}
 	detach := &cobra.Command{Use: "detach ID", Short: "end an attachment now", Args: cobra.ExactArgs(1), RunE: withMarket(f.detach)}
-	for _, c := range []*cobra.Command{list, show, detach} {
-		storeFlags(c.Flags(), &cfg)
-		c.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
-		cmd.AddCommand(c)
-	}
+	addOperatorCommands(cmd, &cfg, &f.asJSON, list, show, detach)
 	return cmd
 }
 

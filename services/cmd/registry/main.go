@@ -297,6 +297,17 @@ func usersAddCommand() *cobra.Command {
 	return cmd
 }
 
+// addOperatorCommands adds subcommands to cmd, each with the store flags
+// (into cfg) and --json (into asJSON): the operator's commands that open
+// the registry's stores outside serve.
+func addOperatorCommands(cmd *cobra.Command, cfg *server.Config, asJSON *bool, subs ...*cobra.Command) {
+	for _, c := range subs {
+		storeFlags(c.Flags(), cfg)
+		c.Flags().BoolVar(asJSON, "json", false, "print JSON")
+		cmd.AddCommand(c)
+	}
+}
+
 // storeFlags are the flags of the commands that open the registry's stores
 // as serve does, outside serve.
 func storeFlags(f *pflag.FlagSet, cfg *server.Config) {

@@ -55,11 +55,7 @@ Exit codes: 0 done; 2 usage error, unknown node or any other failure.`,
 	repin := &cobra.Command{Use: "repin NODE", Short: "forget a node's pinned TLS certificate", Args: cobra.ExactArgs(1), RunE: withStore(f.repin)}
 	enroll := &cobra.Command{Use: "enroll", Short: "print a one-time enrollment token", Args: cobra.NoArgs, RunE: withStore(f.enroll)}
 	enroll.Flags().DurationVar(&f.ttl, "ttl", nodetrust.DefaultEnrollmentTTL, "how long the token stays usable")
-	for _, c := range []*cobra.Command{list, approve, revoke, repin, enroll} {
-		storeFlags(c.Flags(), &cfg)
-		c.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
-		cmd.AddCommand(c)
-	}
+	addOperatorCommands(cmd, &cfg, &f.asJSON, list, approve, revoke, repin, enroll)
 	return cmd
 }
 

@@ -126,6 +126,12 @@ func checkImport(importer, imported string, testOnly bool) error {
 			return errors.New("services/agent never imports a role model (bitstreams/*/model), only roles' contracts; the mains wire role models into the simulator")
 		}
 	}
+	// The node agent is a client of the registry like any other: it speaks
+	// the contract (sdk/registryapi) through its client, so that faasd
+	// links none of the registry's server (echo, pgx, its stores).
+	if (within(importer, "services/agent") || importer == "services/cmd/faasd") && within(imported, "services/registry") && !testOnly {
+		return errors.New("the node agent never imports services/registry: it uses the registry's contract, sdk/registryapi, and its client")
+	}
 	// The SDK's mains run an engine in process when no agent is at hand.
 	if within(importer, "sdk/cmd") && (within(imported, "shell/sim") || isModel(imported)) {
 		return nil
@@ -315,6 +321,12 @@ func TestCheckImport(t *testing.T) {
 		{"hdk/seal", "shell", false, true},
 		{"hdk/image", "sdk/faas", false, false},
 		{"hdk/cmd/hdk", "hdk/sign", false, true},
+		// The node agent is a client of the registry, not a part of it.
+		{"services/agent/regclient", "sdk/registryapi", false, true},
+		{"services/agent/loader", "services/registry/nodetrust", false, false},
+		{"services/cmd/faasd", "services/registry/api", false, false},
+		{"services/agent/server", "services/registry/server", true, true},
+		{"services/cmd/registry", "services/registry/api", false, true},
 		// sdk on shell, isa, hdk/image.
 		{"sdk/alidnn", "bitstreams/alidnn/isa", false, true},
 		{"sdk/alidnn", "bitstreams/alidnn/isa/enc", false, true},

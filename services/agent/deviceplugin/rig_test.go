@@ -21,6 +21,7 @@ import (
 	alidnnmodel "github.com/fpga-faas/faas/bitstreams/alidnn/model"
 	blankmodel "github.com/fpga-faas/faas/bitstreams/blank/model"
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/device"
 	devsim "github.com/fpga-faas/faas/services/agent/device/sim"
@@ -29,7 +30,6 @@ import (
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/server"
 	"github.com/fpga-faas/faas/services/agent/slots"
-	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/shell/sim"
 )
 
@@ -151,7 +151,7 @@ func (r *rig) serveAgent() (*server.Server, string) {
 	t.Helper()
 	me := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		name, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer tok-")
-		if req.URL.Path != api.Prefix+"/me" || !ok || name == "" {
+		if req.URL.Path != registryapi.Prefix+"/me" || !ok || name == "" {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}

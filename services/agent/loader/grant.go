@@ -15,10 +15,8 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/seal"
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/agent/regclient"
-	"github.com/fpga-faas/faas/services/registry/api"
-	"github.com/fpga-faas/faas/services/registry/keyrelease"
-	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 // askGrant starts asking the registry for the grant of this load.
@@ -39,19 +37,19 @@ func (r *run) askGrant(ctx context.Context, repo, digest string) {
 			return
 		}
 		r.grant, r.grantErr = r.l.cfg.Registry.LoadGrant(ctx, r.req.Tenant.Token,
-			nodetrust.GrantRequest{NodeID: r.l.cfg.NodeID, Repository: repo, Digest: digest})
+			registryapi.GrantRequest{NodeID: r.l.cfg.NodeID, Repository: repo, Digest: digest})
 	}()
 }
 
 // waitGrant returns the load grant, or why there is none.
-func (r *run) waitGrant(ctx context.Context) (nodetrust.Grant, error) {
+func (r *run) waitGrant(ctx context.Context) (registryapi.Grant, error) {
 	if r.grantDone == nil {
-		return nodetrust.Grant{}, errors.New("loader: no grant was asked for")
+		return registryapi.Grant{}, errors.New("loader: no grant was asked for")
 	}
 	select {
 	case <-r.grantDone:
 	case <-ctx.Done():
-		return nodetrust.Grant{}, ctx.Err()
+		return registryapi.Grant{}, ctx.Err()
 	}
 	err := r.grantErr
 	var le *Error
@@ -59,18 +57,18 @@ func (r *run) waitGrant(ctx context.Context) (nodetrust.Grant, error) {
 	case err == nil:
 		return r.grant, nil
 	case errors.As(err, &le):
-		return nodetrust.Grant{}, err
+		return registryapi.Grant{}, err
 	case errors.Is(err, regclient.ErrNodeUntrusted):
-		return nodetrust.Grant{}, &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
+		return registryapi.Grant{}, &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
 			Err: fmt.Errorf("no load grant for this node: %w", err)}
 	case errors.Is(err, regclient.ErrDenied):
-		return nodetrust.Grant{}, &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first",
+		return registryapi.Grant{}, &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first",
 			Err: fmt.Errorf("the registry granted no load: %w", err)}
 	case errors.Is(err, regclient.ErrUnauthenticated):
-		return nodetrust.Grant{}, &Error{Code: agentapi.CodeUnauthenticated, Hint: "faas login again",
+		return registryapi.Grant{}, &Error{Code: agentapi.CodeUnauthenticated, Hint: "faas login again",
 			Err: fmt.Errorf("the registry refused the tenant's token for a load grant: %w", err)}
 	}
-	return nodetrust.Grant{}, fmt.Errorf("load grant: %w", err)
+	return registryapi.Grant{}, fmt.Errorf("load grant: %w", err)
 }
 
 // keys obtains and unwraps the data keys of the sealed targets.
@@ -88,7 +86,7 @@ func (r *run) keys(ctx context.Context, ref name.Reference, digest string, ts []
 	if err != nil {
 		return err
 	}
-	wrapped, err := l.cfg.Registry.ReleaseKeys(ctx, keyrelease.Request{
+	wrapped, err := l.cfg.Registry.ReleaseKeys(ctx, registryapi.KeyRelease{
 		NodeID: l.cfg.NodeID, TenantID: r.req.Tenant.ID, Repository: ref.Context().RepositoryStr(), Digest: digest, Grant: g.Secret,
 	})
 	switch {
@@ -106,7 +104,7 @@ func (r *run) keys(ctx context.Context, ref name.Reference, digest string, ts []
 		if !t.sealed {
 			continue
 		}
-		i := slices.IndexFunc(wrapped, func(w keyrelease.WrappedKey) bool { return w.Layer == t.chip.Layer.String() })
+		i := slices.IndexFunc(wrapped, func(w registryapi.WrappedKey) bool { return w.Layer == t.chip.Layer.String() })
 		if i < 0 {
 			return fail(agentapi.CodeCountersign, "", "the registry released no key for layer %s", t.chip.Layer)
 		}
@@ -128,10 +126,10 @@ func (l *Loader) report(req Request, res Result, grantID string) {
 	}
 	now := time.Now().UTC()
 	d := res.Image.Digest
-	var recs []api.UsageRecord
+	var recs []registryapi.UsageRecord
 	for _, s := range res.Slots {
 		slot := s
-		recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", req.ID, s), TenantID: req.Tenant.ID, GrantID: grantID, ManifestDigest: &d, Slot: &slot, Event: "load", StartedAt: &now})
+		recs = append(recs, registryapi.UsageRecord{ReportID: fmt.Sprintf("%s/%d", req.ID, s), TenantID: req.Tenant.ID, GrantID: grantID, ManifestDigest: &d, Slot: &slot, Event: "load", StartedAt: &now})
 	}
 	// Queued: sent in the background, and kept to send again while the
 	// registry is away or cannot write (503).

@@ -58,10 +58,10 @@ import (
 	"github.com/fpga-faas/faas/hdk/seal"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/slots"
-	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 // Config wires a Loader. Slots, Cache, Registry, NodeKey and PlatformKeys
@@ -121,7 +121,7 @@ type Tenant struct {
 	// gave this node for the tenant (an attachment of the accelerator
 	// pool); the node then pulls as its own account, which the registry
 	// lets pull what the pool assigned it.
-	Grant *nodetrust.Grant
+	Grant *registryapi.Grant
 }
 
 // pullAuth is who pulls t's load: the tenant, or the node for a load
@@ -208,7 +208,7 @@ type run struct {
 	// digest is known so that it overlaps verify and pull; grantDone is
 	// closed when grant or grantErr is set.
 	grantDone chan struct{}
-	grant     nodetrust.Grant
+	grant     registryapi.Grant
 	grantErr  error
 }
 
@@ -396,7 +396,7 @@ func (r *run) loadSlots(ctx context.Context, src source, res *Result) error {
 	}
 	// Every load needs its grant, sealed or not: it is what the node's
 	// usage report for it must name.
-	var g nodetrust.Grant
+	var g registryapi.Grant
 	if l.cfg.NodeID != "" {
 		if g, err = r.waitGrant(ctx); err != nil {
 			return err

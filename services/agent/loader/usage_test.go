@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/agent/regclient"
-	"github.com/fpga-faas/faas/services/registry/api"
 )
 
 // lockedBuffer is a log sink the client's sender goroutine and the test
@@ -62,7 +62,7 @@ func TestUsageKeptWhileDatabaseDown(t *testing.T) {
 	f.reg.pg.Stop(t)
 	slot, digest, started, ended := 0, rec.Image.Digest, rec.LoadedAt, time.Now().UTC()
 	const reportID = "test-clear/0"
-	a.client.QueueUsage(a.node.ID, []api.UsageRecord{{ReportID: reportID, TenantID: rec.TenantID, GrantID: rec.GrantID,
+	a.client.QueueUsage(a.node.ID, []registryapi.UsageRecord{{ReportID: reportID, TenantID: rec.TenantID, GrantID: rec.GrantID,
 		ManifestDigest: &digest, Slot: &slot, Event: "clear", StartedAt: &started, EndedAt: &ended}})
 	// The first attempt fails (logged), and the report stays.
 	for !strings.Contains(logs.String(), "kept to send again") {
@@ -134,7 +134,7 @@ func TestUsageSpooledAcrossRestart(t *testing.T) {
 	f.reg.pg.Stop(t)
 	slot, digest, started, ended := 0, rec.Image.Digest, rec.LoadedAt, time.Now().UTC()
 	const reportID = "test-spooled-clear/0"
-	first.QueueUsage(a.node.ID, []api.UsageRecord{{ReportID: reportID, TenantID: rec.TenantID, GrantID: rec.GrantID,
+	first.QueueUsage(a.node.ID, []registryapi.UsageRecord{{ReportID: reportID, TenantID: rec.TenantID, GrantID: rec.GrantID,
 		ManifestDigest: &digest, Slot: &slot, Event: "clear", StartedAt: &started, EndedAt: &ended}})
 	// The sender spools a report before its first attempt.
 	for files, _ := filepath.Glob(filepath.Join(spool, "*")); len(files) != 1; files, _ = filepath.Glob(filepath.Join(spool, "*")) {

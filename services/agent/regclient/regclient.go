@@ -36,9 +36,7 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/sdk/poolapi"
-	"github.com/fpga-faas/faas/services/registry/api"
-	"github.com/fpga-faas/faas/services/registry/keyrelease"
-	"github.com/fpga-faas/faas/services/registry/nodetrust"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 // Error categories; every error of this package wraps one of them.
@@ -158,7 +156,7 @@ func (c *Client) Me(ctx context.Context, token string) (Account, error) {
 // SigningKeys returns the unrevoked signing keys of the ISV owning repo.
 // Keys the agent cannot parse are left out.
 func (c *Client) SigningKeys(ctx context.Context, repo string) (isv string, keys []crypto.PublicKey, err error) {
-	var rk api.RepositoryKeys
+	var rk registryapi.RepositoryKeys
 	if err := c.do(ctx, http.MethodGet, "/signing-keys?repository="+url.QueryEscape(repo), nil, &rk, c.node); err != nil {
 		return "", nil, err
 	}
@@ -175,7 +173,7 @@ func (c *Client) SigningKeys(ctx context.Context, repo string) (isv string, keys
 // (WithEnrollmentToken) the registry approves the node at once; without,
 // it releases no key to the node until an operator approves it.
 func (c *Client) RegisterNode(ctx context.Context, hostname string, pub *ecdh.PublicKey) (string, error) {
-	var n api.Node
+	var n registryapi.Node
 	in := map[string]string{"hostname": hostname, "public_key": base64.StdEncoding.EncodeToString(pub.Bytes())}
 	if c.enrollment != "" {
 		in["enrollment_token"] = c.enrollment
@@ -187,8 +185,8 @@ func (c *Client) RegisterNode(ctx context.Context, hostname string, pub *ecdh.Pu
 // LoadGrant asks the registry, with a tenant's token, for a grant that lets
 // this node load req's image for that tenant. The node presents it to
 // ReleaseKeys and names it in usage reports.
-func (c *Client) LoadGrant(ctx context.Context, tenantToken string, req nodetrust.GrantRequest) (nodetrust.Grant, error) {
-	var g nodetrust.Grant
+func (c *Client) LoadGrant(ctx context.Context, tenantToken string, req registryapi.GrantRequest) (registryapi.Grant, error) {
+	var g registryapi.Grant
 	err := c.do(ctx, http.MethodPost, "/load-grants", req, &g, func(r *http.Request) {
 		r.Header.Set("Authorization", "Bearer "+tenantToken)
 	})
@@ -207,7 +205,7 @@ func WithEndpoint(endpoint string, certPEM []byte) HeartbeatOption {
 }
 
 // Heartbeat reports the node's boards and slots.
-func (c *Client) Heartbeat(ctx context.Context, nodeID string, boards []api.Board, opts ...HeartbeatOption) error {
+func (c *Client) Heartbeat(ctx context.Context, nodeID string, boards []registryapi.Board, opts ...HeartbeatOption) error {
 	body := map[string]any{"boards": boards}
 	for _, o := range opts {
 		o(body)
@@ -216,15 +214,15 @@ func (c *Client) Heartbeat(ctx context.Context, nodeID string, boards []api.Boar
 }
 
 // ReportUsage sends usage records; the registry skips report ids it has.
-func (c *Client) ReportUsage(ctx context.Context, nodeID string, recs []api.UsageRecord) error {
+func (c *Client) ReportUsage(ctx context.Context, nodeID string, recs []registryapi.UsageRecord) error {
 	return c.do(ctx, http.MethodPost, "/usage", map[string]any{"node_id": nodeID, "records": recs}, nil, c.node)
 }
 
 // ReleaseKeys asks for the data keys of a sealed image for a tenant,
 // wrapped to this node's key.
-func (c *Client) ReleaseKeys(ctx context.Context, req keyrelease.Request) ([]keyrelease.WrappedKey, error) {
-	var resp keyrelease.Response
-	err := c.do(ctx, http.MethodPost, strings.TrimPrefix(keyrelease.Path, api.Prefix), req, &resp, c.node)
+func (c *Client) ReleaseKeys(ctx context.Context, req registryapi.KeyRelease) ([]registryapi.WrappedKey, error) {
+	var resp registryapi.KeyReleaseResult
+	err := c.do(ctx, http.MethodPost, registryapi.KeyReleasePath, req, &resp, c.node)
 	return resp.WrappedKeys, err
 }
 
@@ -245,8 +243,8 @@ func (c *Client) Assignments(ctx context.Context, nodeID string, since int64, wa
 
 // AttachmentGrant asks for a load grant of attachment aid's image for its
 // tenant: the node loads for a tenant whose token it never holds.
-func (c *Client) AttachmentGrant(ctx context.Context, nodeID, aid string) (nodetrust.Grant, error) {
-	var g nodetrust.Grant
+func (c *Client) AttachmentGrant(ctx context.Context, nodeID, aid string) (registryapi.Grant, error) {
+	var g registryapi.Grant
 	err := c.do(ctx, http.MethodPost, "/nodes/"+url.PathEscape(nodeID)+"/attachments/"+url.PathEscape(aid)+"/grant", nil, &g, c.node)
 	return g, err
 }
@@ -272,7 +270,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, auth 
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+api.Prefix+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+registryapi.Prefix+path, body)
 	if err != nil {
 		return err
 	}
@@ -280,7 +278,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, auth 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	auth(req)
-	op := method + " " + api.Prefix + strings.SplitN(path, "?", 2)[0]
+	op := method + " " + registryapi.Prefix + strings.SplitN(path, "?", 2)[0]
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/internal/atomicfile"
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 // MaxPendingUsage bounds the usage records a Client keeps for a registry
@@ -50,9 +50,9 @@ type usageQueue struct {
 }
 
 type usageReport struct {
-	NodeID string            `json:"node_id"`
-	Recs   []api.UsageRecord `json:"records"`
-	file   string            // in the spool; "" when not spooled
+	NodeID string                    `json:"node_id"`
+	Recs   []registryapi.UsageRecord `json:"records"`
+	file   string                    // in the spool; "" when not spooled
 	// unspoolable: writing it to the spool failed; not tried again.
 	unspoolable bool
 }
@@ -116,7 +116,7 @@ func (c *Client) SpoolUsage(dir string) error {
 func (c *Client) spoolPending() {
 	q := &c.usage
 	type pending struct {
-		key  *api.UsageRecord // the report's first record: its identity
+		key  *registryapi.UsageRecord // the report's first record: its identity
 		name string
 		r    usageReport
 	}
@@ -175,7 +175,7 @@ func (c *Client) unspool(r usageReport) {
 // empty. The queue lives in memory, and in the spool directory when
 // SpoolUsage named one: without it, usage still queued when faasd stops
 // is lost.
-func (c *Client) QueueUsage(nodeID string, recs []api.UsageRecord) {
+func (c *Client) QueueUsage(nodeID string, recs []registryapi.UsageRecord) {
 	if len(recs) == 0 {
 		return
 	}

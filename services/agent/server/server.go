@@ -55,13 +55,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/loader"
 	"github.com/fpga-faas/faas/services/agent/nodecert"
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/sessions"
 	"github.com/fpga-faas/faas/services/agent/slots"
-	"github.com/fpga-faas/faas/services/registry/api"
 )
 
 // Config configures a Server. Slots, Cache, Loader and Registry are
@@ -512,8 +512,8 @@ func (s *Server) heartbeats(ctx context.Context) {
 	}
 }
 
-func (s *Server) boards() []api.Board {
-	var out []api.Board
+func (s *Server) boards() []registryapi.Board {
+	var out []registryapi.Board
 	byID := map[string]int{}
 	for i := range s.cfg.Slots.Len() {
 		sl, _ := s.cfg.Slots.Slot(i)
@@ -522,7 +522,7 @@ func (s *Server) boards() []api.Board {
 		if !ok {
 			b = len(out)
 			byID[sl.Board.ID] = b
-			out = append(out, api.Board{Model: sl.Board.Model.Name})
+			out = append(out, registryapi.Board{Model: sl.Board.Model.Name})
 		}
 		st := rec.State
 		switch {
@@ -532,7 +532,7 @@ func (s *Server) boards() []api.Board {
 			// As the slot API shows it: a session is at work on the slot.
 			st = agentapi.Busy
 		}
-		hs := api.Slot{Index: i, State: string(st), Reason: rec.Reason, Part: sl.Chip.Part().Name}
+		hs := registryapi.Slot{Index: i, State: string(st), Reason: rec.Reason, Part: sl.Chip.Part().Name}
 		if rec.Image != nil {
 			hs.Digest = rec.Image.Digest
 		}

@@ -28,6 +28,7 @@ import (
 	blankmodel "github.com/fpga-faas/faas/bitstreams/blank/model"
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/device"
 	devsim "github.com/fpga-faas/faas/services/agent/device/sim"
@@ -35,7 +36,6 @@ import (
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/server"
 	"github.com/fpga-faas/faas/services/agent/slots"
-	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/shell/sim"
 )
 
@@ -89,7 +89,7 @@ func tenantToken(name string) string { return "tok-" + name }
 func fakeMe(t tbLike) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer tok-")
-		if r.URL.Path != api.Prefix+"/me" || !ok || name == "" {
+		if r.URL.Path != registryapi.Prefix+"/me" || !ok || name == "" {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}

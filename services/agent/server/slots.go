@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/agent/slots"
-	"github.com/fpga-faas/faas/services/registry/api"
 )
 
 func (s *Server) slotParam(w http.ResponseWriter, r *http.Request) (slots.Slot, bool) {
@@ -156,10 +156,10 @@ func (s *Server) reportClear(rec slots.Record, group []int, op string) {
 		return
 	}
 	now := time.Now().UTC()
-	var recs []api.UsageRecord
+	var recs []registryapi.UsageRecord
 	for _, i := range group {
 		slot, d := i, rec.Image.Digest
-		recs = append(recs, api.UsageRecord{ReportID: fmt.Sprintf("%s/%d", op, i), TenantID: rec.TenantID, GrantID: rec.GrantID,
+		recs = append(recs, registryapi.UsageRecord{ReportID: fmt.Sprintf("%s/%d", op, i), TenantID: rec.TenantID, GrantID: rec.GrantID,
 			ManifestDigest: &d, Slot: &slot, Event: "clear", StartedAt: &rec.LoadedAt, EndedAt: &now})
 	}
 	// Queued, not sent once: a registry that is away or cannot write (503)

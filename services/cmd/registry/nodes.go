@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
@@ -142,7 +143,7 @@ func (f *nodesFlags) repin(ctx context.Context, srv *server.Server, out io.Write
 // enroll prints a one-time enrollment token.
 func (f *nodesFlags) enroll(ctx context.Context, srv *server.Server, out io.Writer, _ []string) error {
 	actor := operator()
-	var e nodetrust.Enrollment
+	var e registryapi.Enrollment
 	err := pgx.BeginFunc(ctx, srv.Pool(), func(tx pgx.Tx) error {
 		var err error
 		if e, err = nodetrust.CreateEnrollment(ctx, tx, actor, f.ttl); err != nil {

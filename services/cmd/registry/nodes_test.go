@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
@@ -94,7 +95,7 @@ func TestNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e nodetrust.Enrollment
+	var e registryapi.Enrollment
 	if err := json.Unmarshal([]byte(out), &e); err != nil || !strings.HasPrefix(e.Token, nodetrust.EnrollmentPrefix) {
 		t.Fatalf("nodes enroll --json: %q %v", out, err)
 	}

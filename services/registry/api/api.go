@@ -16,13 +16,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/clientip"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
-
-// Prefix is where the API is mounted.
-const Prefix = "/api/v1"
 
 // Defaults of Config.
 const (
@@ -77,7 +75,8 @@ type Config struct {
 	Attach AttachConfig
 }
 
-// API is the marketplace API; it is an http.Handler for paths under Prefix.
+// API is the marketplace API; it is an http.Handler for paths under
+// registryapi.Prefix.
 type API struct {
 	cfg  Config
 	log  *slog.Logger
@@ -123,7 +122,7 @@ type Route struct{ Method, Path string }
 func (a *API) Routes() []Route {
 	var out []Route
 	for _, r := range a.e.Routes() {
-		if strings.HasPrefix(r.Path, Prefix) && r.Method != echo.RouteNotFound {
+		if strings.HasPrefix(r.Path, registryapi.Prefix) && r.Method != echo.RouteNotFound {
 			out = append(out, Route{r.Method, r.Path})
 		}
 	}
@@ -145,7 +144,7 @@ func authed() access              { return access{} }
 func roles(r ...auth.Role) access { return access{roles: r} }
 
 func (a *API) handle(method, path string, acc access, h handler) {
-	a.e.Add(method, Prefix+path, func(c echo.Context) error {
+	a.e.Add(method, registryapi.Prefix+path, func(c echo.Context) error {
 		p, err := a.authenticate(c)
 		if err != nil {
 			return err
@@ -253,17 +252,6 @@ func setRetryAfter(c echo.Context, err error) {
 	}
 }
 
-// errorBody is the JSON error envelope.
-type errorBody struct {
-	Error errorInfo `json:"error"`
-}
-
-type errorInfo struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
 func (a *API) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -276,7 +264,7 @@ func (a *API) errorHandler(err error, c echo.Context) {
 		_ = c.NoContent(status)
 		return
 	}
-	_ = c.JSON(status, errorBody{info})
+	_ = c.JSON(status, registryapi.ErrorBody{Error: info})
 }
 
 // message strips the "api: <sentinel>: " prefixes off a user-facing error.
@@ -288,7 +276,7 @@ func message(err error, sentinel error) string {
 	return strings.TrimPrefix(m, "api: ")
 }
 
-func (a *API) classify(err error, c echo.Context) (int, errorInfo) {
+func (a *API) classify(err error, c echo.Context) (int, registryapi.ErrorInfo) {
 	var fe *FieldError
 	var he *echo.HTTPError
 	var mbe *http.MaxBytesError
@@ -302,47 +290,47 @@ func (a *API) classify(err error, c echo.Context) (int, errorInfo) {
 		a.log.WarnContext(c.Request().Context(), "api: database unavailable",
 			slog.String("method", c.Request().Method), slog.String("path", c.Path()), slog.Any("err", err))
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(meta.RetryAfter/time.Second)))
-		return http.StatusServiceUnavailable, errorInfo{"unavailable", meta.UnavailableMessage(cause), ""}
+		return http.StatusServiceUnavailable, registryapi.ErrorInfo{Code: registryapi.CodeUnavailable, Message: meta.UnavailableMessage(cause)}
 	}
 	switch {
 	case errors.As(err, &fe):
-		return http.StatusUnprocessableEntity, errorInfo{"invalid", fe.Field + ": " + fe.Msg, fe.Field}
+		return http.StatusUnprocessableEntity, registryapi.ErrorInfo{Code: registryapi.CodeInvalid, Message: fe.Field + ": " + fe.Msg, Field: fe.Field}
 	case errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge, errorInfo{"too_large", fmt.Sprintf("request body larger than %d bytes", mbe.Limit), ""}
+		return http.StatusRequestEntityTooLarge, registryapi.ErrorInfo{Code: registryapi.CodeTooLarge, Message: fmt.Sprintf("request body larger than %d bytes", mbe.Limit)}
 	case errors.Is(err, ErrUnauthenticated):
-		return http.StatusUnauthorized, errorInfo{"unauthenticated", message(err, ErrUnauthenticated), ""}
+		return http.StatusUnauthorized, registryapi.ErrorInfo{Code: registryapi.CodeUnauthenticated, Message: message(err, ErrUnauthenticated)}
 	case errors.Is(err, ErrNodeUntrusted):
-		return http.StatusForbidden, errorInfo{"node_untrusted", message(err, ErrNodeUntrusted), ""}
+		return http.StatusForbidden, registryapi.ErrorInfo{Code: registryapi.CodeNodeUntrusted, Message: message(err, ErrNodeUntrusted)}
 	case errors.Is(err, auth.ErrRateLimited):
 		setRetryAfter(c, err)
-		return http.StatusTooManyRequests, errorInfo{"rate_limited", "too many failed login attempts, try again later", ""}
+		return http.StatusTooManyRequests, registryapi.ErrorInfo{Code: registryapi.CodeRateLimited, Message: "too many failed login attempts, try again later"}
 	case errors.Is(err, auth.ErrBusy):
 		setRetryAfter(c, err)
-		return http.StatusServiceUnavailable, errorInfo{"unavailable", "too many logins at once, try again later", ""}
+		return http.StatusServiceUnavailable, registryapi.ErrorInfo{Code: registryapi.CodeUnavailable, Message: "too many logins at once, try again later"}
 	case errors.Is(err, ErrForbidden):
-		return http.StatusForbidden, errorInfo{"forbidden", message(err, ErrForbidden), ""}
+		return http.StatusForbidden, registryapi.ErrorInfo{Code: registryapi.CodeForbidden, Message: message(err, ErrForbidden)}
 	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound, errorInfo{"not_found", message(err, ErrNotFound), ""}
+		return http.StatusNotFound, registryapi.ErrorInfo{Code: registryapi.CodeNotFound, Message: message(err, ErrNotFound)}
 	case errors.Is(err, ErrGone):
-		return http.StatusGone, errorInfo{"attachment_ended", message(err, ErrGone), ""}
+		return http.StatusGone, registryapi.ErrorInfo{Code: registryapi.CodeAttachmentEnded, Message: message(err, ErrGone)}
 	case errors.Is(err, ErrConflict):
-		return http.StatusConflict, errorInfo{"conflict", message(err, ErrConflict), ""}
+		return http.StatusConflict, registryapi.ErrorInfo{Code: registryapi.CodeConflict, Message: message(err, ErrConflict)}
 	case errors.Is(err, ErrInvalid):
-		return http.StatusBadRequest, errorInfo{"invalid", message(err, ErrInvalid), ""}
+		return http.StatusBadRequest, registryapi.ErrorInfo{Code: registryapi.CodeInvalid, Message: message(err, ErrInvalid)}
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
-			return he.Code, errorInfo{"not_found", "no such endpoint", ""}
+			return he.Code, registryapi.ErrorInfo{Code: registryapi.CodeNotFound, Message: "no such endpoint"}
 		case http.StatusMethodNotAllowed:
-			return he.Code, errorInfo{"method_not_allowed", "method not allowed", ""}
+			return he.Code, registryapi.ErrorInfo{Code: registryapi.CodeMethodNotAllowed, Message: "method not allowed"}
 		case http.StatusServiceUnavailable:
-			return he.Code, errorInfo{"unavailable", "busy, try again", ""}
+			return he.Code, registryapi.ErrorInfo{Code: registryapi.CodeUnavailable, Message: "busy, try again"}
 		}
-		return he.Code, errorInfo{"error", http.StatusText(he.Code), ""}
+		return he.Code, registryapi.ErrorInfo{Code: "error", Message: http.StatusText(he.Code)}
 	}
 	a.log.ErrorContext(c.Request().Context(), "api: internal error",
 		slog.String("method", c.Request().Method), slog.String("path", c.Path()), slog.Any("err", err))
-	return http.StatusInternalServerError, errorInfo{"internal", "internal error", ""}
+	return http.StatusInternalServerError, registryapi.ErrorInfo{Code: registryapi.CodeInternal, Message: "internal error"}
 }
 
 // decode reads the JSON body strictly into v.
@@ -416,15 +404,9 @@ func parsePage(c echo.Context) (pageReq, error) {
 	return p, nil
 }
 
-// page is a list response.
-type page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
 // pageOf cuts rows (fetched with limit+1) to the page and sets next_cursor.
-func pageOf[T any](rows []T, limit int, key func(T) cursor) page[T] {
-	out := page[T]{Items: rows}
+func pageOf[T any](rows []T, limit int, key func(T) cursor) registryapi.Page[T] {
+	out := registryapi.Page[T]{Items: rows}
 	if out.Items == nil {
 		out.Items = []T{}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -115,7 +116,7 @@ func (e *env) do(who, method, path string, body any) resp {
 		j, _ := json.Marshal(b)
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, e.url+api.Prefix+path, rd)
+	req, err := http.NewRequest(method, e.url+registryapi.Prefix+path, rd)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ type item = map[string]any
 func TestHappyPaths(t *testing.T) {
 	e := newEnv(t)
 	// me, with password and token.
-	var me api.Account
+	var me registryapi.Account
 	e.must(200, "basic:isv1", "GET", "/me", nil).decode(t, &me)
 	if me.Name != "isv1" || me.Role != "isv" {
 		t.Fatalf("me = %+v", me)
@@ -195,7 +196,7 @@ func TestHappyPaths(t *testing.T) {
 	}
 
 	// admin creates an account; tokens.
-	var acct api.Account
+	var acct registryapi.Account
 	e.must(201, "admin", "POST", "/accounts", item{"name": "newtenant", "role": "tenant", "password": "secret"}).decode(t, &acct)
 	e.must(409, "admin", "POST", "/accounts", item{"name": "newtenant", "role": "tenant"})
 	r = e.must(422, "admin", "POST", "/accounts", item{"name": "Bad Name", "role": "tenant"})
@@ -208,8 +209,8 @@ func TestHappyPaths(t *testing.T) {
 	}
 	e.must(413, "admin", "POST", "/accounts", `{"name":"`+strings.Repeat("a", 2<<20)+`"}`)
 	var pageA struct {
-		Items      []api.Account `json:"items"`
-		NextCursor string        `json:"next_cursor"`
+		Items      []registryapi.Account `json:"items"`
+		NextCursor string                `json:"next_cursor"`
 	}
 	e.must(200, "admin", "GET", "/accounts?limit=3", nil).decode(t, &pageA)
 	if len(pageA.Items) != 3 || pageA.NextCursor == "" {
@@ -225,7 +226,7 @@ func TestHappyPaths(t *testing.T) {
 	if seen != 8 {
 		t.Fatalf("paged through %d accounts, want 8", seen)
 	}
-	var tok api.Token
+	var tok registryapi.Token
 	e.must(201, "tenant1", "POST", "/tokens", item{"name": "ci"}).decode(t, &tok)
 	if !strings.HasPrefix(tok.Secret, auth.TokenPrefix) {
 		t.Fatalf("token %+v", tok)
@@ -236,7 +237,7 @@ func TestHappyPaths(t *testing.T) {
 	e.must(401, "tenant1-ci", "GET", "/me", nil)
 
 	// keys
-	var key api.SigningKey
+	var key registryapi.SigningKey
 	e.must(201, "isv1", "POST", "/keys", item{"public_key": ecKeyPEM(t)}).decode(t, &key)
 	if !strings.HasPrefix(key.KeyID, "sha256:") {
 		t.Fatalf("key %+v", key)
@@ -249,13 +250,13 @@ func TestHappyPaths(t *testing.T) {
 
 	// listings
 	digest := e.pushManifest("isv1/conv", "v1")
-	var l api.Listing
+	var l registryapi.Listing
 	e.must(201, "isv1", "POST", "/listings", item{"name": "Conv2D", "summary": "fast conv", "category": "ml",
 		"board_model": "u250", "price_per_hour_micros": 3_600_000, "price_per_load_micros": 1000,
 		"visibility": "public", "repository": "isv1/conv"}).decode(t, &l)
 	e.must(422, "isv1", "POST", "/listings", item{"name": "x", "repository": "isv2/conv"})
 	e.must(422, "isv1", "POST", "/listings", item{"name": "x", "repository": "isv1/y", "visibility": "open"})
-	var list struct{ Items []api.Listing }
+	var list struct{ Items []registryapi.Listing }
 	e.must(200, "", "GET", "/listings", nil).decode(t, &list)
 	if len(list.Items) != 0 {
 		t.Fatalf("anonymous sees unpublished: %+v", list)
@@ -275,7 +276,7 @@ func TestHappyPaths(t *testing.T) {
 	}
 
 	// versions
-	var v api.Version
+	var v registryapi.Version
 	e.must(201, "isv1", "POST", "/listings/"+l.ID+"/versions", item{"version": "1.0.0", "digest": digest}).decode(t, &v)
 	if v.State != "pending" {
 		t.Fatalf("version %+v", v)
@@ -288,7 +289,7 @@ func TestHappyPaths(t *testing.T) {
 	if _, err := e.pool.Exec(context.Background(), `update validation_jobs set state = 'failed', reasons = '[{"code":"E_SIG"}]'`); err != nil {
 		t.Fatal(err)
 	}
-	var vs struct{ Items []api.Version }
+	var vs struct{ Items []registryapi.Version }
 	e.must(200, "tenant1", "GET", "/listings/"+l.ID+"/versions", nil).decode(t, &vs)
 	if len(vs.Items) != 1 || vs.Items[0].State != "failed" || !strings.Contains(string(vs.Items[0].Reasons), "E_SIG") {
 		t.Fatalf("versions %+v", vs)
@@ -302,7 +303,7 @@ func TestHappyPaths(t *testing.T) {
 		t.Fatalf("entitled before share: %v %v", ok, err)
 	}
 	e.must(404, "tenant1", "POST", "/listings/"+l.ID+"/subscribe", nil) // shared, not with tenant1: invisible
-	var ent api.Entitlement
+	var ent registryapi.Entitlement
 	e.must(201, "isv1", "POST", "/listings/"+l.ID+"/shares", item{"account": "tenant1"}).decode(t, &ent)
 	e.must(200, "isv1", "POST", "/listings/"+l.ID+"/shares", item{"account": "tenant1"})
 	e.must(422, "isv1", "POST", "/listings/"+l.ID+"/shares", item{"account": "nobody"})
@@ -313,7 +314,7 @@ func TestHappyPaths(t *testing.T) {
 	e.must(200, "isv1", "PATCH", "/listings/"+l.ID, item{"visibility": "public"})
 	e.must(201, "tenant2", "POST", "/listings/"+l.ID+"/subscribe", nil)
 	e.must(200, "tenant2", "POST", "/listings/"+l.ID+"/subscribe", nil)
-	var ents struct{ Items []api.Entitlement }
+	var ents struct{ Items []registryapi.Entitlement }
 	e.must(200, "isv1", "GET", "/entitlements", nil).decode(t, &ents)
 	if len(ents.Items) != 2 {
 		t.Fatalf("isv entitlements %+v", ents)
@@ -329,7 +330,7 @@ func TestHappyPaths(t *testing.T) {
 	}
 
 	// nodes and usage
-	var n api.Node
+	var n registryapi.Node
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "fpga-01", "public_key": x25519B64(t)}).decode(t, &n)
 	e.must(409, "node1", "POST", "/nodes", item{"hostname": "fpga-01", "public_key": x25519B64(t)})
 	e.must(422, "node1", "POST", "/nodes", item{"hostname": "fpga-02", "public_key": "AAAA"})
@@ -338,7 +339,7 @@ func TestHappyPaths(t *testing.T) {
 	if n.LastHeartbeatAt == nil || !strings.Contains(string(n.Boards), "u250") {
 		t.Fatalf("heartbeat %+v", n)
 	}
-	var nodes struct{ Items []api.Node }
+	var nodes struct{ Items []registryapi.Node }
 	e.must(200, "admin", "GET", "/nodes", nil).decode(t, &nodes)
 	if len(nodes.Items) != 1 {
 		t.Fatalf("nodes %+v", nodes)
@@ -383,7 +384,7 @@ func TestHappyPaths(t *testing.T) {
 	}
 	e.must(404, "node2", "POST", "/usage", report)
 	var sum struct {
-		Items       []api.UsageSummary
+		Items       []registryapi.UsageSummary
 		TotalMicros int64 `json:"total_micros"`
 	}
 	for _, who := range []string{"tenant2", "isv1", "admin"} {
@@ -401,7 +402,7 @@ func TestHappyPaths(t *testing.T) {
 	}
 
 	// audit
-	var audit struct{ Items []api.AuditEntry }
+	var audit struct{ Items []registryapi.AuditEntry }
 	e.must(200, "admin", "GET", "/audit?limit=200", nil).decode(t, &audit)
 	actions := map[string]bool{}
 	for _, a := range audit.Items {
@@ -463,7 +464,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		if strings.HasSuffix(r.Path, "/*") {
 			continue
 		}
-		p := strings.TrimPrefix(r.Path, api.Prefix)
+		p := strings.TrimPrefix(r.Path, registryapi.Prefix)
 		p = regexp.MustCompile(`:([a-z]+)`).ReplaceAllString(p, "{$1}")
 		routed[r.Method+" "+p] = true
 	}

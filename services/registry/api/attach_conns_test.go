@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 )
 
@@ -39,7 +40,7 @@ func TestAttachOnOneConnection(t *testing.T) {
 		held = append(held, c)
 	}
 	body, _ := json.Marshal(poolapi.AttachRequest{Listing: p.listing.ID, Version: "1"})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+api.Prefix+"/attachments", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+registryapi.Prefix+"/attachments", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/shell"
@@ -26,9 +27,9 @@ import (
 // remote attach with two chips each.
 type pool struct {
 	*env
-	listing      api.Listing
+	listing      registryapi.Listing
 	one, two     string // digests of versions "1" and "2"
-	nodes        map[string]api.Node
+	nodes        map[string]registryapi.Node
 	digestOnSlot map[string]map[int]string // what each node's heartbeat says is loaded
 	certs        map[string]string
 	model        map[string]string // the board model each node reports; "sim" when unset
@@ -36,7 +37,7 @@ type pool struct {
 
 func newPool(t *testing.T, cfg api.AttachConfig) *pool {
 	e := newEnvWith(t, api.Config{Attach: cfg})
-	p := &pool{env: e, nodes: map[string]api.Node{}, digestOnSlot: map[string]map[int]string{}, certs: map[string]string{}, model: map[string]string{}}
+	p := &pool{env: e, nodes: map[string]registryapi.Node{}, digestOnSlot: map[string]map[int]string{}, certs: map[string]string{}, model: map[string]string{}}
 	p.one = e.pushManifest("isv1/mnist", "v1")
 	p.two = p.pushImage("isv1/mnist", "v2", 2)
 	e.must(201, "isv1", "POST", "/listings", item{"name": "mnist", "repository": "isv1/mnist", "visibility": "public"}).decode(t, &p.listing)
@@ -46,7 +47,7 @@ func newPool(t *testing.T, cfg api.AttachConfig) *pool {
 	e.must(201, "tenant1", "POST", "/listings/"+p.listing.ID+"/subscribe", nil)
 	e.must(201, "tenant2", "POST", "/listings/"+p.listing.ID+"/subscribe", nil)
 	for _, name := range []string{"node1", "node2"} {
-		var n api.Node
+		var n registryapi.Node
 		e.must(201, name, "POST", "/nodes", item{"hostname": "h-" + name, "public_key": x25519B64(t)}).decode(t, &n)
 		e.must(200, "admin", "POST", "/nodes/"+n.ID+"/approve", nil)
 		p.nodes[name] = n
@@ -262,7 +263,7 @@ func TestAttachLifecycle(t *testing.T) {
 		where attachment_id = $1::uuid and event = 'attach'`, a.ID).Scan(&attached, &ended); err != nil || attached != 1 || !ended {
 		t.Fatalf("usage record of the attachment: %d, closed %v, %v", attached, ended, err)
 	}
-	var sum2 struct{ Items []api.UsageSummary }
+	var sum2 struct{ Items []registryapi.UsageSummary }
 	p.must(200, "tenant1", "GET", "/usage/summary", nil).decode(t, &sum2)
 	if len(sum2.Items) != 1 || sum2.Items[0].Attachments != 2 || sum2.Items[0].AttachedNs <= 0 {
 		t.Fatalf("usage summary %+v", sum2.Items)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/poolapi"
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 // Callers of the matrix: anonymous, the owning isv (isv1), another isv,
@@ -23,7 +23,7 @@ const ok = 200 // any 2xx
 // and checks the status class.
 func TestAuthorizationMatrix(t *testing.T) {
 	e := newEnv(t)
-	var L, P api.Listing
+	var L, P registryapi.Listing
 	e.pushManifest("isv1/priv", "v1")
 	dP := e.pushManifest("isv1/pub", "v1")
 	dL := e.pushManifest("isv1/priv", "v2")
@@ -31,16 +31,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 	e.must(201, "isv1", "POST", "/listings", item{"name": "pub", "repository": "isv1/pub", "visibility": "public"}).decode(t, &P)
 	e.must(200, "isv1", "POST", "/listings/"+P.ID+"/publish", nil)
 	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/versions", item{"version": "1", "digest": dP})
-	var K api.SigningKey
+	var K registryapi.SigningKey
 	e.must(201, "isv1", "POST", "/keys", item{"public_key": ecKeyPEM(t)}).decode(t, &K)
-	var T api.Token
+	var T registryapi.Token
 	e.must(201, "isv1", "POST", "/tokens", item{"name": "x"}).decode(t, &T)
-	var E api.Entitlement
+	var E registryapi.Entitlement
 	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/shares", item{"account": "tenant1"}).decode(t, &E)
-	var N api.Node
+	var N registryapi.Node
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n1", "public_key": x25519B64(t)}).decode(t, &N)
 	e.must(200, "admin", "POST", "/nodes/"+N.ID+"/approve", nil)
-	var N2 api.Node // revoked by the matrix
+	var N2 registryapi.Node // revoked by the matrix
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n2", "public_key": x25519B64(t)}).decode(t, &N2)
 	e.must(201, "tenant1", "POST", "/listings/"+P.ID+"/subscribe", nil)
 	board := []item{{"model": "sim", "slots": []item{{"index": 0, "state": "cleared"}, {"index": 1, "state": "cleared"}}}}
@@ -142,14 +142,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if strings.HasSuffix(r.Path, "/*") {
 			continue
 		}
-		if !routes[r.Method+" "+strings.TrimPrefix(r.Path, api.Prefix)] {
+		if !routes[r.Method+" "+strings.TrimPrefix(r.Path, registryapi.Prefix)] {
 			t.Errorf("route %s %s not covered by the matrix", r.Method, r.Path)
 		}
 	}
 
 	// Listings contents: no cross-account leaks.
 	for _, who := range []string{"", "isv2", "tenant2"} {
-		var list struct{ Items []api.Listing }
+		var list struct{ Items []registryapi.Listing }
 		e.must(http.StatusOK, who, "GET", "/listings", nil).decode(t, &list)
 		for _, l := range list.Items {
 			if l.ID == L.ID {
@@ -157,7 +157,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 		}
 	}
-	var keys struct{ Items []api.SigningKey }
+	var keys struct{ Items []registryapi.SigningKey }
 	e.must(200, "isv2", "GET", "/keys", nil).decode(t, &keys)
 	for _, k := range keys.Items {
 		if k.AccountID != e.users["isv2"].ID {
@@ -165,7 +165,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 	}
 	for _, who := range []string{"isv2", "tenant2"} {
-		var ents struct{ Items []api.Entitlement }
+		var ents struct{ Items []registryapi.Entitlement }
 		e.must(200, who, "GET", "/entitlements", nil).decode(t, &ents)
 		for _, x := range ents.Items {
 			if x.AccountID != e.users[who].ID {
@@ -174,7 +174,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 	}
 	// Bad credentials never fall back to anonymous.
-	req, _ := http.NewRequest("GET", e.url+api.Prefix+"/listings", nil)
+	req, _ := http.NewRequest("GET", e.url+registryapi.Prefix+"/listings", nil)
 	req.Header.Set("Authorization", "Bearer faas_wrong")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -28,7 +29,7 @@ func FuzzHandlers(f *testing.F) {
 	var routes []string
 	for _, r := range a.Routes() {
 		if r.Method != http.MethodGet && !strings.HasSuffix(r.Path, "/*") {
-			routes = append(routes, r.Method+" "+strings.TrimPrefix(r.Path, api.Prefix))
+			routes = append(routes, r.Method+" "+strings.TrimPrefix(r.Path, registryapi.Prefix))
 		}
 	}
 
@@ -56,7 +57,7 @@ func FuzzHandlers(f *testing.F) {
 		path = strings.ReplaceAll(path, ":id", url.PathEscape(param))
 		path = strings.ReplaceAll(path, ":aid", url.PathEscape(param))
 		for _, who := range []string{"admin", "node1", "tenant1", "isv1"} {
-			req, err := http.NewRequest(method, srv.URL+api.Prefix+path, bytes.NewReader(body))
+			req, err := http.NewRequest(method, srv.URL+registryapi.Prefix+path, bytes.NewReader(body))
 			if err != nil {
 				return // not a URL a client could send
 			}
@@ -98,7 +99,7 @@ func FuzzLongPollQuery(f *testing.F) {
 			"tenant1": "/attachments/00000000-0000-0000-0000-000000000000?" + q,
 			"node1":   "/nodes/00000000-0000-0000-0000-000000000000/assignments?" + q,
 		} {
-			req, _ := http.NewRequest(http.MethodGet, srv.URL+api.Prefix+path, nil)
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+registryapi.Prefix+path, nil)
 			req.Header.Set("Authorization", "Bearer "+tokens[who])
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {

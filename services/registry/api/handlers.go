@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -62,21 +63,17 @@ func (a *API) routes() {
 	a.handle(http.MethodGet, "/audit", roles(isv, admin), a.listAudit)
 	a.attachmentRoutes()
 	a.opsRoutes()
-	a.e.RouteNotFound(Prefix+"/*", func(c echo.Context) error { return echo.ErrNotFound })
+	a.e.RouteNotFound(registryapi.Prefix+"/*", func(c echo.Context) error { return echo.ErrNotFound })
 }
 
 func (a *API) me(c echo.Context, p *principal) error {
-	return c.JSON(http.StatusOK, Account{p.ID, p.Name, string(p.Role), p.Disabled, p.CreatedAt})
+	return c.JSON(http.StatusOK, registryapi.Account{ID: p.ID, Name: p.Name, Role: string(p.Role), Disabled: p.Disabled, CreatedAt: p.CreatedAt})
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*$`)
 
 func (a *API) createAccount(c echo.Context, p *principal) error {
-	var req struct {
-		Name     string `json:"name"`
-		Role     string `json:"role"`
-		Password string `json:"password"`
-	}
+	var req registryapi.NewAccount
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
@@ -109,14 +106,11 @@ func (a *API) listAccounts(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Account) cursor { return cursor{x.CreatedAt, x.ID} }))
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.Account) cursor { return cursor{x.CreatedAt, x.ID} }))
 }
 
 func (a *API) createToken(c echo.Context, p *principal) error {
-	var req struct {
-		Name      string     `json:"name"`
-		ExpiresAt *time.Time `json:"expires_at"`
-	}
+	var req registryapi.NewToken
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
@@ -142,7 +136,7 @@ func (a *API) listTokens(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Token) cursor { return cursor{x.CreatedAt, x.ID} }))
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.Token) cursor { return cursor{x.CreatedAt, x.ID} }))
 }
 
 func (a *API) revokeToken(c echo.Context, p *principal) error {
@@ -180,9 +174,7 @@ func parseSigningKey(text string) (pemText, keyID string, err error) {
 }
 
 func (a *API) createKey(c echo.Context, p *principal) error {
-	var req struct {
-		PublicKey string `json:"public_key"`
-	}
+	var req registryapi.NewSigningKey
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
@@ -210,15 +202,7 @@ func (a *API) listKeys(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x SigningKey) cursor { return cursor{x.CreatedAt, x.ID} }))
-}
-
-// RepositoryKeys answers GET /signing-keys: the public keys that may sign
-// the images of a repository, for nodes verifying before they load.
-type RepositoryKeys struct {
-	Repository string       `json:"repository"`
-	ISV        string       `json:"isv"`
-	Keys       []SigningKey `json:"keys"`
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.SigningKey) cursor { return cursor{x.CreatedAt, x.ID} }))
 }
 
 // repositoryKeys lists the unrevoked signing keys of the ISV that owns a
@@ -257,18 +241,15 @@ var (
 )
 
 func (a *API) reportUsage(c echo.Context, p *principal) error {
-	var req struct {
-		NodeID  string        `json:"node_id"`
-		Records []UsageRecord `json:"records"`
-	}
+	var req registryapi.UsageReport
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
 	if !isUUID(req.NodeID) {
 		return fieldErr("node_id", "want a node id")
 	}
-	if len(req.Records) == 0 || len(req.Records) > 1000 {
-		return fieldErr("records", "want 1 to 1000 records")
+	if len(req.Records) == 0 || len(req.Records) > registryapi.MaxUsageRecords {
+		return fieldErr("records", "want 1 to %d records", registryapi.MaxUsageRecords)
 	}
 	for i, r := range req.Records {
 		f := func(n string) string { return fmt.Sprintf("records[%d].%s", i, n) }
@@ -297,7 +278,7 @@ func (a *API) reportUsage(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]int{"accepted": n, "duplicates": len(req.Records) - n})
+	return c.JSON(http.StatusOK, registryapi.UsageAccepted{Accepted: n, Duplicates: len(req.Records) - n})
 }
 
 func parseTime(c echo.Context, name string) (*time.Time, error) {
@@ -335,13 +316,13 @@ func (a *API) usageSummary(c echo.Context, p *principal) error {
 		return err
 	}
 	if rows == nil {
-		rows = []UsageSummary{}
+		rows = []registryapi.UsageSummary{}
 	}
 	var total int64
 	for _, r := range rows {
 		total += r.TotalMicros
 	}
-	return c.JSON(http.StatusOK, map[string]any{"items": rows, "total_micros": total})
+	return c.JSON(http.StatusOK, registryapi.UsageSummaries{Items: rows, TotalMicros: total})
 }
 
 func (a *API) listAudit(c echo.Context, p *principal) error {
@@ -360,5 +341,5 @@ func (a *API) listAudit(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x AuditEntry) cursor { return cursor{ID: fmt.Sprint(x.ID)} }))
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.AuditEntry) cursor { return cursor{ID: fmt.Sprint(x.ID)} }))
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/labstack/echo/v4"
 )
 
@@ -15,7 +16,7 @@ func checkLen(field string, v *string, min, max int) error {
 	return nil
 }
 
-func (f *listingFields) validate() error {
+func validateListing(f *registryapi.ListingFields) error {
 	for _, c := range []struct {
 		field    string
 		v        *string
@@ -46,23 +47,20 @@ func (f *listingFields) validate() error {
 }
 
 func (a *API) createListing(c echo.Context, p *principal) error {
-	var req struct {
-		listingFields
-		Repository string `json:"repository"`
-	}
+	var req registryapi.NewListing
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
 	if req.Name == nil {
 		return fieldErr("name", "required")
 	}
-	if err := req.validate(); err != nil {
+	if err := validateListing(&req.ListingFields); err != nil {
 		return err
 	}
 	if len(req.Repository) > 255 || !repoRE.MatchString(req.Repository) || !strings.HasPrefix(req.Repository, p.Name+"/") {
 		return fieldErr("repository", "want a repository name under your namespace %q, e.g. %s/NAME", p.Name, p.Name)
 	}
-	l, err := a.st.createListing(c.Request().Context(), p, req.Repository, req.listingFields)
+	l, err := a.st.createListing(c.Request().Context(), p, req.Repository, req.ListingFields)
 	if err != nil {
 		return err
 	}
@@ -94,7 +92,7 @@ func (a *API) listListings(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Listing) cursor { return cursor{x.CreatedAt, x.ID} }))
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.Listing) cursor { return cursor{x.CreatedAt, x.ID} }))
 }
 
 func (a *API) getListing(c echo.Context, p *principal) error {
@@ -106,11 +104,11 @@ func (a *API) getListing(c echo.Context, p *principal) error {
 }
 
 func (a *API) updateListing(c echo.Context, p *principal) error {
-	var f listingFields
+	var f registryapi.ListingFields
 	if err := a.decode(c, &f); err != nil {
 		return err
 	}
-	if err := f.validate(); err != nil {
+	if err := validateListing(&f); err != nil {
 		return err
 	}
 	if !isUUID(c.Param("id")) {
@@ -137,10 +135,7 @@ func (a *API) publish(pub bool) handler {
 }
 
 func (a *API) addVersion(c echo.Context, p *principal) error {
-	var req struct {
-		Version string `json:"version"`
-		Digest  string `json:"digest"`
-	}
+	var req registryapi.NewVersion
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
@@ -169,7 +164,7 @@ func (a *API) listVersions(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Version) cursor { return cursor{x.CreatedAt, x.Version} }))
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.Version) cursor { return cursor{x.CreatedAt, x.Version} }))
 }
 
 func created(ok bool) int {
@@ -188,9 +183,7 @@ func (a *API) subscribe(c echo.Context, p *principal) error {
 }
 
 func (a *API) share(c echo.Context, p *principal) error {
-	var req struct {
-		Account string `json:"account"`
-	}
+	var req registryapi.NewShare
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
@@ -217,7 +210,7 @@ func (a *API) listEntitlements(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Entitlement) cursor { return cursor{x.CreatedAt, x.ID} }))
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.Entitlement) cursor { return cursor{x.CreatedAt, x.ID} }))
 }
 
 func (a *API) revokeEntitlement(c echo.Context, p *principal) error {

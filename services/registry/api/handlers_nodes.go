@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
@@ -55,13 +56,7 @@ func parseNodeKey(text string) (string, error) {
 var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,126}[A-Za-z0-9])?$`)
 
 func (a *API) registerNode(c echo.Context, p *principal) error {
-	var req struct {
-		Hostname  string `json:"hostname"`
-		PublicKey string `json:"public_key"`
-		// EnrollmentToken, a one-time token an operator made, approves
-		// the node at once; without it the node waits for approval.
-		EnrollmentToken string `json:"enrollment_token,omitempty"`
-	}
+	var req registryapi.NodeRegistration
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
@@ -79,32 +74,8 @@ func (a *API) registerNode(c echo.Context, p *principal) error {
 	return c.JSON(http.StatusCreated, n)
 }
 
-// Board is one board of a heartbeat.
-type Board struct {
-	Model string `json:"model"`
-	Slots []Slot `json:"slots"`
-}
-
-// Slot is the state of one slot of a board.
-type Slot struct {
-	Index  int    `json:"index"`
-	State  string `json:"state"` // cleared, loading, loaded, busy, failed
-	Digest string `json:"digest,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Part is the chip's FPGA part (shell.Part.Name). Optional: the
-	// registry knows the parts of the board models of shell v1 from
-	// Board.Model; a node reports it for a model the registry may not know.
-	Part string `json:"part,omitempty"`
-}
-
 func (a *API) heartbeat(c echo.Context, p *principal) error {
-	var req struct {
-		Boards []Board `json:"boards"`
-		// Endpoint and TLSCertificate, sent together, say where and
-		// with which certificate the node serves remote attach.
-		Endpoint       string `json:"endpoint,omitempty"`
-		TLSCertificate string `json:"tls_certificate,omitempty"`
-	}
+	var req registryapi.Heartbeat
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
@@ -137,7 +108,7 @@ func (a *API) heartbeat(c echo.Context, p *principal) error {
 		}
 	}
 	if req.Boards == nil {
-		req.Boards = []Board{}
+		req.Boards = []registryapi.Board{}
 	}
 	boards, _ := json.Marshal(req.Boards)
 	n, err := a.st.heartbeat(c.Request().Context(), p, c.Param("id"), boards, req.Endpoint, cert)
@@ -165,7 +136,7 @@ func (a *API) listNodes(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x Node) cursor { return cursor{x.RegisteredAt, x.ID} }))
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.Node) cursor { return cursor{x.RegisteredAt, x.ID} }))
 }
 
 func (a *API) setNodeTrust(approve bool) func(echo.Context, *principal) error {
@@ -179,9 +150,7 @@ func (a *API) setNodeTrust(approve bool) func(echo.Context, *principal) error {
 }
 
 func (a *API) createEnrollment(c echo.Context, p *principal) error {
-	var req struct {
-		TTLSeconds int64 `json:"ttl_seconds,omitempty"`
-	}
+	var req registryapi.NewEnrollment
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
@@ -198,7 +167,7 @@ func (a *API) createEnrollment(c echo.Context, p *principal) error {
 // issueGrant gives a node the right to load one image for the caller: what
 // the node presents for the image's data keys and its usage reports.
 func (a *API) issueGrant(c echo.Context, p *principal) error {
-	var req nodetrust.GrantRequest
+	var req registryapi.GrantRequest
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}

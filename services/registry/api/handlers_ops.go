@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -18,7 +19,7 @@ func (a *API) opsRoutes() {
 }
 
 func (a *API) updateAccount(c echo.Context, p *principal) error {
-	var ch accountChange
+	var ch registryapi.AccountUpdate
 	if err := a.decode(c, &ch); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (a *API) listValidationJobs(c echo.Context, p *principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x ValidationJob) cursor { return cursor{x.CreatedAt, x.ID} }))
+	return c.JSON(http.StatusOK, pageOf(rows, pg.limit, func(x registryapi.ValidationJob) cursor { return cursor{x.CreatedAt, x.ID} }))
 }
 
 // listLoads answers the caller's own current loads only, whatever its
@@ -61,7 +62,7 @@ func (a *API) listLoads(c echo.Context, p *principal) error {
 		return err
 	}
 	if rows == nil {
-		rows = []Load{}
+		rows = []registryapi.Load{}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"items": rows})
+	return c.JSON(http.StatusOK, registryapi.Items[registryapi.Load]{Items: rows})
 }

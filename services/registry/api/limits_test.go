@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/meta"
@@ -61,7 +62,7 @@ func TestPasswordLockout(t *testing.T) {
 	}
 	get := func(user, pass, bearer string) (int, string, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+api.Prefix+"/me", nil)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+registryapi.Prefix+"/me", nil)
 		if bearer != "" {
 			req.Header.Set("Authorization", "Bearer "+bearer)
 		} else {

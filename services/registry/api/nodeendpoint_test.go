@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/agent/nodecert"
-	"github.com/fpga-faas/faas/services/registry/api"
 )
 
 // nodeCertPEM makes a real node certificate for id as faasd does, made at now.
@@ -21,7 +21,7 @@ func nodeCertPEM(t *testing.T, id string, now time.Time) string {
 
 func TestHeartbeatCertificatePin(t *testing.T) {
 	e := newEnv(t)
-	var n api.Node
+	var n registryapi.Node
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "fpga-pin", "public_key": x25519B64(t)}).decode(t, &n)
 	hb := func(status int, endpoint, cert string) resp {
 		t.Helper()
@@ -60,7 +60,7 @@ func TestHeartbeatCertificatePin(t *testing.T) {
 	if !strings.Contains(string(r.body), "tls_certificate") || !strings.Contains(string(r.body), "repin") {
 		t.Fatalf("refusal %s", r.body)
 	}
-	var audit struct{ Items []api.AuditEntry }
+	var audit struct{ Items []registryapi.AuditEntry }
 	e.must(200, "admin", "GET", "/audit?limit=200", nil).decode(t, &audit)
 	found := false
 	for _, a := range audit.Items {
@@ -79,7 +79,7 @@ func TestHeartbeatCertificatePin(t *testing.T) {
 	if n.TLSCertificate != second {
 		t.Fatal("new certificate not pinned after repin")
 	}
-	var nodes struct{ Items []api.Node }
+	var nodes struct{ Items []registryapi.Node }
 	e.must(200, "admin", "GET", "/nodes", nil).decode(t, &nodes)
 	if len(nodes.Items) != 1 || nodes.Items[0].TLSCertificate != second || nodes.Items[0].ServerName != n.ServerName {
 		t.Fatalf("listing %+v", nodes.Items)
@@ -88,7 +88,7 @@ func TestHeartbeatCertificatePin(t *testing.T) {
 
 func TestHeartbeatCertificateRefused(t *testing.T) {
 	e := newEnv(t)
-	var n api.Node
+	var n registryapi.Node
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "fpga-bad", "public_key": x25519B64(t)}).decode(t, &n)
 	good := nodeCertPEM(t, n.ID, time.Now())
 	for name, c := range map[string]struct{ endpoint, cert, field string }{

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/labstack/echo/v4"
 )
 
@@ -262,7 +263,7 @@ func Document() []byte {
 			"openapi": "3.1.0",
 			"info": obj{"title": "faas registry marketplace API", "version": "1",
 				"description": "Marketplace control plane of the faas registry. Authenticate with HTTP Basic (name and password, or an API token as password) or Authorization: Bearer faas_… (API token). Errors are {\"error\":{\"code\",\"message\",\"field\"}}."},
-			"servers":  []any{obj{"url": Prefix}},
+			"servers":  []any{obj{"url": registryapi.Prefix}},
 			"paths":    paths,
 			"security": []any{obj{"basic": []string{}}, obj{"token": []string{}}},
 			"components": obj{

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -38,7 +39,7 @@ var attachmentStates = []poolapi.State{poolapi.Pending, poolapi.Loading, poolapi
 // ended and whether the node released (and scrubbed) it.
 type AttachmentHistory struct {
 	poolapi.Attachment
-	History []AuditEntry `json:"history"`
+	History []registryapi.AuditEntry `json:"history"`
 }
 
 // Attachments lists every tenant's attachments that f selects, newest
@@ -77,7 +78,7 @@ func (a *API) AttachmentHistory(ctx context.Context, id string) (AttachmentHisto
 	}
 	h.History, err = pgx.CollectRows(rows, scanAuditEntry)
 	if h.History == nil {
-		h.History = []AuditEntry{}
+		h.History = []registryapi.AuditEntry{}
 	}
 	return h, err
 }

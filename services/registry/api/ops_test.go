@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 func TestUpdateAccount(t *testing.T) {
@@ -14,7 +14,7 @@ func TestUpdateAccount(t *testing.T) {
 	t1 := e.users["tenant1"].ID
 	e.must(200, "tenant1", "GET", "/me", nil)
 
-	var a api.Account
+	var a registryapi.Account
 	e.must(200, "admin", "PATCH", "/accounts/"+t1, item{"disabled": true}).decode(t, &a)
 	if !a.Disabled || a.Name != "tenant1" {
 		t.Fatalf("after disabling: %+v", a)
@@ -25,7 +25,7 @@ func TestUpdateAccount(t *testing.T) {
 	e.must(200, "tenant1", "GET", "/me", nil)
 
 	e.must(200, "admin", "PATCH", "/accounts/"+e.users["tenant2"].ID, item{"role": "isv"}).decode(t, &a)
-	var me api.Account
+	var me registryapi.Account
 	if e.must(200, "tenant2", "GET", "/me", nil).decode(t, &me); me.Role != "isv" {
 		t.Fatalf("tenant2 after the role change: %+v", me)
 	}
@@ -56,7 +56,7 @@ func TestUpdateAccount(t *testing.T) {
 	e.must(201, "isv1", "POST", "/listings", item{"name": "l", "repository": "isv1/l"})
 	e.must(409, "admin", "PATCH", "/accounts/"+e.users["isv1"].ID, item{"role": "tenant"})
 
-	var audit struct{ Items []api.AuditEntry }
+	var audit struct{ Items []registryapi.AuditEntry }
 	e.must(200, "admin", "GET", "/audit?action=account.update&target_id="+t1, nil).decode(t, &audit)
 	if len(audit.Items) != 2 || !strings.Contains(string(audit.Items[1].Details), `"disabled":true`) || audit.Items[0].ActorName != "admin" {
 		t.Fatalf("audit of tenant1's changes: %+v", audit.Items)
@@ -66,14 +66,14 @@ func TestUpdateAccount(t *testing.T) {
 func TestValidationJobs(t *testing.T) {
 	e := newEnv(t)
 	d := e.pushManifest("isv1/pub", "v1")
-	var P api.Listing
+	var P registryapi.Listing
 	e.must(201, "isv1", "POST", "/listings", item{"name": "pub", "repository": "isv1/pub"}).decode(t, &P)
 	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/versions", item{"version": "1", "digest": d})
 	if _, err := e.pool.Exec(context.Background(), `update validation_jobs set state = 'failed', attempts = 2,
 		reasons = '[{"code":"E_SIG","message":"bad signature"}]'`); err != nil {
 		t.Fatal(err)
 	}
-	var jobs struct{ Items []api.ValidationJob }
+	var jobs struct{ Items []registryapi.ValidationJob }
 	e.must(200, "admin", "GET", "/validation-jobs", nil).decode(t, &jobs)
 	if len(jobs.Items) != 1 {
 		t.Fatalf("jobs %+v", jobs.Items)
@@ -95,11 +95,11 @@ func TestValidationJobs(t *testing.T) {
 func TestLoads(t *testing.T) {
 	e := newEnv(t)
 	d := e.pushManifest("isv1/pub", "v1")
-	var P api.Listing
+	var P registryapi.Listing
 	e.must(201, "isv1", "POST", "/listings", item{"name": "pub", "repository": "isv1/pub", "visibility": "public"}).decode(t, &P)
 	e.must(200, "isv1", "POST", "/listings/"+P.ID+"/publish", nil)
 	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/versions", item{"version": "1", "digest": d})
-	var N api.Node
+	var N registryapi.Node
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n1", "public_key": x25519B64(t)}).decode(t, &N)
 	e.must(200, "admin", "POST", "/nodes/"+N.ID+"/approve", nil)
 	load := func(tenant string, slot int) {
@@ -124,9 +124,9 @@ func TestLoads(t *testing.T) {
 		}
 		e.must(200, "node1", "POST", "/nodes/"+N.ID+"/heartbeat", item{"boards": []item{{"model": "faas-vu9p-2", "slots": slots}}})
 	}
-	loads := func(who string) []api.Load {
+	loads := func(who string) []registryapi.Load {
 		t.Helper()
-		var res struct{ Items []api.Load }
+		var res struct{ Items []registryapi.Load }
 		e.must(200, who, "GET", "/loads", nil).decode(t, &res)
 		return res.Items
 	}
@@ -169,13 +169,13 @@ func TestLoads(t *testing.T) {
 func TestUsagePerDay(t *testing.T) {
 	e := newEnv(t)
 	d := e.pushManifest("isv1/pub", "v1")
-	var P api.Listing
+	var P registryapi.Listing
 	e.must(201, "isv1", "POST", "/listings", item{"name": "pub", "repository": "isv1/pub", "visibility": "public",
 		"price_per_load_micros": 1000}).decode(t, &P)
 	e.must(200, "isv1", "POST", "/listings/"+P.ID+"/publish", nil)
 	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/versions", item{"version": "1", "digest": d})
 	e.must(201, "tenant1", "POST", "/listings/"+P.ID+"/subscribe", nil)
-	var N api.Node
+	var N registryapi.Node
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n1", "public_key": x25519B64(t)}).decode(t, &N)
 	e.must(200, "admin", "POST", "/nodes/"+N.ID+"/approve", nil)
 	for range 2 {
@@ -188,7 +188,7 @@ func TestUsagePerDay(t *testing.T) {
 		where id = (select min(id) from usage_records)`); err != nil {
 		t.Fatal(err)
 	}
-	var sum struct{ Items []api.UsageSummary }
+	var sum struct{ Items []registryapi.UsageSummary }
 	e.must(200, "isv1", "GET", "/usage/summary?by=day", nil).decode(t, &sum)
 	today := time.Now().UTC().Format("2006-01-02")
 	if len(sum.Items) != 2 || sum.Items[0].Day != today || sum.Items[1].Day != "2030-01-02" || sum.Items[1].Loads != 1 ||
@@ -211,14 +211,14 @@ func TestUsagePerDay(t *testing.T) {
 // own actions, filtered by actor too; never another ISV's.
 func TestAuditOfAnISV(t *testing.T) {
 	e := newEnv(t)
-	var K api.SigningKey
+	var K registryapi.SigningKey
 	e.must(201, "isv1", "POST", "/keys", item{"public_key": ecKeyPEM(t)}).decode(t, &K)
 	e.must(200, "admin", "POST", "/keys/"+K.ID+"/revoke", nil)
 	e.must(201, "isv1", "POST", "/tokens", item{"name": "ci"})
 	e.must(201, "isv2", "POST", "/tokens", item{"name": "theirs"})
 	e.must(201, "isv2", "POST", "/listings", item{"name": "x", "repository": "isv2/x"})
 
-	var audit struct{ Items []api.AuditEntry }
+	var audit struct{ Items []registryapi.AuditEntry }
 	e.must(200, "isv1", "GET", "/audit", nil).decode(t, &audit)
 	seen := map[string]bool{}
 	for _, a := range audit.Items {

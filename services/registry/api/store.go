@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
@@ -106,25 +107,16 @@ func noRows(err error, what string) error {
 
 // Accounts ----------------------------------------------------------------------
 
-// Account is the API view of an account.
-type Account struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	Disabled  bool      `json:"disabled"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func (s *store) createAccount(ctx context.Context, p *principal, name string, role auth.Role, password string) (Account, error) {
+func (s *store) createAccount(ctx context.Context, p *principal, name string, role auth.Role, password string) (registryapi.Account, error) {
 	var hash *string
 	if password != "" {
 		h, err := s.accounts.HashPassword(ctx, password)
 		if err != nil {
-			return Account{}, err
+			return registryapi.Account{}, err
 		}
 		hash = &h
 	}
-	var a Account
+	var a registryapi.Account
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		err := tx.QueryRow(ctx, `insert into accounts (name, role, password_hash) values ($1, $2, $3)
 			returning id::text, name, role, disabled, created_at`, name, string(role), hash).
@@ -134,7 +126,7 @@ func (s *store) createAccount(ctx context.Context, p *principal, name string, ro
 	return a, err
 }
 
-func (s *store) listAccounts(ctx context.Context, pg pageReq, role string) ([]Account, error) {
+func (s *store) listAccounts(ctx context.Context, pg pageReq, role string) ([]registryapi.Account, error) {
 	t, id := after(pg)
 	rows, err := s.pool.Query(ctx, `select id::text, name, role, disabled, created_at from accounts
 		where ($1 = '' or role = $1) and (created_at, id) > ($2, $3::uuid)
@@ -142,8 +134,8 @@ func (s *store) listAccounts(ctx context.Context, pg pageReq, role string) ([]Ac
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Account, error) {
-		var a Account
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Account, error) {
+		var a registryapi.Account
 		return a, r.Scan(&a.ID, &a.Name, &a.Role, &a.Disabled, &a.CreatedAt)
 	})
 }
@@ -158,23 +150,12 @@ func after(pg pageReq) (time.Time, string) {
 
 // Tokens ------------------------------------------------------------------------
 
-// Token is an API token's description; Secret is set only on creation.
-type Token struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	Secret     string     `json:"secret,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
-	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
-	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
-}
-
-func (s *store) issueToken(ctx context.Context, p *principal, name string, expires *time.Time) (Token, error) {
+func (s *store) issueToken(ctx context.Context, p *principal, name string, expires *time.Time) (registryapi.Token, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
-		return Token{}, fmt.Errorf("api: token: %w", err)
+		return registryapi.Token{}, fmt.Errorf("api: token: %w", err)
 	}
-	t := Token{Name: name, Secret: auth.TokenPrefix + base64.RawURLEncoding.EncodeToString(raw), ExpiresAt: expires}
+	t := registryapi.Token{Name: name, Secret: auth.TokenPrefix + base64.RawURLEncoding.EncodeToString(raw), ExpiresAt: expires}
 	sum := sha256.Sum256([]byte(t.Secret))
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		err := tx.QueryRow(ctx, `insert into api_tokens (account_id, name, token_hash, expires_at)
@@ -185,7 +166,7 @@ func (s *store) issueToken(ctx context.Context, p *principal, name string, expir
 	return t, err
 }
 
-func (s *store) listTokens(ctx context.Context, accountID string, pg pageReq) ([]Token, error) {
+func (s *store) listTokens(ctx context.Context, accountID string, pg pageReq) ([]registryapi.Token, error) {
 	t, id := after(pg)
 	rows, err := s.pool.Query(ctx, `select id::text, name, created_at, expires_at, last_used_at, revoked_at
 		from api_tokens where account_id = $1::uuid and (created_at, id) > ($2, $3::uuid)
@@ -193,8 +174,8 @@ func (s *store) listTokens(ctx context.Context, accountID string, pg pageReq) ([
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Token, error) {
-		var k Token
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Token, error) {
+		var k registryapi.Token
 		return k, r.Scan(&k.ID, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.LastUsedAt, &k.RevokedAt)
 	})
 }
@@ -210,26 +191,15 @@ func (s *store) revokeToken(ctx context.Context, p *principal, tokenID string) e
 
 // Signing keys -------------------------------------------------------------------
 
-// SigningKey is an ISV's registered public key.
-type SigningKey struct {
-	ID        string     `json:"id"`
-	AccountID string     `json:"account_id"`
-	KeyID     string     `json:"key_id"`
-	Algorithm string     `json:"algorithm"`
-	PublicKey string     `json:"public_key"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-}
-
 const keyCols = `id::text, account_id::text, key_id, algorithm, public_key, created_at, revoked_at`
 
-func scanKey(r pgx.Row) (SigningKey, error) {
-	var k SigningKey
+func scanKey(r pgx.Row) (registryapi.SigningKey, error) {
+	var k registryapi.SigningKey
 	return k, r.Scan(&k.ID, &k.AccountID, &k.KeyID, &k.Algorithm, &k.PublicKey, &k.CreatedAt, &k.RevokedAt)
 }
 
-func (s *store) addKey(ctx context.Context, p *principal, keyID, alg, pemText string) (SigningKey, error) {
-	var k SigningKey
+func (s *store) addKey(ctx context.Context, p *principal, keyID, alg, pemText string) (registryapi.SigningKey, error) {
+	var k registryapi.SigningKey
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var err error
 		k, err = scanKey(tx.QueryRow(ctx, `insert into signing_keys (account_id, key_id, algorithm, public_key)
@@ -240,7 +210,7 @@ func (s *store) addKey(ctx context.Context, p *principal, keyID, alg, pemText st
 }
 
 // listKeys lists the keys of account (all accounts when "").
-func (s *store) listKeys(ctx context.Context, account string, pg pageReq) ([]SigningKey, error) {
+func (s *store) listKeys(ctx context.Context, account string, pg pageReq) ([]registryapi.SigningKey, error) {
 	t, id := after(pg)
 	rows, err := s.pool.Query(ctx, `select `+keyCols+` from signing_keys
 		where ($1 = '' or account_id::text = $1) and (created_at, id) > ($2, $3::uuid)
@@ -248,14 +218,14 @@ func (s *store) listKeys(ctx context.Context, account string, pg pageReq) ([]Sig
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SigningKey, error) { return scanKey(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.SigningKey, error) { return scanKey(r) })
 }
 
 // repositoryKeys returns the unrevoked keys of the ISV owning repo: the
 // repository's owner, else the isv account named like its namespace (the
 // same rule validation applies).
-func (s *store) repositoryKeys(ctx context.Context, repo string) (RepositoryKeys, error) {
-	rk := RepositoryKeys{Repository: repo, Keys: []SigningKey{}}
+func (s *store) repositoryKeys(ctx context.Context, repo string) (registryapi.RepositoryKeys, error) {
+	rk := registryapi.RepositoryKeys{Repository: repo, Keys: []registryapi.SigningKey{}}
 	err := s.pool.QueryRow(ctx, `select id::text, name from accounts where id = coalesce(
 			(select owner_id from repositories where name = $1),
 			(select id from accounts where role = 'isv' and name = split_part($1, '/', 1)))`, repo).Scan(new(string), &rk.ISV)
@@ -271,13 +241,13 @@ func (s *store) repositoryKeys(ctx context.Context, repo string) (RepositoryKeys
 	if err != nil {
 		return rk, err
 	}
-	rk.Keys, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SigningKey, error) { return scanKey(r) })
+	rk.Keys, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.SigningKey, error) { return scanKey(r) })
 	return rk, err
 }
 
 // revokeKey revokes key id; unless p is an admin it must be p's.
-func (s *store) revokeKey(ctx context.Context, p *principal, id string) (SigningKey, error) {
-	var k SigningKey
+func (s *store) revokeKey(ctx context.Context, p *principal, id string) (registryapi.SigningKey, error) {
+	var k registryapi.SigningKey
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var err error
 		k, err = scanKey(tx.QueryRow(ctx, `update signing_keys set revoked_at = coalesce(revoked_at, now())

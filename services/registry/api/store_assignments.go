@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
@@ -72,8 +73,8 @@ func (s *store) revision(ctx context.Context, id string) (int64, error) {
 // attachment aid's image for its tenant: the node loads for the tenant
 // without ever holding the tenant's token. A few per attachment (a load
 // that is retried), no more.
-func (s *store) attachmentGrant(ctx context.Context, p *principal, id, aid string) (nodetrust.Grant, error) {
-	var g nodetrust.Grant
+func (s *store) attachmentGrant(ctx context.Context, p *principal, id, aid string) (registryapi.Grant, error) {
+	var g registryapi.Grant
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if err := ownNode(ctx, tx, p, id); err != nil {
 			return auditEntry{}, err
@@ -93,7 +94,7 @@ func (s *store) attachmentGrant(ctx context.Context, p *principal, id, aid strin
 			return auditEntry{}, fmt.Errorf("%w: attachment %s has had its %d load grants", ErrForbidden, aid, maxGrantsPerAttachment)
 		}
 		g, err = nodetrust.Issue(ctx, tx, nodetrust.Caller{ID: tenant, Role: "tenant"},
-			nodetrust.GrantRequest{NodeID: id, Repository: repo, Digest: digest}, 0)
+			registryapi.GrantRequest{NodeID: id, Repository: repo, Digest: digest}, 0)
 		if err != nil {
 			return auditEntry{}, trustErr(err)
 		}

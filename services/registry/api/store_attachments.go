@@ -19,6 +19,7 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
@@ -150,7 +151,7 @@ func chipNeeds(ctx context.Context, tx pgx.Tx, repository, digest string) (parts
 // reported it, else as the board model of shell v1 names it, else "" (a
 // model this registry does not know, which takes only images of unknown
 // part).
-func chipParts(b Board) []string {
+func chipParts(b registryapi.Board) []string {
 	out := make([]string, len(b.Slots))
 	m, err := shell.ModelByName(b.Model)
 	for k, sl := range b.Slots {
@@ -202,7 +203,7 @@ func (s *store) candidates(ctx context.Context, tx pgx.Tx, cfg AttachConfig) ([]
 			rows.Close()
 			return nil, err
 		}
-		var boards []Board
+		var boards []registryapi.Board
 		_ = json.Unmarshal(raw, &boards) // checked when the heartbeat was taken
 		n := &placement.Node{ID: id, Held: map[int]bool{}, Shares: map[int]int{}, ShareDigest: map[int]string{}, Warm: map[int]string{}}
 		for _, b := range boards {

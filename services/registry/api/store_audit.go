@@ -2,30 +2,14 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
-	"time"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/jackc/pgx/v5"
 )
 
 // Audit ---------------------------------------------------------------------------
-
-// AuditEntry is a row of the audit log.
-type AuditEntry struct {
-	ID         int64           `json:"id"`
-	At         time.Time       `json:"at"`
-	ActorID    *string         `json:"actor_id,omitempty"`
-	ActorName  string          `json:"actor"`
-	Action     string          `json:"action"`
-	TargetType string          `json:"target_type"`
-	TargetID   string          `json:"target_id"`
-	Outcome    string          `json:"outcome"`
-	RequestID  string          `json:"request_id"`
-	RemoteAddr string          `json:"remote_addr"`
-	Details    json.RawMessage `json:"details"`
-}
 
 // auditFilter selects audit entries; "" matches all.
 type auditFilter struct {
@@ -36,7 +20,7 @@ type auditFilter struct {
 // listAudit returns entries newest first: all for admins; for an isv those
 // about its listings or signing keys and those of its own actions. The
 // cursor's ID is the last entry id.
-func (s *store) listAudit(ctx context.Context, p *principal, f auditFilter, pg pageReq) ([]AuditEntry, error) {
+func (s *store) listAudit(ctx context.Context, p *principal, f auditFilter, pg pageReq) ([]registryapi.AuditEntry, error) {
 	var before int64 = 1<<63 - 1
 	if pg.after != nil {
 		n, err := strconv.ParseInt(pg.after.ID, 10, 64)
@@ -63,8 +47,8 @@ func (s *store) listAudit(ctx context.Context, p *principal, f auditFilter, pg p
 // scanAuditEntry reads a row of audit_log's columns id, at, actor_id,
 // actor_name, action, target_type, target_id, outcome, request_id,
 // remote_addr, details, in that order.
-func scanAuditEntry(r pgx.CollectableRow) (AuditEntry, error) {
-	var e AuditEntry
+func scanAuditEntry(r pgx.CollectableRow) (registryapi.AuditEntry, error) {
+	var e registryapi.AuditEntry
 	var d []byte
 	err := r.Scan(&e.ID, &e.At, &e.ActorID, &e.ActorName, &e.Action, &e.TargetType, &e.TargetID, &e.Outcome,
 		&e.RequestID, &e.RemoteAddr, &d)

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
@@ -21,33 +21,19 @@ func isMetaNotFound(err error) bool { return errors.Is(err, meta.ErrNotFound) }
 
 // Entitlements --------------------------------------------------------------------
 
-// Entitlement grants an account access to a listing.
-type Entitlement struct {
-	ID          string     `json:"id"`
-	ListingID   string     `json:"listing_id"`
-	ListingName string     `json:"listing_name"`
-	AccountID   string     `json:"account_id"`
-	Account     string     `json:"account"`
-	Kind        string     `json:"kind"`
-	GrantedBy   *string    `json:"granted_by,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
-	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
-}
-
 const entSel = `select e.id::text, e.listing_id::text, l.name, e.account_id::text, a.name, e.kind, e.granted_by::text,
 	e.created_at, e.expires_at, e.revoked_at
 	from entitlements e join listings l on l.id = e.listing_id join accounts a on a.id = e.account_id `
 
-func scanEnt(r pgx.Row) (Entitlement, error) {
-	var e Entitlement
+func scanEnt(r pgx.Row) (registryapi.Entitlement, error) {
+	var e registryapi.Entitlement
 	return e, r.Scan(&e.ID, &e.ListingID, &e.ListingName, &e.AccountID, &e.Account, &e.Kind, &e.GrantedBy,
 		&e.CreatedAt, &e.ExpiresAt, &e.RevokedAt)
 }
 
 // grant gives account the entitlement kind to listing l; an active one of
 // the same kind is returned as is (created false).
-func (s *store) grant(ctx context.Context, tx pgx.Tx, p *principal, l Listing, accountID, kind string) (Entitlement, bool, error) {
+func (s *store) grant(ctx context.Context, tx pgx.Tx, p *principal, l registryapi.Listing, accountID, kind string) (registryapi.Entitlement, bool, error) {
 	var id string
 	err := tx.QueryRow(ctx, `insert into entitlements (listing_id, account_id, kind, granted_by)
 		values ($1::uuid, $2::uuid, $3, $4::uuid)
@@ -60,14 +46,14 @@ func (s *store) grant(ctx context.Context, tx pgx.Tx, p *principal, l Listing, a
 			and kind = $3 and revoked_at is null`, l.ID, accountID, kind).Scan(&id)
 	}
 	if err != nil {
-		return Entitlement{}, false, err
+		return registryapi.Entitlement{}, false, err
 	}
 	e, err := scanEnt(tx.QueryRow(ctx, entSel+` where e.id = $1::uuid`, id))
 	return e, created, err
 }
 
-func (s *store) subscribe(ctx context.Context, p *principal, listingID string) (Entitlement, bool, error) {
-	var e Entitlement
+func (s *store) subscribe(ctx context.Context, p *principal, listingID string) (registryapi.Entitlement, bool, error) {
+	var e registryapi.Entitlement
 	var created bool
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		l, err := s.getListing(ctx, tx, p, listingID)
@@ -83,8 +69,8 @@ func (s *store) subscribe(ctx context.Context, p *principal, listingID string) (
 	return e, created, err
 }
 
-func (s *store) share(ctx context.Context, p *principal, listingID, account string) (Entitlement, bool, error) {
-	var e Entitlement
+func (s *store) share(ctx context.Context, p *principal, listingID, account string) (registryapi.Entitlement, bool, error) {
+	var e registryapi.Entitlement
 	var created bool
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		l, err := s.ownListing(ctx, tx, p, listingID)
@@ -115,7 +101,7 @@ type entFilter struct {
 
 // listEntitlements: admin all; isv its own and those to its listings;
 // others their own.
-func (s *store) listEntitlements(ctx context.Context, p *principal, f entFilter, pg pageReq) ([]Entitlement, error) {
+func (s *store) listEntitlements(ctx context.Context, p *principal, f entFilter, pg pageReq) ([]registryapi.Entitlement, error) {
 	t, id := after(pg)
 	rows, err := s.pool.Query(ctx, entSel+` where ($1 or e.account_id = $2::uuid or ($3 and l.owner_id = $2::uuid))
 		and ($4 = '' or e.listing_id::text = $4) and (not $5 or e.revoked_at is null)
@@ -124,11 +110,11 @@ func (s *store) listEntitlements(ctx context.Context, p *principal, f entFilter,
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Entitlement, error) { return scanEnt(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Entitlement, error) { return scanEnt(r) })
 }
 
-func (s *store) revokeEntitlement(ctx context.Context, p *principal, id string) (Entitlement, error) {
-	var e Entitlement
+func (s *store) revokeEntitlement(ctx context.Context, p *principal, id string) (registryapi.Entitlement, error) {
+	var e registryapi.Entitlement
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if !isUUID(id) {
 			return auditEntry{}, fmt.Errorf("%w: entitlement", ErrNotFound)

@@ -2,38 +2,14 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
-
-// Listing is an IP listing.
-type Listing struct {
-	ID                 string `json:"id"`
-	OwnerID            string `json:"owner_id"`
-	Owner              string `json:"owner"`
-	Repository         string `json:"repository"`
-	Name               string `json:"name"`
-	Summary            string `json:"summary"`
-	Description        string `json:"description"`
-	Category           string `json:"category"`
-	BoardModel         string `json:"board_model"`
-	Currency           string `json:"currency"`
-	PricePerHourMicros int64  `json:"price_per_hour_micros"`
-	PricePerLoadMicros int64  `json:"price_per_load_micros"`
-	Visibility         string `json:"visibility"`
-	Published          bool   `json:"published"`
-	// Validated: a version of the listing passed validation (signed by its
-	// ISV, countersigned by the platform); the marketplace's badge.
-	Validated bool      `json:"validated"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
 
 const listingCols = `l.id::text, l.owner_id::text, a.name, coalesce(r.name, ''), l.name, l.summary, l.description,
 	l.category, l.board_model, l.currency, l.price_per_hour_micros, l.price_per_load_micros, l.visibility,
@@ -49,8 +25,8 @@ const visibleTo = `($2 or (l.published and l.visibility = 'public') or l.owner_i
 	or exists (select 1 from entitlements e where e.listing_id = l.id and e.account_id::text = $1
 	           and e.revoked_at is null and (e.expires_at is null or e.expires_at > now())))`
 
-func scanListing(r pgx.Row) (Listing, error) {
-	var l Listing
+func scanListing(r pgx.Row) (registryapi.Listing, error) {
+	var l registryapi.Listing
 	return l, r.Scan(&l.ID, &l.OwnerID, &l.Owner, &l.Repository, &l.Name, &l.Summary, &l.Description,
 		&l.Category, &l.BoardModel, &l.Currency, &l.PricePerHourMicros, &l.PricePerLoadMicros, &l.Visibility,
 		&l.Published, &l.Validated, &l.CreatedAt, &l.UpdatedAt)
@@ -63,19 +39,6 @@ func who(p *principal) (string, bool) {
 	return p.ID, p.Role == auth.RoleAdmin
 }
 
-// listingFields are the settable fields of a listing.
-type listingFields struct {
-	Name               *string `json:"name"`
-	Summary            *string `json:"summary"`
-	Description        *string `json:"description"`
-	Category           *string `json:"category"`
-	BoardModel         *string `json:"board_model"`
-	Currency           *string `json:"currency"`
-	PricePerHourMicros *int64  `json:"price_per_hour_micros"`
-	PricePerLoadMicros *int64  `json:"price_per_load_micros"`
-	Visibility         *string `json:"visibility"`
-}
-
 func str(p *string) string {
 	if p == nil {
 		return ""
@@ -83,8 +46,8 @@ func str(p *string) string {
 	return *p
 }
 
-func (s *store) createListing(ctx context.Context, p *principal, repo string, f listingFields) (Listing, error) {
-	var l Listing
+func (s *store) createListing(ctx context.Context, p *principal, repo string, f registryapi.ListingFields) (registryapi.Listing, error) {
+	var l registryapi.Listing
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var repoID int64
 		var owner *string
@@ -135,7 +98,7 @@ type listingFilter struct {
 	published                 *bool
 }
 
-func (s *store) listListings(ctx context.Context, p *principal, f listingFilter, pg pageReq) ([]Listing, error) {
+func (s *store) listListings(ctx context.Context, p *principal, f listingFilter, pg pageReq) ([]registryapi.Listing, error) {
 	me, admin := who(p)
 	t, id := after(pg)
 	rows, err := s.pool.Query(ctx, `select `+listingCols+listingFrom+` where `+visibleTo+`
@@ -148,7 +111,7 @@ func (s *store) listListings(ctx context.Context, p *principal, f listingFilter,
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Listing, error) { return scanListing(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Listing, error) { return scanListing(r) })
 }
 
 func escapeLike(q string) string {
@@ -163,9 +126,9 @@ func escapeLike(q string) string {
 }
 
 // getListing returns listing id if the caller may see it, else ErrNotFound.
-func (s *store) getListing(ctx context.Context, q querier, p *principal, id string) (Listing, error) {
+func (s *store) getListing(ctx context.Context, q querier, p *principal, id string) (registryapi.Listing, error) {
 	if !isUUID(id) {
-		return Listing{}, fmt.Errorf("%w: listing", ErrNotFound)
+		return registryapi.Listing{}, fmt.Errorf("%w: listing", ErrNotFound)
 	}
 	me, admin := who(p)
 	l, err := scanListing(q.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $3::uuid and `+visibleTo,
@@ -180,7 +143,7 @@ type querier interface {
 // ownListing returns listing id for a change by the caller: ErrNotFound
 // if the caller cannot see it, ErrForbidden if it sees but does not own it
 // (admins own everything). The row is locked for the transaction.
-func (s *store) ownListing(ctx context.Context, tx pgx.Tx, p *principal, id string) (Listing, error) {
+func (s *store) ownListing(ctx context.Context, tx pgx.Tx, p *principal, id string) (registryapi.Listing, error) {
 	l, err := s.getListing(ctx, tx, p, id)
 	if err != nil {
 		return l, err
@@ -194,8 +157,8 @@ func (s *store) ownListing(ctx context.Context, tx pgx.Tx, p *principal, id stri
 	return l, nil
 }
 
-func (s *store) updateListing(ctx context.Context, p *principal, id string, f listingFields) (Listing, error) {
-	var l Listing
+func (s *store) updateListing(ctx context.Context, p *principal, id string, f registryapi.ListingFields) (registryapi.Listing, error) {
+	var l registryapi.Listing
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if _, err := s.ownListing(ctx, tx, p, id); err != nil {
 			return auditEntry{}, err
@@ -216,8 +179,8 @@ func (s *store) updateListing(ctx context.Context, p *principal, id string, f li
 	return l, err
 }
 
-func (s *store) setPublished(ctx context.Context, p *principal, id string, pub bool) (Listing, error) {
-	var l Listing
+func (s *store) setPublished(ctx context.Context, p *principal, id string, pub bool) (registryapi.Listing, error) {
+	var l registryapi.Listing
 	action := "listing.unpublish"
 	if pub {
 		action = "listing.publish"
@@ -238,32 +201,21 @@ func (s *store) setPublished(ctx context.Context, p *principal, id string, pub b
 
 // Versions -----------------------------------------------------------------------
 
-// Version is a listing version with its image's validation state.
-type Version struct {
-	Version        string          `json:"version"`
-	ManifestDigest string          `json:"digest"`
-	State          string          `json:"state"` // pending, validating, available, failed
-	Reasons        json.RawMessage `json:"reasons"`
-	Attempts       int             `json:"attempts"`
-	CreatedAt      time.Time       `json:"created_at"`
-	ValidatedAt    *time.Time      `json:"validated_at,omitempty"`
-}
-
 const versionSel = `select v.version, v.manifest_digest, coalesce(j.state, 'pending'), coalesce(j.reasons, '[]'::jsonb),
 	coalesce(j.attempts, 0), v.created_at, j.finished_at
 	from listing_versions v join listings l on l.id = v.listing_id
 	left join validation_jobs j on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest `
 
-func scanVersion(r pgx.Row) (Version, error) {
-	var v Version
+func scanVersion(r pgx.Row) (registryapi.Version, error) {
+	var v registryapi.Version
 	var reasons []byte
 	err := r.Scan(&v.Version, &v.ManifestDigest, &v.State, &reasons, &v.Attempts, &v.CreatedAt, &v.ValidatedAt)
 	v.Reasons = reasons
 	return v, err
 }
 
-func (s *store) addVersion(ctx context.Context, p *principal, listingID, version, digest string) (Version, error) {
-	var v Version
+func (s *store) addVersion(ctx context.Context, p *principal, listingID, version, digest string) (registryapi.Version, error) {
+	var v registryapi.Version
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		l, err := s.ownListing(ctx, tx, p, listingID)
 		if err != nil {
@@ -299,7 +251,7 @@ func (s *store) addVersion(ctx context.Context, p *principal, listingID, version
 	return v, err
 }
 
-func (s *store) listVersions(ctx context.Context, p *principal, listingID string, pg pageReq) ([]Version, error) {
+func (s *store) listVersions(ctx context.Context, p *principal, listingID string, pg pageReq) ([]registryapi.Version, error) {
 	if _, err := s.getListing(ctx, s.pool, p, listingID); err != nil {
 		return nil, err
 	}
@@ -309,7 +261,7 @@ func (s *store) listVersions(ctx context.Context, p *principal, listingID string
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Version, error) { return scanVersion(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Version, error) { return scanVersion(r) })
 }
 
 func afterVersion(pg pageReq) string {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,38 +9,17 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 // Nodes ---------------------------------------------------------------------------
 
-// Node is a registered node agent.
-type Node struct {
-	ID              string          `json:"id"`
-	AccountID       string          `json:"account_id"`
-	Hostname        string          `json:"hostname"`
-	PublicKey       string          `json:"public_key"`
-	Boards          json.RawMessage `json:"boards"`
-	RegisteredAt    time.Time       `json:"registered_at"`
-	LastHeartbeatAt *time.Time      `json:"last_heartbeat_at,omitempty"`
-	// ApprovedAt is when an operator approved the node, or it enrolled
-	// with a one-time token; until then no key is released to it.
-	ApprovedAt *time.Time `json:"approved_at,omitempty"`
-	ApprovedBy string     `json:"approved_by,omitempty"`
-	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
-	// Endpoint is the https URL the node serves remote attach at, and
-	// TLSCertificate the PEM certificate pinned for it: tenants verify the
-	// node's TLS against it under ServerName, not against a CA.
-	Endpoint       string `json:"endpoint"`
-	TLSCertificate string `json:"tls_certificate"`
-	ServerName     string `json:"server_name"`
-}
-
 const nodeCols = `id::text, account_id::text, name, public_key, boards, registered_at, last_heartbeat_at,
 	approved_at, approved_by, revoked_at, endpoint, tls_certificate`
 
-func scanNode(r pgx.Row) (Node, error) {
-	var n Node
+func scanNode(r pgx.Row) (registryapi.Node, error) {
+	var n registryapi.Node
 	var b []byte
 	err := r.Scan(&n.ID, &n.AccountID, &n.Hostname, &n.PublicKey, &b, &n.RegisteredAt, &n.LastHeartbeatAt,
 		&n.ApprovedAt, &n.ApprovedBy, &n.RevokedAt, &n.Endpoint, &n.TLSCertificate)
@@ -52,8 +30,8 @@ func scanNode(r pgx.Row) (Node, error) {
 
 // registerNode registers a node of p; with an enrollment token it is
 // approved at once, else it waits for an operator.
-func (s *store) registerNode(ctx context.Context, p *principal, hostname, pubPEM, enrollment string) (Node, error) {
-	var n Node
+func (s *store) registerNode(ctx context.Context, p *principal, hostname, pubPEM, enrollment string) (registryapi.Node, error) {
+	var n registryapi.Node
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var err error
 		n, err = scanNode(tx.QueryRow(ctx, `insert into nodes (account_id, name, public_key) values ($1::uuid, $2, $3)
@@ -81,8 +59,8 @@ func (s *store) registerNode(ctx context.Context, p *principal, hostname, pubPEM
 // has the same public key (a renewal); one with another key refuses the
 // whole heartbeat, so a node whose key changed shows as silent until an
 // admin repins it rather than quietly serving a certificate tenants refuse.
-func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards []byte, endpoint, cert string) (Node, error) {
-	var n Node
+func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards []byte, endpoint, cert string) (registryapi.Node, error) {
+	var n registryapi.Node
 	var refused error
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if !isUUID(id) {
@@ -115,8 +93,8 @@ func (s *store) heartbeat(ctx context.Context, p *principal, id string, boards [
 
 // repinNode clears node id's pinned certificate as p, an admin; the next
 // certificate the node reports is pinned.
-func (s *store) repinNode(ctx context.Context, p *principal, id string) (Node, error) {
-	var n Node
+func (s *store) repinNode(ctx context.Context, p *principal, id string) (registryapi.Node, error) {
+	var n registryapi.Node
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		old, err := nodetrust.Repin(ctx, tx, id)
 		if err != nil {
@@ -128,19 +106,19 @@ func (s *store) repinNode(ctx context.Context, p *principal, id string) (Node, e
 	return n, err
 }
 
-func (s *store) listNodes(ctx context.Context, pg pageReq) ([]Node, error) {
+func (s *store) listNodes(ctx context.Context, pg pageReq) ([]registryapi.Node, error) {
 	t, id := after(pg)
 	rows, err := s.pool.Query(ctx, `select `+nodeCols+` from nodes where (registered_at, id) > ($1, $2::uuid)
 		order by registered_at, id limit $3`, t, id, pg.limit+1)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) { return scanNode(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Node, error) { return scanNode(r) })
 }
 
 // setNodeTrust approves (approve true) or revokes node id as p, an admin.
-func (s *store) setNodeTrust(ctx context.Context, p *principal, id string, approve bool) (Node, error) {
-	var n Node
+func (s *store) setNodeTrust(ctx context.Context, p *principal, id string, approve bool) (registryapi.Node, error) {
+	var n registryapi.Node
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		action, f := "node.revoke", nodetrust.Revoke
 		if approve {
@@ -157,8 +135,8 @@ func (s *store) setNodeTrust(ctx context.Context, p *principal, id string, appro
 }
 
 // createEnrollment makes a one-time node enrollment token as p, an admin.
-func (s *store) createEnrollment(ctx context.Context, p *principal, ttl time.Duration) (nodetrust.Enrollment, error) {
-	var e nodetrust.Enrollment
+func (s *store) createEnrollment(ctx context.Context, p *principal, ttl time.Duration) (registryapi.Enrollment, error) {
+	var e registryapi.Enrollment
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var err error
 		e, err = nodetrust.CreateEnrollment(ctx, tx, p.Name, ttl)
@@ -171,8 +149,8 @@ func (s *store) createEnrollment(ctx context.Context, p *principal, ttl time.Dur
 }
 
 // issueGrant issues a load grant as p for req.
-func (s *store) issueGrant(ctx context.Context, p *principal, req nodetrust.GrantRequest) (nodetrust.Grant, error) {
-	var g nodetrust.Grant
+func (s *store) issueGrant(ctx context.Context, p *principal, req registryapi.GrantRequest) (registryapi.Grant, error) {
+	var g registryapi.Grant
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var err error
 		g, err = nodetrust.Issue(ctx, tx, nodetrust.Caller{ID: p.ID, Role: string(p.Role)}, req, 0)

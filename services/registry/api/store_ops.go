@@ -2,30 +2,24 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
 // Operations: account changes, the validation queue and a caller's loads.
-
-// accountChange is a PATCH of an account; nil fields stay.
-type accountChange struct {
-	Role     *string `json:"role"`
-	Disabled *bool   `json:"disabled"`
-}
 
 // updateAccount changes account id's role or disabled flag as p, an admin.
 // An admin cannot change or disable its own account (no lock-out by a
 // slip), node accounts keep their role and no account becomes a node (a
 // node account's nodes and a person's listings would change meaning), and
 // an ISV that owns listings or repositories stays an ISV.
-func (s *store) updateAccount(ctx context.Context, p *principal, id string, ch accountChange) (Account, error) {
-	var a Account
+func (s *store) updateAccount(ctx context.Context, p *principal, id string, ch registryapi.AccountUpdate) (registryapi.Account, error) {
+	var a registryapi.Account
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if !isUUID(id) {
 			return auditEntry{}, fmt.Errorf("%w: account", ErrNotFound)
@@ -67,27 +61,9 @@ func (s *store) updateAccount(ctx context.Context, p *principal, id string, ch a
 	return a, err
 }
 
-// ValidationJob is a row of the validation queue.
-type ValidationJob struct {
-	ID          string          `json:"id"`
-	Repository  string          `json:"repository"`
-	Digest      string          `json:"digest"`
-	ListingID   *string         `json:"listing_id,omitempty"`
-	ListingName string          `json:"listing_name,omitempty"`
-	State       string          `json:"state"`
-	Attempts    int             `json:"attempts"`
-	MaxAttempts int             `json:"max_attempts"`
-	Reasons     json.RawMessage `json:"reasons"`
-	RunAfter    time.Time       `json:"run_after"`
-	LeaseUntil  *time.Time      `json:"lease_until,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
-}
-
 // listValidationJobs lists jobs newest first, of one state when state is
 // not "".
-func (s *store) listValidationJobs(ctx context.Context, state string, pg pageReq) ([]ValidationJob, error) {
+func (s *store) listValidationJobs(ctx context.Context, state string, pg pageReq) ([]registryapi.ValidationJob, error) {
 	t, id := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), "ffffffff-ffff-ffff-ffff-ffffffffffff"
 	if pg.after != nil {
 		t, id = pg.after.T, pg.after.ID
@@ -100,8 +76,8 @@ func (s *store) listValidationJobs(ctx context.Context, state string, pg pageReq
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ValidationJob, error) {
-		var j ValidationJob
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.ValidationJob, error) {
+		var j registryapi.ValidationJob
 		var reasons []byte
 		err := r.Scan(&j.ID, &j.Repository, &j.Digest, &j.ListingID, &j.ListingName, &j.State, &j.Attempts, &j.MaxAttempts,
 			&reasons, &j.RunAfter, &j.LeaseUntil, &j.CreatedAt, &j.UpdatedAt, &j.FinishedAt)
@@ -110,28 +86,13 @@ func (s *store) listValidationJobs(ctx context.Context, state string, pg pageReq
 	})
 }
 
-// Load is one slot running an image loaded for the caller, as the node's
-// last heartbeat shows it.
-type Load struct {
-	NodeID          string     `json:"node_id"`
-	Hostname        string     `json:"hostname"`
-	Board           string     `json:"board"`
-	Slot            int        `json:"slot"`
-	State           string     `json:"state"`
-	Digest          string     `json:"digest"`
-	ListingID       *string    `json:"listing_id,omitempty"`
-	ListingName     string     `json:"listing_name,omitempty"`
-	LoadedAt        *time.Time `json:"loaded_at,omitempty"`
-	LastHeartbeatAt *time.Time `json:"last_heartbeat_at,omitempty"`
-}
-
 // listLoads returns the slots whose last heartbeat shows an image that the
 // caller loaded. Heartbeats name a slot's image but not its tenant; the
 // tenant comes from the node's load usage records, which the registry took
 // only under a grant of that tenant for that node and image. A slot counts
 // when its latest load record is the caller's and names the digest the
 // heartbeat shows.
-func (s *store) listLoads(ctx context.Context, p *principal) ([]Load, error) {
+func (s *store) listLoads(ctx context.Context, p *principal) ([]registryapi.Load, error) {
 	rows, err := s.pool.Query(ctx, `with mine as (
 			select u.id, u.node_id, u.slot, u.manifest_digest, u.listing_id, coalesce(u.started_at, u.recorded_at) as at
 			from usage_records u
@@ -154,8 +115,8 @@ func (s *store) listLoads(ctx context.Context, p *principal) ([]Load, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Load, error) {
-		var l Load
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Load, error) {
+		var l registryapi.Load
 		return l, r.Scan(&l.NodeID, &l.Hostname, &l.Board, &l.Slot, &l.State, &l.Digest, &l.ListingID, &l.ListingName,
 			&l.LoadedAt, &l.LastHeartbeatAt)
 	})

@@ -9,28 +9,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
 // Usage ---------------------------------------------------------------------------
-
-// UsageRecord is one record of a node's usage report.
-type UsageRecord struct {
-	ReportID       string     `json:"report_id"`
-	TenantID       string     `json:"tenant_id"`
-	ListingID      *string    `json:"listing_id,omitempty"`
-	ManifestDigest *string    `json:"digest,omitempty"`
-	Board          string     `json:"board,omitempty"`
-	Slot           *int       `json:"slot,omitempty"`
-	Event          string     `json:"event"`
-	BusyNs         int64      `json:"busy_ns,omitempty"`
-	StartedAt      *time.Time `json:"started_at,omitempty"`
-	EndedAt        *time.Time `json:"ended_at,omitempty"`
-	// GrantID is the load grant under which the node loaded the image
-	// (nodetrust.Grant.ID); the registry accepts usage only for those.
-	GrantID string `json:"grant_id"`
-}
 
 // recordUsage stores the records of node nodeID (owned by p); records whose
 // report id the node sent before are skipped. It returns how many were new.
@@ -38,7 +22,7 @@ type UsageRecord struct {
 // (nodetrust.UsageGrant); the listing and digest come from the grant, not
 // from the node. A batch with one record that does not match is refused
 // whole, and the refusal is audited.
-func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, recs []UsageRecord) (int, error) {
+func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, recs []registryapi.UsageRecord) (int, error) {
 	n := 0
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var ok bool
@@ -93,34 +77,11 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 	return n, err
 }
 
-// UsageSummary is the usage of one tenant on one listing with its cost,
-// on one day (UTC) when asked per day.
-type UsageSummary struct {
-	Day         string `json:"day,omitempty"` // YYYY-MM-DD, with ?by=day
-	ListingID   string `json:"listing_id"`
-	ListingName string `json:"listing_name"`
-	TenantID    string `json:"tenant_id"`
-	Tenant      string `json:"tenant"`
-	Currency    string `json:"currency"`
-	Loads       int64  `json:"loads"`
-	Clears      int64  `json:"clears"`
-	BusyNs      int64  `json:"busy_ns"`
-	// Attachments counts the pool's attachments and AttachedNs the time
-	// they were held (an ended one's, or a live one's so far).
-	Attachments        int64 `json:"attachments"`
-	AttachedNs         int64 `json:"attached_ns"`
-	PricePerHourMicros int64 `json:"price_per_hour_micros"`
-	PricePerLoadMicros int64 `json:"price_per_load_micros"`
-	LoadCostMicros     int64 `json:"load_cost_micros"`
-	TimeCostMicros     int64 `json:"time_cost_micros"`
-	TotalMicros        int64 `json:"total_micros"`
-}
-
 // usageSummary: admin all, isv its listings, tenant its own usage; times
 // [from, to), per listing and tenant, and per day of recording (UTC) when
 // perDay. Costs use the listing's current prices; time is rounded to the
 // nearest micro.
-func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.Time, listing string, perDay bool) ([]UsageSummary, error) {
+func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.Time, listing string, perDay bool) ([]registryapi.UsageSummary, error) {
 	rows, err := s.pool.Query(ctx, `select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
 		l.id::text, l.name, a.id::text, a.name, l.currency,
 		count(*) filter (where u.event = 'load'), count(*) filter (where u.event = 'clear'),
@@ -138,8 +99,8 @@ func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.T
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (UsageSummary, error) {
-		var u UsageSummary
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.UsageSummary, error) {
+		var u registryapi.UsageSummary
 		err := r.Scan(&u.Day, &u.ListingID, &u.ListingName, &u.TenantID, &u.Tenant, &u.Currency, &u.Loads, &u.Clears, &u.BusyNs,
 			&u.Attachments, &u.AttachedNs, &u.PricePerHourMicros, &u.PricePerLoadMicros, &u.LoadCostMicros, &u.TimeCostMicros)
 		u.TotalMicros = u.LoadCostMicros + u.TimeCostMicros

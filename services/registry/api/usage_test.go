@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
@@ -17,16 +17,16 @@ func TestUsageNeedsGrant(t *testing.T) {
 	e := newEnv(t)
 	d := e.pushManifest("isv1/pub", "v1")
 	other := e.pushManifest("isv1/pub", "v2")
-	var P api.Listing
+	var P registryapi.Listing
 	e.must(201, "isv1", "POST", "/listings", item{"name": "pub", "repository": "isv1/pub", "visibility": "public",
 		"price_per_load_micros": 1000}).decode(t, &P)
 	e.must(200, "isv1", "POST", "/listings/"+P.ID+"/publish", nil)
 	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/versions", item{"version": "1", "digest": d})
 	e.must(201, "tenant1", "POST", "/listings/"+P.ID+"/subscribe", nil)
-	var N1, N2 api.Node
+	var N1, N2 registryapi.Node
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n1", "public_key": x25519B64(t)}).decode(t, &N1)
 	e.must(201, "node2", "POST", "/nodes", item{"hostname": "n2", "public_key": x25519B64(t)}).decode(t, &N2)
-	for _, n := range []api.Node{N1, N2} {
+	for _, n := range []registryapi.Node{N1, N2} {
 		e.must(200, "admin", "POST", "/nodes/"+n.ID+"/approve", nil)
 	}
 	var G struct{ ID string }
@@ -59,7 +59,7 @@ func TestUsageNeedsGrant(t *testing.T) {
 		}
 	}
 	var sum struct {
-		Items       []api.UsageSummary
+		Items       []registryapi.UsageSummary
 		TotalMicros int64 `json:"total_micros"`
 	}
 	for _, who := range []string{"tenant1", "tenant2"} {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
 )
@@ -40,7 +41,7 @@ func FuzzRelease(f *testing.F) {
 		b, _ := io.ReadAll(res.Body)
 		var e struct {
 			Error       struct{ Code string }
-			WrappedKeys []keyrelease.WrappedKey `json:"wrapped_keys"`
+			WrappedKeys []registryapi.WrappedKey `json:"wrapped_keys"`
 		}
 		if res.StatusCode < 400 || res.StatusCode >= 500 || json.Unmarshal(b, &e) != nil || e.Error.Code == "" || len(e.WrappedKeys) > 0 {
 			t.Fatalf("body %q: %d %s", body, res.StatusCode, b)

@@ -69,6 +69,7 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/seal"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/clientip"
@@ -77,7 +78,7 @@ import (
 )
 
 // Path is where the endpoint is mounted.
-const Path = "/api/v1/keys/release"
+const Path = registryapi.Prefix + registryapi.KeyReleasePath
 
 // KeysArtifactType is the artifactType of the side artifact that carries an
 // image's keys.json (hdk seal output) to the registry.
@@ -111,31 +112,6 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Handler{cfg: cfg}, nil
-}
-
-// Request is the body of a release request.
-type Request struct {
-	NodeID     string `json:"node_id"`
-	TenantID   string `json:"tenant_id,omitempty"`
-	Tenant     string `json:"tenant,omitempty"`
-	Repository string `json:"repository"`
-	Digest     string `json:"digest"`
-	// Grant is the load grant the tenant's credentials obtained for this
-	// node and image (POST /api/v1/load-grants); it is spent by the release.
-	Grant string `json:"grant"`
-}
-
-// WrappedKey is one released key.
-type WrappedKey struct {
-	Chip       string `json:"chip"`
-	Layer      string `json:"layer"`
-	KeyID      string `json:"key_id"`
-	WrappedKey string `json:"wrapped_key"` // base64 of seal.WrappedKey's binary form
-}
-
-// Response is the answer of a release.
-type Response struct {
-	WrappedKeys []WrappedKey `json:"wrapped_keys"`
 }
 
 // refusal is an HTTP error answer.
@@ -214,7 +190,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, h.failure(ctx, "keyrelease: authentication", err))
 		return
 	}
-	var req Request
+	var req registryapi.KeyRelease
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -276,66 +252,66 @@ func (h *Handler) authenticate(ctx context.Context, r *http.Request) (auth.Accou
 	return acct, err
 }
 
-func (h *Handler) release(ctx context.Context, acct auth.Account, req Request) (Response, string, error) {
+func (h *Handler) release(ctx context.Context, acct auth.Account, req registryapi.KeyRelease) (registryapi.KeyReleaseResult, string, error) {
 	if acct.Role != auth.RoleNode {
-		return Response{}, "", refuse(http.StatusForbidden, "forbidden", "only node accounts may ask for keys")
+		return registryapi.KeyReleaseResult{}, "", refuse(http.StatusForbidden, "forbidden", "only node accounts may ask for keys")
 	}
 	if req.NodeID == "" || req.Repository == "" || req.Digest == "" || req.Grant == "" {
-		return Response{}, "", refuse(http.StatusBadRequest, "invalid", "node_id, repository, digest and grant are required")
+		return registryapi.KeyReleaseResult{}, "", refuse(http.StatusBadRequest, "invalid", "node_id, repository, digest and grant are required")
 	}
 	if _, err := blob.ParseDigest(req.Digest); err != nil {
-		return Response{}, "", refuse(http.StatusBadRequest, "invalid", "invalid digest")
+		return registryapi.KeyReleaseResult{}, "", refuse(http.StatusBadRequest, "invalid", "invalid digest")
 	}
 	// The node: registered, this account's, trusted by an operator.
 	var owner, pubPEM string
 	err := h.cfg.Pool.QueryRow(ctx, `select account_id::text, public_key from nodes where id::text = $1`,
 		req.NodeID).Scan(&owner, &pubPEM)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && owner != acct.ID) {
-		return Response{}, "", refuse(http.StatusNotFound, "not_found", "no such node")
+		return registryapi.KeyReleaseResult{}, "", refuse(http.StatusNotFound, "not_found", "no such node")
 	}
 	if err != nil {
-		return Response{}, "", fmt.Errorf("keyrelease: node: %w", err)
+		return registryapi.KeyReleaseResult{}, "", fmt.Errorf("keyrelease: node: %w", err)
 	}
 	// The proof that a tenant asked for this load on this node. Spent
 	// before anything else can refuse, so that a refused release cannot be
 	// retried with the same grant.
-	g, err := nodetrust.Redeem(ctx, h.cfg.Pool, req.Grant, nodetrust.GrantRequest{NodeID: req.NodeID, Repository: req.Repository, Digest: req.Digest})
+	g, err := nodetrust.Redeem(ctx, h.cfg.Pool, req.Grant, registryapi.GrantRequest{NodeID: req.NodeID, Repository: req.Repository, Digest: req.Digest})
 	switch {
 	case errors.Is(err, nodetrust.ErrNotApproved), errors.Is(err, nodetrust.ErrRevoked):
-		return Response{}, "", refuse(http.StatusForbidden, "node_untrusted", "%v", err)
+		return registryapi.KeyReleaseResult{}, "", refuse(http.StatusForbidden, "node_untrusted", "%v", err)
 	case errors.Is(err, nodetrust.ErrInvalid):
-		return Response{}, "", refuse(http.StatusForbidden, "grant_invalid", "%v", err)
+		return registryapi.KeyReleaseResult{}, "", refuse(http.StatusForbidden, "grant_invalid", "%v", err)
 	case err != nil:
-		return Response{}, "", err
+		return registryapi.KeyReleaseResult{}, "", err
 	}
 	if (req.TenantID != "" && req.TenantID != g.TenantID) || (req.Tenant != "" && !h.isAccount(ctx, g.TenantID, req.Tenant)) {
-		return Response{}, g.ID, refuse(http.StatusForbidden, "grant_invalid", "the load grant is for another tenant")
+		return registryapi.KeyReleaseResult{}, g.ID, refuse(http.StatusForbidden, "grant_invalid", "the load grant is for another tenant")
 	}
 	nodeKey, err := seal.ParsePublicKeyPEM([]byte(pubPEM))
 	if err != nil {
-		return Response{}, g.ID, fmt.Errorf("keyrelease: node public key: %w", err)
+		return registryapi.KeyReleaseResult{}, g.ID, fmt.Errorf("keyrelease: node public key: %w", err)
 	}
 	// The grant's tenant must still be entitled: an entitlement revoked
 	// after the grant was issued stops the release.
 	_, entitled, err := nodetrust.Entitled(ctx, h.cfg.Pool, g.TenantID, req.Repository, req.Digest)
 	if err != nil {
-		return Response{}, g.ID, err
+		return registryapi.KeyReleaseResult{}, g.ID, err
 	}
 	if !entitled {
-		return Response{}, g.ID, refuse(http.StatusForbidden, "forbidden", "the tenant holds no entitlement to this image")
+		return registryapi.KeyReleaseResult{}, g.ID, refuse(http.StatusForbidden, "forbidden", "the tenant holds no entitlement to this image")
 	}
 	var state *string
 	err = h.cfg.Pool.QueryRow(ctx, `select j.state from validation_jobs j join repositories r on r.id = j.repository_id
 		where r.name = $1 and j.manifest_digest = $2`, req.Repository, req.Digest).Scan(&state)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return Response{}, g.ID, fmt.Errorf("keyrelease: validation state: %w", err)
+		return registryapi.KeyReleaseResult{}, g.ID, fmt.Errorf("keyrelease: validation state: %w", err)
 	}
 	if state == nil || *state != "available" {
 		s := "not validated"
 		if state != nil {
 			s = *state
 		}
-		return Response{}, g.ID, refuse(http.StatusConflict, "conflict", "the image is not available (validation state %s)", s)
+		return registryapi.KeyReleaseResult{}, g.ID, refuse(http.StatusConflict, "conflict", "the image is not available (validation state %s)", s)
 	}
 	resp, err := h.wrapKeys(ctx, req, nodeKey)
 	return resp, g.ID, err
@@ -357,14 +333,14 @@ type sealedKey struct {
 	WrappedKey string `json:"wrapped_key"`
 }
 
-func (h *Handler) wrapKeys(ctx context.Context, req Request, nodeKey *ecdh.PublicKey) (Response, error) {
+func (h *Handler) wrapKeys(ctx context.Context, req registryapi.KeyRelease, nodeKey *ecdh.PublicKey) (registryapi.KeyReleaseResult, error) {
 	m, err := h.cfg.Meta.GetManifest(ctx, req.Repository, req.Digest)
 	if err != nil {
-		return Response{}, fmt.Errorf("keyrelease: manifest: %w", err)
+		return registryapi.KeyReleaseResult{}, fmt.Errorf("keyrelease: manifest: %w", err)
 	}
 	mf, err := v1.ParseManifest(strings.NewReader(string(m.Content)))
 	if err != nil {
-		return Response{}, refuse(http.StatusConflict, "conflict", "the image manifest is unreadable")
+		return registryapi.KeyReleaseResult{}, refuse(http.StatusConflict, "conflict", "the image manifest is unreadable")
 	}
 	var sealed []v1.Hash
 	for _, l := range mf.Layers {
@@ -373,13 +349,13 @@ func (h *Handler) wrapKeys(ctx context.Context, req Request, nodeKey *ecdh.Publi
 		}
 	}
 	if len(sealed) == 0 {
-		return Response{}, refuse(http.StatusConflict, "conflict", "the image is not sealed")
+		return registryapi.KeyReleaseResult{}, refuse(http.StatusConflict, "conflict", "the image is not sealed")
 	}
 	keys, err := h.keysFile(ctx, req)
 	if err != nil {
-		return Response{}, err
+		return registryapi.KeyReleaseResult{}, err
 	}
-	var out Response
+	var out registryapi.KeyReleaseResult
 	for _, layer := range sealed {
 		var entry *sealedKey
 		for i := range keys {
@@ -389,36 +365,36 @@ func (h *Handler) wrapKeys(ctx context.Context, req Request, nodeKey *ecdh.Publi
 			}
 		}
 		if entry == nil {
-			return Response{}, refuse(http.StatusConflict, "conflict", "the registry holds no data key for layer %s", layer)
+			return registryapi.KeyReleaseResult{}, refuse(http.StatusConflict, "conflict", "the registry holds no data key for layer %s", layer)
 		}
 		raw, err := base64.StdEncoding.DecodeString(entry.WrappedKey)
 		if err != nil {
-			return Response{}, refuse(http.StatusConflict, "conflict", "unreadable data key for layer %s", layer)
+			return registryapi.KeyReleaseResult{}, refuse(http.StatusConflict, "conflict", "unreadable data key for layer %s", layer)
 		}
 		var wk seal.WrappedKey
 		if err := wk.UnmarshalBinary(raw); err != nil {
-			return Response{}, refuse(http.StatusConflict, "conflict", "unreadable data key for layer %s", layer)
+			return registryapi.KeyReleaseResult{}, refuse(http.StatusConflict, "conflict", "unreadable data key for layer %s", layer)
 		}
 		dk, err := seal.UnwrapKey(h.cfg.Recipient, wk)
 		if err != nil {
-			return Response{}, refuse(http.StatusConflict, "conflict", "the data key of layer %s is not sealed to the registry", layer)
+			return registryapi.KeyReleaseResult{}, refuse(http.StatusConflict, "conflict", "the data key of layer %s is not sealed to the registry", layer)
 		}
 		rewrapped, err := seal.WrapKey(nodeKey, dk)
 		if err != nil {
-			return Response{}, fmt.Errorf("keyrelease: wrapping: %w", err)
+			return registryapi.KeyReleaseResult{}, fmt.Errorf("keyrelease: wrapping: %w", err)
 		}
 		b, err := rewrapped.MarshalBinary()
 		if err != nil {
-			return Response{}, fmt.Errorf("keyrelease: wrapping: %w", err)
+			return registryapi.KeyReleaseResult{}, fmt.Errorf("keyrelease: wrapping: %w", err)
 		}
-		out.WrappedKeys = append(out.WrappedKeys, WrappedKey{Chip: entry.Chip, Layer: layer.String(), KeyID: entry.KeyID,
+		out.WrappedKeys = append(out.WrappedKeys, registryapi.WrappedKey{Chip: entry.Chip, Layer: layer.String(), KeyID: entry.KeyID,
 			WrappedKey: base64.StdEncoding.EncodeToString(b)})
 	}
 	return out, nil
 }
 
 // keysFile reads the newest keys artifact referring to the image.
-func (h *Handler) keysFile(ctx context.Context, req Request) ([]sealedKey, error) {
+func (h *Handler) keysFile(ctx context.Context, req registryapi.KeyRelease) ([]sealedKey, error) {
 	refs, err := h.cfg.Meta.Referrers(ctx, req.Repository, req.Digest, KeysArtifactType)
 	if err != nil {
 		return nil, fmt.Errorf("keyrelease: referrers: %w", err)
@@ -459,7 +435,7 @@ func (h *Handler) keysFile(ctx context.Context, req Request) ([]sealedKey, error
 }
 
 // audit records one release or refusal.
-func (h *Handler) audit(ctx context.Context, r *http.Request, acct auth.Account, req Request, grantID, outcome string, layers []string) error {
+func (h *Handler) audit(ctx context.Context, r *http.Request, acct auth.Account, req registryapi.KeyRelease, grantID, outcome string, layers []string) error {
 	rid := ""
 	if h.cfg.RequestID != nil {
 		rid = h.cfg.RequestID(ctx)

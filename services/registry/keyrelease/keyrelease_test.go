@@ -27,6 +27,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/seal"
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/distribution"
@@ -157,7 +158,7 @@ func TestRelease(t *testing.T) {
 	thiefPriv, _ := ecdh.X25519().GenerateKey(rand.Reader)
 	thiefID := addNode(t, pool, thiefAcct.ID, "n2", thiefPriv.PublicKey())
 
-	post := func(user, pw string, body map[string]string) (int, keyrelease.Response) {
+	post := func(user, pw string, body map[string]string) (int, registryapi.KeyReleaseResult) {
 		t.Helper()
 		b, _ := json.Marshal(body)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+keyrelease.Path, bytes.NewReader(b))
@@ -169,7 +170,7 @@ func TestRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var out keyrelease.Response
+		var out registryapi.KeyReleaseResult
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		return resp.StatusCode, out
 	}
@@ -179,7 +180,7 @@ func TestRelease(t *testing.T) {
 	grant := func(who auth.Account, node string) string {
 		t.Helper()
 		g, err := nodetrust.Issue(ctx, pool, nodetrust.Caller{ID: who.ID, Role: string(who.Role)},
-			nodetrust.GrantRequest{NodeID: node, Repository: "isv1/lb", Digest: digest}, 0)
+			registryapi.GrantRequest{NodeID: node, Repository: "isv1/lb", Digest: digest}, 0)
 		if err != nil {
 			t.Fatalf("grant for %s on %s: %v", who.Name, node, err)
 		}
@@ -188,7 +189,7 @@ func TestRelease(t *testing.T) {
 
 	// No grant for a node an operator has not approved.
 	if _, err := nodetrust.Issue(ctx, pool, nodetrust.Caller{ID: tenant.ID, Role: "tenant"},
-		nodetrust.GrantRequest{NodeID: nodeID, Repository: "isv1/lb", Digest: digest}, 0); !errors.Is(err, nodetrust.ErrNotApproved) {
+		registryapi.GrantRequest{NodeID: nodeID, Repository: "isv1/lb", Digest: digest}, 0); !errors.Is(err, nodetrust.ErrNotApproved) {
 		t.Fatalf("grant on an unapproved node: %v, want ErrNotApproved", err)
 	}
 	for _, id := range []string{nodeID, thiefID} {
@@ -198,7 +199,7 @@ func TestRelease(t *testing.T) {
 	}
 	// A tenant without an entitlement gets no grant.
 	if _, err := nodetrust.Issue(ctx, pool, nodetrust.Caller{ID: other.ID, Role: "tenant"},
-		nodetrust.GrantRequest{NodeID: nodeID, Repository: "isv1/lb", Digest: digest}, 0); !errors.Is(err, nodetrust.ErrPermission) {
+		registryapi.GrantRequest{NodeID: nodeID, Repository: "isv1/lb", Digest: digest}, 0); !errors.Is(err, nodetrust.ErrPermission) {
 		t.Fatalf("grant without entitlement: %v, want ErrPermission", err)
 	}
 

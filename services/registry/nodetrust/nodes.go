@@ -7,35 +7,29 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/jackc/pgx/v5"
 )
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// Enrollment is a one-time enrollment token; Token is shown once.
-type Enrollment struct {
-	ID        string    `json:"id"`
-	Token     string    `json:"token"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
 // CreateEnrollment makes a one-time enrollment token valid for ttl (zero:
 // DefaultEnrollmentTTL; at most MaxEnrollmentTTL). createdBy names the
 // operator, for the record.
-func CreateEnrollment(ctx context.Context, q DBTX, createdBy string, ttl time.Duration) (Enrollment, error) {
+func CreateEnrollment(ctx context.Context, q DBTX, createdBy string, ttl time.Duration) (registryapi.Enrollment, error) {
 	switch {
 	case ttl == 0:
 		ttl = DefaultEnrollmentTTL
 	case ttl < 0 || ttl > MaxEnrollmentTTL:
-		return Enrollment{}, fmt.Errorf("%w: an enrollment token lives between 1s and %v", ErrInvalid, MaxEnrollmentTTL)
+		return registryapi.Enrollment{}, fmt.Errorf("%w: an enrollment token lives between 1s and %v", ErrInvalid, MaxEnrollmentTTL)
 	}
 	secret, hash := newSecret(EnrollmentPrefix)
-	e := Enrollment{Token: secret}
+	e := registryapi.Enrollment{Token: secret}
 	err := q.QueryRow(ctx, `insert into node_enrollments (token_hash, created_by, expires_at)
 		values ($1, $2, now() + $3::interval) returning id::text, expires_at`,
 		hash, createdBy, fmt.Sprintf("%d microseconds", ttl.Microseconds())).Scan(&e.ID, &e.ExpiresAt)
 	if err != nil {
-		return Enrollment{}, fmt.Errorf("nodetrust: enrollment: %w", err)
+		return registryapi.Enrollment{}, fmt.Errorf("nodetrust: enrollment: %w", err)
 	}
 	return e, nil
 }

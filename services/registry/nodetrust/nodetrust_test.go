@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/nodetrust"
 )
 
@@ -24,7 +25,7 @@ func TestGrantIsSingleUse(t *testing.T) {
 		admin).Scan(&node); err != nil {
 		t.Fatal(err)
 	}
-	req := nodetrust.GrantRequest{NodeID: node, Repository: "isv1/x", Digest: "sha256:" + strings.Repeat("0", 64)}
+	req := registryapi.GrantRequest{NodeID: node, Repository: "isv1/x", Digest: "sha256:" + strings.Repeat("0", 64)}
 	caller := nodetrust.Caller{ID: admin, Role: "admin"}
 	if _, err := nodetrust.Issue(ctx, pool, caller, req, 0); !errors.Is(err, nodetrust.ErrNotApproved) {
 		t.Fatalf("grant for a pending node: %v, want ErrNotApproved", err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -53,7 +53,7 @@ func adminTabs(cur string) []tab {
 
 type accountsPage struct {
 	Tabs     []tab
-	Accounts []api.Account
+	Accounts []registryapi.Account
 	Role     string // the filter
 	Next     string
 	Me       string
@@ -84,8 +84,8 @@ func (p *Portal) showAccounts(w http.ResponseWriter, r *http.Request, status int
 		q.Set("cursor", v)
 	}
 	var res struct {
-		Items      []api.Account `json:"items"`
-		NextCursor string        `json:"next_cursor"`
+		Items      []registryapi.Account `json:"items"`
+		NextCursor string                `json:"next_cursor"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/accounts", q, nil, &res); err != nil {
 		p.fail(w, r, err)
@@ -152,7 +152,7 @@ func (p *Portal) adminUpdateAccount(w http.ResponseWriter, r *http.Request) {
 // Nodes ---------------------------------------------------------------------------
 
 type nodeView struct {
-	api.Node
+	registryapi.Node
 	Boards []boardView
 	// BoardsError says the last heartbeat's boards could not be read.
 	BoardsError bool
@@ -177,7 +177,7 @@ type boardView struct {
 }
 
 type slotView struct {
-	api.Slot
+	registryapi.Slot
 	Short string // the digest's first 12 hex digits
 }
 
@@ -199,8 +199,8 @@ func (p *Portal) adminNodes(w http.ResponseWriter, r *http.Request) {
 		q.Set("cursor", v)
 	}
 	var res struct {
-		Items      []api.Node `json:"items"`
-		NextCursor string     `json:"next_cursor"`
+		Items      []registryapi.Node `json:"items"`
+		NextCursor string             `json:"next_cursor"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/nodes", q, nil, &res); err != nil {
 		p.fail(w, r, err)
@@ -216,7 +216,7 @@ func (p *Portal) adminNodes(w http.ResponseWriter, r *http.Request) {
 		case n.ApprovedAt != nil:
 			v.State = "approved"
 		}
-		var boards []api.Board
+		var boards []registryapi.Board
 		if len(n.Boards) > 0 && json.Unmarshal(n.Boards, &boards) != nil {
 			v.BoardsError, boards = true, nil
 		}
@@ -264,7 +264,7 @@ type reason struct {
 }
 
 type jobView struct {
-	api.ValidationJob
+	registryapi.ValidationJob
 	Findings []reason
 }
 
@@ -288,8 +288,8 @@ func (p *Portal) adminValidation(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var res struct {
-		Items      []api.ValidationJob `json:"items"`
-		NextCursor string              `json:"next_cursor"`
+		Items      []registryapi.ValidationJob `json:"items"`
+		NextCursor string                      `json:"next_cursor"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/validation-jobs", q, nil, &res); err != nil {
 		p.fail(w, r, err)

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -71,7 +71,7 @@ func (p *Portal) call(ctx context.Context, acct *auth.Account, method, path stri
 		}
 		body = bytes.NewReader(b)
 	}
-	u := api.Prefix + path
+	u := registryapi.Prefix + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 // auditView configures one audit page: the operator's (everything) or an
@@ -17,7 +17,7 @@ type auditView struct {
 }
 
 type auditRow struct {
-	api.AuditEntry
+	registryapi.AuditEntry
 	Details string
 }
 
@@ -52,8 +52,8 @@ func (p *Portal) audit(v auditView) http.HandlerFunc {
 			}
 		}
 		var res struct {
-			Items      []api.AuditEntry `json:"items"`
-			NextCursor string           `json:"next_cursor"`
+			Items      []registryapi.AuditEntry `json:"items"`
+			NextCursor string                   `json:"next_cursor"`
 		}
 		if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/audit", q, nil, &res); err != nil {
 			p.fail(w, r, err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/fpga-faas/faas/hdk/validate"
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -38,12 +38,12 @@ func (p *Portal) isvRoutes(mux *router) {
 
 // listingRow is a listing with its versions, for the dashboard.
 type listingRow struct {
-	api.Listing
+	registryapi.Listing
 	Versions []versionView
 }
 
 type versionView struct {
-	api.Version
+	registryapi.Version
 	Findings []finding
 }
 
@@ -62,7 +62,7 @@ func meaning(c validate.Code) string {
 	return ""
 }
 
-func viewOf(v api.Version) versionView {
+func viewOf(v registryapi.Version) versionView {
 	vv := versionView{Version: v}
 	var fs []validate.Finding
 	if len(v.Reasons) > 0 && json.Unmarshal(v.Reasons, &fs) == nil {
@@ -81,18 +81,18 @@ type dashboardPage struct {
 func (dashboardPage) title() string { return "Dashboard" }
 func (dashboardPage) nav() string   { return "isv" }
 
-func (p *Portal) ownListings(r *http.Request) ([]api.Listing, error) {
+func (p *Portal) ownListings(r *http.Request) ([]registryapi.Listing, error) {
 	var res struct {
-		Items []api.Listing `json:"items"`
+		Items []registryapi.Listing `json:"items"`
 	}
 	se := sessionOf(r)
 	err := p.call(r.Context(), &se.account, http.MethodGet, "/listings", url.Values{"owner": {se.account.Name}, "limit": {"200"}}, nil, &res)
 	return res.Items, err
 }
 
-func (p *Portal) versions(r *http.Request, listingID string) ([]api.Version, error) {
+func (p *Portal) versions(r *http.Request, listingID string) ([]registryapi.Version, error) {
 	var res struct {
-		Items []api.Version `json:"items"`
+		Items []registryapi.Version `json:"items"`
 	}
 	err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(listingID)+"/versions", url.Values{"limit": {"200"}}, nil, &res)
 	return res.Items, err
@@ -118,7 +118,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 		pg.Listings = append(pg.Listings, row)
 	}
 	var keys struct {
-		Items []api.SigningKey `json:"items"`
+		Items []registryapi.SigningKey `json:"items"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/keys", url.Values{"limit": {"200"}}, nil, &keys); err != nil {
 		p.fail(w, r, err)
@@ -140,7 +140,7 @@ type listingForm struct {
 	Versions                                                         []versionView
 	Error, Field                                                     string
 	Owner                                                            string
-	Shares                                                           []api.Entitlement
+	Shares                                                           []registryapi.Entitlement
 }
 
 func (f listingForm) title() string {
@@ -151,7 +151,7 @@ func (f listingForm) title() string {
 }
 func (listingForm) nav() string { return "isv" }
 
-func formOf(l api.Listing) listingForm {
+func formOf(l registryapi.Listing) listingForm {
 	return listingForm{ID: l.ID, Name: l.Name, Repository: l.Repository, Summary: l.Summary, Description: l.Description,
 		Category: l.Category, BoardModel: l.BoardModel, Currency: l.Currency, Visibility: l.Visibility, Published: l.Published,
 		PricePerHour: decimal(l.PricePerHourMicros), PricePerLoad: decimal(l.PricePerLoadMicros), Owner: l.Owner}
@@ -237,7 +237,7 @@ func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body["repository"] = f.Repository
-	var l api.Listing
+	var l registryapi.Listing
 	if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings", nil, body, &l); err != nil {
 		p.formError(w, r, f, err)
 		return
@@ -246,7 +246,7 @@ func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error) {
-	var l api.Listing
+	var l registryapi.Listing
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &l); err != nil {
 		return listingForm{}, err
 	}
@@ -263,7 +263,7 @@ func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error
 		f.Versions = append(f.Versions, viewOf(v))
 	}
 	var ents struct {
-		Items []api.Entitlement `json:"items"`
+		Items []registryapi.Entitlement `json:"items"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/entitlements", url.Values{"listing_id": {id}, "active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
 		return f, err
@@ -356,7 +356,7 @@ func (p *Portal) attachVersion(w http.ResponseWriter, r *http.Request) {
 
 type versionPage struct {
 	Host    string
-	Listing api.Listing
+	Listing registryapi.Listing
 	Version versionView
 	Done    bool // validation ended: no more polling
 }

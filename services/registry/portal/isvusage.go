@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -74,7 +74,7 @@ func parseUsageQuery(in url.Values, now time.Time) (usageQuery, error) {
 }
 
 type subscriberRow struct {
-	api.Entitlement
+	registryapi.Entitlement
 	Active bool
 }
 
@@ -82,7 +82,7 @@ type isvUsagePage struct {
 	Tabs        []tab
 	Query       usageQuery
 	Error       string
-	Listings    []api.Listing
+	Listings    []registryapi.Listing
 	Subscribers []subscriberRow
 	Daily       []usageRow
 	ByTenant    []usageRow
@@ -115,7 +115,7 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 		mine[l.ID] = true
 	}
 	var ents struct {
-		Items []api.Entitlement `json:"items"`
+		Items []registryapi.Entitlement `json:"items"`
 	}
 	if err := p.call(ctx, acct, http.MethodGet, "/entitlements", url.Values{"limit": {"200"}}, nil, &ents); err != nil {
 		p.fail(w, r, err)
@@ -153,7 +153,7 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, "isv_usage", pg)
 }
 
-func (p *Portal) usage(r *http.Request, q usageQuery, perDay bool) ([]api.UsageSummary, error) {
+func (p *Portal) usage(r *http.Request, q usageQuery, perDay bool) ([]registryapi.UsageSummary, error) {
 	v := url.Values{}
 	for k, x := range q.api {
 		v[k] = x
@@ -162,14 +162,14 @@ func (p *Portal) usage(r *http.Request, q usageQuery, perDay bool) ([]api.UsageS
 		v.Set("by", "day")
 	}
 	var res struct {
-		Items []api.UsageSummary `json:"items"`
+		Items []registryapi.UsageSummary `json:"items"`
 	}
 	err := p.call(r.Context(), accountOf(r), http.MethodGet, "/usage/summary", v, nil, &res)
 	return res.Items, err
 }
 
 // revenueCharts draws the revenue per day, one chart a currency.
-func revenueCharts(days []string, rows []api.UsageSummary) []barChart {
+func revenueCharts(days []string, rows []registryapi.UsageSummary) []barChart {
 	byCur := map[string]map[string]int64{}
 	loads := map[string]map[string]int64{}
 	for _, u := range rows {

@@ -7,12 +7,12 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 type keysPage struct {
-	Keys  []api.SigningKey
-	Added *api.SigningKey
+	Keys  []registryapi.SigningKey
+	Added *registryapi.SigningKey
 	Error string
 	PEM   string
 }
@@ -29,7 +29,7 @@ func (p *Portal) keys(w http.ResponseWriter, r *http.Request) {
 
 func (p *Portal) showKeys(w http.ResponseWriter, r *http.Request, status int, pg keysPage) {
 	var res struct {
-		Items []api.SigningKey `json:"items"`
+		Items []registryapi.SigningKey `json:"items"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/keys", url.Values{"limit": {"200"}}, nil, &res); err != nil {
 		p.fail(w, r, err)
@@ -62,7 +62,7 @@ func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
 		p.showKeys(w, r, http.StatusUnprocessableEntity, keysPage{Error: "Paste a PEM public key or choose the isv.pub file hdk keygen wrote."})
 		return
 	}
-	var k api.SigningKey
+	var k registryapi.SigningKey
 	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/keys", nil, map[string]string{"public_key": pemText}, &k)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized {

@@ -7,13 +7,13 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
 type marketPage struct {
 	Query, Category string
-	Listings        []api.Listing
+	Listings        []registryapi.Listing
 	Next            string // query of the next page
 }
 
@@ -38,8 +38,8 @@ func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var res struct {
-		Items      []api.Listing `json:"items"`
-		NextCursor string        `json:"next_cursor"`
+		Items      []registryapi.Listing `json:"items"`
+		NextCursor string                `json:"next_cursor"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings", q, nil, &res); err != nil {
 		p.fail(w, r, err)
@@ -55,9 +55,9 @@ func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
 }
 
 type listingPage struct {
-	Listing      api.Listing
+	Listing      registryapi.Listing
 	Description  template.HTML
-	Versions     []api.Version
+	Versions     []registryapi.Version
 	LoadLine     string
 	CanSubscribe bool
 	Subscribed   bool
@@ -77,7 +77,7 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 	pg.Description = markdown(pg.Listing.Description)
 	if acct != nil {
 		var vs struct {
-			Items []api.Version `json:"items"`
+			Items []registryapi.Version `json:"items"`
 		}
 		err := p.call(ctx, acct, http.MethodGet, "/listings/"+url.PathEscape(id)+"/versions", url.Values{"limit": {"50"}}, nil, &vs)
 		var ae *apiError
@@ -88,7 +88,7 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 		pg.Versions = vs.Items
 		if acct.Role == auth.RoleTenant {
 			var ents struct {
-				Items []api.Entitlement `json:"items"`
+				Items []registryapi.Entitlement `json:"items"`
 			}
 			if err := p.call(ctx, acct, http.MethodGet, "/entitlements", url.Values{"listing_id": {id}, "active": {"true"}}, nil, &ents); err != nil {
 				p.fail(w, r, err)

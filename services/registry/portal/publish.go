@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/fpga-faas/faas/hdk/publish"
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -29,7 +29,7 @@ import (
 const PublishPath = "/isv/publish"
 
 type publishPage struct {
-	Listings []api.Listing
+	Listings []registryapi.Listing
 	Listing  string // selected listing id
 	Version  string
 	Error    string
@@ -220,8 +220,8 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 const streamMin = 1 << 20
 
 // ownListing returns acct's listing id, or a refusal.
-func (p *Portal) ownListing(ctx context.Context, acct auth.Account, id string) (api.Listing, error) {
-	var l api.Listing
+func (p *Portal) ownListing(ctx context.Context, acct auth.Account, id string) (registryapi.Listing, error) {
+	var l registryapi.Listing
 	if err := p.call(ctx, &acct, http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &l); err != nil {
 		return l, err
 	}

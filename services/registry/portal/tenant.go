@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -28,17 +28,17 @@ const (
 )
 
 type loadRow struct {
-	api.Load
+	registryapi.Load
 	Stale bool
 }
 
 type usageRow struct {
-	api.UsageSummary
+	registryapi.UsageSummary
 	BusyHours string
 }
 
 type myPage struct {
-	Entitlements []api.Entitlement
+	Entitlements []registryapi.Entitlement
 	Loads        []loadRow
 	Usage        []usageRow
 	Totals       []string // the cost to date, one entry a currency
@@ -51,7 +51,7 @@ func (myPage) nav() string   { return "my" }
 func hours(ns int64) string { return fmt.Sprintf("%.2f", float64(ns)/float64(time.Hour)) }
 
 // totals sums the usage's cost by currency, formatted, in currency order.
-func totals(rows []api.UsageSummary) []string {
+func totals(rows []registryapi.UsageSummary) []string {
 	sum := map[string]int64{}
 	for _, r := range rows {
 		sum[r.Currency] += r.TotalMicros
@@ -68,7 +68,7 @@ func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
 	ctx, acct := r.Context(), accountOf(r)
 	var pg myPage
 	var ents struct {
-		Items []api.Entitlement `json:"items"`
+		Items []registryapi.Entitlement `json:"items"`
 	}
 	if err := p.call(ctx, acct, http.MethodGet, "/entitlements", url.Values{"active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
 		p.fail(w, r, err)
@@ -76,7 +76,7 @@ func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
 	}
 	pg.Entitlements = ents.Items
 	var loads struct {
-		Items []api.Load `json:"items"`
+		Items []registryapi.Load `json:"items"`
 	}
 	if err := p.call(ctx, acct, http.MethodGet, "/loads", nil, nil, &loads); err != nil {
 		p.fail(w, r, err)
@@ -87,7 +87,7 @@ func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
 		pg.Loads = append(pg.Loads, loadRow{Load: l, Stale: l.LastHeartbeatAt == nil || now.Sub(*l.LastHeartbeatAt) > staleAfter})
 	}
 	var usage struct {
-		Items []api.UsageSummary `json:"items"`
+		Items []registryapi.UsageSummary `json:"items"`
 	}
 	if err := p.call(ctx, acct, http.MethodGet, "/usage/summary", nil, nil, &usage); err != nil {
 		p.fail(w, r, err)
@@ -100,20 +100,20 @@ func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, "my", pg)
 }
 
-type unsubscribePage struct{ Entitlement api.Entitlement }
+type unsubscribePage struct{ Entitlement registryapi.Entitlement }
 
 func (unsubscribePage) title() string { return "End subscription" }
 func (unsubscribePage) nav() string   { return "my" }
 
 // ownEntitlement finds the caller's active entitlement id, or answers 404.
-func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (api.Entitlement, bool) {
+func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (registryapi.Entitlement, bool) {
 	id := r.PathValue("id")
 	var ents struct {
-		Items []api.Entitlement `json:"items"`
+		Items []registryapi.Entitlement `json:"items"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/entitlements", url.Values{"active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
 		p.fail(w, r, err)
-		return api.Entitlement{}, false
+		return registryapi.Entitlement{}, false
 	}
 	for _, e := range ents.Items {
 		if e.ID == id && e.AccountID == accountOf(r).ID {
@@ -121,7 +121,7 @@ func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (api.Ent
 		}
 	}
 	p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "You have no such subscription."})
-	return api.Entitlement{}, false
+	return registryapi.Entitlement{}, false
 }
 
 // confirmUnsubscribe asks before ending a subscription, with or without

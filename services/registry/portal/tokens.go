@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 type tokensPage struct {
-	Tokens  []api.Token
-	Created *api.Token
+	Tokens  []registryapi.Token
+	Created *registryapi.Token
 	Error   string
 }
 
@@ -26,7 +26,7 @@ func (p *Portal) tokens(w http.ResponseWriter, r *http.Request) {
 
 func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, pg tokensPage) {
 	var res struct {
-		Items []api.Token `json:"items"`
+		Items []registryapi.Token `json:"items"`
 	}
 	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/tokens", url.Values{"limit": {"200"}}, nil, &res); err != nil {
 		p.fail(w, r, err)
@@ -50,7 +50,7 @@ func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
 		t := time.Now().Add(time.Duration(n) * 24 * time.Hour).UTC()
 		req.ExpiresAt = &t
 	}
-	var tok api.Token
+	var tok registryapi.Token
 	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/tokens", nil, req, &tok)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized {

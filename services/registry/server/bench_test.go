@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/internal/loadtest"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -28,7 +29,6 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
@@ -132,7 +132,7 @@ func (s *benchServer) apiCall(b *testing.B, token, method, path string, body any
 		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, s.url+api.Prefix+path, rd)
+	req, err := http.NewRequest(method, s.url+registryapi.Prefix+path, rd)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func (s *benchServer) apiCall(b *testing.B, token, method, path string, body any
 // createPublicListing creates a published public listing over repo.
 func (s *benchServer) createPublicListing(b *testing.B, isvToken, listingName, repo string) {
 	b.Helper()
-	var l api.Listing
+	var l registryapi.Listing
 	s.apiCall(b, isvToken, http.MethodPost, "/listings", map[string]any{
 		"name": listingName, "summary": "benchmark IP " + listingName, "description": strings.Repeat("An accelerator. ", 8),
 		"category": "ml", "board_model": "u250", "price_per_hour_micros": 3_600_000, "price_per_load_micros": 1000,
@@ -549,7 +549,7 @@ func benchLoad(b *testing.B, base, path, token string, check func(*http.Response
 // token; 50 public listings) under an open-loop load of 500 req/s.
 func BenchmarkAPIListings(b *testing.B) {
 	e := newAPIEnv(b)
-	benchLoad(b, e.reg.url, api.Prefix+"/listings?limit=20", e.tenantToken, func(resp *http.Response, body []byte) error {
+	benchLoad(b, e.reg.url, registryapi.Prefix+"/listings?limit=20", e.tenantToken, func(resp *http.Response, body []byte) error {
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("%s: %s", resp.Status, body)
 		}

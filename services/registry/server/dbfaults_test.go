@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/services/registry/api"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
 	"github.com/fpga-faas/faas/services/registry/server"
@@ -168,7 +168,7 @@ func testDatabaseFault(t *testing.T, fault dbFault) {
 	f.nodeID = node.ID
 	f.pushToken = bearerToken(t, f.r.url, "isv1", isvPW, "repository:isv1/img:push,pull")
 	{
-		code, body, _ := f.do(t, "api", http.MethodPost, api.Prefix+"/tokens", `{"name":"faasd"}`, func(r *http.Request) {
+		code, body, _ := f.do(t, "api", http.MethodPost, registryapi.Prefix+"/tokens", `{"name":"faasd"}`, func(r *http.Request) {
 			r.SetBasicAuth("node1", nodePW)
 		})
 		var tok struct{ Secret string }
@@ -190,7 +190,7 @@ func testDatabaseFault(t *testing.T, fault dbFault) {
 		send func() (int, string, http.Header)
 	}{
 		{"api", http.StatusCreated, func() (int, string, http.Header) {
-			return f.do(t, "api", http.MethodPost, api.Prefix+"/tokens", `{"name":"ci"}`, func(r *http.Request) {
+			return f.do(t, "api", http.MethodPost, registryapi.Prefix+"/tokens", `{"name":"ci"}`, func(r *http.Request) {
 				r.SetBasicAuth("isv1", isvPW)
 			})
 		}},
@@ -287,7 +287,7 @@ func testDatabaseFault(t *testing.T, fault dbFault) {
 		if code != http.StatusOK {
 			t.Errorf("password login with the database %s: %d %s, want 200", fault.name, code, body)
 		}
-		code, body, _ = f.do(t, "api", http.MethodGet, api.Prefix+"/listings", "", func(*http.Request) {})
+		code, body, _ = f.do(t, "api", http.MethodGet, registryapi.Prefix+"/listings", "", func(*http.Request) {})
 		if code != http.StatusOK {
 			t.Errorf("marketplace listings with the database %s: %d %s, want 200", fault.name, code, body)
 		}

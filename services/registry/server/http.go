@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/blob"
@@ -78,7 +79,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	// The portal answers every path no other endpoint claims.
 	mux.Handle("/", site)
 	mux.Handle("/v2/", dist)
-	mux.Handle(api.Prefix+"/", market)
+	mux.Handle(registryapi.Prefix+"/", market)
 	mux.Handle(keyrelease.Path, release)
 	mux.Handle("/auth/token", tokens)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -148,7 +149,7 @@ func routeClass(path string) string {
 		return "v2_other"
 	case path == "/auth/token":
 		return "auth_token"
-	case strings.HasPrefix(path, api.Prefix+"/"):
+	case strings.HasPrefix(path, registryapi.Prefix+"/"):
 		return "api"
 	case path == "/healthz", path == "/readyz":
 		return path[1:]

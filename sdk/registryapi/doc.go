@@ -1,0 +1,56 @@
+// Package registryapi is the wire contract of the registry's REST API
+// (/api/v1): the JSON bodies of requests and answers, the error envelope,
+// the list envelope and the paths. The registry's server and every client
+// of it (the SDK, the node agent, the CLIs, the portal) share these types,
+// the way agentapi and poolapi are shared for their surfaces; the
+// accelerator pool's part of the API (/attachments) is in poolapi.
+//
+// # Resources
+//
+//	GET    /me                                   → Account
+//	POST   /accounts                 admin       NewAccount → 201 Account
+//	GET    /accounts?role=           admin       → Page[Account]
+//	PATCH  /accounts/{id}            admin       AccountUpdate → Account
+//	POST   /tokens                               NewToken → 201 Token (with Secret, once)
+//	GET    /tokens                               → Page[Token]
+//	DELETE /tokens/{id}                          → 204
+//	POST   /keys                     isv         NewSigningKey → 201 SigningKey
+//	GET    /keys                     isv, admin  → Page[SigningKey]
+//	POST   /keys/{id}/revoke         isv, admin  → SigningKey
+//	GET    /signing-keys?repository=             → RepositoryKeys
+//	POST   /keys/release             node        KeyRelease → KeyReleaseResult
+//	POST   /listings                 isv         NewListing → 201 Listing
+//	GET    /listings?q=&category=&board=&owner=&published=
+//	                                             → Page[Listing] (anonymous: the public ones)
+//	GET    /listings/{id}                        → Listing
+//	PATCH  /listings/{id}            isv, admin  ListingFields → Listing
+//	POST   /listings/{id}/publish    isv, admin  → Listing (and /unpublish)
+//	POST   /listings/{id}/versions   isv, admin  NewVersion → 201 Version
+//	GET    /listings/{id}/versions               → Page[Version]
+//	POST   /listings/{id}/subscribe  tenant      → 201 Entitlement
+//	POST   /listings/{id}/shares     isv, admin  NewShare → 201 Entitlement
+//	GET    /entitlements?listing_id=&active=     → Page[Entitlement]
+//	DELETE /entitlements/{id}                    → 204
+//	POST   /nodes                    node        NodeRegistration → 201 Node
+//	POST   /nodes/{id}/heartbeat     node        Heartbeat → 204
+//	GET    /nodes                    admin       → Page[Node]
+//	POST   /nodes/{id}/approve       admin       → Node (and /revoke, /repin)
+//	POST   /node-enrollments         admin       NewEnrollment → 201 Enrollment
+//	POST   /load-grants                          GrantRequest → 201 Grant (with Secret, once)
+//	POST   /usage                    node        UsageReport → 200 UsageAccepted
+//	GET    /usage/summary?listing_id=&by=day      → UsageSummaries
+//	GET    /audit?action=&target_type=&target_id=&actor= → Page[AuditEntry]
+//	GET    /validation-jobs?state=   admin       → Page[ValidationJob]
+//	GET    /loads                                → Items[Load]
+//	GET    /openapi.json                         → the OpenAPI 3.1 document
+//
+// Every error answer is an ErrorBody. Lists are pages of at most ?limit=
+// items (default 50, at most 200), continued with ?cursor= set to the
+// previous page's NextCursor.
+package registryapi
+
+// Prefix is where the API is mounted on the registry.
+const Prefix = "/api/v1"
+
+// KeyReleasePath is the path of key release under Prefix.
+const KeyReleasePath = "/keys/release"

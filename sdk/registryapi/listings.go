@@ -1,0 +1,87 @@
+package registryapi
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Listing is an IP listing of the marketplace.
+type Listing struct {
+	ID                 string `json:"id"`
+	OwnerID            string `json:"owner_id"`
+	Owner              string `json:"owner"`
+	Repository         string `json:"repository"`
+	Name               string `json:"name"`
+	Summary            string `json:"summary"`
+	Description        string `json:"description"`
+	Category           string `json:"category"`
+	BoardModel         string `json:"board_model"`
+	Currency           string `json:"currency"`
+	PricePerHourMicros int64  `json:"price_per_hour_micros"`
+	PricePerLoadMicros int64  `json:"price_per_load_micros"`
+	Visibility         string `json:"visibility"` // private, shared or public
+	Published          bool   `json:"published"`
+	// Validated: a version of the listing passed validation (signed by its
+	// ISV, countersigned by the platform); the marketplace's badge.
+	Validated bool      `json:"validated"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ListingFields are a listing's editable fields: the body of PATCH
+// /listings/{id}, where nil fields stay as they are.
+type ListingFields struct {
+	Name               *string `json:"name"`
+	Summary            *string `json:"summary"`
+	Description        *string `json:"description"`
+	Category           *string `json:"category"`
+	BoardModel         *string `json:"board_model"`
+	Currency           *string `json:"currency"`
+	PricePerHourMicros *int64  `json:"price_per_hour_micros"`
+	PricePerLoadMicros *int64  `json:"price_per_load_micros"`
+	Visibility         *string `json:"visibility"`
+}
+
+// NewListing is the body of POST /listings: its fields (Name required)
+// and the repository, under the ISV's namespace, whose images it sells.
+type NewListing struct {
+	ListingFields
+	Repository string `json:"repository"`
+}
+
+// Version is a listing version with its image's validation state.
+type Version struct {
+	Version        string          `json:"version"`
+	ManifestDigest string          `json:"digest"`
+	State          string          `json:"state"` // pending, validating, available, failed
+	Reasons        json.RawMessage `json:"reasons"`
+	Attempts       int             `json:"attempts"`
+	CreatedAt      time.Time       `json:"created_at"`
+	ValidatedAt    *time.Time      `json:"validated_at,omitempty"`
+}
+
+// NewVersion is the body of POST /listings/{id}/versions.
+type NewVersion struct {
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
+}
+
+// Entitlement grants an account access to a listing.
+type Entitlement struct {
+	ID          string     `json:"id"`
+	ListingID   string     `json:"listing_id"`
+	ListingName string     `json:"listing_name"`
+	AccountID   string     `json:"account_id"`
+	Account     string     `json:"account"`
+	Kind        string     `json:"kind"` // subscription, purchase or share
+	GrantedBy   *string    `json:"granted_by,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
+}
+
+// NewShare is the body of POST /listings/{id}/shares: the tenant account
+// the ISV shares a listing with.
+type NewShare struct {
+	Account string `json:"account"`
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 // platform is what bringUp has started, as the later steps reach it.
@@ -143,8 +144,12 @@ func (d *demo) awaitValidation(p *platform) error {
 func (d *demo) startFaasd(p *platform) error {
 	d.begin("alice subscribes; faasd serve --sim 2 (two simulated dual-chip boards) as node1")
 	r := p.r
+	alice, err := r.as("alice")
+	if err != nil {
+		return err
+	}
 	for _, pub := range p.pushed {
-		if err := r.call(d.ctx, "alice", "POST", "/listings/"+pub.listing+"/subscribe", nil, nil, 201); err != nil {
+		if _, err := alice.Subscribe(d.ctx, pub.listing); err != nil {
 			return err
 		}
 	}
@@ -154,8 +159,12 @@ func (d *demo) startFaasd(p *platform) error {
 		return fmt.Errorf("the portal: %w", err)
 	}
 	d.printf("      the portal at %s/ lists %d accelerators\n", p.regURL, n)
-	var tok struct{ Secret string }
-	if err := r.call(d.ctx, "node1", "POST", "/tokens", map[string]string{"name": "faasd"}, &tok, 201); err != nil {
+	node1, err := r.as("node1")
+	if err != nil {
+		return err
+	}
+	tok, err := node1.CreateToken(d.ctx, registryapi.NewToken{Name: "faasd"})
+	if err != nil {
 		return err
 	}
 	// The registry trusts the node with data keys because it enrolls with a

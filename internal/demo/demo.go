@@ -211,7 +211,11 @@ func (d *demo) publish(r *registry, host, platformDir string) ([]published, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := r.call(d.ctx, "acme", "POST", "/keys", map[string]string{"public_key": string(pub)}, nil, 201); err != nil {
+	acme, err := r.as("acme")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := acme.AddSigningKey(d.ctx, string(pub)); err != nil {
 		return nil, err
 	}
 	d.printf("      $ hdk keygen; acme's public key registered\n")

@@ -1,15 +1,16 @@
 package demo
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // registry calls the registry's REST API as the demo's accounts.
@@ -26,51 +27,29 @@ func (r *registry) ready() (bool, error) {
 	return resp.StatusCode == http.StatusOK, nil
 }
 
-// call sends in as JSON to /api/v1 path as user and decodes the answer
-// into out; a status other than want is an error.
-func (r *registry) call(ctx context.Context, user, method, path string, in, out any, want int) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, r.url+"/api/v1"+path, body)
-	if err != nil {
-		return err
-	}
-	req.SetBasicAuth(user, Password)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s as %s: %w", method, path, user, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s as %s: %d %s", method, path, user, resp.StatusCode, bytes.TrimSpace(data))
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("%s %s: %w in %s", method, path, err, data)
-		}
-	}
-	return nil
+// as is the registry's API as one of the demo's accounts.
+func (r *registry) as(user string) (*registryclient.Client, error) {
+	return registryclient.New(r.url, registryclient.WithBasicAuth(user, Password),
+		registryclient.WithHTTPClient(httpClient), registryclient.WithUserAgent("faas-demo"))
 }
 
 // list creates acme's public listing of image with version 1.0.0 at
 // digest, publishes it and returns its id.
 func (r *registry) list(ctx context.Context, image, digest string) (string, error) {
-	var l struct{ ID string }
-	if err := r.call(ctx, "acme", "POST", "/listings", map[string]any{"name": image, "repository": "acme/" + image, "visibility": "public"}, &l, 201); err != nil {
+	acme, err := r.as("acme")
+	if err != nil {
 		return "", err
 	}
-	if err := r.call(ctx, "acme", "POST", "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": digest}, nil, 201); err != nil {
+	name, vis := image, "public"
+	l, err := acme.CreateListing(ctx, registryapi.NewListing{Repository: "acme/" + image,
+		ListingFields: registryapi.ListingFields{Name: &name, Visibility: &vis}})
+	if err != nil {
 		return "", err
 	}
-	if err := r.call(ctx, "acme", "POST", "/listings/"+l.ID+"/publish", nil, nil, 200); err != nil {
+	if _, err := acme.AddVersion(ctx, l.ID, registryapi.NewVersion{Version: "1.0.0", Digest: digest}); err != nil {
+		return "", err
+	}
+	if _, err := acme.Publish(ctx, l.ID, true); err != nil {
 		return "", err
 	}
 	return l.ID, nil
@@ -79,10 +58,12 @@ func (r *registry) list(ctx context.Context, image, digest string) (string, erro
 // available reports whether the listing's version passed validation; a
 // version that failed it is an error.
 func (r *registry) available(ctx context.Context, listing string) (bool, error) {
-	var vs struct {
-		Items []struct{ State, Digest string }
+	acme, err := r.as("acme")
+	if err != nil {
+		return false, err
 	}
-	if err := r.call(ctx, "acme", "GET", "/listings/"+listing+"/versions", nil, &vs, 200); err != nil {
+	vs, err := acme.Versions(ctx, listing, nil)
+	if err != nil {
 		return false, err
 	}
 	if len(vs.Items) != 1 {

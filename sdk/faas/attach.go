@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // AttachOption configures Attach.
@@ -91,7 +91,7 @@ type Attachment struct {
 	id     string
 	info   poolapi.Attachment // under mu
 	cred   string
-	reg    *registryAPI
+	reg    *registryclient.Client
 	client *Client
 	dev    *Device
 
@@ -227,9 +227,10 @@ func Attach(ctx context.Context, registryURL, listing string, opts ...AttachOpti
 // ready and opens the session. info is the attachment as last seen (no ID
 // when none was placed); an attachment that did not get ready is given
 // back.
-func attachOnce(ctx context.Context, reg *registryAPI, req poolapi.AttachRequest, o attachOptions) (_ *Attachment, info poolapi.Attachment, _ error) {
-	if err := reg.do(ctx, http.MethodPost, "/attachments", req, &info); err != nil {
-		return nil, poolapi.Attachment{}, err
+func attachOnce(ctx context.Context, reg *registryclient.Client, req poolapi.AttachRequest, o attachOptions) (_ *Attachment, info poolapi.Attachment, _ error) {
+	info, err := reg.Attach(ctx, req)
+	if err != nil {
+		return nil, poolapi.Attachment{}, registryErr(err)
 	}
 	cred := info.Credential
 	info.Credential = ""
@@ -301,9 +302,9 @@ func (a *Attachment) waitReady(ctx context.Context, progress func(poolapi.State)
 		case !info.State.Live():
 			return fmt.Errorf("%w: attachment %s is %s", ErrLeaseLost, info.ID, info.State)
 		}
-		var next poolapi.Attachment
-		if err := a.reg.do(ctx, http.MethodGet, "/attachments/"+url.PathEscape(info.ID)+"?wait=30s&since="+string(info.State), nil, &next); err != nil {
-			return err
+		next, err := a.reg.Attachment(ctx, info.ID, info.State, registryclient.MaxWait)
+		if err != nil {
+			return registryErr(err)
 		}
 		a.mu.Lock()
 		a.info = next
@@ -396,10 +397,9 @@ func (a *Attachment) Detach(ctx context.Context) error {
 	if a.client != nil {
 		a.client.Close()
 	}
-	var info poolapi.Attachment
-	err := a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.id), nil, &info)
+	info, err := a.reg.Detach(ctx, a.id)
 	if err != nil {
-		return err
+		return registryErr(err)
 	}
 	a.mu.Lock()
 	a.info = info
@@ -418,5 +418,5 @@ func (a *Attachment) Close() error {
 func (a *Attachment) detachNow() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = a.reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(a.id), nil, nil)
+	_, _ = a.reg.Detach(ctx, a.id)
 }

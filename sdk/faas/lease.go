@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/poolapi"
@@ -16,14 +14,14 @@ import (
 
 // Renew extends the lease once; an ended attachment is ErrLeaseLost.
 func (a *Attachment) Renew(ctx context.Context) error {
-	var next poolapi.Attachment
-	err := a.reg.do(ctx, http.MethodPost, "/attachments/"+url.PathEscape(a.id)+"/renew", nil, &next)
-	if err == nil {
-		a.mu.Lock()
-		a.info = next
-		a.mu.Unlock()
+	next, err := a.reg.Renew(ctx, a.id)
+	if err != nil {
+		return registryErr(err)
 	}
-	return err
+	a.mu.Lock()
+	a.info = next
+	a.mu.Unlock()
+	return nil
 }
 
 // renew renews the lease every third of it until ctx ends; when the
@@ -63,8 +61,8 @@ func (a *Attachment) renew(ctx context.Context) {
 
 // endedErr says why the attachment ended, from the registry's account.
 func (a *Attachment) endedErr(ctx context.Context, renewErr error) error {
-	var info poolapi.Attachment
-	if a.reg.do(ctx, http.MethodGet, "/attachments/"+url.PathEscape(a.id), nil, &info) != nil {
+	info, err := a.reg.Attachment(ctx, a.id, "", 0)
+	if err != nil {
 		return renewErr
 	}
 	a.mu.Lock()

@@ -3,19 +3,17 @@ package faas
 // The registry's pool API as a tenant calls it (/api/v1/attachments).
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // Attachments lists the tenant's attachments (live, and ended within a day).
@@ -24,25 +22,23 @@ func Attachments(ctx context.Context, registryURL string, opts ...AttachOption) 
 	if err != nil {
 		return nil, err
 	}
-	var l poolapi.AttachmentList
-	err = reg.do(ctx, http.MethodGet, "/attachments", nil, &l)
-	return l.Attachments, err
+	l, err := reg.Attachments(ctx, false)
+	return l, registryErr(err)
 }
 
 // Detach detaches attachment id (one held by another process).
 func Detach(ctx context.Context, registryURL, id string, opts ...AttachOption) (poolapi.Attachment, error) {
-	var info poolapi.Attachment
 	reg, err := registryFor(registryURL, opts)
 	if err != nil {
-		return info, err
+		return poolapi.Attachment{}, err
 	}
-	err = reg.do(ctx, http.MethodDelete, "/attachments/"+url.PathEscape(id), nil, &info)
-	return info, err
+	info, err := reg.Detach(ctx, id)
+	return info, registryErr(err)
 }
 
 // registryFor is the pool API of the registry at registryURL for the
 // tenant of opts (WithRegistryToken); either left out is StoredLogin's.
-func registryFor(registryURL string, opts []AttachOption) (*registryAPI, error) {
+func registryFor(registryURL string, opts []AttachOption) (*registryclient.Client, error) {
 	o := attachOptions{ua: defaultUA}
 	for _, f := range opts {
 		f(&o)
@@ -61,15 +57,9 @@ func registryFor(registryURL string, opts []AttachOption) (*registryAPI, error) 
 	return newRegistryAPI(registryURL, o.token, o.hc, o.ua)
 }
 
-// registryAPI calls the registry's /api/v1 as a tenant.
-type registryAPI struct {
-	base  string
-	token string
-	hc    *http.Client
-	ua    string
-}
-
-func newRegistryAPI(base, token string, hc *http.Client, ua string) (*registryAPI, error) {
+// newRegistryAPI is the registry's client for a tenant's token: plain
+// http only on the loopback interface, where no one else sees the token.
+func newRegistryAPI(base, token string, hc *http.Client, ua string) (*registryclient.Client, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, &Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf("faas: registry %q: want https://host:port", base),
@@ -78,74 +68,47 @@ func newRegistryAPI(base, token string, hc *http.Client, ua string) (*registryAP
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
 		return nil, &Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf("faas: registry %q: plain http is allowed only on the loopback interface", base)}
 	}
-	if hc == nil {
-		hc = &http.Client{Timeout: 90 * time.Second} // above the longest long poll
+	opts := []registryclient.Option{registryclient.WithToken(token), registryclient.WithUserAgent(ua)}
+	if hc != nil {
+		opts = append(opts, registryclient.WithHTTPClient(hc))
 	}
-	return &registryAPI{base: strings.TrimSuffix(base, "/"), token: token, hc: hc, ua: ua}, nil
+	c, err := registryclient.New(base, opts...)
+	if err != nil {
+		return nil, &Error{Code: agentapi.CodeBadRequest, Message: "faas: " + err.Error()}
+	}
+	return c, nil
 }
 
-func (r *registryAPI) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
+// registryErr is the SDK's error for a failed call of the registry: its
+// sentinels (ErrLeaseLost, ErrNoCapacity) and codes, with a hint.
+func registryErr(err error) error {
+	var e *registryclient.Error
+	if !errors.As(err, &e) {
+		return err // ctx's error
+	}
+	if e.Status == 0 {
+		return &transportError{msg: "registry: " + e.Method + " " + e.Path, err: e.Err}
+	}
+	msg := "registry: " + e.Message
+	switch {
+	case e.Status == http.StatusGone:
+		return fmt.Errorf("%w: %s", ErrLeaseLost, e.Message)
+	case e.Status == http.StatusConflict:
+		return fmt.Errorf("%w: %s", ErrNoCapacity, e.Message)
+	case e.Status == http.StatusUnauthorized:
+		return &Error{Status: e.Status, Code: agentapi.CodeUnauthenticated, Message: msg, Hint: "run `faas login` again"}
+	case e.Status == http.StatusForbidden:
+		code := agentapi.CodePermission
+		if strings.Contains(e.Message, "entitled") {
+			code = agentapi.CodeNotEntitled
 		}
-		body = bytes.NewReader(b)
+		return &Error{Status: e.Status, Code: code, Message: msg}
+	case e.Status == http.StatusNotFound:
+		return &Error{Status: e.Status, Code: agentapi.CodeNotFound, Message: msg}
+	case errors.Is(e, registryclient.ErrInvalid):
+		return &Error{Status: e.Status, Code: agentapi.CodeBadRequest, Message: msg}
+	case e.Status < 300:
+		return &transportError{msg: "registry: " + e.Method + " " + e.Path + ": " + e.Message, err: e.Err}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, r.base+"/api/v1"+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.token)
-	req.Header.Set("User-Agent", r.ua)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	op := method + " " + strings.SplitN(path, "?", 2)[0]
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &transportError{msg: "registry " + r.base + ": " + op, err: err}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return &transportError{msg: "registry " + r.base + ": " + op, err: err}
-	}
-	if resp.StatusCode >= 300 {
-		var e struct {
-			Error struct{ Code, Message string }
-		}
-		_ = json.Unmarshal(data, &e)
-		msg := cmp.Or(e.Error.Message, http.StatusText(resp.StatusCode))
-		switch resp.StatusCode {
-		case http.StatusGone:
-			return fmt.Errorf("%w: %s", ErrLeaseLost, msg)
-		case http.StatusConflict:
-			return fmt.Errorf("%w: %s", ErrNoCapacity, msg)
-		case http.StatusUnauthorized:
-			return &Error{Status: resp.StatusCode, Code: agentapi.CodeUnauthenticated, Message: "registry: " + msg, Hint: "run `faas login` again"}
-		case http.StatusForbidden:
-			code := agentapi.CodePermission
-			if strings.Contains(msg, "entitled") {
-				code = agentapi.CodeNotEntitled
-			}
-			return &Error{Status: resp.StatusCode, Code: code, Message: "registry: " + msg}
-		case http.StatusNotFound:
-			return &Error{Status: resp.StatusCode, Code: agentapi.CodeNotFound, Message: "registry: " + msg}
-		case http.StatusBadRequest, http.StatusUnprocessableEntity:
-			return &Error{Status: resp.StatusCode, Code: agentapi.CodeBadRequest, Message: "registry: " + msg}
-		}
-		return &Error{Status: resp.StatusCode, Code: agentapi.CodeUnavailable, Message: "registry: " + msg}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return &transportError{msg: "registry " + r.base + ": " + op + ": malformed answer", err: err}
-	}
-	return nil
+	return &Error{Status: e.Status, Code: agentapi.CodeUnavailable, Message: msg}
 }

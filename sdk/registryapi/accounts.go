@@ -38,7 +38,7 @@ type Token struct {
 // NewToken is the body of POST /tokens.
 type NewToken struct {
 	Name      string     `json:"name"`
-	ExpiresAt *time.Time `json:"expires_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"` // nil: never
 }
 
 // SigningKey is an ISV's registered public key.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +9,14 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	client "github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/spf13/cobra"
 )
 
@@ -43,28 +43,21 @@ func registryURL(reg string) (string, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
-// registryError reads the registry API's error document,
-// {"error":{"code","message"}}, and classifies it for the exit codes.
-func registryError(resp *http.Response) error {
-	var body struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	msg := resp.Status
-	if json.Unmarshal(b, &body) == nil && body.Error.Message != "" {
-		msg = body.Error.Message
-	}
-	msg = "registry: " + msg
+// registryError classifies a failed call of the registry for the exit
+// codes.
+func registryError(base string, err error) error {
+	var e *registryclient.Error
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("%s: %w", msg, client.ErrPermission)
-	case resp.StatusCode >= 500:
-		return fmt.Errorf("%s: %w", msg, client.ErrUnavailable)
+	case !errors.As(err, &e):
+		return err
+	case e.Status == 0:
+		return fmt.Errorf("registry %s: %w: %w", base, client.ErrUnavailable, err)
+	case errors.Is(e, registryclient.ErrUnauthenticated) || errors.Is(e, registryclient.ErrDenied):
+		return fmt.Errorf("registry: %s: %w", e.Message, client.ErrPermission)
+	case errors.Is(e, registryclient.ErrUnavailable):
+		return fmt.Errorf("registry: %s: %w", e.Message, client.ErrUnavailable)
 	}
-	return failedf("%s", msg)
+	return failedf("registry: %s", e.Message)
 }
 
 func loginCommand() *cobra.Command {
@@ -101,29 +94,17 @@ taken from the command line, and the token is never printed.`,
 			if host == "" {
 				host = "unknown"
 			}
-			body, _ := json.Marshal(map[string]string{"name": "faas-cli@" + host})
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/tokens", bytes.NewReader(body))
+			reg, err := registryclient.New(base, registryclient.WithBasicAuth(user, pw), registryclient.WithUserAgent("faas-cli"))
 			if err != nil {
-				return err
+				return usageErrorf("%v", err)
 			}
-			req.SetBasicAuth(user, pw)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("User-Agent", "faas-cli")
-			resp, err := http.DefaultClient.Do(req)
+			tok, err := reg.CreateToken(ctx, registryapi.NewToken{Name: "faas-cli@" + host})
 			if err != nil {
-				return fmt.Errorf("registry %s: %w: %w", base, client.ErrUnavailable, err)
+				return registryError(base, err)
 			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-				return registryError(resp)
-			}
-			var tok struct {
-				ID     string `json:"id"`
-				Secret string `json:"secret"`
-			}
-			if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&tok); err != nil || tok.Secret == "" {
+			if tok.Secret == "" {
 				return failedf("registry %s: no token in the answer of POST /api/v1/tokens", base)
 			}
 			path, err := writeConfig(config{Registry: base, User: user, Token: tok.Secret, TokenID: tok.ID})
@@ -179,18 +160,12 @@ func logoutCommand() *cobra.Command {
 func revokeToken(ctx context.Context, c config) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.Registry+"/api/v1/tokens/"+url.PathEscape(c.TokenID), nil)
+	reg, err := registryclient.New(c.Registry, registryclient.WithToken(c.Token), registryclient.WithUserAgent("faas-cli"))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusNotFound {
-		return registryError(resp)
+	if err := reg.RevokeToken(ctx, c.TokenID); err != nil && !errors.Is(err, registryclient.ErrNotFound) {
+		return registryError(c.Registry, err)
 	}
 	return nil
 }

@@ -155,7 +155,7 @@ func (r *rig) serveAgent() (*server.Server, string) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		json.NewEncoder(w).Encode(regclient.Account{ID: name + "-id", Name: name, Role: "tenant"})
+		json.NewEncoder(w).Encode(registryapi.Account{ID: name + "-id", Name: name, Role: "tenant"})
 	}))
 	t.Cleanup(me.Close)
 	reg, err := regclient.New(me.URL, "node1", "node-token", nil)

@@ -33,7 +33,7 @@ type Node struct {
 
 // Registrar registers a node's public key and returns its id.
 type Registrar interface {
-	RegisterNode(ctx context.Context, hostname string, pub *ecdh.PublicKey) (string, error)
+	Register(ctx context.Context, hostname string, pub *ecdh.PublicKey) (string, error)
 }
 
 // Load returns the node identity in dir, creating the key and registering
@@ -57,7 +57,7 @@ func Load(ctx context.Context, dir, registry, hostname string, reg Registrar) (N
 	case !errors.Is(err, os.ErrNotExist):
 		return Node{}, fmt.Errorf("identity: %w", err)
 	}
-	id, err := reg.RegisterNode(ctx, hostname, key.PublicKey())
+	id, err := reg.Register(ctx, hostname, key.PublicKey())
 	if err != nil {
 		return Node{}, fmt.Errorf("identity: registering node %s: %w", hostname, err)
 	}

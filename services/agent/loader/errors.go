@@ -13,8 +13,8 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/seal"
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/agent/cache"
-	"github.com/fpga-faas/faas/services/agent/regclient"
 )
 
 const retryHint = "retry when the registry is reachable again"
@@ -23,15 +23,15 @@ const retryHint = "retry when the registry is reachable again"
 func classify(err error) *Error {
 	var te *transport.Error
 	switch {
-	case errors.Is(err, regclient.ErrUnavailable), unreachable(err):
+	case errors.Is(err, registryclient.ErrUnavailable), unreachable(err):
 		return &Error{Code: agentapi.CodeUnavailable, Hint: retryHint, Err: err}
 	case errors.As(err, &te) && te.StatusCode >= 500:
 		return &Error{Code: agentapi.CodeUnavailable, Hint: retryHint, Err: err}
-	case errors.Is(err, regclient.ErrUnauthenticated):
+	case errors.Is(err, registryclient.ErrUnauthenticated):
 		return &Error{Code: agentapi.CodeInternal, Hint: "the node's registry credentials were refused; tell the operator", Err: err}
-	case errors.Is(err, regclient.ErrDenied):
+	case errors.Is(err, registryclient.ErrDenied):
 		return &Error{Code: agentapi.CodeNotEntitled, Err: err}
-	case errors.Is(err, regclient.ErrNotFound):
+	case errors.Is(err, registryclient.ErrNotFound):
 		return &Error{Code: agentapi.CodeNotFound, Err: err}
 	}
 	return &Error{Code: agentapi.CodeInternal, Err: err}

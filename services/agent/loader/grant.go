@@ -16,7 +16,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/seal"
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/registryapi"
-	"github.com/fpga-faas/faas/services/agent/regclient"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // askGrant starts asking the registry for the grant of this load.
@@ -36,7 +36,7 @@ func (r *run) askGrant(ctx context.Context, repo, digest string) {
 			r.grantErr = fail(agentapi.CodeNotEntitled, "load as a tenant (faas login)", "a load without a tenant's token gets no load grant")
 			return
 		}
-		r.grant, r.grantErr = r.l.cfg.Registry.LoadGrant(ctx, r.req.Tenant.Token,
+		r.grant, r.grantErr = r.l.cfg.Registry.TenantGrant(ctx, r.req.Tenant.Token,
 			registryapi.GrantRequest{NodeID: r.l.cfg.NodeID, Repository: repo, Digest: digest})
 	}()
 }
@@ -58,13 +58,13 @@ func (r *run) waitGrant(ctx context.Context) (registryapi.Grant, error) {
 		return r.grant, nil
 	case errors.As(err, &le):
 		return registryapi.Grant{}, err
-	case errors.Is(err, regclient.ErrNodeUntrusted):
+	case errors.Is(err, registryclient.ErrNodeUntrusted):
 		return registryapi.Grant{}, &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
-			Err: fmt.Errorf("no load grant for this node: %w", err)}
-	case errors.Is(err, regclient.ErrDenied):
+			Err: fmt.Errorf("the registry does not trust this node: no load grant: %w", err)}
+	case errors.Is(err, registryclient.ErrDenied):
 		return registryapi.Grant{}, &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first",
 			Err: fmt.Errorf("the registry granted no load: %w", err)}
-	case errors.Is(err, regclient.ErrUnauthenticated):
+	case errors.Is(err, registryclient.ErrUnauthenticated):
 		return registryapi.Grant{}, &Error{Code: agentapi.CodeUnauthenticated, Hint: "faas login again",
 			Err: fmt.Errorf("the registry refused the tenant's token for a load grant: %w", err)}
 	}
@@ -90,12 +90,12 @@ func (r *run) keys(ctx context.Context, ref name.Reference, digest string, ts []
 		NodeID: l.cfg.NodeID, TenantID: r.req.Tenant.ID, Repository: ref.Context().RepositoryStr(), Digest: digest, Grant: g.Secret,
 	})
 	switch {
-	case errors.Is(err, regclient.ErrNodeUntrusted):
+	case errors.Is(err, registryclient.ErrNodeUntrusted):
 		return &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
-			Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
-	case errors.Is(err, regclient.ErrDenied):
+			Err: fmt.Errorf("the registry does not trust this node: it released no key for %s: %w", digest, err)}
+	case errors.Is(err, registryclient.ErrDenied):
 		return &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first", Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
-	case errors.Is(err, regclient.ErrConflict):
+	case errors.Is(err, registryclient.ErrConflict):
 		return &Error{Code: agentapi.CodeCountersign, Hint: "load a validated version", Err: fmt.Errorf("the registry released no key for %s: %w", digest, err)}
 	case err != nil:
 		return fmt.Errorf("key release for %s: %w", digest, err)

@@ -463,7 +463,7 @@ func (l *Loader) verify(ctx context.Context, d name.Digest, opts []remote.Option
 }
 
 func (l *Loader) verifyISV(ctx context.Context, d name.Digest, repo string, sopts []sign.Option) error {
-	isv, keys, err := l.cfg.Registry.SigningKeys(ctx, repo)
+	isv, keys, err := l.cfg.Registry.VerifyingKeys(ctx, repo)
 	if err != nil {
 		return fmt.Errorf("signing keys of %s: %w", repo, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fpga-faas/faas/internal/atomicfile"
 	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // MaxPendingUsage bounds the usage records a Client keeps for a registry
@@ -167,7 +168,7 @@ func (c *Client) unspool(r usageReport) {
 // QueueUsage hands usage records of node nodeID to the client and returns
 // at once. A goroutine sends them (ReportUsage), one call per QueueUsage in
 // order, and keeps a report the registry did not take for a reason that
-// passes (Temporary: unreachable, 5xx such as the 503 of a database that is
+// passes (registryclient.Temporary: unreachable, 5xx such as the 503 of a database that is
 // out of disk space, read-only or down, 429) to send again, with backoff,
 // until it is taken: report ids make the resends idempotent. A report the
 // registry refuses (422: no grant backs it) is dropped and logged; sending
@@ -248,16 +249,16 @@ func (c *Client) sendUsage() {
 		q.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), usageSendTimeout)
-		err := c.ReportUsage(ctx, r.NodeID, r.Recs)
+		_, err := c.ReportUsage(ctx, registryapi.UsageReport{NodeID: r.NodeID, Records: r.Recs})
 		cancel()
-		if err != nil && Temporary(err) {
+		if err != nil && registryclient.Temporary(err) {
 			failures++
 			if failures == 1 || failures%usageLogEveryFail == 0 {
 				c.log.Warn("usage report not taken; kept to send again", "records", len(r.Recs),
 					"pending", c.PendingUsage(), "attempts", failures, "err", err)
 			}
 			d := wait
-			var se *StatusError
+			var se *registryclient.Error
 			if errors.As(err, &se) && se.RetryAfter > d {
 				d = se.RetryAfter
 			}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/poolapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/agent/loader"
 	"github.com/fpga-faas/faas/services/agent/regclient"
 	"github.com/fpga-faas/faas/services/agent/slots"
@@ -267,7 +268,7 @@ func (p *pool) release(ctx context.Context, a poolapi.Assignment, unseen bool) {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		err := p.report(ctx, a, poolapi.StateReport{State: poolapi.Released, Scrubbed: scrubbed})
-		if err == nil || errors.Is(err, regclient.ErrNotFound) || errors.Is(err, regclient.ErrConflict) {
+		if err == nil || errors.Is(err, registryclient.ErrNotFound) || errors.Is(err, registryclient.ErrConflict) {
 			break
 		}
 		select {

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/agentapi"
-	"github.com/fpga-faas/faas/services/agent/regclient"
+	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/agent/slots"
 )
 
@@ -90,7 +91,7 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	return nil, fmt.Errorf("uid %d is not a tenant of this node; run `faas login` or ask the operator to map it", pr.uid)
 }
 
-func (s *Server) checkToken(ctx context.Context, tok string) (regclient.Account, error) {
+func (s *Server) checkToken(ctx context.Context, tok string) (registryapi.Account, error) {
 	key := sha256.Sum256([]byte(tok))
 	now := time.Now()
 	s.tokMu.Lock()
@@ -99,9 +100,9 @@ func (s *Server) checkToken(ctx context.Context, tok string) (regclient.Account,
 	if ok && now.Before(e.expires) {
 		return e.acct, nil
 	}
-	acct, err := s.cfg.Registry.Me(ctx, tok)
+	acct, err := s.cfg.Registry.Tenant(ctx, tok)
 	switch {
-	case errors.Is(err, regclient.ErrUnauthenticated):
+	case errors.Is(err, registryclient.ErrUnauthenticated):
 		return acct, agentErr(agentapi.CodeUnauthenticated, "the registry does not accept your token", "run `faas login` again")
 	case err != nil:
 		return acct, agentErr(agentapi.CodeUnavailable, "checking your token with the registry: "+err.Error(), "retry when the registry is reachable")

@@ -150,7 +150,7 @@ type Server struct {
 }
 
 type tokenEntry struct {
-	acct    regclient.Account
+	acct    registryapi.Account
 	expires time.Time
 }
 
@@ -466,14 +466,15 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-// endpoint gives the heartbeat's remote attach fields: the advertised URL
-// and the certificate actually served, so the registry pins what tenants
-// will see.
-func (s *Server) endpoint() []regclient.HeartbeatOption {
-	if s.cfg.Advertise == "" || s.cfg.TLS == nil || len(s.cfg.TLS.Certificates) == 0 {
-		return nil
+// heartbeat is what the node reports: its boards, and where it serves
+// remote attach: the advertised URL and the certificate actually served,
+// so the registry pins what tenants will see.
+func (s *Server) heartbeat() registryapi.Heartbeat {
+	hb := registryapi.Heartbeat{Boards: s.boards()}
+	if s.cfg.Advertise != "" && s.cfg.TLS != nil && len(s.cfg.TLS.Certificates) > 0 {
+		hb.Endpoint, hb.TLSCertificate = s.cfg.Advertise, string(nodecert.PEM(s.cfg.TLS.Certificates[0]))
 	}
-	return []regclient.HeartbeatOption{regclient.WithEndpoint(s.cfg.Advertise, nodecert.PEM(s.cfg.TLS.Certificates[0]))}
+	return hb
 }
 
 // poke asks for a heartbeat now: a slot changed, and the pool places
@@ -493,7 +494,7 @@ func (s *Server) heartbeats(ctx context.Context) {
 	for {
 		last := time.Now()
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := s.cfg.Registry.Heartbeat(hctx, s.cfg.NodeID, s.boards(), s.endpoint()...); err != nil && ctx.Err() == nil {
+		if err := s.cfg.Registry.Heartbeat(hctx, s.cfg.NodeID, s.heartbeat()); err != nil && ctx.Err() == nil {
 			s.log.Warn("heartbeat failed", "err", err)
 		}
 		cancel()

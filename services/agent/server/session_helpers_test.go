@@ -93,7 +93,7 @@ func fakeMe(t tbLike) string {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		json.NewEncoder(w).Encode(regclient.Account{ID: name + "-id", Name: name, Role: "tenant"})
+		json.NewEncoder(w).Encode(registryapi.Account{ID: name + "-id", Name: name, Role: "tenant"})
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL

@@ -1,0 +1,83 @@
+package registryclient
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/fpga-faas/faas/sdk/registryapi"
+)
+
+func listingPath(id string) string { return "/listings/" + url.PathEscape(id) }
+
+// CreateListing creates a listing of the calling ISV, unpublished.
+func (c *Client) CreateListing(ctx context.Context, in registryapi.NewListing) (registryapi.Listing, error) {
+	var l registryapi.Listing
+	return l, c.Do(ctx, http.MethodPost, "/listings", in, &l)
+}
+
+// Listing returns one listing the caller may see.
+func (c *Client) Listing(ctx context.Context, id string) (registryapi.Listing, error) {
+	var l registryapi.Listing
+	return l, c.Do(ctx, http.MethodGet, listingPath(id), nil, &l)
+}
+
+// Listings lists a page of the listings the caller may see; q may hold
+// "q", "category", "board", "owner" and "published".
+func (c *Client) Listings(ctx context.Context, q url.Values) (registryapi.Page[registryapi.Listing], error) {
+	return List[registryapi.Listing](ctx, c, "/listings", q)
+}
+
+// UpdateListing changes the non-nil fields of a listing.
+func (c *Client) UpdateListing(ctx context.Context, id string, in registryapi.ListingFields) (registryapi.Listing, error) {
+	var l registryapi.Listing
+	return l, c.Do(ctx, http.MethodPatch, listingPath(id), in, &l)
+}
+
+// Publish publishes a listing (publish) or withdraws it from the
+// marketplace.
+func (c *Client) Publish(ctx context.Context, id string, publish bool) (registryapi.Listing, error) {
+	op := "/publish"
+	if !publish {
+		op = "/unpublish"
+	}
+	var l registryapi.Listing
+	return l, c.Do(ctx, http.MethodPost, listingPath(id)+op, nil, &l)
+}
+
+// AddVersion adds a version (an image digest of the listing's repository)
+// to a listing; the registry then validates it.
+func (c *Client) AddVersion(ctx context.Context, listing string, in registryapi.NewVersion) (registryapi.Version, error) {
+	var v registryapi.Version
+	return v, c.Do(ctx, http.MethodPost, listingPath(listing)+"/versions", in, &v)
+}
+
+// Versions lists a page of a listing's versions with their validation
+// state.
+func (c *Client) Versions(ctx context.Context, listing string, q url.Values) (registryapi.Page[registryapi.Version], error) {
+	return List[registryapi.Version](ctx, c, listingPath(listing)+"/versions", q)
+}
+
+// Subscribe subscribes the caller, a tenant, to a listing.
+func (c *Client) Subscribe(ctx context.Context, listing string) (registryapi.Entitlement, error) {
+	var e registryapi.Entitlement
+	return e, c.Do(ctx, http.MethodPost, listingPath(listing)+"/subscribe", nil, &e)
+}
+
+// Share shares a listing of the calling ISV with a tenant account.
+func (c *Client) Share(ctx context.Context, listing, account string) (registryapi.Entitlement, error) {
+	var e registryapi.Entitlement
+	return e, c.Do(ctx, http.MethodPost, listingPath(listing)+"/shares", registryapi.NewShare{Account: account}, &e)
+}
+
+// Entitlements lists a page of the entitlements the caller may see; q may
+// hold "listing_id" and "active" ("true").
+func (c *Client) Entitlements(ctx context.Context, q url.Values) (registryapi.Page[registryapi.Entitlement], error) {
+	return List[registryapi.Entitlement](ctx, c, "/entitlements", q)
+}
+
+// RevokeEntitlement ends an entitlement (a tenant's own subscription, or
+// a share or subscription of an ISV's listing).
+func (c *Client) RevokeEntitlement(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/entitlements/"+url.PathEscape(id), nil, nil)
+}

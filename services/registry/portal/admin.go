@@ -97,7 +97,7 @@ func (p *Portal) showAccounts(w http.ResponseWriter, r *http.Request, status int
 		q.Del("limit")
 		pg.Next = q.Encode()
 	}
-	p.render(w, r, status, "admin_accounts", pg)
+	p.render(w, r, status, pageAdminAccounts, pg)
 }
 
 // userError reports whether err is an API refusal to show on the form.
@@ -241,7 +241,7 @@ func (p *Portal) adminNodes(w http.ResponseWriter, r *http.Request) {
 	if res.NextCursor != "" {
 		pg.Next = url.Values{"cursor": {res.NextCursor}}.Encode()
 	}
-	p.render(w, r, http.StatusOK, "admin_nodes", pg)
+	p.render(w, r, http.StatusOK, pageAdminNodes, pg)
 }
 
 func (p *Portal) adminNodeTrust(action string) http.HandlerFunc {
@@ -307,5 +307,5 @@ func (p *Portal) adminValidation(w http.ResponseWriter, r *http.Request) {
 		q.Del("limit")
 		pg.Next = q.Encode()
 	}
-	p.render(w, r, http.StatusOK, "admin_validation", pg)
+	p.render(w, r, http.StatusOK, pageAdminValidation, pg)
 }

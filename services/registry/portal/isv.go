@@ -129,7 +129,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 			pg.Keys++
 		}
 	}
-	p.render(w, r, http.StatusOK, "isv", pg)
+	p.render(w, r, http.StatusOK, pageISV, pg)
 }
 
 // listingForm is the listing editor's model: the form's values as typed.
@@ -191,7 +191,7 @@ func micros(field, s string) (int64, error) {
 
 func (p *Portal) newListing(w http.ResponseWriter, r *http.Request) {
 	se := sessionOf(r)
-	p.render(w, r, http.StatusOK, "listing_edit", listingForm{Repository: se.account.Name + "/", Currency: "USD", Visibility: "public", Owner: se.account.Name})
+	p.render(w, r, http.StatusOK, pageListingEdit, listingForm{Repository: se.account.Name + "/", Currency: "USD", Visibility: "public", Owner: se.account.Name})
 }
 
 // listingBody is the API body of the editor's fields.
@@ -220,12 +220,12 @@ func (p *Portal) formError(w http.ResponseWriter, r *http.Request, f listingForm
 	switch {
 	case errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
 		f.Error, f.Field = ae.Message, ae.Field
-		p.render(w, r, ae.Status, "listing_edit", f)
+		p.render(w, r, ae.Status, pageListingEdit, f)
 	case errors.As(err, &ae):
 		p.fail(w, r, err)
 	default:
 		f.Error = err.Error()
-		p.render(w, r, http.StatusUnprocessableEntity, "listing_edit", f)
+		p.render(w, r, http.StatusUnprocessableEntity, pageListingEdit, f)
 	}
 }
 
@@ -282,7 +282,7 @@ func (p *Portal) editListing(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	p.render(w, r, http.StatusOK, "listing_edit", f)
+	p.render(w, r, http.StatusOK, pageListingEdit, f)
 }
 
 func (p *Portal) saveListing(w http.ResponseWriter, r *http.Request) {
@@ -386,13 +386,13 @@ func (p *Portal) versionPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !found {
-		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "This listing has no version " + version + "."})
+		p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "This listing has no version " + version + "."})
 		return
 	}
 	pg.Done = pg.Version.State == "available" || pg.Version.State == "failed"
 	if r.Header.Get("HX-Request") == "true" {
-		p.renderFragment(w, r, "version", "state", pg)
+		p.renderFragment(w, r, pageVersion, "state", pg)
 		return
 	}
-	p.render(w, r, http.StatusOK, "version", pg)
+	p.render(w, r, http.StatusOK, pageVersion, pg)
 }

@@ -106,7 +106,7 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 	if qerr != nil {
 		pg.Error = qerr.Error()
 		pg.Query, _ = parseUsageQuery(url.Values{"listing": {r.URL.Query().Get("listing")}}, time.Now())
-		p.render(w, r, http.StatusUnprocessableEntity, "isv_usage", pg)
+		p.render(w, r, http.StatusUnprocessableEntity, pageISVUsage, pg)
 		return
 	}
 	pg.Query = q
@@ -150,7 +150,7 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 		csvQ.Set("listing", q.Listing)
 	}
 	pg.CSV = csvQ.Encode()
-	p.render(w, r, http.StatusOK, "isv_usage", pg)
+	p.render(w, r, http.StatusOK, pageISVUsage, pg)
 }
 
 func (p *Portal) usage(r *http.Request, q usageQuery, perDay bool) ([]api.UsageSummary, error) {
@@ -207,7 +207,7 @@ func csvSafe(s string) string {
 func (p *Portal) isvUsageCSV(w http.ResponseWriter, r *http.Request) {
 	q, err := parseUsageQuery(r.URL.Query(), time.Now())
 	if err != nil {
-		p.render(w, r, http.StatusUnprocessableEntity, "error", errorPage{Title: "Cannot export", Message: err.Error()})
+		p.render(w, r, http.StatusUnprocessableEntity, pageError, errorPage{Title: "Cannot export", Message: err.Error()})
 		return
 	}
 	rows, err := p.usage(r, q, true)

@@ -43,14 +43,14 @@ func (p *Portal) routes() http.Handler {
 	p.adminRoutes(mux)
 	p.isvUsageRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no page at this address."})
+		p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "There is no page at this address."})
 	})
 	p.patterns = mux.patterns
 	// Cross-origin state changes are refused before any handler runs
 	// (Sec-Fetch-Site and Origin), in addition to the CSRF tokens.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Request refused",
+		p.render(w, r, http.StatusForbidden, pageError, errorPage{Title: "Request refused",
 			Message: "This request came from another site. Use the portal's own pages."})
 	}))
 	return secure(cop.Handler(p.withSession(mux)))

@@ -42,7 +42,7 @@ func (p *Portal) showSignin(w http.ResponseWriter, r *http.Request, status int, 
 	if !localPath(pg.Next) {
 		pg.Next = ""
 	}
-	p.render(w, r, status, "signin", pg)
+	p.render(w, r, status, pageSignin, pg)
 }
 
 func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {

@@ -97,7 +97,7 @@ func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
 		pg.Usage = append(pg.Usage, usageRow{UsageSummary: u, BusyHours: hours(u.BusyNs)})
 	}
 	pg.Totals = totals(usage.Items)
-	p.render(w, r, http.StatusOK, "my", pg)
+	p.render(w, r, http.StatusOK, pageMy, pg)
 }
 
 type unsubscribePage struct{ Entitlement api.Entitlement }
@@ -120,7 +120,7 @@ func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (api.Ent
 			return e, true
 		}
 	}
-	p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "You have no such subscription."})
+	p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "You have no such subscription."})
 	return api.Entitlement{}, false
 }
 
@@ -128,7 +128,7 @@ func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (api.Ent
 // JavaScript.
 func (p *Portal) confirmUnsubscribe(w http.ResponseWriter, r *http.Request) {
 	if e, ok := p.ownEntitlement(w, r); ok {
-		p.render(w, r, http.StatusOK, "unsubscribe", unsubscribePage{Entitlement: e})
+		p.render(w, r, http.StatusOK, pageUnsubscribe, unsubscribePage{Entitlement: e})
 	}
 }
 
@@ -136,7 +136,7 @@ func (p *Portal) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	err := p.call(r.Context(), accountOf(r), http.MethodDelete, "/entitlements/"+url.PathEscape(r.PathValue("id")), nil, nil, nil)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "You have no such subscription."})
+		p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "You have no such subscription."})
 		return
 	}
 	if err != nil {

@@ -10,25 +10,11 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/services/registry/api"
-	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
-// adminRoutes: the operator's view, for admins only (the API checks again).
-func (p *Portal) adminRoutes(mux *router) {
-	admin := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleAdmin) }
-	mux.HandleFunc("GET /admin", admin(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/admin/nodes", http.StatusSeeOther)
-	}))
-	mux.HandleFunc("GET /admin/accounts", admin(p.adminAccounts))
-	mux.HandleFunc("POST /admin/accounts", admin(p.adminCreateAccount))
-	mux.HandleFunc("POST /admin/accounts/{id}", admin(p.adminUpdateAccount))
-	mux.HandleFunc("GET /admin/nodes", admin(p.adminNodes))
-	mux.HandleFunc("POST /admin/nodes/{id}/approve", admin(p.adminNodeTrust("approve")))
-	mux.HandleFunc("POST /admin/nodes/{id}/revoke", admin(p.adminNodeTrust("revoke")))
-	mux.HandleFunc("GET /admin/validation", admin(p.adminValidation))
-	mux.HandleFunc("GET /admin/audit", admin(p.audit(auditView{tabs: adminTabs, tab: "audit", base: "/admin/audit",
-		heading: "Audit log", intro: "Every state-changing call on the registry, newest first.", nav: "admin"})))
-}
+// adminAudit is the operator's audit log: every call, of every account.
+var adminAudit = auditView{tabs: adminTabs, tab: "audit", base: "/admin/audit",
+	heading: "Audit log", intro: "Every state-changing call on the registry, newest first.", nav: "admin"}
 
 // tab is an entry of a view's second-level navigation.
 type tab struct {

@@ -58,7 +58,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if len(routes) < 30 {
 		t.Fatalf("only %d routes: %v", len(routes), routes)
 	}
-	for _, pattern := range routes {
+	for _, route := range routes {
+		pattern := route.Pattern
 		want, ok := expected(pattern)
 		if !ok {
 			t.Errorf("%s: not in the matrix; say who may use it in expected()", pattern)

@@ -12,29 +12,7 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/validate"
 	"github.com/fpga-faas/faas/services/registry/api"
-	"github.com/fpga-faas/faas/services/registry/auth"
 )
-
-// isvRoutes: the ISV's dashboard, listings, versions, keys and publishing.
-func (p *Portal) isvRoutes(mux *router) {
-	isv := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleISV) }
-	mux.HandleFunc("GET /codes", p.codesPage)
-	mux.HandleFunc("GET /isv", isv(p.dashboard))
-	mux.HandleFunc("GET /isv/keys", isv(p.keys))
-	mux.HandleFunc("POST /isv/keys", isv(p.addKey))
-	mux.HandleFunc("POST /isv/keys/{id}/revoke", isv(p.revokeKey))
-	mux.HandleFunc("GET /isv/listings/new", isv(p.newListing))
-	mux.HandleFunc("POST /isv/listings", isv(p.createListing))
-	mux.HandleFunc("GET /isv/listings/{id}", isv(p.editListing))
-	mux.HandleFunc("POST /isv/listings/{id}", isv(p.saveListing))
-	mux.HandleFunc("POST /isv/listings/{id}/publish", isv(p.publishListing(true)))
-	mux.HandleFunc("POST /isv/listings/{id}/unpublish", isv(p.publishListing(false)))
-	mux.HandleFunc("POST /isv/listings/{id}/shares", isv(p.shareListing))
-	mux.HandleFunc("POST /isv/listings/{id}/versions", isv(p.attachVersion))
-	mux.HandleFunc("GET /isv/listings/{id}/versions/{version}", isv(p.versionPage))
-	mux.HandleFunc("GET /isv/publish", isv(p.publishForm))
-	mux.HandleFunc("POST /isv/publish", isv(p.publishUpload))
-}
 
 // listingRow is a listing with its versions, for the dashboard.
 type listingRow struct {

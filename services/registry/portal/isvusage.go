@@ -11,17 +11,12 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/services/registry/api"
-	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
-// isvUsageRoutes: an ISV's subscribers, usage and revenue, and its audit.
-func (p *Portal) isvUsageRoutes(mux *router) {
-	isv := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleISV) }
-	mux.HandleFunc("GET /isv/usage", isv(p.isvUsage))
-	mux.HandleFunc("GET /isv/usage.csv", isv(p.isvUsageCSV))
-	mux.HandleFunc("GET /isv/audit", isv(p.audit(auditView{tabs: isvTabs, tab: "audit", base: "/isv/audit", nav: "isv",
-		heading: "Audit", intro: "What happened to your listings and signing keys, and everything your account did, newest first."})))
-}
+// isvAudit is an ISV's audit: what the API shows it of its listings, keys
+// and own actions.
+var isvAudit = auditView{tabs: isvTabs, tab: "audit", base: "/isv/audit", nav: "isv",
+	heading: "Audit", intro: "What happened to your listings and signing keys, and everything your account did, newest first."}
 
 func isvTabs(cur string) []tab {
 	return tabsOf(cur, [2]string{"/isv", "Dashboard"}, [2]string{"/isv/usage", "Subscribers and usage"},

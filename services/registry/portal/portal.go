@@ -83,7 +83,7 @@ type Portal struct {
 	sessions *sessions
 	uploads  *uploads
 	pages    *pages
-	patterns []string
+	table    []route
 	handler  http.Handler
 }
 

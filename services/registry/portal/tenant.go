@@ -9,15 +9,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/services/registry/api"
-	"github.com/fpga-faas/faas/services/registry/auth"
 )
-
-// tenantRoutes: the tenant's "my accelerators".
-func (p *Portal) tenantRoutes(mux *router) {
-	mux.HandleFunc("GET /my", p.requireRole(p.myAccelerators, auth.RoleTenant))
-	mux.HandleFunc("GET /my/subscriptions/{id}/end", p.requireRole(p.confirmUnsubscribe, auth.RoleTenant))
-	mux.HandleFunc("POST /my/subscriptions/{id}/end", p.requireRole(p.unsubscribe, auth.RoleTenant))
-}
 
 // nodeHeartbeat is faasd's heartbeat period (services/agent/server,
 // Config.Heartbeat's default; faasd has no flag for it). A node silent for

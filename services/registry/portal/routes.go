@@ -44,7 +44,9 @@ type route struct {
 
 // routeTable is every page and form of the portal and who may use it, in
 // one place: routes registers these and no others, each behind its access
-// check. The API checks its own roles again on every call a page makes.
+// check. The API checks its own roles again on every call a page makes,
+// and withSession wants a session for every form but sign-in whatever its
+// entry says (TestAuthorizationMatrix holds both to its policy).
 func (p *Portal) routeTable() []route {
 	return []route{
 		{"GET /static/", anyone, staticHandler().ServeHTTP},
@@ -105,7 +107,8 @@ func (p *Portal) routeTable() []route {
 }
 
 // Routes lists the portal's routes and who may use each, for the
-// authorization matrix of its tests.
+// authorization matrix of its tests. The roles are copies: the live
+// checks share the table's.
 func (p *Portal) Routes() []Route {
 	out := make([]Route, len(p.table))
 	for i, rt := range p.table {

@@ -10,25 +10,11 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
-	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
-// adminRoutes: the operator's view, for admins only (the API checks again).
-func (p *Portal) adminRoutes(mux *router) {
-	admin := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleAdmin) }
-	mux.HandleFunc("GET /admin", admin(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/admin/nodes", http.StatusSeeOther)
-	}))
-	mux.HandleFunc("GET /admin/accounts", admin(p.adminAccounts))
-	mux.HandleFunc("POST /admin/accounts", admin(p.adminCreateAccount))
-	mux.HandleFunc("POST /admin/accounts/{id}", admin(p.adminUpdateAccount))
-	mux.HandleFunc("GET /admin/nodes", admin(p.adminNodes))
-	mux.HandleFunc("POST /admin/nodes/{id}/approve", admin(p.adminNodeTrust("approve")))
-	mux.HandleFunc("POST /admin/nodes/{id}/revoke", admin(p.adminNodeTrust("revoke")))
-	mux.HandleFunc("GET /admin/validation", admin(p.adminValidation))
-	mux.HandleFunc("GET /admin/audit", admin(p.audit(auditView{tabs: adminTabs, tab: "audit", base: "/admin/audit",
-		heading: "Audit log", intro: "Every state-changing call on the registry, newest first.", nav: "admin"})))
-}
+// adminAudit is the operator's audit log: every call, of every account.
+var adminAudit = auditView{tabs: adminTabs, tab: "audit", base: "/admin/audit",
+	heading: "Audit log", intro: "Every state-changing call on the registry, newest first.", nav: "admin"}
 
 // tab is an entry of a view's second-level navigation.
 type tab struct {
@@ -97,7 +83,7 @@ func (p *Portal) showAccounts(w http.ResponseWriter, r *http.Request, status int
 		q.Del("limit")
 		pg.Next = q.Encode()
 	}
-	p.render(w, r, status, "admin_accounts", pg)
+	p.render(w, r, status, pageAdminAccounts, pg)
 }
 
 // userError reports whether err is an API refusal to show on the form.
@@ -241,7 +227,7 @@ func (p *Portal) adminNodes(w http.ResponseWriter, r *http.Request) {
 	if res.NextCursor != "" {
 		pg.Next = url.Values{"cursor": {res.NextCursor}}.Encode()
 	}
-	p.render(w, r, http.StatusOK, "admin_nodes", pg)
+	p.render(w, r, http.StatusOK, pageAdminNodes, pg)
 }
 
 func (p *Portal) adminNodeTrust(action string) http.HandlerFunc {
@@ -307,5 +293,5 @@ func (p *Portal) adminValidation(w http.ResponseWriter, r *http.Request) {
 		q.Del("limit")
 		pg.Next = q.Encode()
 	}
-	p.render(w, r, http.StatusOK, "admin_validation", pg)
+	p.render(w, r, http.StatusOK, pageAdminValidation, pg)
 }

@@ -74,6 +74,6 @@ func (p *Portal) audit(v auditView) http.HandlerFunc {
 			q.Del("limit")
 			pg.Next = q.Encode()
 		}
-		p.render(w, r, http.StatusOK, "audit", pg)
+		p.render(w, r, http.StatusOK, pageAudit, pg)
 	}
 }

@@ -31,5 +31,5 @@ type codesPage struct{ Codes []codeInfo }
 func (codesPage) title() string { return "Validation codes" }
 
 func (p *Portal) codesPage(w http.ResponseWriter, r *http.Request) {
-	p.render(w, r, http.StatusOK, "codes", codesPage{Codes: codes})
+	p.render(w, r, http.StatusOK, pageCodes, codesPage{Codes: codes})
 }

@@ -12,29 +12,7 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/validate"
 	"github.com/fpga-faas/faas/sdk/registryapi"
-	"github.com/fpga-faas/faas/services/registry/auth"
 )
-
-// isvRoutes: the ISV's dashboard, listings, versions, keys and publishing.
-func (p *Portal) isvRoutes(mux *router) {
-	isv := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleISV) }
-	mux.HandleFunc("GET /codes", p.codesPage)
-	mux.HandleFunc("GET /isv", isv(p.dashboard))
-	mux.HandleFunc("GET /isv/keys", isv(p.keys))
-	mux.HandleFunc("POST /isv/keys", isv(p.addKey))
-	mux.HandleFunc("POST /isv/keys/{id}/revoke", isv(p.revokeKey))
-	mux.HandleFunc("GET /isv/listings/new", isv(p.newListing))
-	mux.HandleFunc("POST /isv/listings", isv(p.createListing))
-	mux.HandleFunc("GET /isv/listings/{id}", isv(p.editListing))
-	mux.HandleFunc("POST /isv/listings/{id}", isv(p.saveListing))
-	mux.HandleFunc("POST /isv/listings/{id}/publish", isv(p.publishListing(true)))
-	mux.HandleFunc("POST /isv/listings/{id}/unpublish", isv(p.publishListing(false)))
-	mux.HandleFunc("POST /isv/listings/{id}/shares", isv(p.shareListing))
-	mux.HandleFunc("POST /isv/listings/{id}/versions", isv(p.attachVersion))
-	mux.HandleFunc("GET /isv/listings/{id}/versions/{version}", isv(p.versionPage))
-	mux.HandleFunc("GET /isv/publish", isv(p.publishForm))
-	mux.HandleFunc("POST /isv/publish", isv(p.publishUpload))
-}
 
 // listingRow is a listing with its versions, for the dashboard.
 type listingRow struct {
@@ -129,7 +107,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 			pg.Keys++
 		}
 	}
-	p.render(w, r, http.StatusOK, "isv", pg)
+	p.render(w, r, http.StatusOK, pageISV, pg)
 }
 
 // listingForm is the listing editor's model: the form's values as typed.
@@ -191,7 +169,7 @@ func micros(field, s string) (int64, error) {
 
 func (p *Portal) newListing(w http.ResponseWriter, r *http.Request) {
 	se := sessionOf(r)
-	p.render(w, r, http.StatusOK, "listing_edit", listingForm{Repository: se.account.Name + "/", Currency: "USD", Visibility: "public", Owner: se.account.Name})
+	p.render(w, r, http.StatusOK, pageListingEdit, listingForm{Repository: se.account.Name + "/", Currency: "USD", Visibility: "public", Owner: se.account.Name})
 }
 
 // listingBody is the API body of the editor's fields.
@@ -220,12 +198,12 @@ func (p *Portal) formError(w http.ResponseWriter, r *http.Request, f listingForm
 	switch {
 	case errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
 		f.Error, f.Field = ae.Message, ae.Field
-		p.render(w, r, ae.Status, "listing_edit", f)
+		p.render(w, r, ae.Status, pageListingEdit, f)
 	case errors.As(err, &ae):
 		p.fail(w, r, err)
 	default:
 		f.Error = err.Error()
-		p.render(w, r, http.StatusUnprocessableEntity, "listing_edit", f)
+		p.render(w, r, http.StatusUnprocessableEntity, pageListingEdit, f)
 	}
 }
 
@@ -282,7 +260,7 @@ func (p *Portal) editListing(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	p.render(w, r, http.StatusOK, "listing_edit", f)
+	p.render(w, r, http.StatusOK, pageListingEdit, f)
 }
 
 func (p *Portal) saveListing(w http.ResponseWriter, r *http.Request) {
@@ -386,13 +364,13 @@ func (p *Portal) versionPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !found {
-		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "This listing has no version " + version + "."})
+		p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "This listing has no version " + version + "."})
 		return
 	}
 	pg.Done = pg.Version.State == "available" || pg.Version.State == "failed"
 	if r.Header.Get("HX-Request") == "true" {
-		p.renderFragment(w, r, "version", "state", pg)
+		p.renderFragment(w, r, pageVersion, "state", pg)
 		return
 	}
-	p.render(w, r, http.StatusOK, "version", pg)
+	p.render(w, r, http.StatusOK, pageVersion, pg)
 }

@@ -11,17 +11,12 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
-	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
-// isvUsageRoutes: an ISV's subscribers, usage and revenue, and its audit.
-func (p *Portal) isvUsageRoutes(mux *router) {
-	isv := func(h http.HandlerFunc) http.HandlerFunc { return p.requireRole(h, auth.RoleISV) }
-	mux.HandleFunc("GET /isv/usage", isv(p.isvUsage))
-	mux.HandleFunc("GET /isv/usage.csv", isv(p.isvUsageCSV))
-	mux.HandleFunc("GET /isv/audit", isv(p.audit(auditView{tabs: isvTabs, tab: "audit", base: "/isv/audit", nav: "isv",
-		heading: "Audit", intro: "What happened to your listings and signing keys, and everything your account did, newest first."})))
-}
+// isvAudit is an ISV's audit: what the API shows it of its listings, keys
+// and own actions.
+var isvAudit = auditView{tabs: isvTabs, tab: "audit", base: "/isv/audit", nav: "isv",
+	heading: "Audit", intro: "What happened to your listings and signing keys, and everything your account did, newest first."}
 
 func isvTabs(cur string) []tab {
 	return tabsOf(cur, [2]string{"/isv", "Dashboard"}, [2]string{"/isv/usage", "Subscribers and usage"},
@@ -106,7 +101,7 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 	if qerr != nil {
 		pg.Error = qerr.Error()
 		pg.Query, _ = parseUsageQuery(url.Values{"listing": {r.URL.Query().Get("listing")}}, time.Now())
-		p.render(w, r, http.StatusUnprocessableEntity, "isv_usage", pg)
+		p.render(w, r, http.StatusUnprocessableEntity, pageISVUsage, pg)
 		return
 	}
 	pg.Query = q
@@ -150,7 +145,7 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 		csvQ.Set("listing", q.Listing)
 	}
 	pg.CSV = csvQ.Encode()
-	p.render(w, r, http.StatusOK, "isv_usage", pg)
+	p.render(w, r, http.StatusOK, pageISVUsage, pg)
 }
 
 func (p *Portal) usage(r *http.Request, q usageQuery, perDay bool) ([]registryapi.UsageSummary, error) {
@@ -207,7 +202,7 @@ func csvSafe(s string) string {
 func (p *Portal) isvUsageCSV(w http.ResponseWriter, r *http.Request) {
 	q, err := parseUsageQuery(r.URL.Query(), time.Now())
 	if err != nil {
-		p.render(w, r, http.StatusUnprocessableEntity, "error", errorPage{Title: "Cannot export", Message: err.Error()})
+		p.render(w, r, http.StatusUnprocessableEntity, pageError, errorPage{Title: "Cannot export", Message: err.Error()})
 		return
 	}
 	rows, err := p.usage(r, q, true)

@@ -36,7 +36,7 @@ func (p *Portal) showKeys(w http.ResponseWriter, r *http.Request, status int, pg
 		return
 	}
 	pg.Keys = res.Items
-	p.render(w, r, status, "keys", pg)
+	p.render(w, r, status, pageKeys, pg)
 }
 
 // addKey registers a public key pasted into the form or uploaded as a

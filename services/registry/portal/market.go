@@ -51,7 +51,7 @@ func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
 		q.Del("limit")
 		pg.Next = q.Encode()
 	}
-	p.render(w, r, http.StatusOK, "market", pg)
+	p.render(w, r, http.StatusOK, pageMarket, pg)
 }
 
 type listingPage struct {
@@ -105,7 +105,7 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 			pg.LoadLine = "faas load " + r.Host + "/" + pg.Listing.Repository + ":" + v.Version
 		}
 	}
-	p.render(w, r, http.StatusOK, "listing", pg)
+	p.render(w, r, http.StatusOK, pageListing, pg)
 }
 
 func (p *Portal) subscribe(w http.ResponseWriter, r *http.Request) {

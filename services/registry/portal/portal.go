@@ -83,7 +83,7 @@ type Portal struct {
 	sessions *sessions
 	uploads  *uploads
 	pages    *pages
-	patterns []string
+	table    []route
 	handler  http.Handler
 }
 
@@ -216,7 +216,7 @@ func (p *Portal) withSession(next http.Handler) http.Handler {
 				tok = r.PostFormValue("csrf")
 			}
 			if !se.validCSRF(tok) {
-				p.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Request refused",
+				p.render(w, r, http.StatusForbidden, pageError, errorPage{Title: "Request refused",
 					Message: "This form is out of date or did not come from this site. Reload the page and try again."})
 				return
 			}
@@ -295,7 +295,7 @@ func (p *Portal) requireRole(h http.HandlerFunc, roles ...auth.Role) http.Handle
 				ok = ok || se.account.Role == role
 			}
 			if !ok {
-				p.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Not for this account",
+				p.render(w, r, http.StatusForbidden, pageError, errorPage{Title: "Not for this account",
 					Message: fmt.Sprintf("This page is for %s accounts; you are signed in as %s (%s).", roleList(roles), se.account.Name, se.account.Role)})
 				return
 			}
@@ -340,11 +340,11 @@ func (p *Portal) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if ae.RetryAfter != "" {
 			w.Header().Set("Retry-After", ae.RetryAfter)
 		}
-		p.render(w, r, ae.Status, "error", errorPage{Title: title, Message: ae.Message})
+		p.render(w, r, ae.Status, pageError, errorPage{Title: title, Message: ae.Message})
 		return
 	}
 	p.log.ErrorContext(r.Context(), "portal: internal error", slog.String("method", r.Method),
 		slog.String("path", r.URL.Path), slog.Any("err", err))
-	p.render(w, r, http.StatusInternalServerError, "error", errorPage{Title: "Something went wrong",
+	p.render(w, r, http.StatusInternalServerError, pageError, errorPage{Title: "Something went wrong",
 		Message: "The portal could not answer. Try again; if it persists, tell the operator the time of the error."})
 }

@@ -51,7 +51,7 @@ func (p *Portal) showPublish(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	pg.Listings, pg.Host, pg.Max = ls, r.Host, p.cfg.MaxUploadBytes
-	p.render(w, r, status, "publish", pg)
+	p.render(w, r, status, pagePublish, pg)
 }
 
 // refusal is an upload the portal refuses, with the reason shown.

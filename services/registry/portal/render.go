@@ -4,20 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/fpga-faas/faas/services/registry/auth"
-	"github.com/fpga-faas/faas/web"
 )
-
-// pages are the parsed templates: the layout with each page's "content".
-type pages struct {
-	byName map[string]*template.Template
-}
 
 var funcs = template.FuncMap{
 	"price": price,
@@ -48,30 +40,6 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
 }
 
-func loadPages() (*pages, error) {
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(web.Templates, "templates/layout.html")
-	if err != nil {
-		return nil, fmt.Errorf("portal: layout: %w", err)
-	}
-	names, err := fs.Glob(web.Templates, "templates/*.html")
-	if err != nil {
-		return nil, fmt.Errorf("portal: templates: %w", err)
-	}
-	pg := &pages{byName: map[string]*template.Template{}}
-	for _, n := range names {
-		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if name == "layout" {
-			continue
-		}
-		t, err := template.Must(layout.Clone()).ParseFS(web.Templates, n)
-		if err != nil {
-			return nil, fmt.Errorf("portal: template %s: %w", name, err)
-		}
-		pg.byName[name] = t
-	}
-	return pg, nil
-}
-
 // sessionView is what templates see of the session.
 type sessionView struct {
 	Name string
@@ -97,7 +65,7 @@ type errorPage struct{ Title, Message string }
 func (e errorPage) title() string { return e.Title }
 
 // render writes page name with model at status, in the layout.
-func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name string, model any) {
+func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name page, model any) {
 	d := p.data(r, model)
 	if tm, ok := model.(titled); ok {
 		d.Title = tm.title()
@@ -112,12 +80,12 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name
 		d.Flash = flashes[c.Value]
 		http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1})
 	}
-	p.execute(w, r, status, name, "layout", d)
+	p.execute(w, r, status, name, layoutTemplate, d)
 }
 
 // renderFragment writes the template block of page name alone, for htmx
 // swaps.
-func (p *Portal) renderFragment(w http.ResponseWriter, r *http.Request, name, block string, model any) {
+func (p *Portal) renderFragment(w http.ResponseWriter, r *http.Request, name page, block string, model any) {
 	p.execute(w, r, http.StatusOK, name, block, p.data(r, model))
 }
 
@@ -132,15 +100,9 @@ func (p *Portal) data(r *http.Request, model any) pageData {
 
 // execute runs block of page name into a buffer first, so that a failing
 // template never sends half a page, then writes it with status.
-func (p *Portal) execute(w http.ResponseWriter, r *http.Request, status int, name, block string, d pageData) {
+func (p *Portal) execute(w http.ResponseWriter, r *http.Request, status int, name page, block string, d pageData) {
 	var buf bytes.Buffer
-	t := p.pages.byName[name]
-	if t == nil {
-		p.log.ErrorContext(r.Context(), "portal: no template", "name", name)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	if err := t.ExecuteTemplate(&buf, block, d); err != nil {
+	if err := p.pages.byName[name].ExecuteTemplate(&buf, block, d); err != nil {
 		p.log.ErrorContext(r.Context(), "portal: render", "name", name, "block", block, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return

@@ -14,63 +14,131 @@ import (
 	"github.com/fpga-faas/faas/web"
 )
 
-// router is a ServeMux that remembers its patterns (Routes).
-type router struct {
-	*http.ServeMux
-	patterns []string
+// Access is who may use a route: everyone, signed in or not (Anonymous),
+// or else signed-in accounts of Roles (none: any role).
+type Access struct {
+	Anonymous bool
+	Roles     []auth.Role
 }
 
-func (r *router) Handle(pattern string, h http.Handler) {
-	r.patterns = append(r.patterns, pattern)
-	r.ServeMux.Handle(pattern, h)
+var (
+	anyone   = Access{Anonymous: true}
+	signedIn = Access{}
+	tenants  = Access{Roles: []auth.Role{auth.RoleTenant}}
+	isvs     = Access{Roles: []auth.Role{auth.RoleISV}}
+	admins   = Access{Roles: []auth.Role{auth.RoleAdmin}}
+)
+
+// Route is a pattern of the portal ("GET /isv/keys") and who may use it.
+type Route struct {
+	Pattern string
+	Access  Access
 }
 
-func (r *router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	r.Handle(pattern, http.HandlerFunc(h))
+// route is an entry of routeTable.
+type route struct {
+	pattern string
+	access  Access
+	handler http.HandlerFunc
 }
 
-// Routes lists the portal's patterns ("GET /isv/keys"), for the
-// authorization matrix of its tests.
-func (p *Portal) Routes() []string { return slices.Clone(p.patterns) }
+// routeTable is every page and form of the portal and who may use it, in
+// one place: routes registers these and no others, each behind its access
+// check. The API checks its own roles again on every call a page makes,
+// and withSession wants a session for every form but sign-in whatever its
+// entry says (TestAuthorizationMatrix holds both to its policy).
+func (p *Portal) routeTable() []route {
+	return []route{
+		{"GET /static/", anyone, staticHandler().ServeHTTP},
+		{"/", anyone, p.notFound},
+
+		// Signing in and out, and API tokens.
+		{"GET /signin", anyone, p.signinForm},
+		{"POST /signin", anyone, p.signin},
+		{"POST /signout", signedIn, p.signout},
+		{"GET /tokens", signedIn, p.tokens},
+		{"POST /tokens", signedIn, p.createToken},
+		{"POST /tokens/{id}/revoke", signedIn, p.revokeToken},
+
+		// The marketplace.
+		{"GET /{$}", anyone, p.market},
+		{"GET /listings/{id}", anyone, p.listing},
+		{"GET /codes", anyone, p.codesPage},
+		{"POST /listings/{id}/subscribe", tenants, p.subscribe},
+
+		// The tenant's accelerators.
+		{"GET /my", tenants, p.myAccelerators},
+		{"GET /my/subscriptions/{id}/end", tenants, p.confirmUnsubscribe},
+		{"POST /my/subscriptions/{id}/end", tenants, p.unsubscribe},
+
+		// The ISV's listings, versions, keys and publishing.
+		{"GET /isv", isvs, p.dashboard},
+		{"GET /isv/keys", isvs, p.keys},
+		{"POST /isv/keys", isvs, p.addKey},
+		{"POST /isv/keys/{id}/revoke", isvs, p.revokeKey},
+		{"GET /isv/listings/new", isvs, p.newListing},
+		{"POST /isv/listings", isvs, p.createListing},
+		{"GET /isv/listings/{id}", isvs, p.editListing},
+		{"POST /isv/listings/{id}", isvs, p.saveListing},
+		{"POST /isv/listings/{id}/publish", isvs, p.publishListing(true)},
+		{"POST /isv/listings/{id}/unpublish", isvs, p.publishListing(false)},
+		{"POST /isv/listings/{id}/shares", isvs, p.shareListing},
+		{"POST /isv/listings/{id}/versions", isvs, p.attachVersion},
+		{"GET /isv/listings/{id}/versions/{version}", isvs, p.versionPage},
+		{"GET /isv/publish", isvs, p.publishForm},
+		{"POST /isv/publish", isvs, p.publishUpload},
+
+		// The ISV's subscribers, usage and revenue, and its audit.
+		{"GET /isv/usage", isvs, p.isvUsage},
+		{"GET /isv/usage.csv", isvs, p.isvUsageCSV},
+		{"GET /isv/audit", isvs, p.audit(isvAudit)},
+
+		// The operator's view.
+		{"GET /admin", admins, http.RedirectHandler("/admin/nodes", http.StatusSeeOther).ServeHTTP},
+		{"GET /admin/accounts", admins, p.adminAccounts},
+		{"POST /admin/accounts", admins, p.adminCreateAccount},
+		{"POST /admin/accounts/{id}", admins, p.adminUpdateAccount},
+		{"GET /admin/nodes", admins, p.adminNodes},
+		{"POST /admin/nodes/{id}/approve", admins, p.adminNodeTrust("approve")},
+		{"POST /admin/nodes/{id}/revoke", admins, p.adminNodeTrust("revoke")},
+		{"GET /admin/validation", admins, p.adminValidation},
+		{"GET /admin/audit", admins, p.audit(adminAudit)},
+	}
+}
+
+// Routes lists the portal's routes and who may use each, for the
+// authorization matrix of its tests. The roles are copies: the live
+// checks share the table's.
+func (p *Portal) Routes() []Route {
+	out := make([]Route, len(p.table))
+	for i, rt := range p.table {
+		out[i] = Route{Pattern: rt.pattern, Access: Access{Anonymous: rt.access.Anonymous, Roles: slices.Clone(rt.access.Roles)}}
+	}
+	return out
+}
 
 func (p *Portal) routes() http.Handler {
-	mux := &router{ServeMux: http.NewServeMux()}
-	mux.Handle("GET /static/", staticHandler())
-	p.accountRoutes(mux)
-	p.marketRoutes(mux)
-	p.isvRoutes(mux)
-	p.tenantRoutes(mux)
-	p.adminRoutes(mux)
-	p.isvUsageRoutes(mux)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no page at this address."})
-	})
-	p.patterns = mux.patterns
+	mux := http.NewServeMux()
+	p.table = p.routeTable()
+	for _, rt := range p.table {
+		h := rt.handler
+		if !rt.access.Anonymous {
+			h = p.requireRole(h, rt.access.Roles...)
+		}
+		mux.HandleFunc(rt.pattern, h)
+	}
 	// Cross-origin state changes are refused before any handler runs
 	// (Sec-Fetch-Site and Origin), in addition to the CSRF tokens.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Request refused",
+		p.render(w, r, http.StatusForbidden, pageError, errorPage{Title: "Request refused",
 			Message: "This request came from another site. Use the portal's own pages."})
 	}))
 	return secure(cop.Handler(p.withSession(mux)))
 }
 
-// accountRoutes: sign-in, sign-out and API tokens.
-func (p *Portal) accountRoutes(mux *router) {
-	mux.HandleFunc("GET /signin", p.signinForm)
-	mux.HandleFunc("POST /signin", p.signin)
-	mux.HandleFunc("POST /signout", p.signout)
-	mux.HandleFunc("GET /tokens", p.requireRole(p.tokens))
-	mux.HandleFunc("POST /tokens", p.requireRole(p.createToken))
-	mux.HandleFunc("POST /tokens/{id}/revoke", p.requireRole(p.revokeToken))
-}
-
-// marketRoutes: the marketplace, open to anonymous visitors.
-func (p *Portal) marketRoutes(mux *router) {
-	mux.HandleFunc("GET /{$}", p.market)
-	mux.HandleFunc("GET /listings/{id}", p.listing)
-	mux.HandleFunc("POST /listings/{id}/subscribe", p.requireRole(p.subscribe, auth.RoleTenant))
+func (p *Portal) notFound(w http.ResponseWriter, r *http.Request) {
+	p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "There is no page at this address."})
 }
 
 // asset is a static file with its validator.

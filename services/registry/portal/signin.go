@@ -42,7 +42,7 @@ func (p *Portal) showSignin(w http.ResponseWriter, r *http.Request, status int, 
 	if !localPath(pg.Next) {
 		pg.Next = ""
 	}
-	p.render(w, r, status, "signin", pg)
+	p.render(w, r, status, pageSignin, pg)
 }
 
 func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
@@ -98,11 +98,9 @@ func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) signout(w http.ResponseWriter, r *http.Request) {
-	if se := sessionOf(r); se != nil {
-		if err := p.sessions.end(r.Context(), se); err != nil {
-			p.fail(w, r, err)
-			return
-		}
+	if err := p.sessions.end(r.Context(), sessionOf(r)); err != nil {
+		p.fail(w, r, err)
+		return
 	}
 	p.clearCookie(w, p.cookieName())
 	p.redirectFlash(w, r, "/", "signed-out")

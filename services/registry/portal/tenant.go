@@ -9,15 +9,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
-	"github.com/fpga-faas/faas/services/registry/auth"
 )
-
-// tenantRoutes: the tenant's "my accelerators".
-func (p *Portal) tenantRoutes(mux *router) {
-	mux.HandleFunc("GET /my", p.requireRole(p.myAccelerators, auth.RoleTenant))
-	mux.HandleFunc("GET /my/subscriptions/{id}/end", p.requireRole(p.confirmUnsubscribe, auth.RoleTenant))
-	mux.HandleFunc("POST /my/subscriptions/{id}/end", p.requireRole(p.unsubscribe, auth.RoleTenant))
-}
 
 // nodeHeartbeat is faasd's heartbeat period (services/agent/server,
 // Config.Heartbeat's default; faasd has no flag for it). A node silent for
@@ -97,7 +89,7 @@ func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
 		pg.Usage = append(pg.Usage, usageRow{UsageSummary: u, BusyHours: hours(u.BusyNs)})
 	}
 	pg.Totals = totals(usage.Items)
-	p.render(w, r, http.StatusOK, "my", pg)
+	p.render(w, r, http.StatusOK, pageMy, pg)
 }
 
 type unsubscribePage struct{ Entitlement registryapi.Entitlement }
@@ -120,7 +112,7 @@ func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (registr
 			return e, true
 		}
 	}
-	p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "You have no such subscription."})
+	p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "You have no such subscription."})
 	return registryapi.Entitlement{}, false
 }
 
@@ -128,7 +120,7 @@ func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (registr
 // JavaScript.
 func (p *Portal) confirmUnsubscribe(w http.ResponseWriter, r *http.Request) {
 	if e, ok := p.ownEntitlement(w, r); ok {
-		p.render(w, r, http.StatusOK, "unsubscribe", unsubscribePage{Entitlement: e})
+		p.render(w, r, http.StatusOK, pageUnsubscribe, unsubscribePage{Entitlement: e})
 	}
 }
 
@@ -136,7 +128,7 @@ func (p *Portal) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	err := p.call(r.Context(), accountOf(r), http.MethodDelete, "/entitlements/"+url.PathEscape(r.PathValue("id")), nil, nil, nil)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		p.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "You have no such subscription."})
+		p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "You have no such subscription."})
 		return
 	}
 	if err != nil {

@@ -33,7 +33,7 @@ func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	pg.Tokens = res.Items
-	p.render(w, r, status, "tokens", pg)
+	p.render(w, r, status, pageTokens, pg)
 }
 
 func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {

@@ -194,38 +194,14 @@ func (a *API) authenticate(c echo.Context) (*principal, error) {
 		}
 		return a.principalOf(r, acct)
 	}
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return nil, nil
-	}
-	scheme, cred, _ := strings.Cut(h, " ")
-	switch strings.ToLower(scheme) {
-	case "bearer":
-		acct, err = a.cfg.Accounts.AuthenticateToken(ctx, strings.TrimSpace(cred))
-	case "basic":
-		raw, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
-		if derr != nil {
-			return nil, fmt.Errorf("%w: malformed basic credentials", ErrUnauthenticated)
-		}
-		user, pass, ok := strings.Cut(string(raw), ":")
-		if !ok {
-			return nil, fmt.Errorf("%w: malformed basic credentials", ErrUnauthenticated)
-		}
-		if strings.HasPrefix(pass, auth.TokenPrefix) {
-			acct, err = a.cfg.Accounts.AuthenticateToken(ctx, pass)
-		} else {
-			acct, err = a.cfg.Accounts.Authenticate(ctx, user, pass)
-		}
-	default:
-		return nil, fmt.Errorf("%w: unsupported authorization scheme", ErrUnauthenticated)
-	}
+	ap, err := a.cfg.Accounts.AuthenticateRequest(r)
 	if errors.Is(err, auth.ErrUnauthenticated) {
-		return nil, fmt.Errorf("%w: invalid credentials", ErrUnauthenticated)
+		return nil, fmt.Errorf("%w: %s", ErrUnauthenticated, auth.Reason(err))
 	}
-	if err != nil {
+	if err != nil || ap == nil {
 		return nil, err
 	}
-	return a.principalOf(r, acct)
+	return a.principalOf(r, *ap)
 }
 
 // principalOf makes the principal of an authenticated request.

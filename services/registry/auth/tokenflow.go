@@ -24,10 +24,9 @@ type Policy interface {
 	Allowed(ctx context.Context, acct *Account, repo string, actions []string) ([]string, error)
 }
 
-// Authenticator checks credentials; *Store is one.
+// Authenticator checks a request's credentials; *Store is one.
 type Authenticator interface {
-	Authenticate(ctx context.Context, name, password string) (Account, error)
-	AuthenticateToken(ctx context.Context, secret string) (Account, error)
+	AuthenticateRequest(r *http.Request) (*Account, error)
 }
 
 // DefaultTokenTTL is the lifetime of tokens from TokenHandler unless set.
@@ -174,34 +173,16 @@ func (h *TokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// authenticate returns the account of r's Basic credentials, nil when r has
-// none (and anonymous requests are allowed), or an error wrapping
-// ErrUnauthenticated.
+// authenticate returns the account of r's credentials (Basic, as the
+// distribution token flow has clients send them; Bearer works too), nil
+// when r has none (and anonymous requests are allowed), or an error
+// wrapping ErrUnauthenticated.
 func (h *TokenHandler) authenticate(r *http.Request) (*Account, error) {
-	if r.Header.Get("Authorization") == "" {
-		if h.DenyAnonymous {
-			return nil, ErrUnauthenticated
-		}
-		return nil, nil
-	}
-	user, pass, ok := r.BasicAuth()
-	if !ok || user == "" || pass == "" {
+	a, err := h.Accounts.AuthenticateRequest(r)
+	if err == nil && a == nil && h.DenyAnonymous {
 		return nil, ErrUnauthenticated
 	}
-	var a Account
-	var err error
-	if strings.HasPrefix(pass, TokenPrefix) {
-		a, err = h.Accounts.AuthenticateToken(r.Context(), pass)
-		if err == nil && a.Name != user {
-			err = ErrUnauthenticated
-		}
-	} else {
-		a, err = h.Accounts.Authenticate(r.Context(), user, pass)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &a, nil
+	return a, err
 }
 
 // scope is one parsed "type:name:actions" request.

@@ -180,7 +180,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	acct, err := h.authenticate(ctx, r)
+	acct, err := h.authenticate(r)
 	if err != nil {
 		var rf *refusal
 		if errors.As(err, &rf) {
@@ -220,36 +220,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (h *Handler) authenticate(ctx context.Context, r *http.Request) (auth.Account, error) {
-	hdr := r.Header.Get("Authorization")
-	scheme, cred, _ := strings.Cut(hdr, " ")
-	var acct auth.Account
-	var err error
-	switch strings.ToLower(scheme) {
-	case "bearer":
-		acct, err = h.cfg.Accounts.AuthenticateToken(ctx, strings.TrimSpace(cred))
-	case "basic":
-		user, pass, ok := r.BasicAuth()
-		if !ok {
-			return acct, refuse(http.StatusUnauthorized, "unauthenticated", "malformed basic credentials")
-		}
-		if strings.HasPrefix(pass, auth.TokenPrefix) {
-			acct, err = h.cfg.Accounts.AuthenticateToken(ctx, pass)
-		} else {
-			acct, err = h.cfg.Accounts.Authenticate(ctx, user, pass)
-		}
-	default:
-		return acct, refuse(http.StatusUnauthorized, "unauthenticated", "authentication required")
-	}
+func (h *Handler) authenticate(r *http.Request) (auth.Account, error) {
+	acct, err := h.cfg.Accounts.AuthenticateRequest(r)
 	switch {
-	case errors.Is(err, auth.ErrUnauthenticated) || (err == nil && acct.Disabled):
-		return acct, refuse(http.StatusUnauthorized, "unauthenticated", "invalid credentials")
+	case err == nil && acct == nil:
+		return auth.Account{}, refuse(http.StatusUnauthorized, "unauthenticated", "authentication required")
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return auth.Account{}, refuse(http.StatusUnauthorized, "unauthenticated", "%s", auth.Reason(err))
 	case errors.Is(err, auth.ErrRateLimited):
-		return acct, retryLater(err, http.StatusTooManyRequests, "rate_limited", "too many failed login attempts, try again later")
+		return auth.Account{}, retryLater(err, http.StatusTooManyRequests, "rate_limited", "too many failed login attempts, try again later")
 	case errors.Is(err, auth.ErrBusy):
-		return acct, retryLater(err, http.StatusServiceUnavailable, "unavailable", "too many logins at once, try again later")
+		return auth.Account{}, retryLater(err, http.StatusServiceUnavailable, "unavailable", "too many logins at once, try again later")
+	case err != nil:
+		return auth.Account{}, err
 	}
-	return acct, err
+	return *acct, nil
 }
 
 func (h *Handler) release(ctx context.Context, acct auth.Account, req registryapi.KeyRelease) (registryapi.KeyReleaseResult, string, error) {

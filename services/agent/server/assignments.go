@@ -251,7 +251,7 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 		Pool: &slots.Pool{Attachment: a.ID}})
 	s.poke()
 	if err != nil {
-		return nil, errors.New(wireError(err).Message)
+		return nil, errors.New(loaderWireError(err).Message)
 	}
 	s.hub.closeSlots(res.Slots)
 	return res.Slots, nil

@@ -21,7 +21,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -264,7 +263,7 @@ func headerHas(h http.Header, name, token string) bool {
 func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principal) {
 	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", session.Protocol) {
 		w.Header().Set("Upgrade", session.Protocol)
-		writeErr(w, http.StatusUpgradeRequired, agentapi.Error{Code: agentapi.CodeBadRequest,
+		writeWireError(w, http.StatusUpgradeRequired, agentapi.Error{Code: agentapi.CodeBadRequest,
 			Message: "a session needs Connection: Upgrade and Upgrade: " + session.Protocol})
 		return
 	}
@@ -276,7 +275,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 	// State first: every caller may see it (GET /v1/slots), and "not
 	// yours" would be a puzzling answer about an empty slot.
 	if rec.State != agentapi.Loaded || rec.Role == nil || rec.Role.ID != alidnn.ID || s.cfg.Slots.Held(sl.Index) {
-		writeErr(w, http.StatusConflict, agentapi.Error{Code: agentapi.CodeBusy,
+		writeWireError(w, http.StatusConflict, agentapi.Error{Code: agentapi.CodeBusy,
 			Message: fmt.Sprintf("slot %d has no AliDNN engine loaded", sl.Index), Hint: "load an AliDNN image into it first"})
 		return
 	}
@@ -284,12 +283,12 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 		// The pool's slots are used through attachments, which it
 		// accounts and ends; a tenant's token is not one, even the
 		// loader's (a share's chip is loaded as its first tenant).
-		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
+		writeWireError(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
 			Message: fmt.Sprintf("slot %d belongs to the accelerator pool", sl.Index), Hint: "open it with your attachment's credential (faas attach)"})
 		return
 	}
 	if !s.maySession(p, sl.Index, rec) {
-		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
+		writeWireError(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission,
 			Message: fmt.Sprintf("slot %d is not yours", sl.Index), Hint: "open a slot you loaded, or ask the operator to share it"})
 		return
 	}
@@ -297,7 +296,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 	switch {
 	case p.grant != nil && p.grant.whole(sl.Index):
 		if err := s.cfg.Grants.bind(p.grant, sl.Index, rec.Tenant); err != nil {
-			writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: err.Error(),
+			writeWireError(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: err.Error(),
 				Hint: "the pod's chip changed hands; restart the pod"})
 			return
 		}
@@ -305,7 +304,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 	case p.grant != nil:
 		release, err := s.cfg.Grants.takeWindow(p.grant, sl.Index)
 		if err != nil {
-			writeErr(w, statusOf(agentapi.CodeQuota), agentapi.Error{Code: agentapi.CodeQuota, Message: err.Error(),
+			writeWireError(w, statusOf(agentapi.CodeQuota), agentapi.Error{Code: agentapi.CodeQuota, Message: err.Error(),
 				Hint: "close a session first, or request more faas.dev/alidnn-share"})
 			return
 		}
@@ -321,13 +320,13 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 		if code == agentapi.CodeInternal {
 			s.log.Error("opening a session", "slot", sl.Index, "err", err)
 		}
-		writeErr(w, statusOf(code), agentapi.Error{Code: code, Message: err.Error()})
+		writeWireError(w, statusOf(code), agentapi.Error{Code: code, Message: err.Error()})
 		return
 	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		sess.Close()
-		writeErr(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: "connection cannot be upgraded"})
+		writeWireError(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: "connection cannot be upgraded"})
 		return
 	}
 	conn, brw, err := hj.Hijack()
@@ -353,29 +352,4 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 	}
 	s.log.Debug("session opened", "slot", sl.Index, "tenant", tenant)
 	serveSession(conn, brw.Reader, sess, s.log.With("slot", sl.Index, "tenant", tenant))
-}
-
-// sessionCode classifies a sessions error for the wire.
-func sessionCode(err error) agentapi.Code {
-	switch {
-	case errors.Is(err, sessions.ErrBadHandle):
-		return agentapi.CodeBadHandle
-	case errors.Is(err, sessions.ErrQuota):
-		return agentapi.CodeQuota
-	case errors.Is(err, sessions.ErrOutOfRange):
-		return agentapi.CodeOutOfRange
-	case errors.Is(err, sessions.ErrRefused):
-		return agentapi.CodeRefused
-	case errors.Is(err, sessions.ErrInUse):
-		return agentapi.CodeInUse
-	case errors.Is(err, sessions.ErrClosed):
-		return agentapi.CodeSessionClosed
-	case errors.Is(err, sessions.ErrTimeout):
-		return agentapi.CodeJobTimeout
-	case errors.Is(err, sessions.ErrCanceled), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return agentapi.CodeCanceled
-	case errors.Is(err, session.ErrFrame):
-		return agentapi.CodeBadRequest
-	}
-	return agentapi.CodeInternal
 }

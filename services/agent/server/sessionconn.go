@@ -137,7 +137,7 @@ func (c *sconn) setup() error {
 		return err
 	}
 	if h.Version != session.Version {
-		c.writeError(f.ID, agentapi.CodeBadRequest, fmt.Sprintf("session protocol version %d, this agent speaks %d", h.Version, session.Version))
+		c.writeErrorFrame(f.ID, agentapi.CodeBadRequest, fmt.Sprintf("session protocol version %d, this agent speaks %d", h.Version, session.Version))
 		return errors.New("version mismatch")
 	}
 	st := session.Setup{Entries: session.DefaultEntries, Tenant: c.sess.Tenant()}
@@ -147,7 +147,7 @@ func (c *sconn) setup() error {
 	size := session.ControlSize(st.Entries)
 	fd, mem, err := session.Memfd("faas-session", size)
 	if err != nil {
-		c.writeError(f.ID, agentapi.CodeInternal, err.Error())
+		c.writeErrorFrame(f.ID, agentapi.CodeInternal, err.Error())
 		return err
 	}
 	defer closeFD(fd)
@@ -222,7 +222,7 @@ func (c *sconn) worker() {
 			if code == agentapi.CodeInternal {
 				c.log.Warn("session request failed", "op", f.Op.String(), "err", err)
 			}
-			c.writeError(f.ID, code, err.Error())
+			c.writeErrorFrame(f.ID, code, err.Error())
 		case fd >= 0:
 			c.writeFD(session.OpReply, f.ID, payload, fd)
 			closeFD(fd)
@@ -457,7 +457,7 @@ func (c *sconn) cancelJob(f session.Frame) {
 		err = c.sess.Cancel(v[0])
 	}
 	if err != nil {
-		c.writeError(f.ID, sessionCode(err), err.Error())
+		c.writeErrorFrame(f.ID, sessionCode(err), err.Error())
 		return
 	}
 	c.writeFrame(session.OpReply, f.ID, nil)
@@ -553,7 +553,9 @@ func (c *sconn) writeFD(op session.Op, id uint64, payload []byte, fd int) error 
 	return session.WriteFD(c.uc, f.Marshal(), fd)
 }
 
-func (c *sconn) writeError(id uint64, code agentapi.Code, msg string) error {
+// writeErrorFrame answers request id with an OpError frame: once upgraded,
+// the connection has no HTTP answer left to carry an agentapi.Error.
+func (c *sconn) writeErrorFrame(id uint64, code agentapi.Code, msg string) error {
 	return c.writeFrame(session.OpError, id, session.ErrorPayload{Code: code, Message: msg}.Marshal())
 }
 

@@ -138,7 +138,7 @@ type Server struct {
 	loads *loadTable
 	sem   chan struct{}
 	ops   map[int]bool
-	hub   *sessionHub
+	hub   *hub
 	pool  *pool
 	beat  chan struct{} // poke
 
@@ -189,7 +189,7 @@ func New(cfg Config) (*Server, error) {
 	for _, u := range cfg.Operators {
 		s.ops[u] = true
 	}
-	s.hub = newSessionHub(s)
+	s.hub = newHub(s)
 	s.pool = newPool(s)
 	s.beat = make(chan struct{}, 1)
 	s.routes()

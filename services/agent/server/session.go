@@ -2,7 +2,8 @@ package server
 
 // Tenant sessions: POST /v1/slots/{n}/session upgrades the connection to
 // the session protocol of sdk/agentapi/session and runs it over a session of
-// the slot's sessions.Engine (the hub, hub.go).
+// the slot's sessions.Engine (the hub, hub.go), one connLoop (conn.go) per
+// connection.
 //
 // # Who may open a session
 //
@@ -145,5 +146,5 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, p *principa
 		defer untrack()
 	}
 	s.log.Debug("session opened", "slot", sl.Index, "tenant", tenant)
-	serveSession(conn, brw.Reader, sess, s.log.With("slot", sl.Index, "tenant", tenant))
+	serveConn(conn, brw.Reader, sess, s.log.With("slot", sl.Index, "tenant", tenant))
 }

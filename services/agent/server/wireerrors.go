@@ -3,7 +3,7 @@ package server
 // The agent's errors on the wire: every answer that fails carries an
 // agentapi.Error (sdk/agentapi), whatever produced it, so that clients
 // branch on its code and show its hint. (A session's errors travel as
-// OpError frames instead: sconn.writeErrorFrame.)
+// OpError frames instead: connLoop.writeErrorFrame.)
 
 import (
 	"context"

@@ -119,7 +119,7 @@ type Config struct {
 	// the accelerator pool installs (grants.go); nil: the server's own.
 	Grants *Grants
 	// KeepWarm is how long an image stays loaded for its tenant after the
-	// tenant detached a pool attachment (assignments.go); the registry's
+	// tenant detached a pool attachment (pool.go); the registry's
 	// --keep-warm must match. Zero: DefaultKeepWarm; negative: cleared at
 	// once.
 	KeepWarm time.Duration

@@ -35,7 +35,8 @@ import (
 // DefaultKeepWarm is Config.KeepWarm's default; the registry's must match.
 const DefaultKeepWarm = 2 * time.Minute
 
-// pool reconciles the node's assignments.
+// pool is this node's part of the accelerator pool: it reconciles the
+// node's assignments and keeps the slots it loaded for them (poolslots.go).
 type pool struct {
 	s    *Server
 	mu   sync.Mutex

@@ -37,7 +37,7 @@ func (p *Plugin) writeCDISpecs() error {
 	}
 	for k := range numKinds {
 		spec := cdiSpec{Version: cdiVersion, Kind: k.String()}
-		for _, d := range p.pool.devices(k) {
+		for _, d := range p.inv.devices(k) {
 			env := "FAAS_CDI_" + strings.ToUpper(strings.ReplaceAll(d.ID, "-", "_")) + "=" + d.ID
 			spec.Devices = append(spec.Devices, cdiDevice{Name: d.ID, Edits: cdiEdits{Env: []string{env}}})
 		}

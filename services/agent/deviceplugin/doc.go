@@ -21,10 +21,10 @@
 // # One chip, three resources
 //
 // The three resources are views of the same chips, so the plugin keeps the
-// allocations of all three in one pool and follows the rule the NVIDIA and
-// Intel plugins follow for overlapping devices: a device the kubelet must
-// not hand out is reported Unhealthy, which is the only way ListAndWatch
-// can take capacity away.
+// allocations of all three in one inventory and follows the rule the
+// NVIDIA and Intel plugins follow for overlapping devices: a device the
+// kubelet must not hand out is reported Unhealthy, which is the only way
+// ListAndWatch can take capacity away.
 //
 //   - A chip allocated whole (chip or board) makes the board device over it
 //     (or the chip devices under it) and all its share devices Unhealthy.

@@ -54,13 +54,13 @@ func (p *Plugin) checkSlot(i int) chipState {
 	return st
 }
 
-// checkAll reads every slot and records the result in the pool.
+// checkAll reads every slot and records the result in the inventory.
 func (p *Plugin) checkAll() {
 	states := make([]chipState, p.cfg.Slots.Len())
 	for i := range states {
 		states[i] = p.checkSlot(i)
 	}
-	for _, i := range p.pool.setHealth(states) {
+	for _, i := range p.inv.setHealth(states) {
 		if states[i].healthy {
 			p.log.Info("chip healthy", "slot", i)
 		} else {

@@ -8,10 +8,10 @@ import (
 // GetPreferredAllocation); parse accepts exactly the IDs the plugin
 // advertises, each naming slots that exist.
 func FuzzDeviceID(f *testing.F) {
-	p := newPool(4, 4)
+	inv := newInventory(4, 4)
 	advertised := map[string]bool{}
 	for k := range numKinds {
-		for _, d := range p.devices(k) {
+		for _, d := range inv.devices(k) {
 			advertised[k.String()+" "+d.ID] = true
 			f.Add(uint8(k), d.ID)
 		}
@@ -23,12 +23,12 @@ func FuzzDeviceID(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, k uint8, id string) {
 		kd := kind(k % uint8(numKinds))
-		ref, err := p.parse(kd, id)
+		ref, err := inv.parse(kd, id)
 		if (err == nil) != advertised[kd.String()+" "+id] {
 			t.Fatalf("parse(%s, %q): %v; advertised: %v", kd, id, err, advertised[kd.String()+" "+id])
 		}
 		for _, s := range ref.slots {
-			if s < 0 || s >= p.nslots {
+			if s < 0 || s >= inv.nslots {
 				t.Fatalf("parse(%s, %q): slot %d", kd, id, s)
 			}
 		}

@@ -66,13 +66,13 @@ const DefaultPodResources = "/var/lib/kubelet/pod-resources/kubelet.sock"
 // 1 to 7 are the tenants'.
 const maxShares = 7
 
-// Plugin is the device plugin: three resource servers over one pool.
+// Plugin is the device plugin: three resource servers over one inventory.
 type Plugin struct {
-	cfg  Config
-	log  *slog.Logger
-	pool *pool
-	res  [numKinds]*resource
-	cdi  bool // CDI specs written: responses name CDI devices
+	cfg Config
+	log *slog.Logger
+	inv *inventory
+	res [numKinds]*resource
+	cdi bool // CDI specs written: responses name CDI devices
 }
 
 // New returns a Plugin.
@@ -117,7 +117,7 @@ func New(cfg Config) (*Plugin, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Plugin{cfg: cfg, log: log, pool: newPool(cfg.Slots.Len(), cfg.SharesPerChip)}
+	p := &Plugin{cfg: cfg, log: log, inv: newInventory(cfg.Slots.Len(), cfg.SharesPerChip)}
 	for k := range numKinds {
 		p.res[k] = &resource{p: p, kind: k, socket: filepath.Join(cfg.Dir, socketNames[k])}
 	}

@@ -20,7 +20,7 @@ func (p *Plugin) prefer(k kind, avail, must []string, size int) ([]string, error
 		return nil, fmt.Errorf("%s: %d devices wanted of %d available with %d required", k, size, len(avail), len(must))
 	}
 	for _, d := range append(slices.Clone(avail), must...) {
-		if _, err := p.pool.parse(k, d); err != nil {
+		if _, err := p.inv.parse(k, d); err != nil {
 			return nil, err
 		}
 	}
@@ -57,24 +57,24 @@ func (p *Plugin) prefer(k kind, avail, must []string, size int) ([]string, error
 func (p *Plugin) preferChips(rest, out []string, size int, take func(string)) {
 	free := map[int]bool{}
 	for _, d := range rest {
-		ref, _ := p.pool.parse(kindChip, d)
+		ref, _ := p.inv.parse(kindChip, d)
 		free[ref.slot] = true
 	}
 	for _, d := range out {
-		ref, _ := p.pool.parse(kindChip, d)
+		ref, _ := p.inv.parse(kindChip, d)
 		if free[ref.slot^1] {
 			take(chipID(ref.slot ^ 1))
 		}
 	}
 	n := len(out)
-	for b := 0; b < p.pool.nslots/2 && size-n >= 2; b++ {
+	for b := 0; b < p.inv.nslots/2 && size-n >= 2; b++ {
 		if free[2*b] && free[2*b+1] {
 			take(chipID(2 * b))
 			take(chipID(2*b + 1))
 			n += 2
 		}
 	}
-	for s := range p.pool.nslots {
+	for s := range p.inv.nslots {
 		if free[s] && !free[s^1] {
 			take(chipID(s))
 		}
@@ -84,12 +84,12 @@ func (p *Plugin) preferChips(rest, out []string, size int, take func(string)) {
 func (p *Plugin) preferShares(rest, out []string, size int, take func(string)) {
 	bySlot := map[int][]string{}
 	for _, d := range rest {
-		ref, _ := p.pool.parse(kindShare, d)
+		ref, _ := p.inv.parse(kindShare, d)
 		bySlot[ref.slot] = append(bySlot[ref.slot], d)
 	}
-	used := p.pool.sharesBySlot()
+	used := p.inv.sharesBySlot()
 	for _, d := range out { // shares the request already holds count as used
-		ref, _ := p.pool.parse(kindShare, d)
+		ref, _ := p.inv.parse(kindShare, d)
 		used[ref.slot]++
 	}
 	need := size - len(out)
@@ -122,7 +122,7 @@ func (p *Plugin) preferShares(rest, out []string, size int, take func(string)) {
 // sortDevices orders device IDs of kind k by slot, then share.
 func (p *Plugin) sortDevices(k kind, ids []string) {
 	key := func(d string) int {
-		ref, _ := p.pool.parse(k, d)
+		ref, _ := p.inv.parse(k, d)
 		return ref.slot*maxShares + ref.share
 	}
 	sort.SliceStable(ids, func(i, j int) bool { return key(ids[i]) < key(ids[j]) })

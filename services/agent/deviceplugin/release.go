@@ -69,7 +69,7 @@ func (p *Plugin) release(ctx context.Context) error {
 		}
 	}
 	var gone []string
-	for _, a := range p.pool.snapshot() {
+	for _, a := range p.inv.snapshot() {
 		if time.Since(a.at) < p.cfg.ReleaseGrace {
 			continue
 		}
@@ -81,7 +81,7 @@ func (p *Plugin) release(ctx context.Context) error {
 			gone = append(gone, a.id)
 		}
 	}
-	p.pool.remove(gone)
+	p.inv.remove(gone)
 	for _, id := range gone {
 		p.cfg.Grants.Revoke(id)
 	}
@@ -92,17 +92,17 @@ func (p *Plugin) release(ctx context.Context) error {
 		for _, c := range held[k] {
 			owned := false
 			for _, d := range c {
-				owned = owned || p.pool.owned(k, d)
+				owned = owned || p.inv.owned(k, d)
 			}
 			if owned {
 				continue
 			}
-			a, err := p.pool.newAllocation(server.NewGrantID(), k, c)
+			a, err := p.inv.newAllocation(server.NewGrantID(), k, c)
 			if err != nil {
 				p.log.Warn("pod resources name a device we do not have", "resource", k, "devices", c, "err", err)
 				continue
 			}
-			if _, err := p.pool.add(a); err != nil {
+			if _, err := p.inv.add(a); err != nil {
 				p.log.Warn("pod resources hold conflicting devices", "resource", k, "devices", c, "err", err)
 				continue
 			}

@@ -43,8 +43,8 @@ func (r *resource) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*p
 func (r *resource) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
 	var last []*pluginapi.Device
 	for {
-		changed := r.p.pool.changed()
-		devs := r.p.pool.devices(r.kind)
+		changed := r.p.inv.changed()
+		devs := r.p.inv.devices(r.kind)
 		if !sameDevices(devs, last) {
 			if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: devs}); err != nil {
 				return err
@@ -103,11 +103,11 @@ func (r *resource) PreStartContainer(context.Context, *pluginapi.PreStartContain
 // allocate records the allocation of ids under kind k and builds the
 // container's response.
 func (p *Plugin) allocate(ctx context.Context, k kind, ids []string) (*pluginapi.ContainerAllocateResponse, error) {
-	a, err := p.pool.newAllocation(server.NewGrantID(), k, ids)
+	a, err := p.inv.newAllocation(server.NewGrantID(), k, ids)
 	if err != nil {
 		return nil, err
 	}
-	if p.pool.conflicts(a) != nil {
+	if p.inv.conflicts(a) != nil {
 		// The pods holding the other resource may have ended since we
 		// last looked.
 		if err := p.release(ctx); err != nil {
@@ -119,7 +119,7 @@ func (p *Plugin) allocate(ctx context.Context, k kind, ids []string) (*pluginapi
 		return nil, err
 	}
 	a.granted = true
-	dropped, err := p.pool.add(a)
+	dropped, err := p.inv.add(a)
 	if err != nil {
 		p.cfg.Grants.Revoke(a.id)
 		p.log.Warn("allocation refused", "resource", k, "devices", ids, "err", err)

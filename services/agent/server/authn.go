@@ -34,30 +34,11 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err != nil {
-			writeError(w, err, agentapi.CodeUnauthenticated, "")
+			writeErrorFor(w, err, agentapi.CodeUnauthenticated, "")
 			return
 		}
 		h(w, r, p)
 	}
-}
-
-// apiError carries a wire error through Go error returns.
-type apiError struct{ e agentapi.Error }
-
-func (a *apiError) Error() string { return a.e.Message }
-
-func agentErr(code agentapi.Code, msg, hint string) error {
-	return &apiError{agentapi.Error{Code: code, Message: msg, Hint: hint}}
-}
-
-// writeError answers with err: its wire form if it has one, else fallback.
-func writeError(w http.ResponseWriter, err error, fallback agentapi.Code, hint string) {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		writeErr(w, statusOf(ae.e.Code), ae.e)
-		return
-	}
-	writeErr(w, statusOf(fallback), agentapi.Error{Code: fallback, Message: err.Error(), Hint: hint})
 }
 
 func (s *Server) authenticate(r *http.Request) (*principal, error) {

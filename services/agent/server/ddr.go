@@ -67,7 +67,7 @@ func (s *Server) writeDDR(w http.ResponseWriter, r *http.Request, p *principal) 
 
 func (s *Server) ddrParams(w http.ResponseWriter, r *http.Request, p *principal) (slots.Slot, uint64, int, bool) {
 	if !p.operator {
-		writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: "DDR diagnostics are for the operator"})
+		writeWireError(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: "DDR diagnostics are for the operator"})
 		return slots.Slot{}, 0, 0, false
 	}
 	sl, ok := s.slotParam(w, r)

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -121,20 +120,20 @@ func (s *Server) startLoad(pull bool) handler {
 			return
 		}
 		if p.token == "" {
-			writeErr(w, http.StatusUnauthorized, agentapi.Error{Code: agentapi.CodeUnauthenticated,
+			writeWireError(w, http.StatusUnauthorized, agentapi.Error{Code: agentapi.CodeUnauthenticated,
 				Message: "loading needs your registry token: the node pulls as you", Hint: "run `faas login`"})
 			return
 		}
 		if req.Slot != nil {
 			if _, err := s.cfg.Slots.Slot(*req.Slot); err != nil {
-				writeErr(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: err.Error(), Hint: "see `faas status` for the slots of this host"})
+				writeWireError(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: err.Error(), Hint: "see `faas status` for the slots of this host"})
 				return
 			}
 		}
 		select {
 		case s.sem <- struct{}{}:
 		default:
-			writeErr(w, http.StatusServiceUnavailable, agentapi.Error{Code: agentapi.CodeBusy,
+			writeWireError(w, http.StatusServiceUnavailable, agentapi.Error{Code: agentapi.CodeBusy,
 				Message: "the node is running as many loads as it allows", Hint: "retry in a moment"})
 			return
 		}
@@ -194,7 +193,7 @@ func (s *Server) startLoad(pull bool) handler {
 				l.State = agentapi.LoadDone
 				if err != nil {
 					l.State = agentapi.LoadFailed
-					l.Error = wireError(err)
+					l.Error = loaderWireError(err)
 				}
 			}, nil)
 			final := run.snapshot()
@@ -204,18 +203,10 @@ func (s *Server) startLoad(pull bool) handler {
 	}
 }
 
-func wireError(err error) *agentapi.Error {
-	var le *loader.Error
-	if errors.As(err, &le) {
-		return &agentapi.Error{Code: le.Code, Message: le.Error(), Hint: le.Hint}
-	}
-	return &agentapi.Error{Code: agentapi.CodeInternal, Message: err.Error()}
-}
-
 func (s *Server) loadFor(w http.ResponseWriter, r *http.Request, p *principal) *loadRun {
 	run := s.loads.get(r.PathValue("id"))
 	if run == nil || (!p.operator && run.snapshot().Tenant != p.tenant) {
-		writeErr(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: "no such load: " + r.PathValue("id")})
+		writeWireError(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: "no such load: " + r.PathValue("id")})
 		return nil
 	}
 	return run

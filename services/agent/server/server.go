@@ -119,7 +119,7 @@ type Config struct {
 	// the accelerator pool installs (grants.go); nil: the server's own.
 	Grants *Grants
 	// KeepWarm is how long an image stays loaded for its tenant after the
-	// tenant detached a pool attachment (assignments.go); the registry's
+	// tenant detached a pool attachment (pool.go); the registry's
 	// --keep-warm must match. Zero: DefaultKeepWarm; negative: cleared at
 	// once.
 	KeepWarm time.Duration
@@ -138,7 +138,7 @@ type Server struct {
 	loads *loadTable
 	sem   chan struct{}
 	ops   map[int]bool
-	hub   *sessionHub
+	hub   *hub
 	pool  *pool
 	beat  chan struct{} // poke
 
@@ -189,7 +189,7 @@ func New(cfg Config) (*Server, error) {
 	for _, u := range cfg.Operators {
 		s.ops[u] = true
 	}
-	s.hub = newSessionHub(s)
+	s.hub = newHub(s)
 	s.pool = newPool(s)
 	s.beat = make(chan struct{}, 1)
 	s.routes()
@@ -225,7 +225,7 @@ func (s *Server) routeTable() []route {
 		{"GET /v1/images", s.authed(s.listImages)},
 		{"GET /metrics", s.authed(func(w http.ResponseWriter, r *http.Request, p *principal) {
 			if !p.operator {
-				writeErr(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: "metrics are for the operator"})
+				writeWireError(w, http.StatusForbidden, agentapi.Error{Code: agentapi.CodePermission, Message: "metrics are for the operator"})
 				return
 			}
 			promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
@@ -249,7 +249,7 @@ func (s *Server) routes() {
 		m.HandleFunc(r.pattern, r.h)
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
+		writeWireError(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
 	s.mux = m
 }
@@ -420,40 +420,10 @@ func peerUID(c *net.UnixConn) (int, error) {
 	return int(cred.Uid), nil
 }
 
-func statusOf(c agentapi.Code) int {
-	switch c {
-	case agentapi.CodeBadRequest:
-		return http.StatusBadRequest
-	case agentapi.CodeUnauthenticated:
-		return http.StatusUnauthorized
-	case agentapi.CodePermission, agentapi.CodeNotEntitled:
-		return http.StatusForbidden
-	case agentapi.CodeNotFound:
-		return http.StatusNotFound
-	case agentapi.CodeBusy, agentapi.CodeQuota:
-		return http.StatusConflict
-	case agentapi.CodeSignature, agentapi.CodeCountersign, agentapi.CodeIncompatible:
-		return http.StatusUnprocessableEntity
-	case agentapi.CodeCacheFull:
-		return http.StatusInsufficientStorage
-	case agentapi.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, status int, e agentapi.Error) {
-	writeJSON(w, status, agentapi.ErrorBody{Error: e})
-}
-
-func badRequest(w http.ResponseWriter, format string, args ...any) {
-	writeErr(w, http.StatusBadRequest, agentapi.Error{Code: agentapi.CodeBadRequest, Message: fmt.Sprintf(format, args...)})
 }
 
 // decode reads a JSON body of at most 64 KiB.

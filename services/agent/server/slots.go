@@ -22,7 +22,7 @@ func (s *Server) slotParam(w http.ResponseWriter, r *http.Request) (slots.Slot, 
 	}
 	sl, err := s.cfg.Slots.Slot(n)
 	if err != nil {
-		writeErr(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: err.Error(), Hint: "see `faas status` for the slots of this host"})
+		writeWireError(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: err.Error(), Hint: "see `faas status` for the slots of this host"})
 		return sl, false
 	}
 	return sl, true
@@ -95,10 +95,10 @@ func (s *Server) clearSlot(w http.ResponseWriter, r *http.Request, p *principal)
 	var cf *clearFailed
 	switch {
 	case errors.As(err, &cf):
-		writeErr(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: cf.err.Error(), Hint: "the slot is marked failed; tell the operator"})
+		writeWireError(w, http.StatusInternalServerError, agentapi.Error{Code: agentapi.CodeInternal, Message: cf.err.Error(), Hint: "the slot is marked failed; tell the operator"})
 		return
 	case err != nil:
-		writeError(w, err, agentapi.CodeBusy, "wait for the running operation to finish")
+		writeErrorFor(w, err, agentapi.CodeBusy, "wait for the running operation to finish")
 		return
 	}
 	writeJSON(w, http.StatusOK, s.view(sl, p, false))

@@ -19,7 +19,7 @@ import (
 	"github.com/fpga-faas/faas/services/agent/sessions"
 )
 
-// Timing of a session connection.
+// Timing of a connection's loop.
 const (
 	helloTimeout = 10 * time.Second
 	// pollSpin is how long the agent keeps polling an empty submission
@@ -38,9 +38,11 @@ const (
 	maxStaged = 4096
 )
 
-// sconn is one session connection: the frames on conn, and on the local
-// path the shared control block and staging memory.
-type sconn struct {
+// connLoop carries one tenant session over one upgraded connection: the
+// frames on conn, and on the local path the shared control block and
+// staging memory. The session itself (sessions.Session) is the engine's;
+// the loop closes it when the connection ends.
+type connLoop struct {
 	conn net.Conn
 	uc   *net.UnixConn // the local path; nil over TLS
 	br   *bufio.Reader
@@ -64,12 +66,12 @@ type sconn struct {
 	forwarded chan struct{} // closed when forward has returned
 }
 
-// serveSession runs a session on an upgraded connection until it ends: the
+// serveConn runs a session on an upgraded connection until it ends: the
 // client closes it, exits or crashes (the kernel closes the socket), breaks
 // the protocol, or the engine stops. Then the session is closed: its jobs
 // end, its memory is zeroed and freed, its window disabled.
-func serveSession(conn net.Conn, br *bufio.Reader, sess *sessions.Session, log *slog.Logger) {
-	c := &sconn{conn: conn, br: br, sess: sess, log: log, work: make(chan session.Frame, workQueue),
+func serveConn(conn net.Conn, br *bufio.Reader, sess *sessions.Session, log *slog.Logger) {
+	c := &connLoop{conn: conn, br: br, sess: sess, log: log, work: make(chan session.Frame, workQueue),
 		staging: map[sessions.Handle][]byte{}, doorbell: make(chan struct{}, 1),
 		refused: make(chan sessions.Completion, 2*session.DefaultEntries), cancels: make(chan session.Frame, workQueue)}
 	c.uc, _ = conn.(*net.UnixConn)
@@ -122,7 +124,7 @@ func serveSession(conn net.Conn, br *bufio.Reader, sess *sessions.Session, log *
 }
 
 // setup answers the client's hello.
-func (c *sconn) setup() error {
+func (c *connLoop) setup() error {
 	c.conn.SetReadDeadline(time.Now().Add(helloTimeout))
 	f, err := session.ReadFrame(c.br, 64)
 	if err != nil {
@@ -137,7 +139,7 @@ func (c *sconn) setup() error {
 		return err
 	}
 	if h.Version != session.Version {
-		c.writeError(f.ID, agentapi.CodeBadRequest, fmt.Sprintf("session protocol version %d, this agent speaks %d", h.Version, session.Version))
+		c.writeErrorFrame(f.ID, agentapi.CodeBadRequest, fmt.Sprintf("session protocol version %d, this agent speaks %d", h.Version, session.Version))
 		return errors.New("version mismatch")
 	}
 	st := session.Setup{Entries: session.DefaultEntries, Tenant: c.sess.Tenant()}
@@ -147,7 +149,7 @@ func (c *sconn) setup() error {
 	size := session.ControlSize(st.Entries)
 	fd, mem, err := session.Memfd("faas-session", size)
 	if err != nil {
-		c.writeError(f.ID, agentapi.CodeInternal, err.Error())
+		c.writeErrorFrame(f.ID, agentapi.CodeInternal, err.Error())
 		return err
 	}
 	defer closeFD(fd)
@@ -162,7 +164,7 @@ func (c *sconn) setup() error {
 }
 
 // read takes frames off the connection until it ends.
-func (c *sconn) read() error {
+func (c *connLoop) read() error {
 	for {
 		f, err := session.ReadFrame(c.br, session.MaxPayload)
 		if err != nil {
@@ -210,7 +212,7 @@ func (c *sconn) read() error {
 }
 
 // worker carries out requests in the order they came.
-func (c *sconn) worker() {
+func (c *connLoop) worker() {
 	for f := range c.work {
 		if c.ctx.Err() != nil {
 			continue
@@ -222,7 +224,7 @@ func (c *sconn) worker() {
 			if code == agentapi.CodeInternal {
 				c.log.Warn("session request failed", "op", f.Op.String(), "err", err)
 			}
-			c.writeError(f.ID, code, err.Error())
+			c.writeErrorFrame(f.ID, code, err.Error())
 		case fd >= 0:
 			c.writeFD(session.OpReply, f.ID, payload, fd)
 			closeFD(fd)
@@ -236,7 +238,7 @@ func (c *sconn) worker() {
 }
 
 // handle carries out one request; fd >= 0 goes with the reply.
-func (c *sconn) handle(f session.Frame) (payload []byte, fd int, err error) {
+func (c *connLoop) handle(f session.Frame) (payload []byte, fd int, err error) {
 	ctx := c.ctx
 	switch f.Op {
 	case session.OpAlloc:
@@ -333,7 +335,7 @@ func (c *sconn) handle(f session.Frame) (payload []byte, fd int, err error) {
 }
 
 // submit hands a job to the session; a refusal becomes its completion.
-func (c *sconn) submit(e session.SubmitEntry) {
+func (c *connLoop) submit(e session.SubmitEntry) {
 	if err := c.sess.Submit(sessions.Handle(e.Prog), e.Job); err != nil {
 		select {
 		case c.refused <- sessions.Completion{Job: e.Job, Err: err}:
@@ -347,7 +349,7 @@ func (c *sconn) submit(e session.SubmitEntry) {
 // jobs come and go it spins (yielding), so that neither a submission nor a
 // completion waits for a goroutine to be woken; after pollSpin with
 // nothing to do it sleeps until a doorbell or a completion.
-func (c *sconn) pump() {
+func (c *connLoop) pump() {
 	comps := c.sess.Completions()
 	var pending []session.Completion // waiting for room on the ring
 	last := time.Now()
@@ -431,7 +433,7 @@ func (c *sconn) pump() {
 // ring and hands them to the session; a refusal becomes a pending
 // completion. It reports false when the client broke the ring (the
 // connection is then ended).
-func (c *sconn) intake(pending *[]session.Completion, limit int) (took int, ok bool) {
+func (c *connLoop) intake(pending *[]session.Completion, limit int) (took int, ok bool) {
 	for limit < 0 || took < limit {
 		e, ok, err := c.ctl.PopSubmit()
 		if err != nil {
@@ -451,13 +453,13 @@ func (c *sconn) intake(pending *[]session.Completion, limit int) (took int, ok b
 }
 
 // cancelJob carries out an OpCancel and answers it.
-func (c *sconn) cancelJob(f session.Frame) {
+func (c *connLoop) cancelJob(f session.Frame) {
 	v, _, err := session.ParseU64s(f.Payload, 1, false)
 	if err == nil {
 		err = c.sess.Cancel(v[0])
 	}
 	if err != nil {
-		c.writeError(f.ID, sessionCode(err), err.Error())
+		c.writeErrorFrame(f.ID, sessionCode(err), err.Error())
 		return
 	}
 	c.writeFrame(session.OpReply, f.ID, nil)
@@ -466,7 +468,7 @@ func (c *sconn) cancelJob(f session.Frame) {
 // flush puts pending completions on the ring as far as it has room, with
 // one doorbell if the client waits for one. It reports false when the
 // client broke the ring (the connection is then ended).
-func (c *sconn) flush(pending *[]session.Completion) bool {
+func (c *connLoop) flush(pending *[]session.Completion) bool {
 	wake := false
 	n := 0
 	for n < len(*pending) {
@@ -492,7 +494,7 @@ func (c *sconn) flush(pending *[]session.Completion) bool {
 // forward delivers the session's completions and refusals as frames (the
 // remote path) until the session's channel closes; it never stops reading that channel early, so
 // the engine's outbox always drains.
-func (c *sconn) forward() {
+func (c *connLoop) forward() {
 	comps := c.sess.Completions()
 	for {
 		var cp sessions.Completion
@@ -535,25 +537,27 @@ func wireCompletion(cp sessions.Completion) session.Completion {
 }
 
 // kill ends the connection.
-func (c *sconn) kill() {
+func (c *connLoop) kill() {
 	c.cancel()
 	c.conn.Close()
 }
 
-func (c *sconn) writeFrame(op session.Op, id uint64, payload []byte) error {
+func (c *connLoop) writeFrame(op session.Op, id uint64, payload []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return session.WriteFrame(c.conn, &c.wbuf, op, id, payload)
 }
 
-func (c *sconn) writeFD(op session.Op, id uint64, payload []byte, fd int) error {
+func (c *connLoop) writeFD(op session.Op, id uint64, payload []byte, fd int) error {
 	f := session.Frame{Op: op, Flags: session.FlagFD, ID: id, Payload: payload}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return session.WriteFD(c.uc, f.Marshal(), fd)
 }
 
-func (c *sconn) writeError(id uint64, code agentapi.Code, msg string) error {
+// writeErrorFrame answers request id with an OpError frame: once upgraded,
+// the connection has no HTTP answer left to carry an agentapi.Error.
+func (c *connLoop) writeErrorFrame(id uint64, code agentapi.Code, msg string) error {
 	return c.writeFrame(session.OpError, id, session.ErrorPayload{Code: code, Message: msg}.Marshal())
 }
 

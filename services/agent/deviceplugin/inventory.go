@@ -61,8 +61,10 @@ type allocation struct {
 	granted bool // a credential was issued (false: adopted from PodResources)
 }
 
-// pool is the chips and their allocations under all three resources.
-type pool struct {
+// inventory is the plugin's record of the chips it hands the kubelet: their
+// health, and their allocations under all three resources, kept together
+// because the three are views of the same chips.
+type inventory struct {
 	nslots, shares int
 
 	mu     sync.Mutex
@@ -72,41 +74,41 @@ type pool struct {
 	gen    chan struct{}               // closed and replaced at every change
 }
 
-func newPool(nslots, shares int) *pool {
-	p := &pool{nslots: nslots, shares: shares, health: make([]chipState, nslots), allocs: map[string]*allocation{},
+func newInventory(nslots, shares int) *inventory {
+	inv := &inventory{nslots: nslots, shares: shares, health: make([]chipState, nslots), allocs: map[string]*allocation{},
 		gen: make(chan struct{})}
-	for k := range p.owner {
-		p.owner[k] = map[string]string{}
+	for k := range inv.owner {
+		inv.owner[k] = map[string]string{}
 	}
-	return p
+	return inv
 }
 
 // changed returns a channel closed at the next change.
-func (p *pool) changed() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.gen
+func (inv *inventory) changed() <-chan struct{} {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.gen
 }
 
 // bumpLocked wakes every watcher. Callers hold mu.
-func (p *pool) bumpLocked() {
-	close(p.gen)
-	p.gen = make(chan struct{})
+func (inv *inventory) bumpLocked() {
+	close(inv.gen)
+	inv.gen = make(chan struct{})
 }
 
 // setHealth records the monitor's view; it reports the slots that changed.
-func (p *pool) setHealth(states []chipState) []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (inv *inventory) setHealth(states []chipState) []int {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
 	var diff []int
 	for i, s := range states {
-		if p.health[i] != s {
+		if inv.health[i] != s {
 			diff = append(diff, i)
-			p.health[i] = s
+			inv.health[i] = s
 		}
 	}
 	if diff != nil {
-		p.bumpLocked()
+		inv.bumpLocked()
 	}
 	return diff
 }
@@ -125,7 +127,7 @@ type devRef struct {
 }
 
 // parse reads a device ID of kind k.
-func (p *pool) parse(k kind, id string) (devRef, error) {
+func (inv *inventory) parse(k kind, id string) (devRef, error) {
 	bad := fmt.Errorf("%w: %s has no device %q", ErrUnknownDevice, k, id)
 	num := func(s string, max int) (int, bool) {
 		n, err := strconv.Atoi(s)
@@ -134,14 +136,14 @@ func (p *pool) parse(k kind, id string) (devRef, error) {
 	switch k {
 	case kindChip:
 		s, ok := strings.CutPrefix(id, "slot-")
-		n, okn := num(s, p.nslots)
+		n, okn := num(s, inv.nslots)
 		if !ok || !okn {
 			return devRef{}, bad
 		}
 		return devRef{slots: []int{n}, slot: n}, nil
 	case kindBoard:
 		s, ok := strings.CutPrefix(id, "board-")
-		n, okn := num(s, p.nslots/2)
+		n, okn := num(s, inv.nslots/2)
 		if !ok || !okn {
 			return devRef{}, bad
 		}
@@ -149,8 +151,8 @@ func (p *pool) parse(k kind, id string) (devRef, error) {
 	default:
 		s, ok := strings.CutPrefix(id, "slot-")
 		a, b, okc := strings.Cut(s, "-share-")
-		n, okn := num(a, p.nslots)
-		m, oks := num(b, p.shares)
+		n, okn := num(a, inv.nslots)
+		m, oks := num(b, inv.shares)
 		if !ok || !okc || !okn || !oks {
 			return devRef{}, bad
 		}
@@ -159,7 +161,7 @@ func (p *pool) parse(k kind, id string) (devRef, error) {
 }
 
 // newAllocation builds the allocation of device IDs ids of kind k.
-func (p *pool) newAllocation(id string, k kind, ids []string) (*allocation, error) {
+func (inv *inventory) newAllocation(id string, k kind, ids []string) (*allocation, error) {
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("%w: %s: no devices requested", ErrUnknownDevice, k)
 	}
@@ -170,7 +172,7 @@ func (p *pool) newAllocation(id string, k kind, ids []string) (*allocation, erro
 			return nil, fmt.Errorf("%w: %s: device %q requested twice", ErrUnknownDevice, k, d)
 		}
 		seen[d] = true
-		ref, err := p.parse(k, d)
+		ref, err := inv.parse(k, d)
 		if err != nil {
 			return nil, err
 		}
@@ -189,12 +191,12 @@ func (p *pool) newAllocation(id string, k kind, ids []string) (*allocation, erro
 
 // usageLocked is, per slot, the kind holding it whole (-1: none) and its
 // allocated shares, leaving out the allocations in skip.
-func (p *pool) usageLocked(skip map[string]bool) (whole []kind, shares []int) {
-	whole, shares = make([]kind, p.nslots), make([]int, p.nslots)
+func (inv *inventory) usageLocked(skip map[string]bool) (whole []kind, shares []int) {
+	whole, shares = make([]kind, inv.nslots), make([]int, inv.nslots)
 	for i := range whole {
 		whole[i] = -1
 	}
-	for _, a := range p.allocs {
+	for _, a := range inv.allocs {
 		if skip[a.id] {
 			continue
 		}
@@ -210,8 +212,8 @@ func (p *pool) usageLocked(skip map[string]bool) (whole []kind, shares []int) {
 
 // conflictsLocked explains why a cannot be added beside the allocations not
 // in skip, or returns nil.
-func (p *pool) conflictsLocked(a *allocation, skip map[string]bool) error {
-	whole, shares := p.usageLocked(skip)
+func (inv *inventory) conflictsLocked(a *allocation, skip map[string]bool) error {
+	whole, shares := inv.usageLocked(skip)
 	for _, s := range a.slots {
 		switch {
 		case shares[s] > 0:
@@ -230,10 +232,10 @@ func (p *pool) conflictsLocked(a *allocation, skip map[string]bool) error {
 
 // supersededLocked lists the allocations of a's kind holding any of a's
 // devices: the kubelet has handed those devices on.
-func (p *pool) supersededLocked(a *allocation) map[string]bool {
+func (inv *inventory) supersededLocked(a *allocation) map[string]bool {
 	out := map[string]bool{}
 	for _, d := range a.devices {
-		if id, ok := p.owner[a.kind][d]; ok {
+		if id, ok := inv.owner[a.kind][d]; ok {
 			out[id] = true
 		}
 	}
@@ -242,50 +244,50 @@ func (p *pool) supersededLocked(a *allocation) map[string]bool {
 
 // add records a, dropping the allocations it supersedes, whose ids it
 // returns; it fails with ErrConflict if another resource holds its chips.
-func (p *pool) add(a *allocation) (dropped []string, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	skip := p.supersededLocked(a)
-	if err := p.conflictsLocked(a, skip); err != nil {
+func (inv *inventory) add(a *allocation) (dropped []string, err error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	skip := inv.supersededLocked(a)
+	if err := inv.conflictsLocked(a, skip); err != nil {
 		return nil, err
 	}
 	for id := range skip {
-		p.removeLocked(id)
+		inv.removeLocked(id)
 		dropped = append(dropped, id)
 	}
-	p.allocs[a.id] = a
+	inv.allocs[a.id] = a
 	for _, d := range a.devices {
-		p.owner[a.kind][d] = a.id
+		inv.owner[a.kind][d] = a.id
 	}
-	p.bumpLocked()
+	inv.bumpLocked()
 	return dropped, nil
 }
 
 // conflicts reports whether a would conflict now.
-func (p *pool) conflicts(a *allocation) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.conflictsLocked(a, p.supersededLocked(a))
+func (inv *inventory) conflicts(a *allocation) error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.conflictsLocked(a, inv.supersededLocked(a))
 }
 
-func (p *pool) removeLocked(id string) {
-	a := p.allocs[id]
+func (inv *inventory) removeLocked(id string) {
+	a := inv.allocs[id]
 	if a == nil {
 		return
 	}
-	delete(p.allocs, id)
+	delete(inv.allocs, id)
 	for _, d := range a.devices {
-		if p.owner[a.kind][d] == id {
-			delete(p.owner[a.kind], d)
+		if inv.owner[a.kind][d] == id {
+			delete(inv.owner[a.kind], d)
 		}
 	}
 }
 
 // devices is what ListAndWatch reports for kind k now.
-func (p *pool) devices(k kind) []*pluginapi.Device {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	whole, shares := p.usageLocked(nil)
+func (inv *inventory) devices(k kind) []*pluginapi.Device {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	whole, shares := inv.usageLocked(nil)
 	health := func(ok bool) string {
 		if ok {
 			return pluginapi.Healthy
@@ -295,22 +297,22 @@ func (p *pool) devices(k kind) []*pluginapi.Device {
 	var out []*pluginapi.Device
 	switch k {
 	case kindChip:
-		for s := range p.nslots {
-			ok := p.health[s].healthy && shares[s] == 0 && whole[s] != kindBoard
+		for s := range inv.nslots {
+			ok := inv.health[s].healthy && shares[s] == 0 && whole[s] != kindBoard
 			out = append(out, &pluginapi.Device{ID: chipID(s), Health: health(ok)})
 		}
 	case kindBoard:
-		for b := range p.nslots / 2 {
+		for b := range inv.nslots / 2 {
 			ok := true
 			for _, s := range []int{2 * b, 2*b + 1} {
-				ok = ok && p.health[s].healthy && shares[s] == 0 && whole[s] != kindChip
+				ok = ok && inv.health[s].healthy && shares[s] == 0 && whole[s] != kindChip
 			}
 			out = append(out, &pluginapi.Device{ID: boardID(b), Health: health(ok)})
 		}
 	case kindShare:
-		for s := range p.nslots {
-			ok := p.health[s].healthy && p.health[s].alidnn && whole[s] < 0
-			for n := range p.shares {
+		for s := range inv.nslots {
+			ok := inv.health[s].healthy && inv.health[s].alidnn && whole[s] < 0
+			for n := range inv.shares {
 				out = append(out, &pluginapi.Device{ID: shareID(s, n), Health: health(ok)})
 			}
 		}
@@ -319,41 +321,41 @@ func (p *pool) devices(k kind) []*pluginapi.Device {
 }
 
 // snapshot returns the allocations, for release and tests.
-func (p *pool) snapshot() []allocation {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]allocation, 0, len(p.allocs))
-	for _, a := range p.allocs {
+func (inv *inventory) snapshot() []allocation {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	out := make([]allocation, 0, len(inv.allocs))
+	for _, a := range inv.allocs {
 		out = append(out, *a)
 	}
 	return out
 }
 
 // remove drops the allocations ids.
-func (p *pool) remove(ids []string) {
+func (inv *inventory) remove(ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
 	for _, id := range ids {
-		p.removeLocked(id)
+		inv.removeLocked(id)
 	}
-	p.bumpLocked()
+	inv.bumpLocked()
 }
 
 // owned reports whether device d of kind k belongs to an allocation.
-func (p *pool) owned(k kind, d string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.owner[k][d]
+func (inv *inventory) owned(k kind, d string) bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	_, ok := inv.owner[k][d]
 	return ok
 }
 
 // sharesBySlot is the number of shares allocated on each slot.
-func (p *pool) sharesBySlot() []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, shares := p.usageLocked(nil)
+func (inv *inventory) sharesBySlot() []int {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	_, shares := inv.usageLocked(nil)
 	return shares
 }

@@ -36,7 +36,8 @@ import (
 // DefaultKeepWarm is Config.KeepWarm's default; the registry's must match.
 const DefaultKeepWarm = 2 * time.Minute
 
-// pool reconciles the node's assignments.
+// pool is this node's part of the accelerator pool: it reconciles the
+// node's assignments and keeps the slots it loaded for them (poolslots.go).
 type pool struct {
 	s    *Server
 	mu   sync.Mutex
@@ -252,7 +253,7 @@ func (p *pool) place(ctx context.Context, a poolapi.Assignment) ([]int, error) {
 		Pool: &slots.Pool{Attachment: a.ID}})
 	s.poke()
 	if err != nil {
-		return nil, errors.New(wireError(err).Message)
+		return nil, errors.New(loaderWireError(err).Message)
 	}
 	s.hub.closeSlots(res.Slots)
 	return res.Slots, nil

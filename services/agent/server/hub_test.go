@@ -76,7 +76,7 @@ func TestHubNoEngineWhileOneStops(t *testing.T) {
 	sl, _ := table.Slot(0)
 
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), base: t.Context()}
-	h := newSessionHub(s)
+	h := newHub(s)
 	g := &zeroGate{armed: make(chan struct{}), held: make(chan struct{}), open: make(chan struct{})}
 	h.wrap = func(_ int, c sessions.Chip) sessions.Chip { g.Chip = c; return g }
 	defer func() {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/clientip"
+	"github.com/fpga-faas/faas/services/registry/keyrelease"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
@@ -73,6 +75,9 @@ type Config struct {
 	// Attach configures the accelerator pool (/attachments); its zero
 	// value is the documented defaults.
 	Attach AttachConfig
+	// KeyRelease releases sealed images' data keys to nodes
+	// (POST /keys/release); nil: that route answers 404.
+	KeyRelease *keyrelease.Releaser
 }
 
 // API is the marketplace API; it is an http.Handler for paths under
@@ -108,7 +113,12 @@ func New(cfg Config) (*API, error) {
 	e.HTTPErrorHandler = a.errorHandler
 	e.Binder = nil
 	a.e = e
-	a.routes()
+	for _, res := range a.resources() {
+		for _, rt := range res.routes {
+			a.handle(rt)
+		}
+	}
+	a.e.RouteNotFound(registryapi.Prefix+"/*", func(c echo.Context) error { return echo.ErrNotFound })
 	return a, nil
 }
 
@@ -131,20 +141,38 @@ func (a *API) Routes() []Route {
 
 type handler func(c echo.Context, p *principal) error
 
+// paramRE matches an OpenAPI path parameter, "{id}", which echo writes ":id".
+var paramRE = regexp.MustCompile(`\{(\w+)\}`)
+
 // access says who may call a route at all: anonymous callers (with or
 // without credentials), or authenticated ones of the listed roles (none:
 // every role).
 type access struct {
 	anonymous bool
 	roles     []auth.Role
+	// refused, when set, is told of each authenticated caller refused:
+	// for routes whose every attempt is audited.
+	refused func(c echo.Context, p *principal, reason string)
+}
+
+// audited returns acc telling f of each caller it refuses.
+func (acc access) audited(f func(c echo.Context, p *principal, reason string)) access {
+	acc.refused = f
+	return acc
 }
 
 func anyone() access              { return access{anonymous: true} }
 func authed() access              { return access{} }
 func roles(r ...auth.Role) access { return access{roles: r} }
 
-func (a *API) handle(method, path string, acc access, h handler) {
-	a.e.Add(method, registryapi.Prefix+path, func(c echo.Context) error {
+// anonymousOr: anonymous callers, and authenticated ones of roles r.
+func anonymousOr(r ...auth.Role) access { return access{anonymous: true, roles: r} }
+
+// handle registers rt with echo, behind authentication and its access.
+func (a *API) handle(rt route) {
+	acc, method, path := rt.who, rt.method, rt.path
+	echoPath := registryapi.Prefix + paramRE.ReplaceAllString(path, ":$1")
+	a.e.Add(method, echoPath, func(c echo.Context) error {
 		p, err := a.authenticate(c)
 		if err != nil {
 			return err
@@ -158,10 +186,14 @@ func (a *API) handle(method, path string, acc access, h handler) {
 				ok = ok || p.Role == r
 			}
 			if !ok {
-				return fmt.Errorf("%w: role %s may not %s %s", ErrForbidden, p.Role, method, path)
+				err := fmt.Errorf("%w: role %s may not %s %s", ErrForbidden, p.Role, method, path)
+				if acc.refused != nil {
+					acc.refused(c, p, message(err, ErrForbidden))
+				}
+				return err
 			}
 		}
-		return h(c, p)
+		return rt.serve(c, p)
 	})
 }
 
@@ -287,6 +319,18 @@ func (a *API) classify(err error, c echo.Context) (int, registryapi.ErrorInfo) {
 		return http.StatusForbidden, registryapi.ErrorInfo{Code: registryapi.CodeForbidden, Message: message(err, ErrForbidden)}
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, registryapi.ErrorInfo{Code: registryapi.CodeNotFound, Message: message(err, ErrNotFound)}
+	case errors.Is(err, keyrelease.ErrNodeUntrusted):
+		return http.StatusForbidden, registryapi.ErrorInfo{Code: registryapi.CodeNodeUntrusted, Message: message(err, keyrelease.ErrNodeUntrusted)}
+	case errors.Is(err, keyrelease.ErrGrantInvalid):
+		return http.StatusForbidden, registryapi.ErrorInfo{Code: registryapi.CodeGrantInvalid, Message: message(err, keyrelease.ErrGrantInvalid)}
+	case errors.Is(err, keyrelease.ErrForbidden):
+		return http.StatusForbidden, registryapi.ErrorInfo{Code: registryapi.CodeForbidden, Message: message(err, keyrelease.ErrForbidden)}
+	case errors.Is(err, keyrelease.ErrNotFound):
+		return http.StatusNotFound, registryapi.ErrorInfo{Code: registryapi.CodeNotFound, Message: message(err, keyrelease.ErrNotFound)}
+	case errors.Is(err, keyrelease.ErrConflict):
+		return http.StatusConflict, registryapi.ErrorInfo{Code: registryapi.CodeConflict, Message: message(err, keyrelease.ErrConflict)}
+	case errors.Is(err, keyrelease.ErrInvalid):
+		return http.StatusBadRequest, registryapi.ErrorInfo{Code: registryapi.CodeInvalid, Message: message(err, keyrelease.ErrInvalid)}
 	case errors.Is(err, ErrGone):
 		return http.StatusGone, registryapi.ErrorInfo{Code: registryapi.CodeAttachmentEnded, Message: message(err, ErrGone)}
 	case errors.Is(err, ErrConflict):

@@ -28,6 +28,8 @@ import (
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
+	"github.com/fpga-faas/faas/services/registry/keyrelease"
 	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
@@ -49,6 +51,25 @@ type user struct {
 	token string
 }
 
+// newReleaser is a key release over pool with an empty blob store: the
+// API's tests see its route and refusals, keyrelease's its releases.
+func newReleaser(t *testing.T, pool *pgxpool.Pool, ms *meta.Store) *keyrelease.Releaser {
+	t.Helper()
+	blobs, err := dirstore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := keyrelease.New(keyrelease.Config{Pool: pool, Meta: ms, Blobs: blobs, Recipient: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
 func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, api.Config{}) }
 
 // newEnvWith is newEnv with cfg's optional fields (the required ones are
@@ -62,6 +83,9 @@ func newEnvWith(t *testing.T, cfg api.Config) *env {
 	}
 	ms := meta.New(pool)
 	cfg.Pool, cfg.Accounts, cfg.Meta = pool, as, ms
+	if cfg.KeyRelease == nil {
+		cfg.KeyRelease = newReleaser(t, pool, ms)
+	}
 	a, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -478,7 +502,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, not routed", k)
 		}
 	}
-	if len(routed) != 45 {
+	if len(routed) != 46 {
 		t.Errorf("%d routes", len(routed))
 	}
 }

@@ -97,6 +97,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/nodes/" + N.ID + "/approve", nil, []int{401, 403, 403, 403, ok, 403, 403}},
 		{"POST", "/nodes/" + N.ID + "/repin", nil, []int{401, 403, 403, 403, ok, 403, 403}},
 		{"POST", "/nodes/" + N2.ID + "/revoke", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		// Nodes only, and each asking is audited; an empty request is
+		// refused for what it is.
+		{"POST", "/keys/release", constant(item{}), []int{401, 403, 403, 403, 403, 400, 400}},
 		{"POST", "/node-enrollments", constant(item{}), []int{401, 403, 403, 403, ok, 403, 403}},
 		{"POST", "/load-grants", constant(item{"node_id": N.ID, "repository": "isv1/pub", "digest": dP}), []int{401, ok, 403, ok, ok, 403, 403}}, // tenant2 subscribed above
 		{"POST", "/usage", func(string) any {

@@ -17,54 +17,8 @@ import (
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/keyrelease"
 )
-
-var (
-	isv    = auth.RoleISV
-	tenant = auth.RoleTenant
-	admin  = auth.RoleAdmin
-	node   = auth.RoleNode
-)
-
-func (a *API) routes() {
-	a.handle(http.MethodGet, "/openapi.json", anyone(), a.openAPI)
-	a.handle(http.MethodGet, "/me", authed(), a.me)
-	a.handle(http.MethodPost, "/accounts", roles(admin), a.createAccount)
-	a.handle(http.MethodGet, "/accounts", roles(admin), a.listAccounts)
-	a.handle(http.MethodPost, "/tokens", authed(), a.createToken)
-	a.handle(http.MethodGet, "/tokens", authed(), a.listTokens)
-	a.handle(http.MethodDelete, "/tokens/:id", authed(), a.revokeToken)
-	a.handle(http.MethodPost, "/keys", roles(isv), a.createKey)
-	a.handle(http.MethodGet, "/keys", roles(isv, admin), a.listKeys)
-	a.handle(http.MethodPost, "/keys/:id/revoke", roles(isv, admin), a.revokeKey)
-	a.handle(http.MethodGet, "/signing-keys", authed(), a.repositoryKeys)
-	a.handle(http.MethodPost, "/listings", roles(isv), a.createListing)
-	a.handle(http.MethodGet, "/listings", access{anonymous: true, roles: []auth.Role{isv, tenant, admin}}, a.listListings)
-	a.handle(http.MethodGet, "/listings/:id", access{anonymous: true, roles: []auth.Role{isv, tenant, admin}}, a.getListing)
-	a.handle(http.MethodPatch, "/listings/:id", roles(isv, admin), a.updateListing)
-	a.handle(http.MethodPost, "/listings/:id/publish", roles(isv, admin), a.publish(true))
-	a.handle(http.MethodPost, "/listings/:id/unpublish", roles(isv, admin), a.publish(false))
-	a.handle(http.MethodPost, "/listings/:id/versions", roles(isv, admin), a.addVersion)
-	a.handle(http.MethodGet, "/listings/:id/versions", roles(isv, tenant, admin), a.listVersions)
-	a.handle(http.MethodPost, "/listings/:id/subscribe", roles(tenant), a.subscribe)
-	a.handle(http.MethodPost, "/listings/:id/shares", roles(isv, admin), a.share)
-	a.handle(http.MethodGet, "/entitlements", roles(isv, tenant, admin), a.listEntitlements)
-	a.handle(http.MethodDelete, "/entitlements/:id", roles(isv, tenant, admin), a.revokeEntitlement)
-	a.handle(http.MethodPost, "/nodes", roles(node), a.registerNode)
-	a.handle(http.MethodPost, "/nodes/:id/heartbeat", roles(node), a.heartbeat)
-	a.handle(http.MethodGet, "/nodes", roles(admin), a.listNodes)
-	a.handle(http.MethodPost, "/nodes/:id/approve", roles(admin), a.setNodeTrust(true))
-	a.handle(http.MethodPost, "/nodes/:id/revoke", roles(admin), a.setNodeTrust(false))
-	a.handle(http.MethodPost, "/nodes/:id/repin", roles(admin), a.repinNode)
-	a.handle(http.MethodPost, "/node-enrollments", roles(admin), a.createEnrollment)
-	a.handle(http.MethodPost, "/load-grants", roles(tenant, isv, admin), a.issueGrant)
-	a.handle(http.MethodPost, "/usage", roles(node), a.reportUsage)
-	a.handle(http.MethodGet, "/usage/summary", roles(isv, tenant, admin), a.usageSummary)
-	a.handle(http.MethodGet, "/audit", roles(isv, admin), a.listAudit)
-	a.attachmentRoutes()
-	a.opsRoutes()
-	a.e.RouteNotFound(registryapi.Prefix+"/*", func(c echo.Context) error { return echo.ErrNotFound })
-}
 
 func (a *API) me(c echo.Context, p *principal) error {
 	return c.JSON(http.StatusOK, registryapi.Account{ID: p.ID, Name: p.Name, Role: string(p.Role), Disabled: p.Disabled, CreatedAt: p.CreatedAt})
@@ -219,6 +173,38 @@ func (a *API) repositoryKeys(c echo.Context, p *principal) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, rk)
+}
+
+// releaseKeys hands a node the data keys of a sealed image, wrapped to the
+// node's key, against a tenant's load grant (package keyrelease).
+func (a *API) releaseKeys(c echo.Context, p *principal) error {
+	if a.cfg.KeyRelease == nil {
+		return fmt.Errorf("%w: this registry releases no keys", ErrNotFound)
+	}
+	caller := callerOf(p)
+	var req registryapi.KeyRelease
+	if err := a.decode(c, &req); err != nil {
+		a.cfg.KeyRelease.RecordRefusal(c.Request().Context(), caller, "malformed request")
+		return err
+	}
+	res, err := a.cfg.KeyRelease.Release(c.Request().Context(), caller, req)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, res)
+}
+
+// keyReleaseRefused records an account of another role asking for keys:
+// the audit log holds every attempt at a key release.
+func (a *API) keyReleaseRefused(c echo.Context, p *principal, reason string) {
+	if a.cfg.KeyRelease != nil {
+		a.cfg.KeyRelease.RecordRefusal(c.Request().Context(), callerOf(p), reason)
+	}
+}
+
+func callerOf(p *principal) keyrelease.Caller {
+	return keyrelease.Caller{ID: p.ID, Name: p.Name, Role: p.Role, RequestID: p.requestID, RemoteAddr: p.remote}
 }
 
 func (a *API) revokeKey(c echo.Context, p *principal) error {

@@ -11,18 +11,6 @@ import (
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
-func (a *API) attachmentRoutes() {
-	tenant, node, admin := auth.RoleTenant, auth.RoleNode, auth.RoleAdmin
-	a.handle(http.MethodPost, "/attachments", roles(tenant), a.createAttachment)
-	a.handle(http.MethodGet, "/attachments", roles(tenant, admin), a.listAttachments)
-	a.handle(http.MethodGet, "/attachments/:id", roles(tenant, admin), a.getAttachment)
-	a.handle(http.MethodPost, "/attachments/:id/renew", roles(tenant), a.renewAttachment)
-	a.handle(http.MethodDelete, "/attachments/:id", roles(tenant, admin), a.detachAttachment)
-	a.handle(http.MethodGet, "/nodes/:id/assignments", roles(node), a.assignments)
-	a.handle(http.MethodPost, "/nodes/:id/attachments/:aid/grant", roles(node), a.attachmentGrant)
-	a.handle(http.MethodPost, "/nodes/:id/attachments/:aid/state", roles(node), a.reportAttachment)
-}
-
 // waitParam parses ?wait= (a Go duration or seconds), at most maxWait.
 func waitParam(c echo.Context) (time.Duration, error) {
 	s := c.QueryParam("wait")

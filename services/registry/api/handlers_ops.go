@@ -10,14 +10,6 @@ import (
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
-// opsRoutes: what operators and the portal's views need besides the
-// marketplace itself.
-func (a *API) opsRoutes() {
-	a.handle(http.MethodPatch, "/accounts/:id", roles(admin), a.updateAccount)
-	a.handle(http.MethodGet, "/validation-jobs", roles(admin), a.listValidationJobs)
-	a.handle(http.MethodGet, "/loads", roles(tenant, isv, admin), a.listLoads)
-}
-
 func (a *API) updateAccount(c echo.Context, p *principal) error {
 	var ch registryapi.AccountUpdate
 	if err := a.decode(c, &ch); err != nil {

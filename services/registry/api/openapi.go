@@ -10,67 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// op documents one operation of the OpenAPI document. The document is
-// written by hand here (not derived from the router); a test checks that
-// both list the same method+path pairs.
-type op struct {
-	method, path, summary, tag string
-	anonymous                  bool
-	body                       string // schema name of the request body, or ""
-	resp                       string // schema name of the 2xx response, or ""
-	status                     string // 2xx status
-	list                       bool   // paginated
-	query                      []string
-}
-
-var ops = []op{
-	{method: "get", path: "/openapi.json", summary: "This OpenAPI document", tag: "meta", anonymous: true, status: "200"},
-	{method: "get", path: "/me", summary: "The authenticated account", tag: "accounts", resp: "Account", status: "200"},
-	{method: "post", path: "/accounts", summary: "Create an account (admin)", tag: "accounts", body: "AccountCreate", resp: "Account", status: "201"},
-	{method: "get", path: "/accounts", summary: "List accounts (admin)", tag: "accounts", resp: "Account", status: "200", list: true, query: []string{"role"}},
-	{method: "patch", path: "/accounts/{id}", summary: "Change an account's role or disable/enable it (admin; not your own account; node accounts keep their role; an isv owning listings stays one)", tag: "accounts", body: "AccountUpdate", resp: "Account", status: "200"},
-	{method: "post", path: "/tokens", summary: "Create an API token for yourself; the secret is shown once", tag: "tokens", body: "TokenCreate", resp: "Token", status: "201"},
-	{method: "get", path: "/tokens", summary: "List your API tokens", tag: "tokens", resp: "Token", status: "200", list: true},
-	{method: "delete", path: "/tokens/{id}", summary: "Revoke one of your API tokens", tag: "tokens", status: "204"},
-	{method: "post", path: "/keys", summary: "Register an ECDSA P-256 signing key (isv)", tag: "keys", body: "KeyCreate", resp: "SigningKey", status: "201"},
-	{method: "get", path: "/keys", summary: "List signing keys (isv: own; admin: all or ?account_id=)", tag: "keys", resp: "SigningKey", status: "200", list: true, query: []string{"account_id"}},
-	{method: "get", path: "/signing-keys", summary: "Unrevoked signing keys of the ISV owning a repository (any account; nodes check ISV signatures with them)", tag: "keys", resp: "RepositoryKeys", status: "200", query: []string{"repository"}},
-	{method: "post", path: "/keys/{id}/revoke", summary: "Revoke a signing key (isv: own; admin: any)", tag: "keys", resp: "SigningKey", status: "200"},
-	{method: "post", path: "/listings", summary: "Create a listing (isv)", tag: "listings", body: "ListingCreate", resp: "Listing", status: "201"},
-	{method: "get", path: "/listings", summary: "List visible listings (anonymous: published public ones)", tag: "listings", anonymous: true, resp: "Listing", status: "200", list: true, query: []string{"category", "board", "owner", "q", "published"}},
-	{method: "get", path: "/listings/{id}", summary: "Get a visible listing", tag: "listings", anonymous: true, resp: "Listing", status: "200"},
-	{method: "patch", path: "/listings/{id}", summary: "Update a listing (owner or admin)", tag: "listings", body: "ListingUpdate", resp: "Listing", status: "200"},
-	{method: "post", path: "/listings/{id}/publish", summary: "Publish a listing (owner or admin)", tag: "listings", resp: "Listing", status: "200"},
-	{method: "post", path: "/listings/{id}/unpublish", summary: "Unpublish a listing (owner or admin)", tag: "listings", resp: "Listing", status: "200"},
-	{method: "post", path: "/listings/{id}/versions", summary: "Add a version pointing at a manifest of the listing's repository", tag: "listings", body: "VersionCreate", resp: "Version", status: "201"},
-	{method: "get", path: "/listings/{id}/versions", summary: "List versions with their validation state", tag: "listings", resp: "Version", status: "200", list: true},
-	{method: "post", path: "/listings/{id}/subscribe", summary: "Subscribe to a published public listing (tenant); 200 when already subscribed", tag: "entitlements", resp: "Entitlement", status: "201"},
-	{method: "post", path: "/listings/{id}/shares", summary: "Share a listing with an account (owner or admin); 200 when already shared", tag: "entitlements", body: "ShareCreate", resp: "Entitlement", status: "201"},
-	{method: "get", path: "/entitlements", summary: "List entitlements (own; isv: also to its listings; admin: all)", tag: "entitlements", resp: "Entitlement", status: "200", list: true, query: []string{"listing_id", "active"}},
-	{method: "delete", path: "/entitlements/{id}", summary: "Revoke an entitlement (holder, listing owner or admin)", tag: "entitlements", status: "204"},
-	{method: "post", path: "/nodes", summary: "Register a node (node role)", tag: "nodes", body: "NodeCreate", resp: "Node", status: "201"},
-	{method: "post", path: "/nodes/{id}/heartbeat", summary: "Heartbeat of one of your nodes with its boards and slots", tag: "nodes", body: "Heartbeat", resp: "Node", status: "200"},
-	{method: "get", path: "/nodes", summary: "List nodes (admin)", tag: "nodes", resp: "Node", status: "200", list: true},
-	{method: "post", path: "/nodes/{id}/approve", summary: "Approve a node: from now on keys may be released to it (admin)", tag: "nodes", resp: "Node", status: "200"},
-	{method: "post", path: "/nodes/{id}/repin", summary: "Clear a node's pinned TLS certificate; the next one it reports is pinned (admin)", tag: "nodes", resp: "Node", status: "200"},
-	{method: "post", path: "/nodes/{id}/revoke", summary: "Revoke a node for good: no more key releases, heartbeats or usage; its unspent grants expire (admin)", tag: "nodes", resp: "Node", status: "200"},
-	{method: "post", path: "/node-enrollments", summary: "Make a one-time enrollment token; a node registering with it is approved at once (admin)", tag: "nodes", body: "EnrollmentCreate", resp: "Enrollment", status: "201"},
-	{method: "post", path: "/load-grants", summary: "Grant one approved node the load of one image for you (tenant: entitled images; isv: own repositories; admin); single use for the key release, valid minutes", tag: "nodes", body: "GrantCreate", resp: "Grant", status: "201"},
-	{method: "post", path: "/usage", summary: "Report usage records of one of your nodes; idempotent by report_id", tag: "usage", body: "UsageReport", resp: "UsageAccepted", status: "200"},
-	{method: "get", path: "/usage/summary", summary: "Usage and cost per listing and tenant (tenant: own; isv: its listings; admin: all)", tag: "usage", resp: "UsageSummaryPage", status: "200", query: []string{"from", "to", "listing_id", "by"}},
-	{method: "get", path: "/audit", summary: "Audit log, newest first (admin: all; isv: entries about its listings and signing keys, and its own actions)", tag: "audit", resp: "AuditEntry", status: "200", list: true, query: []string{"action", "target_type", "target_id", "actor"}},
-	{method: "post", path: "/attachments", summary: "Attach an accelerator of the pool running a listing's image (tenant, entitled): placed on a node at once, on chips of the part the image was validated for and outside exclude_nodes (409 naming the part when none is free), ready when the node has loaded it; the credential is shown once", tag: "attachments", body: "AttachRequest", resp: "Attachment", status: "201"},
-	{method: "get", path: "/attachments", summary: "Your attachments, live and ended within a day, newest first (admin with ?all=true: everyone's)", tag: "attachments", resp: "AttachmentList", status: "200", query: []string{"all"}},
-	{method: "get", path: "/attachments/{id}", summary: "One attachment; with ?wait= (at most 60s) and ?since=STATE, answers once its state differs from STATE", tag: "attachments", resp: "Attachment", status: "200", query: []string{"wait", "since"}},
-	{method: "post", path: "/attachments/{id}/renew", summary: "Renew a live attachment's lease by its lease_seconds; 410 attachment_ended when it has ended", tag: "attachments", resp: "Attachment", status: "200"},
-	{method: "delete", path: "/attachments/{id}", summary: "Detach: end the attachment at once (the node ends its sessions and releases the slot)", tag: "attachments", resp: "Attachment", status: "200"},
-	{method: "get", path: "/nodes/{id}/assignments", summary: "One of your node's assignments: its live attachments and the ended ones not yet released; with ?since=REV&wait=, answers once the revision passes REV", tag: "attachments", resp: "Assignments", status: "200", query: []string{"since", "wait"}},
-	{method: "post", path: "/nodes/{id}/attachments/{aid}/grant", summary: "A load grant of a live attachment's image for its tenant, to your node (a few per attachment)", tag: "attachments", resp: "Grant", status: "201"},
-	{method: "post", path: "/nodes/{id}/attachments/{aid}/state", summary: "Report an attachment of your node: loading, ready (with its slots), failed (with a message for the tenant) or, once ended, released", tag: "attachments", body: "StateReport", status: "204"},
-	{method: "get", path: "/validation-jobs", summary: "The validation queue, newest first, with attempts and reasons (admin)", tag: "validation", resp: "ValidationJob", status: "200", list: true, query: []string{"state"}},
-	{method: "get", path: "/loads", summary: "Your own current loads: slots whose last heartbeat shows an image loaded for you", tag: "nodes", resp: "LoadPage", status: "200"},
-}
-
 type obj = map[string]any
 
 func props(kv ...any) obj {
@@ -135,9 +74,13 @@ func schemas() obj {
 		"RepositoryKeys": schema(nil, props("repository", tStr, "isv", tStr, "keys", obj{"type": "array", "items": ref("SigningKey")})),
 		"SigningKey":     schema(nil, props("id", tID, "account_id", tID, "key_id", tStr, "algorithm", tStr, "public_key", tStr, "created_at", tTime, "revoked_at", tTime)),
 		"KeyCreate":      schema([]string{"public_key"}, props("public_key", obj{"type": "string", "description": "PEM PUBLIC KEY, ECDSA P-256"})),
-		"Listing":        schema(nil, listing),
-		"ListingCreate":  schema([]string{"name", "repository"}, lc),
-		"ListingUpdate":  schema(nil, listingProps),
+		"KeyRelease": schema([]string{"node_id", "repository", "digest", "grant"}, props("node_id", tID, "tenant_id", tID, "tenant", tStr,
+			"repository", tStr, "digest", tStr, "grant", obj{"type": "string", "description": "the secret of a load grant for this node and image (POST /load-grants)"})),
+		"KeyReleaseResult": schema(nil, props("wrapped_keys", obj{"type": "array", "items": schema(nil, props("chip", tStr, "layer", tStr,
+			"key_id", tStr, "wrapped_key", obj{"type": "string", "description": "base64 of the data key wrapped to the node's X25519 key"}))})),
+		"Listing":       schema(nil, listing),
+		"ListingCreate": schema([]string{"name", "repository"}, lc),
+		"ListingUpdate": schema(nil, listingProps),
 		"Version": schema(nil, props("version", tStr, "digest", tStr, "state", enum("pending", "validating", "available", "failed"),
 			"reasons", obj{"type": "array", "items": tAny}, "attempts", tInt, "created_at", tTime, "validated_at", tTime)),
 		"VersionCreate": schema([]string{"version", "digest"}, props("version", tStr, "digest", tStr)),
@@ -212,52 +155,10 @@ func unavailableResp() obj {
 func Document() []byte {
 	docOnce.Do(func() {
 		paths := obj{}
-		for _, o := range ops {
-			item, _ := paths[o.path].(obj)
-			if item == nil {
-				item = obj{}
-				paths[o.path] = item
+		for _, res := range (&API{}).resources() {
+			for _, rt := range res.routes {
+				addOperation(paths, res.tag, rt)
 			}
-			var params []any
-			if strings.Contains(o.path, "{id}") {
-				params = append(params, obj{"name": "id", "in": "path", "required": true, "schema": tID})
-			}
-			for _, q := range o.query {
-				params = append(params, obj{"name": q, "in": "query", "schema": tStr})
-			}
-			if o.list {
-				params = append(params, obj{"name": "limit", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": MaxLimit}},
-					obj{"name": "cursor", "in": "query", "schema": tStr})
-			}
-			ok := obj{"description": "success"}
-			if o.resp != "" {
-				s := ref(o.resp)
-				if o.list {
-					s = schema(nil, props("items", obj{"type": "array", "items": ref(o.resp)}, "next_cursor", tStr))
-				}
-				ok["content"] = obj{"application/json": obj{"schema": s}}
-			}
-			responses := obj{o.status: ok, "400": errResp("malformed request"), "422": errResp("invalid field"),
-				"404": errResp("not found or not visible"), "500": errResp("internal error"),
-				// Any request may carry a password, anonymous routes too.
-				"429": errResp("too many failed password checks for this account or address; see Retry-After"),
-				"503": unavailableResp()}
-			if !o.anonymous {
-				responses["401"] = errResp("no or invalid credentials")
-				responses["403"] = errResp("forbidden for this role or account")
-			}
-			operation := obj{"summary": o.summary, "tags": []string{o.tag}, "responses": responses,
-				"operationId": o.method + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(o.path)}
-			if params != nil {
-				operation["parameters"] = params
-			}
-			if o.body != "" {
-				operation["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": ref(o.body)}}}
-			}
-			if o.anonymous {
-				operation["security"] = []any{obj{}, obj{"basic": []string{}}, obj{"token": []string{}}}
-			}
-			item[o.method] = operation
 		}
 		doc := obj{
 			"openapi": "3.1.0",
@@ -286,4 +187,54 @@ var (
 
 func (a *API) openAPI(c echo.Context, _ *principal) error {
 	return c.Blob(http.StatusOK, "application/json", Document())
+}
+
+// addOperation adds rt to the document's paths, under tag.
+func addOperation(paths obj, tag string, rt route) {
+	method := strings.ToLower(rt.method)
+	item, _ := paths[rt.path].(obj)
+	if item == nil {
+		item = obj{}
+		paths[rt.path] = item
+	}
+	var params []any
+	if strings.Contains(rt.path, "{id}") {
+		params = append(params, obj{"name": "id", "in": "path", "required": true, "schema": tID})
+	}
+	for _, q := range rt.doc.query {
+		params = append(params, obj{"name": q, "in": "query", "schema": tStr})
+	}
+	if rt.doc.list {
+		params = append(params, obj{"name": "limit", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": MaxLimit}},
+			obj{"name": "cursor", "in": "query", "schema": tStr})
+	}
+	ok := obj{"description": "success"}
+	if rt.doc.resp != "" {
+		s := ref(rt.doc.resp)
+		if rt.doc.list {
+			s = schema(nil, props("items", obj{"type": "array", "items": ref(rt.doc.resp)}, "next_cursor", tStr))
+		}
+		ok["content"] = obj{"application/json": obj{"schema": s}}
+	}
+	responses := obj{rt.doc.status: ok, "400": errResp("malformed request"), "422": errResp("invalid field"),
+		"404": errResp("not found or not visible"), "500": errResp("internal error"),
+		// Any request may carry a password, anonymous routes too.
+		"429": errResp("too many failed password checks for this account or address; see Retry-After"),
+		"503": unavailableResp()}
+	if !rt.who.anonymous {
+		responses["401"] = errResp("no or invalid credentials")
+		responses["403"] = errResp("forbidden for this role or account")
+	}
+	operation := obj{"summary": rt.doc.summary, "tags": []string{tag}, "responses": responses,
+		"operationId": method + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(rt.path)}
+	if params != nil {
+		operation["parameters"] = params
+	}
+	if rt.doc.body != "" {
+		operation["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": ref(rt.doc.body)}}}
+	}
+	if rt.who.anonymous {
+		operation["security"] = []any{obj{}, obj{"basic": []string{}}, obj{"token": []string{}}}
+	}
+	item[method] = operation
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
-	"github.com/fpga-faas/faas/services/registry/keyrelease"
 )
 
 // FuzzRelease sends arbitrary bodies to the key release as a node account:
@@ -31,7 +30,7 @@ func FuzzRelease(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+keyrelease.Path, bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+releasePath, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tok)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {

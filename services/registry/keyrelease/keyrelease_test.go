@@ -72,12 +72,7 @@ func TestRelease(t *testing.T) {
 	dist, _ := distribution.New(distribution.Config{Meta: ms, Blobs: st, Authorizer: distribution.AllowAll{}})
 	reg := httptest.NewServer(dist)
 	t.Cleanup(reg.Close)
-	h, err := keyrelease.New(keyrelease.Config{Pool: pool, Accounts: accounts, Meta: ms, Blobs: st, Recipient: platform.Recipient})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := serve(t, pool, accounts, ms, st, platform.Recipient)
 
 	// A sealed image, sealed to the platform key, and its keys artifact.
 	dir := t.TempDir()
@@ -161,7 +156,7 @@ func TestRelease(t *testing.T) {
 	post := func(user, pw string, body map[string]string) (int, registryapi.KeyReleaseResult) {
 		t.Helper()
 		b, _ := json.Marshal(body)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+keyrelease.Path, bytes.NewReader(b))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+releasePath, bytes.NewReader(b))
 		if user != "" {
 			req.SetBasicAuth(user, pw)
 		}

@@ -1,6 +1,7 @@
 package keyrelease_test
 
 import (
+	"crypto/ecdh"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,11 +11,15 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/blob"
 	"github.com/fpga-faas/faas/services/registry/blob/dirstore"
 	"github.com/fpga-faas/faas/services/registry/keyrelease"
 	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/validation"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestPasswordLockout: the key release checks passwords under the same
@@ -31,7 +36,7 @@ func TestPasswordLockout(t *testing.T) {
 	}
 	post := func(pass string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+keyrelease.Path, strings.NewReader(`{}`))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+releasePath, strings.NewReader(`{}`))
 		req.SetBasicAuth("node1", pass)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -80,11 +85,25 @@ func startHandler(t testing.TB, opts ...auth.Option) (*httptest.Server, *auth.St
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := keyrelease.New(keyrelease.Config{Pool: pool, Accounts: accounts, Meta: meta.New(pool), Blobs: st, Recipient: platform.Recipient})
+	return serve(t, pool, accounts, meta.New(pool), st, platform.Recipient), accounts
+}
+
+// releasePath is where the API serves the key release.
+const releasePath = registryapi.Prefix + registryapi.KeyReleasePath
+
+// serve serves the API with a key release over pool, as the registry
+// does, and returns it.
+func serve(t testing.TB, pool *pgxpool.Pool, accounts *auth.Store, ms *meta.Store, blobs blob.Store, recipient *ecdh.PrivateKey) *httptest.Server {
+	t.Helper()
+	rel, err := keyrelease.New(keyrelease.Config{Pool: pool, Meta: ms, Blobs: blobs, Recipient: recipient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.New(api.Config{Pool: pool, Accounts: accounts, Meta: ms, KeyRelease: rel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv, accounts
+	return srv
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
-	"github.com/fpga-faas/faas/services/registry/keyrelease"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
 
@@ -211,7 +210,7 @@ func testDatabaseFault(t *testing.T, fault dbFault) {
 		{"key release", http.StatusBadRequest, func() (int, string, http.Header) {
 			// Authenticated with the node's API token, as faasd does; the
 			// empty request is refused (400) once the account is known.
-			return f.do(t, "key release", http.MethodPost, keyrelease.Path, `{}`, func(r *http.Request) {
+			return f.do(t, "key release", http.MethodPost, registryapi.Prefix+registryapi.KeyReleasePath, `{}`, func(r *http.Request) {
 				r.SetBasicAuth("node1", f.nodeToken)
 			})
 		}},

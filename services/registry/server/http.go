@@ -50,21 +50,19 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		TTL:           s.cfg.TokenTTL,
 		DenyAnonymous: true,
 	}
+	release, err := keyrelease.New(keyrelease.Config{Pool: s.pool, Meta: s.meta, Blobs: s.blobs,
+		Recipient: s.platform.Recipient, Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
+	if err != nil {
+		return nil, err
+	}
 	market, err := api.New(api.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta,
-		MaxBodyBytes: s.cfg.MaxBodyBytes, RequestID: RequestID, Attach: s.cfg.Attach,
+		MaxBodyBytes: s.cfg.MaxBodyBytes, RequestID: RequestID, Attach: s.cfg.Attach, KeyRelease: release,
 		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return nil, err
 	}
 	s.market = market
 	s.metrics.reg.MustRegister(market.PoolCollector())
-
-	release, err := keyrelease.New(keyrelease.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta, Blobs: s.blobs,
-		Recipient: s.platform.Recipient, RequestID: RequestID,
-		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
-	if err != nil {
-		return nil, err
-	}
 
 	site, err := portal.New(portal.Config{API: market, Accounts: s.accounts, Pool: s.pool,
 		Registry: dist, Tokens: s.portalTokens(policy),
@@ -80,7 +78,6 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	mux.Handle("/", site)
 	mux.Handle("/v2/", dist)
 	mux.Handle(registryapi.Prefix+"/", market)
-	mux.Handle(keyrelease.Path, release)
 	mux.Handle("/auth/token", tokens)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -149,12 +146,12 @@ func routeClass(path string) string {
 		return "v2_other"
 	case path == "/auth/token":
 		return "auth_token"
+	case path == registryapi.Prefix+registryapi.KeyReleasePath:
+		return "key_release"
 	case strings.HasPrefix(path, registryapi.Prefix+"/"):
 		return "api"
 	case path == "/healthz", path == "/readyz":
 		return path[1:]
-	case path == keyrelease.Path:
-		return "key_release"
 	case path == portal.PublishPath:
 		return "portal_upload"
 	}

@@ -185,3 +185,16 @@ func (a *API) issueGrant(c echo.Context, p *principal) error {
 	}
 	return c.JSON(http.StatusCreated, g)
 }
+
+// listLoads answers the caller's own current loads only, whatever its
+// role: nodes and other tenants' loads stay the operator's view.
+func (a *API) listLoads(c echo.Context, p *principal) error {
+	rows, err := a.st.listLoads(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []registryapi.Load{}
+	}
+	return c.JSON(http.StatusOK, registryapi.Items[registryapi.Load]{Items: rows})
+}

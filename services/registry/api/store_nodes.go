@@ -177,3 +177,39 @@ func trustErr(err error) error {
 	}
 	return err
 }
+
+// listLoads returns the slots whose last heartbeat shows an image that the
+// caller loaded. Heartbeats name a slot's image but not its tenant; the
+// tenant comes from the node's load usage records, which the registry took
+// only under a grant of that tenant for that node and image. A slot counts
+// when its latest load record is the caller's and names the digest the
+// heartbeat shows.
+func (s *store) listLoads(ctx context.Context, p *principal) ([]registryapi.Load, error) {
+	rows, err := s.pool.Query(ctx, `with mine as (
+			select u.id, u.node_id, u.slot, u.manifest_digest, u.listing_id, coalesce(u.started_at, u.recorded_at) as at
+			from usage_records u
+			where u.tenant_id = $1::uuid and u.event = 'load' and u.slot is not null
+			and not exists (select 1 from usage_records v where v.node_id = u.node_id and v.slot = u.slot
+				and v.event = 'load' and v.id > u.id)
+		), slots as (
+			select n.id as node_id, n.name, n.last_heartbeat_at, b.value->>'model' as model, s.value as slot
+			from nodes n
+			cross join lateral jsonb_array_elements(case jsonb_typeof(n.boards) when 'array' then n.boards else '[]' end) b
+			cross join lateral jsonb_array_elements(case jsonb_typeof(b.value->'slots') when 'array' then b.value->'slots' else '[]' end) s
+			where n.revoked_at is null and n.id in (select node_id from mine)
+		)
+		select s.node_id::text, s.name, coalesce(s.model, ''), m.slot, s.slot->>'state', m.manifest_digest,
+			m.listing_id::text, coalesce(l.name, ''), m.at, s.last_heartbeat_at
+		from slots s join mine m on m.node_id = s.node_id and m.slot::text = s.slot->>'index'
+		left join listings l on l.id = m.listing_id
+		where s.slot->>'state' in ('loading', 'loaded', 'busy') and s.slot->>'digest' = m.manifest_digest
+		order by s.name, m.slot limit 1000`, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Load, error) {
+		var l registryapi.Load
+		return l, r.Scan(&l.NodeID, &l.Hostname, &l.Board, &l.Slot, &l.State, &l.Digest, &l.ListingID, &l.ListingName,
+			&l.LoadedAt, &l.LastHeartbeatAt)
+	})
+}

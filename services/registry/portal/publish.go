@@ -210,8 +210,8 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 	if err != nil {
 		return err
 	}
-	return p.call(r.Context(), &acct, http.MethodPost, "/listings/"+url.PathEscape(l.ID)+"/versions", nil,
-		map[string]string{"version": pg.Version, "digest": digest}, nil)
+	_, err = p.apiAs(&acct).AddVersion(r.Context(), l.ID, registryapi.NewVersion{Version: pg.Version, Digest: digest})
+	return err
 }
 
 // streamMin is the size from which an uploaded blob is streamed into the
@@ -221,8 +221,8 @@ const streamMin = 1 << 20
 
 // ownListing returns acct's listing id, or a refusal.
 func (p *Portal) ownListing(ctx context.Context, acct auth.Account, id string) (registryapi.Listing, error) {
-	var l registryapi.Listing
-	if err := p.call(ctx, &acct, http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &l); err != nil {
+	l, err := p.apiAs(&acct).Listing(ctx, id)
+	if err != nil {
 		return l, err
 	}
 	if l.OwnerID != acct.ID || l.Repository == "" {
@@ -276,7 +276,7 @@ func (p *Portal) push(ctx context.Context, acct auth.Account, dir, repo, version
 		return "", refuse(http.StatusUnprocessableEntity, "Version: %v.", err)
 	}
 	res, err := publish.Layout(ctx, dir, ref, keys, nil,
-		remote.WithTransport(handlerTransport{p.cfg.Registry}), remote.WithAuth(&authn.Bearer{Token: tok}))
+		remote.WithTransport(p.registryTransport()), remote.WithAuth(&authn.Bearer{Token: tok}))
 	var te *transport.Error
 	switch {
 	case errors.Is(err, publish.ErrKeysMissing):

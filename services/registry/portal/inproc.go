@@ -35,6 +35,10 @@ func (p *Portal) apiAs(acct *auth.Account) *registryclient.Client {
 	return p.api.As(registryclient.WithTransport(handlerTransport{h: http.HandlerFunc(serve), max: registryclient.MaxAnswerBytes}))
 }
 
+// inprocRegistry names the registry in the portal's pushes: never
+// resolved or dialled, as registryTransport serves them.
+const inprocRegistry = "registry.invalid"
+
 // registryTransport serves requests with the registry's /v2 handler.
 func (p *Portal) registryTransport() http.RoundTripper {
 	return handlerTransport{h: p.cfg.Registry, max: maxInprocResponse}

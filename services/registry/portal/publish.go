@@ -234,34 +234,35 @@ func (p *Portal) ownListing(ctx context.Context, acct auth.Account, id string) (
 // uploadBlob pushes one blob into repo through the registry's /v2 handler
 // in one monolithic POST, which checks its digest.
 func (p *Portal) uploadBlob(ctx context.Context, repo, token, digest string, size int64, body io.Reader) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v2/"+repo+"/blobs/uploads/?digest="+url.QueryEscape(digest), body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+inprocRegistry+"/v2/"+repo+"/blobs/uploads/?digest="+url.QueryEscape(digest), body)
 	if err != nil {
 		return err
 	}
 	req.ContentLength = size
-	req.RequestURI = req.URL.RequestURI()
-	req.RemoteAddr = "127.0.0.1:0"
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	w := newRecorder(maxInprocResponse)
-	p.cfg.Registry.ServeHTTP(w, req)
-	if w.status == http.StatusCreated {
+	resp, err := p.registryTransport().RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusCreated {
 		return nil
 	}
 	var env struct {
 		Errors []struct{ Code, Message string } `json:"errors"`
 	}
-	_ = json.Unmarshal(w.body.Bytes(), &env)
+	_ = json.NewDecoder(resp.Body).Decode(&env)
 	for _, e := range env.Errors {
 		if e.Code == "DIGEST_INVALID" {
 			return refuse(http.StatusUnprocessableEntity, "The image was refused: blob %s: its bytes do not match its digest (the file was altered).", digest)
 		}
 	}
-	msg := http.StatusText(w.status)
+	msg := http.StatusText(resp.StatusCode)
 	if len(env.Errors) > 0 {
 		msg = env.Errors[0].Message
 	}
-	return refuse(w.status, "The registry refused blob %s: %s.", digest, msg)
+	return refuse(resp.StatusCode, "The registry refused blob %s: %s.", digest, msg)
 }
 
 // push publishes the layout in dir as repo:version through the registry's
@@ -271,7 +272,7 @@ func (p *Portal) push(ctx context.Context, acct auth.Account, dir, repo, version
 	if err != nil {
 		return "", err
 	}
-	ref, err := name.ParseReference("registry.invalid/" + repo + ":" + version)
+	ref, err := name.ParseReference(inprocRegistry + "/" + repo + ":" + version)
 	if err != nil {
 		return "", refuse(http.StatusUnprocessableEntity, "Version: %v.", err)
 	}

@@ -2,7 +2,6 @@ package portal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // adminAudit is the operator's audit log: every call, of every account.
@@ -69,11 +69,8 @@ func (p *Portal) showAccounts(w http.ResponseWriter, r *http.Request, status int
 	if v := in.Get("cursor"); v != "" {
 		q.Set("cursor", v)
 	}
-	var res struct {
-		Items      []registryapi.Account `json:"items"`
-		NextCursor string                `json:"next_cursor"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/accounts", q, nil, &res); err != nil {
+	res, err := p.apiAs(accountOf(r)).Accounts(r.Context(), q)
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -87,21 +84,18 @@ func (p *Portal) showAccounts(w http.ResponseWriter, r *http.Request, status int
 }
 
 // userError reports whether err is an API refusal to show on the form.
-func userError(err error) (*apiError, bool) {
-	var ae *apiError
-	ok := errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized && ae.Status != http.StatusForbidden
-	return ae, ok
+func userError(err error) (*registryclient.Error, bool) {
+	ae, ok := apiRefusal(err)
+	return ae, ok && ae.Status < 500 && ae.Status != http.StatusUnauthorized && ae.Status != http.StatusForbidden
 }
 
 func (p *Portal) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
-	req := map[string]string{"name": strings.TrimSpace(r.PostFormValue("name")), "role": r.PostFormValue("role")}
-	if pw := r.PostFormValue("password"); pw != "" {
-		req["password"] = pw
-	}
-	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/accounts", nil, req, nil)
+	req := registryapi.NewAccount{Name: strings.TrimSpace(r.PostFormValue("name")), Role: r.PostFormValue("role"),
+		Password: r.PostFormValue("password")}
+	_, err := p.apiAs(accountOf(r)).CreateAccount(r.Context(), req)
 	if ae, ok := userError(err); ok {
 		pg := accountsPage{Error: ae.Message}
-		pg.Form.Name, pg.Form.Role = req["name"], req["role"]
+		pg.Form.Name, pg.Form.Role = req.Name, req.Role
 		p.showAccounts(w, r, ae.Status, pg)
 		return
 	}
@@ -113,17 +107,16 @@ func (p *Portal) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) adminUpdateAccount(w http.ResponseWriter, r *http.Request) {
-	req := map[string]any{}
+	var req registryapi.AccountUpdate
 	if v := r.PostFormValue("role"); v != "" {
-		req["role"] = v
+		req.Role = &v
 	}
-	switch r.PostFormValue("disabled") {
-	case "true":
-		req["disabled"] = true
-	case "false":
-		req["disabled"] = false
+	switch v := r.PostFormValue("disabled"); v {
+	case "true", "false":
+		disabled := v == "true"
+		req.Disabled = &disabled
 	}
-	err := p.call(r.Context(), accountOf(r), http.MethodPatch, "/accounts/"+url.PathEscape(r.PathValue("id")), nil, req, nil)
+	_, err := p.apiAs(accountOf(r)).UpdateAccount(r.Context(), r.PathValue("id"), req)
 	if ae, ok := userError(err); ok && ae.Status != http.StatusNotFound {
 		p.showAccounts(w, r, ae.Status, accountsPage{Error: ae.Message})
 		return
@@ -184,11 +177,8 @@ func (p *Portal) adminNodes(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("cursor"); v != "" {
 		q.Set("cursor", v)
 	}
-	var res struct {
-		Items      []registryapi.Node `json:"items"`
-		NextCursor string             `json:"next_cursor"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/nodes", q, nil, &res); err != nil {
+	res, err := p.apiAs(accountOf(r)).Nodes(r.Context(), q)
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -230,13 +220,17 @@ func (p *Portal) adminNodes(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, pageAdminNodes, pg)
 }
 
-func (p *Portal) adminNodeTrust(action string) http.HandlerFunc {
+func (p *Portal) adminNodeTrust(approve bool) http.HandlerFunc {
+	flash := "node-approved"
+	if !approve {
+		flash = "node-revoked"
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/nodes/"+url.PathEscape(r.PathValue("id"))+"/"+action, nil, nil, nil); err != nil {
+		if _, err := p.apiAs(accountOf(r)).SetNodeTrust(r.Context(), r.PathValue("id"), approve); err != nil {
 			p.fail(w, r, err)
 			return
 		}
-		p.redirectFlash(w, r, "/admin/nodes", "node-"+action+"d")
+		p.redirectFlash(w, r, "/admin/nodes", flash)
 	}
 }
 
@@ -273,11 +267,8 @@ func (p *Portal) adminValidation(w http.ResponseWriter, r *http.Request) {
 			q.Set(k, v)
 		}
 	}
-	var res struct {
-		Items      []registryapi.ValidationJob `json:"items"`
-		NextCursor string                      `json:"next_cursor"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/validation-jobs", q, nil, &res); err != nil {
+	res, err := p.apiAs(accountOf(r)).ValidationJobs(r.Context(), q)
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}

@@ -51,11 +51,8 @@ func (p *Portal) audit(v auditView) http.HandlerFunc {
 				pg.Filtered = pg.Filtered || k != "cursor"
 			}
 		}
-		var res struct {
-			Items      []registryapi.AuditEntry `json:"items"`
-			NextCursor string                   `json:"next_cursor"`
-		}
-		if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/audit", q, nil, &res); err != nil {
+		res, err := p.apiAs(accountOf(r)).Audit(r.Context(), q)
+		if err != nil {
 			p.fail(w, r, err)
 			return
 		}

@@ -58,8 +58,10 @@ func TestBrowserSafety(t *testing.T) {
 	if !strings.Contains(body, "another site") {
 		t.Errorf("the refused post shows: %s", body)
 	}
-	var toks struct{ Items []struct{ Name string } }
-	r.api("alice", http.MethodGet, "/tokens", nil, &toks)
+	toks, err := r.as("alice").Tokens(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tk := range toks.Items {
 		if tk.Name == "stolen" {
 			t.Fatalf("a cross-site post created a token; the page said: %s", body)

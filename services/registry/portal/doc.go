@@ -6,9 +6,10 @@
 // # One source of truth
 //
 // Pages hold no data of their own. A page calls the marketplace API
-// (/api/v1) in process as the signed-in account (api.API.ServeAs), so the
-// API's role rules, validation and audit log apply to a click exactly as to
-// a script; and a browser upload is pushed through the registry's own /v2
+// (/api/v1) with the same client as scripts (sdk/registryclient), served in
+// process as the signed-in account (api.API.ServeAs), so the API's role
+// rules, validation and audit log apply to a click exactly as to a script;
+// and a browser upload is pushed through the registry's own /v2
 // handler with a token its policy grants the account (hdk/publish, as
 // `hdk push` does), then validated like any push.
 //

@@ -2,7 +2,6 @@ package portal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/validate"
 	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // listingRow is a listing with its versions, for the dashboard.
@@ -60,19 +60,13 @@ func (dashboardPage) title() string { return "Dashboard" }
 func (dashboardPage) nav() string   { return "isv" }
 
 func (p *Portal) ownListings(r *http.Request) ([]registryapi.Listing, error) {
-	var res struct {
-		Items []registryapi.Listing `json:"items"`
-	}
 	se := sessionOf(r)
-	err := p.call(r.Context(), &se.account, http.MethodGet, "/listings", url.Values{"owner": {se.account.Name}, "limit": {"200"}}, nil, &res)
+	res, err := p.apiAs(&se.account).Listings(r.Context(), url.Values{"owner": {se.account.Name}, "limit": {"200"}})
 	return res.Items, err
 }
 
 func (p *Portal) versions(r *http.Request, listingID string) ([]registryapi.Version, error) {
-	var res struct {
-		Items []registryapi.Version `json:"items"`
-	}
-	err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(listingID)+"/versions", url.Values{"limit": {"200"}}, nil, &res)
+	res, err := p.apiAs(accountOf(r)).Versions(r.Context(), listingID, url.Values{"limit": {"200"}})
 	return res.Items, err
 }
 
@@ -95,10 +89,8 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		pg.Listings = append(pg.Listings, row)
 	}
-	var keys struct {
-		Items []registryapi.SigningKey `json:"items"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/keys", url.Values{"limit": {"200"}}, nil, &keys); err != nil {
+	keys, err := p.apiAs(accountOf(r)).SigningKeys(r.Context(), url.Values{"limit": {"200"}})
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -172,8 +164,9 @@ func (p *Portal) newListing(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, pageListingEdit, listingForm{Repository: se.account.Name + "/", Currency: "USD", Visibility: "public", Owner: se.account.Name})
 }
 
-// listingBody is the API body of the editor's fields.
-func listingBody(r *http.Request, f *listingForm) (map[string]any, error) {
+// listingBody reads the editor's fields into f and returns them as the
+// API's.
+func listingBody(r *http.Request, f *listingForm) (registryapi.ListingFields, error) {
 	for k, v := range map[string]*string{"name": &f.Name, "repository": &f.Repository, "summary": &f.Summary,
 		"description": &f.Description, "category": &f.Category, "board_model": &f.BoardModel, "currency": &f.Currency,
 		"price_per_hour": &f.PricePerHour, "price_per_load": &f.PricePerLoad, "visibility": &f.Visibility} {
@@ -181,25 +174,25 @@ func listingBody(r *http.Request, f *listingForm) (map[string]any, error) {
 	}
 	pph, err := micros("Price per hour", f.PricePerHour)
 	if err != nil {
-		return nil, err
+		return registryapi.ListingFields{}, err
 	}
 	ppl, err := micros("Price per load", f.PricePerLoad)
 	if err != nil {
-		return nil, err
+		return registryapi.ListingFields{}, err
 	}
-	return map[string]any{"name": f.Name, "summary": f.Summary, "description": f.Description, "category": f.Category,
-		"board_model": f.BoardModel, "currency": strings.ToUpper(f.Currency), "price_per_hour_micros": pph,
-		"price_per_load_micros": ppl, "visibility": f.Visibility}, nil
+	currency := strings.ToUpper(f.Currency)
+	return registryapi.ListingFields{Name: &f.Name, Summary: &f.Summary, Description: &f.Description, Category: &f.Category,
+		BoardModel: &f.BoardModel, Currency: &currency, PricePerHourMicros: &pph, PricePerLoadMicros: &ppl, Visibility: &f.Visibility}, nil
 }
 
 // formError shows the editor again with the API's or the form's refusal.
 func (p *Portal) formError(w http.ResponseWriter, r *http.Request, f listingForm, err error) {
-	var ae *apiError
+	ae, refused := apiRefusal(err)
 	switch {
-	case errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
+	case refused && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
 		f.Error, f.Field = ae.Message, ae.Field
 		p.render(w, r, ae.Status, pageListingEdit, f)
-	case errors.As(err, &ae):
+	case refused:
 		p.fail(w, r, err)
 	default:
 		f.Error = err.Error()
@@ -214,9 +207,8 @@ func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
 		p.formError(w, r, f, err)
 		return
 	}
-	body["repository"] = f.Repository
-	var l registryapi.Listing
-	if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings", nil, body, &l); err != nil {
+	l, err := p.apiAs(accountOf(r)).CreateListing(r.Context(), registryapi.NewListing{ListingFields: body, Repository: f.Repository})
+	if err != nil {
 		p.formError(w, r, f, err)
 		return
 	}
@@ -224,13 +216,15 @@ func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error) {
-	var l registryapi.Listing
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &l); err != nil {
+	api := p.apiAs(accountOf(r))
+	l, err := api.Listing(r.Context(), id)
+	if err != nil {
 		return listingForm{}, err
 	}
 	if l.OwnerID != sessionOf(r).account.ID {
-		// Another ISV's public listing is for the marketplace page, not the editor.
-		return listingForm{}, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no such listing of yours"}
+		// Another ISV's public listing is for the marketplace page, not the
+		// editor: refused as the API refuses a listing it does not show.
+		return listingForm{}, &registryclient.Error{Status: http.StatusNotFound, Code: registryapi.CodeNotFound, Message: "no such listing of yours"}
 	}
 	f := formOf(l)
 	vs, err := p.versions(r, id)
@@ -240,10 +234,8 @@ func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error
 	for _, v := range vs {
 		f.Versions = append(f.Versions, viewOf(v))
 	}
-	var ents struct {
-		Items []registryapi.Entitlement `json:"items"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/entitlements", url.Values{"listing_id": {id}, "active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
+	ents, err := api.Entitlements(r.Context(), url.Values{"listing_id": {id}, "active": {"true"}, "limit": {"200"}})
+	if err != nil {
 		return f, err
 	}
 	for _, e := range ents.Items {
@@ -275,7 +267,7 @@ func (p *Portal) saveListing(w http.ResponseWriter, r *http.Request) {
 		p.formError(w, r, f, err)
 		return
 	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodPatch, "/listings/"+url.PathEscape(id), nil, body, nil); err != nil {
+	if _, err := p.apiAs(accountOf(r)).UpdateListing(r.Context(), id, body); err != nil {
 		p.formError(w, r, f, err)
 		return
 	}
@@ -283,13 +275,13 @@ func (p *Portal) saveListing(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) publishListing(pub bool) http.HandlerFunc {
-	action, flash := "/publish", "published"
+	flash := "published"
 	if !pub {
-		action, flash = "/unpublish", "unpublished"
+		flash = "unpublished"
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings/"+url.PathEscape(id)+action, nil, nil, nil); err != nil {
+		if _, err := p.apiAs(accountOf(r)).Publish(r.Context(), id, pub); err != nil {
 			p.fail(w, r, err)
 			return
 		}
@@ -299,9 +291,7 @@ func (p *Portal) publishListing(pub bool) http.HandlerFunc {
 
 func (p *Portal) shareListing(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings/"+url.PathEscape(id)+"/shares", nil,
-		map[string]string{"account": strings.TrimSpace(r.PostFormValue("account"))}, nil)
-	if err != nil {
+	if _, err := p.apiAs(accountOf(r)).Share(r.Context(), id, strings.TrimSpace(r.PostFormValue("account"))); err != nil {
 		f, lerr := p.loadListingForm(r, id)
 		if lerr != nil {
 			p.fail(w, r, lerr)
@@ -318,9 +308,7 @@ func (p *Portal) shareListing(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) attachVersion(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	version, digest := strings.TrimSpace(r.PostFormValue("version")), strings.TrimSpace(r.PostFormValue("digest"))
-	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings/"+url.PathEscape(id)+"/versions", nil,
-		map[string]string{"version": version, "digest": digest}, nil)
-	if err != nil {
+	if _, err := p.apiAs(accountOf(r)).AddVersion(r.Context(), id, registryapi.NewVersion{Version: version, Digest: digest}); err != nil {
 		f, lerr := p.loadListingForm(r, id)
 		if lerr != nil {
 			p.fail(w, r, lerr)
@@ -347,11 +335,12 @@ func (versionPage) nav() string     { return "isv" }
 // a link.
 func (p *Portal) versionPage(w http.ResponseWriter, r *http.Request) {
 	id, version := r.PathValue("id"), r.PathValue("version")
-	pg := versionPage{Host: r.Host}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &pg.Listing); err != nil {
+	l, err := p.apiAs(accountOf(r)).Listing(r.Context(), id)
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
+	pg := versionPage{Host: r.Host, Listing: l}
 	vs, err := p.versions(r, id)
 	if err != nil {
 		p.fail(w, r, err)

@@ -229,17 +229,17 @@ func TestPublishFromTheBrowser(t *testing.T) {
 		t.Fatalf("validation did not pass:\n%s", page)
 	}
 	// The registry holds the image, its signature and its keys, as after hdk push.
-	var vs struct {
-		Items []struct{ Version, Digest, State string }
+	vs, err := r.as("acme").Versions(t.Context(), listing, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.api("acme", http.MethodGet, "/listings/"+listing+"/versions", nil, &vs)
 	if len(vs.Items) != 1 || vs.Items[0].State != "available" {
 		t.Fatalf("versions: %+v", vs.Items)
 	}
 	var refs struct {
 		Manifests []struct{ ArtifactType string }
 	}
-	getJSON(t, r, "acme", "/v2/acme/dual-dnn/referrers/"+vs.Items[0].Digest, &refs)
+	getJSON(t, r, "acme", "/v2/acme/dual-dnn/referrers/"+vs.Items[0].ManifestDigest, &refs)
 	if len(refs.Manifests) != 1 || refs.Manifests[0].ArtifactType != image.KeysArtifactType {
 		t.Fatalf("referrers of the image: %+v, want its keys artifact", refs.Manifests)
 	}
@@ -259,7 +259,9 @@ func TestPublishFromTheBrowser(t *testing.T) {
 			t.Errorf("%s upload: %d, want %d saying %q", name, resp.StatusCode, c.code, c.want)
 		}
 	}
-	r.api("acme", http.MethodGet, "/listings/"+listing+"/versions", nil, &vs)
+	if vs, err = r.as("acme").Versions(t.Context(), listing, nil); err != nil {
+		t.Fatal(err)
+	}
 	if len(vs.Items) != 1 {
 		t.Fatalf("refused uploads added versions: %+v", vs.Items)
 	}

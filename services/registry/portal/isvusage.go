@@ -109,10 +109,8 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 	for _, l := range pg.Listings {
 		mine[l.ID] = true
 	}
-	var ents struct {
-		Items []registryapi.Entitlement `json:"items"`
-	}
-	if err := p.call(ctx, acct, http.MethodGet, "/entitlements", url.Values{"limit": {"200"}}, nil, &ents); err != nil {
+	ents, err := p.apiAs(acct).Entitlements(ctx, url.Values{"limit": {"200"}})
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -156,10 +154,7 @@ func (p *Portal) usage(r *http.Request, q usageQuery, perDay bool) ([]registryap
 	if perDay {
 		v.Set("by", "day")
 	}
-	var res struct {
-		Items []registryapi.UsageSummary `json:"items"`
-	}
-	err := p.call(r.Context(), accountOf(r), http.MethodGet, "/usage/summary", v, nil, &res)
+	res, err := p.apiAs(accountOf(r)).UsageSummary(r.Context(), v)
 	return res.Items, err
 }
 

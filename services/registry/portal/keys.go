@@ -1,7 +1,6 @@
 package portal
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -28,10 +27,8 @@ func (p *Portal) keys(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) showKeys(w http.ResponseWriter, r *http.Request, status int, pg keysPage) {
-	var res struct {
-		Items []registryapi.SigningKey `json:"items"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/keys", url.Values{"limit": {"200"}}, nil, &res); err != nil {
+	res, err := p.apiAs(accountOf(r)).SigningKeys(r.Context(), url.Values{"limit": {"200"}})
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -62,10 +59,8 @@ func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
 		p.showKeys(w, r, http.StatusUnprocessableEntity, keysPage{Error: "Paste a PEM public key or choose the isv.pub file hdk keygen wrote."})
 		return
 	}
-	var k registryapi.SigningKey
-	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/keys", nil, map[string]string{"public_key": pemText}, &k)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
+	k, err := p.apiAs(accountOf(r)).AddSigningKey(r.Context(), pemText)
+	if ae, ok := apiRefusal(err); ok && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
 		p.showKeys(w, r, ae.Status, keysPage{Error: ae.Message, PEM: pemText})
 		return
 	}
@@ -77,7 +72,7 @@ func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) revokeKey(w http.ResponseWriter, r *http.Request) {
-	if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/keys/"+url.PathEscape(r.PathValue("id"))+"/revoke", nil, nil, nil); err != nil {
+	if _, err := p.apiAs(accountOf(r)).RevokeSigningKey(r.Context(), r.PathValue("id")); err != nil {
 		p.fail(w, r, err)
 		return
 	}

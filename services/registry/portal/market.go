@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -37,11 +38,8 @@ func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
 			q.Set(k, v)
 		}
 	}
-	var res struct {
-		Items      []registryapi.Listing `json:"items"`
-		NextCursor string                `json:"next_cursor"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/listings", q, nil, &res); err != nil {
+	res, err := p.apiAs(accountOf(r)).Listings(r.Context(), q)
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -68,29 +66,24 @@ func (listingPage) nav() string     { return "market" }
 
 func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 	ctx, acct := r.Context(), accountOf(r)
+	api := p.apiAs(acct)
 	id := r.PathValue("id")
-	var pg listingPage
-	if err := p.call(ctx, acct, http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &pg.Listing); err != nil {
+	l, err := api.Listing(ctx, id)
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
-	pg.Description = markdown(pg.Listing.Description)
+	pg := listingPage{Listing: l, Description: markdown(l.Description)}
 	if acct != nil {
-		var vs struct {
-			Items []registryapi.Version `json:"items"`
-		}
-		err := p.call(ctx, acct, http.MethodGet, "/listings/"+url.PathEscape(id)+"/versions", url.Values{"limit": {"50"}}, nil, &vs)
-		var ae *apiError
-		if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusForbidden) {
+		vs, err := api.Versions(ctx, id, url.Values{"limit": {"50"}})
+		if err != nil && !errors.Is(err, registryclient.ErrDenied) {
 			p.fail(w, r, err)
 			return
 		}
 		pg.Versions = vs.Items
 		if acct.Role == auth.RoleTenant {
-			var ents struct {
-				Items []registryapi.Entitlement `json:"items"`
-			}
-			if err := p.call(ctx, acct, http.MethodGet, "/entitlements", url.Values{"listing_id": {id}, "active": {"true"}}, nil, &ents); err != nil {
+			ents, err := api.Entitlements(ctx, url.Values{"listing_id": {id}, "active": {"true"}})
+			if err != nil {
 				p.fail(w, r, err)
 				return
 			}
@@ -110,7 +103,7 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 
 func (p *Portal) subscribe(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := p.call(r.Context(), accountOf(r), http.MethodPost, "/listings/"+url.PathEscape(id)+"/subscribe", nil, nil, nil); err != nil {
+	if _, err := p.apiAs(accountOf(r)).Subscribe(r.Context(), id); err != nil {
 		p.fail(w, r, err)
 		return
 	}

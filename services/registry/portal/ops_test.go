@@ -62,8 +62,10 @@ func TestOpsPagesRoles(t *testing.T) {
 			}
 		}
 	}
-	var accts struct{ Items []struct{ Name string } }
-	r.api("root", http.MethodGet, "/accounts", nil, &accts)
+	accts, err := r.as("root").Accounts(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, a := range accts.Items {
 		if a.Name == "evil" {
 			t.Fatal("a non-admin created an account")
@@ -122,12 +124,10 @@ func TestMyAccelerators(t *testing.T) {
 	if !strings.Contains(page, "Subscription ended.") || !strings.Contains(page, "You have no subscriptions") {
 		t.Fatalf("/my after unsubscribing:\n%s", page)
 	}
-	var ents struct {
-		Items []struct {
-			RevokedAt *string `json:"revoked_at"`
-		}
+	ents, err := r.as("alice").Entitlements(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.api("alice", http.MethodGet, "/entitlements", nil, &ents)
 	if len(ents.Items) != 1 || ents.Items[0].RevokedAt == nil {
 		t.Fatalf("alice's entitlements: %+v", ents.Items)
 	}
@@ -155,13 +155,10 @@ func TestAdminAccounts(t *testing.T) {
 		t.Fatalf("bad name: %d\n%s", resp.StatusCode, page)
 	}
 
-	var accts struct {
-		Items []struct {
-			ID, Name, Role string
-			Disabled       bool
-		}
+	accts, err := r.as("root").Accounts(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.api("root", http.MethodGet, "/accounts", nil, &accts)
 	ids := map[string]string{}
 	for _, a := range accts.Items {
 		ids[a.Name] = a.ID
@@ -176,7 +173,9 @@ func TestAdminAccounts(t *testing.T) {
 	if resp, _ := b.do(http.MethodPost, "/admin/accounts/"+ids["carol"], url.Values{"csrf": {tok}, "role": {"tenant"}}, nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("role change: %d", resp.StatusCode)
 	}
-	r.api("root", http.MethodGet, "/accounts", nil, &accts)
+	if accts, err = r.as("root").Accounts(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
 	for _, a := range accts.Items {
 		if (a.Name == "alice" && !a.Disabled) || (a.Name == "carol" && a.Role != "tenant") {
 			t.Errorf("after the changes: %+v", a)

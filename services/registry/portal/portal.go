@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/meta"
 )
@@ -79,6 +81,7 @@ type Config struct {
 // does not serve otherwise.
 type Portal struct {
 	cfg      Config
+	api      *registryclient.Client // apiAs gives it its in-process transport
 	log      *slog.Logger
 	sessions *sessions
 	uploads  *uploads
@@ -114,7 +117,11 @@ func New(cfg Config) (*Portal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Portal{cfg: cfg, log: cfg.Logger, pages: pg, uploads: newUploads(cfg.MaxUploads),
+	api, err := registryclient.New(apiBase)
+	if err != nil {
+		return nil, err
+	}
+	p := &Portal{cfg: cfg, api: api, log: cfg.Logger, pages: pg, uploads: newUploads(cfg.MaxUploads),
 		sessions: &sessions{pool: cfg.Pool, ttl: cfg.SessionTTL, idle: cfg.SessionIdle, max: cfg.MaxSessions}}
 	p.handler = p.routes()
 	return p, nil
@@ -312,6 +319,14 @@ func roleList(roles []auth.Role) string {
 	return strings.Join(s, " or ")
 }
 
+// apiRefusal returns err's refusal by the API: an answer other than a
+// success, whose message is written for users. A call that got no
+// answer, or a malformed one, is not one.
+func apiRefusal(err error) (*registryclient.Error, bool) {
+	var e *registryclient.Error
+	return e, errors.As(err, &e) && e.Status >= 300
+}
+
 // fail answers an error: API refusals with their message and status (and
 // Retry-After), a database that cannot serve requests for now
 // (meta.ErrUnavailable, from the portal's own session store) with 503 and
@@ -321,11 +336,10 @@ func (p *Portal) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if cause, ok := meta.Cause(err); ok {
 		p.log.WarnContext(r.Context(), "portal: database unavailable", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.Any("err", err))
-		err = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: meta.UnavailableMessage(cause),
-			RetryAfter: strconv.Itoa(int(meta.RetryAfter / time.Second))}
+		err = &registryclient.Error{Status: http.StatusServiceUnavailable, Code: registryapi.CodeUnavailable,
+			Message: meta.UnavailableMessage(cause), RetryAfter: meta.RetryAfter}
 	}
-	var ae *apiError
-	if errors.As(err, &ae) {
+	if ae, ok := apiRefusal(err); ok {
 		if ae.Status == http.StatusUnauthorized {
 			p.redirectSignin(w, r)
 			return
@@ -337,8 +351,8 @@ func (p *Portal) fail(w http.ResponseWriter, r *http.Request, err error) {
 		case http.StatusServiceUnavailable:
 			title = "Unavailable for now"
 		}
-		if ae.RetryAfter != "" {
-			w.Header().Set("Retry-After", ae.RetryAfter)
+		if ae.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(ae.RetryAfter/time.Second)))
 		}
 		p.render(w, r, ae.Status, pageError, errorPage{Title: title, Message: ae.Message})
 		return

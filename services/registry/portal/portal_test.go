@@ -119,8 +119,10 @@ func TestCSRF(t *testing.T) {
 			t.Errorf("%s: POST /tokens %d, want 403", name, resp.StatusCode)
 		}
 	}
-	var toks struct{ Items []struct{ Name string } }
-	r.api("alice", http.MethodGet, "/tokens", nil, &toks)
+	toks, err := r.as("alice").Tokens(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(toks.Items) != 0 {
 		t.Fatalf("refused posts created tokens: %+v", toks.Items)
 	}
@@ -207,12 +209,10 @@ func TestSubscribe(t *testing.T) {
 	if !strings.Contains(page, "You are subscribed") || !strings.Contains(page, "Subscribed. You can load") {
 		t.Fatal("listing after subscribing does not say so")
 	}
-	var ents struct {
-		Items []struct {
-			ListingID string `json:"listing_id"`
-		}
+	ents, err := r.as("alice").Entitlements(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.api("alice", http.MethodGet, "/entitlements", nil, &ents)
 	if len(ents.Items) != 1 || ents.Items[0].ListingID != id {
 		t.Fatalf("entitlements after subscribing: %+v", ents.Items)
 	}

@@ -210,8 +210,8 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 	if err != nil {
 		return err
 	}
-	return p.call(r.Context(), &acct, http.MethodPost, "/listings/"+url.PathEscape(l.ID)+"/versions", nil,
-		map[string]string{"version": pg.Version, "digest": digest}, nil)
+	_, err = p.apiAs(&acct).AddVersion(r.Context(), l.ID, registryapi.NewVersion{Version: pg.Version, Digest: digest})
+	return err
 }
 
 // streamMin is the size from which an uploaded blob is streamed into the
@@ -221,8 +221,8 @@ const streamMin = 1 << 20
 
 // ownListing returns acct's listing id, or a refusal.
 func (p *Portal) ownListing(ctx context.Context, acct auth.Account, id string) (registryapi.Listing, error) {
-	var l registryapi.Listing
-	if err := p.call(ctx, &acct, http.MethodGet, "/listings/"+url.PathEscape(id), nil, nil, &l); err != nil {
+	l, err := p.apiAs(&acct).Listing(ctx, id)
+	if err != nil {
 		return l, err
 	}
 	if l.OwnerID != acct.ID || l.Repository == "" {
@@ -234,34 +234,35 @@ func (p *Portal) ownListing(ctx context.Context, acct auth.Account, id string) (
 // uploadBlob pushes one blob into repo through the registry's /v2 handler
 // in one monolithic POST, which checks its digest.
 func (p *Portal) uploadBlob(ctx context.Context, repo, token, digest string, size int64, body io.Reader) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v2/"+repo+"/blobs/uploads/?digest="+url.QueryEscape(digest), body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+inprocRegistry+"/v2/"+repo+"/blobs/uploads/?digest="+url.QueryEscape(digest), body)
 	if err != nil {
 		return err
 	}
 	req.ContentLength = size
-	req.RequestURI = req.URL.RequestURI()
-	req.RemoteAddr = "127.0.0.1:0"
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	w := newRecorder(maxInprocResponse)
-	p.cfg.Registry.ServeHTTP(w, req)
-	if w.status == http.StatusCreated {
+	resp, err := p.registryTransport().RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusCreated {
 		return nil
 	}
 	var env struct {
 		Errors []struct{ Code, Message string } `json:"errors"`
 	}
-	_ = json.Unmarshal(w.body.Bytes(), &env)
+	_ = json.NewDecoder(resp.Body).Decode(&env)
 	for _, e := range env.Errors {
 		if e.Code == "DIGEST_INVALID" {
 			return refuse(http.StatusUnprocessableEntity, "The image was refused: blob %s: its bytes do not match its digest (the file was altered).", digest)
 		}
 	}
-	msg := http.StatusText(w.status)
+	msg := http.StatusText(resp.StatusCode)
 	if len(env.Errors) > 0 {
 		msg = env.Errors[0].Message
 	}
-	return refuse(w.status, "The registry refused blob %s: %s.", digest, msg)
+	return refuse(resp.StatusCode, "The registry refused blob %s: %s.", digest, msg)
 }
 
 // push publishes the layout in dir as repo:version through the registry's
@@ -271,12 +272,12 @@ func (p *Portal) push(ctx context.Context, acct auth.Account, dir, repo, version
 	if err != nil {
 		return "", err
 	}
-	ref, err := name.ParseReference("registry.invalid/" + repo + ":" + version)
+	ref, err := name.ParseReference(inprocRegistry + "/" + repo + ":" + version)
 	if err != nil {
 		return "", refuse(http.StatusUnprocessableEntity, "Version: %v.", err)
 	}
 	res, err := publish.Layout(ctx, dir, ref, keys, nil,
-		remote.WithTransport(handlerTransport{p.cfg.Registry}), remote.WithAuth(&authn.Bearer{Token: tok}))
+		remote.WithTransport(p.registryTransport()), remote.WithAuth(&authn.Bearer{Token: tok}))
 	var te *transport.Error
 	switch {
 	case errors.Is(err, publish.ErrKeysMissing):

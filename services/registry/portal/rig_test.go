@@ -1,9 +1,7 @@
 package portal_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/registry/auth"
 	"github.com/fpga-faas/faas/services/registry/server"
 )
@@ -64,30 +63,22 @@ func (r *rig) user(name string, role auth.Role) {
 	}
 }
 
-// api calls /api/v1 as user with basic auth and decodes the answer.
-func (r *rig) api(user, method, path string, in, out any) {
+// as is a client of the registry's API as user, with its password.
+func (r *rig) as(user string) *registryclient.Client {
 	r.t.Helper()
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, r.url+"/api/v1"+path, body)
-	req.SetBasicAuth(user, password)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	c, err := registryclient.New(r.url, registryclient.WithBasicAuth(user, password))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		r.t.Fatalf("%s %s as %s: %d %s", method, path, user, resp.StatusCode, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			r.t.Fatal(err)
-		}
+	return c
+}
+
+// api calls /api/v1 as user and decodes the answer, for calls the rig
+// makes as nodes and users around the pages under test.
+func (r *rig) api(user, method, path string, in, out any) {
+	r.t.Helper()
+	if err := r.as(user).Do(context.Background(), method, path, in, out); err != nil {
+		r.t.Fatalf("as %s: %v", user, err)
 	}
 }
 

@@ -99,8 +99,8 @@ func (p *Portal) routeTable() []route {
 		{"POST /admin/accounts", admins, p.adminCreateAccount},
 		{"POST /admin/accounts/{id}", admins, p.adminUpdateAccount},
 		{"GET /admin/nodes", admins, p.adminNodes},
-		{"POST /admin/nodes/{id}/approve", admins, p.adminNodeTrust("approve")},
-		{"POST /admin/nodes/{id}/revoke", admins, p.adminNodeTrust("revoke")},
+		{"POST /admin/nodes/{id}/approve", admins, p.adminNodeTrust(true)},
+		{"POST /admin/nodes/{id}/revoke", admins, p.adminNodeTrust(false)},
 		{"GET /admin/validation", admins, p.adminValidation},
 		{"GET /admin/audit", admins, p.audit(adminAudit)},
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // nodeHeartbeat is faasd's heartbeat period (services/agent/server,
@@ -57,31 +58,25 @@ func totals(rows []registryapi.UsageSummary) []string {
 }
 
 func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
-	ctx, acct := r.Context(), accountOf(r)
+	ctx, api := r.Context(), p.apiAs(accountOf(r))
 	var pg myPage
-	var ents struct {
-		Items []registryapi.Entitlement `json:"items"`
-	}
-	if err := p.call(ctx, acct, http.MethodGet, "/entitlements", url.Values{"active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
+	ents, err := api.Entitlements(ctx, url.Values{"active": {"true"}, "limit": {"200"}})
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
 	pg.Entitlements = ents.Items
-	var loads struct {
-		Items []registryapi.Load `json:"items"`
-	}
-	if err := p.call(ctx, acct, http.MethodGet, "/loads", nil, nil, &loads); err != nil {
+	loads, err := api.Loads(ctx)
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
 	now := time.Now()
-	for _, l := range loads.Items {
+	for _, l := range loads {
 		pg.Loads = append(pg.Loads, loadRow{Load: l, Stale: l.LastHeartbeatAt == nil || now.Sub(*l.LastHeartbeatAt) > staleAfter})
 	}
-	var usage struct {
-		Items []registryapi.UsageSummary `json:"items"`
-	}
-	if err := p.call(ctx, acct, http.MethodGet, "/usage/summary", nil, nil, &usage); err != nil {
+	usage, err := api.UsageSummary(ctx, nil)
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -100,10 +95,8 @@ func (unsubscribePage) nav() string   { return "my" }
 // ownEntitlement finds the caller's active entitlement id, or answers 404.
 func (p *Portal) ownEntitlement(w http.ResponseWriter, r *http.Request) (registryapi.Entitlement, bool) {
 	id := r.PathValue("id")
-	var ents struct {
-		Items []registryapi.Entitlement `json:"items"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/entitlements", url.Values{"active": {"true"}, "limit": {"200"}}, nil, &ents); err != nil {
+	ents, err := p.apiAs(accountOf(r)).Entitlements(r.Context(), url.Values{"active": {"true"}, "limit": {"200"}})
+	if err != nil {
 		p.fail(w, r, err)
 		return registryapi.Entitlement{}, false
 	}
@@ -125,9 +118,8 @@ func (p *Portal) confirmUnsubscribe(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) unsubscribe(w http.ResponseWriter, r *http.Request) {
-	err := p.call(r.Context(), accountOf(r), http.MethodDelete, "/entitlements/"+url.PathEscape(r.PathValue("id")), nil, nil, nil)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+	err := p.apiAs(accountOf(r)).RevokeEntitlement(r.Context(), r.PathValue("id"))
+	if errors.Is(err, registryclient.ErrNotFound) {
 		p.render(w, r, http.StatusNotFound, pageError, errorPage{Title: "Not found", Message: "You have no such subscription."})
 		return
 	}

@@ -1,7 +1,6 @@
 package portal
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,10 +24,8 @@ func (p *Portal) tokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, pg tokensPage) {
-	var res struct {
-		Items []registryapi.Token `json:"items"`
-	}
-	if err := p.call(r.Context(), accountOf(r), http.MethodGet, "/tokens", url.Values{"limit": {"200"}}, nil, &res); err != nil {
+	res, err := p.apiAs(accountOf(r)).Tokens(r.Context(), url.Values{"limit": {"200"}})
+	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -37,10 +34,7 @@ func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
-	req := struct {
-		Name      string     `json:"name"`
-		ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	}{Name: strings.TrimSpace(r.PostFormValue("name"))}
+	req := registryapi.NewToken{Name: strings.TrimSpace(r.PostFormValue("name"))}
 	if d := strings.TrimSpace(r.PostFormValue("days")); d != "" {
 		n, err := strconv.Atoi(d)
 		if err != nil || n < 1 || n > 3650 {
@@ -50,10 +44,8 @@ func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
 		t := time.Now().Add(time.Duration(n) * 24 * time.Hour).UTC()
 		req.ExpiresAt = &t
 	}
-	var tok registryapi.Token
-	err := p.call(r.Context(), accountOf(r), http.MethodPost, "/tokens", nil, req, &tok)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
+	tok, err := p.apiAs(accountOf(r)).CreateToken(r.Context(), req)
+	if ae, ok := apiRefusal(err); ok && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
 		p.showTokens(w, r, ae.Status, tokensPage{Error: ae.Message})
 		return
 	}
@@ -65,7 +57,7 @@ func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := p.call(r.Context(), accountOf(r), http.MethodDelete, "/tokens/"+url.PathEscape(r.PathValue("id")), nil, nil, nil); err != nil {
+	if err := p.apiAs(accountOf(r)).RevokeToken(r.Context(), r.PathValue("id")); err != nil {
 		p.fail(w, r, err)
 		return
 	}

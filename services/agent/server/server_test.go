@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/sha256"
@@ -11,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -30,6 +28,7 @@ import (
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/device"
 	devsim "github.com/fpga-faas/faas/services/agent/device/sim"
@@ -101,30 +100,22 @@ func startRegistry(t *testing.T) *registry {
 	return r
 }
 
+// api calls the registry's /api/v1 as who, through the platform's client.
 func (r *registry) api(t *testing.T, who, method, path string, in, out any) {
 	t.Helper()
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
+	if err := r.as(t, who).Do(t.Context(), method, path, in, out); err != nil {
+		t.Fatalf("as %s: %v", who, err)
 	}
-	req, _ := http.NewRequest(method, r.url+"/api/v1"+path, body)
-	req.SetBasicAuth(who, password)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+}
+
+// as is the registry's client for account who.
+func (r *registry) as(t *testing.T, who string) *registryclient.Client {
+	t.Helper()
+	c, err := registryclient.New(r.url, registryclient.WithBasicAuth(who, password))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("%s %s as %s: %d %s", method, path, who, resp.StatusCode, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return c
 }
 
 // agent is a running server over one simulated dual-chip board.

@@ -60,7 +60,7 @@ func fieldErr(field, format string, args ...any) error {
 
 // Config configures the API.
 type Config struct {
-	Pool *pgxpool.Pool // migrated database (required)
+	DB *pgxpool.Pool // migrated database (required)
 	// Accounts checks credentials and hashes the passwords of accounts
 	// created through the API, under its own limits (required).
 	Accounts *auth.Store
@@ -92,8 +92,8 @@ type API struct {
 
 // New returns the API over cfg.
 func New(cfg Config) (*API, error) {
-	if cfg.Pool == nil || cfg.Accounts == nil || cfg.Meta == nil {
-		return nil, fmt.Errorf("%w: Pool, Accounts and Meta are required", ErrConfig)
+	if cfg.DB == nil || cfg.Accounts == nil || cfg.Meta == nil {
+		return nil, fmt.Errorf("%w: DB, Accounts and Meta are required", ErrConfig)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -104,7 +104,7 @@ func New(cfg Config) (*API, error) {
 	a := &API{
 		cfg:  cfg,
 		log:  cfg.Logger,
-		st:   &store{pool: cfg.Pool, meta: cfg.Meta, accounts: cfg.Accounts},
+		st:   &store{db: cfg.DB, meta: cfg.Meta, accounts: cfg.Accounts},
 		wake: newWake(),
 	}
 	e := echo.New()

@@ -82,7 +82,7 @@ func newEnvWith(t *testing.T, cfg api.Config) *env {
 		t.Fatal(err)
 	}
 	ms := meta.New(pool)
-	cfg.Pool, cfg.Accounts, cfg.Meta = pool, as, ms
+	cfg.DB, cfg.Accounts, cfg.Meta = pool, as, ms
 	if cfg.KeyRelease == nil {
 		cfg.KeyRelease = newReleaser(t, pool, ms)
 	}
@@ -479,7 +479,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			documented[strings.ToUpper(m)+" "+p] = true
 		}
 	}
-	a, err := api.New(api.Config{Pool: &pgxpool.Pool{}, Accounts: &auth.Store{}, Meta: &meta.Store{}})
+	a, err := api.New(api.Config{DB: &pgxpool.Pool{}, Accounts: &auth.Store{}, Meta: &meta.Store{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func fuzzServer(f *testing.F, accounts map[string]auth.Role) (*api.API, *httptes
 	if err != nil {
 		f.Fatal(err)
 	}
-	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: meta.New(pool)})
+	a, err := api.New(api.Config{DB: pool, Accounts: as, Meta: meta.New(pool)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func (a *API) assignments(c echo.Context, p *principal) error {
 	}
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	if err := ownNode(ctx, a.cfg.Pool, p, id); err != nil {
+	if err := ownNode(ctx, a.cfg.DB, p, id); err != nil {
 		return err
 	}
 	err = a.poll(ctx, p.ID, wait, func() (bool, error) {

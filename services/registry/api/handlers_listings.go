@@ -96,7 +96,7 @@ func (a *API) listListings(c echo.Context, p *principal) error {
 }
 
 func (a *API) getListing(c echo.Context, p *principal) error {
-	l, err := a.st.getListing(c.Request().Context(), a.st.pool, p, c.Param("id"))
+	l, err := a.st.getListing(c.Request().Context(), a.st.db, p, c.Param("id"))
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func TestPasswordLockout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := api.New(api.Config{Pool: pool, Accounts: as, Meta: meta.New(pool)})
+	a, err := api.New(api.Config{DB: pool, Accounts: as, Meta: meta.New(pool)})
 	if err != nil {
 		t.Fatal(err)
 	}

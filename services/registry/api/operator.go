@@ -55,7 +55,7 @@ func (a *API) Attachments(ctx context.Context, f AttachmentFilter) ([]poolapi.At
 	if f.Limit <= 0 || f.Limit > MaxLimit {
 		f.Limit = MaxLimit
 	}
-	rows, err := a.st.pool.Query(ctx, `select `+attachmentCols+attachmentFrom+`where ($1 = '' or a.state = any($2))
+	rows, err := a.st.db.Query(ctx, `select `+attachmentCols+attachmentFrom+`where ($1 = '' or a.state = any($2))
 		and ($3 = '' or n.id::text = $3 or n.name = $3) and ($4 = '' or t.id::text = $4 or t.name = $4)
 		order by a.created_at desc, a.id limit $5`, f.State, states, f.Node, f.Tenant, f.Limit)
 	if err != nil {
@@ -71,7 +71,7 @@ func (a *API) AttachmentHistory(ctx context.Context, id string) (AttachmentHisto
 	if h.Attachment, err = a.st.getAttachment(ctx, operatorPrincipal(""), id); err != nil {
 		return h, err
 	}
-	rows, err := a.st.pool.Query(ctx, `select id, at, actor_id::text, actor_name, action, target_type, target_id, outcome,
+	rows, err := a.st.db.Query(ctx, `select id, at, actor_id::text, actor_name, action, target_type, target_id, outcome,
 		request_id, remote_addr, details from audit_log where target_type = 'attachment' and target_id = $1 order by id`, h.ID)
 	if err != nil {
 		return h, fmt.Errorf("api: attachment history: %w", err)

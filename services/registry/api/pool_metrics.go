@@ -39,7 +39,7 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	counts := map[poolapi.State]float64{}
 	var unreleased float64
-	rows, err := c.a.cfg.Pool.Query(ctx, `select state, count(*), count(*) filter (where ended_at is not null and released_at is null)
+	rows, err := c.a.cfg.DB.Query(ctx, `select state, count(*), count(*) filter (where ended_at is not null and released_at is null)
 		from attachments group by state`)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(liveDesc, err)

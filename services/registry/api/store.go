@@ -18,7 +18,7 @@ import (
 // store holds the API's SQL. Every mutation runs in tx, which writes the
 // audit row in the same transaction.
 type store struct {
-	pool     *pgxpool.Pool
+	db       *pgxpool.Pool
 	meta     *meta.Store
 	accounts *auth.Store
 }
@@ -34,7 +34,7 @@ type auditEntry struct {
 // tx runs fn in a transaction and, when fn succeeds, appends the audit row
 // it describes before committing.
 func (s *store) tx(ctx context.Context, p *principal, fn func(pgx.Tx) (auditEntry, error)) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("api: begin: %w", err)
 	}
@@ -71,7 +71,7 @@ func (s *store) auditDenied(ctx context.Context, p *principal, ae auditEntry, wh
 	if err != nil {
 		return
 	}
-	_, _ = s.pool.Exec(context.WithoutCancel(ctx), `insert into audit_log (actor_id, actor_name, action, target_type, target_id,
+	_, _ = s.db.Exec(context.WithoutCancel(ctx), `insert into audit_log (actor_id, actor_name, action, target_type, target_id,
 		outcome, request_id, remote_addr, details) values ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		p.ID, p.Name, ae.action, ae.targetType, ae.targetID, "denied: "+why, p.requestID, p.remote, dj)
 }

@@ -30,7 +30,7 @@ func (s *store) createAccount(ctx context.Context, p *principal, name string, ro
 
 func (s *store) listAccounts(ctx context.Context, pg pageReq, role string) ([]registryapi.Account, error) {
 	t, id := after(pg)
-	rows, err := s.pool.Query(ctx, `select id::text, name, role, disabled, created_at from accounts
+	rows, err := s.db.Query(ctx, `select id::text, name, role, disabled, created_at from accounts
 		where ($1 = '' or role = $1) and (created_at, id) > ($2, $3::uuid)
 		order by created_at, id limit $4`, role, t, id, pg.limit+1)
 	if err != nil {

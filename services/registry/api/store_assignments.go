@@ -35,13 +35,13 @@ func ownNode(ctx context.Context, q querier, p *principal, id string) error {
 // the ended ones it has not released.
 func (s *store) assignments(ctx context.Context, p *principal, id string) (poolapi.Assignments, error) {
 	out := poolapi.Assignments{Assignments: []poolapi.Assignment{}}
-	if err := ownNode(ctx, s.pool, p, id); err != nil {
+	if err := ownNode(ctx, s.db, p, id); err != nil {
 		return out, err
 	}
-	if err := s.pool.QueryRow(ctx, `select coalesce(max(revision), 0) from attachments where node_id = $1::uuid`, id).Scan(&out.Revision); err != nil {
+	if err := s.db.QueryRow(ctx, `select coalesce(max(revision), 0) from attachments where node_id = $1::uuid`, id).Scan(&out.Revision); err != nil {
 		return out, err
 	}
-	rows, err := s.pool.Query(ctx, `select a.id::text, a.tenant_id::text, t.name, a.repository, a.manifest_digest, a.slot, a.chips,
+	rows, err := s.db.Query(ctx, `select a.id::text, a.tenant_id::text, t.name, a.repository, a.manifest_digest, a.slot, a.chips,
 		a.share, a.credential_hash, a.state from attachments a join accounts t on t.id = a.tenant_id
 		where a.node_id = $1::uuid and a.released_at is null order by a.revision`, id)
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *store) assignments(ctx context.Context, p *principal, id string) (poola
 // revision returns node id's assignment revision, for long polls.
 func (s *store) revision(ctx context.Context, id string) (int64, error) {
 	var rev int64
-	err := s.pool.QueryRow(ctx, `select coalesce(max(revision), 0) from attachments where node_id = $1::uuid`, id).Scan(&rev)
+	err := s.db.QueryRow(ctx, `select coalesce(max(revision), 0) from attachments where node_id = $1::uuid`, id).Scan(&rev)
 	return rev, err
 }
 
@@ -171,7 +171,7 @@ func (s *store) reportAttachment(ctx context.Context, p *principal, id, aid stri
 // and auditing each as the registry. Replicas may reap at once: each row
 // is ended by one update.
 func (s *store) reap(ctx context.Context, cfg AttachConfig) (int, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -320,7 +320,7 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 		if err != nil {
 			return auditEntry{}, err
 		}
-		// Through tx, not the metadata store's pool: this transaction
+		// Through tx, not the metadata store's connections: this transaction
 		// holds the pool's lock, and waiting for a second connection
 		// while the others queue on the lock deadlocks every replica.
 		var content []byte
@@ -396,7 +396,7 @@ func (s *store) getAttachment(ctx context.Context, p *principal, id string) (poo
 	if !isUUID(id) {
 		return poolapi.Attachment{}, fmt.Errorf("%w: attachment", ErrNotFound)
 	}
-	a, err := scanAttachment(s.pool.QueryRow(ctx, `select `+attachmentCols+attachmentFrom+`where a.id = $1::uuid
+	a, err := scanAttachment(s.db.QueryRow(ctx, `select `+attachmentCols+attachmentFrom+`where a.id = $1::uuid
 		and ($2 or a.tenant_id = nullif($3, '')::uuid)`, id, p.is(auth.RoleAdmin), p.ID))
 	return a, noRows(err, "attachment")
 }
@@ -404,7 +404,7 @@ func (s *store) getAttachment(ctx context.Context, p *principal, id string) (poo
 // listAttachments lists p's attachments, newest first; an admin's with
 // all, everyone's. Ended ones are listed for a day.
 func (s *store) listAttachments(ctx context.Context, p *principal, all bool, limit int) ([]poolapi.Attachment, error) {
-	rows, err := s.pool.Query(ctx, `select `+attachmentCols+attachmentFrom+`where (($1 and $2) or a.tenant_id = $3::uuid)
+	rows, err := s.db.Query(ctx, `select `+attachmentCols+attachmentFrom+`where (($1 and $2) or a.tenant_id = $3::uuid)
 		and (a.ended_at is null or a.ended_at > now() - interval '1 day') order by a.created_at desc limit $4`,
 		all, p.is(auth.RoleAdmin), p.ID, limit)
 	if err != nil {
@@ -420,7 +420,7 @@ func (s *store) renewAttachment(ctx context.Context, p *principal, id string) (p
 	if !isUUID(id) {
 		return poolapi.Attachment{}, fmt.Errorf("%w: attachment", ErrNotFound)
 	}
-	tag, err := s.pool.Exec(ctx, `update attachments set lease_expires_at = now() + lease_seconds * interval '1 second'
+	tag, err := s.db.Exec(ctx, `update attachments set lease_expires_at = now() + lease_seconds * interval '1 second'
 		where id = $1::uuid and tenant_id = $2::uuid and state = any($3)`, id, p.ID, liveStates)
 	if err != nil {
 		return poolapi.Attachment{}, err

@@ -29,7 +29,7 @@ func (s *store) listAudit(ctx context.Context, p *principal, f auditFilter, pg p
 		}
 		before = n
 	}
-	rows, err := s.pool.Query(ctx, `select id, at, actor_id::text, actor_name, action, target_type, target_id, outcome,
+	rows, err := s.db.Query(ctx, `select id, at, actor_id::text, actor_name, action, target_type, target_id, outcome,
 		request_id, remote_addr, details from audit_log
 		where ($1 or actor_id = $2::uuid
 			or (target_type = 'listing' and target_id in (select id::text from listings where owner_id = $2::uuid))

@@ -103,7 +103,7 @@ type entFilter struct {
 // others their own.
 func (s *store) listEntitlements(ctx context.Context, p *principal, f entFilter, pg pageReq) ([]registryapi.Entitlement, error) {
 	t, id := after(pg)
-	rows, err := s.pool.Query(ctx, entSel+` where ($1 or e.account_id = $2::uuid or ($3 and l.owner_id = $2::uuid))
+	rows, err := s.db.Query(ctx, entSel+` where ($1 or e.account_id = $2::uuid or ($3 and l.owner_id = $2::uuid))
 		and ($4 = '' or e.listing_id::text = $4) and (not $5 or e.revoked_at is null)
 		and (e.created_at, e.id) > ($6, $7::uuid) order by e.created_at, e.id limit $8`,
 		p.is(auth.RoleAdmin), p.ID, p.is(auth.RoleISV), f.listing, f.active, t, id, pg.limit+1)

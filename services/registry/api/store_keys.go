@@ -31,7 +31,7 @@ func (s *store) addKey(ctx context.Context, p *principal, keyID, alg, pemText st
 // listKeys lists the keys of account (all accounts when "").
 func (s *store) listKeys(ctx context.Context, account string, pg pageReq) ([]registryapi.SigningKey, error) {
 	t, id := after(pg)
-	rows, err := s.pool.Query(ctx, `select `+keyCols+` from signing_keys
+	rows, err := s.db.Query(ctx, `select `+keyCols+` from signing_keys
 		where ($1 = '' or account_id::text = $1) and (created_at, id) > ($2, $3::uuid)
 		order by created_at, id limit $4`, account, t, id, pg.limit+1)
 	if err != nil {
@@ -45,7 +45,7 @@ func (s *store) listKeys(ctx context.Context, account string, pg pageReq) ([]reg
 // same rule validation applies).
 func (s *store) repositoryKeys(ctx context.Context, repo string) (registryapi.RepositoryKeys, error) {
 	rk := registryapi.RepositoryKeys{Repository: repo, Keys: []registryapi.SigningKey{}}
-	err := s.pool.QueryRow(ctx, `select id::text, name from accounts where id = coalesce(
+	err := s.db.QueryRow(ctx, `select id::text, name from accounts where id = coalesce(
 			(select owner_id from repositories where name = $1),
 			(select id from accounts where role = 'isv' and name = split_part($1, '/', 1)))`, repo).Scan(new(string), &rk.ISV)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -54,7 +54,7 @@ func (s *store) repositoryKeys(ctx context.Context, repo string) (registryapi.Re
 	if err != nil {
 		return rk, err
 	}
-	rows, err := s.pool.Query(ctx, `select `+keyCols+` from signing_keys k
+	rows, err := s.db.Query(ctx, `select `+keyCols+` from signing_keys k
 		where revoked_at is null and account_id = (select id from accounts where name = $1)
 		order by created_at, id limit 100`, rk.ISV)
 	if err != nil {

@@ -101,7 +101,7 @@ type listingFilter struct {
 func (s *store) listListings(ctx context.Context, p *principal, f listingFilter, pg pageReq) ([]registryapi.Listing, error) {
 	me, admin := who(p)
 	t, id := after(pg)
-	rows, err := s.pool.Query(ctx, `select `+listingCols+listingFrom+` where `+visibleTo+`
+	rows, err := s.db.Query(ctx, `select `+listingCols+listingFrom+` where `+visibleTo+`
 		and ($3 = '' or l.category = $3) and ($4 = '' or l.board_model = $4) and ($5 = '' or a.name = $5)
 		and ($6 = '' or l.name ilike '%' || $6 || '%' or l.summary ilike '%' || $6 || '%')
 		and ($7::boolean is null or l.published = $7)
@@ -252,11 +252,11 @@ func (s *store) addVersion(ctx context.Context, p *principal, listingID, version
 }
 
 func (s *store) listVersions(ctx context.Context, p *principal, listingID string, pg pageReq) ([]registryapi.Version, error) {
-	if _, err := s.getListing(ctx, s.pool, p, listingID); err != nil {
+	if _, err := s.getListing(ctx, s.db, p, listingID); err != nil {
 		return nil, err
 	}
 	t, _ := after(pg)
-	rows, err := s.pool.Query(ctx, versionSel+` where v.listing_id = $1::uuid and (v.created_at, v.version) > ($2, $3)
+	rows, err := s.db.Query(ctx, versionSel+` where v.listing_id = $1::uuid and (v.created_at, v.version) > ($2, $3)
 		order by v.created_at, v.version limit $4`, listingID, t, afterVersion(pg), pg.limit+1)
 	if err != nil {
 		return nil, err

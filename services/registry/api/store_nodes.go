@@ -108,7 +108,7 @@ func (s *store) repinNode(ctx context.Context, p *principal, id string) (registr
 
 func (s *store) listNodes(ctx context.Context, pg pageReq) ([]registryapi.Node, error) {
 	t, id := after(pg)
-	rows, err := s.pool.Query(ctx, `select `+nodeCols+` from nodes where (registered_at, id) > ($1, $2::uuid)
+	rows, err := s.db.Query(ctx, `select `+nodeCols+` from nodes where (registered_at, id) > ($1, $2::uuid)
 		order by registered_at, id limit $3`, t, id, pg.limit+1)
 	if err != nil {
 		return nil, err
@@ -185,7 +185,7 @@ func trustErr(err error) error {
 // when its latest load record is the caller's and names the digest the
 // heartbeat shows.
 func (s *store) listLoads(ctx context.Context, p *principal) ([]registryapi.Load, error) {
-	rows, err := s.pool.Query(ctx, `with mine as (
+	rows, err := s.db.Query(ctx, `with mine as (
 			select u.id, u.node_id, u.slot, u.manifest_digest, u.listing_id, coalesce(u.started_at, u.recorded_at) as at
 			from usage_records u
 			where u.tenant_id = $1::uuid and u.event = 'load' and u.slot is not null

@@ -31,7 +31,7 @@ func (s *store) issueToken(ctx context.Context, p *principal, name string, expir
 
 func (s *store) listTokens(ctx context.Context, accountID string, pg pageReq) ([]registryapi.Token, error) {
 	t, id := after(pg)
-	rows, err := s.pool.Query(ctx, `select id::text, name, created_at, expires_at, last_used_at, revoked_at
+	rows, err := s.db.Query(ctx, `select id::text, name, created_at, expires_at, last_used_at, revoked_at
 		from api_tokens where account_id = $1::uuid and (created_at, id) > ($2, $3::uuid)
 		order by created_at, id limit $4`, accountID, t, id, pg.limit+1)
 	if err != nil {

@@ -82,7 +82,7 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 // perDay. Costs use the listing's current prices; time is rounded to the
 // nearest micro.
 func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.Time, listing string, perDay bool) ([]registryapi.UsageSummary, error) {
-	rows, err := s.pool.Query(ctx, `select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
+	rows, err := s.db.Query(ctx, `select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
 		l.id::text, l.name, a.id::text, a.name, l.currency,
 		count(*) filter (where u.event = 'load'), count(*) filter (where u.event = 'clear'),
 		coalesce(sum(u.busy_ns), 0)::bigint, count(*) filter (where u.event = 'attach'),

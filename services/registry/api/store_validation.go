@@ -15,7 +15,7 @@ func (s *store) listValidationJobs(ctx context.Context, state string, pg pageReq
 	if pg.after != nil {
 		t, id = pg.after.T, pg.after.ID
 	}
-	rows, err := s.pool.Query(ctx, `select j.id::text, r.name, j.manifest_digest, j.listing_id::text, coalesce(l.name, ''),
+	rows, err := s.db.Query(ctx, `select j.id::text, r.name, j.manifest_digest, j.listing_id::text, coalesce(l.name, ''),
 		j.state, j.attempts, j.max_attempts, j.reasons, j.run_after, j.lease_until, j.created_at, j.updated_at, j.finished_at
 		from validation_jobs j join repositories r on r.id = j.repository_id left join listings l on l.id = j.listing_id
 		where ($1 = '' or j.state = $1) and (j.created_at, j.id) < ($2, $3::uuid)

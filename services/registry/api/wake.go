@@ -110,7 +110,7 @@ func (a *API) poll(ctx context.Context, account string, wait time.Duration, done
 func (a *API) listen(ctx context.Context) {
 	for ctx.Err() == nil {
 		err := func() error {
-			conn, err := a.cfg.Pool.Acquire(ctx)
+			conn, err := a.cfg.DB.Acquire(ctx)
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ func (a *API) listen(ctx context.Context) {
 			if _, err := conn.Exec(ctx, "listen "+notifyChannel); err != nil {
 				return err
 			}
-			defer conn.Exec(context.WithoutCancel(ctx), "unlisten "+notifyChannel) //nolint:errcheck // the conn goes back to the pool
+			defer conn.Exec(context.WithoutCancel(ctx), "unlisten "+notifyChannel) //nolint:errcheck // the connection is released for reuse
 			for {
 				if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
 					return err

@@ -99,7 +99,7 @@ func serve(t testing.TB, pool *pgxpool.Pool, accounts *auth.Store, ms *meta.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{Pool: pool, Accounts: accounts, Meta: ms, KeyRelease: rel})
+	h, err := api.New(api.Config{DB: pool, Accounts: accounts, Meta: ms, KeyRelease: rel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	market, err := api.New(api.Config{Pool: s.pool, Accounts: s.accounts, Meta: s.meta,
+	market, err := api.New(api.Config{DB: s.pool, Accounts: s.accounts, Meta: s.meta,
 		MaxBodyBytes: s.cfg.MaxBodyBytes, RequestID: RequestID, Attach: s.cfg.Attach, KeyRelease: release,
 		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -67,13 +66,12 @@ func TestSIGKILLDuringLoad(t *testing.T) {
 	p := newPlatform(t)
 	socket := filepath.Join(p.dir(t, "run"), "faasd.sock")
 	state := filepath.Join(p.root, "faasd-state")
-	var tok struct{ Secret string }
-	api(t, p.regURL, "alice", "POST", "/tokens", map[string]string{"name": "crash"}, &tok, http.StatusCreated)
+	tok := newToken(t, p.regURL, "alice", "crash")
 	ctx := context.Background()
 
 	check := func(when string) map[int]agentapi.Slot {
 		t.Helper()
-		c, err := faas.Dial(ctx, socket, faas.WithToken(tok.Secret))
+		c, err := faas.Dial(ctx, socket, faas.WithToken(tok))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +122,7 @@ func TestSIGKILLDuringLoad(t *testing.T) {
 	check("first start")
 	// One undisturbed load measures the load time; clear it again.
 	{
-		c, err := faas.Dial(ctx, socket, faas.WithToken(tok.Secret))
+		c, err := faas.Dial(ctx, socket, faas.WithToken(tok))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +143,7 @@ func TestSIGKILLDuringLoad(t *testing.T) {
 		if pt.after < 0 {
 			pt.after = time.Duration(rng.Int64N(int64(loadTime)))
 		}
-		c, err := faas.Dial(ctx, socket, faas.WithToken(tok.Secret))
+		c, err := faas.Dial(ctx, socket, faas.WithToken(tok))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +188,7 @@ func TestSIGKILLDuringLoad(t *testing.T) {
 		faasd, _ = p.startFaasd(t, socket, state)
 		slots := check(when)
 		// Start the next round from cleared slots.
-		c, err = faas.Dial(ctx, socket, faas.WithToken(tok.Secret))
+		c, err = faas.Dial(ctx, socket, faas.WithToken(tok))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +205,7 @@ func TestSIGKILLDuringLoad(t *testing.T) {
 	t.Logf("%d kills, undisturbed load %v", kills, loadTime.Round(time.Millisecond))
 
 	// After the last kill a load works and reports what is on the chips.
-	c, err := faas.Dial(ctx, socket, faas.WithToken(tok.Secret))
+	c, err := faas.Dial(ctx, socket, faas.WithToken(tok))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/onnx"
+	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/sdk/traceevent"
 )
 
@@ -229,37 +231,46 @@ func poll(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	}
 }
 
-// api calls the registry's /api/v1 as user and decodes the answer into out.
-func api(t testing.TB, base, user, method, path string, in, out any, want int) {
+// as is a client of the registry's /api/v1 at base as user, with the
+// test password.
+func as(t testing.TB, base, user string) *registryclient.Client {
 	t.Helper()
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, base+"/api/v1"+path, body)
+	c, err := registryclient.New(base, registryclient.WithBasicAuth(user, password),
+		registryclient.WithHTTPClient(&http.Client{Timeout: cmdTimeout}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.SetBasicAuth(user, password)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: cmdTimeout}).Do(req)
+	return c
+}
+
+// newToken makes an API token of user named name and returns its secret.
+func newToken(t testing.TB, base, user, name string) string {
+	t.Helper()
+	tok, err := as(t, base, user).CreateToken(t.Context(), registryapi.NewToken{Name: name})
 	if err != nil {
-		t.Fatalf("%s %s as %s: %v", method, path, user, err)
+		t.Fatalf("a token of %s: %v", user, err)
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s as %s: %d %s, want %d", method, path, user, resp.StatusCode, data, want)
+	return tok.Secret
+}
+
+// publishListing lists image (the ISV's acme/image) publicly with isv's
+// client, adds digest to it as version and publishes it, which enqueues its
+// validation.
+func publishListing(t testing.TB, isv *registryclient.Client, image, version, digest string) registryapi.Listing {
+	t.Helper()
+	ctx := t.Context()
+	l, err := isv.CreateListing(ctx, registryapi.NewListing{Repository: "acme/" + image,
+		ListingFields: registryapi.ListingFields{Name: new(image), Visibility: new("public")}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, path, err, data)
-		}
+	if _, err := isv.AddVersion(ctx, l.ID, registryapi.NewVersion{Version: version, Digest: digest}); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := isv.Publish(ctx, l.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // agentClient talks HTTP to faasd's unix socket, with faasd's own uid: the
@@ -435,7 +446,10 @@ func newPlatform(t testing.TB, regArgs ...string) *platform {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api(t, regURL, "acme", "POST", "/keys", map[string]string{"public_key": string(pub)}, nil, http.StatusCreated)
+	acme := as(t, regURL, "acme")
+	if _, err := acme.AddSigningKey(t.Context(), string(pub)); err != nil {
+		t.Fatal(err)
+	}
 	src := dir("src")
 	must(t, env, "", "genbits", "-o", src, "-small")
 	must(t, isvEnv, password+"\n", "hdk", "login", host, "-u", "acme", "--password-stdin")
@@ -463,10 +477,7 @@ func newPlatform(t testing.TB, regArgs ...string) *platform {
 		if out.Signatures != 1 || (out.Keys != "") != sealed || !strings.HasPrefix(out.Digest, "sha256:") {
 			t.Fatalf("hdk push %s: %+v", image, out)
 		}
-		var l struct{ ID string }
-		api(t, regURL, "acme", "POST", "/listings", map[string]any{"name": image, "repository": "acme/" + image, "visibility": "public"}, &l, http.StatusCreated)
-		api(t, regURL, "acme", "POST", "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": out.Digest}, nil, http.StatusCreated)
-		api(t, regURL, "acme", "POST", "/listings/"+l.ID+"/publish", nil, nil, http.StatusOK)
+		l := publishListing(t, acme, image, "1.0.0", out.Digest)
 		return pushed{ref: ref, digest: out.Digest, listing: l.ID}
 	}
 	loopback := push("loopback", false)
@@ -475,10 +486,10 @@ func newPlatform(t testing.TB, regArgs ...string) *platform {
 	// Validation countersigns both.
 	for _, p := range []pushed{loopback, dual} {
 		poll(t, validateWait, "validation of "+p.ref, func() bool {
-			var vs struct {
-				Items []struct{ State, Digest string }
+			vs, err := acme.Versions(t.Context(), p.listing, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			api(t, regURL, "acme", "GET", "/listings/"+p.listing+"/versions", nil, &vs, http.StatusOK)
 			if len(vs.Items) != 1 {
 				t.Fatalf("versions of %s: %+v", p.ref, vs.Items)
 			}
@@ -506,7 +517,9 @@ func newPlatform(t testing.TB, regArgs ...string) *platform {
 
 	// alice subscribes to both; bob to nothing.
 	for _, p := range []pushed{loopback, dual} {
-		api(t, regURL, "alice", "POST", "/listings/"+p.listing+"/subscribe", nil, nil, http.StatusCreated)
+		if _, err := as(t, regURL, "alice").Subscribe(t.Context(), p.listing); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	return &platform{root: root, env: env, regEnv: regEnv, regURL: regURL, reg: reg, pg: pg, platformDir: platformDir, began: began,
@@ -517,15 +530,14 @@ func newPlatform(t testing.TB, regArgs ...string) *platform {
 // platform's countersigning key, and waits until it answers.
 func (p *platform) startFaasd(t testing.TB, socket, stateDir string, extra ...string) (*server, *http.Client) {
 	t.Helper()
-	var tok struct{ Secret string }
-	api(t, p.regURL, "node1", "POST", "/tokens", map[string]string{"name": "faasd"}, &tok, http.StatusCreated)
+	tok := newToken(t, p.regURL, "node1", "faasd")
 	// The node enrolls with a one-time token the operator made, so that the
 	// registry trusts it with keys.
 	enroll := strings.TrimSpace(must(t, p.regEnv, "", "registry", "nodes", "enroll", "--ttl", "10m"))
 	if !strings.HasPrefix(enroll, "fne_") {
 		t.Fatalf("registry nodes enroll: %q", enroll)
 	}
-	faasdEnv := append(slices.Clone(p.env), "FAAS_NODE_TOKEN="+tok.Secret, "FAAS_ENROLLMENT_TOKEN="+enroll)
+	faasdEnv := append(slices.Clone(p.env), "FAAS_NODE_TOKEN="+tok, "FAAS_ENROLLMENT_TOKEN="+enroll)
 	args := append([]string{"serve", "--registry", p.regURL, "--node-user", "node1",
 		"--trust-key", filepath.Join(p.platformDir, "platform-signing.pub"), "--sim", "2", "--sim-ddr-bytes", fmt.Sprint(1 << 30),
 		"--socket", socket, "--state-dir", stateDir, "--hostname", "e2e-node"}, extra...)
@@ -759,9 +771,11 @@ func TestEndToEnd(t *testing.T) {
 	// three slot loads reach alice's usage, and each key release of the
 	// sealed image is audited with its grant.
 	poll(t, startTimeout, "alice's usage of three slot loads", func() bool {
-		var sum struct{ Items []struct{ Loads int } }
-		api(t, regURL, "alice", "GET", "/usage/summary", nil, &sum, http.StatusOK)
-		n := 0
+		sum, err := as(t, regURL, "alice").UsageSummary(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
 		for _, it := range sum.Items {
 			n += it.Loads
 		}
@@ -815,9 +829,11 @@ func TestEndToEnd(t *testing.T) {
 	// The clears reach alice's usage too, under their loads' grants: one
 	// record per cleared slot (0, 2 and 3).
 	poll(t, startTimeout, "alice's usage of three slot clears", func() bool {
-		var sum struct{ Items []struct{ Clears int } }
-		api(t, regURL, "alice", "GET", "/usage/summary", nil, &sum, http.StatusOK)
-		n := 0
+		sum, err := as(t, regURL, "alice").UsageSummary(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
 		for _, it := range sum.Items {
 			n += it.Clears
 		}

@@ -2,15 +2,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
 // BenchmarkAttach measures attach latency through the pool, from the
@@ -35,23 +36,17 @@ func BenchmarkAttach(b *testing.B) {
 	endpoint := fmt.Sprintf("127.0.0.1:%d", port)
 	_, agent := p.startFaasd(b, socket, filepath.Join(p.root, "faasd-state"), "--listen", endpoint, "--advertise", "https://"+endpoint,
 		"--heartbeat", "1s")
-	var tok struct{ Secret string }
-	api(b, p.regURL, "alice", "POST", "/tokens", map[string]string{"name": "bench"}, &tok, http.StatusCreated)
-	opts := []faas.AttachOption{faas.WithRegistryToken(tok.Secret), faas.WithLocalAgent("-")}
+	tok := newToken(b, p.regURL, "alice", "bench")
+	opts := []faas.AttachOption{faas.WithRegistryToken(tok), faas.WithLocalAgent("-")}
 	ctx := context.Background()
 	listing := "acme/alidnn-dual"
+	ops := as(b, p.regURL, "ops")
 	var nodeID string
 	poll(b, startTimeout, "the node serving remote attach", func() bool {
-		var ns struct {
-			Items []struct {
-				ID       string `json:"id"`
-				Endpoint string `json:"endpoint"`
-				Boards   []struct {
-					Slots []struct{ State string }
-				}
-			}
+		ns, err := ops.Nodes(b.Context(), nil)
+		if err != nil {
+			b.Fatal(err)
 		}
-		api(b, p.regURL, "ops", "GET", "/nodes", nil, &ns, http.StatusOK)
 		for _, n := range ns.Items {
 			if n.Endpoint != "" {
 				nodeID = n.ID
@@ -70,15 +65,10 @@ func BenchmarkAttach(b *testing.B) {
 			resp.Body.Close()
 		}
 		poll(b, time.Minute, "the registry to see the slots cleared", func() bool {
-			var ns struct {
-				Items []struct {
-					ID     string `json:"id"`
-					Boards []struct {
-						Slots []struct{ State string }
-					}
-				}
+			ns, err := ops.Nodes(b.Context(), nil)
+			if err != nil {
+				b.Fatal(err)
 			}
-			api(b, p.regURL, "ops", "GET", "/nodes", nil, &ns, http.StatusOK)
 			// This node's last heartbeat, not whichever node the
 			// listing names last (one with no boards made the wait
 			// vacuous, and a cold attach then went to a slot the
@@ -88,7 +78,13 @@ func BenchmarkAttach(b *testing.B) {
 				if n.ID != nodeID {
 					continue
 				}
-				for _, bd := range n.Boards {
+				var boards []registryapi.Board
+				if len(n.Boards) > 0 {
+					if err := json.Unmarshal(n.Boards, &boards); err != nil {
+						b.Fatalf("node %s's boards: %v", n.ID, err)
+					}
+				}
+				for _, bd := range boards {
 					for _, s := range bd.Slots {
 						if s.State != "cleared" {
 							return false
@@ -132,7 +128,7 @@ func BenchmarkAttach(b *testing.B) {
 		report(b, lat)
 	})
 	b.Run("load", func(b *testing.B) {
-		c, err := faas.Dial(ctx, socket, faas.WithToken(tok.Secret))
+		c, err := faas.Dial(ctx, socket, faas.WithToken(tok))
 		if err != nil {
 			b.Fatal(err)
 		}

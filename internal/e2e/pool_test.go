@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -52,7 +53,10 @@ func TestPool(t *testing.T) {
 	// A restarted faasd (step 6) must heartbeat again within --node-lost-after,
 	// with room for a loaded CI machine.
 	p := newPlatform(t, "--node-lost-after", "10s", "--lease-check-interval", "200ms")
-	api(t, p.regURL, "bob", "POST", "/listings/"+p.dual.listing+"/subscribe", nil, nil, http.StatusCreated)
+	if _, err := as(t, p.regURL, "bob").Subscribe(t.Context(), p.dual.listing); err != nil {
+		t.Fatal(err)
+	}
+	ops := as(t, p.regURL, "ops")
 	start := func(name string) *poolNode {
 		port := freePort(t)
 		n := &poolNode{name: name, socket: filepath.Join(p.dir(t, "run-"+name), "faasd.sock"), args: []string{"--hostname", name,
@@ -78,14 +82,10 @@ func TestPool(t *testing.T) {
 		return nil
 	}
 	poll(t, startTimeout, "both nodes serving remote attach in the registry", func() bool {
-		var ns struct {
-			Items []struct {
-				Hostname       string `json:"hostname"`
-				Endpoint       string `json:"endpoint"`
-				TLSCertificate string `json:"tls_certificate"`
-			}
+		ns, err := ops.Nodes(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		api(t, p.regURL, "ops", "GET", "/nodes", nil, &ns, http.StatusOK)
 		n := 0
 		for _, x := range ns.Items {
 			if strings.HasPrefix(x.Hostname, "pool-") && x.Endpoint != "" && x.TLSCertificate != "" {
@@ -106,30 +106,38 @@ func TestPool(t *testing.T) {
 	listing := "acme/alidnn-dual"
 	get := func(who, id string) poolapi.Attachment {
 		t.Helper()
-		var a poolapi.Attachment
-		api(t, p.regURL, who, "GET", "/attachments/"+id, nil, &a, http.StatusOK)
+		a, err := as(t, p.regURL, who).Attachment(t.Context(), id, "", 0)
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
 		return a
 	}
 	latest := func(who string) poolapi.Attachment {
 		t.Helper()
-		var l poolapi.AttachmentList
-		api(t, p.regURL, who, "GET", "/attachments", nil, &l, http.StatusOK)
-		if len(l.Attachments) == 0 {
+		l, err := as(t, p.regURL, who).Attachments(t.Context(), false)
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		if len(l) == 0 {
 			t.Fatalf("%s has no attachments", who)
 		}
-		return l.Attachments[0]
+		return l[0]
 	}
 	audited := func(action, id string) []map[string]any {
 		t.Helper()
-		var page struct {
-			Items []struct {
-				Details map[string]any `json:"details"`
-			}
+		page, err := ops.Audit(t.Context(), url.Values{"action": {action}, "target_type": {"attachment"}, "target_id": {id}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		api(t, p.regURL, "ops", "GET", "/audit?action="+action+"&target_type=attachment&target_id="+id, nil, &page, http.StatusOK)
 		var out []map[string]any
 		for _, it := range page.Items {
-			out = append(out, it.Details)
+			var d map[string]any
+			if len(it.Details) > 0 {
+				if err := json.Unmarshal(it.Details, &d); err != nil {
+					t.Fatalf("details of audit entry %d: %v", it.ID, err)
+				}
+			}
+			out = append(out, d)
 		}
 		return out
 	}
@@ -306,9 +314,8 @@ func TestPool(t *testing.T) {
 
 	// 7. In a program: an attachment ended behind its back (an admin
 	// detached it) makes the device's calls fail with ErrLeaseLost.
-	var tok struct{ Secret string }
-	api(t, p.regURL, "alice", "POST", "/tokens", map[string]string{"name": "sdk"}, &tok, http.StatusCreated)
-	sdkAtt, err := faas.Attach(t.Context(), p.regURL, listing, faas.WithRegistryToken(tok.Secret), faas.WithLocalAgent("-"),
+	tok := newToken(t, p.regURL, "alice", "sdk")
+	sdkAtt, err := faas.Attach(t.Context(), p.regURL, listing, faas.WithRegistryToken(tok), faas.WithLocalAgent("-"),
 		faas.WithLease(3*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +323,9 @@ func TestPool(t *testing.T) {
 	if _, err := sdkAtt.Device().Alloc(t.Context(), 4096); err != nil {
 		t.Fatal(err)
 	}
-	api(t, p.regURL, "ops", "DELETE", "/attachments/"+sdkAtt.ID(), nil, nil, http.StatusOK)
+	if _, err := ops.Detach(t.Context(), sdkAtt.ID()); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-sdkAtt.Lost():
 	case <-time.After(time.Minute):
@@ -341,13 +350,10 @@ func TestPool(t *testing.T) {
 		}
 	}
 	for who, want := range map[string]int64{"alice": 6, "bob": 3} {
-		var sum struct {
-			Items []struct {
-				Attachments int64 `json:"attachments"`
-				AttachedNs  int64 `json:"attached_ns"`
-			}
+		sum, err := as(t, p.regURL, who).UsageSummary(t.Context(), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
 		}
-		api(t, p.regURL, who, "GET", "/usage/summary", nil, &sum, http.StatusOK)
 		if len(sum.Items) != 1 || sum.Items[0].Attachments != want || sum.Items[0].AttachedNs <= 0 {
 			t.Errorf("%s's usage %+v, want %d attachments", who, sum.Items, want)
 		}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/poolapi"
@@ -215,13 +214,10 @@ func (s *soak) checkSummary(ctx context.Context, atts map[string]*dbAttachment) 
 		want[a.tenant] = w
 	}
 	for _, who := range soakTenants {
-		var sum struct {
-			Items []struct {
-				Attachments int64 `json:"attachments"`
-				AttachedNs  int64 `json:"attached_ns"`
-			}
+		sum, err := as(s.t, s.replicas[0].url, who).UsageSummary(ctx, nil)
+		if err != nil {
+			s.t.Fatalf("%s: %v", who, err)
 		}
-		api(s.t, s.replicas[0].url, who, "GET", "/usage/summary", nil, &sum, http.StatusOK)
 		var n, ns int64
 		for _, it := range sum.Items {
 			n += it.Attachments

@@ -144,11 +144,10 @@ func TestSoak(t *testing.T) {
 	began := time.Now()
 	n := 0
 	for _, who := range soakTenants {
-		var tok struct{ Secret string }
-		api(t, p.regURL, who, "POST", "/tokens", map[string]string{"name": "soak"}, &tok, http.StatusCreated)
+		tok := newToken(t, p.regURL, who, "soak")
 		for k := range soakPerTenant {
 			n++
-			tn := &tenant{s: s, name: fmt.Sprintf("%s#%d", who, k), token: tok.Secret,
+			tn := &tenant{s: s, name: fmt.Sprintf("%s#%d", who, k), token: tok,
 				rng: rand.New(rand.NewPCG(seed, uint64(n)))}
 			wg.Add(1)
 			go func() { defer wg.Done(); tn.run(ctx, stop) }()
@@ -188,9 +187,13 @@ func (s *soak) setup() {
 	single := s.pushSingle()
 	for _, who := range soakTenants {
 		if who != "alice" { // newPlatform subscribed her to the two-chip image
-			api(t, p.regURL, who, "POST", "/listings/"+p.dual.listing+"/subscribe", nil, nil, http.StatusCreated)
+			if _, err := as(t, p.regURL, who).Subscribe(t.Context(), p.dual.listing); err != nil {
+				t.Fatalf("%s: %v", who, err)
+			}
 		}
-		api(t, p.regURL, who, "POST", "/listings/"+single+"/subscribe", nil, nil, http.StatusCreated)
+		if _, err := as(t, p.regURL, who).Subscribe(t.Context(), single); err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
 	}
 	a := &replica{name: "registry-a", url: p.regURL, addr: strings.TrimPrefix(p.regURL, "http://"), srv: p.reg}
 	b := &replica{name: "registry-b", addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
@@ -207,13 +210,10 @@ func (s *soak) setup() {
 		s.startNode(n)
 	}
 	poll(t, startTimeout, "both soak nodes serving remote attach", func() bool {
-		var ns struct {
-			Items []struct {
-				Hostname string `json:"hostname"`
-				Endpoint string `json:"endpoint"`
-			}
+		ns, err := as(t, p.regURL, "ops").Nodes(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		api(t, p.regURL, "ops", "GET", "/nodes", nil, &ns, http.StatusOK)
 		k := 0
 		for _, x := range ns.Items {
 			if strings.HasPrefix(x.Hostname, "soak-") && x.Endpoint != "" {
@@ -240,13 +240,13 @@ func (s *soak) pushSingle() string {
 		strings.TrimPrefix(p.regURL, "http://")+"/acme/alidnn:1.0.0")), &out); err != nil {
 		t.Fatalf("hdk push --json: %v", err)
 	}
-	var l struct{ ID string }
-	api(t, p.regURL, "acme", "POST", "/listings", map[string]any{"name": "alidnn", "repository": "acme/alidnn", "visibility": "public"}, &l, http.StatusCreated)
-	api(t, p.regURL, "acme", "POST", "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": out.Digest}, nil, http.StatusCreated)
-	api(t, p.regURL, "acme", "POST", "/listings/"+l.ID+"/publish", nil, nil, http.StatusOK)
+	acme := as(t, p.regURL, "acme")
+	l := publishListing(t, acme, "alidnn", "1.0.0", out.Digest)
 	poll(t, validateWait, "validation of acme/alidnn", func() bool {
-		var vs struct{ Items []struct{ State string } }
-		api(t, p.regURL, "acme", "GET", "/listings/"+l.ID+"/versions", nil, &vs, http.StatusOK)
+		vs, err := acme.Versions(t.Context(), l.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(vs.Items) != 1 {
 			t.Fatalf("versions of acme/alidnn: %+v", vs.Items)
 		}

@@ -1,7 +1,6 @@
 package loader_test
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdh"
@@ -9,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +31,8 @@ import (
 	"github.com/fpga-faas/faas/hdk/seal"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/agent/cache"
 	"github.com/fpga-faas/faas/services/agent/device"
 	devsim "github.com/fpga-faas/faas/services/agent/device/sim"
@@ -94,8 +94,10 @@ func startRegistry(t testing.TB) *registry {
 			t.Fatal(err)
 		}
 		r.ids[a.name] = acct.ID
-		var tok struct{ Secret string }
-		r.api(a.name, "POST", "/tokens", map[string]string{"name": "test"}, &tok, 201)
+		tok, err := r.as(a.name).CreateToken(ctx, registryapi.NewToken{Name: "test"})
+		if err != nil {
+			t.Fatalf("token of %s: %v", a.name, err)
+		}
 		r.tokens[a.name] = tok.Secret
 	}
 	pub, err := os.ReadFile(filepath.Join(r.cfg.PlatformKeyDir, validation.SigningPubFile))
@@ -147,31 +149,15 @@ func (r *registry) stop() {
 	r.ln, r.cancel = nil, nil
 }
 
-// api calls /api/v1 as account who and decodes into out.
-func (r *registry) api(who, method, path string, in, out any, want int) {
+// as is a client of the registry's API as account who, with the test
+// password.
+func (r *registry) as(who string) *registryclient.Client {
 	r.t.Helper()
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, r.url+"/api/v1"+path, body)
-	req.SetBasicAuth(who, password)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	c, err := registryclient.New(r.url, registryclient.WithBasicAuth(who, password))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		r.t.Fatalf("%s %s as %s: %d %s, want %d", method, path, who, resp.StatusCode, data, want)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			r.t.Fatal(err)
-		}
-	}
+	return c
 }
 
 // addKey registers a new signing key of the ISV.
@@ -186,9 +172,11 @@ func (r *registry) addKeyID() (*ecdsa.PrivateKey, string) {
 		r.t.Fatal(err)
 	}
 	pemBytes, _ := sign.MarshalPublicKey(k.Public())
-	var out struct{ ID string }
-	r.api("acme", "POST", "/keys", map[string]string{"public_key": string(pemBytes)}, &out, 201)
-	return k, out.ID
+	sk, err := r.as("acme").AddSigningKey(context.Background(), string(pemBytes))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return k, sk.ID
 }
 
 // tamper flips a byte in the middle of a stored blob.
@@ -310,16 +298,24 @@ func (r *registry) publish(repo, tag string, img v1.Image, keys []image.SealedLa
 			r.t.Fatal(err)
 		}
 	}
-	var l struct{ ID string }
-	r.api("acme", "POST", "/listings", map[string]any{"name": repo + "-" + tag, "repository": "acme/" + repo, "visibility": "public"}, &l, 201)
-	r.api("acme", "POST", "/listings/"+l.ID+"/versions", map[string]string{"version": tag, "digest": d.String()}, nil, 201)
-	r.api("acme", "POST", "/listings/"+l.ID+"/publish", nil, nil, 200)
+	isv := r.as("acme")
+	l, err := isv.CreateListing(ctx, registryapi.NewListing{Repository: "acme/" + repo,
+		ListingFields: registryapi.ListingFields{Name: new(repo + "-" + tag), Visibility: new("public")}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := isv.AddVersion(ctx, l.ID, registryapi.NewVersion{Version: tag, Digest: d.String()}); err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := isv.Publish(ctx, l.ID, true); err != nil {
+		r.t.Fatal(err)
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		var vs struct {
-			Items []struct{ State, Digest string }
+		vs, err := isv.Versions(ctx, l.ID, nil)
+		if err != nil {
+			r.t.Fatal(err)
 		}
-		r.api("acme", "GET", "/listings/"+l.ID+"/versions", nil, &vs, 200)
 		if len(vs.Items) == 1 && vs.Items[0].State != "pending" && vs.Items[0].State != "validating" {
 			if vs.Items[0].State != wantState {
 				r.t.Fatalf("validation of %s ended %s, want %s", ref, vs.Items[0].State, wantState)
@@ -348,7 +344,9 @@ func (r *registry) publish(repo, tag string, img v1.Image, keys []image.SealedLa
 
 func (r *registry) subscribe(tenant string, p published) {
 	r.t.Helper()
-	r.api(tenant, "POST", "/listings/"+p.listing+"/subscribe", nil, nil, 201)
+	if _, err := r.as(tenant).Subscribe(context.Background(), p.listing); err != nil {
+		r.t.Fatalf("%s subscribing to %s: %v", tenant, p.ref, err)
+	}
 }
 
 // agent is the node agent's machinery over simulated boards, in process.
@@ -414,8 +412,10 @@ func newAgent(t testing.TB, reg *registry, o agentOptions) *agent {
 	// The node enrolls with a one-time token, as faasd does: the registry
 	// releases keys to approved nodes only.
 	if !o.unapproved {
-		var enrollment struct{ Token string }
-		reg.api("admin", "POST", "/node-enrollments", map[string]any{}, &enrollment, 201)
+		enrollment, err := reg.as("admin").CreateEnrollment(context.Background(), registryapi.NewEnrollment{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		a.client.WithEnrollmentToken(enrollment.Token)
 	}
 	host := fmt.Sprintf("host-%d", time.Now().UnixNano())

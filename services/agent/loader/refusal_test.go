@@ -40,7 +40,9 @@ func TestRefusals(t *testing.T) {
 	img, keys := reg.buildImageYAML("alidnn-dual", images.SmallFrameBytes, shell.PartVU9P, false, "description: signed with a key revoked later\n")
 	revoked := reg.publish("revoked", "1.0.0", img, keys, key2, "available")
 	reg.subscribe("alice", revoked)
-	reg.api("acme", "POST", "/keys/"+key2ID+"/revoke", nil, nil, 200)
+	if _, err := reg.as("acme").RevokeSigningKey(context.Background(), key2ID); err != nil {
+		t.Fatal(err)
+	}
 
 	// An ISV-signed image in an entitled repository that never went
 	// through validation: no countersignature.

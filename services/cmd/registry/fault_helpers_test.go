@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
 // childEnv makes the test binary run the registry's main instead of the
@@ -256,35 +258,18 @@ func token(t *testing.T, ctx context.Context, base, user, password, scope string
 	return tr.Token
 }
 
-// apiCall calls the marketplace API with Basic credentials and decodes the
-// JSON answer into out (when not nil).
-func apiCall(t *testing.T, ctx context.Context, base, user, password, method, path string, in, out any, want int) {
+// isvAPI is a client of the registry's API at base as the fault tests'
+// ISV.
+func isvAPI(base string) (*registryclient.Client, error) {
+	return registryclient.New(base, registryclient.WithBasicAuth(faultISV, faultISVPW), registryclient.WithHTTPClient(httpClient))
+}
+
+// mustISVAPI is isvAPI failing t.
+func mustISVAPI(t *testing.T, base string) *registryclient.Client {
 	t.Helper()
-	var body []byte
-	if in != nil {
-		var err error
-		if body, err = json.Marshal(in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, method, base+"/api/v1"+path, bytes.NewReader(body))
+	c, err := isvAPI(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.SetBasicAuth(user, password)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-	}
+	return c
 }

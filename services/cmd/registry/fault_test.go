@@ -35,6 +35,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/validation"
 	"github.com/fpga-faas/faas/shell"
 )
@@ -578,7 +579,9 @@ func TestFaultValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	pemKey, _ := sign.MarshalPublicKey(isvKey.Public())
-	apiCall(t, ctx, p.url, faultISV, faultISVPW, http.MethodPost, "/keys", map[string]string{"public_key": string(pemKey)}, nil, http.StatusCreated)
+	if _, err := mustISVAPI(t, p.url).AddSigningKey(ctx, string(pemKey)); err != nil {
+		t.Fatal(err)
+	}
 	platform, err := validation.LoadPlatformKeys(filepath.Join(e.dataDir, "platform-keys"))
 	if err != nil {
 		t.Fatal(err)
@@ -594,11 +597,11 @@ func TestFaultValidation(t *testing.T) {
 	// yet (the version enqueues the job).
 	publish := func(p *proc, repo, version string) published {
 		t.Helper()
-		var l struct {
-			ID string `json:"id"`
+		l, err := mustISVAPI(t, p.url).CreateListing(ctx, registryapi.NewListing{Repository: faultISV + "/" + repo,
+			ListingFields: registryapi.ListingFields{Name: new("fault " + repo)}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		apiCall(t, ctx, p.url, faultISV, faultISVPW, http.MethodPost, "/listings",
-			map[string]string{"name": "fault " + repo, "repository": faultISV + "/" + repo}, &l, http.StatusCreated)
 		img := buildImage(t, version)
 		tag, err := name.NewTag(p.host + "/" + faultISV + "/" + repo + ":" + version)
 		if err != nil {
@@ -616,8 +619,9 @@ func TestFaultValidation(t *testing.T) {
 	}
 	addVersion := func(p *proc, pub published) {
 		t.Helper()
-		apiCall(t, ctx, p.url, faultISV, faultISVPW, http.MethodPost, "/listings/"+pub.listing+"/versions",
-			map[string]string{"version": "1.0.0", "digest": pub.digest}, nil, http.StatusCreated)
+		if _, err := mustISVAPI(t, p.url).AddVersion(ctx, pub.listing, registryapi.NewVersion{Version: "1.0.0", Digest: pub.digest}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	on := func(p *proc, pub published) name.Digest {
 		ref, err := name.NewDigest(p.host + "/" + pub.repo + "@" + pub.digest)
@@ -747,13 +751,10 @@ func TestFaultValidation(t *testing.T) {
 		if n != 1 {
 			t.Errorf("listing %s: %d version audit entries, want 1", pub.listing, n)
 		}
-		var vs struct {
-			Items []struct {
-				State    string `json:"state"`
-				Attempts int    `json:"attempts"`
-			} `json:"items"`
+		vs, err := mustISVAPI(t, p.url).Versions(ctx, pub.listing, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		apiCall(t, ctx, p.url, faultISV, faultISVPW, http.MethodGet, "/listings/"+pub.listing+"/versions", nil, &vs, http.StatusOK)
 		if len(vs.Items) != 1 || vs.Items[0].State != "available" || vs.Items[0].Attempts != 2 {
 			t.Errorf("listing %s versions: %+v", pub.listing, vs.Items)
 		}

@@ -11,7 +11,6 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +34,8 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/registry/validation"
 )
 
@@ -140,7 +141,9 @@ func TestReplicasKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	pemKey, _ := sign.MarshalPublicKey(isvKey.Public())
-	apiCall(t, ctx, base, faultISV, faultISVPW, http.MethodPost, "/keys", map[string]string{"public_key": string(pemKey)}, nil, http.StatusCreated)
+	if _, err := mustISVAPI(t, base).AddSigningKey(ctx, string(pemKey)); err != nil {
+		t.Fatal(err)
+	}
 	basic := remote.WithAuth(&authn.Basic{Username: faultISV, Password: faultISVPW})
 
 	// The images: loopback FPGA images pushed by crane from OCI layouts,
@@ -387,63 +390,37 @@ func publish(ctx context.Context, host, base string, p *pushed, key crypto.Signe
 	if lastErr != nil {
 		return fmt.Errorf("sign: %w", lastErr)
 	}
-	var l struct {
-		ID string `json:"id"`
+	isv, err := isvAPI(base)
+	if err != nil {
+		return err
 	}
-	if err := apiRetry(ctx, base, http.MethodPost, "/listings", map[string]string{"name": "replica " + p.repo, "repository": p.repo},
-		&l, http.StatusCreated); err != nil {
+	var l registryapi.Listing
+	if err := retry502(func() (err error) {
+		l, err = isv.CreateListing(ctx, registryapi.NewListing{Repository: p.repo,
+			ListingFields: registryapi.ListingFields{Name: new("replica " + p.repo)}})
+		return err
+	}); err != nil {
 		return err
 	}
 	p.listing = l.ID
-	return apiRetry(ctx, base, http.MethodPost, "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": p.digest},
-		nil, http.StatusCreated)
+	return retry502(func() error {
+		_, err := isv.AddVersion(ctx, l.ID, registryapi.NewVersion{Version: "1.0.0", Digest: p.digest})
+		return err
+	})
 }
 
-// errBadGateway: the balancer's backend failed (killed) under a request.
-var errBadGateway = errors.New("502 from the balancer")
-
-// apiRetry is apiDo retried (twice at most) when the request failed on a
-// killed replica (502 from the balancer); a retry of a request the
-// registry did complete would fail on its conflict, and so the test.
-func apiRetry(ctx context.Context, base, method, path string, in, out any, want int) error {
+// retry502 calls call again (twice at most) when it failed on a killed
+// replica (502 from the balancer); a retry of a request the registry did
+// complete would fail on its conflict, and so the test.
+func retry502(call func() error) error {
 	var err error
 	for range 3 {
-		if err = apiDo(ctx, base, method, path, in, out, want); !errors.Is(err, errBadGateway) {
+		var e *registryclient.Error
+		if err = call(); !errors.As(err, &e) || e.Status != http.StatusBadGateway {
 			return err
 		}
 	}
 	return err
-}
-
-// apiDo is apiCall for goroutines: it returns its error.
-func apiDo(ctx context.Context, base, method, path string, in, out any, want int) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	hdr := http.Header{"Content-Type": {"application/json"}}
-	req, err := http.NewRequestWithContext(ctx, method, base+"/api/v1"+path, strings.NewReader(string(body)))
-	if err != nil {
-		return err
-	}
-	req.Header = hdr
-	req.SetBasicAuth(faultISV, faultISVPW)
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := readAllClose(resp.Body)
-	if resp.StatusCode == http.StatusBadGateway {
-		return fmt.Errorf("%s %s: %w", method, path, errBadGateway)
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
 }
 
 // pullCheck pulls p back with its client and compares every byte by digest.

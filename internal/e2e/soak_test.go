@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// The chaos soak of the accelerator pool (issue 28, item 4): tenants
+// The chaos soak of the accelerator pool: tenants
 // attach, run jobs, write and read markers, detach and vanish at random
 // while faasd, one of two registry replicas and PostgreSQL are killed or
 // restarted at random moments; afterwards the platform's records are

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// Function-length limits of issue 24: long functions hide the steps a reader
+// Function-length limits: long functions hide the steps a reader
 // has to reconstruct, so none may pass hardLimit and only a few softLimit.
 const (
 	softLimit   = 100 // lines

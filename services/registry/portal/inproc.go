@@ -29,10 +29,13 @@ const apiBase = "http://portal.internal"
 // apiAs returns a client of the API acting as acct (nil: anonymous). The
 // portal has signed acct in itself, so the client carries no credentials:
 // its transport serves each request with API.ServeAs, and the API applies
-// acct's roles, audit and validation as to acct's own requests.
+// acct's roles, audit and validation as to acct's own requests. No client
+// timeout: the page's request context bounds the call, and a timeout
+// would cost every call a timer goroutine.
 func (p *Portal) apiAs(acct *auth.Account) *registryclient.Client {
 	serve := func(w http.ResponseWriter, r *http.Request) { p.cfg.API.ServeAs(w, r, acct) }
-	return p.api.As(registryclient.WithTransport(handlerTransport{h: http.HandlerFunc(serve), max: registryclient.MaxAnswerBytes}))
+	t := handlerTransport{h: http.HandlerFunc(serve), max: registryclient.MaxAnswerBytes}
+	return p.api.As(registryclient.WithHTTPClient(&http.Client{Transport: t}))
 }
 
 // inprocRegistry names the registry in the portal's pushes: never

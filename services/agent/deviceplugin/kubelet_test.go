@@ -284,8 +284,11 @@ func (e *endpoint) allocate(pod string, ids ...string) (*pluginapi.ContainerAllo
 	if len(resp.ContainerResponses) != 1 {
 		e.t.Fatalf("%s: %d container responses for one container", e.resource, len(resp.ContainerResponses))
 	}
+	// One entry per device, as the real kubelet lists them.
 	e.k.podsMu.Lock()
-	e.k.pods[pod] = append(e.k.pods[pod], &podresources.ContainerDevices{ResourceName: e.resource, DeviceIds: ids})
+	for _, id := range ids {
+		e.k.pods[pod] = append(e.k.pods[pod], &podresources.ContainerDevices{ResourceName: e.resource, DeviceIds: []string{id}})
+	}
 	e.k.podsMu.Unlock()
 	return resp.ContainerResponses[0], nil
 }

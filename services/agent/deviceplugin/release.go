@@ -18,7 +18,10 @@ import (
 const maxPodResources = 16 << 20
 
 // held reads from the kubelet which of our devices its containers hold:
-// by resource, one device list per container.
+// by resource, one device list per container. The kubelet lists a
+// container's devices of one resource in one entry or in one entry per
+// device (the real kubelet does the latter); either way they are one
+// allocation, as Allocate made them.
 func (p *Plugin) held(ctx context.Context) ([numKinds][][]string, error) {
 	var out [numKinds][][]string
 	if _, err := os.Stat(p.cfg.PodResources); err != nil {
@@ -38,11 +41,17 @@ func (p *Plugin) held(ctx context.Context) ([numKinds][][]string, error) {
 	}
 	for _, pod := range resp.GetPodResources() {
 		for _, c := range pod.GetContainers() {
+			var ids [numKinds][]string
 			for _, d := range c.GetDevices() {
 				for k, name := range kindNames {
-					if d.GetResourceName() == name && len(d.GetDeviceIds()) > 0 {
-						out[k] = append(out[k], d.GetDeviceIds())
+					if d.GetResourceName() == name {
+						ids[k] = append(ids[k], d.GetDeviceIds()...)
 					}
+				}
+			}
+			for k := range numKinds {
+				if len(ids[k]) > 0 {
+					out[k] = append(out[k], ids[k])
 				}
 			}
 		}

@@ -48,6 +48,7 @@ var folders = map[string]folder{
 	"QuantizeLinear":   (*compiler).foldQDQ,
 	"DequantizeLinear": (*compiler).foldQDQ,
 	"Concat":           (*compiler).foldConcat,
+	"MatMul":           (*compiler).foldMatMul,
 }
 
 // fold evaluates n at compile time when its inputs are constants. It

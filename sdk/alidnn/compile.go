@@ -23,6 +23,7 @@ type options struct {
 	int8   bool
 	ranges map[string]float32
 	batch  int
+	shapes map[string][]int
 }
 
 // ForBatch compiles the model for n samples a run, as TensorRT builds an
@@ -49,6 +50,25 @@ func WithConstants(ts ...*onnx.Tensor) Option {
 	}
 }
 
+// WithShape binds dimensions the model leaves free (symbolic, as exporters
+// write the batch and the sequence length, or unknown) at compile time, as
+// trtexec's --shapes and onnxruntime's free-dimension overrides do. name is
+// a graph input, dims its whole shape; or the name of a symbolic dimension
+// ("batch"), dims its one size, binding it in every input that has it. A
+// binding of an input by name wins over a binding of its symbolic
+// dimensions; a binding that contradicts a fixed dimension of the model,
+// and a name that is neither an input nor a symbolic dimension, are
+// errors. Shape arithmetic over the bound dimensions then folds away.
+// Repeated, the last binding of a name wins.
+func WithShape(name string, dims ...int) Option {
+	return func(o *options) {
+		if o.shapes == nil {
+			o.shapes = map[string][]int{}
+		}
+		o.shapes[name] = dims
+	}
+}
+
 // withRanges switches fp32 GEMM layers to int8 with the calibrated ranges
 // (max |x| per value name); Quantize measures them.
 func withRanges(r map[string]float32) Option {
@@ -66,6 +86,7 @@ type compiler struct {
 	inputs  []*value
 
 	opsetVer int64
+	dims     map[string]int // WithShape's bindings of symbolic dimensions
 }
 
 // Compile translates an ONNX model into an engine program.
@@ -92,6 +113,9 @@ func newCompiler(m *onnx.Model, opts []Option) *compiler {
 // layers, and the graph outputs are settled where the host reads them.
 func (c *compiler) build() error {
 	g := c.g
+	if err := c.splitShapes(); err != nil {
+		return err
+	}
 	for _, t := range g.Initializers {
 		v, err := fromTensor(t)
 		if err != nil {

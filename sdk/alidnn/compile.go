@@ -203,7 +203,7 @@ func (c *compiler) node(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		if v != nil && v.deferred && n.OpType != "Shape" && (k != 0 || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") {
+		if v != nil && v.deferred && !shapeOnly[n.OpType] && (k != 0 || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") {
 			if v, err = c.undefer(v); err != nil {
 				return err
 			}
@@ -215,7 +215,7 @@ func (c *compiler) node(n *onnx.Node) error {
 			}
 		}
 	}
-	if allConst || n.OpType == "Shape" {
+	if allConst || shapeOnly[n.OpType] {
 		if done, err := c.fold(n); done || err != nil {
 			return err
 		}
@@ -227,6 +227,10 @@ func (c *compiler) node(n *onnx.Node) error {
 	}
 	return c.run(n)
 }
+
+// shapeOnly are the operators that read only their input's shape, which
+// is known at compile time: they fold whatever the input.
+var shapeOnly = map[string]bool{"Shape": true, "Size": true}
 
 // run compiles n, whose inputs are ready. Per-tensor element-wise
 // operators after a Reshape work on the reshaped tensor's storage and

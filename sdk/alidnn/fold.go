@@ -49,6 +49,19 @@ var folders = map[string]folder{
 	"DequantizeLinear": (*compiler).foldQDQ,
 	"Concat":           (*compiler).foldConcat,
 	"MatMul":           (*compiler).foldMatMul,
+	"Size":             (*compiler).foldSize,
+	"Range":            (*compiler).foldRange,
+	"Expand":           (*compiler).foldExpand,
+	"Where":            (*compiler).foldWhere,
+	"Not":              (*compiler).foldNot,
+	"Equal":            (*compiler).foldCompare,
+	"Less":             (*compiler).foldCompare,
+	"LessOrEqual":      (*compiler).foldCompare,
+	"Greater":          (*compiler).foldCompare,
+	"GreaterOrEqual":   (*compiler).foldCompare,
+	"And":              (*compiler).foldCompare,
+	"Or":               (*compiler).foldCompare,
+	"Xor":              (*compiler).foldCompare,
 }
 
 // fold evaluates n at compile time when its inputs are constants. It
@@ -98,16 +111,15 @@ func (c *compiler) foldConstantOfShape(n *onnx.Node) (*value, error) {
 		return nil, err
 	}
 	shape := toInts(sv.ints())
-	total := 1
 	for _, d := range shape {
 		if d < 0 {
-			return nil, fmt.Errorf("negative dimension %d", d)
-		}
-		total *= d
-		if total > 1<<28 {
-			return nil, fmt.Errorf("ConstantOfShape of %v is too large", shape)
+			return nil, fmt.Errorf("ConstantOfShape of %v: negative dimension %d", shape, d)
 		}
 	}
+	if _, err := foldedShape(shape); err != nil {
+		return nil, err
+	}
+	total := size(shape)
 	fv := constFloat("", shape, make([]float32, total))
 	t, _ := n.Tensor("value")
 	if t == nil {
@@ -149,9 +161,17 @@ func (c *compiler) foldCast(n *onnx.Node) (*value, error) {
 	}
 	to, _ := n.Int("to", int64(onnx.Float))
 	v.typ = onnx.DataType(to)
-	if v.isFloat() {
+	switch {
+	case v.isFloat():
 		v.f, v.i = v.floats(), nil
-	} else {
+	case v.typ == onnx.Bool:
+		// Not a truncation: 0.5 is true.
+		b := make([]int64, v.len())
+		for k, x := range v.floats() {
+			b[k] = boolInt(x != 0)
+		}
+		v.i, v.f = b, nil
+	default:
 		v.i, v.f = v.ints(), nil
 	}
 	return v, nil

@@ -84,7 +84,8 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	w := matmulWeights(bv, bsrc, bbatch, N, K, transB != 0, alpha)
 	outShape := append(lead, M, N)
 	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, batched: bbatch > 1}
-	if r := a.root(); r.input && r.lay.shape == nil && a == r {
+	// A Reshape that keeps the shape (x.view(b, t, -1)) keeps the rows.
+	if r := a.root(); r.input && r.lay.shape == nil && eqInts(a.shape, r.shape) {
 		r.lay = alay
 	}
 	if err := c.gemmNode(gemmParams{n: n, op: op, x: a, w: w, bias: -1, spec: spec, outShape: outShape, outLay: matLayout(outShape)}); err != nil {

@@ -27,10 +27,20 @@
 // with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and
 // inference Dropout are aliases. Operators on constants (Transpose of
-// weights, Constant and ConstantOfShape, and the shape arithmetic exporters
-// write in front of a Reshape: Shape, Gather, Slice, ReduceProd, Concat,
-// Cast, arithmetic) are folded at compile time; Softmax at the graph's end
-// runs on the host. Tensors live in device memory as 16-lane blocks (see
+// weights, Constant and ConstantOfShape, MatMul, and the shape arithmetic
+// exporters write in front of a Reshape and for a transformer's position
+// ids and masks: Shape, Size, Gather, Slice, ReduceProd, Concat, Squeeze,
+// Unsqueeze, Cast, Range, Expand, Where, comparisons, logic, arithmetic)
+// are folded at compile time; Softmax at the graph's end runs on the
+// host.
+//
+// The engine runs static shapes. Dimensions a model leaves free — the
+// symbolic batch and sequence length exporters write — are bound at
+// compile time with WithShape (faas model compile --shape): an input's
+// whole shape by the input's name, or one symbolic dimension by its name
+// in every input that has it, the input's binding winning. The shape
+// arithmetic over them then folds away. A free dimension left unbound is
+// refused naming the input, the dimension and the binding that fixes it. Tensors live in device memory as 16-lane blocks (see
 // layout); the runtime packs inputs and unpacks outputs. A Transpose that
 // reorders a tensor's data runs only where it is free, as TensorFlow
 // converters place them around NHWC models (see nhwc.go): on a graph input

@@ -319,6 +319,9 @@ func (c *compiler) foldRange(n *onnx.Node) (*value, error) {
 		}
 		in[k] = v
 	}
+	if in[1].typ != in[0].typ || in[2].typ != in[0].typ {
+		return nil, fmt.Errorf("Range of types %v, %v and %v: want one type", in[0].typ, in[1].typ, in[2].typ)
+	}
 	start, limit, delta := in[0].floats()[0], in[1].floats()[0], in[2].floats()[0]
 	if delta == 0 {
 		return nil, fmt.Errorf("Range with delta 0")

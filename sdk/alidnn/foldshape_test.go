@@ -91,6 +91,7 @@ func TestFoldShapeLogic(t *testing.T) {
 		{"range float", node("Range", "s", "l", "d"), []*value{fscalar("s", 0.5), fscalar("l", 2), fscalar("d", 0.5)}, []int{3}, "[0.5 1 1.5]", ""},
 		{"range delta 0", node("Range", "s", "l", "d"), []*value{scalar("s", 0), scalar("l", 5), scalar("d", 0)}, nil, "", "delta 0"},
 		{"range NaN", node("Range", "s", "l", "d"), []*value{fscalar("s", 0), fscalar("l", float32(math.NaN())), fscalar("d", 1)}, nil, "", "too large"},
+		{"range of mixed types", node("Range", "s", "l", "d"), []*value{scalar("s", 0), fscalar("l", 2), scalar("d", 1)}, nil, "", "one type"},
 		{"range of a vector", node("Range", "v", "l", "d"), []*value{ints("v", 0, 1), scalar("l", 5), scalar("d", 1)}, nil, "", `"v"`},
 		{"expand rows", node("Expand", "r", "s"), []*value{ints("r", 7, 8, 9), ints("s", 2, 3)}, []int{2, 3}, "[7 8 9 7 8 9]", ""},
 		{"expand keeps dims", node("Expand", "x", "s"), []*value{ints("s", 2, 1, 1)}, []int{2, 2, 3}, "[0 1 2 3 4 5 0 1 2 3 4 5]", ""},

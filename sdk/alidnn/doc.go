@@ -13,7 +13,10 @@
 // stride-1 convolution per output phase whose STOREs scatter every s-th
 // pixel (see convtranspose.go, bilinear.go). A MatMul of two
 // computed tensors reads its second operand as weights from device memory,
-// transposed on the device when needed (see matmul.go). Max and average
+// transposed on the device when needed (see matmul.go). Stacks of
+// matrices broadcast as numpy's: a constant B's stacks over A's, and over
+// a graph input's repeated as the runtime packs it; a computed A whose
+// matrices B's stacks would repeat is refused. Max and average
 // pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,

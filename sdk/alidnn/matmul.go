@@ -61,6 +61,7 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	if r := a.root(); r != a && len(r.shape) == 4 && len(a.shape) == 2 && transA == 0 && a.shape[0] == r.shape[0] {
 		return c.fcConv(n, op, a, bv, transB != 0, alpha, beta, ci)
 	}
+	c.spreadInput(a, bv.shape)
 	ra := len(a.shape)
 	M, K := a.shape[ra-2], a.shape[ra-1]
 	alay := matLayout(a.shape)
@@ -102,7 +103,8 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 // index of B's matrix it is multiplied by (one entry when B has none to
 // broadcast). The engine runs one GEMM per matrix of A, so a B whose
 // leading axes would repeat A's matrices ([3,1,3,4] × [1,2,4,2] makes
-// [3,2,3,2]) is refused rather than given A's shape.
+// [3,2,3,2]) is refused rather than given A's shape, unless spreadInput
+// has repeated them.
 func matmulLeading(op string, a, b []int) (lead, bsrc []int, err error) {
 	la, lb := a[:len(a)-2], b[:len(b)-2]
 	if lead, err = broadcastShape(la, lb); err != nil {
@@ -116,6 +118,23 @@ func matmulLeading(op string, a, b []int) (lead, bsrc []int, err error) {
 		return lead, []int{0}, nil
 	}
 	return lead, broadcastIndex(lead, lb), nil
+}
+
+// spreadInput repeats the matrices of A, a graph input read by this
+// MatMul alone, where the leading axes of a constant B of shape bs
+// broadcast them: the runtime packs the input broadcast, so that each
+// output matrix has a matrix of A of its own (see matmulLeading).
+func (c *compiler) spreadInput(a *value, bs []int) {
+	if !a.input || a.alias != nil || a.bcast != nil || a.packed != nil || a.lay.shape != nil || c.dataReaders(a.name) != 1 || c.outputs[a.name] || len(bs) < 2 {
+		return
+	}
+	r := len(a.shape)
+	lead, err := broadcastShape(a.shape[:r-2], bs[:len(bs)-2])
+	if err != nil || size(lead) == size(a.shape[:r-2]) {
+		return
+	}
+	a.bcast = a.shape
+	a.shape = append(lead, a.shape[r-2:]...)
 }
 
 // size is the number of elements of shape.

@@ -62,18 +62,25 @@ func refMatMul(a []float32, as []int64, b []float32, bs []int64) ([]float64, []i
 
 // TestMatMulBroadcast runs MatMul with broadcast leading axes against
 // numpy's semantics: where the engine can compute it (B's stacks spread
-// over A's, constants folded) the shape and the numbers are numpy's; where
-// the output would repeat A's matrices ([3,1,3,4] × [1,2,4,2] is
-// [3,2,3,2]), the compiler refuses with the node and the shapes.
+// over A's; A's repeated, [3,1,3,4] × [1,2,4,2] making [3,2,3,2], when A
+// is a graph input the host packs broadcast; constants folded) the shape
+// and the numbers are numpy's; where a computed A's matrices would have
+// to be repeated, the compiler refuses with the node and the shapes.
 func TestMatMulBroadcast(t *testing.T) {
 	cases := []struct {
 		name       string
 		as, bs     []int64
 		aIn, bIn   bool // a graph input (else an initializer)
+		reluA      bool // A is Relu(a), computed on the device
+		readTwice  bool // a Relu reads the input a as well
 		refusedFor []string
 	}{
-		{name: "A's stacks repeated", as: []int64{3, 1, 3, 4}, bs: []int64{1, 2, 4, 2}, aIn: true,
+		{name: "A's stacks repeated", as: []int64{3, 1, 3, 4}, bs: []int64{1, 2, 4, 2}, aIn: true},
+		{name: "computed A's stacks repeated", as: []int64{3, 1, 3, 4}, bs: []int64{1, 2, 4, 2}, aIn: true, reluA: true,
 			refusedFor: []string{`"mm"`, "[3 1 3 4]", "[1 2 4 2]", "[3 2]"}},
+		{name: "A's stacks repeated, A read twice", as: []int64{3, 1, 3, 4}, bs: []int64{1, 2, 4, 2}, aIn: true, readTwice: true,
+			refusedFor: []string{`"mm"`, "[3 1 3 4]", "[1 2 4 2]"}},
+		{name: "A's stacks repeated under B's", as: []int64{2, 1, 3, 16}, bs: []int64{3, 16, 5}, aIn: true},
 		{name: "constants", as: []int64{3, 1, 3, 4}, bs: []int64{1, 2, 4, 2}},
 		{name: "B spread over A", as: []int64{3, 2, 3, 4}, bs: []int64{1, 2, 4, 2}, aIn: true},
 		{name: "B of higher rank", as: []int64{3, 4}, bs: []int64{1, 1, 4, 2}, aIn: true},
@@ -87,6 +94,13 @@ func TestMatMulBroadcast(t *testing.T) {
 			g := &onnx.Graph{
 				Nodes:   []*onnx.Node{{Name: "mm", OpType: "MatMul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}}},
 				Outputs: []onnx.ValueInfo{{Name: "y"}},
+			}
+			if tc.reluA {
+				g.Nodes = append([]*onnx.Node{{Name: "r", OpType: "Relu", Inputs: []string{"a"}, Outputs: []string{"ar"}}}, g.Nodes...)
+				g.Nodes[1].Inputs[0] = "ar"
+			}
+			if tc.readTwice {
+				g.Nodes = append(g.Nodes, &onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"a"}, Outputs: []string{"z"}})
 			}
 			var ins []*onnx.Tensor
 			for _, op := range []struct {

@@ -80,6 +80,7 @@ func TestMatMulBroadcast(t *testing.T) {
 			refusedFor: []string{`"mm"`, "[3 1 3 4]", "[1 2 4 2]", "[3 2]"}},
 		{name: "A's stacks repeated, A read twice", as: []int64{3, 1, 3, 4}, bs: []int64{1, 2, 4, 2}, aIn: true, readTwice: true,
 			refusedFor: []string{`"mm"`, "[3 1 3 4]", "[1 2 4 2]"}},
+		{name: "A a matrix, B a stack", as: []int64{3, 4}, bs: []int64{2, 4, 5}, aIn: true},
 		{name: "A's stacks repeated under B's", as: []int64{2, 1, 3, 16}, bs: []int64{3, 16, 5}, aIn: true},
 		{name: "constants", as: []int64{3, 1, 3, 4}, bs: []int64{1, 2, 4, 2}},
 		{name: "B spread over A", as: []int64{3, 2, 3, 4}, bs: []int64{1, 2, 4, 2}, aIn: true},

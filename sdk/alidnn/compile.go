@@ -33,7 +33,8 @@ type options struct {
 // exporter's way of writing the batch). Layers whose output is one row
 // high — fully connected ones — then load each weight tile once for the
 // whole batch, and a Session runs up to n concurrent Runs as one job (see
-// Session). Program.Batch records n.
+// Session). Program.Batch records n. A WithShape binding of that
+// dimension must be 1 or n.
 func ForBatch(n int) Option { return func(o *options) { o.batch = n } }
 
 // WithConstants binds graph inputs to values known at compile time, as a

@@ -117,7 +117,8 @@ binds it in every input that has it, as onnxruntime's free-dimension
 overrides by name do. A binding of an input wins over a binding of its
 symbolic dimensions; repeated, the last one of a name wins. A free
 dimension left unbound is an error naming the input and the dimension, and
-so is a binding that contradicts a fixed one.`,
+so is a binding that contradicts a fixed one. faas model test binds the
+shapes of each data set's inputs, and run and bench those of --input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -248,7 +249,8 @@ func runCommand() *cobra.Command {
 		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...] [--slot N | --attach LISTING]",
 		Short: "Run a model (ONNX or program file) once and report its device and host time",
 		Long: `Runs MODEL with the given input tensors (ONNX TensorProto files, matched to
-the model's inputs by name, else by position) and writes the outputs. Prints
+the model's inputs by name, else by position; an ONNX MODEL is compiled for
+their shapes) and writes the outputs. Prints
 the modeled device time of the run and the host wall time (upload, run,
 download).
 

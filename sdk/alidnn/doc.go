@@ -33,9 +33,9 @@
 // weights, Constant and ConstantOfShape, MatMul, and the shape arithmetic
 // exporters write in front of a Reshape and for a transformer's position
 // ids and masks: Shape, Size, Gather, Slice, ReduceProd, Concat, Squeeze,
-// Unsqueeze, Cast, Range, Expand, Where, comparisons, logic, arithmetic)
-// are folded at compile time; Softmax at the graph's end runs on the
-// host.
+// Unsqueeze, Cast, Range, Expand, Where, Trilu, comparisons, logic,
+// arithmetic and Pow) are folded at compile time; Softmax at the graph's
+// end runs on the host.
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at

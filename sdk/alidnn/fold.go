@@ -53,6 +53,8 @@ var folders = map[string]folder{
 	"Range":            (*compiler).foldRange,
 	"Expand":           (*compiler).foldExpand,
 	"Where":            (*compiler).foldWhere,
+	"Trilu":            (*compiler).foldTrilu,
+	"Pow":              (*compiler).foldPow,
 	"Not":              (*compiler).foldNot,
 	"Equal":            (*compiler).foldCompare,
 	"Less":             (*compiler).foldCompare,
@@ -333,4 +335,53 @@ func concatConsts(parts []*value, axis int) (*value, error) {
 		return constFloat("", shape, rf), nil
 	}
 	return constInt("", parts[0].typ, shape, ri), nil
+}
+
+// foldPow raises a constant to a constant power, broadcast; the result has
+// the base's type (torch writes d ** -0.5 over a dimension cast to float).
+func (c *compiler) foldPow(n *onnx.Node) (*value, error) {
+	a, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.need(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	shape, err := foldedShape(a.shape, b.shape)
+	if err != nil {
+		return nil, err
+	}
+	ia, ib := broadcastIndex(shape, a.shape), broadcastIndex(shape, b.shape)
+	fa, fb := a.floats(), b.floats()
+	if a.isFloat() {
+		r := make([]float32, len(ia))
+		for k := range r {
+			r[k] = float32(math.Pow(float64(fa[ia[k]]), float64(fb[ib[k]])))
+		}
+		return &value{shape: shape, typ: a.typ, constant: constant{f: r}}, nil
+	}
+	xa := a.ints()
+	r := make([]int64, len(ia))
+	for k := range r {
+		if r[k], err = powInt(xa[ia[k]], fb[ib[k]]); err != nil {
+			return nil, err
+		}
+	}
+	return constInt("", a.typ, shape, r), nil
+}
+
+// powInt is x to the power y, a whole number from 0 to 63, by squaring.
+func powInt(x int64, y float32) (int64, error) {
+	if !(y >= 0 && y <= 63) || y != float32(math.Trunc(float64(y))) {
+		return 0, fmt.Errorf("Pow of the integer %d to %g", x, y)
+	}
+	r := int64(1)
+	for e := int64(y); e > 0; e >>= 1 {
+		if e&1 != 0 {
+			r *= x
+		}
+		x *= x
+	}
+	return r, nil
 }

@@ -145,3 +145,53 @@ func (c *compiler) foldWhere(n *onnx.Node) (*value, error) {
 	}
 	return constInt("", x.typ, shape, r), nil
 }
+
+// foldTrilu keeps the upper (or lower) triangle of each matrix of a
+// constant, from diagonal k on, and zeroes the rest: torch.triu and tril,
+// as in a causal attention mask over a bound sequence length.
+func (c *compiler) foldTrilu(n *onnx.Node) (*value, error) {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	upper, err := n.Int("upper", 1)
+	if err != nil {
+		return nil, err
+	}
+	k := int64(0)
+	if kv, err := c.in(n, 1); err != nil {
+		return nil, err
+	} else if kv != nil {
+		if kv.len() != 1 {
+			return nil, fmt.Errorf("Trilu's k (%q) of shape %v: want a scalar", kv.name, kv.shape)
+		}
+		k = kv.ints()[0]
+	}
+	r := len(x.shape)
+	if r < 2 {
+		return nil, fmt.Errorf("Trilu of %v: want matrices", x.shape)
+	}
+	rows, cols := x.shape[r-2], x.shape[r-1]
+	keep := make([]int, 0, x.len())
+	for e := range x.len() {
+		i, j := int64(e/cols%rows), int64(e%cols)
+		if upper != 0 && j-i >= k || upper == 0 && j-i <= k {
+			keep = append(keep, e)
+		}
+	}
+	v := &value{shape: x.shape, typ: x.typ}
+	if x.isFloat() {
+		src := x.floats()
+		v.f = make([]float32, x.len())
+		for _, e := range keep {
+			v.f[e] = src[e]
+		}
+		return v, nil
+	}
+	src := x.ints()
+	v.i = make([]int64, x.len())
+	for _, e := range keep {
+		v.i[e] = src[e]
+	}
+	return v, nil
+}

@@ -68,8 +68,9 @@ func TestFoldShapeArithmetic(t *testing.T) {
 
 // TestFoldShapeLogic folds the operators torch writes over the shapes of
 // a transformer: Range for position ids, Expand, Equal and Where of
-// expand(-1), ConstantOfShape, comparisons and logic, Size, and a Cast to
-// Bool; and refuses the ones that cannot be folded, naming why.
+// expand(-1), ConstantOfShape, comparisons and logic, Size, a Cast to
+// Bool, Pow for the attention scale, Neg and Abs of integers, Trilu for
+// causal masks; and refuses the ones that cannot be folded, naming why.
 func TestFoldShapeLogic(t *testing.T) {
 	ints := func(name string, v ...int64) *value { return constInt(name, onnx.Int64, []int{len(v)}, v) }
 	scalar := func(name string, v int64) *value { return constInt(name, onnx.Int64, nil, []int64{v}) }
@@ -108,6 +109,15 @@ func TestFoldShapeLogic(t *testing.T) {
 		{"size", node("Size", "x"), nil, nil, "[6]", ""},
 		{"cast to bool", &onnx.Node{OpType: "Cast", Inputs: []string{"f"}, Attrs: []*onnx.Attribute{{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Bool)}}},
 			[]*value{constFloat("f", []int{3}, []float32{0.5, 0, -2})}, []int{3}, "[1 0 1]", ""},
+		{"pow float", node("Pow", "f", "h"), []*value{constFloat("f", []int{2}, []float32{4, 16}), fscalar("h", -0.5)}, []int{2}, "[0.5 0.25]", ""},
+		{"pow int", node("Pow", "a", "e"), []*value{ints("a", 3, -2), ints("e", 2, 3)}, []int{2}, "[9 -8]", ""},
+		{"pow int negative", node("Pow", "a", "e"), []*value{ints("a", 3), ints("e", -1)}, nil, "", "Pow of the integer 3 to -1"},
+		{"neg int", node("Neg", "a"), []*value{ints("a", 3, -2)}, []int{2}, "[-3 2]", ""},
+		{"abs int", node("Abs", "a"), []*value{ints("a", 3, -2)}, []int{2}, "[3 2]", ""},
+		{"tril", &onnx.Node{OpType: "Trilu", Inputs: []string{"o"}, Attrs: []*onnx.Attribute{{Name: "upper", Type: onnx.AttrInt, I: 0}}},
+			[]*value{constInt("o", onnx.Int64, []int{3, 3}, []int64{1, 1, 1, 1, 1, 1, 1, 1, 1})}, []int{3, 3}, "[1 0 0 1 1 0 1 1 1]", ""},
+		{"triu k=1 stacked", node("Trilu", "o", "one"), []*value{constFloat("o", []int{2, 2, 3}, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), scalar("one", 1)},
+			[]int{2, 2, 3}, "[0 2 3 0 0 6 0 8 9 0 0 12]", ""},
 		{"constant of shape too large", node("ConstantOfShape", "s"), []*value{ints("s", 1<<40, 1<<40)}, nil, "", "too large"},
 	}
 	for _, tc := range cases {

@@ -451,7 +451,7 @@ func (c *compiler) foldMatMul(n *onnx.Node) (*value, error) {
 	if size(lead)*M*N > 1<<24 || size(lead)*M*N*K > 1<<28 {
 		return nil, nil
 	}
-	y := matmulRef(a.floats(), b.floats(), broadcastIndex(lead, la), broadcastIndex(lead, lb), M, K, N)
+	y := multiplyStacks(a.floats(), b.floats(), broadcastIndex(lead, la), broadcastIndex(lead, lb), M, K, N)
 	shape := append(lead, M, N)
 	if len(b.shape) == 1 {
 		shape = slices.Delete(shape, len(shape)-1, len(shape))
@@ -475,8 +475,8 @@ func promoteVectors(a, b []int) (as, bs []int) {
 	return as, bs
 }
 
-// matmulRef multiplies output matrix m as A's matrix ia[m] by B's ib[m].
-func matmulRef(a, b []float32, ia, ib []int, M, K, N int) []float32 {
+// multiplyStacks multiplies output matrix m as A's matrix ia[m] by B's ib[m].
+func multiplyStacks(a, b []float32, ia, ib []int, M, K, N int) []float32 {
 	y := make([]float32, len(ia)*M*N)
 	for m := range ia {
 		pa, pb := a[ia[m]*M*K:], b[ib[m]*K*N:]

@@ -299,6 +299,9 @@ func concatConsts(parts []*value, axis int) (*value, error) {
 		return nil, fmt.Errorf("Concat of nothing")
 	}
 	r := len(parts[0].shape)
+	if r == 0 {
+		return nil, fmt.Errorf("Concat of scalars")
+	}
 	a, err := normAxis(axis, r)
 	if err != nil {
 		return nil, err
@@ -308,6 +311,11 @@ func concatConsts(parts []*value, axis int) (*value, error) {
 	for _, p := range parts {
 		if len(p.shape) != r {
 			return nil, fmt.Errorf("Concat of ranks %d and %d", r, len(p.shape))
+		}
+		for k, d := range p.shape {
+			if k != a && d != shape[k] {
+				return nil, fmt.Errorf("Concat along axis %d of shapes %v and %v", a, parts[0].shape, p.shape)
+			}
 		}
 		shape[a] += p.shape[a]
 	}

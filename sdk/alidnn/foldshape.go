@@ -151,6 +151,9 @@ func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 	}
 	starts, ends, axes, steps := in[0], in[1], in[2], in[3]
 	r := len(x.shape)
+	if r == 0 {
+		return nil, fmt.Errorf("Slice of a scalar")
+	}
 	if len(ends) != len(starts) || axes != nil && len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
 		return nil, fmt.Errorf("Slice with %d starts, %d ends, %d axes and %d steps", len(starts), len(ends), len(axes), len(steps))
 	}
@@ -164,6 +167,9 @@ func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 			if a, err = normAxis(int(axes[k]), r); err != nil {
 				return nil, err
 			}
+		}
+		if a >= r {
+			return nil, fmt.Errorf("Slice of %v on %d axes", x.shape, len(starts))
 		}
 		st := int64(1)
 		if steps != nil {
@@ -248,6 +254,9 @@ func (c *compiler) foldReduceProd(n *onnx.Node) (*value, error) {
 		k, err := normAxis(int(a), r)
 		if err != nil {
 			return nil, err
+		}
+		if k >= r {
+			return nil, fmt.Errorf("ReduceProd of a scalar along axis %d", a)
 		}
 		red[k] = true
 	}

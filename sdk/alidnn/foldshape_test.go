@@ -118,6 +118,15 @@ func TestFoldShapeLogic(t *testing.T) {
 			[]*value{constInt("o", onnx.Int64, []int{3, 3}, []int64{1, 1, 1, 1, 1, 1, 1, 1, 1})}, []int{3, 3}, "[1 0 0 1 1 0 1 1 1]", ""},
 		{"triu k=1 stacked", node("Trilu", "o", "one"), []*value{constFloat("o", []int{2, 2, 3}, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), scalar("one", 1)},
 			[]int{2, 2, 3}, "[0 2 3 0 0 6 0 8 9 0 0 12]", ""},
+		{"matmul of vectors", node("MatMul", "f", "g"), []*value{constFloat("f", []int{2}, []float32{1, 2}), constFloat("g", []int{2}, []float32{3, 4})}, nil, "[11]", ""},
+		{"matmul of a vector and a stack", node("MatMul", "f", "g"), []*value{constFloat("f", []int{2}, []float32{1, 2}), constFloat("g", []int{2, 2, 1}, []float32{3, 4, 5, 6})},
+			[]int{2, 1}, "[11 17]", ""},
+		{"slice of a scalar", node("Slice", "f", "s", "e"), []*value{fscalar("f", 1), ints("s", 0), ints("e", 1)}, nil, "", "Slice of a scalar"},
+		{"slice on too many axes", node("Slice", "x", "s", "e"), []*value{ints("s", 0, 0, 0), ints("e", 1, 1, 1)}, nil, "", "on 3 axes"},
+		{"concat of scalars", node("Concat", "f", "g"), []*value{fscalar("f", 1), fscalar("g", 2)}, nil, "", "Concat of scalars"},
+		{"concat of other widths", node("Concat", "x", "g"), []*value{constFloat("g", []int{1, 2}, []float32{1, 2})}, nil, "", "shapes [2 3] and [1 2]"},
+		{"reduceprod of a scalar", &onnx.Node{OpType: "ReduceProd", Inputs: []string{"f"}, Attrs: []*onnx.Attribute{{Name: "axes", Type: onnx.AttrInts, Ints: []int64{0}}}},
+			[]*value{fscalar("f", 2)}, nil, "", "ReduceProd of a scalar"},
 		{"constant of shape too large", node("ConstantOfShape", "s"), []*value{ints("s", 1<<40, 1<<40)}, nil, "", "too large"},
 	}
 	for _, tc := range cases {

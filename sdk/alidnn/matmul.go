@@ -457,7 +457,7 @@ func (c *compiler) foldMatMul(n *onnx.Node) (*value, error) {
 		shape = slices.Delete(shape, len(shape)-1, len(shape))
 	}
 	if len(a.shape) == 1 {
-		shape = slices.Delete(shape, len(shape)-2, len(shape)-1)
+		shape = slices.Delete(shape, len(lead), len(lead)+1)
 	}
 	return constFloat("", shape, y), nil
 }

@@ -110,9 +110,24 @@ func (c *compiler) foldActivation(n *onnx.Node) (*value, error) {
 		return nil, err
 	}
 	if !x.isFloat() {
-		return nil, fmt.Errorf("%s of an integer constant: %w", n.OpType, ErrUnsupported)
+		return foldIntSign(n.OpType, x)
 	}
 	return constFloat("", x.shape, mapF(x.floats(), f)), nil
+}
+
+// foldIntSign is Neg or Abs of an integer constant, as exporters write
+// them over shapes (a slice of the last -n positions).
+func foldIntSign(op string, x *value) (*value, error) {
+	if op != "Neg" && op != "Abs" {
+		return nil, fmt.Errorf("%s of an integer constant: %w", op, ErrUnsupported)
+	}
+	r := make([]int64, x.len())
+	for k, v := range x.ints() {
+		if r[k] = v; op == "Neg" || v < 0 {
+			r[k] = -v
+		}
+	}
+	return constInt("", x.typ, x.shape, r), nil
 }
 
 // activationNode fuses an activation into x's layer as ALU steps.

@@ -23,6 +23,7 @@ type options struct {
 	int8   bool
 	ranges map[string]float32
 	batch  int
+	shapes map[string][]int
 }
 
 // ForBatch compiles the model for n samples a run, as TensorRT builds an
@@ -32,7 +33,8 @@ type options struct {
 // exporter's way of writing the batch). Layers whose output is one row
 // high — fully connected ones — then load each weight tile once for the
 // whole batch, and a Session runs up to n concurrent Runs as one job (see
-// Session). Program.Batch records n.
+// Session). Program.Batch records n. A WithShape binding of that
+// dimension must be 1 or n.
 func ForBatch(n int) Option { return func(o *options) { o.batch = n } }
 
 // WithConstants binds graph inputs to values known at compile time, as a
@@ -46,6 +48,25 @@ func WithConstants(ts ...*onnx.Tensor) Option {
 		for _, t := range ts {
 			o.consts[t.Name] = t
 		}
+	}
+}
+
+// WithShape binds dimensions the model leaves free (symbolic, as exporters
+// write the batch and the sequence length, or unknown) at compile time, as
+// trtexec's --shapes and onnxruntime's free-dimension overrides do. name is
+// a graph input, dims its whole shape; or the name of a symbolic dimension
+// ("batch"), dims its one size, binding it in every input that has it. A
+// binding of an input by name wins over a binding of its symbolic
+// dimensions; a binding that contradicts a fixed dimension of the model,
+// and a name that is neither an input nor a symbolic dimension, are
+// errors. Shape arithmetic over the bound dimensions then folds away.
+// Repeated, the last binding of a name wins.
+func WithShape(name string, dims ...int) Option {
+	return func(o *options) {
+		if o.shapes == nil {
+			o.shapes = map[string][]int{}
+		}
+		o.shapes[name] = dims
 	}
 }
 
@@ -66,6 +87,7 @@ type compiler struct {
 	inputs  []*value
 
 	opsetVer int64
+	dims     map[string]int // WithShape's bindings of symbolic dimensions
 }
 
 // Compile translates an ONNX model into an engine program.
@@ -92,6 +114,9 @@ func newCompiler(m *onnx.Model, opts []Option) *compiler {
 // layers, and the graph outputs are settled where the host reads them.
 func (c *compiler) build() error {
 	g := c.g
+	if err := c.splitShapes(); err != nil {
+		return err
+	}
 	for _, t := range g.Initializers {
 		v, err := fromTensor(t)
 		if err != nil {
@@ -179,7 +204,7 @@ func (c *compiler) node(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		if v != nil && v.deferred && n.OpType != "Shape" && (k != 0 || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") {
+		if v != nil && v.deferred && !shapeOnly[n.OpType] && (k != 0 || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") {
 			if v, err = c.undefer(v); err != nil {
 				return err
 			}
@@ -191,7 +216,7 @@ func (c *compiler) node(n *onnx.Node) error {
 			}
 		}
 	}
-	if allConst || n.OpType == "Shape" {
+	if allConst || shapeOnly[n.OpType] {
 		if done, err := c.fold(n); done || err != nil {
 			return err
 		}
@@ -203,6 +228,10 @@ func (c *compiler) node(n *onnx.Node) error {
 	}
 	return c.run(n)
 }
+
+// shapeOnly are the operators that read only their input's shape, which
+// is known at compile time: they fold whatever the input.
+var shapeOnly = map[string]bool{"Shape": true, "Size": true}
 
 // run compiles n, whose inputs are ready. Per-tensor element-wise
 // operators after a Reshape work on the reshaped tensor's storage and

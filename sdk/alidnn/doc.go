@@ -13,7 +13,10 @@
 // stride-1 convolution per output phase whose STOREs scatter every s-th
 // pixel (see convtranspose.go, bilinear.go). A MatMul of two
 // computed tensors reads its second operand as weights from device memory,
-// transposed on the device when needed (see matmul.go). Max and average
+// transposed on the device when needed (see matmul.go). Stacks of
+// matrices broadcast as numpy's: a constant B's stacks over A's, and over
+// a graph input's repeated as the runtime packs it; a computed A whose
+// matrices B's stacks would repeat is refused. Max and average
 // pooling
 // become POOL layers; element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,
@@ -27,10 +30,20 @@
 // with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and
 // inference Dropout are aliases. Operators on constants (Transpose of
-// weights, Constant and ConstantOfShape, and the shape arithmetic exporters
-// write in front of a Reshape: Shape, Gather, Slice, ReduceProd, Concat,
-// Cast, arithmetic) are folded at compile time; Softmax at the graph's end
-// runs on the host. Tensors live in device memory as 16-lane blocks (see
+// weights, Constant and ConstantOfShape, MatMul, and the shape arithmetic
+// exporters write in front of a Reshape and for a transformer's position
+// ids and masks: Shape, Size, Gather, Slice, ReduceProd, Concat, Squeeze,
+// Unsqueeze, Cast, Range, Expand, Where, Trilu, comparisons, logic,
+// arithmetic and Pow) are folded at compile time; Softmax at the graph's
+// end runs on the host.
+//
+// The engine runs static shapes. Dimensions a model leaves free — the
+// symbolic batch and sequence length exporters write — are bound at
+// compile time with WithShape (faas model compile --shape): an input's
+// whole shape by the input's name, or one symbolic dimension by its name
+// in every input that has it, the input's binding winning. The shape
+// arithmetic over them then folds away. A free dimension left unbound is
+// refused naming the input, the dimension and the binding that fixes it. Tensors live in device memory as 16-lane blocks (see
 // layout); the runtime packs inputs and unpacks outputs. A Transpose that
 // reorders a tensor's data runs only where it is free, as TensorFlow
 // converters place them around NHWC models (see nhwc.go): on a graph input

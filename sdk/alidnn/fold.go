@@ -48,6 +48,22 @@ var folders = map[string]folder{
 	"QuantizeLinear":   (*compiler).foldQDQ,
 	"DequantizeLinear": (*compiler).foldQDQ,
 	"Concat":           (*compiler).foldConcat,
+	"MatMul":           (*compiler).foldMatMul,
+	"Size":             (*compiler).foldSize,
+	"Range":            (*compiler).foldRange,
+	"Expand":           (*compiler).foldExpand,
+	"Where":            (*compiler).foldWhere,
+	"Trilu":            (*compiler).foldTrilu,
+	"Pow":              (*compiler).foldPow,
+	"Not":              (*compiler).foldNot,
+	"Equal":            (*compiler).foldCompare,
+	"Less":             (*compiler).foldCompare,
+	"LessOrEqual":      (*compiler).foldCompare,
+	"Greater":          (*compiler).foldCompare,
+	"GreaterOrEqual":   (*compiler).foldCompare,
+	"And":              (*compiler).foldCompare,
+	"Or":               (*compiler).foldCompare,
+	"Xor":              (*compiler).foldCompare,
 }
 
 // fold evaluates n at compile time when its inputs are constants. It
@@ -97,16 +113,15 @@ func (c *compiler) foldConstantOfShape(n *onnx.Node) (*value, error) {
 		return nil, err
 	}
 	shape := toInts(sv.ints())
-	total := 1
 	for _, d := range shape {
 		if d < 0 {
-			return nil, fmt.Errorf("negative dimension %d", d)
-		}
-		total *= d
-		if total > 1<<28 {
-			return nil, fmt.Errorf("ConstantOfShape of %v is too large", shape)
+			return nil, fmt.Errorf("ConstantOfShape of %v: negative dimension %d", shape, d)
 		}
 	}
+	if _, err := foldedShape(shape); err != nil {
+		return nil, err
+	}
+	total := size(shape)
 	fv := constFloat("", shape, make([]float32, total))
 	t, _ := n.Tensor("value")
 	if t == nil {
@@ -148,9 +163,17 @@ func (c *compiler) foldCast(n *onnx.Node) (*value, error) {
 	}
 	to, _ := n.Int("to", int64(onnx.Float))
 	v.typ = onnx.DataType(to)
-	if v.isFloat() {
+	switch {
+	case v.isFloat():
 		v.f, v.i = v.floats(), nil
-	} else {
+	case v.typ == onnx.Bool:
+		// Not a truncation: 0.5 is true.
+		b := make([]int64, v.len())
+		for k, x := range v.floats() {
+			b[k] = boolInt(x != 0)
+		}
+		v.i, v.f = b, nil
+	default:
 		v.i, v.f = v.ints(), nil
 	}
 	return v, nil
@@ -276,6 +299,9 @@ func concatConsts(parts []*value, axis int) (*value, error) {
 		return nil, fmt.Errorf("Concat of nothing")
 	}
 	r := len(parts[0].shape)
+	if r == 0 {
+		return nil, fmt.Errorf("Concat of scalars")
+	}
 	a, err := normAxis(axis, r)
 	if err != nil {
 		return nil, err
@@ -285,6 +311,11 @@ func concatConsts(parts []*value, axis int) (*value, error) {
 	for _, p := range parts {
 		if len(p.shape) != r {
 			return nil, fmt.Errorf("Concat of ranks %d and %d", r, len(p.shape))
+		}
+		for k, d := range p.shape {
+			if k != a && d != shape[k] {
+				return nil, fmt.Errorf("Concat along axis %d of shapes %v and %v", a, parts[0].shape, p.shape)
+			}
 		}
 		shape[a] += p.shape[a]
 	}
@@ -312,4 +343,53 @@ func concatConsts(parts []*value, axis int) (*value, error) {
 		return constFloat("", shape, rf), nil
 	}
 	return constInt("", parts[0].typ, shape, ri), nil
+}
+
+// foldPow raises a constant to a constant power, broadcast; the result has
+// the base's type (torch writes d ** -0.5 over a dimension cast to float).
+func (c *compiler) foldPow(n *onnx.Node) (*value, error) {
+	a, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.need(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	shape, err := foldedShape(a.shape, b.shape)
+	if err != nil {
+		return nil, err
+	}
+	ia, ib := broadcastIndex(shape, a.shape), broadcastIndex(shape, b.shape)
+	fa, fb := a.floats(), b.floats()
+	if a.isFloat() {
+		r := make([]float32, len(ia))
+		for k := range r {
+			r[k] = float32(math.Pow(float64(fa[ia[k]]), float64(fb[ib[k]])))
+		}
+		return &value{shape: shape, typ: a.typ, constant: constant{f: r}}, nil
+	}
+	xa := a.ints()
+	r := make([]int64, len(ia))
+	for k := range r {
+		if r[k], err = powInt(xa[ia[k]], fb[ib[k]]); err != nil {
+			return nil, err
+		}
+	}
+	return constInt("", a.typ, shape, r), nil
+}
+
+// powInt is x to the power y, a whole number from 0 to 63, by squaring.
+func powInt(x int64, y float32) (int64, error) {
+	if !(y >= 0 && y <= 63) || y != float32(math.Trunc(float64(y))) {
+		return 0, fmt.Errorf("Pow of the integer %d to %g", x, y)
+	}
+	r := int64(1)
+	for e := int64(y); e > 0; e >>= 1 {
+		if e&1 != 0 {
+			r *= x
+		}
+		x *= x
+	}
+	return r, nil
 }

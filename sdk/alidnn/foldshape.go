@@ -2,14 +2,17 @@ package alidnn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 // Folding of the shape arithmetic exporters write around a Reshape:
 // PyTorch's x.view(x.size(0), -1) is Shape → Gather → Unsqueeze → Concat,
-// TensorFlow converters' Flatten is Shape → Slice → ReduceProd → Concat.
-// Once the input shapes are fixed these are constants.
+// TensorFlow converters' Flatten is Shape → Slice → ReduceProd → Concat,
+// and a transformer's position ids Shape → Gather → Range → Unsqueeze →
+// Expand. Once the input shapes are fixed (or bound, see WithShape) these
+// are constants.
 
 // foldShape is Shape, whose optional start and end (opset 15) slice the
 // dimensions.
@@ -148,6 +151,9 @@ func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 	}
 	starts, ends, axes, steps := in[0], in[1], in[2], in[3]
 	r := len(x.shape)
+	if r == 0 {
+		return nil, fmt.Errorf("Slice of a scalar")
+	}
 	if len(ends) != len(starts) || axes != nil && len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
 		return nil, fmt.Errorf("Slice with %d starts, %d ends, %d axes and %d steps", len(starts), len(ends), len(axes), len(steps))
 	}
@@ -161,6 +167,9 @@ func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 			if a, err = normAxis(int(axes[k]), r); err != nil {
 				return nil, err
 			}
+		}
+		if a >= r {
+			return nil, fmt.Errorf("Slice of %v on %d axes", x.shape, len(starts))
 		}
 		st := int64(1)
 		if steps != nil {
@@ -246,6 +255,9 @@ func (c *compiler) foldReduceProd(n *onnx.Node) (*value, error) {
 		if err != nil {
 			return nil, err
 		}
+		if k >= r {
+			return nil, fmt.Errorf("ReduceProd of a scalar along axis %d", a)
+		}
 		red[k] = true
 	}
 	if len(axes) == 0 {
@@ -290,4 +302,84 @@ func (c *compiler) foldReduceProd(n *onnx.Node) (*value, error) {
 		v[o] *= x.i[k]
 	}
 	return &value{shape: shape, typ: x.typ, constant: constant{i: v}}, nil
+}
+
+// foldSize is the number of elements of its input, whose shape is known
+// even when its values are not.
+func (c *compiler) foldSize(n *onnx.Node) (*value, error) {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	return constInt("", onnx.Int64, nil, []int64{int64(x.len())}), nil
+}
+
+// foldRange is Range(start, limit, delta) on scalars: torch's arange, as
+// in the position ids of a sequence whose length is a bound dimension.
+func (c *compiler) foldRange(n *onnx.Node) (*value, error) {
+	var in [3]*value
+	for k := range in {
+		v, err := c.need(n, k)
+		if err != nil {
+			return nil, err
+		}
+		if v.len() != 1 {
+			return nil, fmt.Errorf("Range input %d (%q) of shape %v: want a scalar", k, v.name, v.shape)
+		}
+		in[k] = v
+	}
+	if in[1].typ != in[0].typ || in[2].typ != in[0].typ {
+		return nil, fmt.Errorf("Range of types %v, %v and %v: want one type", in[0].typ, in[1].typ, in[2].typ)
+	}
+	start, limit, delta := in[0].floats()[0], in[1].floats()[0], in[2].floats()[0]
+	if delta == 0 {
+		return nil, fmt.Errorf("Range with delta 0")
+	}
+	cnt := math.Ceil(float64(limit-start) / float64(delta))
+	if !(cnt <= maxFolded) {
+		return nil, fmt.Errorf("Range(%g, %g, %g) of %g values is too large to fold", start, limit, delta, cnt)
+	}
+	size := int(max(cnt, 0))
+	if in[0].isFloat() {
+		r := make([]float32, size)
+		for k := range r {
+			r[k] = start + float32(k)*delta
+		}
+		return &value{shape: []int{size}, typ: in[0].typ, constant: constant{f: r}}, nil
+	}
+	s, d := in[0].ints()[0], in[2].ints()[0]
+	r := make([]int64, size)
+	for k := range r {
+		r[k] = s + int64(k)*d
+	}
+	return constInt("", in[0].typ, []int{size}, r), nil
+}
+
+// foldExpand broadcasts its input to the shape input (numpy's broadcast of
+// the two: a 1 in the shape keeps the input's dimension).
+func (c *compiler) foldExpand(n *onnx.Node) (*value, error) {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	sv, err := c.need(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(sv.shape) != 1 {
+		return nil, fmt.Errorf("Expand to shape %q of shape %v: want a vector", sv.name, sv.shape)
+	}
+	to := toInts(sv.ints())
+	for k, d := range to {
+		if d < 0 {
+			return nil, fmt.Errorf("Expand to %v: dimension %d is negative", to, k)
+		}
+	}
+	shape, err := foldedShape(x.shape, to)
+	if err != nil {
+		return nil, err
+	}
+	v := constIndex(x, shape, broadcastIndex(shape, x.shape))
+	v.isConst = true
+	return v, nil
 }

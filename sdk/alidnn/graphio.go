@@ -11,7 +11,7 @@ import (
 
 // graphInput makes the value of a graph input: a constant bound with
 // WithConstants, or a device tensor the runtime packs, of static shape
-// (the batch dimension ForBatch's).
+// (see inputShape).
 func (c *compiler) graphInput(in onnx.ValueInfo) error {
 	if t, ok := c.opts.consts[in.Name]; ok {
 		v, err := fromTensor(t)
@@ -22,16 +22,9 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 		c.vals[in.Name] = v
 		return nil
 	}
-	shape := make([]int, len(in.Dims))
-	for k, d := range in.Dims {
-		if k == 0 && c.opts.batch > 1 && (d.Value == 1 || d.Value <= 0) {
-			shape[k] = c.opts.batch
-			continue
-		}
-		if d.Value <= 0 {
-			return fmt.Errorf("input %q: dimension %d is %q: %w: inputs need static shapes", in.Name, k, d.Param, ErrUnsupported)
-		}
-		shape[k] = int(d.Value)
+	shape, err := c.inputShape(in)
+	if err != nil {
+		return err
 	}
 	v := &value{name: in.Name, shape: shape, typ: in.ElemType, device: device{input: true}}
 	switch in.ElemType {

@@ -61,6 +61,7 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	if r := a.root(); r != a && len(r.shape) == 4 && len(a.shape) == 2 && transA == 0 && a.shape[0] == r.shape[0] {
 		return c.fcConv(n, op, a, bv, transB != 0, alpha, beta, ci)
 	}
+	c.spreadInput(a, bv.shape)
 	ra := len(a.shape)
 	M, K := a.shape[ra-2], a.shape[ra-1]
 	alay := matLayout(a.shape)
@@ -76,28 +77,16 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 	if Kb != K {
 		return fmt.Errorf("%s of %v and %v: inner dimensions %d and %d differ", op, a.shape, bv.shape, K, Kb)
 	}
-	batch := 1
-	for _, d := range a.shape[:ra-2] {
-		batch *= d
+	lead, bsrc, err := matmulLeading(op, a.shape, bv.shape)
+	if err != nil {
+		return err
 	}
-	bbatch := 1
-	for _, d := range bv.shape[:rb-2] {
-		bbatch *= d
-	}
-	// B's leading axes broadcast against A's: B's matrix for A's matrix
-	// b is bsrc[b]; a B with leading axes A lacks would broadcast A.
-	bsrc := []int{0}
-	if bbatch != 1 {
-		if _, err := broadcastShape(a.shape[:ra-2], bv.shape[:rb-2]); err != nil || rb > ra {
-			return fmt.Errorf("%s: B's leading axes %v do not broadcast to A's %v: %w", op, bv.shape[:rb-2], a.shape[:ra-2], ErrUnsupported)
-		}
-		bsrc = broadcastIndex(a.shape[:ra-2], bv.shape[:rb-2])
-		bbatch = batch
-	}
+	bbatch := len(bsrc)
 	w := matmulWeights(bv, bsrc, bbatch, N, K, transB != 0, alpha)
-	outShape := append(append([]int(nil), a.shape[:ra-2]...), M, N)
+	outShape := append(lead, M, N)
 	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, batched: bbatch > 1}
-	if r := a.root(); r.input && r.lay.shape == nil && a == r {
+	// A Reshape that keeps the shape (x.view(b, t, -1)) keeps the rows.
+	if r := a.root(); r.input && r.lay.shape == nil && eqInts(a.shape, r.shape) {
 		r.lay = alay
 	}
 	if err := c.gemmNode(gemmParams{n: n, op: op, x: a, w: w, bias: -1, spec: spec, outShape: outShape, outLay: matLayout(outShape)}); err != nil {
@@ -107,6 +96,54 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 		return c.gemmBias(n, ci, beta, outShape)
 	}
 	return nil
+}
+
+// matmulLeading broadcasts the leading (stack) axes of A and a constant B:
+// the output's leading axes, and for each of A's matrices in order the
+// index of B's matrix it is multiplied by (one entry when B has none to
+// broadcast). The engine runs one GEMM per matrix of A, so a B whose
+// leading axes would repeat A's matrices ([3,1,3,4] × [1,2,4,2] makes
+// [3,2,3,2]) is refused rather than given A's shape, unless spreadInput
+// has repeated them.
+func matmulLeading(op string, a, b []int) (lead, bsrc []int, err error) {
+	la, lb := a[:len(a)-2], b[:len(b)-2]
+	if lead, err = broadcastShape(la, lb); err != nil {
+		return nil, nil, fmt.Errorf("%s of %v and %v: leading axes: %w", op, a, b, err)
+	}
+	if size(lead) != size(la) {
+		return nil, nil, fmt.Errorf("%s of %v and %v: the output's %v matrices repeat A's %v, and a constant B is applied once per matrix of A: %w",
+			op, a, b, lead, la, ErrUnsupported)
+	}
+	if size(lb) == 1 {
+		return lead, []int{0}, nil
+	}
+	return lead, broadcastIndex(lead, lb), nil
+}
+
+// spreadInput repeats the matrices of A, a graph input read by this
+// MatMul alone, where the leading axes of a constant B of shape bs
+// broadcast them: the runtime packs the input broadcast, so that each
+// output matrix has a matrix of A of its own (see matmulLeading).
+func (c *compiler) spreadInput(a *value, bs []int) {
+	if !a.input || a.alias != nil || a.bcast != nil || a.packed != nil || a.lay.shape != nil || c.dataReaders(a.name) != 1 || c.outputs[a.name] || len(bs) < 2 {
+		return
+	}
+	r := len(a.shape)
+	lead, err := broadcastShape(a.shape[:r-2], bs[:len(bs)-2])
+	if err != nil || size(lead) == size(a.shape[:r-2]) {
+		return
+	}
+	a.bcast = a.shape
+	a.shape = append(lead, a.shape[r-2:]...)
+}
+
+// size is the number of elements of shape.
+func size(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
 
 // gemmAttrs are Gemm's attributes.
@@ -380,4 +417,78 @@ func (e *emitter) transpose(l *layer) error {
 func transposedLayout(shape []int) layout {
 	r := len(shape)
 	return layout{shape: shape, outer: seq(r - 2), lane: r - 2, rows: []int{r - 1}}
+}
+
+// foldMatMul multiplies floating-point constants as ONNX's MatMul does:
+// numpy's broadcast of the leading axes, a 1-D operand promoted to a
+// matrix and its axis dropped from the result. Sums run in float64. A
+// product too large to hold at compile time is left to the engine.
+func (c *compiler) foldMatMul(n *onnx.Node) (*value, error) {
+	a, err := c.need(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.need(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if !a.isFloat() || !b.isFloat() {
+		return nil, nil
+	}
+	as, bs := promoteVectors(a.shape, b.shape)
+	if len(as) < 2 || len(bs) < 2 {
+		return nil, fmt.Errorf("MatMul of %v and %v: scalars", a.shape, b.shape)
+	}
+	M, K, N := as[len(as)-2], as[len(as)-1], bs[len(bs)-1]
+	if bs[len(bs)-2] != K {
+		return nil, fmt.Errorf("MatMul of %v and %v: inner dimensions %d and %d differ", a.shape, b.shape, K, bs[len(bs)-2])
+	}
+	la, lb := as[:len(as)-2], bs[:len(bs)-2]
+	lead, err := broadcastShape(la, lb)
+	if err != nil {
+		return nil, fmt.Errorf("MatMul of %v and %v: leading axes: %w", a.shape, b.shape, err)
+	}
+	if size(lead)*M*N > 1<<24 || size(lead)*M*N*K > 1<<28 {
+		return nil, nil
+	}
+	y := multiplyStacks(a.floats(), b.floats(), broadcastIndex(lead, la), broadcastIndex(lead, lb), M, K, N)
+	shape := append(lead, M, N)
+	if len(b.shape) == 1 {
+		shape = slices.Delete(shape, len(shape)-1, len(shape))
+	}
+	if len(a.shape) == 1 {
+		shape = slices.Delete(shape, len(lead), len(lead)+1)
+	}
+	return constFloat("", shape, y), nil
+}
+
+// promoteVectors makes MatMul's 1-D operands matrices: A a row, B a
+// column.
+func promoteVectors(a, b []int) (as, bs []int) {
+	as, bs = a, b
+	if len(a) == 1 {
+		as = []int{1, a[0]}
+	}
+	if len(b) == 1 {
+		bs = []int{b[0], 1}
+	}
+	return as, bs
+}
+
+// multiplyStacks multiplies output matrix m as A's matrix ia[m] by B's ib[m].
+func multiplyStacks(a, b []float32, ia, ib []int, M, K, N int) []float32 {
+	y := make([]float32, len(ia)*M*N)
+	for m := range ia {
+		pa, pb := a[ia[m]*M*K:], b[ib[m]*K*N:]
+		for i := range M {
+			for j := range N {
+				var s float64
+				for k := range K {
+					s += float64(pa[i*K+k]) * float64(pb[k*N+j])
+				}
+				y[(m*M+i)*N+j] = float32(s)
+			}
+		}
+	}
+	return y
 }

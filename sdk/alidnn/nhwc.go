@@ -72,11 +72,11 @@ func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) erro
 }
 
 // dataReaders counts the nodes that read the data of the value name: all
-// its consumers but Shape.
+// its consumers but Shape and Size.
 func (c *compiler) dataReaders(name string) int {
 	k := 0
 	for _, n := range c.g.Nodes {
-		if n.OpType == "Shape" {
+		if shapeOnly[n.OpType] {
 			continue
 		}
 		for _, in := range n.Inputs {
@@ -91,10 +91,10 @@ func (c *compiler) dataReaders(name string) int {
 
 // checkView refuses a transposed view (or its flattening) as input k of n
 // unless n can read it: a Reshape, Flatten or Transpose of the view, a
-// MatMul or Gemm of the flattening, or a Shape or Identity of either.
+// MatMul or Gemm of the flattening, or a Shape, Size or Identity of either.
 func (c *compiler) checkView(n *onnx.Node, k int, v *value) error {
 	switch {
-	case n.OpType == "Shape" || (n.OpType == "Identity" || n.OpType == "Dropout") && k == 0:
+	case shapeOnly[n.OpType] || (n.OpType == "Identity" || n.OpType == "Dropout") && k == 0:
 		return nil
 	case v.view != nil && k == 0 && n.OpType == "Transpose":
 		return nil

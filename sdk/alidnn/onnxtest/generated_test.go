@@ -67,7 +67,9 @@ func data(dims []int64, seed float64) []float32 {
 	return v
 }
 
-func fvi(name string, dims []int64) valueInfo { return valueInfo{name, onnx.Float, dims} }
+func fvi(name string, dims []int64) valueInfo {
+	return valueInfo{name: name, typ: onnx.Float, dims: dims}
+}
 
 func mapF(x []float32, f func(float32) float32) []float32 {
 	y := make([]float32, len(x))
@@ -208,7 +210,7 @@ func elementwiseCases(t *testing.T) []genCase {
 	// Dropout's mask output is all true in inference.
 	d := unary("dropout_mask", 13, "Dropout", nil, nil, nil, func(x float32) float32 { return x })
 	d.g.nodes[0].outputs = append(d.g.nodes[0].outputs, "mask")
-	d.g.outputs = append(d.g.outputs, valueInfo{"mask", onnx.Bool, xDims})
+	d.g.outputs = append(d.g.outputs, valueInfo{name: "mask", typ: onnx.Bool, dims: xDims})
 	ones := make([]int64, numel(xDims))
 	for k := range ones {
 		ones[k] = 1

@@ -6,7 +6,9 @@
 //
 // Backend tests pass an operator's weights as graph inputs; the inputs an
 // operator treats as parameters (weights, bias, scales, zero points, shapes)
-// are bound as constants, as a deployed model freezes them.
+// are bound as constants, as a deployed model freezes them. The other
+// inputs' shapes are bound to the data set's (alidnn.WithShape), so models
+// with symbolic dimensions compile for each set's tensors.
 package onnxtest
 
 import (
@@ -95,11 +97,12 @@ func run(ctx context.Context, dev alidnn.Device, dir string, opts Options, r *Re
 			t.Name = graphIns[k]
 		}
 		bound, runtime := split(m.Graph, ins)
+		copts := append(shapesOf(runtime), alidnn.WithConstants(bound...))
 		var prog *alidnn.Program
 		if opts.Quantize {
-			prog, err = alidnn.Quantize(ctx, dev, m, [][]*onnx.Tensor{runtime}, alidnn.WithConstants(bound...))
+			prog, err = alidnn.Quantize(ctx, dev, m, [][]*onnx.Tensor{runtime}, copts...)
 		} else {
-			prog, err = alidnn.Compile(m, alidnn.WithConstants(bound...))
+			prog, err = alidnn.Compile(m, copts...)
 		}
 		if err != nil {
 			return fmt.Errorf("compile: %w", err)
@@ -125,6 +128,20 @@ func run(ctx context.Context, dev alidnn.Device, dir string, opts Options, r *Re
 		r.Sets++
 	}
 	return nil
+}
+
+// shapesOf binds the inputs to the shapes of the data set's tensors, which
+// fix the dimensions the model leaves free: each set compiles for its own.
+func shapesOf(ts []*onnx.Tensor) []alidnn.Option {
+	var opts []alidnn.Option
+	for _, t := range ts {
+		dims := make([]int, len(t.Dims))
+		for k, d := range t.Dims {
+			dims[k] = int(d)
+		}
+		opts = append(opts, alidnn.WithShape(t.Name, dims...))
+	}
+	return opts
 }
 
 // realInputs lists the graph inputs that are not initializers.

@@ -41,6 +41,9 @@ type valueInfo struct {
 	name string
 	typ  onnx.DataType
 	dims []int64
+	// params names the symbolic dimensions: where params[k] is not "",
+	// dimension k is written as that name, not as dims[k].
+	params []string
 }
 
 type graph struct {
@@ -117,7 +120,11 @@ func (n node) encode(k int) ([]byte, error) {
 
 func (v valueInfo) encode() []byte {
 	var shape []byte
-	for _, d := range v.dims {
+	for k, d := range v.dims {
+		if k < len(v.params) && v.params[k] != "" {
+			shape = appendBytes(shape, 1, appendBytes(nil, 2, []byte(v.params[k])))
+			continue
+		}
 		shape = appendBytes(shape, 1, appendVarint(nil, 1, uint64(d)))
 	}
 	tt := appendVarint(nil, 1, uint64(v.typ))

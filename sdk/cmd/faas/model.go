@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
@@ -95,16 +97,28 @@ calibrated on the folder's inputs, and compared by argmax.`,
 
 func compileCommand() *cobra.Command {
 	var out string
+	var shapes []string
 	batch := 1
 	cmd := &cobra.Command{
-		Use:   "compile MODEL.onnx -o PROGRAM [--batch N]",
+		Use:   "compile MODEL.onnx -o PROGRAM [--batch N] [--shape NAME=DIMS ...]",
 		Short: "Compile an ONNX model to an AliDNN program file",
 		Long: `Compiles MODEL.onnx for the AliDNN engine and writes the program file.
 
 With --batch N, the program holds N samples a run (the model's leading
 batch dimension of 1 becomes N): sessions coalesce up to N concurrent runs
 into one run of it, and fully connected layers load their weights once for
-all N.`,
+all N.
+
+The engine runs static shapes. --shape binds the dimensions a model leaves
+free (the symbolic batch and sequence length exporters write) at compile
+time, as trtexec's --shapes does: --shape NAME=1x3x48x320 gives input NAME
+that shape, and --shape NAME=N, NAME a symbolic dimension (batch, seq),
+binds it in every input that has it, as onnxruntime's free-dimension
+overrides by name do. A binding of an input wins over a binding of its
+symbolic dimensions; repeated, the last one of a name wins. A free
+dimension left unbound is an error naming the input and the dimension, and
+so is a binding that contradicts a fixed one. faas model test binds the
+shapes of each data set's inputs, and run and bench those of --input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -113,11 +127,15 @@ all N.`,
 			if batch < 1 || batch > 256 {
 				return usageErrorf("--batch %d: want 1 to 256", batch)
 			}
+			bind, err := parseShapes(shapes)
+			if err != nil {
+				return err
+			}
 			m, err := onnx.ReadModel(args[0])
 			if err != nil {
 				return err
 			}
-			p, err := alidnn.Compile(m, alidnn.ForBatch(batch))
+			p, err := alidnn.Compile(m, append(bind, alidnn.ForBatch(batch))...)
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -137,11 +155,34 @@ all N.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "program file to write")
 	cmd.Flags().IntVar(&batch, "batch", batch, "samples a run holds (the model's batch dimension)")
+	cmd.Flags().StringArrayVar(&shapes, "shape", nil, "bind free dimensions: INPUT=1x3x48x320 or SYMBOL=N (repeatable)")
 	return cmd
 }
 
+// parseShapes turns --shape NAME=D0xD1x… flags into WithShape bindings.
+func parseShapes(flags []string) ([]alidnn.Option, error) {
+	var opts []alidnn.Option
+	for _, f := range flags {
+		name, spec, ok := strings.Cut(f, "=")
+		if !ok || name == "" || spec == "" {
+			return nil, usageErrorf("--shape %q: want NAME=DIMS, as in x=1x3x48x320 or batch=1", f)
+		}
+		var dims []int
+		for _, s := range strings.Split(spec, "x") {
+			d, err := strconv.Atoi(s)
+			if err != nil || d < 1 {
+				return nil, usageErrorf("--shape %q: dimension %q is not a positive integer", f, s)
+			}
+			dims = append(dims, d)
+		}
+		opts = append(opts, alidnn.WithShape(name, dims...))
+	}
+	return opts, nil
+}
+
 // loadProgram reads MODEL: a program file, or an ONNX model it compiles
-// (quantised after training on the inputs when int8 is set).
+// for the shapes of the inputs (quantised after training on them when int8
+// is set).
 func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool, inputs []*onnx.Tensor) (*alidnn.Program, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -160,10 +201,38 @@ func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool,
 	if err != nil {
 		return nil, err
 	}
+	bind := inputShapes(m.Graph, inputs)
 	if int8 {
-		return alidnn.Quantize(ctx, dev, m, [][]*onnx.Tensor{inputs})
+		return alidnn.Quantize(ctx, dev, m, [][]*onnx.Tensor{inputs}, bind...)
 	}
-	return alidnn.Compile(m)
+	return alidnn.Compile(m, bind...)
+}
+
+// inputShapes binds the graph's inputs to the shapes of the tensors,
+// matched by name, else by position as matchInputs does: the tensors fix
+// the dimensions the model leaves free.
+func inputShapes(g *onnx.Graph, ts []*onnx.Tensor) []alidnn.Option {
+	var names []string
+	byName := map[string]bool{}
+	for _, in := range g.Inputs {
+		if g.Initializer(in.Name) == nil {
+			names = append(names, in.Name)
+			byName[in.Name] = true
+		}
+	}
+	var opts []alidnn.Option
+	for k, t := range ts {
+		name := t.Name
+		if !byName[name] && k < len(names) {
+			name = names[k]
+		}
+		dims := make([]int, len(t.Dims))
+		for j, d := range t.Dims {
+			dims[j] = int(d)
+		}
+		opts = append(opts, alidnn.WithShape(name, dims...))
+	}
+	return opts
 }
 
 // runFlags are faas model run's flags.
@@ -180,7 +249,8 @@ func runCommand() *cobra.Command {
 		Use:   "run MODEL --input in.pb [--input ...] [--output out.pb ...] [--slot N | --attach LISTING]",
 		Short: "Run a model (ONNX or program file) once and report its device and host time",
 		Long: `Runs MODEL with the given input tensors (ONNX TensorProto files, matched to
-the model's inputs by name, else by position) and writes the outputs. Prints
+the model's inputs by name, else by position; an ONNX MODEL is compiled for
+their shapes) and writes the outputs. Prints
 the modeled device time of the run and the host wall time (upload, run,
 download).
 

@@ -413,7 +413,9 @@ func newPlatform(t testing.TB, regArgs ...string) *platform {
 			t.Fatalf("registry users add %s: %q", a.name, out)
 		}
 	}
-	reg := startServer(t, regEnv, "registry", append([]string{"serve", "--listen", "127.0.0.1:0"}, regArgs...)...)
+	// No metrics listener: its default, 127.0.0.1:5001, is one address for
+	// every registry on the host, and other packages' tests run at once.
+	reg := startServer(t, regEnv, "registry", append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off"}, regArgs...)...)
 	var regURL string
 	poll(t, startTimeout, "the registry's listening line", func() bool {
 		if reg.exited() {

@@ -54,7 +54,7 @@ func TestServeTrustedProxies(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		root := newRoot(strings.NewReader(""), pw, logs)
-		root.SetArgs([]string{"serve", "--listen", "127.0.0.1:0", "--database-url", pg.URL, "--data-dir", t.TempDir(),
+		root.SetArgs([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off", "--database-url", pg.URL, "--data-dir", t.TempDir(),
 			"--trusted-proxies", "127.0.0.0/8, 10.0.0.0/8"})
 		err := root.ExecuteContext(ctx)
 		pw.CloseWithError(err)

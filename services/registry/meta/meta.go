@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -232,6 +233,8 @@ type Manifest struct {
 // every child in m.Children must be a manifest of repo, else the error is a
 // *MissingError (wrapping ErrBlobUnknown or ErrManifestUnknown); nothing
 // is stored then. Storing a manifest that exists again only moves the tag.
+// A tag that may not move to m (see checkTag) fails it with an
+// *ImmutableError, before anything is stored.
 func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tags ...string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		// The digests' locks before any row: shared locks never wait for
@@ -243,6 +246,9 @@ func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tags .
 		}
 		id, err := ensureRepository(ctx, tx, repo)
 		if err != nil {
+			return err
+		}
+		if err := checkTags(ctx, tx, id, repo, m.Digest, tags); err != nil {
 			return err
 		}
 		// Lock the links and children against concurrent deletes until commit.
@@ -358,41 +364,83 @@ func isDigest(ref string) bool {
 	return false
 }
 
-// DeleteManifest deletes the manifest of repo with digest, and the tags
-// pointing at it. A manifest an index of repo still lists wraps ErrInUse.
-func (s *Store) DeleteManifest(ctx context.Context, repo, digest string) error {
-	id, err := repositoryID(ctx, s.pool, repo)
-	if errors.Is(err, ErrUnavailable) {
-		return err // a fault, not an unknown manifest
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrManifestUnknown, err)
-	}
-	tag, err := s.pool.Exec(ctx, `delete from manifests where repository_id = $1 and digest = $2`, id, digest)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: manifest_children
-		return fmt.Errorf("%w: manifest %s is listed by an index", ErrInUse, digest)
-	}
-	if err != nil {
-		return fmt.Errorf("meta: delete manifest %s: %w", digest, Unavailable(err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %s in %q", ErrManifestUnknown, digest, repo)
+// checkTags locks tags (in order, so that two pushes sharing tags cannot
+// deadlock) and fails with the first that may not come to name digest.
+func checkTags(ctx context.Context, tx pgx.Tx, rid int64, repo, digest string, tags []string) error {
+	sorted := slices.Clone(tags)
+	slices.Sort(sorted)
+	for _, tag := range slices.Compact(sorted) {
+		if tag == "" {
+			continue
+		}
+		current, err := LockTag(ctx, tx, repo, tag)
+		if err != nil {
+			return err
+		}
+		if err := checkTag(ctx, tx, rid, repo, tag, current, digest); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// DeleteTag removes tag from repo; the manifest stays.
+// DeleteManifest deletes the manifest of repo with digest, and the tags
+// pointing at it. A manifest an index of repo still lists wraps ErrInUse;
+// one a listed version names, or with a tag a rule makes immutable, fails
+// with an *ImmutableError.
+func (s *Store) DeleteManifest(ctx context.Context, repo, digest string) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		id, err := repositoryID(ctx, tx, repo)
+		if errors.Is(err, ErrUnavailable) {
+			return err // a fault, not an unknown manifest
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrManifestUnknown, err)
+		}
+		if err := checkDigestTags(ctx, tx, id, repo, digest); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `delete from manifests where repository_id = $1 and digest = $2`, id, digest)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: manifest_children
+			return fmt.Errorf("%w: manifest %s is listed by an index", ErrInUse, digest)
+		}
+		if err != nil {
+			return fmt.Errorf("meta: delete manifest %s: %w", digest, Unavailable(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: %s in %q", ErrManifestUnknown, digest, repo)
+		}
+		return nil
+	})
+}
+
+// DeleteTag removes tag from repo; the manifest stays. An immutable tag
+// fails with an *ImmutableError.
 func (s *Store) DeleteTag(ctx context.Context, repo, tag string) error {
-	ct, err := s.pool.Exec(ctx, `delete from tags t using repositories r
-		where r.id = t.repository_id and r.name = $1 and t.name = $2`, repo, tag)
-	if err != nil {
-		return fmt.Errorf("meta: delete tag %q: %w", tag, err)
-	}
-	if ct.RowsAffected() == 0 {
-		return fmt.Errorf("%w: tag %q in %q", ErrManifestUnknown, tag, repo)
-	}
-	return nil
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		id, err := repositoryID(ctx, tx, repo)
+		if errors.Is(err, ErrRepositoryUnknown) {
+			return fmt.Errorf("%w: tag %q in %q", ErrManifestUnknown, tag, repo)
+		}
+		if err != nil {
+			return err
+		}
+		current, err := LockTag(ctx, tx, repo, tag)
+		if err != nil {
+			return err
+		}
+		if current == "" {
+			return fmt.Errorf("%w: tag %q in %q", ErrManifestUnknown, tag, repo)
+		}
+		if err := checkTag(ctx, tx, id, repo, tag, current, ""); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `delete from tags where repository_id = $1 and name = $2`, id, tag); err != nil {
+			return fmt.Errorf("meta: delete tag %q: %w", tag, Unavailable(err))
+		}
+		return nil
+	})
 }
 
 // Tags returns up to n tags of repo after last in lexical (byte) order;

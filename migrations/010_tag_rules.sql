@@ -1,0 +1,21 @@
+-- 010: tag immutability rules, per repository.
+--
+-- A tag that names a version of the repository's listing never moves (the
+-- registry checks listing_versions, which needs no rule). These rules make
+-- other tags immutable once set: a tag whose name matches a pattern (Go's
+-- path.Match syntax: * ? [a-z] and \ escapes; "v*", "release-*") may be
+-- pushed while it does not exist, again with the digest it names, and
+-- neither moved nor deleted. The ISV owning the repository's listing
+-- manages them through /api/v1/listings/{id}/tag-rules.
+create table tag_rules (
+    id            uuid primary key default gen_random_uuid(),
+    repository_id bigint not null references repositories (id) on delete cascade,
+    pattern       text not null check (length(pattern) between 1 and 128),
+    created_by    uuid references accounts (id) on delete set null,
+    created_at    timestamptz not null default now(),
+    unique (repository_id, pattern)
+);
+
+---- create above / drop below ----
+
+drop table tag_rules;

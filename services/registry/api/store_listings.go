@@ -153,15 +153,23 @@ func owns(p *principal, l registryapi.Listing) bool {
 // answer never tells one from the other.
 func notYours() error { return fmt.Errorf("%w: no such listing of yours", ErrNotFound) }
 
+// managedListing returns listing id to its owner or an admin, and
+// notYours to anyone else, whether the listing is visible to them, hidden
+// or missing.
+func (s *store) managedListing(ctx context.Context, q querier, p *principal, id string) (registryapi.Listing, error) {
+	l, err := s.getListing(ctx, q, p, id)
+	if errors.Is(err, ErrNotFound) || err == nil && !owns(p, l) {
+		return l, notYours()
+	}
+	return l, err
+}
+
 // ownListing returns listing id for a change by the caller, else
-// ErrNotFound (notYours). The row is locked for the transaction.
+// notYours. The row is locked for the transaction.
 func (s *store) ownListing(ctx context.Context, tx pgx.Tx, p *principal, id string) (registryapi.Listing, error) {
-	l, err := s.getListing(ctx, tx, p, id)
+	l, err := s.managedListing(ctx, tx, p, id)
 	if err != nil {
 		return l, err
-	}
-	if !owns(p, l) {
-		return l, notYours()
 	}
 	if _, err := tx.Exec(ctx, `select 1 from listings where id = $1::uuid for update`, id); err != nil {
 		return l, err

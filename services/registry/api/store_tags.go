@@ -16,18 +16,8 @@ func scanTagRule(r pgx.Row) (registryapi.TagRule, error) {
 	return t, r.Scan(&t.ID, &t.Pattern, &t.CreatedAt)
 }
 
-// managedListing returns listing id for the owner or an admin, ErrNotFound
-// to anyone else, visible or not.
-func (s *store) managedListing(ctx context.Context, p *principal, id string) (registryapi.Listing, error) {
-	l, err := s.getListing(ctx, s.db, p, id)
-	if err == nil && !owns(p, l) {
-		err = notYours()
-	}
-	return l, err
-}
-
 func (s *store) tagRules(ctx context.Context, p *principal, listingID string) ([]registryapi.TagRule, error) {
-	if _, err := s.managedListing(ctx, p, listingID); err != nil {
+	if _, err := s.managedListing(ctx, s.db, p, listingID); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.Query(ctx, `select r.id::text, r.pattern, r.created_at from tag_rules r
@@ -80,7 +70,7 @@ func (s *store) deleteTagRule(ctx context.Context, p *principal, listingID, rule
 // tag reports the state of tag in the repository of listing listingID.
 func (s *store) tag(ctx context.Context, p *principal, listingID, tag string) (registryapi.Tag, error) {
 	t := registryapi.Tag{Name: tag}
-	l, err := s.managedListing(ctx, p, listingID)
+	l, err := s.managedListing(ctx, s.db, p, listingID)
 	if err != nil {
 		return t, err
 	}

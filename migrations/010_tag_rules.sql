@@ -5,8 +5,10 @@
 -- other tags immutable once set: a tag whose name matches a pattern (Go's
 -- path.Match syntax: * ? [a-z] and \ escapes; "v*", "release-*") may be
 -- pushed while it does not exist, again with the digest it names, and
--- neither moved nor deleted. The ISV owning the repository's listing
--- manages them through /api/v1/listings/{id}/tag-rules.
+-- neither moved nor deleted. cosign's signature, attestation and SBOM tags
+-- (sha256-<hex>.sig, .att, .sbom) are never held: signing appends to them.
+-- The ISV owning the repository's listing manages the rules through
+-- /api/v1/listings/{id}/tag-rules.
 create table tag_rules (
     id            uuid primary key default gen_random_uuid(),
     repository_id bigint not null references repositories (id) on delete cascade,

@@ -6,7 +6,10 @@ import "time"
 // immutable once set: such a tag may be pushed while it does not exist and
 // again with the digest it names, never moved or deleted. Pattern is Go's
 // path.Match syntax ("v*", "release-*", "v[0-9]*"). Tags that name a
-// version of the listing are immutable without a rule.
+// version of the listing are immutable without a rule; cosign's
+// signature, attestation and SBOM tags (sha256-<hex>.sig, .att, .sbom)
+// never are, since signing, the platform's countersignature included,
+// appends to them.
 type TagRule struct {
 	ID        string    `json:"id"`
 	Pattern   string    `json:"pattern"`

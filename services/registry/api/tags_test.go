@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
@@ -131,6 +132,16 @@ func TestTagRules(t *testing.T) {
 		t.Errorf("dev matches no rule: %v", err)
 	}
 	immutable(t, e.meta.DeleteTag(ctx, "isv1/app", "release-1"), "release-1", "", "release-*")
+	// Signing appends to cosign's signature tags, so not even "*" holds them.
+	e.must(201, "isv1", "POST", "/listings/"+L.ID+"/tag-rules", item{"pattern": "*"})
+	sig := strings.Replace(d1, ":", "-", 1) + ".sig"
+	for _, seed := range []string{"signed once", "countersigned"} {
+		if _, err := e.put("isv1/app", seed, sig); err != nil {
+			t.Errorf("signature tag %s (%s): %v", sig, seed, err)
+		}
+	}
+	_, err = e.put("isv1/app", "one", "dev")
+	immutable(t, err, "dev", "", "*")
 	var tag registryapi.Tag
 	e.must(200, "isv1", "GET", "/listings/"+L.ID+"/tags/release-1", nil).decode(t, &tag)
 	if !tag.Immutable || tag.Digest != d1 {
@@ -138,6 +149,14 @@ func TestTagRules(t *testing.T) {
 	}
 
 	e.must(204, "isv1", "DELETE", "/listings/"+L.ID+"/tag-rules/"+R.ID, nil)
+	var star registryapi.TagRule
+	e.must(200, "isv1", "GET", "/listings/"+L.ID+"/tag-rules", nil).decode(t, &rules)
+	for _, r := range rules.Items {
+		if r.Pattern == "*" {
+			star = r
+		}
+	}
+	e.must(204, "isv1", "DELETE", "/listings/"+L.ID+"/tag-rules/"+star.ID, nil)
 	if _, err := e.put("isv1/app", "two", "release-1"); err != nil {
 		t.Errorf("without its rule release-1 moves: %v", err)
 	}

@@ -30,8 +30,9 @@
 //
 // A tag that names a version of the repository's listing (listing_versions:
 // the version's name is the tag) never moves, and a tag matching one of the
-// repository's tag rules (migration 010, managed through the API) never
-// moves once set; see meta, "Immutable tags". Every manifest PUT (hdk,
+// repository's tag rules (migration 010, managed through the API; cosign's
+// signature tags excepted) never moves once set; see meta, "Immutable
+// tags". Every manifest PUT (hdk,
 // crane, oras, docker, cosign and the portal's uploads all push through
 // it) is checked, for the tag of its path and every tag parameter, in the
 // transaction that would store it: a refusal stores nothing, so the tag,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -83,9 +84,17 @@ func checkTag(ctx context.Context, q querier, rid int64, repo, tag, current, dig
 	return &ImmutableError{Repository: repo, Tag: tag, Pattern: pattern, Digest: current}
 }
 
+// signatureTagRe is cosign's tags of an image's signatures, attestations
+// and SBOMs. Signing appends to the image under the tag (the validation
+// worker's countersignature too), so no rule holds them, not even "*".
+var signatureTagRe = regexp.MustCompile(`^(sha256-[0-9a-f]{64}|sha512-[0-9a-f]{128})\.(sig|att|sbom)$`)
+
 // matchingRule returns the first (in byte order) tag rule of repository rid
 // that tag matches, or "".
 func matchingRule(ctx context.Context, q querier, rid int64, tag string) (string, error) {
+	if signatureTagRe.MatchString(tag) {
+		return "", nil
+	}
 	rows, err := q.Query(ctx, `select pattern from tag_rules where repository_id = $1 order by pattern collate "C"`, rid)
 	if err != nil {
 		return "", fmt.Errorf("meta: tag rules: %w", Unavailable(err))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -364,26 +363,6 @@ func isDigest(ref string) bool {
 	return false
 }
 
-// checkTags locks tags (in order, so that two pushes sharing tags cannot
-// deadlock) and fails with the first that may not come to name digest.
-func checkTags(ctx context.Context, tx pgx.Tx, rid int64, repo, digest string, tags []string) error {
-	sorted := slices.Clone(tags)
-	slices.Sort(sorted)
-	for _, tag := range slices.Compact(sorted) {
-		if tag == "" {
-			continue
-		}
-		current, err := LockTag(ctx, tx, repo, tag)
-		if err != nil {
-			return err
-		}
-		if err := checkTag(ctx, tx, rid, repo, tag, current, digest); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // DeleteManifest deletes the manifest of repo with digest, and the tags
 // pointing at it. A manifest an index of repo still lists wraps ErrInUse;
 // one a listed version names, or with a tag a rule makes immutable, fails
@@ -410,34 +389,6 @@ func (s *Store) DeleteManifest(ctx context.Context, repo, digest string) error {
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("%w: %s in %q", ErrManifestUnknown, digest, repo)
-		}
-		return nil
-	})
-}
-
-// DeleteTag removes tag from repo; the manifest stays. An immutable tag
-// fails with an *ImmutableError.
-func (s *Store) DeleteTag(ctx context.Context, repo, tag string) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		id, err := repositoryID(ctx, tx, repo)
-		if errors.Is(err, ErrRepositoryUnknown) {
-			return fmt.Errorf("%w: tag %q in %q", ErrManifestUnknown, tag, repo)
-		}
-		if err != nil {
-			return err
-		}
-		current, err := LockTag(ctx, tx, repo, tag)
-		if err != nil {
-			return err
-		}
-		if current == "" {
-			return fmt.Errorf("%w: tag %q in %q", ErrManifestUnknown, tag, repo)
-		}
-		if err := checkTag(ctx, tx, id, repo, tag, current, ""); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `delete from tags where repository_id = $1 and name = $2`, id, tag); err != nil {
-			return fmt.Errorf("meta: delete tag %q: %w", tag, Unavailable(err))
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -54,6 +55,26 @@ func LockTag(ctx context.Context, tx pgx.Tx, repo, tag string) (string, error) {
 		return "", fmt.Errorf("meta: tag %q: %w", tag, Unavailable(err))
 	}
 	return current, nil
+}
+
+// checkTags locks tags (in order, so that two pushes sharing tags cannot
+// deadlock) and fails with the first that may not come to name digest.
+func checkTags(ctx context.Context, tx pgx.Tx, rid int64, repo, digest string, tags []string) error {
+	sorted := slices.Clone(tags)
+	slices.Sort(sorted)
+	for _, tag := range slices.Compact(sorted) {
+		if tag == "" {
+			continue
+		}
+		current, err := LockTag(ctx, tx, repo, tag)
+		if err != nil {
+			return err
+		}
+		if err := checkTag(ctx, tx, rid, repo, tag, current, digest); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkTag returns an *ImmutableError when tag of repository rid (named
@@ -164,4 +185,32 @@ func checkDigestTags(ctx context.Context, q querier, rid int64, repo, digest str
 		}
 	}
 	return nil
+}
+
+// DeleteTag removes tag from repo; the manifest stays. An immutable tag
+// fails with an *ImmutableError.
+func (s *Store) DeleteTag(ctx context.Context, repo, tag string) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		id, err := repositoryID(ctx, tx, repo)
+		if errors.Is(err, ErrRepositoryUnknown) {
+			return fmt.Errorf("%w: tag %q in %q", ErrManifestUnknown, tag, repo)
+		}
+		if err != nil {
+			return err
+		}
+		current, err := LockTag(ctx, tx, repo, tag)
+		if err != nil {
+			return err
+		}
+		if current == "" {
+			return fmt.Errorf("%w: tag %q in %q", ErrManifestUnknown, tag, repo)
+		}
+		if err := checkTag(ctx, tx, id, repo, tag, current, ""); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `delete from tags where repository_id = $1 and name = $2`, id, tag); err != nil {
+			return fmt.Errorf("meta: delete tag %q: %w", tag, Unavailable(err))
+		}
+		return nil
+	})
 }

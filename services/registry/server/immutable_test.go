@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,35 @@ func wireRefusal(t *testing.T, r *running, digest string) {
 	}
 	if resp, b := call(t, r.url, tok, http.MethodDelete, "/v2/acme/edge-fft/manifests/release-1", nil); resp.StatusCode != http.StatusConflict {
 		t.Errorf("DELETE of a tag a rule holds: %d %s, want 409", resp.StatusCode, b)
+	}
+}
+
+// TestImmutableTagsOras pushes an artifact with oras over a listed
+// version's tag: refused the same way, and the tag keeps its artifact.
+func TestImmutableTagsOras(t *testing.T) {
+	oras := tool(t, "oras", installOras)
+	r := start(t, server.Config{})
+	r.user(t, "acme", auth.RoleISV, "pw-acme")
+	c := newClientEnv(t)
+	ref := r.host + "/acme/edge-fft:0.9.0"
+	c.run(false, "pw-acme", oras, "login", "--plain-http", "-u", "acme", "--password-stdin", r.host)
+	for _, f := range []string{"first.txt", "second.txt"} {
+		if err := os.WriteFile(filepath.Join(c.dir, f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.run(false, "", oras, "push", "--plain-http", "--artifact-type", "application/vnd.faas.test", ref, "first.txt:text/plain")
+	d1 := strings.TrimSpace(c.run(false, "", oras, "resolve", "--plain-http", ref))
+	var l registryapi.Listing
+	apiJSON(t, r, http.MethodPost, "/listings", `{"name":"Edge FFT","repository":"acme/edge-fft"}`, http.StatusCreated, &l)
+	apiJSON(t, r, http.MethodPost, "/listings/"+l.ID+"/versions", `{"version":"0.9.0","digest":"`+d1+`"}`, http.StatusCreated, nil)
+
+	msg := c.refused(oras, "push", "--plain-http", "--artifact-type", "application/vnd.faas.test", ref, "second.txt:text/plain")
+	// oras, like docker, knows TAG_INVALID and says "tag invalid".
+	if !strings.Contains(msg, "tag invalid: tag 0.9.0") || !strings.Contains(msg, "Edge FFT") {
+		t.Errorf("oras's refusal: %q", msg)
+	}
+	if got := strings.TrimSpace(c.run(false, "", oras, "resolve", "--plain-http", ref)); got != d1 {
+		t.Errorf("after the refused push 0.9.0 names %s, want %s", got, d1)
 	}
 }

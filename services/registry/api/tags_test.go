@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
@@ -159,5 +160,36 @@ func TestTagRules(t *testing.T) {
 	e.must(204, "isv1", "DELETE", "/listings/"+L.ID+"/tag-rules/"+star.ID, nil)
 	if _, err := e.put("isv1/app", "two", "release-1"); err != nil {
 		t.Errorf("without its rule release-1 moves: %v", err)
+	}
+}
+
+// TestVersionRacesPush adds versions while the same tags are pushed with
+// another image: whichever lands first, the version and its tag agree.
+func TestVersionRacesPush(t *testing.T) {
+	e := newEnv(t)
+	a, err := e.put("isv1/race", "a", "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var L registryapi.Listing
+	e.must(201, "isv1", "POST", "/listings", item{"name": "race", "repository": "isv1/race"}).decode(t, &L)
+	for i := range 20 {
+		tag := fmt.Sprintf("1.%d", i)
+		var added resp
+		var pushErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); added = e.do("isv1", "POST", "/listings/"+L.ID+"/versions", item{"version": tag, "digest": a}) }()
+		go func() { defer wg.Done(); _, pushErr = e.put("isv1/race", "b", tag) }()
+		wg.Wait()
+		m, err := e.meta.GetManifest(context.Background(), "isv1/race", tag)
+		switch {
+		case added.status == 201 && pushErr == nil:
+			t.Fatalf("%s: both the version (%s) and a push of another image succeeded", tag, a)
+		case added.status == 201 && (err == nil && m.Digest != a):
+			t.Fatalf("%s: version names %s, its tag %s", tag, a, m.Digest)
+		case added.status != 201 && (added.status != 409 || pushErr != nil):
+			t.Fatalf("%s: version %d %s, push %v: want one to win", tag, added.status, added.body, pushErr)
+		}
 	}
 }

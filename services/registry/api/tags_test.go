@@ -179,7 +179,10 @@ func TestVersionRacesPush(t *testing.T) {
 		var pushErr error
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); added = e.do("isv1", "POST", "/listings/"+L.ID+"/versions", item{"version": tag, "digest": a}) }()
+		go func() {
+			defer wg.Done()
+			added = e.do("isv1", "POST", "/listings/"+L.ID+"/versions", item{"version": tag, "digest": a})
+		}()
 		go func() { defer wg.Done(); _, pushErr = e.put("isv1/race", "b", tag) }()
 		wg.Wait()
 		m, err := e.meta.GetManifest(context.Background(), "isv1/race", tag)

@@ -243,11 +243,15 @@ func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tags .
 				return err
 			}
 		}
+		locked, err := lockTags(ctx, tx, repo, tags)
+		if err != nil {
+			return err
+		}
 		id, err := ensureRepository(ctx, tx, repo)
 		if err != nil {
 			return err
 		}
-		if err := checkTags(ctx, tx, id, repo, m.Digest, tags); err != nil {
+		if err := checkTags(ctx, tx, id, repo, m.Digest, locked); err != nil {
 			return err
 		}
 		// Lock the links and children against concurrent deletes until commit.

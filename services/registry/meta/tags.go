@@ -57,20 +57,35 @@ func LockTag(ctx context.Context, tx pgx.Tx, repo, tag string) (string, error) {
 	return current, nil
 }
 
-// checkTags locks tags (in order, so that two pushes sharing tags cannot
-// deadlock) and fails with the first that may not come to name digest.
-func checkTags(ctx context.Context, tx pgx.Tx, rid int64, repo, digest string, tags []string) error {
+// lockedTag is a tag a transaction holds the lock of, with the digest it
+// named when the lock was taken.
+type lockedTag struct{ name, current string }
+
+// lockTags takes the locks of tags in order, so that two pushes sharing
+// tags cannot deadlock, and before any row lock of the push: the API adds
+// a version under the tag's lock and then references the repository's
+// row, which PutManifest's upsert locks.
+func lockTags(ctx context.Context, tx pgx.Tx, repo string, tags []string) ([]lockedTag, error) {
 	sorted := slices.Clone(tags)
 	slices.Sort(sorted)
+	var locked []lockedTag
 	for _, tag := range slices.Compact(sorted) {
 		if tag == "" {
 			continue
 		}
 		current, err := LockTag(ctx, tx, repo, tag)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := checkTag(ctx, tx, rid, repo, tag, current, digest); err != nil {
+		locked = append(locked, lockedTag{tag, current})
+	}
+	return locked, nil
+}
+
+// checkTags fails with the first of tags that may not come to name digest.
+func checkTags(ctx context.Context, q querier, rid int64, repo, digest string, tags []lockedTag) error {
+	for _, t := range tags {
+		if err := checkTag(ctx, q, rid, repo, t.name, t.current, digest); err != nil {
 			return err
 		}
 	}

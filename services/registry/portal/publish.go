@@ -156,7 +156,8 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 			}
 			gotLayout = true
 			// Whatever refuses the version refuses it before a byte of the
-			// image is read (the form sends listing and version first).
+			// image is read (the form sends listing and version first); the
+			// registry checks the tag again when it stores the manifest.
 			l, err := p.versionFree(r.Context(), acct, pg)
 			if err != nil {
 				return err

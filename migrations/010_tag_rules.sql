@@ -18,6 +18,16 @@ create table tag_rules (
     unique (repository_id, pattern)
 );
 
+-- Tags a push moved off their listed version before versions were enforced
+-- (issue 26: the listing's own `faas load …:VERSION` then found an image
+-- without the platform's countersignature) go back to the version's image,
+-- the one validated and countersigned, while it is stored. The image they
+-- named stays, by digest.
+update tags t set manifest_digest = v.manifest_digest, updated_at = now()
+from listing_versions v join listings l on l.id = v.listing_id
+where t.repository_id = l.repository_id and t.name = v.version and t.manifest_digest <> v.manifest_digest
+  and exists (select 1 from manifests m where m.repository_id = t.repository_id and m.digest = v.manifest_digest);
+
 ---- create above / drop below ----
 
 drop table tag_rules;

@@ -218,11 +218,12 @@ func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
 	p.redirectFlash(w, r, "/isv/listings/"+url.PathEscape(l.ID), "saved")
 }
 
-// ownedListing returns listing id if acct owns it. Every /isv page and
-// form that names a listing asks it first: another ISV's listing, even a
-// published one the marketplace shows, answers 404 there, as the API's
-// management routes answer (api, notYours), so that "not yours" has one
-// answer that never tells a private listing from a missing one.
+// ownedListing returns listing id if acct owns it. The /isv pages that
+// show a listing ask it, since the API shows published listings to
+// everyone; the forms get the same answer from the API's management
+// routes (api, notYours). Either way another ISV's listing, even one the
+// marketplace shows, answers 404 with one message, which never tells a
+// private listing from a missing one.
 func (p *Portal) ownedListing(ctx context.Context, acct auth.Account, id string) (registryapi.Listing, error) {
 	l, err := p.apiAs(&acct).Listing(ctx, id)
 	if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusNotFound || err == nil && l.OwnerID != acct.ID {

@@ -162,6 +162,9 @@ func checkSchema(t *testing.T, ctx context.Context, conn *pgx.Conn) {
 	mustFail("insert into tags (repository_id, name, manifest_digest) select id, '-bad', $1 from repositories", d)
 	mustFail("insert into validation_jobs (repository_id, manifest_digest, state) select id, $1, 'done' from repositories", d)
 	must("insert into validation_jobs (repository_id, manifest_digest, reasons) select id, $1, '[{\"code\":\"X\"}]' from repositories", d)
+	must("insert into tag_rules (repository_id, pattern) select id, 'v*' from repositories")
+	mustFail("insert into tag_rules (repository_id, pattern) select id, 'v*' from repositories")
+	mustFail("insert into tag_rules (repository_id, pattern) select id, '' from repositories")
 	must("insert into audit_log (action, details) values ('test', '{\"a\":1}')")
 	// Every statement above ran inside tx's connection; undo it.
 	if err := tx.Rollback(ctx); err != nil {

@@ -27,6 +27,10 @@
 //	POST   /listings/{id}/publish    isv, admin  → Listing (and /unpublish)
 //	POST   /listings/{id}/versions   isv, admin  NewVersion → 201 Version
 //	GET    /listings/{id}/versions               → Page[Version]
+//	GET    /listings/{id}/tag-rules  isv, admin  → Items[TagRule]
+//	POST   /listings/{id}/tag-rules  isv, admin  NewTagRule → 201 TagRule
+//	DELETE /listings/{id}/tag-rules/{rule} isv, admin → 204
+//	GET    /listings/{id}/tags/{tag} isv, admin  → Tag
 //	POST   /listings/{id}/subscribe  tenant      → 201 Entitlement
 //	POST   /listings/{id}/shares     isv, admin  NewShare → 201 Entitlement
 //	GET    /entitlements?listing_id=&active=     → Page[Entitlement]

@@ -502,7 +502,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, not routed", k)
 		}
 	}
-	if len(routed) != 46 {
+	if len(routed) != 50 {
 		t.Errorf("%d routes", len(routed))
 	}
 }

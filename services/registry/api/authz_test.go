@@ -31,6 +31,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 	e.must(201, "isv1", "POST", "/listings", item{"name": "pub", "repository": "isv1/pub", "visibility": "public"}).decode(t, &P)
 	e.must(200, "isv1", "POST", "/listings/"+P.ID+"/publish", nil)
 	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/versions", item{"version": "1", "digest": dP})
+	var R registryapi.TagRule
+	e.must(201, "isv1", "POST", "/listings/"+P.ID+"/tag-rules", item{"pattern": "release-*"}).decode(t, &R)
 	var K registryapi.SigningKey
 	e.must(201, "isv1", "POST", "/keys", item{"public_key": ecKeyPEM(t)}).decode(t, &K)
 	var T registryapi.Token
@@ -78,17 +80,24 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/listings/" + L.ID, nil, []int{404, ok, 404, 404, ok, 403, 403}},
 		{"GET", "/listings/" + P.ID, nil, []int{ok, ok, ok, ok, ok, 403, 403}},
 		{"PATCH", "/listings/" + L.ID, constant(item{"summary": "s"}), []int{401, ok, 404, 403, ok, 403, 403}},
-		{"PATCH", "/listings/" + P.ID, constant(item{"summary": "s"}), []int{401, ok, 403, 403, ok, 403, 403}},
-		{"POST", "/listings/" + P.ID + "/publish", nil, []int{401, ok, 403, 403, ok, 403, 403}},
+		// Another ISV's listing is not its to manage, visible or not: 404
+		// (the one answer of the management routes, here and in the portal).
+		{"PATCH", "/listings/" + P.ID, constant(item{"summary": "s"}), []int{401, ok, 404, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/publish", nil, []int{401, ok, 404, 403, ok, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/unpublish", nil, []int{401, ok, 404, 403, ok, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/versions", func(string) any { return item{"version": uniq("v"), "digest": dL} }, []int{401, ok, 404, 403, ok, 403, 403}},
-		{"POST", "/listings/" + P.ID + "/versions", func(string) any { return item{"version": uniq("v"), "digest": dP} }, []int{401, ok, 403, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/versions", func(string) any { return item{"version": uniq("v"), "digest": dP} }, []int{401, ok, 404, 403, ok, 403, 403}},
 		{"GET", "/listings/" + L.ID + "/versions", nil, []int{401, ok, 404, 404, ok, 403, 403}},
 		{"GET", "/listings/" + P.ID + "/versions", nil, []int{401, ok, ok, ok, ok, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/subscribe", nil, []int{401, 403, 403, 404, 403, 403, 403}},
 		{"POST", "/listings/" + P.ID + "/subscribe", nil, []int{401, 403, 403, ok, 403, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/shares", constant(item{"account": "tenant1"}), []int{401, ok, 404, 403, ok, 403, 403}},
-		{"POST", "/listings/" + P.ID + "/shares", constant(item{"account": "tenant1"}), []int{401, ok, 403, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/shares", constant(item{"account": "tenant1"}), []int{401, ok, 404, 403, ok, 403, 403}},
+		{"GET", "/listings/" + P.ID + "/tag-rules", nil, []int{401, ok, 404, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/tag-rules", func(string) any { return item{"pattern": uniq("rc-") + "*"} }, []int{401, ok, 404, 403, ok, 403, 403}},
+		// isv1 deletes the rule, so the admin after it finds none.
+		{"DELETE", "/listings/" + P.ID + "/tag-rules/" + R.ID, nil, []int{401, ok, 404, 403, 404, 403, 403}},
+		{"GET", "/listings/" + P.ID + "/tags/1", nil, []int{401, ok, 404, 403, ok, 403, 403}},
 		{"GET", "/entitlements", nil, []int{401, ok, ok, ok, ok, 403, 403}},
 		{"DELETE", "/entitlements/" + E.ID, nil, []int{401, ok, 404, 404, ok, 403, 403}},
 		{"POST", "/nodes", func(string) any { return item{"hostname": uniq("h"), "public_key": x25519B64(t)} }, []int{401, 403, 403, 403, 403, ok, ok}},
@@ -204,7 +213,12 @@ func pattern(p string) string {
 	parts := strings.Split(p, "/")
 	ids := 0
 	for i, s := range parts {
-		if len(s) == 36 && strings.Count(s, "-") == 4 {
+		switch {
+		case i > 0 && parts[i-1] == "tag-rules":
+			parts[i] = ":rule"
+		case i > 0 && parts[i-1] == "tags":
+			parts[i] = ":tag"
+		case len(s) == 36 && strings.Count(s, "-") == 4:
 			parts[i] = []string{":id", ":aid"}[min(ids, 1)]
 			ids++
 		}

@@ -27,8 +27,9 @@
 //
 //   - admin: everything, including accounts, nodes and the whole audit log.
 //   - isv: its own signing keys and listings (create, update, publish,
-//     versions, shares); entitlements to its listings (list, revoke); usage
-//     summaries of its listings; audit entries about its listings.
+//     versions, shares, the tag rules of their repositories); entitlements
+//     to its listings (list, revoke); usage summaries of its listings;
+//     audit entries about its listings.
 //   - tenant: browse visible listings, subscribe to published public ones,
 //     its own entitlements and usage summary.
 //   - node: register nodes, heartbeat its own nodes, report usage for them.
@@ -37,9 +38,15 @@
 // A listing is visible to its owner and admins, to everybody when it is
 // published with visibility public, and to holders of an active entitlement.
 // A resource the caller may not see answers 404 (never 403), so that ids of
-// other accounts' objects cannot be probed; a resource the caller sees but may
-// not change answers 403, and so does an endpoint the caller's role may never
-// use.
+// other accounts' objects cannot be probed. A listing's management routes
+// (changes, versions, shares, tag rules and tags) answer anyone but its
+// owner and admins 404 too, with one message whether the listing is
+// published, private or missing, as the portal's /isv pages do: "not yours"
+// has one answer. An endpoint the caller's role may never use answers 403.
+//
+// A version is a tag: adding one whose name is a tag of the repository
+// naming another image is refused 409, and once added, its tag never
+// moves (distribution, "Immutable tags").
 //
 // # Conventions
 //

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -112,7 +111,7 @@ func (a *API) updateListing(c echo.Context, p *principal) error {
 		return err
 	}
 	if !isUUID(c.Param("id")) {
-		return fmt.Errorf("%w: listing", ErrNotFound)
+		return notYours()
 	}
 	l, err := a.st.updateListing(c.Request().Context(), p, c.Param("id"), f)
 	if err != nil {
@@ -124,7 +123,7 @@ func (a *API) updateListing(c echo.Context, p *principal) error {
 func (a *API) publish(pub bool) handler {
 	return func(c echo.Context, p *principal) error {
 		if !isUUID(c.Param("id")) {
-			return fmt.Errorf("%w: listing", ErrNotFound)
+			return notYours()
 		}
 		l, err := a.st.setPublished(c.Request().Context(), p, c.Param("id"), pub)
 		if err != nil {
@@ -146,7 +145,7 @@ func (a *API) addVersion(c echo.Context, p *principal) error {
 		return fieldErr("digest", "want sha256:<64 hex> or sha512:<128 hex>")
 	}
 	if !isUUID(c.Param("id")) {
-		return fmt.Errorf("%w: listing", ErrNotFound)
+		return notYours()
 	}
 	v, err := a.st.addVersion(c.Request().Context(), p, c.Param("id"), req.Version, req.Digest)
 	if err != nil {
@@ -191,7 +190,7 @@ func (a *API) share(c echo.Context, p *principal) error {
 		return fieldErr("account", "required: the account name to share with")
 	}
 	if !isUUID(c.Param("id")) {
-		return fmt.Errorf("%w: listing", ErrNotFound)
+		return notYours()
 	}
 	e, ok, err := a.st.share(c.Request().Context(), p, c.Param("id"), req.Account)
 	if err != nil {

@@ -84,6 +84,12 @@ func schemas() obj {
 		"Version": schema(nil, props("version", tStr, "digest", tStr, "state", enum("pending", "validating", "available", "failed"),
 			"reasons", obj{"type": "array", "items": tAny}, "attempts", tInt, "created_at", tTime, "validated_at", tTime)),
 		"VersionCreate": schema([]string{"version", "digest"}, props("version", tStr, "digest", tStr)),
+		"TagRule":       schema(nil, props("id", tID, "pattern", tStr, "created_at", tTime)),
+		"TagRuleCreate": schema([]string{"pattern"}, props("pattern", obj{"type": "string", "maxLength": 128, "description": "Go path.Match pattern over tag names: v*, release-*, v[0-9]*"})),
+		"TagRuleList":   schema(nil, props("items", obj{"type": "array", "items": ref("TagRule")})),
+		"Tag": schema(nil, props("name", tStr, "digest", obj{"type": "string", "description": "the digest the tag names; absent when unset"},
+			"immutable", obj{"type": "boolean", "description": "a push of another image, or a delete, would be refused (409)"},
+			"reason", obj{"type": "string", "description": "why: the listed version or the rule"})),
 		"Entitlement": schema(nil, props("id", tID, "listing_id", tID, "listing_name", tStr, "account_id", tID, "account", tStr,
 			"kind", enum("subscription", "purchase", "share"), "granted_by", tID, "created_at", tTime, "expires_at", tTime, "revoked_at", tTime)),
 		"ShareCreate": schema([]string{"account"}, props("account", obj{"type": "string", "description": "account name"})),
@@ -198,8 +204,12 @@ func addOperation(paths obj, tag string, rt route) {
 		paths[rt.path] = item
 	}
 	var params []any
-	if strings.Contains(rt.path, "{id}") {
-		params = append(params, obj{"name": "id", "in": "path", "required": true, "schema": tID})
+	for _, m := range paramRE.FindAllStringSubmatch(rt.path, -1) {
+		s := tStr
+		if m[1] == "id" || m[1] == "rule" {
+			s = tID
+		}
+		params = append(params, obj{"name": m[1], "in": "path", "required": true, "schema": s})
 	}
 	for _, q := range rt.doc.query {
 		params = append(params, obj{"name": q, "in": "query", "schema": tStr})

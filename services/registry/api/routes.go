@@ -51,6 +51,7 @@ func (a *API) resources() []resource {
 		{"tokens", a.tokensRoutes()},
 		{"keys", a.keysRoutes()},
 		{"listings", a.listingsRoutes()},
+		{"tags", a.tagsRoutes()},
 		{"entitlements", a.entitlementsRoutes()},
 		{"nodes", a.nodesRoutes()},
 		{"usage", a.usageRoutes()},
@@ -129,6 +130,21 @@ func (a *API) listingsRoutes() []route {
 			opDoc{summary: "Add a version pointing at a manifest of the listing's repository", body: "VersionCreate", resp: "Version", status: "201"}},
 		{http.MethodGet, "/listings/{id}/versions", roles(isv, tenant, admin), a.listVersions,
 			opDoc{summary: "List versions with their validation state", resp: "Version", status: "200", list: true}},
+	}
+}
+
+// tagsRoutes: the tags of a listing's repository and the rules that make
+// them immutable (a tag naming a listed version is, without a rule).
+func (a *API) tagsRoutes() []route {
+	return []route{
+		{http.MethodGet, "/listings/{id}/tag-rules", roles(isv, admin), a.listTagRules,
+			opDoc{summary: "The tag immutability rules of a listing's repository (owner or admin)", resp: "TagRuleList", status: "200"}},
+		{http.MethodPost, "/listings/{id}/tag-rules", roles(isv, admin), a.addTagRule,
+			opDoc{summary: "Make the repository's tags matching a pattern (Go path.Match: v*, release-*) immutable once set: pushed again only with the digest they name, never moved or deleted (owner or admin; at most 32 rules)", body: "TagRuleCreate", resp: "TagRule", status: "201"}},
+		{http.MethodDelete, "/listings/{id}/tag-rules/{rule}", roles(isv, admin), a.deleteTagRule,
+			opDoc{summary: "Remove a tag rule (owner or admin); tags naming listed versions stay immutable", status: "204"}},
+		{http.MethodGet, "/listings/{id}/tags/{tag}", roles(isv, admin), a.getTag,
+			opDoc{summary: "A tag of the listing's repository: the digest it names and whether it may still move (owner or admin)", resp: "Tag", status: "200"}},
 	}
 }
 

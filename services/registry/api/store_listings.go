@@ -9,6 +9,7 @@ import (
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
+	"github.com/fpga-faas/faas/services/registry/meta"
 )
 
 const listingCols = `l.id::text, l.owner_id::text, a.name, coalesce(r.name, ''), l.name, l.summary, l.description,
@@ -140,16 +141,35 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// ownListing returns listing id for a change by the caller: ErrNotFound
-// if the caller cannot see it, ErrForbidden if it sees but does not own it
-// (admins own everything). The row is locked for the transaction.
+// owns reports whether p manages listing l: its owner, or an admin.
+func owns(p *principal, l registryapi.Listing) bool {
+	return p.is(auth.RoleAdmin) || p != nil && l.OwnerID == p.ID
+}
+
+// notYours is the one answer to anyone but a listing's owner (and admins)
+// who asks to manage it, whether or not the listing is visible to them:
+// a published listing of another ISV is as absent from the management
+// routes (here and the portal's /isv pages) as a private one, so that the
+// answer never tells one from the other.
+func notYours() error { return fmt.Errorf("%w: no such listing of yours", ErrNotFound) }
+
+// managedListing returns listing id to its owner or an admin, and
+// notYours to anyone else, whether the listing is visible to them, hidden
+// or missing.
+func (s *store) managedListing(ctx context.Context, q querier, p *principal, id string) (registryapi.Listing, error) {
+	l, err := s.getListing(ctx, q, p, id)
+	if errors.Is(err, ErrNotFound) || err == nil && !owns(p, l) {
+		return l, notYours()
+	}
+	return l, err
+}
+
+// ownListing returns listing id for a change by the caller, else
+// notYours. The row is locked for the transaction.
 func (s *store) ownListing(ctx context.Context, tx pgx.Tx, p *principal, id string) (registryapi.Listing, error) {
-	l, err := s.getListing(ctx, tx, p, id)
+	l, err := s.managedListing(ctx, tx, p, id)
 	if err != nil {
 		return l, err
-	}
-	if p.Role != auth.RoleAdmin && l.OwnerID != p.ID {
-		return l, fmt.Errorf("%w: only the listing's owner may change it", ErrForbidden)
 	}
 	if _, err := tx.Exec(ctx, `select 1 from listings where id = $1::uuid for update`, id); err != nil {
 		return l, err
@@ -230,6 +250,17 @@ func (s *store) addVersion(ctx context.Context, p *principal, listingID, version
 				return auditEntry{}, fieldErr("digest", "no such manifest in repository %s", l.Repository)
 			}
 			return auditEntry{}, err
+		}
+		// A version names its tag's image for good (meta, "Immutable
+		// tags"): one whose tag names another image would load that image
+		// under the version's name.
+		tagged, err := meta.LockTag(ctx, tx, l.Repository, version)
+		if err != nil {
+			return auditEntry{}, err
+		}
+		if tagged != "" && tagged != m.Digest {
+			return auditEntry{}, fmt.Errorf("%w: tag %s of %s names %s, not %s: a version names the image its tag names; push the image under a new tag and add it as that version",
+				ErrConflict, version, l.Repository, tagged, m.Digest)
 		}
 		if _, err := tx.Exec(ctx, `insert into listing_versions (listing_id, version, manifest_digest) values ($1::uuid, $2, $3)`,
 			listingID, version, m.Digest); err != nil {

@@ -26,6 +26,32 @@
 // another algorithm, answers 400 DIGEST_INVALID (an unknown
 // digest-algorithm 400 UNSUPPORTED).
 //
+// # Immutable tags
+//
+// A tag that names a version of the repository's listing (listing_versions:
+// the version's name is the tag) never moves, and a tag matching one of the
+// repository's tag rules (migration 010, managed through the API; cosign's
+// signature tags excepted) never moves once set; see meta, "Immutable
+// tags". Every manifest PUT (hdk,
+// crane, oras, docker, cosign and the portal's uploads all push through
+// it) is checked, for the tag of its path and every tag parameter, in the
+// transaction that would store it: a refusal stores nothing, so the tag,
+// the manifest and the listing keep agreeing. Blobs uploaded before the
+// refused manifest stay unreferenced until garbage collection. Pushing the
+// digest the tag names again succeeds, as a retried push must: ECR's
+// immutable repositories refuse even that, and CI pipelines that push a
+// rebuilt, identical image fail on it (moby/buildkit#3776). So does any
+// push of a version's own digest under its name. Deleting such a tag, or a
+// manifest that a version or such a tag names, is refused alike.
+//
+// The refusal is 409 Conflict with code TAG_INVALID, the code ECR answers
+// for its immutable tags and which docker prints as "tag invalid: …";
+// ECR's status is 400, Harbor's 412 (code DENIED), and 409 says what
+// happened: the request is well formed and only the tag's state refuses
+// it. The message names the tag, the repository, the listing and version
+// (or the rule) and the digest the tag keeps; the detail repeats them as
+// {"tag","digest","listing"|"rule"}.
+//
 // # Authorization
 //
 // Every request is passed to the configured [Authorizer] with the repository

@@ -207,7 +207,7 @@ func (s *server) putManifest(c echo.Context, name, ref string) error {
 		return apiError(http.StatusBadRequest, codeManifestBlobUnknown, "manifest references unknown content", missing.Digest)
 	}
 	if err != nil {
-		return err
+		return tagImmutable(err)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderLocation, "/v2/"+name+"/manifests/"+string(d))
@@ -268,6 +268,8 @@ func (s *server) deleteManifest(c echo.Context, name, ref string) error {
 		err = s.cfg.Meta.DeleteTag(ctx, name, ref)
 	}
 	switch {
+	case errors.Is(err, meta.ErrTagImmutable):
+		return tagImmutable(err)
 	case errors.Is(err, meta.ErrInUse):
 		return apiError(http.StatusConflict, codeDenied, "manifest is listed by an index; delete the index first", ref)
 	case errors.Is(err, meta.ErrNotFound):
@@ -276,4 +278,27 @@ func (s *server) deleteManifest(c echo.Context, name, ref string) error {
 		return err
 	}
 	return c.NoContent(http.StatusAccepted)
+}
+
+// tagImmutable answers a push or delete that would move an immutable tag
+// (meta.ErrTagImmutable) with 409 Conflict and code TAG_INVALID, and
+// passes any other error on. The code is the one ECR answers for its
+// immutable tags (docker prints it as "tag invalid: …"); the status is
+// Harbor's kind rather than ECR's 400, since the request is well formed
+// and only the tag's state refuses it. The message names the listing and
+// version, or the rule; the detail is the tag and the digest it keeps.
+func tagImmutable(err error) error {
+	var ie *meta.ImmutableError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	return apiError(http.StatusConflict, codeTagInvalid, ie.Error(), immutableDetail{ie.Tag, ie.Digest, ie.Listing, ie.Pattern})
+}
+
+// immutableDetail is the detail of a TAG_INVALID error.
+type immutableDetail struct {
+	Tag     string `json:"tag"`
+	Digest  string `json:"digest"`
+	Listing string `json:"listing,omitempty"`
+	Rule    string `json:"rule,omitempty"`
 }

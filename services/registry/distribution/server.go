@@ -337,6 +337,7 @@ const (
 	codeUnsupported         = "UNSUPPORTED"
 	codeRangeInvalid        = "RANGE_INVALID"
 	codeTooManyRequests     = "TOOMANYREQUESTS"
+	codeTagInvalid          = "TAG_INVALID" // ECR's, for a tag that may not move (docker knows it)
 	codeNotFound            = "NOT_FOUND"   // a path outside the API
 	codeUnknown             = "UNKNOWN"     // no better code: internal errors, full storage
 	codeUnavailable         = "UNAVAILABLE" // ours: the database cannot answer for now (503)

@@ -55,12 +55,28 @@
 // receiving process renews ([Store.RenewUploadBodies]); rows past it no
 // longer count, and admissions and [Store.ExpireUploadBodies] delete them.
 //
+// # Immutable tags
+//
+// A tag that names a version of the repository's listing (listing_versions,
+// by the version's name) names that version's digest for good, and a tag
+// matching one of the repository's tag rules (tag_rules, migration 010)
+// keeps the digest it was first set to (cosign's signature, attestation
+// and SBOM tags excepted: signing appends to them). [Store.PutManifest]
+// checks every tag it would set before it stores anything,
+// [Store.DeleteTag] and [Store.DeleteManifest] every tag they would take
+// away, all under a lock per tag ([LockTag]) that the API also takes
+// before it adds a version, so that a push and a new version of the same
+// name cannot interleave.
+// Setting a tag again to the digest it names succeeds. Refusals are
+// *[ImmutableError]s naming the listing and version, or the rule.
+//
 // # Errors
 //
 // Errors wrap the sentinels [ErrNotFound] (and its refinements
 // [ErrRepositoryUnknown], [ErrBlobUnknown], [ErrManifestUnknown],
 // [ErrUploadUnknown]), [ErrUploadConflict], [ErrInUse], [ErrTooManyUploads],
-// [ErrTooManyBodies] and [ErrStagingFull]; test them with errors.Is.
+// [ErrTooManyBodies], [ErrStagingFull] and [ErrTagImmutable]; test them with
+// errors.Is.
 //
 // # Faults of the database
 //

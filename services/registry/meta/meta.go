@@ -232,6 +232,8 @@ type Manifest struct {
 // every child in m.Children must be a manifest of repo, else the error is a
 // *MissingError (wrapping ErrBlobUnknown or ErrManifestUnknown); nothing
 // is stored then. Storing a manifest that exists again only moves the tag.
+// A tag that may not move to m (see checkTag) fails it with an
+// *ImmutableError, before anything is stored.
 func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tags ...string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		// The digests' locks before any row: shared locks never wait for
@@ -241,8 +243,15 @@ func (s *Store) PutManifest(ctx context.Context, repo string, m Manifest, tags .
 				return err
 			}
 		}
+		locked, err := lockTags(ctx, tx, repo, tags)
+		if err != nil {
+			return err
+		}
 		id, err := ensureRepository(ctx, tx, repo)
 		if err != nil {
+			return err
+		}
+		if err := checkTags(ctx, tx, id, repo, m.Digest, locked); err != nil {
 			return err
 		}
 		// Lock the links and children against concurrent deletes until commit.
@@ -359,40 +368,34 @@ func isDigest(ref string) bool {
 }
 
 // DeleteManifest deletes the manifest of repo with digest, and the tags
-// pointing at it. A manifest an index of repo still lists wraps ErrInUse.
+// pointing at it. A manifest an index of repo still lists wraps ErrInUse;
+// one a listed version names, or with a tag a rule makes immutable, fails
+// with an *ImmutableError.
 func (s *Store) DeleteManifest(ctx context.Context, repo, digest string) error {
-	id, err := repositoryID(ctx, s.pool, repo)
-	if errors.Is(err, ErrUnavailable) {
-		return err // a fault, not an unknown manifest
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrManifestUnknown, err)
-	}
-	tag, err := s.pool.Exec(ctx, `delete from manifests where repository_id = $1 and digest = $2`, id, digest)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: manifest_children
-		return fmt.Errorf("%w: manifest %s is listed by an index", ErrInUse, digest)
-	}
-	if err != nil {
-		return fmt.Errorf("meta: delete manifest %s: %w", digest, Unavailable(err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %s in %q", ErrManifestUnknown, digest, repo)
-	}
-	return nil
-}
-
-// DeleteTag removes tag from repo; the manifest stays.
-func (s *Store) DeleteTag(ctx context.Context, repo, tag string) error {
-	ct, err := s.pool.Exec(ctx, `delete from tags t using repositories r
-		where r.id = t.repository_id and r.name = $1 and t.name = $2`, repo, tag)
-	if err != nil {
-		return fmt.Errorf("meta: delete tag %q: %w", tag, err)
-	}
-	if ct.RowsAffected() == 0 {
-		return fmt.Errorf("%w: tag %q in %q", ErrManifestUnknown, tag, repo)
-	}
-	return nil
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		id, err := repositoryID(ctx, tx, repo)
+		if errors.Is(err, ErrUnavailable) {
+			return err // a fault, not an unknown manifest
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrManifestUnknown, err)
+		}
+		if err := checkDigestTags(ctx, tx, id, repo, digest); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `delete from manifests where repository_id = $1 and digest = $2`, id, digest)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: manifest_children
+			return fmt.Errorf("%w: manifest %s is listed by an index", ErrInUse, digest)
+		}
+		if err != nil {
+			return fmt.Errorf("meta: delete manifest %s: %w", digest, Unavailable(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: %s in %q", ErrManifestUnknown, digest, repo)
+		}
+		return nil
+	})
 }
 
 // Tags returns up to n tags of repo after last in lexical (byte) order;

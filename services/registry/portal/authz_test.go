@@ -74,7 +74,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if !found {
 			method, path = http.MethodGet, pattern+"nowhere"
 		}
-		path = strings.NewReplacer("{id}", id, "{version}", "1.0.0", "{$}", "").Replace(path)
+		path = strings.NewReplacer("{id}", id, "{version}", "1.0.0", "{rule}", id, "{$}", "").Replace(path)
 		if strings.HasSuffix(path, "/") && path != "/" {
 			path += "portal.css"
 		}

@@ -13,6 +13,12 @@
 // handler with a token its policy grants the account (hdk/publish, as
 // `hdk push` does), then validated like any push.
 //
+// An ISV's pages and forms (/isv/…) that name a listing answer another
+// ISV 404, as the API's management routes do, whether the marketplace
+// shows that listing or not. A browser upload is refused before its image
+// is read when its version's tag may no longer move (the version exists,
+// or a tag rule holds the tag): 409, naming the listing and version.
+//
 // # Safety
 //
 // Sessions live in PostgreSQL (so any replica serves any browser), keyed

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/fpga-faas/faas/hdk/validate"
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/sdk/registryclient"
+	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
 // listingRow is a listing with its versions, for the dashboard.
@@ -111,6 +113,7 @@ type listingForm struct {
 	Error, Field                                                     string
 	Owner                                                            string
 	Shares                                                           []registryapi.Entitlement
+	TagRules                                                         []registryapi.TagRule
 }
 
 func (f listingForm) title() string {
@@ -215,16 +218,25 @@ func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
 	p.redirectFlash(w, r, "/isv/listings/"+url.PathEscape(l.ID), "saved")
 }
 
+// ownedListing returns listing id if acct owns it. The /isv pages that
+// show a listing ask it, since the API shows published listings to
+// everyone; the forms get the same answer from the API's management
+// routes (api, notYours). Either way another ISV's listing, even one the
+// marketplace shows, answers 404 with one message, which never tells a
+// private listing from a missing one.
+func (p *Portal) ownedListing(ctx context.Context, acct auth.Account, id string) (registryapi.Listing, error) {
+	l, err := p.apiAs(&acct).Listing(ctx, id)
+	if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusNotFound || err == nil && l.OwnerID != acct.ID {
+		return registryapi.Listing{}, &registryclient.Error{Status: http.StatusNotFound, Code: registryapi.CodeNotFound, Message: "no such listing of yours"}
+	}
+	return l, err
+}
+
 func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error) {
 	api := p.apiAs(accountOf(r))
-	l, err := api.Listing(r.Context(), id)
+	l, err := p.ownedListing(r.Context(), *accountOf(r), id)
 	if err != nil {
 		return listingForm{}, err
-	}
-	if l.OwnerID != sessionOf(r).account.ID {
-		// Another ISV's public listing is for the marketplace page, not the
-		// editor: refused as the API refuses a listing it does not show.
-		return listingForm{}, &registryclient.Error{Status: http.StatusNotFound, Code: registryapi.CodeNotFound, Message: "no such listing of yours"}
 	}
 	f := formOf(l)
 	vs, err := p.versions(r, id)
@@ -243,7 +255,9 @@ func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error
 			f.Shares = append(f.Shares, e)
 		}
 	}
-	return f, nil
+	rules, err := api.TagRules(r.Context(), id)
+	f.TagRules = rules.Items
+	return f, err
 }
 
 func (p *Portal) editListing(w http.ResponseWriter, r *http.Request) {
@@ -292,12 +306,7 @@ func (p *Portal) publishListing(pub bool) http.HandlerFunc {
 func (p *Portal) shareListing(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := p.apiAs(accountOf(r)).Share(r.Context(), id, strings.TrimSpace(r.PostFormValue("account"))); err != nil {
-		f, lerr := p.loadListingForm(r, id)
-		if lerr != nil {
-			p.fail(w, r, lerr)
-			return
-		}
-		p.formError(w, r, f, err)
+		p.listingFormError(w, r, id, err)
 		return
 	}
 	p.redirectFlash(w, r, "/isv/listings/"+url.PathEscape(id), "shared")
@@ -309,12 +318,7 @@ func (p *Portal) attachVersion(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	version, digest := strings.TrimSpace(r.PostFormValue("version")), strings.TrimSpace(r.PostFormValue("digest"))
 	if _, err := p.apiAs(accountOf(r)).AddVersion(r.Context(), id, registryapi.NewVersion{Version: version, Digest: digest}); err != nil {
-		f, lerr := p.loadListingForm(r, id)
-		if lerr != nil {
-			p.fail(w, r, lerr)
-			return
-		}
-		p.formError(w, r, f, err)
+		p.listingFormError(w, r, id, err)
 		return
 	}
 	http.Redirect(w, r, "/isv/listings/"+url.PathEscape(id)+"/versions/"+url.PathEscape(version), http.StatusSeeOther)
@@ -335,7 +339,7 @@ func (versionPage) nav() string     { return "isv" }
 // a link.
 func (p *Portal) versionPage(w http.ResponseWriter, r *http.Request) {
 	id, version := r.PathValue("id"), r.PathValue("version")
-	l, err := p.apiAs(accountOf(r)).Listing(r.Context(), id)
+	l, err := p.ownedListing(r.Context(), *accountOf(r), id)
 	if err != nil {
 		p.fail(w, r, err)
 		return

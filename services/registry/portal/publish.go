@@ -155,21 +155,23 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 				continue
 			}
 			gotLayout = true
-			opts := publish.Options{MaxBytes: p.cfg.MaxUploadBytes}
-			// With the listing known (the form sends it first), large blobs
-			// go straight into the registry as they arrive: hashed once, by
-			// the registry, and never written to this disk.
-			if pg.Listing != "" {
-				if l, err := p.ownListing(r.Context(), acct, pg.Listing); err == nil {
-					tok, err := p.cfg.Tokens(r.Context(), acct, l.Repository, []string{"pull", "push"})
-					if err != nil {
-						return err
-					}
-					opts.StreamMin, opts.Stream = streamMin, func(ctx context.Context, digest string, size int64, body io.Reader) error {
-						return p.uploadBlob(ctx, l.Repository, tok, digest, size, body)
-					}
-				}
+			// Whatever refuses the version refuses it before a byte of the
+			// image is read (the form sends listing and version first); the
+			// registry checks the tag again when it stores the manifest.
+			l, err := p.versionFree(r.Context(), acct, pg)
+			if err != nil {
+				return err
 			}
+			// Large blobs go straight into the registry as they arrive:
+			// hashed once, by the registry, and never written to this disk.
+			tok, err := p.cfg.Tokens(r.Context(), acct, l.Repository, []string{"pull", "push"})
+			if err != nil {
+				return err
+			}
+			opts := publish.Options{MaxBytes: p.cfg.MaxUploadBytes, StreamMin: streamMin,
+				Stream: func(ctx context.Context, digest string, size int64, body io.Reader) error {
+					return p.uploadBlob(ctx, l.Repository, tok, digest, size, body)
+				}}
 			if err := publish.Untar(r.Context(), part, dir, opts); err != nil {
 				var mbe *http.MaxBytesError
 				var rf *refusal
@@ -187,12 +189,10 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 			return refuse(http.StatusBadRequest, "Unexpected form field %q.", field)
 		}
 	}
-	switch {
-	case pg.Listing == "":
-		return refuse(http.StatusUnprocessableEntity, "Choose the listing the version belongs to.")
-	case !formVersion.MatchString(pg.Version):
-		return refuse(http.StatusUnprocessableEntity, "Version: 1 to 128 characters of letters, digits and . _ + -, starting with a letter or digit.")
-	case !gotLayout:
+	if err := formFields(pg); err != nil {
+		return err
+	}
+	if !gotLayout {
 		return refuse(http.StatusUnprocessableEntity, "Choose the image: a .tar of the OCI image layout hdk build wrote.")
 	}
 	l, err := p.ownListing(r.Context(), acct, pg.Listing)
@@ -214,21 +214,53 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 	return err
 }
 
+// formFields checks the listing and version fields of the form.
+func formFields(pg *publishPage) error {
+	switch {
+	case pg.Listing == "":
+		return refuse(http.StatusUnprocessableEntity, "Choose the listing the version belongs to.")
+	case !formVersion.MatchString(pg.Version):
+		return refuse(http.StatusUnprocessableEntity, "Version: 1 to 128 characters of letters, digits and . _ + -, starting with a letter or digit.")
+	}
+	return nil
+}
+
+// versionFree returns the listing an upload of pg.Version goes to, or the
+// upload's refusal: fields missing or malformed, a listing not acct's, or
+// a version whose tag may no longer move (it is a version already, or a
+// tag rule holds it). The image is unknown yet, so even its own image is
+// refused then: the listing page adds a version from an image pushed
+// before.
+func (p *Portal) versionFree(ctx context.Context, acct auth.Account, pg *publishPage) (registryapi.Listing, error) {
+	if err := formFields(pg); err != nil {
+		return registryapi.Listing{}, err
+	}
+	l, err := p.ownListing(ctx, acct, pg.Listing)
+	if err != nil {
+		return l, err
+	}
+	tag, err := p.apiAs(&acct).Tag(ctx, l.ID, pg.Version)
+	if err != nil {
+		return l, err
+	}
+	if tag.Immutable {
+		return l, refuse(http.StatusConflict, "Version %s cannot be uploaded: %s.", pg.Version, tag.Reason)
+	}
+	return l, nil
+}
+
 // streamMin is the size from which an uploaded blob is streamed into the
 // registry rather than unpacked: the bitstream layers, not the manifests
 // and configs that publish.Layout reads.
 const streamMin = 1 << 20
 
-// ownListing returns acct's listing id, or a refusal.
+// ownListing returns acct's listing id, or a refusal shown on the form.
 func (p *Portal) ownListing(ctx context.Context, acct auth.Account, id string) (registryapi.Listing, error) {
-	l, err := p.apiAs(&acct).Listing(ctx, id)
-	if err != nil {
-		return l, err
-	}
-	if l.OwnerID != acct.ID || l.Repository == "" {
+	l, err := p.ownedListing(ctx, acct, id)
+	if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusNotFound || err == nil && l.Repository == "" {
 		return l, refuse(http.StatusNotFound, "No such listing of yours.")
 	}
-	return l, nil
+	return l, err
 }
 
 // uploadBlob pushes one blob into repo through the registry's /v2 handler

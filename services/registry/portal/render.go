@@ -128,6 +128,8 @@ var flashes = map[string]string{
 	"unpublished":  "Listing unpublished: tenants no longer find it; subscriptions stay.",
 	"saved":        "Listing saved.",
 	"shared":       "Private offer sent.",
+	"rule-added":   "Tag rule added: matching tags no longer move once pushed.",
+	"rule-removed": "Tag rule removed.",
 	// The operator's view.
 	"account-created": "Account created.",
 	"account-updated": "Account changed.",

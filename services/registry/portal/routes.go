@@ -84,6 +84,8 @@ func (p *Portal) routeTable() []route {
 		{"POST /isv/listings/{id}/unpublish", isvs, p.publishListing(false)},
 		{"POST /isv/listings/{id}/shares", isvs, p.shareListing},
 		{"POST /isv/listings/{id}/versions", isvs, p.attachVersion},
+		{"POST /isv/listings/{id}/tag-rules", isvs, p.addTagRule},
+		{"POST /isv/listings/{id}/tag-rules/{rule}/delete", isvs, p.deleteTagRule},
 		{"GET /isv/listings/{id}/versions/{version}", isvs, p.versionPage},
 		{"GET /isv/publish", isvs, p.publishForm},
 		{"POST /isv/publish", isvs, p.publishUpload},

@@ -27,6 +27,8 @@
 //	POST   /listings/{id}/publish    isv, admin  → Listing (and /unpublish)
 //	POST   /listings/{id}/versions   isv, admin  NewVersion → 201 Version
 //	GET    /listings/{id}/versions               → Page[Version]
+//	GET    /listings/{id}/prices                 → Items[Price]
+//	POST   /listings/{id}/prices     isv, admin  NewPrice → 201 Price
 //	POST   /listings/{id}/subscribe  tenant      → 201 Entitlement
 //	POST   /listings/{id}/shares     isv, admin  NewShare → 201 Entitlement
 //	GET    /entitlements?listing_id=&active=     → Page[Entitlement]

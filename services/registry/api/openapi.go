@@ -40,8 +40,11 @@ func schema(required []string, p obj) obj {
 func enum(v ...string) obj { return obj{"type": "string", "enum": v} }
 
 var listingProps = props("name", tStr, "summary", tStr, "description", tStr, "category", tStr, "board_model", tStr,
-	"currency", obj{"type": "string", "pattern": "^[A-Z]{3}$"}, "price_per_hour_micros", tInt, "price_per_load_micros", tInt,
-	"visibility", enum("private", "shared", "public"))
+	"currency", obj{"type": "string", "pattern": "^[A-Z]{3}$"}, "price_per_hour_micros", tPrice, "price_per_load_micros", tPrice,
+	"price_per_attached_hour_micros", tPrice, "visibility", enum("private", "shared", "public"))
+
+// tPrice is an amount of a price, in micro-units of the listing's currency.
+var tPrice = obj{"type": "integer", "minimum": 0, "maximum": registryapi.MaxPriceMicros}
 
 func schemas() obj {
 	lc := obj{}
@@ -83,6 +86,11 @@ func schemas() obj {
 		"ListingUpdate": schema(nil, listingProps),
 		"Version": schema(nil, props("version", tStr, "digest", tStr, "state", enum("pending", "validating", "available", "failed"),
 			"reasons", obj{"type": "array", "items": tAny}, "attempts", tInt, "created_at", tTime, "validated_at", tTime)),
+		"Price": schema(nil, props("effective_at", tTime, "per_load_micros", tPrice, "per_hour_micros", tPrice,
+			"per_attached_hour_micros", tPrice, "created_at", tTime)),
+		"PriceList": schema(nil, props("items", obj{"type": "array", "items": ref("Price")})),
+		"PriceCreate": schema(nil, props("effective_at", obj{"type": "string", "format": "date-time", "description": "default now; never in the past"},
+			"per_load_micros", tPrice, "per_hour_micros", tPrice, "per_attached_hour_micros", tPrice)),
 		"VersionCreate": schema([]string{"version", "digest"}, props("version", tStr, "digest", tStr)),
 		"Entitlement": schema(nil, props("id", tID, "listing_id", tID, "listing_name", tStr, "account_id", tID, "account", tStr,
 			"kind", enum("subscription", "purchase", "share"), "granted_by", tID, "created_at", tTime, "expires_at", tTime, "revoked_at", tTime)),
@@ -109,8 +117,8 @@ func schemas() obj {
 		"UsageAccepted": schema(nil, props("accepted", tInt, "duplicates", tInt)),
 		"UsageSummaryPage": schema(nil, props("total_micros", tInt, "items", obj{"type": "array", "items": schema(nil, props(
 			"day", obj{"type": "string", "format": "date", "description": "with ?by=day"}, "listing_id", tID, "listing_name", tStr, "tenant_id", tID, "tenant", tStr, "currency", tStr, "loads", tInt, "clears", tInt,
-			"busy_ns", tInt, "attachments", tInt, "attached_ns", tInt, "price_per_hour_micros", tInt, "price_per_load_micros", tInt, "load_cost_micros", tInt,
-			"time_cost_micros", tInt, "total_micros", tInt))})),
+			"busy_ns", tInt, "attachments", tInt, "attached_ns", tInt, "price_per_hour_micros", tPrice, "price_per_load_micros", tPrice,
+			"price_per_attached_hour_micros", tPrice, "load_cost_micros", tInt, "time_cost_micros", tInt, "attached_cost_micros", tInt, "total_micros", tInt))})),
 		"AttachRequest": schema([]string{"listing"}, props("listing", obj{"type": "string", "description": "listing id or its repository"},
 			"version", obj{"type": "string", "description": "a version of the listing; default the newest"}, "share", tBool,
 			"lease_seconds", obj{"type": "integer", "minimum": 2, "maximum": 600, "description": "default 30"},

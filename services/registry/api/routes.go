@@ -129,6 +129,10 @@ func (a *API) listingsRoutes() []route {
 			opDoc{summary: "Add a version pointing at a manifest of the listing's repository", body: "VersionCreate", resp: "Version", status: "201"}},
 		{http.MethodGet, "/listings/{id}/versions", roles(isv, tenant, admin), a.listVersions,
 			opDoc{summary: "List versions with their validation state", resp: "Version", status: "200", list: true}},
+		{http.MethodGet, "/listings/{id}/prices", anonymousOr(isv, tenant, admin), a.listPrices,
+			opDoc{summary: "A visible listing's prices, oldest first: its history and the prices scheduled for later, each in force until the next", resp: "PriceList", status: "200"}},
+		{http.MethodPost, "/listings/{id}/prices", roles(isv, admin), a.schedulePrice,
+			opDoc{summary: "Set a listing's prices from now or a later time, never an earlier one (owner or admin); omitted prices stay as they would be then; replaces a price scheduled for the same time", body: "PriceCreate", resp: "Price", status: "201"}},
 	}
 }
 

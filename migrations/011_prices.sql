@@ -1,4 +1,4 @@
--- 011: effective-dated prices. A listing's prices are rows of
+-- 011: effective-dated prices and monthly statements. Prices: A listing's prices are rows of
 -- listing_prices, each in force from its effective_at until the next row's,
 -- so that usage is priced at the price in force when it happened and a
 -- price change never rewrites what was already used. Amounts are integer
@@ -46,8 +46,50 @@ create trigger listing_prices_history before insert or update or delete on listi
 -- The history is the one source of a listing's prices.
 alter table listings drop column price_per_hour_micros, drop column price_per_load_micros;
 
+-- Monthly statements. A month (its first day, UTC) is closed once, after
+-- it ended, with the platform's fee rate of the time; its lines are then
+-- stored and never change. Each line is a tenant's usage of one listing
+-- version in one unit, for_month being the month the usage happened in:
+-- the month itself, or an earlier one on an adjustment line, which bills
+-- what reached the registry after that month was closed.
+create table statement_months (
+    month            date primary key check (extract(day from month) = 1),
+    closed_at        timestamptz not null default now(),
+    closed_by        uuid references accounts (id) on delete set null,
+    fee_basis_points int not null check (fee_basis_points between 0 and 10000)
+);
+
+create table statement_lines (
+    id            bigint generated always as identity primary key,
+    month         date not null references statement_months (month) on delete restrict,
+    for_month     date not null check (extract(day from for_month) = 1 and for_month <= month),
+    tenant_id     uuid not null references accounts (id) on delete restrict,
+    listing_id    uuid not null references listings (id) on delete restrict,
+    isv_id        uuid not null references accounts (id) on delete restrict,
+    currency      text not null check (currency ~ '^[A-Z]{3}$'),
+    version       text not null,
+    unit          text not null check (unit in ('load', 'loaded_hour', 'attached_hour')),
+    quantity      bigint not null,
+    amount_micros bigint not null,
+    unique (month, for_month, tenant_id, listing_id, version, unit)
+);
+create index statement_lines_tenant on statement_lines (tenant_id, month);
+create index statement_lines_isv on statement_lines (isv_id, month);
+
+create function statements_closed() returns trigger language plpgsql as $$
+begin
+    raise exception '%: a closed month''s statements never change', tg_table_name using errcode = 'check_violation';
+end $$;
+create trigger statement_months_closed before update or delete on statement_months
+    for each row execute function statements_closed();
+create trigger statement_lines_closed before update or delete on statement_lines
+    for each row execute function statements_closed();
+
 ---- create above / drop below ----
 
+drop table statement_lines;
+drop table statement_months;
+drop function statements_closed();
 alter table listings add column price_per_hour_micros bigint not null default 0 check (price_per_hour_micros >= 0),
     add column price_per_load_micros bigint not null default 0 check (price_per_load_micros >= 0);
 update listings l set price_per_hour_micros = p.per_hour_micros, price_per_load_micros = p.per_load_micros

@@ -28,12 +28,11 @@ package api
 // micro-units.
 const nsPerHour = `3600000000000`
 
-// pricedUsage is a with clause that defines priced: the usage records of
-// listings, with at_ns (a load's time), [t0, t1) (the time a busy or
-// attach record covers), load_micros (a load's price) and time_value (the
-// record's time times the hourly prices in force, in nanoseconds ×
-// micro-units per hour, unrounded). The query follows it.
-const pricedUsage = `with prices as (
+// usageSpans is a with clause that defines prices (each listing's prices
+// with [p0, p1), the nanoseconds they are in force) and spans: the usage
+// records of listings with at_ns (a load's time) and [t0, t1) (the time a
+// busy or attach record covers).
+const usageSpans = `with prices as (
 	select listing_id, case when lag(effective_at) over (partition by listing_id order by effective_at) is null then '-infinity'
 			else extract(epoch from effective_at) * 1000000000 end as p0,
 		coalesce(extract(epoch from lead(effective_at) over (partition by listing_id order by effective_at)) * 1000000000,
@@ -49,12 +48,27 @@ spans as (
 			when 'attach' then extract(epoch from coalesce(u.ended_at, now())) * 1000000000 end as t1
 	from usage_records u, lateral (select coalesce(extract(epoch from u.ended_at) * 1000000000,
 		extract(epoch from u.started_at) * 1000000000 + u.busy_ns, extract(epoch from u.recorded_at) * 1000000000) as end_ns) b
-	where u.listing_id is not null),
+	where u.listing_id is not null)`
+
+// allTime is the windows of pricedUsage that price each record whole.
+const allTime = `windows as (select null::date as month, '-infinity'::numeric as w0, 'infinity'::numeric as w1)`
+
+// pricedUsage returns a with clause that defines priced: the spans of
+// usageSpans within each window of windows (a with item "windows" of
+// month, [w0, w1) in nanoseconds) they fall in, a record without a time
+// (a clear) in every window. Of its part in a window it adds ns_in (its
+// time), load_micros (a load's price) and time_value (its time times the
+// hourly prices in force, nanoseconds × micro-units per hour, unrounded).
+// The query follows it.
+func pricedUsage(windows string) string {
+	return usageSpans + `, ` + windows + `,
 priced as (
-	select s.*,
+	select s.*, w.month, coalesce(greatest(least(s.t1, w.w1) - greatest(s.t0, w.w0), 0), 0) as ns_in,
 		coalesce((select p.per_load_micros from prices p
 			where p.listing_id = s.listing_id and s.at_ns >= p.p0 and s.at_ns < p.p1), 0) as load_micros,
-		coalesce((select sum((least(s.t1, p.p1) - greatest(s.t0, p.p0))
+		coalesce((select sum((least(s.t1, p.p1, w.w1) - greatest(s.t0, p.p0, w.w0))
 				* case s.event when 'busy' then p.per_hour_micros else p.per_attached_hour_micros end)
-			from prices p where p.listing_id = s.listing_id and p.p0 < s.t1 and p.p1 > s.t0), 0) as time_value
-	from spans s) `
+			from prices p where p.listing_id = s.listing_id and p.p0 < least(s.t1, w.w1) and p.p1 > greatest(s.t0, w.w0)), 0) as time_value
+	from spans s join windows w on (s.at_ns is null and s.t0 is null) or (s.at_ns >= w.w0 and s.at_ns < w.w1)
+		or (s.t0 < w.w1 and s.t1 > w.w0)) `
+}

@@ -54,6 +54,7 @@ func (a *API) resources() []resource {
 		{"entitlements", a.entitlementsRoutes()},
 		{"nodes", a.nodesRoutes()},
 		{"usage", a.usageRoutes()},
+		{"statements", a.statementsRoutes()},
 		{"audit", a.auditRoutes()},
 		{"attachments", a.attachmentsRoutes()},
 		{"validation", a.validationRoutes()},
@@ -181,6 +182,18 @@ func (a *API) usageRoutes() []route {
 			opDoc{summary: "Report usage records of one of your nodes; idempotent by report_id", body: "UsageReport", resp: "UsageAccepted", status: "200"}},
 		{http.MethodGet, "/usage/summary", roles(isv, tenant, admin), a.usageSummary,
 			opDoc{summary: "Usage and cost per listing and tenant (tenant: own; isv: its listings; admin: all)", resp: "UsageSummaryPage", status: "200", query: []string{"from", "to", "listing_id", "by"}}},
+	}
+}
+
+// statementsRoutes: monthly invoices and revenue statements.
+func (a *API) statementsRoutes() []route {
+	return []route{
+		{http.MethodGet, "/invoices", roles(tenant, admin), a.invoices,
+			opDoc{summary: "Invoices of a month (default the month running), one per tenant and currency (tenant: own; admin: all or ?tenant_id=); stored lines once the month is closed, else a preview of its close; CSV with ?format=csv or Accept: text/csv", resp: "InvoiceList", status: "200", query: []string{"month", "tenant_id", "format"}}},
+		{http.MethodGet, "/revenue-statements", roles(isv, admin), a.revenueStatements,
+			opDoc{summary: "ISVs' revenue statements of a month, one per ISV and currency: gross, platform fee, net (isv: own; admin: all or ?isv_id=); CSV with ?format=csv or Accept: text/csv", resp: "RevenueStatementList", status: "200", query: []string{"month", "isv_id", "format"}}},
+		{http.MethodPost, "/months/{month}/close", roles(admin), a.closeMonth,
+			opDoc{summary: "Close a month that has ended, after the one before it (admin): its invoice lines, and adjustments for usage of earlier months reported since, are stored for good", resp: "MonthClosed", status: "200"}},
 	}
 }
 

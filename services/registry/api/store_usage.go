@@ -84,11 +84,11 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 // the micro-unit once, after summing. The price fields are the listing's
 // prices now, for reference.
 func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.Time, listing string, perDay bool) ([]registryapi.UsageSummary, error) {
-	rows, err := s.db.Query(ctx, pricedUsage+`select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
+	rows, err := s.db.Query(ctx, pricedUsage(allTime)+`select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
 		l.id::text, l.name, a.id::text, a.name, l.currency,
 		count(*) filter (where u.event = 'load'), count(*) filter (where u.event = 'clear'),
 		coalesce(sum(u.busy_ns), 0)::bigint, count(*) filter (where u.event = 'attach'),
-		coalesce(sum(u.t1 - u.t0) filter (where u.event = 'attach'), 0)::bigint,
+		coalesce(sum(u.ns_in) filter (where u.event = 'attach'), 0)::bigint,
 		coalesce(cp.per_hour_micros, 0), coalesce(cp.per_load_micros, 0), coalesce(cp.per_attached_hour_micros, 0),
 		coalesce(sum(u.load_micros), 0)::bigint,
 		floor(coalesce(sum(u.time_value) filter (where u.event = 'busy'), 0) / `+nsPerHour+`)::bigint,

@@ -41,6 +41,9 @@
 //	POST   /load-grants                          GrantRequest → 201 Grant (with Secret, once)
 //	POST   /usage                    node        UsageReport → 200 UsageAccepted
 //	GET    /usage/summary?listing_id=&by=day      → UsageSummaries
+//	GET    /invoices?month=&tenant_id=&format=   tenant, admin → Items[Invoice] (or CSV)
+//	GET    /revenue-statements?month=&isv_id=&format= isv, admin → Items[RevenueStatement] (or CSV)
+//	POST   /months/{month}/close     admin       → MonthClosed
 //	GET    /audit?action=&target_type=&target_id=&actor= → Page[AuditEntry]
 //	GET    /validation-jobs?state=   admin       → Page[ValidationJob]
 //	GET    /loads                                → Items[Load]

@@ -181,7 +181,7 @@ func (a *API) usageRoutes() []route {
 		{http.MethodPost, "/usage", roles(node), a.reportUsage,
 			opDoc{summary: "Report usage records of one of your nodes; idempotent by report_id", body: "UsageReport", resp: "UsageAccepted", status: "200"}},
 		{http.MethodGet, "/usage/summary", roles(isv, tenant, admin), a.usageSummary,
-			opDoc{summary: "Usage and cost per listing and tenant (tenant: own; isv: its listings; admin: all)", resp: "UsageSummaryPage", status: "200", query: []string{"from", "to", "listing_id", "by"}}},
+			opDoc{summary: "Usage and cost per listing and tenant, at the prices in force when it happened (tenant: own; isv: its listings; admin: all)", resp: "UsageSummaryPage", status: "200", query: []string{"from", "to", "listing_id", "by"}}},
 	}
 }
 

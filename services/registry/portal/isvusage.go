@@ -20,7 +20,7 @@ var isvAudit = auditView{tabs: isvTabs, tab: "audit", base: "/isv/audit", nav: "
 
 func isvTabs(cur string) []tab {
 	return tabsOf(cur, [2]string{"/isv", "Dashboard"}, [2]string{"/isv/usage", "Subscribers and usage"},
-		[2]string{"/isv/audit", "Audit"})
+		[2]string{"/isv/statements", "Revenue statements"}, [2]string{"/isv/audit", "Audit"})
 }
 
 // maxUsageDays bounds the range of the usage page and its export.

@@ -1,0 +1,63 @@
+package portal_test
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStatementPages: a tenant's printable invoice and an ISV's revenue
+// statement of a month, before and after the month is closed, their CSV,
+// and nobody else's.
+func TestStatementPages(t *testing.T) {
+	r := newRig(t)
+	f := newFleet(r)
+	// Two months back: none of the fleet's usage of today reaches it.
+	y, m, _ := time.Now().UTC().Date()
+	month := time.Date(y, m-2, 1, 0, 0, 0, 0, time.UTC)
+	name := month.Format("2006-01")
+	var g, me struct{ ID string }
+	r.api("alice", http.MethodPost, "/load-grants", map[string]string{"node_id": f.n1, "repository": "acme/fast-aes", "digest": f.aesDigest}, &g)
+	r.api("alice", http.MethodGet, "/me", nil, &me)
+	end := month.AddDate(0, 0, 10)
+	r.api(f.n1Acct, http.MethodPost, "/usage", map[string]any{"node_id": f.n1, "records": []map[string]any{
+		{"report_id": "old-load", "tenant_id": me.ID, "grant_id": g.ID, "event": "load", "started_at": end.Add(-2 * time.Hour)},
+		{"report_id": "old-busy", "tenant_id": me.ID, "grant_id": g.ID, "event": "busy", "busy_ns": 2 * time.Hour.Nanoseconds(), "ended_at": end},
+	}}, nil)
+
+	alice := r.browser()
+	alice.signIn("alice")
+	resp, page := alice.get("/my/invoices?month=" + name)
+	if miss := has(page, "Fast AES", "1.0.0", "hours busy", "<td class=\"num\">2.00</td>", "USD 3.00", "Preview", "no-print", `href="/my/invoices.csv?month=`+name+`"`); resp.StatusCode != http.StatusOK || len(miss) > 0 {
+		t.Fatalf("alice's invoice of %s: %d, lacks %q:\n%s", name, resp.StatusCode, miss, page)
+	}
+	if _, err := r.as("root").CloseMonth(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	if _, page = alice.get("/my/invoices?month=" + name); !strings.Contains(page, "Closed ") || strings.Contains(page, "Preview") {
+		t.Fatalf("alice's invoice of closed %s:\n%s", name, page)
+	}
+	resp, body := alice.get("/my/invoices.csv?month=" + name)
+	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || resp.StatusCode != http.StatusOK || len(rows) != 4 || strings.Join(rows[3], ",") != name+",alice,USD,,,,,total,,3000000" {
+		t.Fatalf("alice's CSV: %d %q %v", resp.StatusCode, body, err)
+	}
+
+	acme := r.browser()
+	acme.signIn("acme")
+	_, page = acme.get("/isv/statements?month=" + name)
+	if miss := has(page, "Revenue statement · acme", "Gross", "USD 3.00", "Platform fee (20%)", "USD −0.60", "Net", "USD 2.40"); len(miss) > 0 {
+		t.Fatalf("acme's statement lacks %q:\n%s", miss, page)
+	}
+	globex := r.browser()
+	globex.signIn("globex")
+	if _, page = globex.get("/isv/statements?month=" + name); strings.Contains(page, "Fast AES") || !strings.Contains(page, "Nothing billed") {
+		t.Fatalf("globex's statements show acme's:\n%s", page)
+	}
+	if resp, page = alice.get("/my/invoices?month=last"); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "month: want") {
+		t.Fatalf("bad month: %d", resp.StatusCode)
+	}
+}

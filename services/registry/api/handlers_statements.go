@@ -1,9 +1,11 @@
 package api
 
 import (
+	"cmp"
 	"encoding/csv"
 	"math/big"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,7 +164,14 @@ func revenue(month time.Time, st monthState, rows []lineRow) []registryapi.Reven
 	for i := range out {
 		out[i].FeeMicros = fee(out[i].GrossMicros, out[i].FeeBasisPoints)
 		out[i].NetMicros = out[i].GrossMicros - out[i].FeeMicros
+		slices.SortFunc(out[i].Lines, func(a, b registryapi.StatementLine) int {
+			return cmp.Or(cmp.Compare(a.ForMonth, b.ForMonth), cmp.Compare(a.Listing, b.Listing), cmp.Compare(a.ListingID, b.ListingID),
+				cmp.Compare(a.Version, b.Version), cmp.Compare(a.Unit, b.Unit))
+		})
 	}
+	slices.SortFunc(out, func(a, b registryapi.RevenueStatement) int {
+		return cmp.Or(cmp.Compare(a.ISV, b.ISV), cmp.Compare(a.Currency, b.Currency))
+	})
 	return out
 }
 
@@ -187,8 +196,8 @@ func writeCSV(c echo.Context, name string, recs [][]string) error {
 
 func (a *API) closeMonth(c echo.Context, p *principal) error {
 	month, err := parseMonth(c.Param("month"))
-	if err != nil || c.Param("month") == "" {
-		return fieldErr("month", "want a month as YYYY-MM")
+	if err != nil {
+		return err
 	}
 	out, err := a.st.closeMonth(c.Request().Context(), p, month, a.cfg.PlatformFeeBasisPoints)
 	if err != nil {

@@ -79,7 +79,7 @@ func (s *store) createListing(ctx context.Context, p *principal, repo string, f 
 		if err != nil {
 			return auditEntry{}, err
 		}
-		if _, _, err := setPrice(ctx, tx, p, id, newPrice(f), false); err != nil {
+		if _, err := setPrice(ctx, tx, p, id, newPrice(f), false); err != nil {
 			return auditEntry{}, err
 		}
 		l, err = scanListing(tx.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $1::uuid`, id))
@@ -179,7 +179,7 @@ func (s *store) updateListing(ctx context.Context, p *principal, id string, f re
 		if err != nil {
 			return auditEntry{}, err
 		}
-		if _, _, err := setPrice(ctx, tx, p, id, newPrice(f), true); err != nil {
+		if _, err := setPrice(ctx, tx, p, id, newPrice(f), true); err != nil {
 			return auditEntry{}, err
 		}
 		l, err = scanListing(tx.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $1::uuid`, id))

@@ -35,30 +35,29 @@ func scanPrice(r pgx.Row) (registryapi.Price, error) {
 // setPrice writes listing id's prices effective at np.EffectiveAt (nil:
 // the transaction's now), taking nil prices from the row that would be in
 // force then. With onlyChanged, prices equal to those it would replace
-// write nothing (changed false), so that saving a listing unchanged does
+// write nothing, so that saving a listing unchanged does
 // not grow its history. The caller has locked the listing (ownListing).
-func setPrice(ctx context.Context, tx pgx.Tx, p *principal, id string, np registryapi.NewPrice, onlyChanged bool) (registryapi.Price, bool, error) {
+func setPrice(ctx context.Context, tx pgx.Tx, p *principal, id string, np registryapi.NewPrice, onlyChanged bool) (registryapi.Price, error) {
 	var at time.Time
 	var past bool
 	if err := tx.QueryRow(ctx, `select coalesce($1::timestamptz, now()), coalesce($1::timestamptz, now()) < now()`,
 		np.EffectiveAt).Scan(&at, &past); err != nil {
-		return registryapi.Price{}, false, err
+		return registryapi.Price{}, err
 	}
 	if past {
-		return registryapi.Price{}, false, fieldErr("effective_at", "is in the past: a price takes effect now or later, never backwards")
+		return registryapi.Price{}, fieldErr("effective_at", "is in the past: a price takes effect now or later, never backwards")
 	}
-	var base registryapi.Price
-	err := tx.QueryRow(ctx, `select `+priceCols+` from listing_prices where listing_id = $1::uuid and effective_at <= $2
-		order by effective_at desc limit 1`, id, at).Scan(&base.EffectiveAt, &base.PerLoadMicros, &base.PerHourMicros,
-		&base.PerAttachedHourMicros, &base.CreatedAt)
+	base, err := scanPrice(tx.QueryRow(ctx, `select `+priceCols+` from listing_prices where listing_id = $1::uuid and effective_at <= $2
+		order by effective_at desc limit 1`, id, at))
+	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return registryapi.Price{}, false, err
+		return registryapi.Price{}, err
 	}
 	next := registryapi.Price{EffectiveAt: at, PerLoadMicros: orInt(np.PerLoadMicros, base.PerLoadMicros),
 		PerHourMicros: orInt(np.PerHourMicros, base.PerHourMicros), PerAttachedHourMicros: orInt(np.PerAttachedHourMicros, base.PerAttachedHourMicros)}
-	if onlyChanged && err == nil && next.PerLoadMicros == base.PerLoadMicros && next.PerHourMicros == base.PerHourMicros &&
+	if onlyChanged && found && next.PerLoadMicros == base.PerLoadMicros && next.PerHourMicros == base.PerHourMicros &&
 		next.PerAttachedHourMicros == base.PerAttachedHourMicros {
-		return base, false, nil
+		return base, nil
 	}
 	out, err := scanPrice(tx.QueryRow(ctx, `insert into listing_prices (listing_id, effective_at, per_load_micros, per_hour_micros,
 		per_attached_hour_micros, created_by) values ($1::uuid, $2, $3, $4, $5, nullif($6, '')::uuid)
@@ -66,7 +65,7 @@ func setPrice(ctx context.Context, tx pgx.Tx, p *principal, id string, np regist
 		per_hour_micros = excluded.per_hour_micros, per_attached_hour_micros = excluded.per_attached_hour_micros,
 		created_at = now(), created_by = excluded.created_by
 		returning `+priceCols, id, at, next.PerLoadMicros, next.PerHourMicros, next.PerAttachedHourMicros, p.ID))
-	return out, true, err
+	return out, err
 }
 
 func orInt(v *int64, def int64) int64 {
@@ -85,7 +84,7 @@ func (s *store) schedulePrice(ctx context.Context, p *principal, id string, np r
 			return auditEntry{}, err
 		}
 		var err error
-		out, _, err = setPrice(ctx, tx, p, id, np, false)
+		out, err = setPrice(ctx, tx, p, id, np, false)
 		if err != nil {
 			return auditEntry{}, err
 		}

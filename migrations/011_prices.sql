@@ -3,9 +3,9 @@
 -- A listing's prices are rows of listing_prices, each in force from its
 -- effective_at until the next row's, so that usage is priced at the price
 -- in force when it happened and a price change never rewrites what was
--- already used. Amounts are integer
--- micro-units of the listing's currency: per load, per hour a slot is busy
--- (loaded) and per hour an attachment of the pool is held.
+-- already used. Amounts are integer micro-units of the listing's currency:
+-- per load, per hour a slot is busy (loaded) and per hour an attachment of
+-- the pool is held.
 --
 -- A row already in force is history: it may be neither changed nor
 -- deleted, and no row may take effect before the moment it is written. Rows

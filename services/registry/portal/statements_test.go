@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/csv"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
 // TestStatementPages: a tenant's printable invoice and an ISV's revenue
@@ -59,5 +62,35 @@ func TestStatementPages(t *testing.T) {
 	}
 	if resp, page = alice.get("/my/invoices?month=last"); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "month: want") {
 		t.Fatalf("bad month: %d", resp.StatusCode)
+	}
+}
+
+// TestListingEditorPrices: the listing editor sets the price per attached
+// hour too; a save that changes a price adds it to the listing's history,
+// effective now, and one that changes none adds nothing.
+func TestListingEditorPrices(t *testing.T) {
+	r := newRig(t)
+	r.user("acme", auth.RoleISV)
+	id := r.listing("acme", "Fast AES", "AES at line rate.", false)
+	b := r.browser()
+	b.signIn("acme")
+	save := func(attached string) {
+		t.Helper()
+		_, page := b.get("/isv/listings/" + id)
+		if !strings.Contains(page, `name="price_per_attached_hour"`) {
+			t.Fatalf("the editor has no price per attached hour:\n%s", page)
+		}
+		resp, page := b.do(http.MethodPost, "/isv/listings/"+id, url.Values{"csrf": {csrf(t, page)}, "name": {"Fast AES"},
+			"repository": {"acme/fast-aes"}, "currency": {"USD"}, "price_per_hour": {"1.50"}, "price_per_load": {"0"},
+			"price_per_attached_hour": {attached}, "visibility": {"public"}}, nil)
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("save: %d %s", resp.StatusCode, errorOf(page))
+		}
+	}
+	save("2.25")
+	save("2.25")
+	ps, err := r.as("acme").Prices(context.Background(), id)
+	if err != nil || len(ps) != 2 || ps[1].PerAttachedHourMicros != 2_250_000 || ps[1].PerHourMicros != 1_500_000 || ps[0].PerAttachedHourMicros != 0 {
+		t.Fatalf("prices after two saves: %+v, %v", ps, err)
 	}
 }

@@ -3,6 +3,7 @@ package portal
 import (
 	"encoding/csv"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -83,7 +84,9 @@ type isvUsagePage struct {
 	ByTenant    []usageRow
 	Charts      []barChart
 	Totals      []string
-	CSV         string // query of the export
+	// CSV is the export's address; a template.URL, since html/template
+	// would escape the "=" and "&" of a query written into href after "?".
+	CSV template.URL
 }
 
 func (isvUsagePage) title() string { return "Subscribers and usage" }
@@ -142,7 +145,7 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 	if q.Listing != "" {
 		csvQ.Set("listing", q.Listing)
 	}
-	pg.CSV = csvQ.Encode()
+	pg.CSV = template.URL("/isv/usage.csv?" + csvQ.Encode()) // the values are encoded
 	p.render(w, r, http.StatusOK, pageISVUsage, pg)
 }
 

@@ -26,10 +26,11 @@ func TestStatementPages(t *testing.T) {
 	r.api("alice", http.MethodPost, "/load-grants", map[string]string{"node_id": f.n1, "repository": "acme/fast-aes", "digest": f.aesDigest}, &g)
 	r.api("alice", http.MethodGet, "/me", nil, &me)
 	end := month.AddDate(0, 0, 10)
-	r.api(f.n1Acct, http.MethodPost, "/usage", map[string]any{"node_id": f.n1, "records": []map[string]any{
+	report := map[string]any{"node_id": f.n1, "records": []map[string]any{
 		{"report_id": "old-load", "tenant_id": me.ID, "grant_id": g.ID, "event": "load", "started_at": end.Add(-2 * time.Hour)},
 		{"report_id": "old-busy", "tenant_id": me.ID, "grant_id": g.ID, "event": "busy", "busy_ns": 2 * time.Hour.Nanoseconds(), "ended_at": end},
-	}}, nil)
+	}}
+	r.api(f.n1Acct, http.MethodPost, "/usage", report, nil)
 
 	alice := r.browser()
 	alice.signIn("alice")
@@ -47,6 +48,25 @@ func TestStatementPages(t *testing.T) {
 	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
 	if err != nil || resp.StatusCode != http.StatusOK || len(rows) != 4 || strings.Join(rows[3], ",") != name+",alice,USD,,,,,total,,3000000" {
 		t.Fatalf("alice's CSV: %d %q %v", resp.StatusCode, body, err)
+	}
+
+	// The node sends its report again: it is billed once, so the next
+	// month's close adds no adjustment for it.
+	r.api(f.n1Acct, http.MethodPost, "/usage", report, nil)
+	next := month.AddDate(0, 1, 0).Format("2006-01")
+	if _, err := r.as("root").CloseMonth(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	invs, err := r.as("alice").Invoices(context.Background(), url.Values{"month": {next}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inv := range invs {
+		for _, l := range inv.Lines {
+			if l.ForMonth == name {
+				t.Errorf("a resent report was billed again in %s: %+v", next, l)
+			}
+		}
 	}
 
 	acme := r.browser()

@@ -146,9 +146,17 @@ func checkMonth(t *testing.T, e *env, m *model, month, now time.Time, feeBP int)
 	}
 
 	type party struct{ isv, currency string }
+	type revenueKey struct {
+		party
+		forMonth, listing, version, unit string
+	}
 	gross := map[party]int64{}
+	lines := map[revenueKey]modelAmount{}
 	for k, w := range want {
-		gross[party{m.isv[k.listing], m.currency[k.listing]}] += w.amount
+		p := party{m.isv[k.listing], m.currency[k.listing]}
+		gross[p] += w.amount
+		rk := revenueKey{p, k.forMonth, k.listing, k.version, k.unit}
+		lines[rk] = modelAmount{lines[rk].quantity + w.quantity, lines[rk].amount + w.amount}
 	}
 	ss, err := e.client("admin").RevenueStatements(ctx, url.Values{"month": {name}})
 	if err != nil {
@@ -163,5 +171,15 @@ func checkMonth(t *testing.T, e *env, m *model, month, now time.Time, feeBP int)
 		if s.GrossMicros != g || s.FeeMicros != fee || s.NetMicros != g-fee || s.FeeBasisPoints != feeBP {
 			t.Errorf("%s: statement %+v, want gross %d, fee %d (%d bp)", name, s, g, fee, feeBP)
 		}
+		for _, l := range s.Lines {
+			rk := revenueKey{party{s.ISVID, s.Currency}, l.ForMonth, l.ListingID, l.Version, l.Unit}
+			if w, ok := lines[rk]; !ok || w != (modelAmount{l.Quantity, l.AmountMicros}) {
+				t.Errorf("%s: revenue line %+v of %s, recomputed %+v", name, l, s.ISV, w)
+			}
+			delete(lines, rk)
+		}
+	}
+	for rk, w := range lines {
+		t.Errorf("%s: revenue line %+v %+v recomputed, not in the API's statements", name, rk, w)
 	}
 }

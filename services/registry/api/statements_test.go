@@ -104,8 +104,23 @@ func TestStatementsByHand(t *testing.T) {
 	admin, t1 := e.client("admin"), e.client("tenant1")
 	_, err := admin.CloseMonth(ctx, monthsAgo(0).Format("2006-01"))
 	wantField(t, err, "month")
-	if _, err := admin.CloseMonth(ctx, m0.Format("2006-01")); err != nil {
-		t.Fatal(err)
+	// Operators closing the same month at once: one close stores it.
+	closes := make(chan error, 3)
+	for range cap(closes) {
+		go func() { _, err := admin.CloseMonth(ctx, m0.Format("2006-01")); closes <- err }()
+	}
+	var ok int
+	for range cap(closes) {
+		var re *registryclient.Error
+		switch err := <-closes; {
+		case err == nil:
+			ok++
+		case !errors.As(err, &re) || re.Status != 409:
+			t.Fatalf("a concurrent close: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d concurrent closes of %s succeeded", ok, m0.Format("2006-01"))
 	}
 	M0, M1 := m0.Format("2006-01"), m1.Format("2006-01")
 	want0 := []registryapi.StatementLine{

@@ -8,7 +8,9 @@ import "time"
 // arrives later, and usage older than the first month ever closed, is
 // billed as adjustment lines (ForMonth before Month) of the next month
 // closed. Until a month is closed its statements are a preview of what
-// closing it now would store, adjustments included.
+// closing it would store once the months before it are closed: its own
+// usage, and adjustments for the months closed already (for all earlier
+// months, before the first close).
 
 // Units of statement lines.
 const (

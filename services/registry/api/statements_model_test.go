@@ -158,10 +158,10 @@ func (r modelRecord) span(now time.Time) (t0, t1 int64, point bool) {
 	return ns(r.started), end.UnixNano(), false
 }
 
-// usage is what the records of months [first, last] cost, line by line:
-// loads at their price, time split at price changes and month ends,
-// rounded down once per line.
-func (m *model) usage(first, last time.Time, now time.Time) map[modelKey]modelAmount {
+// usage is what the records of the months cost, line by line: loads at
+// their price, time split at price changes and month ends, rounded down
+// once per line.
+func (m *model) usage(months []time.Time, now time.Time) map[modelKey]modelAmount {
 	value := map[modelKey]*big.Int{}
 	out := map[modelKey]modelAmount{}
 	units := map[string]string{"load": "load", "busy": "loaded_hour", "attach": "attached_hour"}
@@ -171,7 +171,7 @@ func (m *model) usage(first, last time.Time, now time.Time) map[modelKey]modelAm
 			continue
 		}
 		t0, t1, point := r.span(now)
-		for ms := first; !ms.After(last); ms = ms.AddDate(0, 1, 0) {
+		for _, ms := range months {
 			w0, w1 := ms.UnixNano(), ms.AddDate(0, 1, 0).UnixNano()
 			k := modelKey{ms.Format("2006-01"), r.tenant, r.listing, m.version(r.listing, r.digest), unit}
 			a := out[k]
@@ -216,9 +216,10 @@ func (m *model) usage(first, last time.Time, now time.Time) map[modelKey]modelAm
 	return out
 }
 
-// lines are the lines a close of month would store now: what usage up to
-// it costs less what earlier closes billed.
-func (m *model) lines(month, now time.Time) map[modelKey]modelAmount {
+// lines are the lines a close of month would store now: what its usage,
+// and that of the months up to adjustUntil, costs less what earlier
+// closes billed.
+func (m *model) lines(month, adjustUntil, now time.Time) map[modelKey]modelAmount {
 	first := month
 	for _, r := range m.records {
 		if _, ok := map[string]bool{"load": true, "busy": true, "attach": true}[r.event]; !ok {
@@ -230,8 +231,14 @@ func (m *model) lines(month, now time.Time) map[modelKey]modelAmount {
 			first = ms
 		}
 	}
+	var months []time.Time
+	for ms := first; !ms.After(month); ms = ms.AddDate(0, 1, 0) {
+		if !ms.After(adjustUntil) || ms.Equal(month) {
+			months = append(months, ms)
+		}
+	}
 	diff := map[modelKey]modelAmount{}
-	cost := m.usage(first, month, now)
+	cost := m.usage(months, now)
 	for k, a := range cost {
 		b := m.billed[k]
 		if d := (modelAmount{a.quantity - b.quantity, a.amount - b.amount}); d != (modelAmount{}) {
@@ -248,7 +255,7 @@ func (m *model) lines(month, now time.Time) map[modelKey]modelAmount {
 
 // close stores month's lines, as POST /months/{month}/close does.
 func (m *model) close(month, now time.Time) {
-	ls := m.lines(month, now)
+	ls := m.lines(month, month, now)
 	for k, a := range ls {
 		b := m.billed[k]
 		m.billed[k] = modelAmount{b.quantity + a.quantity, b.amount + a.amount}
@@ -256,10 +263,20 @@ func (m *model) close(month, now time.Time) {
 	m.stored[month.Format("2006-01")] = ls
 }
 
-// statement is month's lines: stored once closed, else a close's preview.
+// statement is month's lines: stored once closed, else a preview of its
+// close once the months before it are closed.
 func (m *model) statement(month, now time.Time) map[modelKey]modelAmount {
 	if ls, ok := m.stored[month.Format("2006-01")]; ok {
 		return ls
 	}
-	return m.lines(month, now)
+	var last time.Time
+	for name := range m.stored {
+		if t, _ := time.Parse("2006-01", name); t.After(last) {
+			last = t
+		}
+	}
+	if last.IsZero() {
+		last = month // the first close bills all usage before it
+	}
+	return m.lines(month, last, now)
 }

@@ -130,6 +130,10 @@ func TestStatementsByHand(t *testing.T) {
 		{ForMonth: M0, ListingID: L.ID, Listing: "dnn", Version: "1", Unit: "loaded_hour", Quantity: hour, AmountMicros: 5_400_000},
 	}
 	checkInvoice(t, t1, M0, want0, 9_003_001)
+	// M1 is not closed: a preview of M2 leaves M1's usage to M1.
+	if inv, err := t1.Invoices(ctx, url.Values{"month": {m0.AddDate(0, 2, 0).Format("2006-01")}}); err != nil || len(inv) != 0 {
+		t.Fatalf("preview of the month after an open one: %+v, %v", inv, err)
+	}
 	// A node's late report of M0 changes nothing of M0, and is billed with M1.
 	e.record(t, record{tenant: "tenant1", listing: L.ID, digest: d, event: "load", start: at(m0.AddDate(0, 0, 3))})
 	checkInvoice(t, t1, M0, want0, 9_003_001)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,11 +21,15 @@ import (
 // first sees it, however late its node reported it.
 
 // statementDiff is a with clause defining diff, the lines a close of $2
-// would store; $1 is the first month with usage (no later than $2).
+// would store: its usage, and adjustments for the months from $1, the
+// first with usage, to $3. A close adjusts every month before it ($3 is
+// $2); a preview of a month after one not closed yet leaves that month's
+// usage to that month's close ($3 is the last month closed).
 var statementDiff = pricedUsage(`windows as (select d::date as month,
 		extract(epoch from d at time zone 'UTC') * 1000000000 as w0,
 		extract(epoch from (d + interval '1 month') at time zone 'UTC') * 1000000000 as w1
-	from generate_series($1::date::timestamp, $2::date::timestamp, interval '1 month') d)`) + `,
+	from generate_series($1::date::timestamp, $2::date::timestamp, interval '1 month') d
+	where d <= $3::date::timestamp or d = $2::date::timestamp)`) + `,
 lines as (
 	select u.month as for_month, u.tenant_id, u.listing_id, u.version, u.unit,
 		sum(case when u.unit = 'load' then 1 else u.ns_in end) as quantity,
@@ -94,7 +97,7 @@ func (s *store) closeMonth(ctx context.Context, p *principal, month time.Time, f
 		}
 		tag, err := tx.Exec(ctx, statementDiff+`insert into statement_lines (month, for_month, tenant_id, listing_id, isv_id,
 			currency, version, unit, quantity, amount_micros)
-			select $2, for_month, tenant_id, listing_id, isv_id, currency, version, unit, quantity, amount from diff`, first, month)
+			select $2, for_month, tenant_id, listing_id, isv_id, currency, version, unit, quantity, amount from diff`, first, month, month)
 		if err != nil {
 			return auditEntry{}, fmt.Errorf("api: close %s: %w", out.Month, err)
 		}
@@ -119,14 +122,19 @@ type monthState struct {
 }
 
 // monthLines returns month's lines of tenant and of isv ("": anyone's):
-// those stored when it is closed, else what closing it now would store,
-// with the platform fee feeBP.
+// those stored when it is closed, else what closing it would store once
+// the months before it are closed, with the platform fee feeBP.
 func (s *store) monthLines(ctx context.Context, month time.Time, tenant, isv string, feeBP int) (monthState, []lineRow, error) {
 	st := monthState{feeBP: feeBP}
-	err := s.db.QueryRow(ctx, `select closed_at, fee_basis_points from statement_months where month = $1`, month).
-		Scan(&st.closedAt, &st.feeBP)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	var closedFee *int
+	var last *time.Time
+	err := s.db.QueryRow(ctx, `select m.closed_at, m.fee_basis_points, (select max(month) from statement_months)
+		from (select) one left join statement_months m on m.month = $1`, month).Scan(&st.closedAt, &closedFee, &last)
+	if err != nil {
 		return st, nil, fmt.Errorf("api: month %s: %w", month.Format(monthLayout), err)
+	}
+	if closedFee != nil {
+		st.feeBP = *closedFee
 	}
 	// cols reads diff; its parameters $n and $n+1 are tenant and isv.
 	cols := func(n int) string {
@@ -145,7 +153,11 @@ func (s *store) monthLines(ctx context.Context, month time.Time, tenant, isv str
 		if first, err = firstMonth(ctx, s.db, month); err != nil {
 			return st, nil, err
 		}
-		rows, err = s.db.Query(ctx, statementDiff+cols(3), first, month, tenant, isv)
+		adjustUntil := month // the first close bills all usage before it
+		if last != nil {
+			adjustUntil = *last
+		}
+		rows, err = s.db.Query(ctx, statementDiff+cols(4), first, month, adjustUntil, tenant, isv)
 	}
 	if err != nil {
 		return st, nil, fmt.Errorf("api: lines of %s: %w", month.Format(monthLayout), err)

@@ -2,12 +2,14 @@ package migrations_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/migrations"
@@ -166,8 +168,66 @@ func checkSchema(t *testing.T, ctx context.Context, conn *pgx.Conn) {
 	mustFail("insert into tag_rules (repository_id, pattern) select id, 'v*' from repositories")
 	mustFail("insert into tag_rules (repository_id, pattern) select id, '' from repositories")
 	must("insert into audit_log (action, details) values ('test', '{\"a\":1}')")
+	must("insert into listings (owner_id, name) select id, 'dnn' from accounts where name = 'acme'")
+	price := func(at string, load int) string {
+		return fmt.Sprintf(`insert into listing_prices (listing_id, effective_at, per_load_micros, per_hour_micros, per_attached_hour_micros)
+			select id, %s, %d, 0, 0 from listings`, at, load)
+	}
+	must(price("now()", 1))
+	mustFail(price("now() - interval '1 second'", 1))
+	mustFail(price("now() + interval '1 day'", -1))
+	mustFail("update listing_prices set per_load_micros = 2")
+	mustFail("delete from listing_prices")
+	must(price("now() + interval '1 day'", 3))
+	must("update listing_prices set per_load_micros = 4 where effective_at > now()")
+	must("delete from listing_prices where effective_at > now()")
 	// Every statement above ran inside tx's connection; undo it.
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPricesMigrated: listings priced before migration 011 keep their
+// prices, effective from their creation, so that usage of the past is
+// priced as it was.
+func TestPricesMigrated(t *testing.T) {
+	pg := testenv.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connect(t, ctx, pg.URL)
+	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LoadMigrations(migrations.FS()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MigrateTo(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
+	if _, err := conn.Exec(ctx, `with a as (insert into accounts (name, role) values ('acme', 'isv') returning id)
+		insert into listings (owner_id, name, price_per_hour_micros, price_per_load_micros, created_at)
+		select id, 'dnn', 3600000, 250, $1 from a`, created); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MigrateTo(ctx, 11); err != nil {
+		t.Fatal(err)
+	}
+	var at time.Time
+	var load, hour, attached int64
+	if err := conn.QueryRow(ctx, `select effective_at, per_load_micros, per_hour_micros, per_attached_hour_micros
+		from listing_prices`).Scan(&at, &load, &hour, &attached); err != nil {
+		t.Fatal(err)
+	}
+	if !at.Equal(created) || load != 250 || hour != 3600000 || attached != 0 {
+		t.Fatalf("migrated price: from %v, %d per load, %d per hour, %d per attached hour", at, load, hour, attached)
+	}
+	if err := m.MigrateTo(ctx, 10); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if err := conn.QueryRow(ctx, `select price_per_hour_micros, price_per_load_micros from listings`).Scan(&hour, &load); err != nil ||
+		hour != 3600000 || load != 250 {
+		t.Fatalf("after down: %d per hour, %d per load, %v", hour, load, err)
 	}
 }

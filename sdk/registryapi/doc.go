@@ -31,6 +31,8 @@
 //	POST   /listings/{id}/tag-rules  isv, admin  NewTagRule → 201 TagRule
 //	DELETE /listings/{id}/tag-rules/{rule} isv, admin → 204
 //	GET    /listings/{id}/tags/{tag} isv, admin  → Tag
+//	GET    /listings/{id}/prices                 → Items[Price]
+//	POST   /listings/{id}/prices     isv, admin  NewPrice → 201 Price
 //	POST   /listings/{id}/subscribe  tenant      → 201 Entitlement
 //	POST   /listings/{id}/shares     isv, admin  NewShare → 201 Entitlement
 //	GET    /entitlements?listing_id=&active=     → Page[Entitlement]
@@ -43,6 +45,9 @@
 //	POST   /load-grants                          GrantRequest → 201 Grant (with Secret, once)
 //	POST   /usage                    node        UsageReport → 200 UsageAccepted
 //	GET    /usage/summary?listing_id=&by=day      → UsageSummaries
+//	GET    /invoices?month=&tenant_id=&format=   tenant, admin → Items[Invoice] (or CSV)
+//	GET    /revenue-statements?month=&isv_id=&format= isv, admin → Items[RevenueStatement] (or CSV)
+//	POST   /months/{month}/close     admin       → MonthClosed
 //	GET    /audit?action=&target_type=&target_id=&actor= → Page[AuditEntry]
 //	GET    /validation-jobs?state=   admin       → Page[ValidationJob]
 //	GET    /loads                                → Items[Load]

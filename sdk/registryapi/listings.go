@@ -7,20 +7,23 @@ import (
 
 // Listing is an IP listing of the marketplace.
 type Listing struct {
-	ID                 string `json:"id"`
-	OwnerID            string `json:"owner_id"`
-	Owner              string `json:"owner"`
-	Repository         string `json:"repository"`
-	Name               string `json:"name"`
-	Summary            string `json:"summary"`
-	Description        string `json:"description"`
-	Category           string `json:"category"`
-	BoardModel         string `json:"board_model"`
-	Currency           string `json:"currency"`
-	PricePerHourMicros int64  `json:"price_per_hour_micros"`
-	PricePerLoadMicros int64  `json:"price_per_load_micros"`
-	Visibility         string `json:"visibility"` // private, shared or public
-	Published          bool   `json:"published"`
+	ID          string `json:"id"`
+	OwnerID     string `json:"owner_id"`
+	Owner       string `json:"owner"`
+	Repository  string `json:"repository"`
+	Name        string `json:"name"`
+	Summary     string `json:"summary"`
+	Description string `json:"description"`
+	Category    string `json:"category"`
+	BoardModel  string `json:"board_model"`
+	Currency    string `json:"currency"`
+	// The prices in force now (Price); the listing's price history and
+	// scheduled prices are at /listings/{id}/prices.
+	PricePerHourMicros         int64  `json:"price_per_hour_micros"`
+	PricePerLoadMicros         int64  `json:"price_per_load_micros"`
+	PricePerAttachedHourMicros int64  `json:"price_per_attached_hour_micros"`
+	Visibility                 string `json:"visibility"` // private, shared or public
+	Published                  bool   `json:"published"`
 	// Validated: a version of the listing passed validation (signed by its
 	// ISV, countersigned by the platform); the marketplace's badge.
 	Validated bool      `json:"validated"`
@@ -29,17 +32,47 @@ type Listing struct {
 }
 
 // ListingFields are a listing's editable fields: the body of PATCH
-// /listings/{id}, where nil fields stay as they are.
+// /listings/{id}, where nil fields stay as they are. Prices that differ
+// from those in force make a new Price, effective at once; the currency
+// cannot change once the listing has usage, whose prices are in it.
 type ListingFields struct {
-	Name               *string `json:"name"`
-	Summary            *string `json:"summary"`
-	Description        *string `json:"description"`
-	Category           *string `json:"category"`
-	BoardModel         *string `json:"board_model"`
-	Currency           *string `json:"currency"`
-	PricePerHourMicros *int64  `json:"price_per_hour_micros"`
-	PricePerLoadMicros *int64  `json:"price_per_load_micros"`
-	Visibility         *string `json:"visibility"`
+	Name                       *string `json:"name"`
+	Summary                    *string `json:"summary"`
+	Description                *string `json:"description"`
+	Category                   *string `json:"category"`
+	BoardModel                 *string `json:"board_model"`
+	Currency                   *string `json:"currency"`
+	PricePerHourMicros         *int64  `json:"price_per_hour_micros"`
+	PricePerLoadMicros         *int64  `json:"price_per_load_micros"`
+	PricePerAttachedHourMicros *int64  `json:"price_per_attached_hour_micros"`
+	Visibility                 *string `json:"visibility"`
+}
+
+// Price is a listing's prices from EffectiveAt until the next Price's, in
+// integer micro-units of the listing's currency: per load, per hour a slot
+// is busy, and per hour an attachment of the pool is held. Prices in force
+// or past are history and never change.
+type Price struct {
+	EffectiveAt           time.Time `json:"effective_at"`
+	PerLoadMicros         int64     `json:"per_load_micros"`
+	PerHourMicros         int64     `json:"per_hour_micros"`
+	PerAttachedHourMicros int64     `json:"per_attached_hour_micros"`
+	CreatedAt             time.Time `json:"created_at"`
+}
+
+// MaxPriceMicros bounds every price (a million units of the currency), so
+// that a month's bill of any listing stays far inside int64 micro-units.
+const MaxPriceMicros = 1_000_000_000_000
+
+// NewPrice is the body of POST /listings/{id}/prices: prices effective at
+// EffectiveAt (nil: now), which must not be in the past; a nil price is
+// the one that would be in force at EffectiveAt. A new price at the time of
+// one already scheduled replaces it.
+type NewPrice struct {
+	EffectiveAt           *time.Time `json:"effective_at"`
+	PerLoadMicros         *int64     `json:"per_load_micros"`
+	PerHourMicros         *int64     `json:"per_hour_micros"`
+	PerAttachedHourMicros *int64     `json:"per_attached_hour_micros"`
 }
 
 // NewListing is the body of POST /listings: its fields (Name required)

@@ -36,7 +36,10 @@ type UsageAccepted struct {
 }
 
 // UsageSummary is the usage of one tenant on one listing with its cost,
-// on one day (UTC) when asked per day.
+// of the records made on one day (UTC) when asked per day. Costs are at
+// the prices in force when the usage happened (Price), time split where a
+// price changed; each time cost is rounded down to the micro-unit once.
+// The price fields are the listing's prices now, for reference.
 type UsageSummary struct {
 	Day         string `json:"day,omitempty"` // YYYY-MM-DD, with ?by=day
 	ListingID   string `json:"listing_id"`
@@ -49,12 +52,15 @@ type UsageSummary struct {
 	BusyNs      int64  `json:"busy_ns"`
 	// Attachments counts the pool's attachments and AttachedNs the time
 	// they were held (an ended one's, or a live one's so far).
-	Attachments        int64 `json:"attachments"`
-	AttachedNs         int64 `json:"attached_ns"`
-	PricePerHourMicros int64 `json:"price_per_hour_micros"`
-	PricePerLoadMicros int64 `json:"price_per_load_micros"`
-	LoadCostMicros     int64 `json:"load_cost_micros"`
+	Attachments                int64 `json:"attachments"`
+	AttachedNs                 int64 `json:"attached_ns"`
+	PricePerHourMicros         int64 `json:"price_per_hour_micros"`
+	PricePerLoadMicros         int64 `json:"price_per_load_micros"`
+	PricePerAttachedHourMicros int64 `json:"price_per_attached_hour_micros"`
+	LoadCostMicros             int64 `json:"load_cost_micros"`
+	// TimeCostMicros prices BusyNs, AttachedCostMicros AttachedNs.
 	TimeCostMicros     int64 `json:"time_cost_micros"`
+	AttachedCostMicros int64 `json:"attached_cost_micros"`
 	TotalMicros        int64 `json:"total_micros"`
 }
 

@@ -110,7 +110,8 @@ func (c *Client) Insecure() bool { return strings.HasPrefix(c.base, "http:") }
 
 // Do sends method path (under registryapi.Prefix; a query may follow) with
 // in as its JSON body when not nil, and decodes a successful answer into
-// out when not nil. Every failure is an *Error, but for a done ctx, which
+// out when not nil (a *[]byte out gets the answer's bytes as they are, for
+// answers other than JSON). Every failure is an *Error, but for a done ctx, which
 // returns ctx's error.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
 	op, _, _ := strings.Cut(path, "?")
@@ -157,6 +158,10 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return &Error{Method: method, Path: op, Status: resp.StatusCode, Message: "reading the answer", Err: err}
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {

@@ -187,3 +187,26 @@ func TestListAll(t *testing.T) {
 		t.Error("a repeated cursor was followed")
 	}
 }
+
+// TestStatementsCSV: the CSV of statements comes back as the registry
+// wrote it, asked for with format=csv beside the caller's query.
+func TestStatementsCSV(t *testing.T) {
+	const body = "month,tenant\n2030-01,alice\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != registryapi.Prefix+"/invoices" || r.URL.Query().Get("format") != "csv" || r.URL.Query().Get("month") != "2030-01" {
+			http.Error(w, "unexpected "+r.URL.String(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/csv")
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	rc, err := registryclient.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rc.StatementsCSV(context.Background(), "/invoices", map[string][]string{"month": {"2030-01"}})
+	if err != nil || string(got) != body {
+		t.Fatalf("StatementsCSV: %q, %v", got, err)
+	}
+}

@@ -58,6 +58,20 @@ func (c *Client) Versions(ctx context.Context, listing string, q url.Values) (re
 	return List[registryapi.Version](ctx, c, listingPath(listing)+"/versions", q)
 }
 
+// Prices returns a listing's prices, oldest first: its history and the
+// prices scheduled for later, each in force until the next.
+func (c *Client) Prices(ctx context.Context, listing string) ([]registryapi.Price, error) {
+	var l registryapi.Items[registryapi.Price]
+	return l.Items, c.Do(ctx, http.MethodGet, listingPath(listing)+"/prices", nil, &l)
+}
+
+// SetPrice sets a listing's prices from in.EffectiveAt (nil: now), which
+// must not be in the past.
+func (c *Client) SetPrice(ctx context.Context, listing string, in registryapi.NewPrice) (registryapi.Price, error) {
+	var p registryapi.Price
+	return p, c.Do(ctx, http.MethodPost, listingPath(listing)+"/prices", in, &p)
+}
+
 // Subscribe subscribes the caller, a tenant, to a listing.
 func (c *Client) Subscribe(ctx context.Context, listing string) (registryapi.Entitlement, error) {
 	var e registryapi.Entitlement

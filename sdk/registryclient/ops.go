@@ -12,11 +12,7 @@ import (
 // "listing_id", "from", "to" and "by" ("day").
 func (c *Client) UsageSummary(ctx context.Context, q url.Values) (registryapi.UsageSummaries, error) {
 	var s registryapi.UsageSummaries
-	path := "/usage/summary"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	return s, c.Do(ctx, http.MethodGet, path, nil, &s)
+	return s, c.Do(ctx, http.MethodGet, "/usage/summary"+query(q), nil, &s)
 }
 
 // Audit lists a page of the audit log the caller may see; q may hold

@@ -118,4 +118,7 @@ func limitFlags(f *pflag.FlagSet, o *serveOptions) {
 	durationFlag(f, &cfg.Attach.ReapInterval, "lease-check-interval", "how often expired attachment leases and silent nodes are looked for (default 1s)")
 	intFlag(f, &cfg.Attach.MaxPerTenant, "max-attachments-per-tenant", "live pool attachments one tenant may hold (default 16)")
 	durationFlag(f, &cfg.Attach.KeepWarm, "keep-warm", "how long nodes keep a detached attachment's image loaded for its tenant; must match faasd's --keep-warm (default 2m)")
+
+	// Money.
+	intFlag(f, &cfg.PlatformFeeBasisPoints, "platform-fee-bps", "the platform's fee on ISVs' revenue in basis points, for months closed from now on (default 2000, 20%; negative: none; at most 10000)")
 }

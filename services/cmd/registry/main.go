@@ -96,7 +96,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	users := &cobra.Command{Use: "users", Short: "manage accounts"}
 	users.AddCommand(usersAddCommand())
-	root.AddCommand(serveCommand(), users, nodesCommand(), attachmentsCommand(), gcCommand(), keysCommand())
+	root.AddCommand(serveCommand(), users, nodesCommand(), attachmentsCommand(), monthsCommand(), gcCommand(), keysCommand())
 	return root
 }
 

@@ -29,6 +29,9 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultLimit        = 50
 	MaxLimit            = 200
+	// DefaultPlatformFeeBasisPoints is the platform's share of what ISVs'
+	// listings earn: 20%.
+	DefaultPlatformFeeBasisPoints = 2000
 )
 
 // Sentinels; store and handler errors wrap them.
@@ -78,6 +81,11 @@ type Config struct {
 	// KeyRelease releases sealed images' data keys to nodes
 	// (POST /keys/release); nil: that route answers 404.
 	KeyRelease *keyrelease.Releaser
+	// PlatformFeeBasisPoints is the platform's fee on ISVs' revenue, in
+	// hundredths of a percent, for months closed from now on (a closed
+	// month keeps the fee it closed with). Default
+	// DefaultPlatformFeeBasisPoints; negative: no fee; at most 10000.
+	PlatformFeeBasisPoints int
 }
 
 // API is the marketplace API; it is an http.Handler for paths under
@@ -97,6 +105,14 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	switch {
+	case cfg.PlatformFeeBasisPoints == 0:
+		cfg.PlatformFeeBasisPoints = DefaultPlatformFeeBasisPoints
+	case cfg.PlatformFeeBasisPoints < 0:
+		cfg.PlatformFeeBasisPoints = 0
+	case cfg.PlatformFeeBasisPoints > 10000:
+		return nil, fmt.Errorf("%w: PlatformFeeBasisPoints %d is over 100%%", ErrConfig, cfg.PlatformFeeBasisPoints)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -44,6 +44,8 @@ type env struct {
 	meta  *meta.Store
 	api   *api.API
 	users map[string]user
+	// nodeID is the node that usage written by the tests ran on.
+	nodeID string
 }
 
 type user struct {
@@ -502,7 +504,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, not routed", k)
 		}
 	}
-	if len(routed) != 50 {
+	if len(routed) != 55 {
 		t.Errorf("%d routes", len(routed))
 	}
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/listings/" + P.ID + "/versions", func(string) any { return item{"version": uniq("v"), "digest": dP} }, []int{401, ok, 404, 403, ok, 403, 403}},
 		{"GET", "/listings/" + L.ID + "/versions", nil, []int{401, ok, 404, 404, ok, 403, 403}},
 		{"GET", "/listings/" + P.ID + "/versions", nil, []int{401, ok, ok, ok, ok, 403, 403}},
+		{"GET", "/invoices", nil, []int{401, 403, 403, ok, ok, 403, 403}},
+		{"GET", "/revenue-statements?format=csv", nil, []int{401, ok, ok, 403, ok, 403, 403}},
+		{"POST", "/months/2001-01/close", nil, []int{401, 403, 403, 403, ok, 403, 403}},
+		{"GET", "/listings/" + L.ID + "/prices", nil, []int{404, ok, 404, 404, ok, 403, 403}},
+		{"GET", "/listings/" + P.ID + "/prices", nil, []int{ok, ok, ok, ok, ok, 403, 403}},
+		{"POST", "/listings/" + L.ID + "/prices", constant(item{"per_load_micros": 5}), []int{401, ok, 404, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/prices", constant(item{"per_load_micros": 1000}), []int{401, ok, 403, 403, ok, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/subscribe", nil, []int{401, 403, 403, 404, 403, 403, 403}},
 		{"POST", "/listings/" + P.ID + "/subscribe", nil, []int{401, 403, 403, ok, 403, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/shares", constant(item{"account": "tenant1"}), []int{401, ok, 404, 403, ok, 403, 403}},
@@ -208,6 +216,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 }
 
 // pattern turns a concrete path back into its route pattern.
+var monthRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}$`)
+
 func pattern(p string) string {
 	p, _, _ = strings.Cut(p, "?")
 	parts := strings.Split(p, "/")
@@ -221,6 +231,9 @@ func pattern(p string) string {
 		case len(s) == 36 && strings.Count(s, "-") == 4:
 			parts[i] = []string{":id", ":aid"}[min(ids, 1)]
 			ids++
+		}
+		if monthRE.MatchString(s) {
+			parts[i] = ":month"
 		}
 	}
 	return strings.Join(parts, "/")

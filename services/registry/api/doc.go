@@ -1,8 +1,8 @@
 // Package api is the registry's marketplace REST API under /api/v1: accounts
 // and API tokens, ISV signing keys, listings
-// and their versions (with the image validation state), entitlements
-// (subscriptions and shares), nodes, usage records with billing summaries,
-// and the audit log. GET /api/v1/openapi.json serves an OpenAPI 3.1 document
+// and their versions (with the image validation state) and prices over time,
+// entitlements (subscriptions and shares), nodes, usage records with billing
+// summaries, monthly invoices and revenue statements, and the audit log. GET /api/v1/openapi.json serves an OpenAPI 3.1 document
 // of every route; a test keeps the document and the router in step.
 //
 // # Authentication
@@ -19,19 +19,21 @@
 // client address answer 429 rate_limited, too many checks at once for the
 // hashing memory budget 503 unavailable, both with Retry-After. Anonymous
 // requests may read only
-// GET /api/v1/openapi.json, GET /api/v1/listings (published public listings)
-// and GET /api/v1/listings/{id} (the same listings); everything else answers
-// 401 without credentials.
+// GET /api/v1/openapi.json, GET /api/v1/listings (published public listings),
+// GET /api/v1/listings/{id} and GET /api/v1/listings/{id}/prices (the same
+// listings); everything else answers 401 without credentials.
 //
 // # Authorization (least privilege)
 //
-//   - admin: everything, including accounts, nodes and the whole audit log.
+//   - admin: everything, including accounts, nodes, the whole audit log and
+//     closing months for billing.
 //   - isv: its own signing keys and listings (create, update, publish,
-//     versions, shares, the tag rules of their repositories); entitlements
-//     to its listings (list, revoke); usage summaries of its listings;
+//     versions, prices, shares, the tag rules of their repositories);
+//     entitlements to its listings (list, revoke); usage summaries of its
+//     listings; its revenue statements;
 //     audit entries about its listings.
 //   - tenant: browse visible listings, subscribe to published public ones,
-//     its own entitlements and usage summary.
+//     its own entitlements, usage summary and invoices.
 //   - node: register nodes, heartbeat its own nodes, report usage for them.
 //   - everybody authenticated: GET /me and its own API tokens.
 //
@@ -61,7 +63,8 @@
 // Lists take ?limit= (1…200, default 50) and ?cursor= (opaque, from the
 // previous page's next_cursor, absent on the last page).
 //
-// Prices are integer micros of the listing's currency. Node public keys are
+// Prices are integer micros of the listing's currency, kept with their
+// history (docs/ARCHITECTURE.md, "Money", and pricing.go). Node public keys are
 // X25519 keys, given either as base64 (standard or URL alphabet) of the 32
 // raw bytes or as a PEM "PUBLIC KEY" (PKIX); they are stored as PEM. Signing
 // keys are ECDSA P-256 PEM public keys as cosign writes them; their key_id is

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -29,11 +30,8 @@ func validateListing(f *registryapi.ListingFields) error {
 	if f.Currency != nil && !currencyRE.MatchString(*f.Currency) {
 		return fieldErr("currency", "want an ISO 4217 code such as USD")
 	}
-	if f.PricePerHourMicros != nil && *f.PricePerHourMicros < 0 {
-		return fieldErr("price_per_hour_micros", "must not be negative")
-	}
-	if f.PricePerLoadMicros != nil && *f.PricePerLoadMicros < 0 {
-		return fieldErr("price_per_load_micros", "must not be negative")
+	if err := checkPrices("price_", newPrice(*f)); err != nil {
+		return err
 	}
 	if f.Visibility != nil {
 		switch *f.Visibility {
@@ -217,4 +215,44 @@ func (a *API) revokeEntitlement(c echo.Context, p *principal) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// checkPrices checks a price change's amounts; prefix is what the fields'
+// names start with in the body ("price_" in a listing's fields).
+func checkPrices(prefix string, np registryapi.NewPrice) error {
+	for _, c := range []struct {
+		field string
+		v     *int64
+	}{{"per_load_micros", np.PerLoadMicros}, {"per_hour_micros", np.PerHourMicros}, {"per_attached_hour_micros", np.PerAttachedHourMicros}} {
+		if c.v != nil && (*c.v < 0 || *c.v > registryapi.MaxPriceMicros) {
+			return fieldErr(prefix+c.field, "want 0 to %d micro-units", int64(registryapi.MaxPriceMicros))
+		}
+	}
+	return nil
+}
+
+func (a *API) listPrices(c echo.Context, p *principal) error {
+	rows, err := a.st.listPrices(c.Request().Context(), p, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, registryapi.Items[registryapi.Price]{Items: rows})
+}
+
+func (a *API) schedulePrice(c echo.Context, p *principal) error {
+	var req registryapi.NewPrice
+	if err := a.decode(c, &req); err != nil {
+		return err
+	}
+	if err := checkPrices("", req); err != nil {
+		return err
+	}
+	if !isUUID(c.Param("id")) {
+		return fmt.Errorf("%w: listing", ErrNotFound)
+	}
+	pr, err := a.st.schedulePrice(c.Request().Context(), p, c.Param("id"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, pr)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -40,8 +41,11 @@ func schema(required []string, p obj) obj {
 func enum(v ...string) obj { return obj{"type": "string", "enum": v} }
 
 var listingProps = props("name", tStr, "summary", tStr, "description", tStr, "category", tStr, "board_model", tStr,
-	"currency", obj{"type": "string", "pattern": "^[A-Z]{3}$"}, "price_per_hour_micros", tInt, "price_per_load_micros", tInt,
-	"visibility", enum("private", "shared", "public"))
+	"currency", obj{"type": "string", "pattern": "^[A-Z]{3}$"}, "price_per_hour_micros", tPrice, "price_per_load_micros", tPrice,
+	"price_per_attached_hour_micros", tPrice, "visibility", enum("private", "shared", "public"))
+
+// tPrice is an amount of a price, in micro-units of the listing's currency.
+var tPrice = obj{"type": "integer", "minimum": 0, "maximum": registryapi.MaxPriceMicros}
 
 func schemas() obj {
 	lc := obj{}
@@ -83,6 +87,11 @@ func schemas() obj {
 		"ListingUpdate": schema(nil, listingProps),
 		"Version": schema(nil, props("version", tStr, "digest", tStr, "state", enum("pending", "validating", "available", "failed"),
 			"reasons", obj{"type": "array", "items": tAny}, "attempts", tInt, "created_at", tTime, "validated_at", tTime)),
+		"Price": schema(nil, props("effective_at", tTime, "per_load_micros", tPrice, "per_hour_micros", tPrice,
+			"per_attached_hour_micros", tPrice, "created_at", tTime)),
+		"PriceList": schema(nil, props("items", obj{"type": "array", "items": ref("Price")})),
+		"PriceCreate": schema(nil, props("effective_at", obj{"type": "string", "format": "date-time", "description": "default now; never in the past"},
+			"per_load_micros", tPrice, "per_hour_micros", tPrice, "per_attached_hour_micros", tPrice)),
 		"VersionCreate": schema([]string{"version", "digest"}, props("version", tStr, "digest", tStr)),
 		"TagRule":       schema(nil, props("id", tID, "pattern", tStr, "created_at", tTime)),
 		"TagRuleCreate": schema([]string{"pattern"}, props("pattern", obj{"type": "string", "maxLength": 128, "description": "Go path.Match pattern over tag names: v*, release-*, v[0-9]*"})),
@@ -115,8 +124,17 @@ func schemas() obj {
 		"UsageAccepted": schema(nil, props("accepted", tInt, "duplicates", tInt)),
 		"UsageSummaryPage": schema(nil, props("total_micros", tInt, "items", obj{"type": "array", "items": schema(nil, props(
 			"day", obj{"type": "string", "format": "date", "description": "with ?by=day"}, "listing_id", tID, "listing_name", tStr, "tenant_id", tID, "tenant", tStr, "currency", tStr, "loads", tInt, "clears", tInt,
-			"busy_ns", tInt, "attachments", tInt, "attached_ns", tInt, "price_per_hour_micros", tInt, "price_per_load_micros", tInt, "load_cost_micros", tInt,
-			"time_cost_micros", tInt, "total_micros", tInt))})),
+			"busy_ns", tInt, "attachments", tInt, "attached_ns", tInt, "price_per_hour_micros", tPrice, "price_per_load_micros", tPrice,
+			"price_per_attached_hour_micros", tPrice, "load_cost_micros", tInt, "time_cost_micros", tInt, "attached_cost_micros", tInt, "total_micros", tInt))})),
+		"StatementLine": schema(nil, props("for_month", obj{"type": "string", "description": "YYYY-MM of the usage; before the statement's month on an adjustment"},
+			"listing_id", tID, "listing", tStr, "version", tStr, "unit", enum(registryapi.UnitLoad, registryapi.UnitLoadedHour, registryapi.UnitAttachedHour),
+			"quantity", obj{"type": "integer", "description": "loads, or nanoseconds for the hourly units"}, "amount_micros", tInt)),
+		"InvoiceList": schema(nil, props("items", obj{"type": "array", "items": schema(nil, props("month", tStr, "tenant_id", tID, "tenant", tStr,
+			"currency", tStr, "closed", tBool, "closed_at", tTime, "lines", obj{"type": "array", "items": ref("StatementLine")}, "total_micros", tInt))})),
+		"RevenueStatementList": schema(nil, props("items", obj{"type": "array", "items": schema(nil, props("month", tStr, "isv_id", tID, "isv", tStr,
+			"currency", tStr, "closed", tBool, "closed_at", tTime, "lines", obj{"type": "array", "items": ref("StatementLine")},
+			"gross_micros", tInt, "fee_basis_points", tInt, "fee_micros", tInt, "net_micros", tInt))})),
+		"MonthClosed": schema(nil, props("month", tStr, "closed_at", tTime, "fee_basis_points", tInt, "lines", tInt)),
 		"AttachRequest": schema([]string{"listing"}, props("listing", obj{"type": "string", "description": "listing id or its repository"},
 			"version", obj{"type": "string", "description": "a version of the listing; default the newest"}, "share", tBool,
 			"lease_seconds", obj{"type": "integer", "minimum": 2, "maximum": 600, "description": "default 30"},
@@ -211,6 +229,9 @@ func addOperation(paths obj, tag string, rt route) {
 		}
 		params = append(params, obj{"name": m[1], "in": "path", "required": true, "schema": s})
 	}
+	if strings.Contains(rt.path, "{month}") {
+		params = append(params, obj{"name": "month", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"}})
+	}
 	for _, q := range rt.doc.query {
 		params = append(params, obj{"name": q, "in": "query", "schema": tStr})
 	}
@@ -225,6 +246,9 @@ func addOperation(paths obj, tag string, rt route) {
 			s = schema(nil, props("items", obj{"type": "array", "items": ref(rt.doc.resp)}, "next_cursor", tStr))
 		}
 		ok["content"] = obj{"application/json": obj{"schema": s}}
+		if slices.Contains(rt.doc.query, "format") {
+			ok["content"].(obj)["text/csv"] = obj{"schema": tStr}
+		}
 	}
 	responses := obj{rt.doc.status: ok, "400": errResp("malformed request"), "422": errResp("invalid field"),
 		"404": errResp("not found or not visible"), "500": errResp("internal error"),

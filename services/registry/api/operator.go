@@ -1,7 +1,7 @@
 package api
 
-// The pool's operator functions, for the registry command (registry
-// attachments list|show|detach): the same store, rules and audit as the
+// The operator functions, for the registry command (registry attachments
+// list|show|detach, registry months close): the same store, rules and audit as the
 // HTTP API's, without HTTP. An operator at the command line is not an
 // account: its audit rows carry its name (e.g. "cli:root") and no
 // actor_id.
@@ -95,6 +95,17 @@ func (a *API) DetachAttachment(ctx context.Context, operator, id string) (att po
 	}
 	att, err = a.st.detachAttachment(ctx, operatorPrincipal(operator), id)
 	return att, err == nil && before.State.Live() && !att.State.Live(), err
+}
+
+// CloseMonth closes month ("YYYY-MM") as operator, as POST
+// /api/v1/months/{month}/close by an admin does, at the configured
+// platform fee; audited as statement.close.
+func (a *API) CloseMonth(ctx context.Context, operator, month string) (registryapi.MonthClosed, error) {
+	m, err := parseMonth(month)
+	if err != nil || month == "" {
+		return registryapi.MonthClosed{}, fieldErr("month", "want a month as YYYY-MM")
+	}
+	return a.st.closeMonth(ctx, operatorPrincipal(operator), m, a.cfg.PlatformFeeBasisPoints)
 }
 
 // operatorPrincipal is an operator at the command line: an admin with no

@@ -55,6 +55,7 @@ func (a *API) resources() []resource {
 		{"entitlements", a.entitlementsRoutes()},
 		{"nodes", a.nodesRoutes()},
 		{"usage", a.usageRoutes()},
+		{"statements", a.statementsRoutes()},
 		{"audit", a.auditRoutes()},
 		{"attachments", a.attachmentsRoutes()},
 		{"validation", a.validationRoutes()},
@@ -130,6 +131,10 @@ func (a *API) listingsRoutes() []route {
 			opDoc{summary: "Add a version pointing at a manifest of the listing's repository", body: "VersionCreate", resp: "Version", status: "201"}},
 		{http.MethodGet, "/listings/{id}/versions", roles(isv, tenant, admin), a.listVersions,
 			opDoc{summary: "List versions with their validation state", resp: "Version", status: "200", list: true}},
+		{http.MethodGet, "/listings/{id}/prices", anonymousOr(isv, tenant, admin), a.listPrices,
+			opDoc{summary: "A visible listing's prices, oldest first: its history and the prices scheduled for later, each in force until the next", resp: "PriceList", status: "200"}},
+		{http.MethodPost, "/listings/{id}/prices", roles(isv, admin), a.schedulePrice,
+			opDoc{summary: "Set a listing's prices from now or a later time, never an earlier one (owner or admin); omitted prices stay as they would be then; replaces a price scheduled for the same time", body: "PriceCreate", resp: "Price", status: "201"}},
 	}
 }
 
@@ -192,7 +197,19 @@ func (a *API) usageRoutes() []route {
 		{http.MethodPost, "/usage", roles(node), a.reportUsage,
 			opDoc{summary: "Report usage records of one of your nodes; idempotent by report_id", body: "UsageReport", resp: "UsageAccepted", status: "200"}},
 		{http.MethodGet, "/usage/summary", roles(isv, tenant, admin), a.usageSummary,
-			opDoc{summary: "Usage and cost per listing and tenant (tenant: own; isv: its listings; admin: all)", resp: "UsageSummaryPage", status: "200", query: []string{"from", "to", "listing_id", "by"}}},
+			opDoc{summary: "Usage and cost per listing and tenant, at the prices in force when it happened (tenant: own; isv: its listings; admin: all)", resp: "UsageSummaryPage", status: "200", query: []string{"from", "to", "listing_id", "by"}}},
+	}
+}
+
+// statementsRoutes: monthly invoices and revenue statements.
+func (a *API) statementsRoutes() []route {
+	return []route{
+		{http.MethodGet, "/invoices", roles(tenant, admin), a.invoices,
+			opDoc{summary: "Invoices of a month (default the month running), one per tenant and currency (tenant: own; admin: all or ?tenant_id=); stored lines once the month is closed, else a preview of its close; CSV with ?format=csv or Accept: text/csv", resp: "InvoiceList", status: "200", query: []string{"month", "tenant_id", "format"}}},
+		{http.MethodGet, "/revenue-statements", roles(isv, admin), a.revenueStatements,
+			opDoc{summary: "ISVs' revenue statements of a month, one per ISV and currency: gross, platform fee, net (isv: own; admin: all or ?isv_id=); CSV with ?format=csv or Accept: text/csv", resp: "RevenueStatementList", status: "200", query: []string{"month", "isv_id", "format"}}},
+		{http.MethodPost, "/months/{month}/close", roles(admin), a.closeMonth,
+			opDoc{summary: "Close a month that has ended, after the one before it (admin): its invoice lines, and adjustments for usage of earlier months reported since, are stored for good", resp: "MonthClosed", status: "200"}},
 	}
 }
 

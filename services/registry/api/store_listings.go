@@ -13,12 +13,14 @@ import (
 )
 
 const listingCols = `l.id::text, l.owner_id::text, a.name, coalesce(r.name, ''), l.name, l.summary, l.description,
-	l.category, l.board_model, l.currency, l.price_per_hour_micros, l.price_per_load_micros, l.visibility,
+	l.category, l.board_model, l.currency, coalesce(cp.per_hour_micros, 0), coalesce(cp.per_load_micros, 0),
+	coalesce(cp.per_attached_hour_micros, 0), l.visibility,
 	l.published, exists (select 1 from listing_versions v join validation_jobs j
 		on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest
 		where v.listing_id = l.id and j.state = 'available'), l.created_at, l.updated_at`
 
-const listingFrom = ` from listings l join accounts a on a.id = l.owner_id left join repositories r on r.id = l.repository_id `
+const listingFrom = ` from listings l join accounts a on a.id = l.owner_id left join repositories r on r.id = l.repository_id ` +
+	currentPrices
 
 // visibleTo is the predicate "listing l is visible to the caller"; $1 is
 // the caller's id (” for anonymous), $2 whether the caller is an admin.
@@ -29,7 +31,7 @@ const visibleTo = `($2 or (l.published and l.visibility = 'public') or l.owner_i
 func scanListing(r pgx.Row) (registryapi.Listing, error) {
 	var l registryapi.Listing
 	return l, r.Scan(&l.ID, &l.OwnerID, &l.Owner, &l.Repository, &l.Name, &l.Summary, &l.Description,
-		&l.Category, &l.BoardModel, &l.Currency, &l.PricePerHourMicros, &l.PricePerLoadMicros, &l.Visibility,
+		&l.Category, &l.BoardModel, &l.Currency, &l.PricePerHourMicros, &l.PricePerLoadMicros, &l.PricePerAttachedHourMicros, &l.Visibility,
 		&l.Published, &l.Validated, &l.CreatedAt, &l.UpdatedAt)
 }
 
@@ -65,24 +67,20 @@ func (s *store) createListing(ctx context.Context, p *principal, repo string, f 
 		if f.Currency != nil {
 			cur = *f.Currency
 		}
-		var pph, ppl int64
-		if f.PricePerHourMicros != nil {
-			pph = *f.PricePerHourMicros
-		}
-		if f.PricePerLoadMicros != nil {
-			ppl = *f.PricePerLoadMicros
-		}
 		vis := "private"
 		if f.Visibility != nil {
 			vis = *f.Visibility
 		}
 		var id string
 		err = tx.QueryRow(ctx, `insert into listings (owner_id, repository_id, name, summary, description, category,
-			board_model, currency, price_per_hour_micros, price_per_load_micros, visibility)
-			values ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning id::text`,
+			board_model, currency, visibility)
+			values ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9) returning id::text`,
 			p.ID, repoID, str(f.Name), str(f.Summary), str(f.Description), str(f.Category), str(f.BoardModel),
-			cur, pph, ppl, vis).Scan(&id)
+			cur, vis).Scan(&id)
 		if err != nil {
+			return auditEntry{}, err
+		}
+		if _, err := setPrice(ctx, tx, p, id, newPrice(f), false); err != nil {
 			return auditEntry{}, err
 		}
 		l, err = scanListing(tx.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $1::uuid`, id))
@@ -92,6 +90,13 @@ func (s *store) createListing(ctx context.Context, p *principal, repo string, f 
 		return l, fmt.Errorf("%w: a listing of that name or for that repository exists", ErrConflict)
 	}
 	return l, err
+}
+
+// newPrice is the price change that a listing's fields ask for, effective
+// now.
+func newPrice(f registryapi.ListingFields) registryapi.NewPrice {
+	return registryapi.NewPrice{PerLoadMicros: f.PricePerLoadMicros, PerHourMicros: f.PricePerHourMicros,
+		PerAttachedHourMicros: f.PricePerAttachedHourMicros}
 }
 
 type listingFilter struct {
@@ -183,14 +188,18 @@ func (s *store) updateListing(ctx context.Context, p *principal, id string, f re
 		if _, err := s.ownListing(ctx, tx, p, id); err != nil {
 			return auditEntry{}, err
 		}
+		if err := currencyFixed(ctx, tx, id, f.Currency); err != nil {
+			return auditEntry{}, err
+		}
 		_, err := tx.Exec(ctx, `update listings set
 			name = coalesce($2, name), summary = coalesce($3, summary), description = coalesce($4, description),
 			category = coalesce($5, category), board_model = coalesce($6, board_model), currency = coalesce($7, currency),
-			price_per_hour_micros = coalesce($8, price_per_hour_micros), price_per_load_micros = coalesce($9, price_per_load_micros),
-			visibility = coalesce($10, visibility), updated_at = now() where id = $1::uuid`,
-			id, f.Name, f.Summary, f.Description, f.Category, f.BoardModel, f.Currency,
-			f.PricePerHourMicros, f.PricePerLoadMicros, f.Visibility)
+			visibility = coalesce($8, visibility), updated_at = now() where id = $1::uuid`,
+			id, f.Name, f.Summary, f.Description, f.Category, f.BoardModel, f.Currency, f.Visibility)
 		if err != nil {
+			return auditEntry{}, err
+		}
+		if _, err := setPrice(ctx, tx, p, id, newPrice(f), true); err != nil {
 			return auditEntry{}, err
 		}
 		l, err = scanListing(tx.QueryRow(ctx, `select `+listingCols+listingFrom+` where l.id = $1::uuid`, id))

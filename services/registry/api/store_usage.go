@@ -77,33 +77,38 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 	return n, err
 }
 
-// usageSummary: admin all, isv its listings, tenant its own usage; times
-// [from, to), per listing and tenant, and per day of recording (UTC) when
-// perDay. Costs use the listing's current prices; time is rounded to the
-// nearest micro.
+// usageSummary: admin all, isv its listings, tenant its own usage;
+// records made in [from, to), per listing and tenant, and per day of
+// recording (UTC) when perDay. Each record is priced at the prices in force
+// when it was used (pricedUsage); a line's time costs are rounded down to
+// the micro-unit once, after summing. The price fields are the listing's
+// prices now, for reference.
 func (s *store) usageSummary(ctx context.Context, p *principal, from, to *time.Time, listing string, perDay bool) ([]registryapi.UsageSummary, error) {
-	rows, err := s.db.Query(ctx, `select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
+	rows, err := s.db.Query(ctx, pricedUsage(allTime)+`select case when $8 then to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD') else '' end as day,
 		l.id::text, l.name, a.id::text, a.name, l.currency,
 		count(*) filter (where u.event = 'load'), count(*) filter (where u.event = 'clear'),
 		coalesce(sum(u.busy_ns), 0)::bigint, count(*) filter (where u.event = 'attach'),
-		coalesce(sum(extract(epoch from coalesce(u.ended_at, now()) - u.started_at) * 1e9) filter (where u.event = 'attach'), 0)::bigint,
-		l.price_per_hour_micros, l.price_per_load_micros,
-		(count(*) filter (where u.event = 'load') * l.price_per_load_micros)::bigint,
-		round(coalesce(sum(u.busy_ns), 0)::numeric * l.price_per_hour_micros / 3600000000000)::bigint
-		from usage_records u join listings l on l.id = u.listing_id join accounts a on a.id = u.tenant_id
+		coalesce(sum(u.ns_in) filter (where u.event = 'attach'), 0)::bigint,
+		coalesce(cp.per_hour_micros, 0), coalesce(cp.per_load_micros, 0), coalesce(cp.per_attached_hour_micros, 0),
+		coalesce(sum(u.load_micros), 0)::bigint,
+		floor(coalesce(sum(u.time_value) filter (where u.event = 'busy'), 0) / `+nsPerHour+`)::bigint,
+		floor(coalesce(sum(u.time_value) filter (where u.event = 'attach'), 0) / `+nsPerHour+`)::bigint
+		from priced u join listings l on l.id = u.listing_id join accounts a on a.id = u.tenant_id `+currentPrices+`
 		where ($1 or ($2 and l.owner_id = $3::uuid) or ($4 and u.tenant_id = $3::uuid))
 		and ($5::timestamptz is null or u.recorded_at >= $5) and ($6::timestamptz is null or u.recorded_at < $6)
 		and ($7 = '' or l.id::text = $7)
-		group by day, l.id, a.id order by day, l.name, l.id, a.name`,
+		group by day, l.id, a.id, cp.per_hour_micros, cp.per_load_micros, cp.per_attached_hour_micros
+		order by day, l.name, l.id, a.name`,
 		p.is(auth.RoleAdmin), p.is(auth.RoleISV), p.ID, p.is(auth.RoleTenant), from, to, listing, perDay)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("api: usage summary: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.UsageSummary, error) {
 		var u registryapi.UsageSummary
 		err := r.Scan(&u.Day, &u.ListingID, &u.ListingName, &u.TenantID, &u.Tenant, &u.Currency, &u.Loads, &u.Clears, &u.BusyNs,
-			&u.Attachments, &u.AttachedNs, &u.PricePerHourMicros, &u.PricePerLoadMicros, &u.LoadCostMicros, &u.TimeCostMicros)
-		u.TotalMicros = u.LoadCostMicros + u.TimeCostMicros
+			&u.Attachments, &u.AttachedNs, &u.PricePerHourMicros, &u.PricePerLoadMicros, &u.PricePerAttachedHourMicros,
+			&u.LoadCostMicros, &u.TimeCostMicros, &u.AttachedCostMicros)
+		u.TotalMicros = u.LoadCostMicros + u.TimeCostMicros + u.AttachedCostMicros
 		return u, err
 	})
 }

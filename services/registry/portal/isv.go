@@ -107,7 +107,8 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 // listingForm is the listing editor's model: the form's values as typed.
 type listingForm struct {
 	ID, Name, Repository, Summary, Description, Category, BoardModel string
-	Currency, PricePerHour, PricePerLoad, Visibility                 string
+	Currency, PricePerHour, PricePerLoad, PricePerAttachedHour       string
+	Visibility                                                       string
 	Published                                                        bool
 	Versions                                                         []versionView
 	Error, Field                                                     string
@@ -127,7 +128,8 @@ func (listingForm) nav() string { return "isv" }
 func formOf(l registryapi.Listing) listingForm {
 	return listingForm{ID: l.ID, Name: l.Name, Repository: l.Repository, Summary: l.Summary, Description: l.Description,
 		Category: l.Category, BoardModel: l.BoardModel, Currency: l.Currency, Visibility: l.Visibility, Published: l.Published,
-		PricePerHour: decimal(l.PricePerHourMicros), PricePerLoad: decimal(l.PricePerLoadMicros), Owner: l.Owner}
+		PricePerHour: decimal(l.PricePerHourMicros), PricePerLoad: decimal(l.PricePerLoadMicros),
+		PricePerAttachedHour: decimal(l.PricePerAttachedHourMicros), Owner: l.Owner}
 }
 
 // decimal writes micro-units as a decimal amount: 1500000 is "1.50".
@@ -172,7 +174,8 @@ func (p *Portal) newListing(w http.ResponseWriter, r *http.Request) {
 func listingBody(r *http.Request, f *listingForm) (registryapi.ListingFields, error) {
 	for k, v := range map[string]*string{"name": &f.Name, "repository": &f.Repository, "summary": &f.Summary,
 		"description": &f.Description, "category": &f.Category, "board_model": &f.BoardModel, "currency": &f.Currency,
-		"price_per_hour": &f.PricePerHour, "price_per_load": &f.PricePerLoad, "visibility": &f.Visibility} {
+		"price_per_hour": &f.PricePerHour, "price_per_load": &f.PricePerLoad, "price_per_attached_hour": &f.PricePerAttachedHour,
+		"visibility": &f.Visibility} {
 		*v = strings.TrimSpace(r.PostFormValue(k))
 	}
 	pph, err := micros("Price per hour", f.PricePerHour)
@@ -183,9 +186,14 @@ func listingBody(r *http.Request, f *listingForm) (registryapi.ListingFields, er
 	if err != nil {
 		return registryapi.ListingFields{}, err
 	}
+	ppa, err := micros("Price per attached hour", f.PricePerAttachedHour)
+	if err != nil {
+		return registryapi.ListingFields{}, err
+	}
 	currency := strings.ToUpper(f.Currency)
 	return registryapi.ListingFields{Name: &f.Name, Summary: &f.Summary, Description: &f.Description, Category: &f.Category,
-		BoardModel: &f.BoardModel, Currency: &currency, PricePerHourMicros: &pph, PricePerLoadMicros: &ppl, Visibility: &f.Visibility}, nil
+		BoardModel: &f.BoardModel, Currency: &currency, PricePerHourMicros: &pph, PricePerLoadMicros: &ppl,
+		PricePerAttachedHourMicros: &ppa, Visibility: &f.Visibility}, nil
 }
 
 // formError shows the editor again with the API's or the form's refusal.

@@ -3,6 +3,7 @@ package portal
 import (
 	"encoding/csv"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -20,7 +21,7 @@ var isvAudit = auditView{tabs: isvTabs, tab: "audit", base: "/isv/audit", nav: "
 
 func isvTabs(cur string) []tab {
 	return tabsOf(cur, [2]string{"/isv", "Dashboard"}, [2]string{"/isv/usage", "Subscribers and usage"},
-		[2]string{"/isv/audit", "Audit"})
+		[2]string{"/isv/statements", "Revenue statements"}, [2]string{"/isv/audit", "Audit"})
 }
 
 // maxUsageDays bounds the range of the usage page and its export.
@@ -83,7 +84,9 @@ type isvUsagePage struct {
 	ByTenant    []usageRow
 	Charts      []barChart
 	Totals      []string
-	CSV         string // query of the export
+	// CSV is the export's address; a template.URL, since html/template
+	// would escape the "=" and "&" of a query written into href after "?".
+	CSV template.URL
 }
 
 func (isvUsagePage) title() string { return "Subscribers and usage" }
@@ -142,7 +145,7 @@ func (p *Portal) isvUsage(w http.ResponseWriter, r *http.Request) {
 	if q.Listing != "" {
 		csvQ.Set("listing", q.Listing)
 	}
-	pg.CSV = csvQ.Encode()
+	pg.CSV = template.URL("/isv/usage.csv?" + csvQ.Encode()) // the values are encoded
 	p.render(w, r, http.StatusOK, pageISVUsage, pg)
 }
 

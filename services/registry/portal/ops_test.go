@@ -300,7 +300,7 @@ func TestISVUsage(t *testing.T) {
 		t.Fatalf("/isv/usage: %d", resp.StatusCode)
 	}
 	// alice subscribed; two loads, 2 busy hours at USD 1.50.
-	if m := has(page, "<td>alice</td>", "USD 3.00", "2.00", `<svg id="revenue-USD"`, `<rect class="bar"`, "Export CSV"); len(m) > 0 {
+	if m := has(page, "<td>alice</td>", "USD 3.00", "2.00", `<svg id="revenue-USD"`, `<rect class="bar"`, "Export CSV", `href="/isv/usage.csv?from=`); len(m) > 0 {
 		t.Fatalf("acme's usage page lacks %q:\n%s", m, page)
 	}
 	// A bar for today carries the revenue, with a height above zero.

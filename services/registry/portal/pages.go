@@ -28,6 +28,7 @@ const (
 	pageMy
 	pagePublish
 	pageSignin
+	pageStatements
 	pageTokens
 	pageUnsubscribe
 	pageVersion
@@ -51,6 +52,7 @@ var pageFiles = [numPages]string{
 	pageMy:              "my",
 	pagePublish:         "publish",
 	pageSignin:          "signin",
+	pageStatements:      "statements",
 	pageTokens:          "tokens",
 	pageUnsubscribe:     "unsubscribe",
 	pageVersion:         "version",

@@ -70,6 +70,8 @@ func (p *Portal) routeTable() []route {
 		{"GET /my", tenants, p.myAccelerators},
 		{"GET /my/subscriptions/{id}/end", tenants, p.confirmUnsubscribe},
 		{"POST /my/subscriptions/{id}/end", tenants, p.unsubscribe},
+		{"GET /my/invoices", tenants, p.statements(invoicesKind)},
+		{"GET /my/invoices.csv", tenants, p.statementsCSV(invoicesKind)},
 
 		// The ISV's listings, versions, keys and publishing.
 		{"GET /isv", isvs, p.dashboard},
@@ -93,6 +95,8 @@ func (p *Portal) routeTable() []route {
 		// The ISV's subscribers, usage and revenue, and its audit.
 		{"GET /isv/usage", isvs, p.isvUsage},
 		{"GET /isv/usage.csv", isvs, p.isvUsageCSV},
+		{"GET /isv/statements", isvs, p.statements(revenueKind)},
+		{"GET /isv/statements.csv", isvs, p.statementsCSV(revenueKind)},
 		{"GET /isv/audit", isvs, p.audit(isvAudit)},
 
 		// The operator's view.

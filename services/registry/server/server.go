@@ -124,6 +124,11 @@ type Config struct {
 	// a node may be silent, how often leases are checked); zero values are
 	// its defaults.
 	Attach api.AttachConfig
+	// PlatformFeeBasisPoints is the platform's fee on ISVs' revenue, in
+	// hundredths of a percent, for the months closed from now on
+	// (api.Config). Default api.DefaultPlatformFeeBasisPoints (20%);
+	// negative: no fee.
+	PlatformFeeBasisPoints int
 	// KeyReloadInterval is how often Serve re-reads KeyDir. Default
 	// DefaultKeyReloadInterval (30 s); negative: never.
 	KeyReloadInterval time.Duration

@@ -1,0 +1,74 @@
+package api
+
+// Pricing ---------------------------------------------------------------------------
+//
+// How usage becomes money (docs/ARCHITECTURE.md, "Money"). Amounts are
+// integer micro-units of the listing's currency; times are nanoseconds
+// since the epoch, exact for the database's microsecond timestamps, and
+// all arithmetic is on PostgreSQL numeric, so nothing is lost before the
+// one rounding of a line.
+//
+//   - A load costs the per-load price in force at the load's time: the
+//     record's started_at, or when it was recorded.
+//   - Busy time costs the per-hour price, over busy_ns ending at the
+//     record's ended_at (else at started_at + busy_ns, else when it was
+//     recorded).
+//   - An attachment of the pool costs the per-attached-hour price from its
+//     creation to its end (a live one's until now).
+//   - Time that crosses a price change is split at the change, each part
+//     priced at its own price. A listing's first price also covers any
+//     time before it (a record's clock may be behind the registry's, and
+//     the listing was priced so from its creation).
+//   - A line (a sum of records) is the exact sum of its parts, rounded down
+//     to the micro-unit once: a tenant never pays for a fraction of a
+//     micro-unit, and a line's amount does not depend on how its records
+//     were batched.
+
+// nsPerHour divides a time value (nanoseconds × micro-units per hour) into
+// micro-units.
+const nsPerHour = `3600000000000`
+
+// usageSpans is a with clause that defines prices (each listing's prices
+// with [p0, p1), the nanoseconds they are in force) and spans: the usage
+// records of listings with at_ns (a load's time) and [t0, t1) (the time a
+// busy or attach record covers).
+const usageSpans = `with prices as (
+	select listing_id, case when lag(effective_at) over (partition by listing_id order by effective_at) is null then '-infinity'
+			else extract(epoch from effective_at) * 1000000000 end as p0,
+		coalesce(extract(epoch from lead(effective_at) over (partition by listing_id order by effective_at)) * 1000000000,
+			'infinity') as p1,
+		per_load_micros, per_hour_micros, per_attached_hour_micros
+	from listing_prices),
+spans as (
+	select u.*,
+		case when u.event = 'load' then extract(epoch from coalesce(u.started_at, u.recorded_at)) * 1000000000 end as at_ns,
+		case u.event when 'busy' then b.end_ns - u.busy_ns
+			when 'attach' then extract(epoch from u.started_at) * 1000000000 end as t0,
+		case u.event when 'busy' then b.end_ns
+			when 'attach' then extract(epoch from coalesce(u.ended_at, now())) * 1000000000 end as t1
+	from usage_records u, lateral (select coalesce(extract(epoch from u.ended_at) * 1000000000,
+		extract(epoch from u.started_at) * 1000000000 + u.busy_ns, extract(epoch from u.recorded_at) * 1000000000) as end_ns) b
+	where u.listing_id is not null)`
+
+// allTime is the windows of pricedUsage that price each record whole.
+const allTime = `windows as (select null::date as month, '-infinity'::numeric as w0, 'infinity'::numeric as w1)`
+
+// pricedUsage returns a with clause that defines priced: the spans of
+// usageSpans within each window of windows (a with item "windows" of
+// month, [w0, w1) in nanoseconds) they fall in, a record without a time
+// (a clear) in every window. Of its part in a window it adds ns_in (its
+// time), load_micros (a load's price) and time_value (its time times the
+// hourly prices in force, nanoseconds × micro-units per hour, unrounded).
+// The query follows it.
+func pricedUsage(windows string) string {
+	return usageSpans + `, ` + windows + `,
+priced as (
+	select s.*, w.month, coalesce(greatest(least(s.t1, w.w1) - greatest(s.t0, w.w0), 0), 0) as ns_in,
+		coalesce((select p.per_load_micros from prices p
+			where p.listing_id = s.listing_id and s.at_ns >= p.p0 and s.at_ns < p.p1), 0) as load_micros,
+		coalesce((select sum((least(s.t1, p.p1, w.w1) - greatest(s.t0, p.p0, w.w0))
+				* case s.event when 'busy' then p.per_hour_micros else p.per_attached_hour_micros end)
+			from prices p where p.listing_id = s.listing_id and p.p0 < least(s.t1, w.w1) and p.p1 > greatest(s.t0, w.w0)), 0) as time_value
+	from spans s join windows w on (s.at_ns is null and s.t0 is null) or (s.at_ns >= w.w0 and s.at_ns < w.w1)
+		or (s.t0 < w.w1 and s.t1 > w.w0)) `
+}

@@ -96,7 +96,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/listings/" + L.ID + "/prices", nil, []int{404, ok, 404, 404, ok, 403, 403}},
 		{"GET", "/listings/" + P.ID + "/prices", nil, []int{ok, ok, ok, ok, ok, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/prices", constant(item{"per_load_micros": 5}), []int{401, ok, 404, 403, ok, 403, 403}},
-		{"POST", "/listings/" + P.ID + "/prices", constant(item{"per_load_micros": 1000}), []int{401, ok, 403, 403, ok, 403, 403}},
+		{"POST", "/listings/" + P.ID + "/prices", constant(item{"per_load_micros": 1000}), []int{401, ok, 404, 403, ok, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/subscribe", nil, []int{401, 403, 403, 404, 403, 403, 403}},
 		{"POST", "/listings/" + P.ID + "/subscribe", nil, []int{401, 403, 403, ok, 403, 403, 403}},
 		{"POST", "/listings/" + L.ID + "/shares", constant(item{"account": "tenant1"}), []int{401, ok, 404, 403, ok, 403, 403}},

@@ -1,0 +1,124 @@
+package modelserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/sdk/alidnn"
+)
+
+// TestNotReadyUntilLoaded serves before Load: the server is live, not
+// ready, and model requests answer 503; after Load all of them succeed.
+func TestNotReadyUntilLoaded(t *testing.T) {
+	s, err := New(Config{Repository: writeRepo(t, mnistConfig, "onnx"), Engines: []alidnn.Engine{simEngine(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	defer s.Close(context.Background())
+	get := func(path string) int {
+		resp, err := http.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	body := jsonInfer(t, "", mnistCases(t)[0].Input, nil)
+	for k, want := range []int{http.StatusServiceUnavailable, http.StatusOK} {
+		if got := get("/v2/health/live"); got != http.StatusOK {
+			t.Errorf("live: %d", got)
+		}
+		if got := get("/v2/health/ready"); got != want {
+			t.Errorf("ready: %d, want %d", got, want)
+		}
+		if got := get("/v2/models/mnist/ready"); got != want {
+			t.Errorf("model ready: %d, want %d", got, want)
+		}
+		if got, _, b := post(t, hs.URL+"/v2/models/mnist/infer", body, nil); got != want {
+			t.Errorf("infer: %d %s, want %d", got, b, want)
+		}
+		if k == 0 {
+			if err := s.Load(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestVersions serves a compiled and a precompiled version: metadata lists
+// both, a request naming none goes to the latest, and each answers the
+// reference digit.
+func TestVersions(t *testing.T) {
+	s := serve(t, writeRepo(t, `{"name": "mnist", "input": [{"name": "Input3", "dims": [1, 1, 28, 28]}]}`, "onnx", "program"), Config{})
+	var meta struct{ Versions []string }
+	resp, err := http.Get(s.URL + "/v2/models/mnist/versions/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&meta); err != nil || strings.Join(meta.Versions, ",") != "1,2" {
+		t.Errorf("versions %v (%v), want 1 and 2", meta.Versions, err)
+	}
+	c := mnistCases(t)[1]
+	for path, ver := range map[string]string{"/v2/models/mnist/infer": "2", "/v2/models/mnist/versions/1/infer": "1", "/v2/models/mnist/versions/2/infer": "2"} {
+		code, _, b := post(t, s.URL+path, jsonInfer(t, "", c.Input, nil), nil)
+		var r response
+		if err := json.Unmarshal(b, &r); code != http.StatusOK || err != nil {
+			t.Fatalf("%s: %d %s", path, code, b)
+		}
+		if r.ModelVersion != ver || argmax(r.Outputs[0].Data) != argmax(floats(t, c.Want)) {
+			t.Errorf("%s: version %s, digit %d; want version %s, digit %d", path, r.ModelVersion, argmax(r.Outputs[0].Data), ver, argmax(floats(t, c.Want)))
+		}
+	}
+}
+
+// TestRepositoryErrors loads repositories that are wrong in one way each:
+// Load fails with ErrRepository and a message that says what is wrong.
+func TestRepositoryErrors(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(repo string) error
+		says  string
+	}{
+		{"name differs", writeFile("mnist/config.json", `{"name": "other"}`), `name "other" differs`},
+		{"unknown field", writeFile("mnist/config.json", `{"name": "mnist", "platform": "onnxruntime_onnx"}`), "unknown field"},
+		{"negative batch", writeFile("mnist/config.json", `{"name": "mnist", "max_batch_size": -1}`), "negative"},
+		{"no config", func(repo string) error { return os.Remove(filepath.Join(repo, "mnist", ConfigFile)) }, "config.json"},
+		{"no versions", func(repo string) error { return os.RemoveAll(filepath.Join(repo, "mnist", "1")) }, "no version folders"},
+		{"empty version", func(repo string) error { return os.Remove(filepath.Join(repo, "mnist", "1", ONNXFile)) }, "neither"},
+		{"two files", writeFile("mnist/1/model.alidnn", "x"), "both"},
+		{"bad program", func(repo string) error {
+			return errors.Join(os.Remove(filepath.Join(repo, "mnist", "1", ONNXFile)), writeFile("mnist/1/model.alidnn", "x")(repo))
+		}, "program"},
+		{"bad binding", writeFile("mnist/config.json", `{"name": "mnist", "input": [{"name": "nope", "dims": [1]}]}`), "nope"},
+	} {
+		repo := writeRepo(t, mnistConfig, "onnx")
+		if err := c.setup(repo); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Config{Repository: repo, Engines: []alidnn.Engine{simEngine(t)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Load(context.Background())
+		if !errors.Is(err, ErrRepository) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v; want ErrRepository saying %q", c.name, err, c.says)
+		}
+		if s.Ready() {
+			t.Errorf("%s: ready after a failed load", c.name)
+		}
+	}
+}
+
+func writeFile(rel, content string) func(repo string) error {
+	return func(repo string) error { return os.WriteFile(filepath.Join(repo, rel), []byte(content), 0o644) }
+}

@@ -31,7 +31,10 @@
 // shapes it was compiled for, with no -1 dimension, and a request's shapes
 // must be those. max_batch_size does not add a batch dimension as Triton's
 // does: requests that arrive while an instance is busy are run as one job
-// (see alidnn.Session). Unknown fields of config.json are errors.
+// (see alidnn.Session). A program precompiled for n samples a run (faas
+// model compile --batch n) takes one sample a request, its leading
+// dimension shown as 1, and runs up to n requests in one pass instead.
+// Unknown fields of config.json are errors.
 //
 // # The REST surface
 //

@@ -170,7 +170,11 @@ func checkBound(p *alidnn.Program, c *ModelConfig, path string) error {
 		if k < 0 {
 			return fmt.Errorf("%w: %s has no input %q", ErrRepository, path, in.Name)
 		}
-		if !slices.Equal(p.Inputs[k].Shape, in.Dims) {
+		want := slices.Clone(p.Inputs[k].Shape)
+		if p.Batch > 1 && len(want) > 0 && len(in.Dims) > 0 && in.Dims[0] == 1 {
+			want[0] = 1 // the compiler takes 1 or the batch for the leading dimension
+		}
+		if !slices.Equal(want, in.Dims) {
 			return fmt.Errorf("%w: %s: input %q has shape %v, the config says %v", ErrRepository, path, in.Name, p.Inputs[k].Shape, in.Dims)
 		}
 	}
@@ -182,10 +186,12 @@ func exists(path string) bool {
 	return !errors.Is(err, fs.ErrNotExist)
 }
 
-// specs are a program's inputs or outputs as the protocol shows them. A
-// type the protocol cannot carry is an error: such a model cannot be
+// specs are a program's inputs or outputs as a request sees them. A
+// program compiled for a batch of n (alidnn.ForBatch) takes one sample a
+// request, its leading dimension of n becoming 1, as alidnn.Session runs
+// it. A type the protocol cannot carry is an error: such a model cannot be
 // served.
-func specs(bs []alidnn.Binding) ([]TensorSpec, error) {
+func specs(bs []alidnn.Binding, batch int) ([]TensorSpec, error) {
 	out := make([]TensorSpec, len(bs))
 	for k, b := range bs {
 		if !convertible(b.Type) {
@@ -194,6 +200,9 @@ func specs(bs []alidnn.Binding) ([]TensorSpec, error) {
 		shape := make([]int64, len(b.Shape))
 		for i, d := range b.Shape {
 			shape[i] = int64(d)
+		}
+		if batch > 1 && len(shape) > 0 && shape[0] == int64(batch) && !b.IsConst {
+			shape[0] = 1
 		}
 		out[k] = TensorSpec{Name: b.Name, Type: b.Type, Shape: shape}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -54,22 +55,30 @@ func TestNotReadyUntilLoaded(t *testing.T) {
 	}
 }
 
-// TestVersions serves a compiled and a precompiled version: metadata lists
-// both, a request naming none goes to the latest, and each answers the
-// reference digit.
+// TestVersions serves a compiled version, a precompiled one and one
+// precompiled for 3 samples a run: metadata lists them all, with one
+// sample's shape each, a request naming none goes to the latest, and each
+// answers the reference digit.
 func TestVersions(t *testing.T) {
-	s := serve(t, writeRepo(t, `{"name": "mnist", "input": [{"name": "Input3", "dims": [1, 1, 28, 28]}]}`, "onnx", "program"), Config{})
-	var meta struct{ Versions []string }
-	resp, err := http.Get(s.URL + "/v2/models/mnist/versions/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&meta); err != nil || strings.Join(meta.Versions, ",") != "1,2" {
-		t.Errorf("versions %v (%v), want 1 and 2", meta.Versions, err)
+	s := serve(t, writeRepo(t, `{"name": "mnist", "input": [{"name": "Input3", "dims": [1, 1, 28, 28]}]}`, "onnx", "program", "batched"), Config{})
+	for _, v := range []string{"1", "2", "3"} {
+		var meta struct {
+			Versions        []string
+			Inputs, Outputs []metadataTensor
+		}
+		resp, err := http.Get(s.URL + "/v2/models/mnist/versions/" + v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&meta)
+		resp.Body.Close()
+		if err != nil || strings.Join(meta.Versions, ",") != "1,2,3" ||
+			fmt.Sprint(meta.Inputs[0].Shape, meta.Outputs[0].Shape) != "[1 1 28 28] [1 10]" {
+			t.Errorf("version %s: metadata %+v (%v), want versions 1 to 3 and one sample's shapes", v, meta, err)
+		}
 	}
 	c := mnistCases(t)[1]
-	for path, ver := range map[string]string{"/v2/models/mnist/infer": "2", "/v2/models/mnist/versions/1/infer": "1", "/v2/models/mnist/versions/2/infer": "2"} {
+	for path, ver := range map[string]string{"/v2/models/mnist/infer": "3", "/v2/models/mnist/versions/1/infer": "1", "/v2/models/mnist/versions/2/infer": "2"} {
 		code, _, b := post(t, s.URL+path, jsonInfer(t, "", c.Input, nil), nil)
 		var r response
 		if err := json.Unmarshal(b, &r); code != http.StatusOK || err != nil {

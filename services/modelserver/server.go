@@ -187,10 +187,10 @@ func (s *Server) loadVersion(ctx context.Context, vdir string, c *ModelConfig) (
 		return nil, err
 	}
 	v := &version{}
-	if v.inputs, err = specs(p.Inputs); err != nil {
+	if v.inputs, err = specs(p.Inputs, p.Batch); err != nil {
 		return nil, err
 	}
-	if v.outputs, err = specs(p.Outputs); err != nil {
+	if v.outputs, err = specs(p.Outputs, p.Batch); err != nil {
 		return nil, err
 	}
 	for k, eng := range s.cfg.Engines {

@@ -49,7 +49,8 @@ func mnistCases(t testing.TB) []classify.Case {
 
 // writeRepo makes a repository holding the MNIST model as model "mnist",
 // with config and one version per entry of versions: "onnx" for
-// model.onnx, "program" for a precompiled model.alidnn.
+// model.onnx, "program" for a precompiled model.alidnn, "batched" for one
+// compiled for 3 samples a run.
 func writeRepo(t testing.TB, config string, versions ...string) string {
 	t.Helper()
 	repo := t.TempDir()
@@ -63,8 +64,9 @@ func writeRepo(t testing.TB, config string, versions ...string) string {
 		if err := os.MkdirAll(vdir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if kind == "program" {
-			p, err := alidnn.Compile(decodeModel(t, src))
+		if kind == "program" || kind == "batched" {
+			batch := map[string]int{"program": 1, "batched": 3}[kind]
+			p, err := alidnn.Compile(decodeModel(t, src), alidnn.ForBatch(batch))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,24 +57,48 @@ type InputConfig struct {
 
 // readConfig reads and checks the config.json of the model in dir.
 func readConfig(dir string) (*ModelConfig, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	path := filepath.Join(dir, ConfigFile)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRepository, err)
 	}
+	c, err := parseConfig(b, filepath.Base(dir))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// parseConfig parses a config.json of the model folder named name. Every
+// error wraps ErrRepository.
+func parseConfig(b []byte, name string) (*ModelConfig, error) {
 	if len(b) > maxConfigBytes {
-		return nil, fmt.Errorf("%w: %s: more than %d bytes", ErrRepository, ConfigFile, maxConfigBytes)
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrRepository, maxConfigBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var c ModelConfig
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrRepository, filepath.Join(dir, ConfigFile), err)
+		return nil, fmt.Errorf("%w: %v", ErrRepository, err)
 	}
-	if c.Name != filepath.Base(dir) {
-		return nil, fmt.Errorf("%w: %s: name %q differs from the folder's name", ErrRepository, filepath.Join(dir, ConfigFile), c.Name)
+	if dec.More() {
+		return nil, fmt.Errorf("%w: data after the JSON object", ErrRepository)
+	}
+	if c.Name != name {
+		return nil, fmt.Errorf("%w: name %q differs from the folder's name %q", ErrRepository, c.Name, name)
 	}
 	if c.MaxBatchSize < 0 || c.MaxQueueSize < 0 {
-		return nil, fmt.Errorf("%w: %s: max_batch_size and max_queue_size must not be negative", ErrRepository, filepath.Join(dir, ConfigFile))
+		return nil, fmt.Errorf("%w: max_batch_size and max_queue_size must not be negative", ErrRepository)
+	}
+	for _, in := range c.Input {
+		if in.Name == "" || len(in.Dims) == 0 || slices.ContainsFunc(in.Dims, func(d int) bool { return d < 1 }) {
+			return nil, fmt.Errorf("%w: input %q: a name and dims of at least 1 are required", ErrRepository, in.Name)
+		}
+	}
+	for sym, n := range c.Dims {
+		if n < 1 {
+			return nil, fmt.Errorf("%w: dims: %q is %d, not at least 1", ErrRepository, sym, n)
+		}
 	}
 	return &c, nil
 }

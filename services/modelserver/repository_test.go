@@ -131,3 +131,39 @@ func TestRepositoryErrors(t *testing.T) {
 func writeFile(rel, content string) func(repo string) error {
 	return func(repo string) error { return os.WriteFile(filepath.Join(repo, rel), []byte(content), 0o644) }
 }
+
+// FuzzParseConfig parses config.json files: nothing panics, every refusal
+// wraps ErrRepository, and an accepted config names its folder and binds
+// only positive sizes.
+func FuzzParseConfig(f *testing.F) {
+	for _, seed := range []string{
+		mnistConfig,
+		`{"name": "mnist", "max_batch_size": 8, "max_queue_size": 64, "input": [{"name": "Input3", "dims": [1, 1, 28, 28]}], "dims": {"batch": 1}}`,
+		`{"name": "mnist", "input": [{"name": "x", "dims": [0]}]}`,
+		`{"name": "mnist", "dims": {"seq": -1}}`,
+		`{"name": "mnist", "platform": "onnxruntime_onnx"}`,
+		`{"name": "mnist"} {}`,
+		`{"name": "other"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := parseConfig(b, "mnist")
+		if err != nil {
+			if !errors.Is(err, ErrRepository) {
+				t.Fatalf("%v does not wrap ErrRepository", err)
+			}
+			return
+		}
+		if c.Name != "mnist" || c.MaxBatchSize < 0 || c.MaxQueueSize < 0 {
+			t.Fatalf("accepted %+v", c)
+		}
+		for _, in := range c.Input {
+			for _, d := range in.Dims {
+				if d < 1 {
+					t.Fatalf("accepted input %+v", in)
+				}
+			}
+		}
+	})
+}

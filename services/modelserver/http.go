@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -54,7 +55,7 @@ type metadataTensor struct {
 	Shape    []int64 `json:"shape"`
 }
 
-func metadataTensors(ts []TensorSpec) []metadataTensor {
+func metadataTensors(ts []tensorSpec) []metadataTensor {
 	out := make([]metadataTensor, len(ts))
 	for k, t := range ts {
 		out[k] = metadataTensor{Name: t.Name, Datatype: datatypeName(t.Type), Shape: t.Shape}
@@ -104,7 +105,13 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	code := http.StatusOK
 	if err != nil {
 		code = writeError(w, err)
-		s.log.Debug("infer failed", "model", m.name, "version", v.name, "status", code, "err", err)
+		// The client's mistakes are its own to read in the answer; the
+		// server's are the operator's.
+		level := slog.LevelDebug
+		if code >= http.StatusInternalServerError {
+			level = slog.LevelWarn
+		}
+		s.log.Log(ctx, level, "infer failed", "model", m.name, "version", v.name, "status", code, "err", err)
 	} else {
 		resp.write(w)
 	}

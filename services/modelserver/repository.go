@@ -215,8 +215,8 @@ func exists(path string) bool {
 // request, its leading dimension of n becoming 1, as alidnn.Session runs
 // it. A type the protocol cannot carry is an error: such a model cannot be
 // served.
-func specs(bs []alidnn.Binding, batch int) ([]TensorSpec, error) {
-	out := make([]TensorSpec, len(bs))
+func specs(bs []alidnn.Binding, batch int) ([]tensorSpec, error) {
+	out := make([]tensorSpec, len(bs))
 	for k, b := range bs {
 		if !convertible(b.Type) {
 			return nil, fmt.Errorf("%w: tensor %q is %v, which this server does not convert", ErrRepository, b.Name, b.Type)
@@ -228,7 +228,7 @@ func specs(bs []alidnn.Binding, batch int) ([]TensorSpec, error) {
 		if batch > 1 && len(shape) > 0 && shape[0] == int64(batch) && !b.IsConst {
 			shape[0] = 1
 		}
-		out[k] = TensorSpec{Name: b.Name, Type: b.Type, Shape: shape}
+		out[k] = tensorSpec{Name: b.Name, Type: b.Type, Shape: shape}
 	}
 	return out, nil
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// TensorSpec is a model's input or output as the protocol's metadata shows
+// tensorSpec is a model's input or output as the protocol's metadata shows
 // it: a name, an ONNX element type and a shape.
-type TensorSpec struct {
+type tensorSpec struct {
 	Name  string
 	Type  onnx.DataType
 	Shape []int64
@@ -62,7 +62,7 @@ type wireOutputRequest struct {
 // data of the inputs that have a binary_data_size follows, in the order of
 // the inputs in the JSON, with nothing after. Every error wraps
 // ErrBadRequest.
-func parseInferRequest(body []byte, headerLen int64, ins, outs []TensorSpec) (*inferRequest, error) {
+func parseInferRequest(body []byte, headerLen int64, ins, outs []tensorSpec) (*inferRequest, error) {
 	header, rest := body, []byte(nil)
 	if headerLen >= 0 {
 		if headerLen > int64(len(body)) {
@@ -82,7 +82,7 @@ func parseInferRequest(body []byte, headerLen int64, ins, outs []TensorSpec) (*i
 	}
 	r := &inferRequest{ID: w.ID, Inputs: make([]*onnx.Tensor, len(ins))}
 	for _, in := range w.Inputs {
-		k := slices.IndexFunc(ins, func(s TensorSpec) bool { return s.Name == in.Name })
+		k := slices.IndexFunc(ins, func(s tensorSpec) bool { return s.Name == in.Name })
 		if k < 0 {
 			return nil, fmt.Errorf("%w: unknown input %q", ErrBadRequest, in.Name)
 		}
@@ -110,7 +110,7 @@ func parseInferRequest(body []byte, headerLen int64, ins, outs []TensorSpec) (*i
 
 // parseInput checks one $request_input against the model's input spec and
 // returns its tensor and how many bytes of binary data it took.
-func parseInput(in wireInput, spec TensorSpec, binary []byte) (*onnx.Tensor, int, error) {
+func parseInput(in wireInput, spec tensorSpec, binary []byte) (*onnx.Tensor, int, error) {
 	if in.Datatype != datatypeName(spec.Type) {
 		return nil, 0, fmt.Errorf("%w: input %q is %s, the model takes %s", ErrBadRequest, in.Name, in.Datatype, datatypeName(spec.Type))
 	}
@@ -141,7 +141,7 @@ func parseInput(in wireInput, spec TensorSpec, binary []byte) (*onnx.Tensor, int
 // parseOutputs returns the outputs a request asks for: those it names, or
 // all of the model's. binary_data on an output overrides the request's
 // binary_data_output.
-func parseOutputs(w wireRequest, outs []TensorSpec) ([]requestedOutput, error) {
+func parseOutputs(w wireRequest, outs []tensorSpec) ([]requestedOutput, error) {
 	all, _, err := boolParam(w.Parameters, "binary_data_output")
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func parseOutputs(w wireRequest, outs []TensorSpec) ([]requestedOutput, error) {
 	}
 	var r []requestedOutput
 	for _, o := range w.Outputs {
-		k := slices.IndexFunc(outs, func(s TensorSpec) bool { return s.Name == o.Name })
+		k := slices.IndexFunc(outs, func(s tensorSpec) bool { return s.Name == o.Name })
 		if k < 0 {
 			return nil, fmt.Errorf("%w: unknown output %q", ErrBadRequest, o.Name)
 		}

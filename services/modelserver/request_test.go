@@ -14,12 +14,12 @@ import (
 // fuzzInputs and fuzzOutputs are a model with one input of each kind of
 // conversion: floats, booleans and a signed integer narrower than int64.
 var (
-	fuzzInputs = []TensorSpec{
+	fuzzInputs = []tensorSpec{
 		{Name: "x", Type: onnx.Float, Shape: []int64{2, 2}},
 		{Name: "m", Type: onnx.Bool, Shape: []int64{3}},
 		{Name: "i", Type: onnx.Int8, Shape: []int64{2}},
 	}
-	fuzzOutputs = []TensorSpec{{Name: "y", Type: onnx.Float, Shape: []int64{2}}, {Name: "z", Type: onnx.Int64, Shape: []int64{1}}}
+	fuzzOutputs = []tensorSpec{{Name: "y", Type: onnx.Float, Shape: []int64{2}}, {Name: "z", Type: onnx.Int64, Shape: []int64{1}}}
 )
 
 // withBinary appends binary data to a JSON header and returns the body and

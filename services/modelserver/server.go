@@ -87,8 +87,8 @@ type model struct {
 // version is one version of a model, with an instance on every engine.
 type version struct {
 	name      string // the folder's name
-	inputs    []TensorSpec
-	outputs   []TensorSpec
+	inputs    []tensorSpec
+	outputs   []tensorSpec
 	instances []*instance
 }
 

@@ -10,9 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/alidnn/classify"
 )
 
 // TestNotReadyUntilLoaded serves before Load: the server is live, not
@@ -166,4 +170,70 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestModelsAndInstances serves two models on two engines: a request goes
+// to the instance with the fewest pending (the second engine's while the
+// first holds one), and each model answers its own reference digits.
+func TestModelsAndInstances(t *testing.T) {
+	repo := writeRepo(t, mnistConfig, "onnx")
+	quant := testenv.TestData(t, "onnx", "models", "mnist_quantized")
+	b, err := os.ReadFile(filepath.Join(quant, "model_quantized.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "mnist_int8", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"mnist_int8/config.json": []byte(`{"name": "mnist_int8"}`), "mnist_int8/1/model.onnx": b} {
+		if err := os.WriteFile(filepath.Join(repo, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	s := serve(t, repo, Config{Engines: []alidnn.Engine{gatedEngine{simEngine(t), gate}, gatedEngine{simEngine(t), gate}}})
+	t.Cleanup(release)
+	instances := s.models["mnist"].versions[0].instances
+	cases := mnistCases(t)
+	codes := make(chan error, 2)
+	for k := range instances {
+		go func() {
+			code, _, b := post(t, s.URL+"/v2/models/mnist/infer", jsonInfer(t, "", cases[k].Input, nil), nil)
+			var r response
+			if err := json.Unmarshal(b, &r); code != http.StatusOK || err != nil {
+				codes <- fmt.Errorf("request %d: %d %s", k, code, b)
+			} else if got, want := argmax(r.Outputs[0].Data), argmax(floats(t, cases[k].Want)); got != want {
+				codes <- fmt.Errorf("request %d: digit %d, the reference says %d", k, got, want)
+			} else {
+				codes <- nil
+			}
+		}()
+		for deadline := time.Now().Add(5 * time.Second); instances[k].pending.Load() != 1; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("request %d is not pending on instance %d (pending: %d, %d)", k, k, instances[0].pending.Load(), instances[1].pending.Load())
+			}
+		}
+	}
+	release()
+	for range instances {
+		if err := <-codes; err != nil {
+			t.Error(err)
+		}
+	}
+	qcases, err := classify.ReadCases(quant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range qcases {
+		c.Input.Name = mnistInput
+		code, _, b := post(t, s.URL+"/v2/models/mnist_int8/infer", jsonInfer(t, c.Name, c.Input, nil), nil)
+		var r response
+		if err := json.Unmarshal(b, &r); code != http.StatusOK || err != nil || r.ModelName != "mnist_int8" {
+			t.Fatalf("mnist_int8 %s: %d %s", c.Name, code, b)
+		}
+		if got, want := argmax(r.Outputs[0].Data), argmax(floats(t, c.Want)); got != want {
+			t.Errorf("mnist_int8 %s: digit %d, the reference says %d", c.Name, got, want)
+		}
+	}
 }

@@ -18,6 +18,10 @@ var Extensions = []string{"binary_tensor_data"}
 // Platform is what model metadata gives as every model's platform.
 const Platform = "alidnn"
 
+// statusClientClosed is what a request whose client went away is counted
+// as.
+const statusClientClosed = 499
+
 // headerLength is the binary tensor data extension's header giving the
 // length of the JSON at the start of a body.
 const headerLength = "Inference-Header-Content-Length"
@@ -162,6 +166,7 @@ func statusOf(err error) int {
 		{ErrQueueFull, http.StatusTooManyRequests},
 		{ErrNotReady, http.StatusServiceUnavailable},
 		{ErrTimeout, http.StatusGatewayTimeout},
+		{ErrCanceled, statusClientClosed},
 	} {
 		if errors.Is(err, c.err) {
 			return c.code

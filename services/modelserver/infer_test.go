@@ -1,9 +1,11 @@
 package modelserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -241,13 +243,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 			codes <- code
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(s.models["mnist"].queue) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("two requests were not admitted")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "two requests to be admitted", func() bool { return len(s.models["mnist"].queue) == 2 })
 	if code, _, b := post(t, url, body, nil); code != http.StatusTooManyRequests {
 		t.Errorf("a third request: %d %s, want 429", code, b)
 	}
@@ -256,4 +252,73 @@ func TestQueueFullAndTimeout(t *testing.T) {
 			t.Errorf("a held request: %d, want 504", code)
 		}
 	}
+}
+
+// TestClientGone cancels a request while its job is held on the engine:
+// its place in the model's queue is given back at once, it is counted as
+// 499, and once the engine runs again the next request is answered.
+func TestClientGone(t *testing.T) {
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	s := serve(t, writeRepo(t, `{"name": "mnist", "max_queue_size": 1}`, "onnx"),
+		Config{Engines: []alidnn.Engine{gatedEngine{simEngine(t), gate}}})
+	t.Cleanup(release)
+	c := mnistCases(t)[0]
+	url := s.URL + "/v2/models/mnist/infer"
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(jsonInfer(t, "", c.Input, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan error, 1)
+	go func() {
+		_, err := http.DefaultClient.Do(req)
+		gone <- err
+	}()
+	queue := s.models["mnist"].queue
+	waitFor(t, "the request to be admitted", func() bool { return len(queue) == 1 })
+	cancel()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Errorf("the client's request ended with %v", err)
+	}
+	waitFor(t, "the queue to empty", func() bool { return len(queue) == 0 })
+	waitFor(t, "a 499 to be counted", func() bool { return counted(t, s, "499") == 1 })
+	release()
+	code, _, b := post(t, url, jsonInfer(t, "", c.Input, nil), nil)
+	var r response
+	if err := json.Unmarshal(b, &r); code != http.StatusOK || err != nil || argmax(r.Outputs[0].Data) != argmax(floats(t, c.Want)) {
+		t.Errorf("the next request: %d %s", code, b)
+	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5s for %s", what)
+		}
+	}
+}
+
+// counted is how many infer requests the metrics counted with status code.
+func counted(t testing.TB, s *served, code string) float64 {
+	t.Helper()
+	mfs, err := s.metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "modelserver_infer_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" && l.GetValue() == code {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -27,12 +27,15 @@ const (
 // The errors requests fail with, which the HTTP surface turns into status
 // codes (see the package comment).
 var (
-	ErrBadRequest = errors.New("bad request")          // 400
-	ErrNotFound   = errors.New("not found")            // 404
-	ErrTooLarge   = errors.New("request too large")    // 413
-	ErrQueueFull  = errors.New("queue full")           // 429
-	ErrNotReady   = errors.New("not ready")            // 503
-	ErrTimeout    = errors.New("request timed out")    // 504
+	ErrBadRequest = errors.New("bad request")       // 400
+	ErrNotFound   = errors.New("not found")         // 404
+	ErrTooLarge   = errors.New("request too large") // 413
+	ErrQueueFull  = errors.New("queue full")        // 429
+	ErrNotReady   = errors.New("not ready")         // 503
+	ErrTimeout    = errors.New("request timed out") // 504
+	// ErrCanceled: the client went away. Its status, 499 (nginx's "client
+	// closed request"), reaches only logs and metrics.
+	ErrCanceled   = errors.New("request canceled by the client")
 	ErrRepository = errors.New("bad model repository") // Load's errors
 )
 
@@ -281,6 +284,8 @@ func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx
 	switch {
 	case err == nil:
 		return res, nil
+	case errors.Is(err, context.Canceled):
+		return nil, fmt.Errorf("%w: %v", ErrCanceled, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, fmt.Errorf("%w after %v", ErrTimeout, s.cfg.Timeout)
 	case errors.Is(err, alidnn.ErrInput):

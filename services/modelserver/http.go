@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
@@ -103,8 +104,11 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	// The deadline covers reading the body too, so that a slow client
+	// cannot hold a request open longer than a slow engine could.
+	ctx, cancel := context.WithDeadline(r.Context(), start.Add(s.cfg.Timeout))
 	defer cancel()
+	_ = http.NewResponseController(w).SetReadDeadline(start.Add(s.cfg.Timeout))
 	resp, batch, err := s.inferHTTP(ctx, r, m, v)
 	code := http.StatusOK
 	if err != nil {
@@ -139,6 +143,8 @@ func (s *Server) inferHTTP(ctx context.Context, r *http.Request, m *model, v *ve
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxBodyBytes))
 	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 		return nil, 0, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.cfg.MaxBodyBytes)
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, 0, fmt.Errorf("%w: reading the body", ErrTimeout)
 	} else if err != nil {
 		return nil, 0, fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
 	}

@@ -1,13 +1,16 @@
 package modelserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -321,4 +324,29 @@ func counted(t testing.TB, s *served, code string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestSlowBody sends part of a body and stalls: the request's deadline
+// covers reading it, and the answer is 504.
+func TestSlowBody(t *testing.T) {
+	s := serve(t, writeRepo(t, mnistConfig, "onnx"), Config{Timeout: 300 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /v2/models/mnist/infer HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"+
+		"Content-Length: 100\r\n\r\n{\"inputs\": "); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(b), "reading the body") {
+		t.Errorf("a stalled body: %d %s, want 504", resp.StatusCode, b)
+	}
 }

@@ -133,8 +133,16 @@ func New(cfg Config) (*Server, error) {
 
 // Load compiles or reads every model version of the repository and opens
 // its instances. The server is ready when it returns nil; on an error
-// nothing stays open, and the server is never ready.
+// nothing stays open, and the server is never ready. A server loads once:
+// loading and unloading at run time (the protocol's repository extension)
+// is not served.
 func (s *Server) Load(ctx context.Context) error {
+	s.mu.Lock()
+	loaded := s.models != nil
+	s.mu.Unlock()
+	if loaded {
+		return errors.New("modelserver: the models are loaded already")
+	}
 	dirs, err := modelDirs(s.cfg.Repository)
 	if err != nil {
 		return err

@@ -60,10 +60,11 @@
 // or datatype, binary sizes that do not add up), 404 (ErrNotFound), 413
 // (ErrTooLarge, over Config.MaxBodyBytes), 429 (ErrQueueFull, the model's
 // queue is full), 503 (ErrNotReady, still loading) and 504 (ErrTimeout,
-// Config.Timeout passed, body reading and queueing included); a request whose client went away (ErrCanceled)
-// is counted as 499 in logs and metrics. The protocol says a health check is false on
-// "4xx"; 503 is sent instead, since what reads it (Kubernetes probes, load
-// balancers, Triton's clients) takes anything but 200 as false.
+// Config.Timeout passed, reading the body and queueing included). A
+// request whose client went away (ErrCanceled) is counted as 499 in logs
+// and metrics. The protocol says a health check is false on "4xx"; 503 is
+// sent instead, since what reads it (Kubernetes probes, load balancers,
+// Triton's clients) takes anything but 200 as false.
 //
 // The server has no authentication yet: the command binds to 127.0.0.1 by
 // default. gRPC, models from the registry, pool attachments and the

@@ -212,6 +212,9 @@ func TestInferErrors(t *testing.T) {
 		{"wrong shape", "/v2/models/mnist/infer", strings.Replace(good, "[1,1,28,28]", "[1,28,28]", 1), nil, 400, "shape"},
 		{"wrong datatype", "/v2/models/mnist/infer", strings.Replace(good, `"FP32"`, `"INT64"`, 1), nil, 400, "INT64"},
 		{"too few elements", "/v2/models/mnist/infer", `{"inputs":[{"name":"Input3","shape":[1,1,28,28],"datatype":"FP32","data":[[1],[2]]}]}`, nil, 400, "2 elements"},
+		{"too many elements", "/v2/models/mnist/infer", strings.Replace(good, `"data":[`, `"data":[1,`, 1), nil, 400, "more than the 784 elements"},
+		{"nested too deep", "/v2/models/mnist/infer", `{"inputs":[{"name":"Input3","shape":[1,1,28,28],"datatype":"FP32","data":` +
+			strings.Repeat("[", 10) + "1" + strings.Repeat("]", 10) + `}]}`, nil, 400, "nests deeper than 9"},
 		{"data not numbers", "/v2/models/mnist/infer", `{"inputs":[{"name":"Input3","shape":[1,1,28,28],"datatype":"FP32","data":["a"]}]}`, nil, 400, "not a number"},
 		{"unknown output", "/v2/models/mnist/infer", strings.TrimSuffix(good, "}") + `,"outputs":[{"name":"y"}]}`, nil, 400, `unknown output "y"`},
 		{"binary size beyond body", "/v2/models/mnist/infer", string(bin[:len(bin)-4]), hdr, 400, "binary_data_size"},

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Extensions are the protocol extensions the server metadata names.
-var Extensions = []string{"binary_tensor_data"}
+// extensions are the protocol extensions the server metadata names.
+var extensions = []string{"binary_tensor_data"}
 
 // Platform is what model metadata gives as every model's platform.
 const Platform = "alidnn"
@@ -41,7 +41,7 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, code, map[string]bool{"ready": s.Ready()})
 	})
 	mux.HandleFunc("GET /v2", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"name": s.cfg.Name, "version": s.cfg.Version, "extensions": Extensions})
+		writeJSON(w, http.StatusOK, map[string]any{"name": s.cfg.Name, "version": s.cfg.Version, "extensions": extensions})
 	})
 	for _, prefix := range []string{"/v2/models/{model}", "/v2/models/{model}/versions/{version}"} {
 		mux.HandleFunc("GET "+prefix, s.modelMetadata)

@@ -56,15 +56,17 @@ help:
 	@echo 'make fuzz-smoke  run every fuzz target for FUZZTIME ($(FUZZTIME))'
 
 # tools installs what the tests need. The MinIO server is built with
-# `go install` only when $(MINIO_BIN) is absent. PostgreSQL 15 and a C
-# compiler (for -race) come from Debian packages, installed only when missing
-# and only when running as root; otherwise a note says what is missing.
+# `go install` only when $(MINIO_BIN) is absent. PostgreSQL 15, a C compiler
+# (for -race), curl (a client of the model server's tests) and chromium come
+# from Debian packages, installed only when missing and only when running as
+# root; otherwise a note says what is missing.
 tools: $(MINIO_BIN) $(COSIGN_BIN) $(CRANE_BIN) $(ORAS_BIN)
 	@pkgs=""; \
 	if [ -x "$(PG_BIN)/initdb" ] && [ -x "$(PG_BIN)/pg_ctl" ] && [ -x "$(PG_BIN)/postgres" ]; then :; \
 	elif [ -n "$(FAAS_PG_BIN)" ]; then echo "tools: FAAS_PG_BIN=$(FAAS_PG_BIN) lacks initdb, pg_ctl or postgres" >&2; exit 1; \
 	else pkgs="$$pkgs $(PG_DEBPKG)"; fi; \
 	if ! command -v "$$($(GO) env CC)" >/dev/null 2>&1; then pkgs="$$pkgs gcc libc6-dev"; fi; \
+	if ! command -v curl >/dev/null 2>&1; then pkgs="$$pkgs curl"; fi; \
 	if [ -z "$(FAAS_CHROMIUM)" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then pkgs="$$pkgs chromium"; fi; \
 	if [ -z "$$pkgs" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

@@ -1,0 +1,194 @@
+// Command modelserver serves the models of a model repository over the
+// Open Inference Protocol's REST API (see services/modelserver for the
+// repository layout, config.json and the endpoints).
+//
+// Usage:
+//
+//	modelserver -repo DIR [-listen 127.0.0.1:8000] [-agent TARGET] [-slots 0,1]
+//	modelserver -repo DIR -sim N
+//
+// Each model version gets one instance on every engine: the -slots of the
+// faasd at -agent (found like the faas command finds it: -agent, else
+// $FAAS_AGENT, else /run/faas/faasd.sock; the token is $FAAS_TOKEN or the
+// one `faas login` stored), each already loaded with the AliDNN engine; or,
+// with -sim N, N AliDNN engines simulated in this process, for development
+// and tests.
+//
+// The server has no authentication yet: it listens on 127.0.0.1 unless
+// -listen says otherwise. It answers liveness at once and readiness once
+// every model is loaded; a model that fails to load ends it with exit code
+// 1. Logs are JSON lines on standard error. With -metrics ADDR, Prometheus
+// metrics are served at ADDR/metrics.
+//
+// Exit codes: 0 stopped by a signal; 1 a failure; 2 bad usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	alidnnmodel "github.com/fpga-faas/faas/bitstreams/alidnn/model"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/faas"
+	"github.com/fpga-faas/faas/services/modelserver"
+)
+
+func main() {
+	repo := flag.String("repo", "", "model repository folder (required)")
+	listen := flag.String("listen", "127.0.0.1:8000", "address of the REST API; it has no authentication yet")
+	agent := flag.String("agent", "", "faasd: unix socket path, unix:///path or https://host:port (default $FAAS_AGENT or /run/faas/faasd.sock)")
+	slots := flag.String("slots", "0", "comma-separated faasd slots loaded with the AliDNN engine")
+	sim := flag.Int("sim", 0, "run on N in-process simulated engines instead of faasd slots")
+	pipeline := flag.Int("pipeline", modelserver.DefaultPipeline, "jobs of an instance on its engine at once")
+	queue := flag.Int("queue", modelserver.DefaultQueueSize, "requests of a model admitted at once, when its config.json has no max_queue_size")
+	timeout := flag.Duration("timeout", modelserver.DefaultTimeout, "deadline of an infer request, queueing included")
+	maxBody := flag.Int64("max-body", modelserver.DefaultMaxBodyBytes, "largest infer request body, in bytes")
+	metrics := flag.String("metrics", "", "address to serve Prometheus metrics on (default none)")
+	flag.Parse()
+	if flag.NArg() != 0 || *repo == "" || *sim < 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	engines, closeEngines, err := openEngines(ctx, *sim, *agent, *slots)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "modelserver:", err)
+		if h := faas.Hint(err); h != "" {
+			fmt.Fprintln(os.Stderr, "hint:", h)
+		}
+		os.Exit(1)
+	}
+	defer closeEngines()
+	cfg := modelserver.Config{Repository: *repo, Engines: engines, Version: version(), MaxBodyBytes: *maxBody,
+		QueueSize: *queue, Timeout: *timeout, Pipeline: *pipeline, Logger: log}
+	if *metrics != "" {
+		reg := prometheus.NewRegistry()
+		cfg.Metrics = modelserver.NewMetrics(reg)
+		go serveMetrics(ctx, log, *metrics, reg)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err == nil {
+		err = run(ctx, log, cfg, ln)
+	}
+	if err != nil {
+		log.Error("modelserver failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run serves cfg's repository on ln until ctx ends: the API answers from
+// the start, readiness comes with the models.
+func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln net.Listener) error {
+	srv, err := modelserver.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("serving the Open Inference Protocol", "addr", ln.Addr().String(), "repository", cfg.Repository, "engines", len(cfg.Engines))
+	defer srv.Close(context.WithoutCancel(ctx))
+	if err := srv.Load(ctx); err != nil {
+		hs.Close()
+		if ctx.Err() != nil {
+			return nil // stopped while loading
+		}
+		return err
+	}
+	log.Info("every model is loaded: ready")
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Timeout+5*time.Second)
+	defer cancel()
+	return hs.Shutdown(shut)
+}
+
+// openEngines opens n simulated engines, or else the slots of the faasd at
+// agent.
+func openEngines(ctx context.Context, n int, agent, slots string) ([]alidnn.Engine, func(), error) {
+	var engines []alidnn.Engine
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	if n > 0 {
+		for range n {
+			dev, err := alidnnmodel.NewLocal(0)
+			if err != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("simulated engine: %w", err)
+			}
+			engines, closers = append(engines, alidnn.NewLocal(dev)), append(closers, func() { dev.Close() })
+		}
+		return engines, closeAll, nil
+	}
+	login, err := faas.StoredLogin()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := faas.Dial(ctx, agent, faas.WithToken(login.Token), faas.WithUserAgent("modelserver"))
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { c.Close() })
+	for _, s := range strings.Split(slots, ",") {
+		slot, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || slot < 0 {
+			closeAll()
+			return nil, nil, fmt.Errorf("-slots %q: %q is not a slot number", slots, s)
+		}
+		dev, err := c.Open(ctx, slot)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("opening slot %d: %w", slot, err)
+		}
+		engines = append(engines, alidnn.Agent(dev))
+		closers = append([]func(){func() { dev.Close() }}, closers...) // devices before their client
+	}
+	return engines, closeAll, nil
+}
+
+// serveMetrics serves reg at addr/metrics until ctx ends.
+func serveMetrics(ctx context.Context, log *slog.Logger, addr string, reg *prometheus.Registry) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	hs := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("metrics listener failed", "addr", addr, "err", err)
+	}
+}
+
+// version is the module version the binary was built from, or "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,72 @@
+// Package modelserver serves compiled models on AliDNN engines over the
+// Open Inference Protocol (KServe's V2 inference protocol, which Triton
+// speaks), so that a program in any language can run them with a plain
+// HTTP client. It reaches accelerators through the SDK only: every engine
+// is an alidnn.Engine, a slot opened through faasd or an in-process
+// simulator, and every version of every model gets one instance (an
+// alidnn.Session) on each engine.
+//
+// # Model repository
+//
+// Models come from a folder laid out as Triton's model repository:
+//
+//	REPO/<model>/config.json
+//	REPO/<model>/<version>/model.onnx     compiled with sdk/alidnn at load
+//	REPO/<model>/<version>/model.alidnn   or a precompiled program (faas model compile)
+//
+// Versions are folders named by positive integers; every one is loaded, and
+// a request that names none goes to the highest. Triton describes a model in
+// config.pbtxt, protobuf text; this server reads the part it needs from
+// JSON instead, ModelConfig:
+//
+//	{
+//	  "name": "mnist",                      the folder's name
+//	  "max_batch_size": 8,                  requests coalesced into one engine job (0: none)
+//	  "max_queue_size": 64,                 requests admitted at once (0: the server's default)
+//	  "input": [{"name": "Input3", "dims": [1, 1, 28, 28]}],   shapes of free dimensions, by input
+//	  "dims": {"batch": 1}                  symbolic dimensions, by name
+//	}
+//
+// The engine runs static shapes, so a model's inputs and outputs have the
+// shapes it was compiled for, with no -1 dimension, and a request's shapes
+// must be those. max_batch_size does not add a batch dimension as Triton's
+// does: requests that arrive while an instance is busy are run as one job
+// (see alidnn.Session). A program precompiled for n samples a run (faas
+// model compile --batch n) takes one sample a request, its leading
+// dimension shown as 1, and runs up to n requests in one pass instead.
+// Unknown fields of config.json are errors.
+//
+// # The REST surface
+//
+//	GET  /v2/health/live                          200 {"live": true}
+//	GET  /v2/health/ready                         200 {"ready": true} once every model is loaded, else 503
+//	GET  /v2                                      {"name", "version", "extensions": ["binary_tensor_data"]}
+//	GET  /v2/models/{m}[/versions/{v}]            {"name", "versions", "platform": "alidnn", "inputs", "outputs"}
+//	GET  /v2/models/{m}[/versions/{v}]/ready      200 {"name", "ready": true}, 503 while loading, 404 unknown
+//	POST /v2/models/{m}[/versions/{v}]/infer      $inference_request → $inference_response
+//
+// An infer request's tensors are JSON (data flat or nested, row-major) or,
+// with the binary tensor data extension, raw little-endian bytes after the
+// JSON: Inference-Header-Content-Length gives the JSON's length, an input's
+// "binary_data_size" parameter its bytes, an output's "binary_data"
+// parameter (or the request's "binary_data_output") asks for binary
+// outputs, answered the same way. Datatypes are those of the model's
+// tensors: FP32, INT8 to INT64, UINT8 to UINT64 and BOOL; FP16, FP64 and
+// BYTES are refused. The answer echoes "id" and names model_name and
+// model_version.
+//
+// Errors are the protocol's {"error": "..."} with a status by sentinel: 400
+// (ErrBadRequest: malformed JSON, an unknown or missing input, a wrong shape
+// or datatype, binary sizes that do not add up), 404 (ErrNotFound), 413
+// (ErrTooLarge, over Config.MaxBodyBytes), 429 (ErrQueueFull, the model's
+// queue is full), 503 (ErrNotReady, still loading) and 504 (ErrTimeout,
+// Config.Timeout passed, reading the body and queueing included). A
+// request whose client went away (ErrCanceled) is counted as 499 in logs
+// and metrics. The protocol says a health check is false on "4xx"; 503 is
+// sent instead, since what reads it (Kubernetes probes, load balancers,
+// Triton's clients) takes anything but 200 as false.
+//
+// The server has no authentication yet: the command binds to 127.0.0.1 by
+// default. gRPC, models from the registry, pool attachments and the
+// repository extension (load and unload) are not served.
+package modelserver

@@ -1,0 +1,305 @@
+package modelserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// Defaults of Config's zero values.
+const (
+	DefaultName         = "faas-modelserver"
+	DefaultMaxBodyBytes = 64 << 20
+	DefaultQueueSize    = 64
+	DefaultTimeout      = 30 * time.Second
+	DefaultPipeline     = 2
+)
+
+// The errors requests fail with, which the HTTP surface turns into status
+// codes (see the package comment).
+var (
+	ErrBadRequest = errors.New("bad request")       // 400
+	ErrNotFound   = errors.New("not found")         // 404
+	ErrTooLarge   = errors.New("request too large") // 413
+	ErrQueueFull  = errors.New("queue full")        // 429
+	ErrNotReady   = errors.New("not ready")         // 503
+	ErrTimeout    = errors.New("request timed out") // 504
+	// ErrCanceled: the client went away. Its status, 499 (nginx's "client
+	// closed request"), reaches only logs and metrics.
+	ErrCanceled   = errors.New("request canceled by the client")
+	ErrRepository = errors.New("bad model repository") // Load's errors
+)
+
+// Config configures a Server. Repository and Engines are required.
+type Config struct {
+	// Repository is the model repository's folder.
+	Repository string
+	// Engines are the AliDNN engines models run on: slots opened through
+	// faasd (alidnn.Agent) or in-process simulators (alidnn.NewLocal).
+	// Every version of every model gets one instance, a Session, on each.
+	// The caller owns them and closes them after Server.Close.
+	Engines []alidnn.Engine
+	// Name and Version are the server metadata's (default DefaultName and
+	// "dev").
+	Name, Version string
+	// MaxBodyBytes bounds an infer request's body; larger ones are refused
+	// with 413 (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// QueueSize is a model's max_queue_size when its config has none
+	// (default DefaultQueueSize).
+	QueueSize int
+	// Timeout bounds an infer request from its arrival, queueing included;
+	// past it the request fails with 504 (default DefaultTimeout).
+	Timeout time.Duration
+	// Pipeline is each instance's alidnn.WithPipeline: jobs of one
+	// instance on its engine at once (default DefaultPipeline).
+	Pipeline int
+	// Logger gets the loads and failed requests (default: discarded).
+	Logger *slog.Logger
+	// Metrics, if not nil, counts requests (NewMetrics).
+	Metrics *Metrics
+}
+
+// Server serves the models of a repository. Its zero value is not usable:
+// make one with New.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	ready  atomic.Bool
+	mu     sync.Mutex
+	models map[string]*model // set once by Load
+}
+
+// model is one model of the repository, all its versions.
+type model struct {
+	name     string
+	versions []*version // increasing; the last is the default
+	queue    chan struct{}
+}
+
+// version is one version of a model, with an instance on every engine.
+type version struct {
+	name      string // the folder's name
+	inputs    []tensorSpec
+	outputs   []tensorSpec
+	instances []*instance
+}
+
+type instance struct {
+	s       *alidnn.Session
+	pending atomic.Int64 // requests given to s and not yet answered
+}
+
+// New checks cfg and returns a Server that answers health and metadata
+// requests at once and is ready once Load has loaded every model.
+func New(cfg Config) (*Server, error) {
+	if cfg.Repository == "" || len(cfg.Engines) == 0 {
+		return nil, errors.New("modelserver: a repository and at least one engine are required")
+	}
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Pipeline <= 0 {
+		cfg.Pipeline = DefaultPipeline
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, log: log}, nil
+}
+
+// Load compiles or reads every model version of the repository and opens
+// its instances. The server is ready when it returns nil; on an error
+// nothing stays open, and the server is never ready. A server loads once:
+// loading and unloading at run time (the protocol's repository extension)
+// is not served.
+func (s *Server) Load(ctx context.Context) error {
+	s.mu.Lock()
+	loaded := s.models != nil
+	s.mu.Unlock()
+	if loaded {
+		return errors.New("modelserver: the models are loaded already")
+	}
+	dirs, err := modelDirs(s.cfg.Repository)
+	if err != nil {
+		return err
+	}
+	models := map[string]*model{}
+	for _, dir := range dirs {
+		m, err := s.loadModel(ctx, dir)
+		if err != nil {
+			closeModels(ctx, models)
+			return fmt.Errorf("model %s: %w", filepath.Base(dir), err)
+		}
+		models[m.name] = m
+	}
+	s.mu.Lock()
+	s.models = models
+	s.mu.Unlock()
+	s.ready.Store(true)
+	return nil
+}
+
+func (s *Server) loadModel(ctx context.Context, dir string) (*model, error) {
+	c, err := readConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := versionDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	queue := c.MaxQueueSize
+	if queue == 0 {
+		queue = s.cfg.QueueSize
+	}
+	m := &model{name: c.Name, queue: make(chan struct{}, queue)}
+	for _, v := range vs {
+		start := time.Now()
+		name := strconv.FormatInt(v, 10)
+		ver, err := s.loadVersion(ctx, filepath.Join(dir, name), c)
+		if err != nil {
+			closeModel(ctx, m)
+			return nil, fmt.Errorf("version %s: %w", name, err)
+		}
+		ver.name = name
+		m.versions = append(m.versions, ver)
+		s.log.Info("model loaded", "model", m.name, "version", name, "instances", len(ver.instances), "took", time.Since(start))
+	}
+	return m, nil
+}
+
+func (s *Server) loadVersion(ctx context.Context, vdir string, c *ModelConfig) (*version, error) {
+	p, err := readProgram(vdir, c)
+	if err != nil {
+		return nil, err
+	}
+	v := &version{}
+	if v.inputs, err = specs(p.Inputs, p.Batch); err != nil {
+		return nil, err
+	}
+	if v.outputs, err = specs(p.Outputs, p.Batch); err != nil {
+		return nil, err
+	}
+	for k, eng := range s.cfg.Engines {
+		sess, err := alidnn.Open(ctx, eng, p, alidnn.WithBatch(max(c.MaxBatchSize, 1)), alidnn.WithPipeline(s.cfg.Pipeline))
+		if err != nil {
+			v.close(ctx)
+			return nil, fmt.Errorf("opening an instance on engine %d: %w", k, err)
+		}
+		v.instances = append(v.instances, &instance{s: sess})
+	}
+	return v, nil
+}
+
+// Ready reports whether every model is loaded.
+func (s *Server) Ready() bool { return s.ready.Load() }
+
+// Close stops the server's instances: waiting requests fail, running jobs
+// end first. The engines stay open.
+func (s *Server) Close(ctx context.Context) {
+	s.ready.Store(false)
+	s.mu.Lock()
+	models := s.models
+	s.models = nil
+	s.mu.Unlock()
+	closeModels(ctx, models)
+}
+
+func closeModels(ctx context.Context, models map[string]*model) {
+	for _, m := range models {
+		closeModel(ctx, m)
+	}
+}
+
+func closeModel(ctx context.Context, m *model) {
+	for _, v := range m.versions {
+		v.close(ctx)
+	}
+}
+
+func (v *version) close(ctx context.Context) {
+	for _, in := range v.instances {
+		_ = in.s.Close(ctx)
+	}
+}
+
+// lookup finds a model's version: the latest if ver is "".
+func (s *Server) lookup(name, ver string) (*model, *version, error) {
+	if !s.ready.Load() {
+		return nil, nil, fmt.Errorf("%w: the models are loading", ErrNotReady)
+	}
+	s.mu.Lock()
+	m := s.models[name]
+	s.mu.Unlock()
+	if m == nil {
+		return nil, nil, fmt.Errorf("%w: no model %q", ErrNotFound, name)
+	}
+	if ver == "" {
+		return m, m.versions[len(m.versions)-1], nil
+	}
+	for _, v := range m.versions {
+		if v.name == ver {
+			return m, v, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%w: model %q has no version %q", ErrNotFound, name, ver)
+}
+
+// infer runs one request on the version's least busy instance, once the
+// model's queue admits it.
+func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx.Tensor) (*alidnn.Result, error) {
+	select {
+	case m.queue <- struct{}{}:
+		defer func() { <-m.queue }()
+	default:
+		return nil, fmt.Errorf("%w: model %q has %d requests in flight", ErrQueueFull, m.name, cap(m.queue))
+	}
+	s.cfg.Metrics.admitted(m.name, 1)
+	defer s.cfg.Metrics.admitted(m.name, -1)
+	in := v.instances[0]
+	for _, c := range v.instances[1:] {
+		if c.pending.Load() < in.pending.Load() {
+			in = c
+		}
+	}
+	in.pending.Add(1)
+	defer in.pending.Add(-1)
+	res, err := in.s.Run(ctx, inputs...)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, context.Canceled):
+		return nil, fmt.Errorf("%w: %v", ErrCanceled, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("%w after %v", ErrTimeout, s.cfg.Timeout)
+	case errors.Is(err, alidnn.ErrInput):
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case errors.Is(err, alidnn.ErrClosed):
+		return nil, fmt.Errorf("%w: %v", ErrNotReady, err)
+	}
+	return nil, err
+}

@@ -1,0 +1,223 @@
+package modelserver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// The protocol's datatype names ("Tensor Data Types" of the Open Inference
+// Protocol) of the ONNX element types the server converts. FP16, FP64 and
+// BYTES have names but no conversion: the onnx package builds FLOAT and
+// integer tensors only, and the engine takes no other.
+var protocolTypes = map[onnx.DataType]string{
+	onnx.Bool: "BOOL", onnx.Uint8: "UINT8", onnx.Uint16: "UINT16", onnx.Uint32: "UINT32", onnx.Uint64: "UINT64",
+	onnx.Int8: "INT8", onnx.Int16: "INT16", onnx.Int32: "INT32", onnx.Int64: "INT64",
+	onnx.Float: "FP32", onnx.Float16: "FP16", onnx.Double: "FP64", onnx.String: "BYTES",
+}
+
+// datatypeName is the protocol's name of t.
+func datatypeName(t onnx.DataType) string {
+	if n, ok := protocolTypes[t]; ok {
+		return n
+	}
+	return t.String()
+}
+
+// convertible reports whether tensors of type t can cross the protocol.
+func convertible(t onnx.DataType) bool {
+	return t == onnx.Float || (t.Size() > 0 && t != onnx.Float16 && t != onnx.Double)
+}
+
+// maxNesting bounds how deeply "data" arrays nest: a tensor has at most
+// onnx.MaxDims dimensions, and deeper input only costs the parser.
+const maxNesting = onnx.MaxDims + 1
+
+// jsonTensor turns the "data" of a $request_input, nested or flat, into a
+// tensor of type dt and shape dims. Elements are coerced as the protocol
+// allows a server to: numbers to the input's type (integers must be whole
+// and in range), booleans only for BOOL.
+func jsonTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessage) (*onnx.Tensor, error) {
+	n := elemCount(dims)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var floats []float32
+	var ints []int64
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%w: input %q: data: %v", ErrBadRequest, name, err)
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '[' {
+				depth++
+			} else if v == ']' {
+				depth--
+			} else {
+				return nil, fmt.Errorf("%w: input %q: data holds an object", ErrBadRequest, name)
+			}
+		case json.Number:
+			if dt == onnx.Bool {
+				return nil, fmt.Errorf("%w: input %q: BOOL data holds the number %s", ErrBadRequest, name, v)
+			}
+			if dt == onnx.Float {
+				f, err := strconv.ParseFloat(string(v), 32)
+				if err != nil {
+					return nil, fmt.Errorf("%w: input %q: %s is not an FP32", ErrBadRequest, name, v)
+				}
+				floats = append(floats, float32(f))
+			} else {
+				i, err := strconv.ParseInt(string(v), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%w: input %q: %s is not an integer of int64's range", ErrBadRequest, name, v)
+				}
+				ints = append(ints, i)
+			}
+		case bool:
+			if dt != onnx.Bool {
+				return nil, fmt.Errorf("%w: input %q: %s data holds a boolean", ErrBadRequest, name, datatypeName(dt))
+			}
+			ints = append(ints, map[bool]int64{false: 0, true: 1}[v])
+		default:
+			return nil, fmt.Errorf("%w: input %q: data holds %v, not a number", ErrBadRequest, name, tok)
+		}
+		if depth == 0 {
+			break
+		}
+		if depth > maxNesting {
+			return nil, fmt.Errorf("%w: input %q: data nests deeper than %d", ErrBadRequest, name, maxNesting)
+		}
+		if int64(len(floats)+len(ints)) > n {
+			return nil, fmt.Errorf("%w: input %q: more than the %d elements of shape %v", ErrBadRequest, name, n, dims)
+		}
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: input %q: data is not one array", ErrBadRequest, name)
+	}
+	if got := int64(len(floats) + len(ints)); got != n {
+		return nil, fmt.Errorf("%w: input %q: %d elements for shape %v, which holds %d", ErrBadRequest, name, got, dims, n)
+	}
+	if dt == onnx.Float {
+		return onnx.NewFloat32(name, dims, floats), nil
+	}
+	t, err := onnx.NewInt(name, dt, dims, ints)
+	if err != nil {
+		return nil, fmt.Errorf("%w: input %q: %v", ErrBadRequest, name, err)
+	}
+	return t, nil
+}
+
+// binaryTensor turns the binary tensor data extension's bytes of an input
+// (little-endian, row-major, BOOL one byte of 0 or 1) into a tensor.
+func binaryTensor(name string, dt onnx.DataType, dims []int64, b []byte) (*onnx.Tensor, error) {
+	size := dt.Size()
+	if n := elemCount(dims); int64(len(b)) != n*int64(size) {
+		return nil, fmt.Errorf("%w: input %q: binary_data_size %d, but shape %v of %s takes %d bytes",
+			ErrBadRequest, name, len(b), dims, datatypeName(dt), n*int64(size))
+	}
+	if dt == onnx.Float {
+		f := make([]float32, len(b)/4)
+		for i := range f {
+			f[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return onnx.NewFloat32(name, dims, f), nil
+	}
+	v := make([]int64, len(b)/size)
+	for i := range v {
+		e := b[size*i : size*(i+1)]
+		var u uint64
+		for k := size - 1; k >= 0; k-- {
+			u = u<<8 | uint64(e[k])
+		}
+		switch dt {
+		case onnx.Int8, onnx.Int16, onnx.Int32:
+			shift := 64 - 8*size
+			v[i] = int64(u<<shift) >> shift // sign-extend
+		case onnx.Uint64:
+			if u > math.MaxInt64 {
+				return nil, fmt.Errorf("%w: input %q: element %d = %d overflows int64", ErrBadRequest, name, i, u)
+			}
+			v[i] = int64(u)
+		default:
+			v[i] = int64(u)
+		}
+	}
+	t, err := onnx.NewInt(name, dt, dims, v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: input %q: %v", ErrBadRequest, name, err)
+	}
+	return t, nil
+}
+
+// elemCount is the number of elements of a shape whose dimensions were
+// checked against onnx's limits.
+func elemCount(dims []int64) int64 {
+	n := int64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	return n
+}
+
+// tensorBytes is t's data as the binary tensor data extension sends it.
+func tensorBytes(t *onnx.Tensor) ([]byte, error) {
+	if t.DataType == onnx.Float {
+		f, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, 0, 4*len(f))
+		for _, x := range f {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		return b, nil
+	}
+	v, err := t.Int64s()
+	if err != nil {
+		return nil, err
+	}
+	size := t.DataType.Size()
+	b := make([]byte, 0, size*len(v))
+	for _, x := range v {
+		for k := range size {
+			b = append(b, byte(uint64(x)>>(8*k)))
+		}
+	}
+	return b, nil
+}
+
+// tensorJSON is t's data as a flat JSON array: numbers, or booleans for
+// BOOL.
+func tensorJSON(t *onnx.Tensor) (any, error) {
+	if t.DataType == onnx.Float {
+		f, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		for i, x := range f {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, fmt.Errorf("element %d is %v, which JSON cannot carry: ask for binary_data", i, x)
+			}
+		}
+		return f, nil
+	}
+	v, err := t.Int64s()
+	if err != nil {
+		return nil, err
+	}
+	if t.DataType == onnx.Bool {
+		b := make([]bool, len(v))
+		for i, x := range v {
+			b[i] = x != 0
+		}
+		return b, nil
+	}
+	return v, nil
+}

@@ -75,8 +75,8 @@ func TestSignInRefusals(t *testing.T) {
 	// An off-site next is not followed.
 	_, page = b.get("/signin")
 	resp, _ := b.do(http.MethodPost, "/signin", url.Values{"csrf": {csrf(t, page)}, "name": {"alice"}, "password": {password}, "next": {"//evil.example/x"}}, nil)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		t.Fatalf("next=//evil.example: %d to %q, want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/my" {
+		t.Fatalf("next=//evil.example: %d to %q, want 303 to the tenant's /my", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
 

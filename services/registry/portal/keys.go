@@ -26,6 +26,18 @@ func (p *Portal) keys(w http.ResponseWriter, r *http.Request) {
 	p.showKeys(w, r, http.StatusOK, keysPage{})
 }
 
+// added is the key the form just registered, named by the redirect after
+// it (a reload of that page registers nothing).
+func added(r *http.Request, keys []registryapi.SigningKey) *registryapi.SigningKey {
+	id := r.URL.Query().Get("added")
+	for i := range keys {
+		if id != "" && keys[i].ID == id {
+			return &keys[i]
+		}
+	}
+	return nil
+}
+
 func (p *Portal) showKeys(w http.ResponseWriter, r *http.Request, status int, pg keysPage) {
 	res, err := p.apiAs(accountOf(r)).SigningKeys(r.Context(), url.Values{"limit": {"200"}})
 	if err != nil {
@@ -33,6 +45,9 @@ func (p *Portal) showKeys(w http.ResponseWriter, r *http.Request, status int, pg
 		return
 	}
 	pg.Keys = res.Items
+	if r.Method == http.MethodGet {
+		pg.Added = added(r, pg.Keys)
+	}
 	p.render(w, r, status, pageKeys, pg)
 }
 
@@ -68,7 +83,7 @@ func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	p.showKeys(w, r, http.StatusCreated, keysPage{Added: &k})
+	http.Redirect(w, r, "/isv/keys?added="+url.QueryEscape(k.ID), http.StatusSeeOther)
 }
 
 func (p *Portal) revokeKey(w http.ResponseWriter, r *http.Request) {

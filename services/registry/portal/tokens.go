@@ -20,7 +20,11 @@ func (tokensPage) title() string { return "API tokens" }
 func (tokensPage) nav() string   { return "tokens" }
 
 func (p *Portal) tokens(w http.ResponseWriter, r *http.Request) {
-	p.showTokens(w, r, http.StatusOK, tokensPage{})
+	pg := tokensPage{}
+	if s, ok := p.takeSecret(w, r); ok {
+		pg.Created = &registryapi.Token{Name: s.Name, Secret: s.Secret}
+	}
+	p.showTokens(w, r, http.StatusOK, pg)
 }
 
 func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, pg tokensPage) {
@@ -53,7 +57,11 @@ func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	p.showTokens(w, r, http.StatusCreated, tokensPage{Created: &tok})
+	if err := p.setSecret(w, r, tok.Name, tok.Secret); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/tokens", http.StatusSeeOther)
 }
 
 func (p *Portal) revokeToken(w http.ResponseWriter, r *http.Request) {

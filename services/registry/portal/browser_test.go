@@ -3,6 +3,7 @@ package portal_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +109,21 @@ func (c *chrome) clean(page string) {
 		c.t.Errorf("%s: %s", page, e)
 	}
 	c.errs = nil
+}
+
+// refused forgets the console's record of a page answered with status,
+// which the test expected (a refused form), and keeps every other error.
+func (c *chrome) refused(status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := fmt.Sprintf("status of %d ", status)
+	var kept []string
+	for _, e := range c.errs {
+		if !strings.Contains(e, want) {
+			kept = append(kept, e)
+		}
+	}
+	c.errs = kept
 }
 
 // follow runs act, which leaves the page (a link or a form), and waits for
@@ -232,12 +248,23 @@ func TestBrowserISVJourney(t *testing.T) {
 	c.clean("keys")
 
 	c.run("new listing", chromedp.Navigate(r.url+"/isv/listings/new"), chromedp.WaitVisible("#l-name", chromedp.ByID),
-		chromedp.SendKeys("#l-name", "Dual DNN", chromedp.ByID), chromedp.SetValue("#l-repo", "acme/dual-dnn", chromedp.ByID),
+		chromedp.SendKeys("#l-name", "Dual DNN", chromedp.ByID), chromedp.SendKeys("#l-repo", "acme/dual-dnn", chromedp.ByID),
 		chromedp.SendKeys("#l-summary", "int8 CNN inference on both chips", chromedp.ByID),
 		chromedp.SendKeys("#l-desc", "Runs **ResNet** and MNIST.\n\n- int8\n- two chips", chromedp.ByID),
 		chromedp.SendKeys("#l-cat", "ml", chromedp.ByID), chromedp.SendKeys("#l-board", "faas-vu9p-2", chromedp.ByID),
 		chromedp.SendKeys("#l-pph", "2.40", chromedp.ByID))
 	c.shot("12-isv-listing-new")
+	// The namespace is fixed text: typing it again is refused on the field,
+	// which has the focus.
+	c.follow("create listing", chromedp.Submit("#l-name", chromedp.ByID), "#l-repo-err")
+	var focused string
+	c.run("focus", chromedp.Evaluate(`document.activeElement.id`, &focused))
+	if got := c.text("#l-repo-err"); focused != "l-repo" || !strings.Contains(got, "acme/ is there already") {
+		t.Fatalf("repository typed with its namespace: focus on %q, beside it %q", focused, got)
+	}
+	c.shot("12a-isv-listing-field-error")
+	c.refused(http.StatusUnprocessableEntity)
+	c.run("repository name", chromedp.SetValue("#l-repo", "dual-dnn", chromedp.ByID))
 	c.follow("create listing", chromedp.Submit("#l-name", chromedp.ByID), ".flash")
 	c.shot("13-isv-listing-edit")
 
@@ -264,7 +291,8 @@ func TestBrowserISVJourney(t *testing.T) {
 	// The tenant.
 	c.run("tenant sign in", chromedp.Navigate(r.url+"/signin"), chromedp.WaitVisible("#name", chromedp.ByID),
 		chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
-	c.follow("tenant submit sign-in", chromedp.Submit("#password", chromedp.ByID), ".cards")
+	c.follow("tenant submit sign-in", chromedp.Submit("#password", chromedp.ByID), "#loads-h")
+	c.run("marketplace", chromedp.Navigate(r.url+"/"), chromedp.WaitVisible(".cards", chromedp.ByQuery))
 	c.follow("tenant listing", chromedp.Click(`.card a`, chromedp.ByQuery), `form[action$="/subscribe"] button`)
 	c.follow("tenant subscribe", chromedp.Click(`form[action$="/subscribe"] button`, chromedp.ByQuery), "main .ok")
 	line := c.text("#load-line")

@@ -225,7 +225,7 @@ func TestBrowserISVJourney(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub, _ := sign.MarshalPublicKey(key.Public())
-	img := r.buildImage("alidnn-dual", false, key)
+	img := r.buildImage("dual-dnn", "alidnn-dual", false, key)
 	dir := t.TempDir()
 	tarPath, keysPath := filepath.Join(dir, "image.tar"), filepath.Join(dir, "layout.keys.json")
 	os.WriteFile(tarPath, img.tar, 0o600)

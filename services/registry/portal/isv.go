@@ -319,9 +319,15 @@ func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) ownedListing(ctx context.Context, acct auth.Account, id string) (registryapi.Listing, error) {
 	l, err := p.apiAs(&acct).Listing(ctx, id)
 	if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusNotFound || err == nil && l.OwnerID != acct.ID {
-		return registryapi.Listing{}, &registryclient.Error{Status: http.StatusNotFound, Code: registryapi.CodeNotFound, Message: "no such listing of yours"}
+		return registryapi.Listing{}, notYours()
 	}
 	return l, err
+}
+
+// notYours is the portal's one answer for a listing that is not the
+// ISV's, missing or another's alike.
+func notYours() error {
+	return &registryclient.Error{Status: http.StatusNotFound, Code: registryapi.CodeNotFound, Message: "no such listing of yours"}
 }
 
 func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error) {

@@ -233,7 +233,10 @@ func TestDescriptionRendersInert(t *testing.T) {
 			t.Errorf("description carries %q:\n%s", bad, desc)
 		}
 	}
-	if !strings.Contains(desc, `<a href="https://example.com/doc">ok</a>`) || !strings.Contains(desc, "<h1>Title</h1>") {
-		t.Errorf("safe Markdown lost:\n%s", desc)
+	if !strings.Contains(desc, `<a href="https://example.com/doc">ok</a>`) || !strings.Contains(desc, "<h2>Title</h2>") {
+		t.Errorf("safe Markdown lost, or its heading not demoted under the page's <h1>:\n%s", desc)
+	}
+	if n := strings.Count(page, "<h1"); n != 1 {
+		t.Errorf("%d <h1> on the listing page, want 1", n)
 	}
 }

@@ -30,8 +30,11 @@ func (p *Portal) keys(w http.ResponseWriter, r *http.Request) {
 // it (a reload of that page registers nothing).
 func added(r *http.Request, keys []registryapi.SigningKey) *registryapi.SigningKey {
 	id := r.URL.Query().Get("added")
+	if id == "" {
+		return nil
+	}
 	for i := range keys {
-		if id != "" && keys[i].ID == id {
+		if keys[i].ID == id {
 			return &keys[i]
 		}
 	}

@@ -105,22 +105,23 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, pageISV, pg)
 }
 
-// listingForm is the listing editor's model: the form's values as typed.
-// A refusal of one field (Field, a form field's name) marks that input
-// with FieldMsg beside it; Error sums the refusal up at the top.
+// listingForm is the listing editor's model: the form's values as typed,
+// and its refusal. Typed holds what was typed into the page's other forms
+// (tag rules, offers, versions), by field.
 type listingForm struct {
+	formRefusal
 	ID, Name, Repository, Summary, Description, Category, BoardModel string
 	Currency, PricePerHour, PricePerLoad, PricePerAttachedHour       string
 	Visibility                                                       string
 	// RepoName is what the new listing's repository field takes: the
 	// repository's name after the fixed "Owner/".
-	RepoName               string
-	Published              bool
-	Versions               []versionView
-	Error, Field, FieldMsg string
-	Owner                  string
-	Shares                 []registryapi.Entitlement
-	TagRules               []registryapi.TagRule
+	RepoName  string
+	Published bool
+	Versions  []versionView
+	Typed     map[string]string
+	Owner     string
+	Shares    []registryapi.Entitlement
+	TagRules  []registryapi.TagRule
 }
 
 func (f listingForm) title() string {
@@ -130,9 +131,6 @@ func (f listingForm) title() string {
 	return "Edit " + f.Name
 }
 func (listingForm) nav() string { return "isv" }
-
-// Invalid reports whether the refusal names the form field field.
-func (f listingForm) Invalid(field string) bool { return f.Field != "" && f.Field == field }
 
 func formOf(l registryapi.Listing) listingForm {
 	return listingForm{ID: l.ID, Name: l.Name, Repository: l.Repository, Summary: l.Summary, Description: l.Description,
@@ -186,21 +184,6 @@ func micros(s string) (int64, error) {
 	return w*1_000_000 + f, nil
 }
 
-// fieldError is the portal's own refusal of one form field.
-type fieldError struct{ field, msg string }
-
-func (e *fieldError) Error() string { return fieldLabels[e.field] + ": " + e.msg }
-
-// fieldLabels are the editor's fields as its labels name them.
-var fieldLabels = map[string]string{"name": "Name", "repository": "Repository", "summary": "Summary",
-	"description": "Description", "category": "Category", "board_model": "Board model", "currency": "Currency",
-	"price_per_hour": "Price per hour", "price_per_load": "Price per load",
-	"price_per_attached_hour": "Price per hour attached from the pool", "visibility": "Visibility"}
-
-// apiFields are the API's names of the editor's fields where they differ.
-var apiFields = map[string]string{"price_per_hour_micros": "price_per_hour", "price_per_load_micros": "price_per_load",
-	"price_per_attached_hour_micros": "price_per_attached_hour"}
-
 func (p *Portal) newListing(w http.ResponseWriter, r *http.Request) {
 	se := sessionOf(r)
 	p.render(w, r, http.StatusOK, pageListingEdit, listingForm{Currency: "USD", Visibility: "public", Owner: se.account.Name})
@@ -252,26 +235,16 @@ func repository(owner, name string) (string, error) {
 // formError shows the editor again with the API's or the form's refusal,
 // on its field when it names one.
 func (p *Portal) formError(w http.ResponseWriter, r *http.Request, f listingForm, err error) {
-	ae, refused := apiRefusal(err)
-	var fe *fieldError
+	ae, isAPI := apiRefusal(err)
 	switch {
-	case refused && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
-		f.Error, f.Field, f.FieldMsg = ae.Message, ae.Field, strings.TrimPrefix(ae.Message, ae.Field+": ")
-		if ff, ok := apiFields[ae.Field]; ok {
-			f.Field = ff
-		}
-		if label, ok := fieldLabels[f.Field]; ok {
-			f.Error = label + ": " + f.FieldMsg
-		}
+	case isAPI && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
+		f.formRefusal = refused(err)
 		f.priceInFormUnits()
 		p.render(w, r, ae.Status, pageListingEdit, f)
-	case refused:
+	case isAPI:
 		p.fail(w, r, err)
-	case errors.As(err, &fe):
-		f.Error, f.Field, f.FieldMsg = fe.Error(), fe.field, fe.msg
-		p.render(w, r, http.StatusUnprocessableEntity, pageListingEdit, f)
 	default:
-		f.Error = err.Error()
+		f.formRefusal = refused(err)
 		p.render(w, r, http.StatusUnprocessableEntity, pageListingEdit, f)
 	}
 }

@@ -10,9 +10,9 @@ import (
 )
 
 type keysPage struct {
+	formRefusal
 	Keys  []registryapi.SigningKey
 	Added *registryapi.SigningKey
-	Error string
 	PEM   string
 }
 
@@ -66,7 +66,7 @@ func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(b) > maxKeyPEM {
-			p.showKeys(w, r, http.StatusRequestEntityTooLarge, keysPage{Error: "The key file is too large to be a public key."})
+			p.showKeys(w, r, http.StatusRequestEntityTooLarge, keysPage{formRefusal: formRefusal{Error: "The key file is too large to be a public key."}})
 			return
 		}
 		if s := strings.TrimSpace(string(b)); s != "" {
@@ -74,12 +74,12 @@ func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if pemText == "" {
-		p.showKeys(w, r, http.StatusUnprocessableEntity, keysPage{Error: "Paste a PEM public key or choose the isv.pub file hdk keygen wrote."})
+		p.showKeys(w, r, http.StatusUnprocessableEntity, keysPage{formRefusal: refused(&fieldError{"pem", "paste a PEM public key or choose the isv.pub file hdk keygen wrote"})})
 		return
 	}
 	k, err := p.apiAs(accountOf(r)).AddSigningKey(r.Context(), pemText)
 	if ae, ok := apiRefusal(err); ok && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
-		p.showKeys(w, r, ae.Status, keysPage{Error: ae.Message, PEM: pemText})
+		p.showKeys(w, r, ae.Status, keysPage{formRefusal: refused(err), PEM: pemText})
 		return
 	}
 	if err != nil {

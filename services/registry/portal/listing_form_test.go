@@ -115,3 +115,43 @@ func TestListingFormFields(t *testing.T) {
 		t.Errorf("save: the alert says %q", errorOf(page))
 	}
 }
+
+// TestFieldRefusalsOnOtherForms: the tokens, keys, tag rule, offer and
+// version forms mark the field a refusal names too, keeping what was
+// typed.
+func TestFieldRefusalsOnOtherForms(t *testing.T) {
+	r := newRig(t)
+	r.user("acme", auth.RoleISV)
+	id := r.listing("acme", "Edge FFT", "an FFT", false)
+	b := r.browser()
+	b.signIn("acme")
+	_, page := b.get("/tokens")
+	tok := csrf(t, page)
+	long := strings.Repeat("n", 200)
+	for _, c := range []struct {
+		what, path string
+		form       url.Values
+		id, msg    string
+		kept       string
+	}{
+		{"token days", "/tokens", url.Values{"name": {"ci"}, "days": {"0"}}, "token-days", "whole number of days", `value="ci"`},
+		{"token name", "/tokens", url.Values{"name": {long}}, "token-name", "at most 128 bytes", `value="` + long + `"`},
+		{"key", "/isv/keys", url.Values{"pem": {"not a key"}}, "pem", "want one PEM PUBLIC KEY block", ">not a key</textarea>"},
+		{"tag rule", "/isv/listings/" + id + "/tag-rules", url.Values{"pattern": {"v 1"}}, "r-pattern", "neither a tag character", `value="v 1"`},
+		{"version", "/isv/listings/" + id + "/versions", url.Values{"version": {"1.0.0"}, "digest": {"sha256:nope"}}, "v-digest", "want sha256:", `value="sha256:nope"`},
+	} {
+		c.form.Set("csrf", tok)
+		resp, page := b.do(http.MethodPost, c.path, c.form, nil)
+		if resp.StatusCode != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d %s, want 422", c.what, resp.StatusCode, errorOf(page))
+			continue
+		}
+		flagged(t, c.what, page, c.id, c.msg)
+		if !strings.Contains(page, c.kept) {
+			t.Errorf("%s: what was typed is lost", c.what)
+		}
+		if c.id == "v-digest" && !strings.Contains(page, "<details open>") {
+			t.Errorf("%s: the form with the refused field is folded away", c.what)
+		}
+	}
+}

@@ -11,9 +11,11 @@ import (
 )
 
 type tokensPage struct {
+	formRefusal
 	Tokens  []registryapi.Token
 	Created *registryapi.Token
-	Error   string
+	// Name and Days are the form's values as typed, after a refusal.
+	Name, Days string
 }
 
 func (tokensPage) title() string { return "API tokens" }
@@ -39,10 +41,12 @@ func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, 
 
 func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
 	req := registryapi.NewToken{Name: strings.TrimSpace(r.PostFormValue("name"))}
-	if d := strings.TrimSpace(r.PostFormValue("days")); d != "" {
+	typed := tokensPage{Name: req.Name, Days: strings.TrimSpace(r.PostFormValue("days"))}
+	if d := typed.Days; d != "" {
 		n, err := strconv.Atoi(d)
 		if err != nil || n < 1 || n > 3650 {
-			p.showTokens(w, r, http.StatusUnprocessableEntity, tokensPage{Error: "Expiry: give a whole number of days from 1 to 3650, or leave it empty."})
+			typed.formRefusal = refused(&fieldError{"days", "give a whole number of days from 1 to 3650, or leave it empty"})
+			p.showTokens(w, r, http.StatusUnprocessableEntity, typed)
 			return
 		}
 		t := time.Now().Add(time.Duration(n) * 24 * time.Hour).UTC()
@@ -50,7 +54,8 @@ func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, err := p.apiAs(accountOf(r)).CreateToken(r.Context(), req)
 	if ae, ok := apiRefusal(err); ok && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
-		p.showTokens(w, r, ae.Status, tokensPage{Error: ae.Message})
+		typed.formRefusal = refused(err)
+		p.showTokens(w, r, ae.Status, typed)
 		return
 	}
 	if err != nil {

@@ -182,6 +182,15 @@ func TestBrowserJourneys(t *testing.T) {
 	// The tenant signs in from the listing page and comes back to it.
 	c.run("listing", chromedp.Navigate(r.url+"/listings/"+id), chromedp.WaitVisible("h1", chromedp.ByQuery))
 	c.shot("02-listing-signed-out")
+	var bare struct{ ID string }
+	r.api("acme", http.MethodPost, "/listings", map[string]any{"name": "Bare Loopback", "repository": "acme/loopback", "visibility": "public"}, &bare)
+	r.api("acme", http.MethodPost, "/listings/"+bare.ID+"/publish", nil, nil)
+	c.run("bare listing", chromedp.Navigate(r.url+"/listings/"+bare.ID), chromedp.WaitVisible(".facts", chromedp.ByQuery))
+	if got := c.text(".facts"); strings.Contains(got, "Board") || !strings.Contains(got, "Free") {
+		t.Fatalf("a listing without board or price: %q", got)
+	}
+	c.shot("02a-listing-bare-signed-out")
+	c.run("listing", chromedp.Navigate(r.url+"/listings/"+id), chromedp.WaitVisible("h1", chromedp.ByQuery))
 	c.follow("sign in", chromedp.Click(`main a[href^="/signin"]`, chromedp.ByQuery), "#name")
 	c.run("credentials", chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
 	c.shot("03-signin")

@@ -37,13 +37,15 @@ func adminTabs(cur string) []tab {
 
 // Accounts ------------------------------------------------------------------------
 
+// accountsPage is the accounts page; its refusal marks a field of the
+// form creating an account, never of a row's.
 type accountsPage struct {
+	formRefusal
 	Tabs     []tab
 	Accounts []registryapi.Account
 	Role     string // the filter
 	Next     string
 	Me       string
-	Error    string
 	Form     struct{ Name, Role string }
 }
 
@@ -94,7 +96,7 @@ func (p *Portal) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
 		Password: r.PostFormValue("password")}
 	_, err := p.apiAs(accountOf(r)).CreateAccount(r.Context(), req)
 	if ae, ok := userError(err); ok {
-		pg := accountsPage{Error: ae.Message}
+		pg := accountsPage{formRefusal: refused(ae)}
 		pg.Form.Name, pg.Form.Role = req.Name, req.Role
 		p.showAccounts(w, r, ae.Status, pg)
 		return
@@ -118,7 +120,7 @@ func (p *Portal) adminUpdateAccount(w http.ResponseWriter, r *http.Request) {
 	}
 	_, err := p.apiAs(accountOf(r)).UpdateAccount(r.Context(), r.PathValue("id"), req)
 	if ae, ok := userError(err); ok && ae.Status != http.StatusNotFound {
-		p.showAccounts(w, r, ae.Status, accountsPage{Error: ae.Message})
+		p.showAccounts(w, r, ae.Status, accountsPage{formRefusal: formRefusal{Error: ae.Message}})
 		return
 	}
 	if err != nil {

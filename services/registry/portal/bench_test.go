@@ -85,7 +85,7 @@ func newUploadEnv(b *testing.B) *uploadEnv {
 	r := newRig(b)
 	r.user("acme", auth.RoleISV)
 	key := r.isvKey("acme")
-	img := r.buildImageSized("alidnn-dual", key)
+	img := r.buildImageSized(benchImage, "alidnn-dual", key)
 	dir := filepath.Join(b.TempDir(), "layout")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		b.Fatal(err)
@@ -96,12 +96,16 @@ func newUploadEnv(b *testing.B) *uploadEnv {
 	return &uploadEnv{r: r, img: img, layout: dir}
 }
 
+// benchImage is the benchmarks' image's name, the last part of each
+// repository they upload into.
+const benchImage = "dnn"
+
 // next creates a listing on a repository of its own, so that every
 // iteration moves every byte (a repository that has a blob skips it).
 func (e *uploadEnv) next(b *testing.B) (listing, repo string) {
 	e.n++
-	name := fmt.Sprintf("Bench %d", e.n)
-	return e.r.listing("acme", name, "", false), fmt.Sprintf("acme/bench-%d", e.n)
+	repo = fmt.Sprintf("acme/bench-%d/%s", e.n, benchImage)
+	return e.r.listingAt(repo, fmt.Sprintf("Bench %d", e.n), "", false), repo
 }
 
 // BenchmarkBrowserUpload is the portal's publish form posting the image

@@ -3,6 +3,7 @@ package portal_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,21 @@ func (c *chrome) clean(page string) {
 	c.errs = nil
 }
 
+// refused forgets the console's record of a page answered with status,
+// which the test expected (a refused form), and keeps every other error.
+func (c *chrome) refused(status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := fmt.Sprintf("status of %d ", status)
+	var kept []string
+	for _, e := range c.errs {
+		if !strings.Contains(e, want) {
+			kept = append(kept, e)
+		}
+	}
+	c.errs = kept
+}
+
 // follow runs act, which leaves the page (a link or a form), and waits for
 // the next page to show sel. Waiting for sel alone is not enough: it can
 // match the page being left, and a node of that page is gone under the
@@ -166,6 +182,15 @@ func TestBrowserJourneys(t *testing.T) {
 	// The tenant signs in from the listing page and comes back to it.
 	c.run("listing", chromedp.Navigate(r.url+"/listings/"+id), chromedp.WaitVisible("h1", chromedp.ByQuery))
 	c.shot("02-listing-signed-out")
+	var bare struct{ ID string }
+	r.api("acme", http.MethodPost, "/listings", map[string]any{"name": "Bare Loopback", "repository": "acme/loopback", "visibility": "public"}, &bare)
+	r.api("acme", http.MethodPost, "/listings/"+bare.ID+"/publish", nil, nil)
+	c.run("bare listing", chromedp.Navigate(r.url+"/listings/"+bare.ID), chromedp.WaitVisible(".facts", chromedp.ByQuery))
+	if got := c.text(".facts"); strings.Contains(got, "Board") || !strings.Contains(got, "Free") {
+		t.Fatalf("a listing without board or price: %q", got)
+	}
+	c.shot("02a-listing-bare-signed-out")
+	c.run("listing", chromedp.Navigate(r.url+"/listings/"+id), chromedp.WaitVisible("h1", chromedp.ByQuery))
 	c.follow("sign in", chromedp.Click(`main a[href^="/signin"]`, chromedp.ByQuery), "#name")
 	c.run("credentials", chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
 	c.shot("03-signin")
@@ -209,7 +234,7 @@ func TestBrowserISVJourney(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub, _ := sign.MarshalPublicKey(key.Public())
-	img := r.buildImage("alidnn-dual", false, key)
+	img := r.buildImage("dual-dnn", "alidnn-dual", false, key)
 	dir := t.TempDir()
 	tarPath, keysPath := filepath.Join(dir, "image.tar"), filepath.Join(dir, "layout.keys.json")
 	os.WriteFile(tarPath, img.tar, 0o600)
@@ -232,12 +257,23 @@ func TestBrowserISVJourney(t *testing.T) {
 	c.clean("keys")
 
 	c.run("new listing", chromedp.Navigate(r.url+"/isv/listings/new"), chromedp.WaitVisible("#l-name", chromedp.ByID),
-		chromedp.SendKeys("#l-name", "Dual DNN", chromedp.ByID), chromedp.SetValue("#l-repo", "acme/dual-dnn", chromedp.ByID),
+		chromedp.SendKeys("#l-name", "Dual DNN", chromedp.ByID), chromedp.SendKeys("#l-repo", "acme/dual-dnn", chromedp.ByID),
 		chromedp.SendKeys("#l-summary", "int8 CNN inference on both chips", chromedp.ByID),
 		chromedp.SendKeys("#l-desc", "Runs **ResNet** and MNIST.\n\n- int8\n- two chips", chromedp.ByID),
 		chromedp.SendKeys("#l-cat", "ml", chromedp.ByID), chromedp.SendKeys("#l-board", "faas-vu9p-2", chromedp.ByID),
 		chromedp.SendKeys("#l-pph", "2.40", chromedp.ByID))
 	c.shot("12-isv-listing-new")
+	// The namespace is fixed text: typing it again is refused on the field,
+	// which has the focus.
+	c.follow("create listing", chromedp.Submit("#l-name", chromedp.ByID), "#l-repo-err")
+	var focused string
+	c.run("focus", chromedp.Evaluate(`document.activeElement.id`, &focused))
+	if got := c.text("#l-repo-err"); focused != "l-repo" || !strings.Contains(got, "acme/ is there already") {
+		t.Fatalf("repository typed with its namespace: focus on %q, beside it %q", focused, got)
+	}
+	c.shot("12a-isv-listing-field-error")
+	c.refused(http.StatusUnprocessableEntity)
+	c.run("repository name", chromedp.SetValue("#l-repo", "dual-dnn", chromedp.ByID))
 	c.follow("create listing", chromedp.Submit("#l-name", chromedp.ByID), ".flash")
 	c.shot("13-isv-listing-edit")
 
@@ -264,7 +300,8 @@ func TestBrowserISVJourney(t *testing.T) {
 	// The tenant.
 	c.run("tenant sign in", chromedp.Navigate(r.url+"/signin"), chromedp.WaitVisible("#name", chromedp.ByID),
 		chromedp.SendKeys("#name", "alice", chromedp.ByID), chromedp.SendKeys("#password", password, chromedp.ByID))
-	c.follow("tenant submit sign-in", chromedp.Submit("#password", chromedp.ByID), ".cards")
+	c.follow("tenant submit sign-in", chromedp.Submit("#password", chromedp.ByID), "#loads-h")
+	c.run("marketplace", chromedp.Navigate(r.url+"/"), chromedp.WaitVisible(".cards", chromedp.ByQuery))
 	c.follow("tenant listing", chromedp.Click(`.card a`, chromedp.ByQuery), `form[action$="/subscribe"] button`)
 	c.follow("tenant subscribe", chromedp.Click(`form[action$="/subscribe"] button`, chromedp.ByQuery), "main .ok")
 	line := c.text("#load-line")

@@ -17,7 +17,19 @@
 // ISV 404, as the API's management routes do, whether the marketplace
 // shows that listing or not. A browser upload is refused before its image
 // is read when its version's tag may no longer move (the version exists,
-// or a tag rule holds the tag): 409, naming the listing and version.
+// or a tag rule holds the tag): 409, naming the listing and version; and
+// an image is accepted only into the listing whose repository's last part
+// is its own name (image.yaml's).
+//
+// # Forms
+//
+// A form that changes state answers a success with a redirect (303) to a
+// page showing the result, so that reloading that page repeats nothing.
+// A new API token's secret crosses that redirect in a cookie sealed under
+// a key derived from the session's, read once and never in a URL. A
+// refusal shows the form again with what was typed, and a refusal of one
+// field (the API's names one) marks that field, with its message beside
+// it and the focus on it.
 //
 // # Safety
 //

@@ -27,7 +27,7 @@ func TestUploadOverAVersion(t *testing.T) {
 	listing := r.listing("acme", "Edge FFT", "an FFT", true)
 	b := r.browser()
 	b.signIn("acme")
-	if resp, page := b.upload(listing, "0.9.0", r.buildImage("loopback", false, key)); resp.StatusCode != http.StatusSeeOther {
+	if resp, page := b.upload(listing, "0.9.0", r.buildImage("edge-fft", "loopback", false, key)); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("first upload of 0.9.0: %d %s", resp.StatusCode, errorOf(page))
 	}
 	before, err := r.as("acme").Tag(t.Context(), listing, "0.9.0")
@@ -35,7 +35,7 @@ func TestUploadOverAVersion(t *testing.T) {
 		t.Fatalf("tag 0.9.0 after the upload: %+v %v", before, err)
 	}
 
-	other := r.buildImage("alidnn-dual", false, key)
+	other := r.buildImage("edge-fft", "alidnn-dual", false, key)
 	status, page, sent := b.uploadUnfinished(listing, "0.9.0", other.tar, 1<<30)
 	if status != http.StatusConflict || !strings.Contains(page, "Edge FFT") || !strings.Contains(page, "0.9.0") {
 		t.Errorf("upload over 0.9.0: %d %s, want 409 naming the listing and version", status, errorOf(page))

@@ -3,6 +3,7 @@ package portal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -104,17 +105,23 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, pageISV, pg)
 }
 
-// listingForm is the listing editor's model: the form's values as typed.
+// listingForm is the listing editor's model: the form's values as typed,
+// and its refusal. Typed holds what was typed into the page's other forms
+// (tag rules, offers, versions), by field.
 type listingForm struct {
+	formRefusal
 	ID, Name, Repository, Summary, Description, Category, BoardModel string
 	Currency, PricePerHour, PricePerLoad, PricePerAttachedHour       string
 	Visibility                                                       string
-	Published                                                        bool
-	Versions                                                         []versionView
-	Error, Field                                                     string
-	Owner                                                            string
-	Shares                                                           []registryapi.Entitlement
-	TagRules                                                         []registryapi.TagRule
+	// RepoName is what the new listing's repository field takes: the
+	// repository's name after the fixed "Owner/".
+	RepoName  string
+	Published bool
+	Versions  []versionView
+	Typed     map[string]string
+	Owner     string
+	Shares    []registryapi.Entitlement
+	TagRules  []registryapi.TagRule
 }
 
 func (f listingForm) title() string {
@@ -135,60 +142,73 @@ func formOf(l registryapi.Listing) listingForm {
 // decimal writes micro-units as a decimal amount: 1500000 is "1.50".
 // Integer arithmetic: a float64 loses cents on large amounts.
 func decimal(micros int64) string {
+	sign := ""
+	if micros < 0 {
+		sign, micros = "-", -micros
+	}
 	frac := strings.TrimRight(fmt.Sprintf("%06d", micros%1_000_000), "0")
 	for len(frac) < 2 {
 		frac += "0"
 	}
-	return strconv.FormatInt(micros/1_000_000, 10) + "." + frac
+	return sign + strconv.FormatInt(micros/1_000_000, 10) + "." + frac
 }
 
-// micros reads a decimal amount of at most 6 decimals into micro-units.
-func micros(field, s string) (int64, error) {
+// errAmount refuses what is not a decimal amount.
+var errAmount = errors.New("want an amount such as 1.50, with at most 6 decimals")
+
+// micros reads a decimal amount of at most 6 decimals into micro-units,
+// from its digits rather than through a float, which would round. A
+// negative amount is read as such: the API refuses it, on the field.
+func micros(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, nil
 	}
-	whole, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(s, "-")
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
 	if len(frac) > 6 || whole == "" && frac == "" {
-		return 0, fmt.Errorf("%s: at most 6 decimals", field)
+		return 0, errAmount
 	}
 	w, err := strconv.ParseInt(whole, 10, 64)
 	if err != nil && whole != "" || w < 0 || w > math.MaxInt64/1_000_000-1 {
-		return 0, fmt.Errorf("%s: want an amount such as 1.50", field)
+		return 0, errAmount
 	}
 	frac += strings.Repeat("0", 6-len(frac))
 	f, err := strconv.ParseInt(frac, 10, 64)
 	if err != nil || f < 0 {
-		return 0, fmt.Errorf("%s: want an amount such as 1.50", field)
+		return 0, errAmount
+	}
+	if neg {
+		return -(w*1_000_000 + f), nil
 	}
 	return w*1_000_000 + f, nil
 }
 
 func (p *Portal) newListing(w http.ResponseWriter, r *http.Request) {
 	se := sessionOf(r)
-	p.render(w, r, http.StatusOK, pageListingEdit, listingForm{Repository: se.account.Name + "/", Currency: "USD", Visibility: "public", Owner: se.account.Name})
+	p.render(w, r, http.StatusOK, pageListingEdit, listingForm{Currency: "USD", Visibility: "public", Owner: se.account.Name})
 }
 
 // listingBody reads the editor's fields into f and returns them as the
 // API's.
 func listingBody(r *http.Request, f *listingForm) (registryapi.ListingFields, error) {
-	for k, v := range map[string]*string{"name": &f.Name, "repository": &f.Repository, "summary": &f.Summary,
+	for k, v := range map[string]*string{"name": &f.Name, "summary": &f.Summary,
 		"description": &f.Description, "category": &f.Category, "board_model": &f.BoardModel, "currency": &f.Currency,
 		"price_per_hour": &f.PricePerHour, "price_per_load": &f.PricePerLoad, "price_per_attached_hour": &f.PricePerAttachedHour,
 		"visibility": &f.Visibility} {
 		*v = strings.TrimSpace(r.PostFormValue(k))
 	}
-	pph, err := micros("Price per hour", f.PricePerHour)
+	pph, err := micros(f.PricePerHour)
 	if err != nil {
-		return registryapi.ListingFields{}, err
+		return registryapi.ListingFields{}, &fieldError{"price_per_hour", err.Error()}
 	}
-	ppl, err := micros("Price per load", f.PricePerLoad)
+	ppl, err := micros(f.PricePerLoad)
 	if err != nil {
-		return registryapi.ListingFields{}, err
+		return registryapi.ListingFields{}, &fieldError{"price_per_load", err.Error()}
 	}
-	ppa, err := micros("Price per attached hour", f.PricePerAttachedHour)
+	ppa, err := micros(f.PricePerAttachedHour)
 	if err != nil {
-		return registryapi.ListingFields{}, err
+		return registryapi.ListingFields{}, &fieldError{"price_per_attached_hour", err.Error()}
 	}
 	currency := strings.ToUpper(f.Currency)
 	return registryapi.ListingFields{Name: &f.Name, Summary: &f.Summary, Description: &f.Description, Category: &f.Category,
@@ -196,24 +216,61 @@ func listingBody(r *http.Request, f *listingForm) (registryapi.ListingFields, er
 		PricePerAttachedHourMicros: &ppa, Visibility: &f.Visibility}, nil
 }
 
-// formError shows the editor again with the API's or the form's refusal.
-func (p *Portal) formError(w http.ResponseWriter, r *http.Request, f listingForm, err error) {
-	ae, refused := apiRefusal(err)
+// repository joins the owner's namespace, shown as fixed text, and the
+// name typed after it. The API refuses a repository outside the
+// namespace; what it cannot tell from a mistake is the namespace typed
+// again or a leading "/", which it would take as part of the name.
+func repository(owner, name string) (string, error) {
 	switch {
-	case refused && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
-		f.Error, f.Field = ae.Message, ae.Field
+	case name == "":
+		return "", &fieldError{"repository", "required: the name after " + owner + "/"}
+	case strings.HasPrefix(name, "/"):
+		return "", &fieldError{"repository", "give the name after " + owner + "/ without a leading /"}
+	case strings.HasPrefix(name, owner+"/"):
+		return "", &fieldError{"repository", owner + "/ is there already: give only the name after it"}
+	}
+	return owner + "/" + name, nil
+}
+
+// formError shows the editor again with the API's or the form's refusal,
+// on its field when it names one.
+func (p *Portal) formError(w http.ResponseWriter, r *http.Request, f listingForm, err error) {
+	ae, isAPI := apiRefusal(err)
+	switch {
+	case isAPI && ae.Status < 500 && ae.Status != http.StatusUnauthorized:
+		f.formRefusal = refused(err)
+		f.priceInFormUnits()
 		p.render(w, r, ae.Status, pageListingEdit, f)
-	case refused:
+	case isAPI:
 		p.fail(w, r, err)
 	default:
-		f.Error = err.Error()
+		f.formRefusal = refused(err)
 		p.render(w, r, http.StatusUnprocessableEntity, pageListingEdit, f)
 	}
 }
 
+// priceInFormUnits words the API's refusal of a price in the form's units:
+// the API counts micro-units ("want 0 to 1000000000000 micro-units"), the
+// form whole units of the currency.
+func (f *listingForm) priceInFormUnits() {
+	typed, ok := map[string]string{"price_per_hour": f.PricePerHour, "price_per_load": f.PricePerLoad,
+		"price_per_attached_hour": f.PricePerAttachedHour}[f.Field]
+	if !ok {
+		return
+	}
+	f.FieldMsg = "at most " + decimal(registryapi.MaxPriceMicros)
+	if strings.HasPrefix(typed, "-") {
+		f.FieldMsg = "must not be negative"
+	}
+	f.Error = fieldLabels[f.Field] + ": " + f.FieldMsg
+}
+
 func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
-	f := listingForm{Owner: sessionOf(r).account.Name}
+	f := listingForm{Owner: sessionOf(r).account.Name, RepoName: strings.TrimSpace(r.PostFormValue("repository"))}
 	body, err := listingBody(r, &f)
+	if err == nil {
+		f.Repository, err = repository(f.Owner, f.RepoName)
+	}
 	if err != nil {
 		p.formError(w, r, f, err)
 		return
@@ -235,9 +292,15 @@ func (p *Portal) createListing(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) ownedListing(ctx context.Context, acct auth.Account, id string) (registryapi.Listing, error) {
 	l, err := p.apiAs(&acct).Listing(ctx, id)
 	if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusNotFound || err == nil && l.OwnerID != acct.ID {
-		return registryapi.Listing{}, &registryclient.Error{Status: http.StatusNotFound, Code: registryapi.CodeNotFound, Message: "no such listing of yours"}
+		return registryapi.Listing{}, notYours()
 	}
 	return l, err
+}
+
+// notYours is the portal's one answer for a listing that is not the
+// ISV's, missing or another's alike.
+func notYours() error {
+	return &registryclient.Error{Status: http.StatusNotFound, Code: registryapi.CodeNotFound, Message: "no such listing of yours"}
 }
 
 func (p *Portal) loadListingForm(r *http.Request, id string) (listingForm, error) {

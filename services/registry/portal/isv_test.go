@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -37,21 +38,24 @@ type built struct {
 	keys []byte
 }
 
-// buildImage builds the reference image source, seals it to the registry's
-// platform key unless plain, and signs it into its layout with key unless
-// nil, as hdk build, seal and sign do.
-func (r *rig) buildImage(source string, plain bool, key *ecdsa.PrivateKey) built {
+// buildImage builds the reference image source under imageName (its
+// image.yaml's, which the portal wants to be its repository's last part),
+// seals it to the registry's platform key unless plain, and signs it into
+// its layout with key unless nil, as hdk build, seal and sign do.
+func (r *rig) buildImage(imageName, source string, plain bool, key *ecdsa.PrivateKey) built {
 	r.t.Helper()
-	return r.build(source, images.SmallFrameBytes, plain, key)
+	return r.build(imageName, source, images.SmallFrameBytes, plain, key)
 }
 
 // buildImageSized is buildImage of a full-size, sealed image.
-func (r *rig) buildImageSized(source string, key *ecdsa.PrivateKey) built {
+func (r *rig) buildImageSized(imageName, source string, key *ecdsa.PrivateKey) built {
 	r.t.Helper()
-	return r.build(source, images.FrameBytes, false, key)
+	return r.build(imageName, source, images.FrameBytes, false, key)
 }
 
-func (r *rig) build(source string, frameBytes int, plain bool, key *ecdsa.PrivateKey) built {
+var manifestName = regexp.MustCompile(`(?m)^name: .*$`)
+
+func (r *rig) build(imageName, source string, frameBytes int, plain bool, key *ecdsa.PrivateKey) built {
 	r.t.Helper()
 	ctx := context.Background()
 	src := r.t.TempDir()
@@ -74,7 +78,7 @@ func (r *rig) build(source string, frameBytes int, plain bool, key *ecdsa.Privat
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(src, "image.yaml"), y, 0o644)
+	os.WriteFile(filepath.Join(src, "image.yaml"), manifestName.ReplaceAll(y, []byte("name: "+imageName)), 0o644)
 	m, err := image.Load(filepath.Join(src, "image.yaml"))
 	if err != nil {
 		r.t.Fatal(err)
@@ -219,7 +223,7 @@ func TestPublishFromTheBrowser(t *testing.T) {
 	b := r.browser()
 	b.signIn("acme")
 
-	good := r.buildImage("alidnn-dual", false, key)
+	good := r.buildImage("dual-dnn", "alidnn-dual", false, key)
 	resp, page := b.upload(listing, "1.0.0", good)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/isv/listings/"+listing+"/versions/1.0.0" {
 		t.Fatalf("upload: %d to %q: %s", resp.StatusCode, resp.Header.Get("Location"), errorOf(page))
@@ -250,7 +254,7 @@ func TestPublishFromTheBrowser(t *testing.T) {
 		code int
 	}{
 		"tampered":  {tampered(good), "do not match its digest", http.StatusUnprocessableEntity},
-		"unsigned":  {r.buildImage("loopback", true, nil), "not signed", http.StatusUnprocessableEntity},
+		"unsigned":  {r.buildImage("dual-dnn", "loopback", true, nil), "not signed", http.StatusUnprocessableEntity},
 		"no keys":   {built{tar: good.tar}, "The image is sealed", http.StatusUnprocessableEntity},
 		"not a tar": {built{tar: []byte(strings.Repeat("not a tar ", 100))}, "The image was refused", http.StatusUnprocessableEntity},
 	} {

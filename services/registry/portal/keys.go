@@ -10,9 +10,9 @@ import (
 )
 
 type keysPage struct {
+	formRefusal
 	Keys  []registryapi.SigningKey
 	Added *registryapi.SigningKey
-	Error string
 	PEM   string
 }
 
@@ -26,6 +26,21 @@ func (p *Portal) keys(w http.ResponseWriter, r *http.Request) {
 	p.showKeys(w, r, http.StatusOK, keysPage{})
 }
 
+// added is the key the form just registered, named by the redirect after
+// it (a reload of that page registers nothing).
+func added(r *http.Request, keys []registryapi.SigningKey) *registryapi.SigningKey {
+	id := r.URL.Query().Get("added")
+	if id == "" {
+		return nil
+	}
+	for i := range keys {
+		if keys[i].ID == id {
+			return &keys[i]
+		}
+	}
+	return nil
+}
+
 func (p *Portal) showKeys(w http.ResponseWriter, r *http.Request, status int, pg keysPage) {
 	res, err := p.apiAs(accountOf(r)).SigningKeys(r.Context(), url.Values{"limit": {"200"}})
 	if err != nil {
@@ -33,6 +48,9 @@ func (p *Portal) showKeys(w http.ResponseWriter, r *http.Request, status int, pg
 		return
 	}
 	pg.Keys = res.Items
+	if r.Method == http.MethodGet {
+		pg.Added = added(r, pg.Keys)
+	}
 	p.render(w, r, status, pageKeys, pg)
 }
 
@@ -48,7 +66,7 @@ func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(b) > maxKeyPEM {
-			p.showKeys(w, r, http.StatusRequestEntityTooLarge, keysPage{Error: "The key file is too large to be a public key."})
+			p.showKeys(w, r, http.StatusRequestEntityTooLarge, keysPage{formRefusal: formRefusal{Error: "The key file is too large to be a public key."}})
 			return
 		}
 		if s := strings.TrimSpace(string(b)); s != "" {
@@ -56,19 +74,19 @@ func (p *Portal) addKey(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if pemText == "" {
-		p.showKeys(w, r, http.StatusUnprocessableEntity, keysPage{Error: "Paste a PEM public key or choose the isv.pub file hdk keygen wrote."})
+		p.showKeys(w, r, http.StatusUnprocessableEntity, keysPage{formRefusal: refused(&fieldError{"pem", "paste a PEM public key or choose the isv.pub file hdk keygen wrote"})})
 		return
 	}
 	k, err := p.apiAs(accountOf(r)).AddSigningKey(r.Context(), pemText)
 	if ae, ok := apiRefusal(err); ok && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
-		p.showKeys(w, r, ae.Status, keysPage{Error: ae.Message, PEM: pemText})
+		p.showKeys(w, r, ae.Status, keysPage{formRefusal: refused(err), PEM: pemText})
 		return
 	}
 	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
-	p.showKeys(w, r, http.StatusCreated, keysPage{Added: &k})
+	http.Redirect(w, r, "/isv/keys?added="+url.QueryEscape(k.ID), http.StatusSeeOther)
 }
 
 func (p *Portal) revokeKey(w http.ResponseWriter, r *http.Request) {

@@ -38,5 +38,8 @@ func FuzzMarkdown(f *testing.F) {
 		if strings.Contains(strings.ToLower(out), "<script") {
 			t.Fatalf("script element from %q", src)
 		}
+		if strings.Contains(out, "<h1") {
+			t.Fatalf("a second <h1> (the page has the listing's name) from %q", src)
+		}
 	})
 }

@@ -150,11 +150,12 @@ func TestAdminAccounts(t *testing.T) {
 	if m := has(page, "Account created.", "<td>carol</td>", `role-badge isv">isv`); len(m) > 0 {
 		t.Fatalf("accounts page lacks %q", m)
 	}
-	// A bad name comes back on the form with the API's reason.
+	// A bad name comes back on the form with the API's reason, on the field.
 	resp, page = b.do(http.MethodPost, "/admin/accounts", url.Values{"csrf": {tok}, "name": {"Bad Name"}, "role": {"tenant"}}, nil)
-	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "name: want lower-case") || !strings.Contains(page, `value="Bad Name"`) {
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(errorOf(page), "Name: want lower-case") || !strings.Contains(page, `value="Bad Name"`) {
 		t.Fatalf("bad name: %d\n%s", resp.StatusCode, page)
 	}
+	flagged(t, "bad name", page, "acct-name", "want lower-case")
 
 	accts, err := r.as("root").Accounts(t.Context(), nil)
 	if err != nil {

@@ -25,8 +25,8 @@ func TestAnotherISVsListings(t *testing.T) {
 	private := r.listing("acme", "Secret DSP", "not yet", false)
 	owner := r.browser()
 	owner.signIn("acme")
-	for _, l := range []string{public, private} {
-		if resp, page := owner.upload(l, "0.9.0", r.buildImage("loopback", false, key)); resp.StatusCode != http.StatusSeeOther {
+	for l, name := range map[string]string{public: "edge-fft", private: "secret-dsp"} {
+		if resp, page := owner.upload(l, "0.9.0", r.buildImage(name, "loopback", false, key)); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("upload: %d %s", resp.StatusCode, errorOf(page))
 		}
 	}

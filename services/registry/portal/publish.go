@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -19,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/fpga-faas/faas/hdk/image"
 	"github.com/fpga-faas/faas/hdk/publish"
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
@@ -48,6 +51,12 @@ func (p *Portal) showPublish(w http.ResponseWriter, r *http.Request, status int,
 	ls, err := p.ownListings(r)
 	if err != nil {
 		p.fail(w, r, err)
+		return
+	}
+	// A listing named but not among the ISV's is refused outright: shown
+	// unselected, the form would preselect another and upload into it.
+	if pg.Listing != "" && !slices.ContainsFunc(ls, func(l registryapi.Listing) bool { return l.ID == pg.Listing }) {
+		p.fail(w, r, notYours())
 		return
 	}
 	pg.Listings, pg.Host, pg.Max = ls, r.Host, p.cfg.MaxUploadBytes
@@ -206,6 +215,9 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 	if !signed {
 		return refuse(http.StatusUnprocessableEntity, "The image is not signed: sign the layout with hdk sign --key isv.key before uploading it.")
 	}
+	if err := sameName(dir, l.Repository); err != nil {
+		return err
+	}
 	digest, err := p.push(r.Context(), acct, dir, l.Repository, pg.Version, keys)
 	if err != nil {
 		return err
@@ -247,6 +259,25 @@ func (p *Portal) versionFree(ctx context.Context, acct auth.Account, pg *publish
 		return l, refuse(http.StatusConflict, "Version %s cannot be uploaded: %s.", pg.Version, tag.Reason)
 	}
 	return l, nil
+}
+
+// sameName refuses the image of the layout at dir unless its own name
+// (image.yaml's name, in its config) is the last part of repo: an image
+// uploaded into another's listing by mistake would be sold under it.
+func sameName(dir, repo string) error {
+	img, err := image.ReadLayout(dir)
+	var cfg image.Config
+	if err == nil {
+		cfg, err = image.ConfigOf(img)
+	}
+	if err != nil {
+		return refuse(http.StatusUnprocessableEntity, "The image was refused: %s.", strings.TrimPrefix(err.Error(), "image: "))
+	}
+	if want := path.Base(repo); cfg.Name != want {
+		return refuse(http.StatusUnprocessableEntity, "The image is named %q (the name in its image.yaml), but this listing's repository is %s: "+
+			"upload it to the listing of repository …/%s, or build it with name: %s.", cfg.Name, repo, cfg.Name, want)
+	}
+	return nil
 }
 
 // streamMin is the size from which an uploaded blob is streamed into the

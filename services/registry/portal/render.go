@@ -6,13 +6,16 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
 var funcs = template.FuncMap{
 	"price": price,
+	"cost":  cost,
 	"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"bytes": humanBytes,
 }
@@ -20,6 +23,25 @@ var funcs = template.FuncMap{
 // price formats micro-units of currency: 1500000 USD is "USD 1.50".
 func price(currency string, micros int64) string {
 	return fmt.Sprintf("%s %d.%02d", currency, micros/1_000_000, micros%1_000_000/10_000)
+}
+
+// cost says what listing l costs: the prices it sets, or that it is
+// free, never a price of zero.
+func cost(l registryapi.Listing) string {
+	var parts []string
+	if l.PricePerHourMicros != 0 {
+		parts = append(parts, price(l.Currency, l.PricePerHourMicros)+" per hour")
+	}
+	if l.PricePerLoadMicros != 0 {
+		parts = append(parts, price(l.Currency, l.PricePerLoadMicros)+" per load")
+	}
+	if l.PricePerAttachedHourMicros != 0 {
+		parts = append(parts, price(l.Currency, l.PricePerAttachedHourMicros)+" per hour attached from the pool")
+	}
+	if parts == nil {
+		return "Free"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // humanBytes writes n in binary units: 2147483648 is "2 GiB".

@@ -82,11 +82,20 @@ func (r *rig) api(user, method, path string, in, out any) {
 	}
 }
 
-// listing creates and, when published, publishes a public listing of user.
+// listing creates and, when published, publishes a public listing of user
+// on the repository user/NAME, NAME its name in lower case with dashes.
 func (r *rig) listing(user, name, description string, published bool) string {
 	r.t.Helper()
+	return r.listingAt(user+"/"+strings.ToLower(strings.ReplaceAll(name, " ", "-")), name, description, published)
+}
+
+// listingAt is listing on repository repo, of the user its namespace
+// names.
+func (r *rig) listingAt(repo, name, description string, published bool) string {
+	r.t.Helper()
+	user, _, _ := strings.Cut(repo, "/")
 	var l struct{ ID string }
-	r.api(user, http.MethodPost, "/listings", map[string]any{"name": name, "repository": user + "/" + strings.ToLower(strings.ReplaceAll(name, " ", "-")),
+	r.api(user, http.MethodPost, "/listings", map[string]any{"name": name, "repository": repo,
 		"summary": name + " accelerator", "description": description, "category": "ml", "board_model": "faas-vu9p-2",
 		"price_per_hour_micros": 1_500_000, "visibility": "public"}, &l)
 	if published {

@@ -20,11 +20,8 @@ const maxSigninField = 1024
 
 func (p *Portal) signinForm(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
-	if sessionOf(r) != nil {
-		if !localPath(next) {
-			next = "/"
-		}
-		http.Redirect(w, r, next, http.StatusSeeOther)
+	if se := sessionOf(r); se != nil {
+		http.Redirect(w, r, landing(se.account.Role, next), http.StatusSeeOther)
 		return
 	}
 	p.showSignin(w, r, http.StatusOK, signinPage{Next: next})
@@ -65,11 +62,15 @@ func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
 	acct, err := p.cfg.Accounts.Authenticate(r.Context(), name, pass)
 	switch {
 	case errors.Is(err, auth.ErrRateLimited), errors.Is(err, auth.ErrBusy):
+		msg := "Too many sign-ins at once. Try again in a moment."
+		if errors.Is(err, auth.ErrRateLimited) {
+			msg = "Too many failed attempts."
+		}
 		if s, ok := auth.RetryAfter(err); ok {
 			w.Header().Set("Retry-After", strconv.Itoa(s))
+			msg += " Try again in " + waitWords(s) + "."
 		}
-		p.showSignin(w, r, http.StatusTooManyRequests, signinPage{Next: next, Name: name,
-			Error: "Too many attempts. Wait a few minutes before you try again."})
+		p.showSignin(w, r, http.StatusTooManyRequests, signinPage{Next: next, Name: name, Error: msg})
 		return
 	case errors.Is(err, auth.ErrUnauthenticated) || (err == nil && acct.Disabled):
 		p.showSignin(w, r, http.StatusUnauthorized, signinPage{Next: next, Name: name,
@@ -91,10 +92,36 @@ func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	p.clearCookie(w, p.signinCookie())
 	p.setCookie(w, p.cookieName(), id, p.cfg.SessionTTL)
-	if !localPath(next) {
-		next = "/"
+	http.Redirect(w, r, landing(acct.Role, next), http.StatusSeeOther)
+}
+
+// homes are the pages each role starts from; the marketplace for any
+// other.
+var homes = map[auth.Role]string{auth.RoleISV: "/isv", auth.RoleTenant: "/my", auth.RoleAdmin: "/admin"}
+
+// landing is where sign-in sends role: back to the page it came from when
+// that is one of ours, else the role's home page.
+func landing(role auth.Role, next string) string {
+	if localPath(next) {
+		return next
 	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	if h, ok := homes[role]; ok {
+		return h
+	}
+	return "/"
+}
+
+// waitWords says a wait of s seconds as people read it: whole seconds
+// under two minutes (the lockouts start at one second and double), whole
+// minutes, rounded up, beyond.
+func waitWords(s int) string {
+	switch {
+	case s == 1:
+		return "1 second"
+	case s < 120:
+		return strconv.Itoa(s) + " seconds"
+	}
+	return strconv.Itoa((s+59)/60) + " minutes"
 }
 
 func (p *Portal) signout(w http.ResponseWriter, r *http.Request) {

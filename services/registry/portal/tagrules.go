@@ -36,5 +36,9 @@ func (p *Portal) listingFormError(w http.ResponseWriter, r *http.Request, id str
 		p.fail(w, r, lerr)
 		return
 	}
+	f.Typed = map[string]string{}
+	for _, k := range []string{"pattern", "account", "version", "digest"} {
+		f.Typed[k] = r.PostFormValue(k)
+	}
 	p.formError(w, r, f, err)
 }

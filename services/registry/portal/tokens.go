@@ -11,16 +11,22 @@ import (
 )
 
 type tokensPage struct {
+	formRefusal
 	Tokens  []registryapi.Token
 	Created *registryapi.Token
-	Error   string
+	// Name and Days are the form's values as typed, after a refusal.
+	Name, Days string
 }
 
 func (tokensPage) title() string { return "API tokens" }
 func (tokensPage) nav() string   { return "tokens" }
 
 func (p *Portal) tokens(w http.ResponseWriter, r *http.Request) {
-	p.showTokens(w, r, http.StatusOK, tokensPage{})
+	pg := tokensPage{}
+	if s, ok := p.takeSecret(w, r); ok {
+		pg.Created = &registryapi.Token{Name: s.Name, Secret: s.Secret}
+	}
+	p.showTokens(w, r, http.StatusOK, pg)
 }
 
 func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, pg tokensPage) {
@@ -35,10 +41,12 @@ func (p *Portal) showTokens(w http.ResponseWriter, r *http.Request, status int, 
 
 func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
 	req := registryapi.NewToken{Name: strings.TrimSpace(r.PostFormValue("name"))}
-	if d := strings.TrimSpace(r.PostFormValue("days")); d != "" {
+	typed := tokensPage{Name: req.Name, Days: strings.TrimSpace(r.PostFormValue("days"))}
+	if d := typed.Days; d != "" {
 		n, err := strconv.Atoi(d)
 		if err != nil || n < 1 || n > 3650 {
-			p.showTokens(w, r, http.StatusUnprocessableEntity, tokensPage{Error: "Expiry: give a whole number of days from 1 to 3650, or leave it empty."})
+			typed.formRefusal = refused(&fieldError{"days", "give a whole number of days from 1 to 3650, or leave it empty"})
+			p.showTokens(w, r, http.StatusUnprocessableEntity, typed)
 			return
 		}
 		t := time.Now().Add(time.Duration(n) * 24 * time.Hour).UTC()
@@ -46,14 +54,19 @@ func (p *Portal) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, err := p.apiAs(accountOf(r)).CreateToken(r.Context(), req)
 	if ae, ok := apiRefusal(err); ok && ae.Status < 500 && ae.Status != http.StatusUnauthorized {
-		p.showTokens(w, r, ae.Status, tokensPage{Error: ae.Message})
+		typed.formRefusal = refused(err)
+		p.showTokens(w, r, ae.Status, typed)
 		return
 	}
 	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
-	p.showTokens(w, r, http.StatusCreated, tokensPage{Created: &tok})
+	if err := p.setSecret(w, r, tok.Name, tok.Secret); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/tokens", http.StatusSeeOther)
 }
 
 func (p *Portal) revokeToken(w http.ResponseWriter, r *http.Request) {

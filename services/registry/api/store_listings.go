@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -295,13 +296,23 @@ func (s *store) listVersions(ctx context.Context, p *principal, listingID string
 	if _, err := s.getListing(ctx, s.db, p, listingID); err != nil {
 		return nil, err
 	}
+	// An anonymous visitor sees what can be loaded, not the findings of
+	// validations that failed or have yet to end.
+	anonymous := p == nil
 	t, _ := after(pg)
 	rows, err := s.db.Query(ctx, versionSel+` where v.listing_id = $1::uuid and (v.created_at, v.version) > ($2, $3)
-		order by v.created_at, v.version limit $4`, listingID, t, afterVersion(pg), pg.limit+1)
+		and (not $5 or coalesce(j.state, 'pending') = 'available')
+		order by v.created_at, v.version limit $4`, listingID, t, afterVersion(pg), pg.limit+1, anonymous)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Version, error) { return scanVersion(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Version, error) {
+		v, err := scanVersion(r)
+		if anonymous {
+			v.Reasons, v.Attempts = json.RawMessage("[]"), 0
+		}
+		return v, err
+	})
 }
 
 func afterVersion(pg pageReq) string {

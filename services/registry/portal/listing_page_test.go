@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -47,5 +49,58 @@ func TestListingPageShowsWhatIsSet(t *testing.T) {
 	_, page = visitor.get("/")
 	if strings.Contains(page, "0.00") || !strings.Contains(page, `<span class="price">Free</span>`) || strings.Contains(page, `<span class="board"></span>`) {
 		t.Errorf("marketplace cards: a zero price or an empty board shown, or the free listing not said free")
+	}
+}
+
+// TestVisitorSeesLoadableVersions: a signed-out visitor sees a published
+// listing's versions that can be loaded, and the line that loads one, but
+// neither the versions that failed validation nor their findings; the
+// ISV sees them all.
+func TestVisitorSeesLoadableVersions(t *testing.T) {
+	r := newRig(t)
+	r.user("acme", auth.RoleISV)
+	id := r.listing("acme", "Edge FFT", "Fast.", true)
+	good := r.version("acme", id, "acme/edge-fft", "1.0.0")
+	r.version("acme", id, "acme/edge-fft", "2.0.0")
+	ctx := t.Context()
+	// The registry's worker fails both (they are no images); once it has,
+	// one is made available by hand.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var open int
+		if err := r.srv.Pool().QueryRow(ctx, `select count(*) from validation_jobs where state not in ('available', 'failed')`).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d validations still running", open)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := r.srv.Pool().Exec(ctx, `update validation_jobs set state = 'available', reasons = '[]' where manifest_digest = $1`, good); err != nil {
+		t.Fatal(err)
+	}
+
+	_, page := r.browser().get("/listings/" + id)
+	if m := has(page, "<h2>Versions</h2>", "1.0.0", `id="load-line"`, "acme/edge-fft:1.0.0"); len(m) > 0 {
+		t.Errorf("visitor's listing page lacks %q", m)
+	}
+	if strings.Contains(page, "2.0.0") {
+		t.Error("visitor sees the version that failed validation")
+	}
+
+	anon, err := registryclient.New(r.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := anon.Versions(ctx, id, nil)
+	if err != nil || len(vs.Items) != 1 || vs.Items[0].Version != "1.0.0" || string(vs.Items[0].Reasons) != "[]" {
+		t.Fatalf("anonymous versions: %+v, %v; want 1.0.0 alone, without findings", vs.Items, err)
+	}
+	all, err := r.as("acme").Versions(ctx, id, nil)
+	if err != nil || len(all.Items) != 2 {
+		t.Fatalf("the ISV's versions: %+v, %v; want both", all.Items, err)
 	}
 }

@@ -74,13 +74,14 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pg := listingPage{Listing: l, Description: markdown(l.Description)}
+	// Everyone sees the versions: a visitor, those that can be loaded.
+	vs, err := api.Versions(ctx, id, url.Values{"limit": {"50"}})
+	if err != nil && !errors.Is(err, registryclient.ErrDenied) {
+		p.fail(w, r, err)
+		return
+	}
+	pg.Versions = vs.Items
 	if acct != nil {
-		vs, err := api.Versions(ctx, id, url.Values{"limit": {"50"}})
-		if err != nil && !errors.Is(err, registryclient.ErrDenied) {
-			p.fail(w, r, err)
-			return
-		}
-		pg.Versions = vs.Items
 		if acct.Role == auth.RoleTenant {
 			ents, err := api.Entitlements(ctx, url.Values{"listing_id": {id}, "active": {"true"}})
 			if err != nil {

@@ -135,10 +135,10 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	if eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
 		a, b = b, a
 	}
+	if !eqInts(b.shape, shape) && (!b.input || b.lay.shape != nil || b.packed != nil) {
+		return c.broadcastOperand(n, op, a, b)
+	}
 	if !eqInts(b.shape, shape) {
-		if !b.input || b.lay.shape != nil || b.packed != nil {
-			return fmt.Errorf("%s broadcasts the computed tensor %s: %w", op, b, ErrUnsupported)
-		}
 		b.bcast = b.shape
 		b.shape = shape
 	}

@@ -24,7 +24,11 @@
 // batch normalisation, requantisation, casts, residual sums) are fused into
 // its accumulator epilogue, and the rest run as element-wise layers (Sub of
 // a tensor as the addition of its negation; Div by constants only, as a
-// multiplication by the reciprocal). Concat moves each input into its place
+// multiplication by the reciprocal). Of two computed tensors, one may
+// broadcast over the other's rows and outer axes — a squeeze-and-excitation
+// gate [N,C,1,1] scaling its block's [N,C,H,W] — read as one accumulator
+// row per image (see broadcast.go); a broadcast along the lane axis
+// (channels) or along part of the rows is refused. Concat moves each input into its place
 // in the output, along any axis. Cross-channel LRN squares its input, sums
 // each channel window with a 1×1 GEMM and finishes in that layer's epilogue
 // with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad

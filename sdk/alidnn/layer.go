@@ -207,6 +207,9 @@ type step struct {
 	shift []int64
 	zp    int32
 	t     *value
+	// tlay is, for a tensor operand broadcast to the output, the layout
+	// its storage is read by (see broadcastLayout).
+	tlay  *layout
 	chain []selfOp
 	comb  isa.AluOp
 }

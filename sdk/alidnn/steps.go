@@ -154,19 +154,12 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			e.compute(load(isa.MemAcc, el, p.reg, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
 			alu.Alu = aluOf[p.kind]
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
-			for i := range t.nb {
-				img := p.t.addr + uint64(((t.o+i)*lay.cb()+ob)*lay.s()*lanes*4)
-				if sc := t.sc; sc != nil {
-					for y := range t.h {
-						px := ((t.y0+y)*sc.step+sc.y0)*sc.w + t.x0*sc.step + sc.x0
-						e.compute(load(isa.MemAcc, f32, p.reg+i*t.span+y*t.w, img+uint64(px*lanes*4), t.w, 1, sc.step), false)
-					}
-					continue
-				}
-				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img+uint64((t.y0*t.pitch+t.x0)*lanes*4), t.h, t.w, t.pitch), false)
-			}
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1
+			if e.loadOperand(p, lay, t) {
+				// One row per image, read by every row of the image's part.
+				alu.IterOut, alu.IterIn, alu.DstOut, alu.SrcOut, alu.SrcIn = uint32(t.nb), uint32(t.span), uint32(t.span), uint32(t.span), 0
+			}
 		case sSelf:
 			// The scratch region may hold any bits: an integer multiply by
 			// zero clears it (fp32 0 × NaN would not), an fp32 add copies.
@@ -199,6 +192,32 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 		}
 		e.compute(alu, false)
 	}
+}
+
+// loadOperand loads the part of a tensor step's operand that tile t of an
+// output laid out as lay needs, and reports whether that is one row per
+// image broadcast over the tile's rows.
+func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef) bool {
+	tl := lay
+	if p.tlay != nil {
+		tl = *p.tlay
+	}
+	bcast := tl.s() < lay.s()
+	for i := range t.nb {
+		img := p.t.addr + uint64((tl.outerIndex(lay, t.o+i)*tl.cb()+t.ob)*tl.s()*lanes*4)
+		switch sc := t.sc; {
+		case bcast:
+			e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img, 1, 1, 1), false)
+		case sc != nil:
+			for y := range t.h {
+				px := ((t.y0+y)*sc.step+sc.y0)*sc.w + t.x0*sc.step + sc.x0
+				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span+y*t.w, img+uint64(px*lanes*4), t.w, 1, sc.step), false)
+			}
+		default:
+			e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img+uint64((t.y0*t.pitch+t.x0)*lanes*4), t.h, t.w, t.pitch), false)
+		}
+	}
+	return bcast
 }
 
 // unaryOf is the ALU operation of a step without a second operand.

@@ -88,6 +88,9 @@ type compiler struct {
 
 	opsetVer int64
 	dims     map[string]int // WithShape's bindings of symbolic dimensions
+	// readers maps a value's name to the first node that reads it (see
+	// consumer).
+	readers map[string]*onnx.Node
 }
 
 // Compile translates an ONNX model into an engine program.
@@ -225,6 +228,9 @@ func (c *compiler) node(n *onnx.Node) error {
 		if done, err := c.deferDQ(n); done || err != nil {
 			return err
 		}
+	}
+	if done, err := c.gated(n); done || err != nil {
+		return err
 	}
 	return c.run(n)
 }

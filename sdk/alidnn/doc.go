@@ -22,7 +22,9 @@
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,
 // Sqrt, Softplus, Abs, Neg, Max/Min,
 // batch normalisation, requantisation, casts, residual sums) are fused into
-// its accumulator epilogue, and the rest run as element-wise layers (Sub of
+// its accumulator epilogue — gated activations too as exporters decompose
+// them, x · HardSigmoid(x), x · Clip(x + 3, 0, 6) / 6 and x · Sigmoid(βx)
+// (see selfchain.go) — and the rest run as element-wise layers (Sub of
 // a tensor as the addition of its negation; Div by constants only, as a
 // multiplication by the reciprocal). Of two computed tensors, one may
 // broadcast over the other's rows and outer axes — a squeeze-and-excitation

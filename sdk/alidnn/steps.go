@@ -24,7 +24,8 @@ type plannedStep struct {
 	reg   int    // acc row or region base, or param row
 	uop   uint32
 	// For sSelf: the scratch region is reg; copy's uop writes it from the
-	// tile, rows[k] holds chain[k]'s constant (tables[k]) and uops[k] applies it.
+	// tile, rows[k] holds chain[k]'s constant (tables[k]; −1 for exp and
+	// log, which have none) and uops[k] applies it.
 	copyU  uint32
 	rows   []int
 	tables []uint64
@@ -82,6 +83,11 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 			ep.tiles++
 			p.copyU = u.addALU(p.reg, base)
 			for _, c := range s.chain {
+				if c.op == isa.AluExp || c.op == isa.AluLog {
+					p.rows, p.tables = append(p.rows, -1), append(p.tables, 0)
+					p.uops = append(p.uops, u.addALU(p.reg, 0))
+					continue
+				}
 				p.rows = append(p.rows, free)
 				p.tables = append(p.tables, e.blob(scalarRow(ob, c.c)))
 				p.uops = append(p.uops, u.addALU(p.reg, free))
@@ -168,7 +174,10 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			cp.Alu, cp.UseImm, cp.SrcIn, cp.FP32 = isa.AluAdd, false, 1, true
 			e.compute(cp, false)
 			for k, c := range p.chain {
-				e.compute(load(isa.MemAcc, f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4), 1, 1, 1), false)
+				// Exp and log take no operand row.
+				if p.rows[k] >= 0 {
+					e.compute(load(isa.MemAcc, f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4), 1, 1, 1), false)
+				}
 				e.compute(isa.Insn{Op: isa.OpALU, Alu: c.op, UopBegin: p.uops[k], UopEnd: p.uops[k] + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
 			}
 			alu.Alu = p.comb

@@ -53,8 +53,10 @@
 // layout); the runtime packs inputs and unpacks outputs. A Transpose that
 // reorders a tensor's data runs only where it is free, as TensorFlow
 // converters place them around NHWC models (see nhwc.go): on a graph input
-// (packed transposed), before a graph output (unpacked so), or before a
-// Flatten into a MatMul or Gemm (whose weight rows are permuted instead).
+// (packed transposed; a one-channel image's, which moves only the unit
+// axis, packed with the channel on the lanes), before a graph output
+// (unpacked so), or before a Flatten into a MatMul or Gemm (whose weight
+// rows are permuted instead).
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs

@@ -30,8 +30,9 @@
 // broadcast over the other's rows and outer axes — a squeeze-and-excitation
 // gate [N,C,1,1] scaling its block's [N,C,H,W] — read as one accumulator
 // row per image (see broadcast.go); a broadcast along the lane axis
-// (channels) or along part of the rows is refused. Concat moves each input into its place
-// in the output, along any axis. Cross-channel LRN squares its input, sums
+// (channels) or along part of the rows is refused. Concat moves each input
+// into its place in the output, along any axis, a constant input from the
+// constant segment. Cross-channel LRN squares its input, sums
 // each channel window with a 1×1 GEMM and finishes in that layer's epilogue
 // with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and

@@ -333,6 +333,9 @@ func TestALU(t *testing.T) {
 		{"alu.exp fp32", fb(88.72, 88.73, -103.9, -104, 1e-8), nil, nil, fb(3.3931806e38, inf, 1.1e-45, 0, 1)},
 		{"alu.log fp32", fb(1, 2.7182817, 0.5, 1e30, inf, 0, -0), nil, nil, fb(0, 0.99999994, -0.6931472, 69.07755, inf, -inf, -inf)},
 		{"alu.log fp32", fb(1.4e-45, 3.4028235e38), nil, nil, fb(-103.27893, 88.72284)},
+		// div: IEEE division, rounded to nearest even.
+		{"alu.div fp32", fb(1, -1, 0, 6, 1e-30, inf, 1, -7.5), fb(0, 0, 5, 3, 1e30, 2, 3, -2.5), nil, fb(inf, -inf, 0, 2, 0, inf, 0.33333334, 3)},
+		{"alu.div fp32 imm=0x4000", fb(3, -1, inf), nil, nil, fb(1.5, -0.5, inf)},
 	}
 	l := newLocal(t)
 	for _, c := range cases {

@@ -12,8 +12,8 @@ import (
 // and log on fp32 lanes: Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid,
 // Tanh, Exp, Log, Sqrt (e^(½·ln x)), Softplus (ln(1 + e^x)), Abs and Neg.
 // Their constants are rows in the accumulator, never bfloat16 immediates,
-// so they stay exact in fp32. (Reciprocal and Div by a tensor would need
-// the sign through a logarithm, so they are refused.)
+// so they stay exact in fp32. (Reciprocals and Div by a tensor use the
+// ALU's div, see pow.go: through a logarithm they would lose the sign.)
 
 // clipBounds returns Clip's bounds: attributes before opset 11, optional
 // constant inputs from it on; an absent bound is ±Inf.

@@ -16,15 +16,9 @@ import (
 // broadcastOperand compiles a op b for computed tensors a and b, b
 // broadcast to a's shape. b is usually computed from a (the gate from its
 // block's input), after a's layer: the operator then runs in a move layer
-// of its own, after both.
+// of its own, after both (see openAfter).
 func (c *compiler) broadcastOperand(n *onnx.Node, op string, a, b *value) error {
-	var l *layer
-	var err error
-	if c.writtenAt(b) > c.writtenAt(a) {
-		l, err = c.moveLayer(a)
-	} else {
-		l, err = c.open(a)
-	}
+	l, err := c.openAfter(a, b)
 	if err != nil {
 		return err
 	}
@@ -42,6 +36,15 @@ func (c *compiler) broadcastOperand(n *onnx.Node, op string, a, b *value) error 
 	l.steps = append(l.steps, step{kind: rowKinds[op][1], fp: true, t: r, tlay: &tl})
 	c.set(n, 0, c.rename(l, a.typ))
 	return nil
+}
+
+// openAfter opens a layer holding a that may read b: a's own when b is
+// written before it, else a move of a after b's layer.
+func (c *compiler) openAfter(a, b *value) (*layer, error) {
+	if c.writtenAt(b) > c.writtenAt(a) {
+		return c.moveLayer(a)
+	}
+	return c.open(a)
 }
 
 // broadcastLayout is the layout by which an operand b broadcast to a

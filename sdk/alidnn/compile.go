@@ -263,7 +263,7 @@ func (c *compiler) run(n *onnx.Node) error {
 // storage.
 var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
 	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true,
-	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true}
+	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true, "Pow": true}
 
 func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
@@ -321,6 +321,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
+	case "Pow":
+		return c.powNode(n)
 	case "Sum", "Max", "Min":
 		return c.sum(n)
 	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Softplus", "Abs", "Neg":

@@ -25,8 +25,10 @@
 // its accumulator epilogue — gated activations too as exporters decompose
 // them, x · HardSigmoid(x), x · Clip(x + 3, 0, 6) / 6 and x · Sigmoid(βx)
 // (see selfchain.go) — and the rest run as element-wise layers (Sub of
-// a tensor as the addition of its negation; Div by constants only, as a
-// multiplication by the reciprocal). Of two computed tensors, one may
+// a tensor as the addition of its negation; Div by a constant as a
+// multiplication by the reciprocal, by a tensor on the ALU's div; Pow by
+// a constant, integer exponents up to 16 by multiplication, others as
+// e^(p·ln x), see pow.go). Of two computed tensors, one may
 // broadcast over the other's rows and outer axes — a squeeze-and-excitation
 // gate [N,C,1,1] scaling its block's [N,C,H,W] — read as one accumulator
 // row per image (see broadcast.go); a broadcast along the lane axis

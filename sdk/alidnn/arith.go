@@ -289,7 +289,7 @@ func (c *compiler) floatOperand(v *value) (*value, error) {
 	if err := c.settle(v, false); err != nil {
 		return nil, err
 	}
-	if !v.isFloat() || v.el() != i8 {
+	if !v.isFloat() || v.root().el() != i8 {
 		return v, nil
 	}
 	l, err := c.open(v)

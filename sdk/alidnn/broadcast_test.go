@@ -102,3 +102,51 @@ func TestBroadcastRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBroadcastLinearGate runs a gate computed by fully connected layers
+// on the pooled features and reshaped to [1,C,1,1], as Keras-style
+// squeeze-and-excitation writes it: the Gemm's [1,C] output is stored as
+// the [1,C,1,1] gate would be.
+func TestBroadcastLinearGate(t *testing.T) {
+	const c = 20
+	dims := []int64{1, c, 3, 5}
+	w := ramp("w", []int64{c, c}, 0.01)
+	shape, err := onnx.NewInt("shape", onnx.Int64, []int64{4}, []int64{1, c, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", dims...)},
+		Initializers: []*onnx.Tensor{w, shape},
+		Nodes: []*onnx.Node{
+			{Name: "relu", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"a"}},
+			{Name: "pool", OpType: "GlobalAveragePool", Inputs: []string{"a"}, Outputs: []string{"p"}},
+			{Name: "flat", OpType: "Flatten", Inputs: []string{"p"}, Outputs: []string{"f"}},
+			{Name: "fc", OpType: "Gemm", Inputs: []string{"f", "w"}, Outputs: []string{"z"}, Attrs: []*onnx.Attribute{{Name: "transB", Type: onnx.AttrInt, I: 1}}},
+			{Name: "hs", OpType: "HardSigmoid", Inputs: []string{"z"}, Outputs: []string{"h"}},
+			{Name: "shape", OpType: "Reshape", Inputs: []string{"h", "shape"}, Outputs: []string{"g"}},
+			{Name: "gate", OpType: "Mul", Inputs: []string{"a", "g"}, Outputs: []string{"y"}},
+		},
+		Outputs: []onnx.ValueInfo{{Name: "y"}},
+	}
+	x := ramp("x", dims, 0.5)
+	got := runGraph(t, g, x)
+	xf, _ := x.Float32s()
+	wf, _ := w.Float32s()
+	plane := len(xf) / c
+	pooled := make([]float64, c)
+	for k, v := range xf {
+		pooled[k/plane] += float64(max(v, 0)) / float64(plane)
+	}
+	for k, v := range xf {
+		o := k / plane
+		var z float64
+		for i := range c {
+			z += float64(wf[o*c+i]) * pooled[i]
+		}
+		want := float64(max(v, 0)) * min(max(0.2*z+0.5, 0), 1)
+		if math.Abs(float64(got[k])-want) > 1e-5+1e-4*math.Abs(want) {
+			t.Fatalf("value %d: %g, want %g", k, got[k], want)
+		}
+	}
+}

@@ -17,8 +17,8 @@
 // matrices broadcast as numpy's: a constant B's stacks over A's, and over
 // a graph input's repeated as the runtime packs it; a computed A whose
 // matrices B's stacks would repeat is refused. Max and average
-// pooling
-// become POOL layers; element-wise operators that follow a layer (bias,
+// pooling become POOL layers (global pooling of images beyond POOL's
+// 15-pixel window folds the pixels with the ALU, see gap.go); element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,
 // Sqrt, Softplus, Abs, Neg, Max/Min,
 // batch normalisation, requantisation, casts, residual sums) are fused into

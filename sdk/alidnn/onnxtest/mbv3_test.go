@@ -104,25 +104,33 @@ func (b *builder) conv1x1(x, cout int) int {
 }
 
 // squeezeExcite scales x's channels by a gate computed from x: global
-// average pool, 1×1 conv to a quarter of the channels, ReLU, 1×1 conv
-// back, HardSigmoid with the style's slope.
-func (b *builder) squeezeExcite(x int) int {
+// average pool, 1×1 conv to squeeze channels, ReLU, 1×1 conv back,
+// HardSigmoid with the style's slope.
+func (b *builder) squeezeExcite(x, squeeze int) int {
 	c := b.n.shapeOf(x).c
 	g := b.add(&layer{kind: opGAP, in: []int{x}, out: shape{c, 1, 1}})
-	g = b.unary(opRelu, b.conv1x1(g, c/4))
+	g = b.unary(opRelu, b.conv1x1(g, squeeze))
 	g = b.conv1x1(g, c)
 	g = b.add(&layer{kind: opHardSigmoid, in: []int{g}, out: shape{c, 1, 1}, alpha: b.n.style.gateAlpha(), beta: 0.5})
 	return b.add(&layer{kind: opScale, in: []int{x, g}, out: b.n.shapeOf(x)})
 }
 
-// mbv3Block is a MobileNet-v3 bottleneck: 1×1 expansion conv-BN-HardSwish,
-// k×k depthwise conv-BN-HardSwish, the squeeze-and-excitation gate, 1×1
-// linear projection conv-BN, plus the input when the shape is kept.
-func (b *builder) mbv3Block(x, hidden, cout, k, stride int) int {
+// mbv3Block is a MobileNet-v3 bottleneck: 1×1 expansion conv-BN-act
+// (none when hidden is the input's channels), k×k depthwise conv-BN-act,
+// the squeeze-and-excitation gate squeezing to se channels (none if 0),
+// 1×1 linear projection conv-BN, plus the input when the shape is kept;
+// act is HardSwish or ReLU.
+func (b *builder) mbv3Block(x, hidden, cout, k, stride, se int, act opKind) int {
 	cin := b.n.shapeOf(x).c
-	y := b.unary(opHardSwish, b.convBN(x, hidden, 1, 1, 1))
-	y = b.unary(opHardSwish, b.convBN(y, hidden, k, stride, hidden))
-	y = b.convBN(b.squeezeExcite(y), cout, 1, 1, 1)
+	y := x
+	if hidden != cin {
+		y = b.unary(act, b.convBN(x, hidden, 1, 1, 1))
+	}
+	y = b.unary(act, b.convBN(y, hidden, k, stride, hidden))
+	if se > 0 {
+		y = b.squeezeExcite(y, se)
+	}
+	y = b.convBN(y, cout, 1, 1, 1)
 	if stride == 1 && cin == cout {
 		y = b.sum(y, x)
 	}
@@ -136,16 +144,57 @@ func (b *builder) mbv3Block(x, hidden, cout, k, stride int) int {
 func mbv3Tiny(style exportStyle) *net {
 	b := builder{&net{name: "mbv3_block", in: shape{3, 16, 16}, style: style}}
 	x := b.unary(opHardSwish, b.convBN(0, 20, 3, 2, 1))
-	x = b.mbv3Block(x, 40, 20, 3, 1)
+	x = b.mbv3Block(x, 40, 20, 3, 1, 10, opHardSwish)
 	b.head(x, 6)
 	return b.n
+}
+
+// mobilenetV3Small is MobileNet-v3-small for 224×224 images and 1000
+// classes as torchvision builds it: a stride-2 3×3 conv-BN-HardSwish stem
+// to 16 channels, the bottlenecks below (kernel, expansion, channels,
+// gate, activation, stride; a gate squeezes to a quarter of the expansion
+// rounded to a multiple of 8), a 1×1 conv-BN-HardSwish to 576, global
+// average pooling, a fully connected layer to 1024 with HardSwish and the
+// classifier.
+func mobilenetV3Small() *net {
+	b := builder{&net{name: "mobilenet_v3_small", in: shape{3, 224, 224}, style: styleTorch13}}
+	x := b.unary(opHardSwish, b.convBN(0, 16, 3, 2, 1))
+	for _, c := range []struct {
+		k, exp, out int
+		se          bool
+		act         opKind
+		stride      int
+	}{
+		{3, 16, 16, true, opRelu, 2}, {3, 72, 24, false, opRelu, 2}, {3, 88, 24, false, opRelu, 1},
+		{5, 96, 40, true, opHardSwish, 2}, {5, 240, 40, true, opHardSwish, 1}, {5, 240, 40, true, opHardSwish, 1},
+		{5, 120, 48, true, opHardSwish, 1}, {5, 144, 48, true, opHardSwish, 1}, {5, 288, 96, true, opHardSwish, 2},
+		{5, 576, 96, true, opHardSwish, 1}, {5, 576, 96, true, opHardSwish, 1},
+	} {
+		se := 0
+		if c.se {
+			se = max(8, (c.exp/4+4)/8*8)
+		}
+		x = b.mbv3Block(x, c.exp, c.out, c.k, c.stride, se, c.act)
+	}
+	x = b.unary(opHardSwish, b.convBN(x, 576, 1, 1, 1))
+	x = b.add(&layer{kind: opGAP, in: []int{x}, out: shape{576, 1, 1}})
+	x = b.add(&layer{kind: opFlatten, in: []int{x}, out: shape{576, 1, 1}})
+	x = b.unary(opHardSwish, b.fc(x, 1024))
+	b.fc(x, 1000)
+	return b.n
+}
+
+// fc is a fully connected layer with a bias.
+func (b *builder) fc(x, out int) int {
+	in := b.n.shapeOf(x).c
+	return b.add(&layer{kind: opGemm, in: []int{x}, out: shape{out, 1, 1}, w: make([]float64, out*in), b: make([]float64, out)})
 }
 
 // seGateNet is a gate alone on a 40×5×7 input: the output is the input
 // scaled.
 func seGateNet(style exportStyle) *net {
 	b := builder{&net{name: "se_gate", in: shape{40, 5, 7}, style: style}}
-	b.squeezeExcite(0)
+	b.squeezeExcite(0, 10)
 	return b.n
 }
 
@@ -211,5 +260,35 @@ func mbv3Cases() []genCase {
 		blk.int8 = true
 		cs = append(cs, blk)
 	}
-	return cs
+	return append(cs, globalPoolCase("globalaveragepool_large", "GlobalAveragePool", 33, 70),
+		globalPoolCase("globalmaxpool_wide", "GlobalMaxPool", 3, 40))
+}
+
+// globalPoolCase is GlobalAveragePool or GlobalMaxPool of a [1,20,h,w]
+// input, wider or taller than the POOL instruction's window: the engine
+// folds the pixels with the ALU, in chunks when they outgrow the
+// accumulator.
+func globalPoolCase(name, op string, h, w int64) genCase {
+	xd, yd := []int64{1, 20, h, w}, []int64{1, 20, 1, 1}
+	x := data(xd, 160)
+	plane := int(h * w)
+	y := make([]float32, 20)
+	for ch := range y {
+		px := x[ch*plane : (ch+1)*plane]
+		var s float64
+		m := px[0]
+		for _, v := range px {
+			s += float64(v)
+			m = max(m, v)
+		}
+		y[ch] = m
+		if op == "GlobalAveragePool" {
+			y[ch] = float32(s / float64(plane))
+		}
+	}
+	return genCase{name: name, opset: 13,
+		g:    graph{nodes: []node{{op: op, inputs: []string{"x"}, outputs: []string{"y"}}}, inputs: []valueInfo{fvi("x", xd)}, outputs: []valueInfo{fvi("y", yd)}},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, y)},
+	}
 }

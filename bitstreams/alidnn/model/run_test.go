@@ -365,3 +365,32 @@ finish job=1`, c.insn, src))
 		})
 	}
 }
+
+// TestALUFold runs ALU operations whose destination factors are 0: each
+// iteration reads what the one before wrote, so four rows fold into one
+// (sum, then maximum), as ISA.md specifies.
+func TestALUFold(t *testing.T) {
+	rows := []float32{1.5, -4, 2.25, 8}
+	var src []float32
+	for _, v := range rows {
+		src = append(src, fill16([]float32{v, -v})...)
+	}
+	l := newLocal(t)
+	put(t, l, 0x10000, uops(aluUop(t, 4, 0)))
+	put(t, l, 0x11000, f32s(append(src, make([]float32, lanes)...)))
+	for _, c := range []struct {
+		op   string
+		want []float32
+	}{{"add", []float32{7.75, -7.75}}, {"max", []float32{8, 4}}} {
+		run(t, l, `
+load.uop int32 sram=0 dram=0x10000 y=1 x=1 stride=1
+load.acc fp32 sram=0 dram=0x11000 y=1 x=5 stride=5
+alu.`+c.op+` fp32 uop=0:1 iter=1,4 dst=0,0 src=0,1 ; push_next
+store.acc fp32 sram=4 dram=0x12000 y=1 x=1 stride=1 ; pop_prev
+finish job=1`)
+		got := asI32(get(t, l, 0x12000, lanes*4))
+		if want := fb(fill16(c.want)...); !slices.Equal(got, want) {
+			t.Errorf("%s: got %v, want %v", c.op, got, want)
+		}
+	}
+}

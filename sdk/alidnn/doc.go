@@ -30,9 +30,10 @@
 // a constant, integer exponents up to 16 by multiplication, others as
 // e^(p·ln x), see pow.go). Of two computed tensors, one may
 // broadcast over the other's rows and outer axes — a squeeze-and-excitation
-// gate [N,C,1,1] scaling its block's [N,C,H,W] — read as one accumulator
-// row per image (see broadcast.go); a broadcast along the lane axis
-// (channels) or along part of the rows is refused. Concat moves each input
+// gate [N,C,1,1] scaling its block's [N,C,H,W], an attention mask
+// [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
+// image (see broadcast.go); a broadcast along the lane axis (channels) or
+// along part of the rows is refused. Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment. Cross-channel LRN squares its input, sums
 // each channel window with a 1×1 GEMM and finishes in that layer's epilogue

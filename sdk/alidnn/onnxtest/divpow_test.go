@@ -101,5 +101,46 @@ func divPowCases() []genCase {
 	}
 	conv := convAct("conv_pow_square", 13, "Pow", nil, []string{"p"}, []*onnx.Tensor{scalar("p", 2)}, sq)
 	conv.int8 = true
-	return append(cs, conv)
+	return append(cs, conv, attentionMaskCase())
+}
+
+// attentionMaskCase adds to attention scores [1,2,4,20] (a MatMul of the
+// input x by constant weights) a mask computed as BERT's exporters write
+// it from a [1,20] input of ones and zeros: Unsqueeze to [1,1,1,20], then
+// (1 − m)·(−10000), broadcast over the heads and the query rows.
+func attentionMaskCase() genCase {
+	xd, wd, md, yd := []int64{1, 2, 4, 8}, []int64{8, 20}, []int64{1, 20}, []int64{1, 2, 4, 20}
+	x := data(xd, 170)
+	w := mapF(data(wd, 171), func(v float32) float32 { return v / 10 })
+	m := make([]float32, 20)
+	for k := range m {
+		m[k] = float32(k % 3 % 2) // 0, 1, 0, 0, 1, 0, …
+	}
+	y := make([]float32, numel(yd))
+	for r := range 8 { // head × query row
+		for j := range 20 {
+			var s float64
+			for i := range 8 {
+				s += float64(x[r*8+i]) * float64(w[i*20+j])
+			}
+			y[r*20+j] = float32(s + (1-float64(m[j]))*-10000)
+		}
+	}
+	axes, err := onnx.NewInt("axes", onnx.Int64, []int64{2}, []int64{1, 2})
+	return genCase{name: "attention_mask_add", opset: 13, err: err,
+		g: graph{
+			nodes: []node{
+				{op: "MatMul", inputs: []string{"x", "w"}, outputs: []string{"s"}},
+				{op: "Unsqueeze", inputs: []string{"m", "axes"}, outputs: []string{"m4"}},
+				{op: "Sub", inputs: []string{"one", "m4"}, outputs: []string{"inv"}},
+				{op: "Mul", inputs: []string{"inv", "big"}, outputs: []string{"bias"}},
+				{op: "Add", inputs: []string{"s", "bias"}, outputs: []string{"y"}},
+			},
+			inits:   []*onnx.Tensor{onnx.NewFloat32("w", wd, w), scalar("one", 1), scalar("big", -10000), axes},
+			inputs:  []valueInfo{fvi("x", xd), fvi("m", md)},
+			outputs: []valueInfo{fvi("y", yd)},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x), onnx.NewFloat32("m", md, m)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, y)},
+	}
 }

@@ -95,6 +95,8 @@ func (c *compiler) activation(n *onnx.Node) (func(float32) float32, error) {
 		return func(x float32) float32 { return float32(math.Abs(float64(x))) }, nil
 	case "Neg":
 		return func(x float32) float32 { return -x }, nil
+	case "Erf":
+		return func(x float32) float32 { return float32(math.Erf(float64(x))) }, nil
 	}
 	return nil, fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }

@@ -284,7 +284,7 @@ func (c *compiler) perTensorInput(n *onnx.Node) int {
 // storage.
 var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
 	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true,
-	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true, "Pow": true}
+	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true, "Pow": true, "Erf": true}
 
 func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
@@ -344,6 +344,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.binary(n)
 	case "Pow":
 		return c.powNode(n)
+	case "Erf":
+		return c.erfNode(n)
 	case "Sum", "Max", "Min":
 		return c.sum(n)
 	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Softplus", "Abs", "Neg":

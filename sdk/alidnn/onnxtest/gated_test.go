@@ -9,10 +9,12 @@ import (
 // Cases of gated activations after a Conv as exporters decompose them —
 // SiLU and Swish as x · Sigmoid(βx), HardSwish as torch.onnx writes it
 // below opset 14 and as paddle2onnx does — which the compiler folds into
-// the convolution's epilogue; and a gate with a per-channel constant,
-// which it compiles operator by operator. All but the last also run in
-// int8: the last's quadratic (x + 3)·x·k turns the convolution's int8
-// rounding into near ties along rows that argmax breaks either way.
+// the convolution's epilogue; GELU with Erf; and a gate with a per-channel
+// constant, which it compiles operator by operator. All but these two also
+// run in int8: GELU flattens a row's negative outputs to about 0, and the
+// quadratic (x + 3)·x·k turns the convolution's int8 rounding into near
+// ties, which argmax breaks either way (their int8 errors are the others'
+// size).
 
 func init() { caseFamilies = append(caseFamilies, gatedCases) }
 
@@ -62,6 +64,15 @@ func gatedCases() []genCase {
 			{op: "Div", inputs: []string{"m", "six"}, outputs: []string{"y"}},
 		}, []*onnx.Tensor{scalar("three", 3), scalar("zero", 0), scalar("six", 6)},
 			func(v float64, _ int) float64 { return v * min(max(v+3, 0), 6) / 6 }),
+		// GELU as torch.onnx writes nn.GELU(): x·½(1 + erf(x/√2)).
+		convGated("conv_gelu", 13, []node{
+			{op: "Div", inputs: []string{"c", "sqrt2"}, outputs: []string{"d"}},
+			{op: "Erf", inputs: []string{"d"}, outputs: []string{"e"}},
+			{op: "Add", inputs: []string{"e", "one"}, outputs: []string{"a"}},
+			{op: "Mul", inputs: []string{"c", "a"}, outputs: []string{"m"}},
+			{op: "Mul", inputs: []string{"m", "half"}, outputs: []string{"y"}},
+		}, []*onnx.Tensor{scalar("sqrt2", float32(math.Sqrt2)), scalar("one", 1), scalar("half", 0.5)},
+			func(v float64, _ int) float64 { return v * 0.5 * (1 + math.Erf(v/float64(float32(math.Sqrt2)))) }),
 		convGated("conv_gate_per_channel", 13, []node{
 			{op: "Add", inputs: []string{"c", "three"}, outputs: []string{"a"}},
 			{op: "Mul", inputs: []string{"a", "k"}, outputs: []string{"g"}},
@@ -69,6 +80,8 @@ func gatedCases() []genCase {
 		}, []*onnx.Tensor{scalar("three", 3), onnx.NewFloat32("k", []int64{20, 1, 1}, gateK)},
 			func(v float64, ch int) float64 { return v * (v + 3) * float64(gateK[ch]) }),
 	}
-	cs[len(cs)-1].int8 = false
+	for k := len(cs) - 2; k < len(cs); k++ {
+		cs[k].int8 = false
+	}
 	return cs
 }

@@ -112,17 +112,16 @@ func (c *compiler) unchain(v *value) error {
 	return nil
 }
 
-// openFloat opens x's layer with an fp32 accumulator, dequantising a
-// post-training-quantised one.
+// openFloat opens a layer holding x in an fp32 accumulator, dequantising
+// a post-training-quantised or int8 x (see floatOperand).
 func (c *compiler) openFloat(x *value) (*layer, error) {
-	l, err := c.open(x)
+	x, err := c.floatOperand(x)
 	if err != nil {
 		return nil, err
 	}
-	if !l.accFP && l.ptq {
-		if err := c.settle(l.out, false); err != nil {
-			return nil, err
-		}
+	l, err := c.open(x)
+	if err != nil {
+		return nil, err
 	}
 	if !l.accFP {
 		return nil, fmt.Errorf("gated activation of the integer tensor %s (dequantize it first): %w", x, ErrUnsupported)

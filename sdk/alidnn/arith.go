@@ -54,12 +54,9 @@ func (c *compiler) binary(n *onnx.Node) error {
 		return c.tensorOperands(n, op, a, b, shape)
 	}
 	if !commutes && !b.isConst {
-		// a − b is −b + a.
+		// a − b is −b + a, either broadcast as an Add's operands may be.
 		if a.isConst {
 			return c.subtractFrom(n, a, b)
-		}
-		if !eqInts(a.shape, b.shape) {
-			return fmt.Errorf("Sub broadcasts %v and %v: %w", a.shape, b.shape, ErrUnsupported)
 		}
 		nb, err := c.negate(b)
 		if err != nil {

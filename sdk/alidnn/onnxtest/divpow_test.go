@@ -52,12 +52,20 @@ func powCase(name string, p float32, in func(float32) float32) genCase {
 func divPowCases() []genCase {
 	x, z := data(xDims, 151), awayFromZero(xDims, 152)
 	perChannel := awayFromZero([]int64{20, 1, 1}, 153)
-	// mean is the mean over z's image of channel ch.
+	// mean is the mean of |z| over channel ch's image, zMean of z.
 	mean := func(ch int) float64 {
 		plane := numel(xDims[2:])
 		var s float64
 		for _, v := range z[ch*plane : (ch+1)*plane] {
 			s += math.Abs(float64(v))
+		}
+		return s / float64(plane)
+	}
+	zMean := func(ch int) float64 {
+		plane := numel(xDims[2:])
+		var s float64
+		for _, v := range z[ch*plane : (ch+1)*plane] {
+			s += float64(v)
 		}
 		return s / float64(plane)
 	}
@@ -91,6 +99,17 @@ func divPowCases() []genCase {
 			{op: "Div", inputs: []string{"k", "b"}, outputs: []string{"y"}},
 		}, []*onnx.Tensor{onnx.NewFloat32("k", []int64{20, 1, 1}, perChannel)}, x, z,
 			func(_, z float64, ch int) float64 { return float64(perChannel[ch]) / -z }),
+		// x minus its channel's mean, and the mean minus x.
+		graphCase("sub_broadcast_mean", []node{
+			{op: "GlobalAveragePool", inputs: []string{"z"}, outputs: []string{"g"}},
+			{op: "Relu", inputs: []string{"x"}, outputs: []string{"a"}},
+			{op: "Sub", inputs: []string{"a", "g"}, outputs: []string{"y"}},
+		}, nil, x, z, func(x, _ float64, ch int) float64 { return max(x, 0) - zMean(ch) }),
+		graphCase("sub_from_broadcast_mean", []node{
+			{op: "GlobalAveragePool", inputs: []string{"z"}, outputs: []string{"g"}},
+			{op: "Relu", inputs: []string{"x"}, outputs: []string{"a"}},
+			{op: "Sub", inputs: []string{"g", "a"}, outputs: []string{"y"}},
+		}, nil, x, z, func(x, _ float64, ch int) float64 { return zMean(ch) - max(x, 0) }),
 		powCase("pow_square", 2, func(v float32) float32 { return v }),
 		powCase("pow_cube", 3, func(v float32) float32 { return v }),
 		powCase("pow_inverse", -1, expDivisor),

@@ -150,3 +150,40 @@ func TestBroadcastLinearGate(t *testing.T) {
 		}
 	}
 }
+
+// TestBroadcastGateInConv multiplies a 1×1 Conv's output, one row of six
+// pixels per image for a batch of three (tiles holding several images),
+// by a gate computed before it, which the Conv's epilogue reads.
+func TestBroadcastGateInConv(t *testing.T) {
+	xd, gd := []int64{3, 16, 1, 6}, []int64{3, 20, 1, 1}
+	w := ramp("w", []int64{20, 16, 1, 1}, 0.1)
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("z", gd...), vinfo("x", xd...)},
+		Initializers: []*onnx.Tensor{w},
+		Nodes: []*onnx.Node{
+			{Name: "relu", OpType: "Relu", Inputs: []string{"z"}, Outputs: []string{"g"}},
+			{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"a"}},
+			{Name: "gate", OpType: "Mul", Inputs: []string{"g", "a"}, Outputs: []string{"y"}},
+		},
+		Outputs: []onnx.ValueInfo{{Name: "y"}},
+	}
+	x, z := ramp("x", xd, 0.5), ramp("z", gd, 0.7)
+	got := runGraph(t, g, z, x)
+	xf, _ := x.Float32s()
+	zf, _ := z.Float32s()
+	wf, _ := w.Float32s()
+	for n := range 3 {
+		for o := range 20 {
+			for p := range 6 {
+				var s float64
+				for i := range 16 {
+					s += float64(wf[o*16+i]) * float64(xf[(n*16+i)*6+p])
+				}
+				want := s * float64(max(zf[n*20+o], 0))
+				if k := (n*20+o)*6 + p; math.Abs(float64(got[k])-want) > 1e-5+1e-5*math.Abs(want) {
+					t.Fatalf("image %d channel %d pixel %d: %g, want %g", n, o, p, got[k], want)
+				}
+			}
+		}
+	}
+}

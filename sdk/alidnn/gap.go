@@ -18,7 +18,7 @@ const poolWindowMax = 15
 
 // globalByALU reports whether p, a global pooling, needs the ALU.
 func (p *poolSpec) globalByALU() bool {
-	return p.oh == 1 && p.ow == 1 && p.kh == p.ih && p.kw == p.iw && p.pt == 0 && p.pl == 0 &&
+	return p.oh == 1 && p.ow == 1 && p.kh == p.ih && p.kw == p.iw && p.pt == 0 && p.pl == 0 && !p.dilated() &&
 		(p.kh > poolWindowMax || p.kw > poolWindowMax)
 }
 

@@ -211,6 +211,9 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 	avg := n.OpType == "AveragePool" || n.OpType == "GlobalAveragePool"
 	spec := &poolSpec{avg: avg, kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, dh: y.d, dw: xw.d, pt: y.pb, pl: xw.pb, pb: y.pe, pr: xw.pe,
 		ih: H, iw: W, oh: y.out, ow: xw.out, countPad: cip != 0}
+	if !spec.dilated() && !spec.globalByALU() && max(spec.kh, spec.kw, spec.sh, spec.sw) > poolWindowMax {
+		return fmt.Errorf("pooling window %d×%d, strides %d×%d: the POOL instruction takes up to %d: %w", spec.kh, spec.kw, spec.sh, spec.sw, poolWindowMax, ErrUnsupported)
+	}
 	// Max pooling, and average pooling whose windows all count kh·kw
 	// elements, run on int8 tensors as they are (the engine's average
 	// rounds the sum's quotient half away from zero); averages that need

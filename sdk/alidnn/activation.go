@@ -12,8 +12,8 @@ import (
 // and log on fp32 lanes: Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid,
 // Tanh, Exp, Log, Sqrt (e^(½·ln x)), Softplus (ln(1 + e^x)), Abs and Neg.
 // Their constants are rows in the accumulator, never bfloat16 immediates,
-// so they stay exact in fp32. (Reciprocal and Div by a tensor would need
-// the sign through a logarithm, so they are refused.)
+// so they stay exact in fp32. (Reciprocals and Div by a tensor use the
+// ALU's div, see pow.go: through a logarithm they would lose the sign.)
 
 // clipBounds returns Clip's bounds: attributes before opset 11, optional
 // constant inputs from it on; an absent bound is ±Inf.
@@ -95,6 +95,8 @@ func (c *compiler) activation(n *onnx.Node) (func(float32) float32, error) {
 		return func(x float32) float32 { return float32(math.Abs(float64(x))) }, nil
 	case "Neg":
 		return func(x float32) float32 { return -x }, nil
+	case "Erf":
+		return func(x float32) float32 { return float32(math.Erf(float64(x))) }, nil
 	}
 	return nil, fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }
@@ -205,20 +207,18 @@ func (c *compiler) activationSteps(n *onnx.Node, l *layer, row func(kind stepKin
 		if err != nil {
 			return err
 		}
-		row(sMulRow, alpha)
-		row(sAddRow, beta)
-		row(sMaxRow, 0)
-		row(sMinRow, 1)
+		return c.opSteps(l, hardSigmoidOps(alpha, beta))
 	case "HardSwish":
 		// x × HardSigmoid(x) with onnx's fixed α = 1/6, β = 1/2.
-		l.steps = append(l.steps, step{kind: sSelf, fp: true, comb: isa.AluMul, chain: []selfOp{
-			{isa.AluMul, 1.0 / 6}, {isa.AluAdd, 0.5}, {isa.AluMax, 0}, {isa.AluMin, 1}}})
+		l.steps = append(l.steps, step{kind: sSelf, fp: true, comb: isa.AluMul, chain: hardSigmoidOps(1.0/6, 0.5)})
 	case "Sigmoid":
-		sigmoid(row, l, 1)
+		return c.opSteps(l, sigmoidOps(1))
 	case "Tanh":
 		// 2·sigmoid(2x) − 1. Near 0 the subtraction cancels, but the error
 		// left is a few fp32 ulps of 1, far inside onnx's absolute tolerance.
-		sigmoid(row, l, 2)
+		if err := c.opSteps(l, sigmoidOps(2)); err != nil {
+			return err
+		}
 		row(sMulRow, 2)
 		row(sAddRow, -1)
 	case "Exp":
@@ -244,14 +244,25 @@ func (c *compiler) activationSteps(n *onnx.Node, l *layer, row func(kind stepKin
 	return nil
 }
 
-// sigmoid appends 1/(1 + e^(−k·x)) as steps. The ALU has no reciprocal, so
-// 1/y is e^(−ln y): for x ≪ 0, e^(−kx) overflows to +Inf and the result is
-// e^(−Inf) = 0, as it should be; for x ≫ 0, y rounds to 1 and the result to 1.
-func sigmoid(row func(stepKind, float32), l *layer, k float32) {
-	row(sMulRow, -k)
-	l.steps = append(l.steps, step{kind: sExp, fp: true})
-	row(sAddRow, 1)
-	l.steps = append(l.steps, step{kind: sLog, fp: true})
-	row(sMulRow, -1)
-	l.steps = append(l.steps, step{kind: sExp, fp: true})
+// sigmoidOps are the operations of 1/(1 + e^(−k·x)). The ALU has no
+// reciprocal, so 1/y is e^(−ln y): for x ≪ 0, e^(−kx) overflows to +Inf
+// and the result is e^(−Inf) = 0, as it should be; for x ≫ 0, y rounds to 1
+// and the result to 1.
+func sigmoidOps(k float32) []selfOp {
+	return []selfOp{{isa.AluMul, -k}, {op: isa.AluExp}, {isa.AluAdd, 1}, {op: isa.AluLog}, {isa.AluMul, -1}, {op: isa.AluExp}}
+}
+
+// hardSigmoidOps are the operations of max(0, min(1, α·x + β)).
+func hardSigmoidOps(alpha, beta float32) []selfOp {
+	return []selfOp{{isa.AluMul, alpha}, {isa.AluAdd, beta}, {isa.AluMax, 0}, {isa.AluMin, 1}}
+}
+
+// opSteps appends ops to l's steps on its accumulator.
+func (c *compiler) opSteps(l *layer, ops []selfOp) error {
+	for _, op := range ops {
+		if err := c.opStep(l, op); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -47,16 +47,16 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if a.isConst && !b.isConst && commutes {
 		a, b = b, a
 	}
-	if !commutes && !b.isConst {
-		// a − b is −b + a; the engine has no division.
-		if op == "Div" {
-			return fmt.Errorf("Div by the computed tensor %s (the engine divides only by constants): %w", b, ErrUnsupported)
+	if op == "Div" && !b.isConst {
+		if a.isConst {
+			return c.divideInto(n, a, b)
 		}
+		return c.tensorOperands(n, op, a, b, shape)
+	}
+	if !commutes && !b.isConst {
+		// a − b is −b + a, either broadcast as an Add's operands may be.
 		if a.isConst {
 			return c.subtractFrom(n, a, b)
-		}
-		if !eqInts(a.shape, b.shape) {
-			return fmt.Errorf("Sub broadcasts %v and %v: %w", a.shape, b.shape, ErrUnsupported)
 		}
 		nb, err := c.negate(b)
 		if err != nil {
@@ -112,15 +112,17 @@ func (c *compiler) constantOperand(n *onnx.Node, op string, a, b *value, shape [
 	return nil
 }
 
-// tensorOperands compiles a op b of two computed tensors, for an operator
-// that commutes: of the same shape, or one a graph input broadcast on
-// upload. The operator joins one operand's layer, which reads the other.
+// tensorOperands compiles a op b of two computed tensors: of the same
+// shape, or b broadcast (a graph input on upload, see broadcastOperand
+// otherwise); a commuting operator swaps them as suits. The operator joins
+// a's layer, which reads b.
 func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []int) error {
-	if !eqInts(a.shape, shape) {
+	commutes := op != "Div"
+	if commutes && !eqInts(a.shape, shape) {
 		a, b = b, a
 	}
 	if !eqInts(a.shape, shape) {
-		return fmt.Errorf("%s broadcasts both operands: %w", op, ErrUnsupported)
+		return fmt.Errorf("%s broadcasts %s to %v (only its second operand may broadcast): %w", op, a, shape, ErrUnsupported)
 	}
 	var err error
 	if a, err = c.floatOperand(a); err != nil {
@@ -132,17 +134,17 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	// The operator joins a's layer, which reads b as it runs: that must be
 	// after b's layer (exporters write a residual block's shortcut after
 	// its main path).
-	if eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
+	if commutes && eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
 		a, b = b, a
 	}
+	if !eqInts(b.shape, shape) && (!b.input || b.lay.shape != nil || b.packed != nil) {
+		return c.broadcastOperand(n, op, a, b)
+	}
 	if !eqInts(b.shape, shape) {
-		if !b.input || b.lay.shape != nil || b.packed != nil {
-			return fmt.Errorf("%s broadcasts the computed tensor %s: %w", op, b, ErrUnsupported)
-		}
 		b.bcast = b.shape
 		b.shape = shape
 	}
-	l, err := c.open(a)
+	l, err := c.openAfter(a, b)
 	if err != nil {
 		return err
 	}
@@ -212,9 +214,10 @@ func (c *compiler) subtractFrom(n *onnx.Node, k, x *value) error {
 }
 
 // rowKinds are the steps of a binary operator with a per-channel constant
-// and with a tensor.
+// and with a tensor (a constant divisor multiplies by its reciprocal).
 var rowKinds = map[string][2]stepKind{
 	"Add": {sAddRow, sAddTensor}, "Mul": {sMulRow, sMulTensor}, "Max": {sMaxRow, sMaxTensor}, "Min": {sMinRow, sMinTensor},
+	"Div": {sMulRow, sDivTensor},
 }
 
 // sum compiles Sum, Max and Min as a chain of binary operators (constant
@@ -283,7 +286,7 @@ func (c *compiler) floatOperand(v *value) (*value, error) {
 	if err := c.settle(v, false); err != nil {
 		return nil, err
 	}
-	if !v.isFloat() || v.el() != i8 {
+	if !v.isFloat() || v.root().el() != i8 {
 		return v, nil
 	}
 	l, err := c.open(v)

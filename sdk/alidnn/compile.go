@@ -88,6 +88,9 @@ type compiler struct {
 
 	opsetVer int64
 	dims     map[string]int // WithShape's bindings of symbolic dimensions
+	// readers maps a value's name to the first node that reads it (see
+	// consumer).
+	readers map[string]*onnx.Node
 }
 
 // Compile translates an ONNX model into an engine program.
@@ -226,6 +229,9 @@ func (c *compiler) node(n *onnx.Node) error {
 			return err
 		}
 	}
+	if done, err := c.gated(n); done || err != nil {
+		return err
+	}
 	return c.run(n)
 }
 
@@ -235,13 +241,14 @@ var shapeOnly = map[string]bool{"Shape": true, "Size": true}
 
 // run compiles n, whose inputs are ready. Per-tensor element-wise
 // operators after a Reshape work on the reshaped tensor's storage and
-// reshape their result.
+// reshape their result: an attention mask [N,S] unsqueezed to [N,1,1,S]
+// and scaled stays laid out as the scores it is added to read it.
 func (c *compiler) run(n *onnx.Node) error {
-	if elementwise[n.OpType] && len(n.Inputs) > 0 {
-		if x := c.vals[n.Inputs[0]]; x != nil && x.alias != nil && !eqInts(x.shape, x.root().shape) {
-			c.vals[n.Inputs[0]] = x.root()
+	if k := c.perTensorInput(n); k >= 0 {
+		if x := c.vals[n.Inputs[k]]; x != nil && x.alias != nil && !eqInts(x.shape, x.root().shape) {
+			c.vals[n.Inputs[k]] = x.root()
 			err := c.dispatch(n)
-			c.vals[n.Inputs[0]] = x
+			c.vals[n.Inputs[k]] = x
 			if err != nil {
 				return err
 			}
@@ -253,11 +260,31 @@ func (c *compiler) run(n *onnx.Node) error {
 	return c.dispatch(n)
 }
 
+// perTensorInput is the index of the input n applies one function to
+// element by element: a unary operator's, or the tensor of arithmetic with
+// a scalar constant (which broadcasts to the tensor's storage as to the
+// tensor); −1 for other nodes.
+func (c *compiler) perTensorInput(n *onnx.Node) int {
+	if elementwise[n.OpType] && len(n.Inputs) > 0 {
+		return 0
+	}
+	if n.OpType != "Add" && n.OpType != "Sub" && n.OpType != "Mul" && n.OpType != "Div" || len(n.Inputs) != 2 {
+		return -1
+	}
+	for k := range 2 {
+		x, s := c.vals[n.Inputs[k]], c.vals[n.Inputs[1-k]]
+		if x != nil && s != nil && !x.isConst && s.isConst && s.len() == 1 && len(s.shape) <= len(x.root().shape) {
+			return k
+		}
+	}
+	return -1
+}
+
 // elementwise lists the operators that may run on a reshaped tensor's
 // storage.
 var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
 	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true,
-	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true}
+	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true, "Pow": true, "Erf": true}
 
 func (c *compiler) dispatch(n *onnx.Node) error {
 	switch n.OpType {
@@ -315,6 +342,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
+	case "Pow":
+		return c.powNode(n)
+	case "Erf":
+		return c.erfNode(n)
 	case "Sum", "Max", "Min":
 		return c.sum(n)
 	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Softplus", "Abs", "Neg":

@@ -60,7 +60,8 @@ func (c *compiler) concatShifted(n *onnx.Node, ins []*value, shape []int) error 
 // concat compiles a Concat of computed tensors along their lane axis: each
 // input is moved into its channel blocks of the output, realigned by
 // concatShifted when an input does not start at a block boundary. Other
-// axes go to concatMoves.
+// axes go to concatMoves. A constant input is moved in from the constant
+// segment, where it is laid out whole.
 func (c *compiler) concat(n *onnx.Node) error {
 	axis, err := n.Int("axis", 0)
 	if err != nil {
@@ -73,7 +74,10 @@ func (c *compiler) concat(n *onnx.Node) error {
 			return err
 		}
 		if x.isConst {
-			return fmt.Errorf("Concat of constants and computed tensors: %w", ErrUnsupported)
+			if !x.isFloat() {
+				return fmt.Errorf("Concat of the %v constant %s and computed tensors: %w", x.typ, x, ErrUnsupported)
+			}
+			x = deviceConst(x)
 		}
 		ins = append(ins, x)
 	}
@@ -124,4 +128,12 @@ func (c *compiler) concat(n *onnx.Node) error {
 	}
 	c.set(n, 0, out)
 	return nil
+}
+
+// deviceConst is the float constant x as a tensor in the constant segment,
+// in fp32, which a layer reads as its input.
+func deviceConst(x *value) *value {
+	v := constFloat(x.name, x.shape, x.floats())
+	v.lay, v.elem = convLayout(x.shape), f32
+	return v
 }

@@ -96,14 +96,17 @@ func windows(n *onnx.Node, h, w int, kernel []int) (y, x window, err error) {
 }
 
 // deviceInput prepares x as the input of a layer that needs layout want
-// (used when x is a graph input without one yet).
+// of x's shape (used when x is a graph input without one yet, or its
+// reshaping to the same rank that nothing else reads: a one-channel NHWC
+// image's Transpose to NCHW moves only the unit axis, and the input is then
+// packed with its channel, not its rows, on the lanes).
 func (c *compiler) deviceInput(x *value, want layout) (*value, error) {
 	if _, err := c.device(x); err != nil {
 		return nil, err
 	}
 	r := x.root()
 	if r.lay.shape == nil {
-		if r.input && x == r {
+		if r.input && (x == r || len(x.shape) == len(r.shape) && r.bcast == nil && r.packed == nil && c.dataReaders(r.name) == 1 && !c.outputs[r.name]) {
 			r.lay = want
 			return r, nil
 		}

@@ -17,15 +17,26 @@
 // matrices broadcast as numpy's: a constant B's stacks over A's, and over
 // a graph input's repeated as the runtime packs it; a computed A whose
 // matrices B's stacks would repeat is refused. Max and average
-// pooling
-// become POOL layers; element-wise operators that follow a layer (bias,
+// pooling become POOL layers (global pooling of images beyond POOL's
+// 15-pixel window folds the pixels with the ALU, see gap.go); element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,
 // Sqrt, Softplus, Abs, Neg, Max/Min,
 // batch normalisation, requantisation, casts, residual sums) are fused into
-// its accumulator epilogue, and the rest run as element-wise layers (Sub of
-// a tensor as the addition of its negation; Div by constants only, as a
-// multiplication by the reciprocal). Concat moves each input into its place
-// in the output, along any axis. Cross-channel LRN squares its input, sums
+// its accumulator epilogue — gated activations too as exporters decompose
+// them, x · HardSigmoid(x), x · Clip(x + 3, 0, 6) / 6 and x · Sigmoid(βx)
+// (see selfchain.go) — and the rest run as element-wise layers (Sub of
+// a tensor as the addition of its negation; Div by a constant as a
+// multiplication by the reciprocal, by a tensor on the ALU's div; Pow by
+// a constant, integer exponents up to 16 by multiplication, others as
+// e^(p·ln x), see pow.go; Erf, GELU's, as a polynomial in four layers, see
+// erf.go). Of two computed tensors, one may
+// broadcast over the other's rows and outer axes — a squeeze-and-excitation
+// gate [N,C,1,1] scaling its block's [N,C,H,W], an attention mask
+// [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
+// image (see broadcast.go); a broadcast along the lane axis (channels) or
+// along part of the rows is refused. Concat moves each input
+// into its place in the output, along any axis, a constant input from the
+// constant segment. Cross-channel LRN squares its input, sums
 // each channel window with a 1×1 GEMM and finishes in that layer's epilogue
 // with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and
@@ -47,8 +58,10 @@
 // layout); the runtime packs inputs and unpacks outputs. A Transpose that
 // reorders a tensor's data runs only where it is free, as TensorFlow
 // converters place them around NHWC models (see nhwc.go): on a graph input
-// (packed transposed), before a graph output (unpacked so), or before a
-// Flatten into a MatMul or Gemm (whose weight rows are permuted instead).
+// (packed transposed; a one-channel image's, which moves only the unit
+// axis, packed with the channel on the lanes), before a graph output
+// (unpacked so), or before a Flatten into a MatMul or Gemm (whose weight
+// rows are permuted instead).
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs

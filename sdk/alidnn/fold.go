@@ -32,6 +32,7 @@ var folders = map[string]folder{
 	"Softplus":         (*compiler).foldActivation,
 	"Abs":              (*compiler).foldActivation,
 	"Neg":              (*compiler).foldActivation,
+	"Erf":              (*compiler).foldActivation,
 	"Identity":         (*compiler).foldIdentity,
 	"Dropout":          (*compiler).foldIdentity,
 	"Cast":             (*compiler).foldCast,

@@ -22,6 +22,12 @@ func (c *compiler) open(x *value) (*layer, error) {
 	if l := x.layer; l != nil && l.out == x && x.uses == 1 && !c.outputs[x.name] {
 		return l, nil
 	}
+	return c.moveLayer(x)
+}
+
+// moveLayer returns a new move layer whose accumulator holds x, read from
+// device memory.
+func (c *compiler) moveLayer(x *value) (*layer, error) {
 	if err := c.settle(x, false); err != nil {
 		return nil, err
 	}

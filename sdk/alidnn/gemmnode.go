@@ -33,7 +33,7 @@ type gemmParams struct {
 // after training (fp32 operators in int8 mode).
 func (c *compiler) gemmNode(g gemmParams) error {
 	spec := g.spec
-	inLay := convLayout(g.x.root().shape)
+	inLay := convLayout(g.x.shape)
 	if len(g.x.shape) != 4 {
 		inLay = matLayout(g.x.shape)
 	}

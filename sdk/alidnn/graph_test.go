@@ -144,3 +144,30 @@ func TestSharedWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestSumOfAlias adds an Identity of a computed tensor to another computed
+// tensor: the alias has no storage of its own, and its element type is
+// its storage's (read as the alias's zero value, int8, it was dequantised
+// as if it were, giving wrong sums).
+func TestSumOfAlias(t *testing.T) {
+	x := ramp("x", []int64{1, 16, 2, 2}, 0.5)
+	z := ramp("z", []int64{1, 16, 2, 2}, 0.25)
+	g := &onnx.Graph{
+		Inputs: []onnx.ValueInfo{vinfo("x", 1, 16, 2, 2), vinfo("z", 1, 16, 2, 2)},
+		Nodes: []*onnx.Node{
+			{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"a"}},
+			{Name: "i", OpType: "Identity", Inputs: []string{"a"}, Outputs: []string{"b"}},
+			{Name: "s", OpType: "Relu", Inputs: []string{"z"}, Outputs: []string{"c"}},
+			{Name: "add", OpType: "Add", Inputs: []string{"b", "c"}, Outputs: []string{"y"}},
+		},
+		Outputs: []onnx.ValueInfo{{Name: "y"}},
+	}
+	got := runGraph(t, g, x, z)
+	xf, _ := x.Float32s()
+	zf, _ := z.Float32s()
+	for k := range got {
+		if w := max(xf[k], 0) + max(zf[k], 0); got[k] != w {
+			t.Fatalf("value %d: %g, want %g", k, got[k], w)
+		}
+	}
+}

@@ -185,10 +185,14 @@ const (
 	sMaxTensor                  // max with a tensor laid out like the output
 	// sSelf combines the accumulator with a function of itself (LeakyRelu,
 	// HardSwish): a scratch copy goes through chain, one fp32 constant per
-	// operation, and is combined into the tile by comb.
+	// operation, and is combined into the tile by comb, combs times (Pow's
+	// x·x·x; 0 is once). With rowF the tile is first set to those
+	// per-channel values: k / x combines k with x by div.
 	sSelf
 	sExp // e^x, fp32 only
 	sLog // ln x, fp32 only
+	// sDivTensor divides by a tensor laid out like the output, fp32 only.
+	sDivTensor
 )
 
 // selfOp is one operation of an sSelf chain: the scratch copy op= a scalar.
@@ -207,6 +211,10 @@ type step struct {
 	shift []int64
 	zp    int32
 	t     *value
+	// tlay is, for a tensor operand broadcast to the output, the layout
+	// its storage is read by (see broadcastLayout).
+	tlay  *layout
 	chain []selfOp
 	comb  isa.AluOp
+	combs int
 }

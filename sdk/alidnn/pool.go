@@ -14,6 +14,9 @@ import (
 // a dilated window, ALU operations per tap pool them, an average's
 // divisors are corrected at the padding, and the epilogue runs.
 func (e *emitter) pool(l *layer) error {
+	if l.pool.globalByALU() {
+		return e.globalPool(l)
+	}
 	p, in, out := l.pool, l.in, l.out
 	lay := out.lay
 	CB := lay.cb()
@@ -208,13 +211,16 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 	avg := n.OpType == "AveragePool" || n.OpType == "GlobalAveragePool"
 	spec := &poolSpec{avg: avg, kh: y.k, kw: xw.k, sh: y.s, sw: xw.s, dh: y.d, dw: xw.d, pt: y.pb, pl: xw.pb, pb: y.pe, pr: xw.pe,
 		ih: H, iw: W, oh: y.out, ow: xw.out, countPad: cip != 0}
+	if !spec.dilated() && !spec.globalByALU() && max(spec.kh, spec.kw, spec.sh, spec.sw) > poolWindowMax {
+		return fmt.Errorf("pooling window %d×%d, strides %d×%d: the POOL instruction takes up to %d: %w", spec.kh, spec.kw, spec.sh, spec.sw, poolWindowMax, ErrUnsupported)
+	}
 	// Max pooling, and average pooling whose windows all count kh·kw
 	// elements, run on int8 tensors as they are (the engine's average
 	// rounds the sum's quotient half away from zero); averages that need
 	// another divisor read fp32.
 	// Dilated windows pool on the fp32 ALU.
 	_, rescale := spec.scales()
-	if err := c.settle(x, !spec.dilated() && (!avg || !rescale)); err != nil {
+	if err := c.settle(x, !spec.dilated() && !spec.globalByALU() && (!avg || !rescale)); err != nil {
 		return err
 	}
 	x, err = c.deviceInput(x, convLayout(x.shape))
@@ -224,10 +230,14 @@ func (c *compiler) poolNode(n *onnx.Node) error {
 	if avg && rescale && x.el() != f32 {
 		return fmt.Errorf("average pooling of an integer tensor with windows over the padding: %w", ErrUnsupported)
 	}
-	if spec.dilated() && x.el() != f32 {
-		return fmt.Errorf("dilated pooling of the integer tensor %s: %w", x, ErrUnsupported)
+	if (spec.dilated() || spec.globalByALU()) && x.el() != f32 {
+		return fmt.Errorf("dilated or %d×%d global pooling of the integer tensor %s: %w", H, W, x, ErrUnsupported)
 	}
 	l := &layer{kind: lPool, in: x, pool: spec, accFP: x.el() == f32, acc8: x.el() == i8}
+	if avg && spec.globalByALU() {
+		// The ALU sums; the mean is the sum's multiple.
+		l.steps = append(l.steps, step{kind: sMulRow, fp: true, rowF: fill(C, 1/float32(H*W))})
+	}
 	outShape := []int{N, C, y.out, xw.out}
 	out := &value{shape: outShape, typ: x.typ, q: x.q, device: device{lay: convLayout(outShape), layer: l}}
 	l.out = out

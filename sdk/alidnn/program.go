@@ -89,12 +89,16 @@ func elemOf(s string) (elem, error) {
 func (c *compiler) emit() (*Program, error) {
 	e := &emitter{lastCompute: -1, loadFree: 1, accFree: 1, loadsBehind: true}
 	p := &Program{}
-	// Constant tensors used whole (expanded element-wise operands).
+	// Constant tensors used whole (expanded element-wise operands, a
+	// Concat's constant inputs).
 	for _, l := range c.layers {
 		for _, s := range l.steps {
 			if s.t != nil && s.t.isConst {
 				s.t.addr = e.blob(packF32(s.t.lay, s.t.f, nil))
 			}
+		}
+		if in := l.in; in != nil && in.isConst && !in.placed {
+			in.addr, in.placed = e.blob(packF32(in.lay, in.f, nil)), true
 		}
 	}
 	act := c.placeActivations()

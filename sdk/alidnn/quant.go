@@ -214,6 +214,14 @@ func (c *compiler) settle(v *value, int8OK bool) error {
 // post-training-quantised consumer.
 func (c *compiler) quantizeTo(x *value) (*value, error) {
 	r, ok := c.opts.ranges[x.name]
+	if x.isConst {
+		// A constant in the constant segment (a Concat's) needs no
+		// calibration; any scale holds zeros.
+		r, ok = 1, true
+		if m := maxAbs(x.f); m > 0 {
+			r = m
+		}
+	}
 	if !ok || r <= 0 {
 		return nil, fmt.Errorf("no calibrated range for %s", x)
 	}
@@ -225,4 +233,12 @@ func (c *compiler) quantizeTo(x *value) (*value, error) {
 	l.out = out
 	c.layers = append(c.layers, l)
 	return out, nil
+}
+
+func maxAbs(f []float32) float32 {
+	var m float32
+	for _, v := range f {
+		m = max(m, float32(math.Abs(float64(v))))
+	}
+	return m
 }

@@ -24,11 +24,15 @@ type plannedStep struct {
 	reg   int    // acc row or region base, or param row
 	uop   uint32
 	// For sSelf: the scratch region is reg; copy's uop writes it from the
-	// tile, rows[k] holds chain[k]'s constant (tables[k]) and uops[k] applies it.
+	// tile, rows[k] holds chain[k]'s constant (tables[k]; −1 for exp and
+	// log, which have none) and uops[k] applies it; row fill holds rowF
+	// (table), which fillU adds to the cleared tile.
 	copyU  uint32
 	rows   []int
 	tables []uint64
 	uops   []uint32
+	fill   int
+	fillU  uint32
 }
 
 // scalarRow is a row of ob blocks of lanes fp32 lanes, all v.
@@ -71,24 +75,13 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 			free++
 			ep.rows++
 			p.uop = u.addALU(base, p.reg)
-		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
 			p.reg = free
 			free += n
 			ep.tiles++
 			p.uop = u.addALU(base, p.reg)
 		case sSelf:
-			p.reg = free
-			free += n
-			ep.tiles++
-			p.copyU = u.addALU(p.reg, base)
-			for _, c := range s.chain {
-				p.rows = append(p.rows, free)
-				p.tables = append(p.tables, e.blob(scalarRow(ob, c.c)))
-				p.uops = append(p.uops, u.addALU(p.reg, free))
-				free++
-				ep.rows++
-			}
-			p.uop = u.addALU(base, p.reg)
+			free = e.planSelf(&p, ep, u, ob, base, n, free)
 		case sRelu, sExp, sLog:
 			p.uop = u.addALU(base, 0)
 		case sRequant, sQuantize, sDequantize:
@@ -119,6 +112,67 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 		return nil, fmt.Errorf("%d parameter rows: %w", param, ErrUnsupported)
 	}
 	return ep, nil
+}
+
+// planSelf places sSelf step p: its scratch tile, a row for each constant
+// of its chain, and one for the values the tile is set to; it returns the
+// free acc row after them.
+func (e *emitter) planSelf(p *plannedStep, ep *epilogue, u *uopTable, ob, base, n, free int) int {
+	p.reg = free
+	free += n
+	ep.tiles++
+	p.copyU = u.addALU(p.reg, base)
+	for _, c := range p.chain {
+		if c.op == isa.AluExp || c.op == isa.AluLog {
+			p.rows, p.tables = append(p.rows, -1), append(p.tables, 0)
+			p.uops = append(p.uops, u.addALU(p.reg, 0))
+			continue
+		}
+		p.rows = append(p.rows, free)
+		p.tables = append(p.tables, e.blob(scalarRow(ob, c.c)))
+		p.uops = append(p.uops, u.addALU(p.reg, free))
+		free++
+		ep.rows++
+	}
+	if p.rowF != nil {
+		b := make([]byte, ob*lanes*4)
+		for k, v := range p.rowF {
+			binary.LittleEndian.PutUint32(b[4*k:], math.Float32bits(v))
+		}
+		p.table = e.blob(b)
+		p.fill = free
+		p.fillU = u.addALU(base, free)
+		free++
+		ep.rows++
+	}
+	p.uop = u.addALU(base, p.reg)
+	return free
+}
+
+// runSelf emits sSelf step p on a tile of n rows of output block ob.
+func (e *emitter) runSelf(p plannedStep, ob, n int) {
+	// The scratch region may hold any bits: an integer multiply by zero
+	// clears it (fp32 0 × NaN would not), an fp32 add copies.
+	cp := isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.copyU, UopEnd: p.copyU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}
+	e.compute(cp, false)
+	cp.Alu, cp.UseImm, cp.SrcIn, cp.FP32 = isa.AluAdd, false, 1, true
+	e.compute(cp, false)
+	for k, c := range p.chain {
+		// Exp and log take no operand row.
+		if p.rows[k] >= 0 {
+			e.compute(load(isa.MemAcc, f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4), 1, 1, 1), false)
+		}
+		e.compute(isa.Insn{Op: isa.OpALU, Alu: c.op, UopBegin: p.uops[k], UopEnd: p.uops[k] + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
+	}
+	if p.rowF != nil {
+		// The tile, cleared as the scratch was, gets the row.
+		e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.fillU, UopEnd: p.fillU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}, false)
+		e.compute(load(isa.MemAcc, f32, p.fill, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
+		e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluAdd, UopBegin: p.fillU, UopEnd: p.fillU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
+	}
+	for range max(p.combs, 1) {
+		e.compute(isa.Insn{Op: isa.OpALU, Alu: p.comb, UopBegin: p.uop, UopEnd: p.uop + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, SrcIn: 1, FP32: true}, false)
+	}
 }
 
 // runSteps emits the steps for a tile of n rows of output block ob, whose
@@ -153,33 +207,16 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			}
 			e.compute(load(isa.MemAcc, el, p.reg, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
 			alu.Alu = aluOf[p.kind]
-		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor:
-			for i := range t.nb {
-				img := p.t.addr + uint64(((t.o+i)*lay.cb()+ob)*lay.s()*lanes*4)
-				if sc := t.sc; sc != nil {
-					for y := range t.h {
-						px := ((t.y0+y)*sc.step+sc.y0)*sc.w + t.x0*sc.step + sc.x0
-						e.compute(load(isa.MemAcc, f32, p.reg+i*t.span+y*t.w, img+uint64(px*lanes*4), t.w, 1, sc.step), false)
-					}
-					continue
-				}
-				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img+uint64((t.y0*t.pitch+t.x0)*lanes*4), t.h, t.w, t.pitch), false)
-			}
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1
-		case sSelf:
-			// The scratch region may hold any bits: an integer multiply by
-			// zero clears it (fp32 0 × NaN would not), an fp32 add copies.
-			cp := isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.copyU, UopEnd: p.copyU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}
-			e.compute(cp, false)
-			cp.Alu, cp.UseImm, cp.SrcIn, cp.FP32 = isa.AluAdd, false, 1, true
-			e.compute(cp, false)
-			for k, c := range p.chain {
-				e.compute(load(isa.MemAcc, f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4), 1, 1, 1), false)
-				e.compute(isa.Insn{Op: isa.OpALU, Alu: c.op, UopBegin: p.uops[k], UopEnd: p.uops[k] + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
+			if e.loadOperand(p, lay, t) {
+				// One row per image, read by every row of the image's part.
+				alu.IterOut, alu.IterIn, alu.DstOut, alu.SrcOut, alu.SrcIn = uint32(t.nb), uint32(t.span), uint32(t.span), uint32(t.span), 0
 			}
-			alu.Alu = p.comb
-			alu.SrcIn = 1
+		case sSelf:
+			e.runSelf(p, ob, n)
+			continue
 		case sRelu, sExp, sLog:
 			alu.Alu = unaryOf[p.kind]
 		case sRequant, sQuantize, sDequantize:
@@ -201,13 +238,39 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 	}
 }
 
+// loadOperand loads the part of a tensor step's operand that tile t of an
+// output laid out as lay needs, and reports whether that is one row per
+// image broadcast over the tile's rows.
+func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef) bool {
+	tl := lay
+	if p.tlay != nil {
+		tl = *p.tlay
+	}
+	bcast := tl.s() < lay.s()
+	for i := range t.nb {
+		img := p.t.addr + uint64((tl.outerIndex(lay, t.o+i)*tl.cb()+t.ob)*tl.s()*lanes*4)
+		switch sc := t.sc; {
+		case bcast:
+			e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img, 1, 1, 1), false)
+		case sc != nil:
+			for y := range t.h {
+				px := ((t.y0+y)*sc.step+sc.y0)*sc.w + t.x0*sc.step + sc.x0
+				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span+y*t.w, img+uint64(px*lanes*4), t.w, 1, sc.step), false)
+			}
+		default:
+			e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img+uint64((t.y0*t.pitch+t.x0)*lanes*4), t.h, t.w, t.pitch), false)
+		}
+	}
+	return bcast
+}
+
 // unaryOf is the ALU operation of a step without a second operand.
 var unaryOf = map[stepKind]isa.AluOp{sRelu: isa.AluRelu, sExp: isa.AluExp, sLog: isa.AluLog}
 
 // aluOf is the ALU operation of a row or tensor step.
 var aluOf = map[stepKind]isa.AluOp{
 	sAddRow: isa.AluAdd, sMulRow: isa.AluMul, sMinRow: isa.AluMin, sMaxRow: isa.AluMax,
-	sAddTensor: isa.AluAdd, sMulTensor: isa.AluMul, sMinTensor: isa.AluMin, sMaxTensor: isa.AluMax,
+	sAddTensor: isa.AluAdd, sMulTensor: isa.AluMul, sMinTensor: isa.AluMin, sMaxTensor: isa.AluMax, sDivTensor: isa.AluDiv,
 }
 
 // storeElem is the type a layer stores its tiles as.

@@ -61,6 +61,9 @@ type derived struct {
 	packed *transposeOf
 	view   *transposeOf
 	cols   []int
+	// self is a gate held back until the graph multiplies it by its
+	// input (see selfchain.go).
+	self *selfChain
 }
 
 // dequantised is the DequantizeLinear computing the value: a folded

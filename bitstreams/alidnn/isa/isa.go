@@ -94,7 +94,7 @@ func (d DType) String() string {
 // AluOp is the operation of an ALU instruction.
 type AluOp uint8
 
-// ALU operations. Values 12..15 are illegal.
+// ALU operations. Values 13..15 are illegal.
 const (
 	AluAdd        AluOp = 0  // dst = dst + (src | imm), wrapping int32
 	AluMul        AluOp = 1  // dst = dst * (src | imm), low 32 bits
@@ -108,10 +108,11 @@ const (
 	AluDequantize AluOp = 9  // dst = fp32((dst - zp) * scale); scale from param[src]
 	AluExp        AluOp = 10 // dst = e^dst; fp32 only
 	AluLog        AluOp = 11 // dst = ln dst; fp32 only
-	numAluOps           = 12
+	AluDiv        AluOp = 12 // dst = dst / (src | imm); fp32 only
+	numAluOps           = 13
 )
 
-var aluNames = [...]string{"add", "mul", "min", "max", "shr", "clip", "relu", "requant", "quantize", "dequantize", "exp", "log"}
+var aluNames = [...]string{"add", "mul", "min", "max", "shr", "clip", "relu", "requant", "quantize", "dequantize", "exp", "log", "div"}
 
 func (a AluOp) String() string {
 	if a < numAluOps {

@@ -53,6 +53,8 @@ func samples() []Insn {
 		func() Insn { a := alu(AluRelu, false, 0); a.FP32 = true; return a }(),
 		func() Insn { a := alu(AluExp, false, 0); a.FP32 = true; return a }(),
 		func() Insn { a := alu(AluLog, false, 0); a.FP32, a.PushNext = true, true; return a }(),
+		func() Insn { a := alu(AluDiv, false, 0); a.FP32 = true; return a }(),
+		func() Insn { a := alu(AluDiv, true, 0x4000); a.FP32 = true; return a }(),
 		{Op: OpPool, Pool: PoolAvg, FP32: true, WinH: 3, WinW: 3, StrideH: 2, StrideW: 2, PoolDst: 1, PoolSrc: 100, Channels: 1, InH: 17, InW: 17},
 		{Op: OpPool, Pool: PoolMax, WinH: 2, WinW: 3, StrideH: 1, StrideW: 2, PoolDst: 9, PoolSrc: 10, Channels: 4, InH: 4095, InW: 4095},
 		{Op: OpPool, Pool: PoolAvg, WinH: 15, WinW: 15, StrideH: 15, StrideW: 15, PoolDst: 65535, PoolSrc: 0, Channels: 4095, InH: 15, InW: 15},
@@ -217,7 +219,10 @@ func TestInvalidCombinations(t *testing.T) {
 		{mod(a, func(i *Insn) { i.PerChannel = true }), "per_channel"},
 		{mod(a, func(i *Insn) { i.Alu = AluRequant; i.Imm = 128 }), "imm"},
 		{mod(a, func(i *Insn) { i.Alu = AluRequant; i.UseImm = true }), "use_imm"},
-		{mod(a, func(i *Insn) { i.Alu = 12 }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = 13 }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = AluDiv }), "fp32"},
+		{mod(a, func(i *Insn) { i.Alu = AluDiv; i.FP32 = true; i.Imm = 1 }), "imm"},
+		{mod(a, func(i *Insn) { i.Alu = AluDiv; i.FP32 = true; i.PerChannel = true }), "per_channel"},
 		{mod(a, func(i *Insn) { i.Alu = 15; i.FP32 = true }), "alu_op"},
 		{mod(a, func(i *Insn) { i.Alu = AluExp }), "fp32"},
 		{mod(a, func(i *Insn) { i.Alu = AluLog }), "fp32"},
@@ -448,13 +453,13 @@ func TestWordBits(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
-	for _, s := range []fmt.Stringer{Opcode(7), MemSpace(5), DType(3), AluOp(12), PoolKind(2), Queue(3)} {
+	for _, s := range []fmt.Stringer{Opcode(7), MemSpace(5), DType(3), AluOp(13), PoolKind(2), Queue(3)} {
 		if !strings.Contains(s.String(), "(") {
 			t.Errorf("%T out of range prints %q", s, s)
 		}
 	}
 	if OpGEMM.String() != "gemm" || MemParam.String() != "param" || FP32.String() != "fp32" ||
-		AluRequant.String() != "requant" || AluExp.String() != "exp" || AluLog.String() != "log" ||
+		AluRequant.String() != "requant" || AluExp.String() != "exp" || AluLog.String() != "log" || AluDiv.String() != "div" ||
 		PoolAvg.String() != "avg" || QueueStore.String() != "store" {
 		t.Error("enum names changed")
 	}

@@ -348,6 +348,8 @@ func aluFP32(op isa.AluOp, d, s *[lanes]int32) {
 			a = float32(math.Exp(float64(a)))
 		case isa.AluLog:
 			a = float32(math.Log(float64(a)))
+		case isa.AluDiv:
+			a = a / b
 		}
 		d[l] = int32(math.Float32bits(a))
 	}

@@ -333,6 +333,9 @@ func TestALU(t *testing.T) {
 		{"alu.exp fp32", fb(88.72, 88.73, -103.9, -104, 1e-8), nil, nil, fb(3.3931806e38, inf, 1.1e-45, 0, 1)},
 		{"alu.log fp32", fb(1, 2.7182817, 0.5, 1e30, inf, 0, -0), nil, nil, fb(0, 0.99999994, -0.6931472, 69.07755, inf, -inf, -inf)},
 		{"alu.log fp32", fb(1.4e-45, 3.4028235e38), nil, nil, fb(-103.27893, 88.72284)},
+		// div: IEEE division, rounded to nearest even.
+		{"alu.div fp32", fb(1, -1, 0, 6, 1e-30, inf, 1, -7.5), fb(0, 0, 5, 3, 1e30, 2, 3, -2.5), nil, fb(inf, -inf, 0, 2, 0, inf, 0.33333334, 3)},
+		{"alu.div fp32 imm=0x4000", fb(3, -1, inf), nil, nil, fb(1.5, -0.5, inf)},
 	}
 	l := newLocal(t)
 	for _, c := range cases {
@@ -360,5 +363,34 @@ finish job=1`, c.insn, src))
 				t.Fatalf("got  %v\nwant %v", got, want)
 			}
 		})
+	}
+}
+
+// TestALUFold runs ALU operations whose destination factors are 0: each
+// iteration reads what the one before wrote, so four rows fold into one
+// (sum, then maximum), as ISA.md specifies.
+func TestALUFold(t *testing.T) {
+	rows := []float32{1.5, -4, 2.25, 8}
+	var src []float32
+	for _, v := range rows {
+		src = append(src, fill16([]float32{v, -v})...)
+	}
+	l := newLocal(t)
+	put(t, l, 0x10000, uops(aluUop(t, 4, 0)))
+	put(t, l, 0x11000, f32s(append(src, make([]float32, lanes)...)))
+	for _, c := range []struct {
+		op   string
+		want []float32
+	}{{"add", []float32{7.75, -7.75}}, {"max", []float32{8, 4}}} {
+		run(t, l, `
+load.uop int32 sram=0 dram=0x10000 y=1 x=1 stride=1
+load.acc fp32 sram=0 dram=0x11000 y=1 x=5 stride=5
+alu.`+c.op+` fp32 uop=0:1 iter=1,4 dst=0,0 src=0,1 ; push_next
+store.acc fp32 sram=4 dram=0x12000 y=1 x=1 stride=1 ; pop_prev
+finish job=1`)
+		got := asI32(get(t, l, 0x12000, lanes*4))
+		if want := fb(fill16(c.want)...); !slices.Equal(got, want) {
+			t.Errorf("%s: got %v, want %v", c.op, got, want)
+		}
 	}
 }

@@ -120,5 +120,31 @@ func expNHWCCases() []genCase {
 		node{op: "Reshape", inputs: []string{"ct", "shp"}, outputs: []string{"f"}},
 		node{op: "MatMul", inputs: []string{"f", "fc"}, outputs: []string{"m"}},
 		node{op: "Add", inputs: []string{"m", "bias"}, outputs: []string{"y"}})
-	return []genCase{feature, classifier, roundTrip, dynamic}
+	return []genCase{feature, classifier, roundTrip, dynamic, expNHWCOneChannel()}
+}
+
+// expNHWCOneChannel is a Conv to 4 channels of a one-channel NHWC image
+// the shape of a text-line crop, [1,76,32,1]: its Transpose to NCHW moves
+// only the unit axis, so it reshapes the input, which is packed with the
+// one channel on the lanes.
+func expNHWCOneChannel() genCase {
+	xd, wd, yd := []int64{1, 76, 32, 1}, []int64{4, 1, 3, 3}, []int64{1, 76, 32, 4}
+	x := data(xd, 95)
+	w := mapF(data(wd, 96), func(v float32) float32 { return v / 10 })
+	b := data([]int64{4}, 97)
+	y := expToNHWC(conv3x3(x, w, b, 1, 76, 32, 4), 4, 76, 32)
+	return genCase{name: "export_nhwc_one_channel", opset: 13, int8: true,
+		g: graph{
+			nodes: []node{
+				{op: "Transpose", inputs: []string{"x"}, outputs: []string{"xt"}, attrs: []attr{isAttr("perm", 0, 3, 1, 2)}},
+				{op: "Conv", inputs: []string{"xt", "w", "b"}, outputs: []string{"c"}, attrs: []attr{isAttr("pads", 1, 1, 1, 1)}},
+				{op: "Transpose", inputs: []string{"c"}, outputs: []string{"y"}, attrs: []attr{isAttr("perm", 0, 2, 3, 1)}},
+			},
+			inits:   []*onnx.Tensor{onnx.NewFloat32("w", wd, w), onnx.NewFloat32("b", []int64{4}, b)},
+			inputs:  []valueInfo{fvi("x", xd)},
+			outputs: []valueInfo{fvi("y", yd)},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, y)},
+	}
 }

@@ -199,6 +199,7 @@ func elementwiseCases(t *testing.T) []genCase {
 		unary("hardsigmoid_default", 6, "HardSigmoid", nil, nil, nil, hardSigmoid(0.2, 0.5)),
 		unary("hardsigmoid_alpha_beta", 6, "HardSigmoid", []attr{fAttr("alpha", 0.3), fAttr("beta", 0.45)}, nil, nil, hardSigmoid(0.3, 0.45)),
 		unary("hardswish", 14, "HardSwish", nil, nil, nil, hs),
+		unary("erf", 13, "Erf", nil, nil, nil, func(x float32) float32 { return float32(math.Erf(float64(x))) }),
 		unary("identity", 16, "Identity", nil, nil, nil, func(x float32) float32 { return x }),
 		unary("dropout_opset7", 7, "Dropout", []attr{fAttr("ratio", 0.3)}, nil, nil, func(x float32) float32 { return x }),
 		binaryCase("max_tensors", "Max", xDims, false),

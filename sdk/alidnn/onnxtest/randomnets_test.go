@@ -79,6 +79,11 @@ func TestNetMobileNetV2(t *testing.T) { runRandomNet(t, mobilenetV2()) }
 // TestNetResNet50Random is TestNetMobileNetV2 for ResNet-50.
 func TestNetResNet50Random(t *testing.T) { runRandomNet(t, resnet50()) }
 
+// TestNetMobileNetV3Small is TestNetMobileNetV2 for MobileNet-v3-small as
+// torch.onnx writes it below opset 14 (HardSwish as x · HardSigmoid(x)):
+// nine squeeze-and-excitation gates.
+func TestNetMobileNetV3Small(t *testing.T) { runRandomNet(t, mobilenetV3Small()) }
+
 // runRandomNet runs n with random weights and normalisation statistics on
 // the simulator and compares its logits with the float64 reference's.
 func runRandomNet(t *testing.T, n *net) {
@@ -92,7 +97,7 @@ func runRandomNet(t *testing.T, n *net) {
 				l.w[c], l.b[c] = 0.5+r.Float64(), 0.2*r.Float64()-0.1
 				l.mean[c], l.vr[c] = 0.2*r.Float64()-0.1, 0.5+r.Float64()
 			}
-		case opGemm:
+		case opGemm, opConv: // a convolution's bias where no BN follows
 			for c := range l.b {
 				l.b[c] = 0.1*r.Float64() - 0.05
 			}

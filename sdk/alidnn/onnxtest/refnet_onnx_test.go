@@ -26,6 +26,9 @@ func (n *net) params() []param {
 		case opConv:
 			cin := n.shapeOf(l.in[0]).c
 			ps = append(ps, param{pre + "w", []int64{int64(l.out.c), int64(cin / l.group), int64(l.k), int64(l.k)}, l.w})
+			if l.b != nil {
+				ps = append(ps, param{pre + "b", []int64{int64(l.out.c)}, l.b})
+			}
 		case opBN:
 			c := []int64{int64(l.out.c)}
 			ps = append(ps, param{pre + "scale", c, l.w}, param{pre + "bias", c, l.b},
@@ -50,13 +53,24 @@ func (n *net) valueName(v int) string {
 
 func (n *net) inputDims() []int64 { return []int64{1, int64(n.in.c), int64(n.in.h), int64(n.in.w)} }
 
-func (n *net) outputDims() []int64 { return []int64{1, int64(n.layers[len(n.layers)-1].out.c)} }
+// outputDims are a classifier's logits' [1, classes], or a feature map's
+// [1, C, H, W].
+func (n *net) outputDims() []int64 {
+	l := n.layers[len(n.layers)-1]
+	if l.kind == opGemm {
+		return []int64{1, int64(l.out.c)}
+	}
+	return []int64{1, int64(l.out.c), int64(l.out.h), int64(l.out.w)}
+}
 
 func (n *net) graph() graph {
 	g := graph{
 		inputs:  []valueInfo{fvi("x", n.inputDims())},
 		outputs: []valueInfo{fvi("y", n.outputDims())},
 		inits:   []*onnx.Tensor{scalar("zero", 0), scalar("six", 6)},
+	}
+	if n.style == stylePaddle {
+		g.inits = append(g.inits, scalar("three", 3))
 	}
 	for _, p := range n.params() {
 		g.inits = append(g.inits, onnx.NewFloat32(p.name, p.dims, to32(p.v)))
@@ -73,6 +87,12 @@ func (n *net) graph() graph {
 		case opConv:
 			nd.op, nd.attrs = "Conv", append(window, iAttr("group", int64(l.group)))
 			nd.inputs = append(nd.inputs, pre+"w")
+			if l.b != nil {
+				nd.inputs = append(nd.inputs, pre+"b")
+			}
+		case opHardSwish, opHardSigmoid, opScale:
+			g.nodes = append(g.nodes, n.exportMBv3(l, nd)...)
+			continue
 		case opBN:
 			nd.op, nd.attrs = "BatchNormalization", []attr{fAttr("epsilon", bnEps32)}
 			nd.inputs = append(nd.inputs, pre+"scale", pre+"bias", pre+"mean", pre+"var")

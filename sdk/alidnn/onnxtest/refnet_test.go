@@ -22,6 +22,11 @@ const (
 	opGAP
 	opFlatten
 	opGemm
+	// MobileNet-v3's (mbv3_test.go): HardSwish; HardSigmoid with the
+	// layer's alpha and beta; a [C,H,W] input scaled by a [C,1,1] gate.
+	opHardSwish
+	opHardSigmoid
+	opScale
 )
 
 // shape is one image's activation shape; a Flatten's or Gemm's output is
@@ -38,16 +43,21 @@ type layer struct {
 	out  shape
 	// A convolution's or pool's square window, and a convolution's groups.
 	k, stride, pad, group int
-	// Conv: w [cout, cin/group, k, k], no bias (a BN follows each one).
-	// Gemm: w [out, in], b [out]. BN: w the scale (gamma), b the bias
-	// (beta), mean and vr the running statistics.
+	// Conv: w [cout, cin/group, k, k], and b [cout] where no BN follows
+	// (a squeeze-and-excitation gate's). Gemm: w [out, in], b [out]. BN: w
+	// the scale (gamma), b the bias (beta), mean and vr the running
+	// statistics.
 	w, b, mean, vr []float64
+	// HardSigmoid's slope and offset.
+	alpha, beta float64
 }
 
 type net struct {
 	name   string
 	in     shape
 	layers []*layer
+	// style is how graph writes MobileNet-v3's operators.
+	style exportStyle
 }
 
 func (n *net) shapeOf(v int) shape {
@@ -73,6 +83,7 @@ func (n *net) forward(x []float64) [][]float64 {
 		switch l.kind {
 		case opConv:
 			y = l.conv(is, in)
+			addBias(y, l.b)
 		case opBN:
 			y = make([]float64, len(in))
 			plane := is.h * is.w
@@ -109,6 +120,10 @@ func (n *net) forward(x []float64) [][]float64 {
 			}
 		case opFlatten:
 			y = in
+		case opHardSwish, opHardSigmoid:
+			y = mapSlice(in, l.hard)
+		case opScale:
+			y = scaleChannels(in, vals[l.in[1]])
 		case opGemm:
 			y = make([]float64, l.out.c)
 			for o := range y {

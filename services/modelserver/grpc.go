@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/fpga-faas/faas/services/modelserver/inferencepb"
 )
@@ -16,11 +17,24 @@ import (
 // inference.GRPCInferenceService registered, serving the same models,
 // queues, deadlines and metrics as Handler. A message over
 // Config.MaxBodyBytes is refused by gRPC itself with ResourceExhausted.
-// opts come after the server's own, so they may override them.
+// opts come after the server's own, so they may override them; an
+// InTapHandle among them replaces the one that bounds a call's time.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
-	gs := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxBodyBytes))}, opts...)...)
+	gs := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxBodyBytes)), grpc.InTapHandle(s.callDeadline)}, opts...)...)
 	inferencepb.RegisterGRPCInferenceServiceServer(gs, grpcService{s: s})
 	return gs
+}
+
+// callDeadline bounds a call by Config.Timeout from the arrival of its
+// headers. Set here, before the stream exists, the deadline covers
+// reading the request message too, as the REST side's covers reading the
+// body: a client that stalls mid-message is cut off.
+func (s *Server) callDeadline(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	// ctx is the stream's, which gRPC cancels when the call ends, ending
+	// this one and freeing its timer: there is nothing left for cancel.
+	_ = cancel
+	return ctx, nil
 }
 
 // grpcService is the protocol's GRPCInferenceService on a Server. Its
@@ -83,9 +97,7 @@ func (g grpcService) ModelInfer(ctx context.Context, r *inferencepb.ModelInferRe
 	if err != nil {
 		return nil, grpcError(err)
 	}
-	// The client's own deadline, if sooner, ends ctx first.
-	ctx, cancel := context.WithDeadline(ctx, start.Add(s.cfg.Timeout))
-	defer cancel()
+	// ctx has the call's deadline (callDeadline), or the client's if sooner.
 	resp, batch, err := s.inferGRPC(ctx, r, m, v)
 	s.record(ctx, "grpc", m, v, start, batch, err)
 	if err != nil {

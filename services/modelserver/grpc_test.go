@@ -330,3 +330,64 @@ func TestGRPCErrors(t *testing.T) {
 		}
 	}
 }
+
+// stallConn passes the first left bytes written to it and then holds
+// every write back until stop is closed, as a client that stops sending
+// in the middle of a message does.
+type stallConn struct {
+	net.Conn
+	mu   sync.Mutex
+	left int
+	stop chan struct{} // closed by the test
+}
+
+func (c *stallConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	n := min(len(b), c.left)
+	c.left -= n
+	c.mu.Unlock()
+	if n > 0 {
+		if _, err := c.Conn.Write(b[:n]); err != nil {
+			return 0, err
+		}
+	}
+	if n < len(b) {
+		<-c.stop
+		return n, net.ErrClosed
+	}
+	return n, nil
+}
+
+// TestGRPCSlowMessage sends the headers of a ModelInfer call and part of
+// its message, then stalls, with no deadline of its own: the server's
+// deadline covers reading the message, and the call ends DeadlineExceeded
+// soon after it.
+func TestGRPCSlowMessage(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s := serveGRPC(t, writeRepo(t, mnistConfig, "onnx"), Config{Timeout: timeout})
+	stop := make(chan struct{})
+	dial := func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		// Enough for the connection preface, the settings and the call's
+		// headers; the 3 KiB message is cut short.
+		return &stallConn{Conn: c, left: 1500, stop: stop}, nil
+	}
+	conn, err := grpc.NewClient("passthrough:///"+s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Released before the client closes, which would wait for its stalled
+	// writes first.
+	defer conn.Close()
+	defer close(stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*timeout)
+	defer cancel()
+	start := time.Now()
+	_, err = inferencepb.NewGRPCInferenceServiceClient(conn).ModelInfer(ctx, rawInfer(t, "", mnistCases(t)[0].Input))
+	if took := time.Since(start); status.Code(err) != codes.DeadlineExceeded || took > 10*timeout {
+		t.Errorf("a stalled message: %v after %v; want DeadlineExceeded from the server after about %v", err, took, timeout)
+	}
+}

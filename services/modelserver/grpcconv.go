@@ -3,6 +3,7 @@ package modelserver
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -125,8 +126,11 @@ func contentsTensor(spec tensorSpec, c *inferencepb.InferTensorContents) (*onnx.
 		}
 	case onnx.Uint64:
 		n = len(c.GetUint64Contents())
-		for _, v := range c.GetUint64Contents() {
-			ints = append(ints, int64(v)) // above MaxInt64 it turns negative, which onnx.NewInt refuses
+		for i, v := range c.GetUint64Contents() {
+			if v > math.MaxInt64 {
+				return nil, fmt.Errorf("%w: input %q: element %d = %d overflows int64", ErrBadRequest, spec.Name, i, v)
+			}
+			ints = append(ints, int64(v))
 		}
 	default:
 		return nil, fmt.Errorf("%w: input %q: %s has no typed contents here", ErrBadRequest, spec.Name, datatypeName(spec.Type))

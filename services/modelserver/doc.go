@@ -90,8 +90,9 @@
 // reading the message included, or the client's deadline if sooner),
 // Canceled (ErrCanceled) and
 // Internal for the rest. A message over Config.MaxBodyBytes is refused by
-// gRPC itself with ResourceExhausted, before the service sees it, so it is
-// not counted in the metrics. ServerReady and ModelReady answer false, not
+// gRPC itself with ResourceExhausted, and a call whose deadline passes
+// before its message is read ends DeadlineExceeded, both before the
+// service sees them, so neither is counted in the metrics. ServerReady and ModelReady answer false, not
 // an error, while the models load. Metrics count gRPC requests under
 // protocol "grpc", by the HTTP status of the same error over REST.
 //

@@ -78,10 +78,11 @@ func grpcurl(t *testing.T, bin, addr, method, body string) (answer []byte, code,
 // TestGrpcurl drives the gRPC service with grpcurl and the official .proto
 // on the cases of the protocol's documentation: health, metadata, infer
 // with typed and with raw contents on every MNIST reference digit, and the
-// errors of an unknown model, a wrong shape and a wrong datatype.
+// errors of an unknown model, a wrong shape, a wrong datatype and a
+// message over the size limit.
 func TestGrpcurl(t *testing.T) {
 	bin := grpcurlPath(t)
-	s := serveGRPC(t, writeRepo(t, mnistConfig, "onnx"), Config{Version: "test"})
+	s := serveGRPC(t, writeRepo(t, mnistConfig, "onnx"), Config{Version: "test", MaxBodyBytes: 64 << 10})
 	call := func(method, body, want string) {
 		t.Helper()
 		b, code, msg := grpcurl(t, bin, s.Addr, method, body)
@@ -124,6 +125,8 @@ func TestGrpcurl(t *testing.T) {
 		{"unknown model", strings.Replace(good, `"mnist"`, `"nope"`, 1), "NotFound", `no model "nope"`},
 		{"wrong shape", strings.Replace(good, "[1, 1, 28, 28]", "[1, 28, 28]", 1), "InvalidArgument", "shape [1 28 28]"},
 		{"wrong datatype", strings.Replace(good, `"FP32"`, `"INT32"`, 1), "InvalidArgument", "is INT32, the model takes FP32"},
+		{"too large", `{"model_name": "mnist", "raw_input_contents": ["` + base64.StdEncoding.EncodeToString(make([]byte, 64<<10)) + `"]}`,
+			"ResourceExhausted", "larger than max"},
 	} {
 		if _, code, msg := grpcurl(t, bin, s.Addr, "ModelInfer", c.body); code != c.code || !strings.Contains(msg, c.says) {
 			t.Errorf("%s: %s %q; want %s and a message saying %q", c.name, code, msg, c.code, c.says)

@@ -29,6 +29,11 @@ CRANE_BIN    := $(GOBIN_DIR)/crane
 ORAS_VERSION := v1.3.3
 ORAS_BIN     := $(GOBIN_DIR)/oras
 
+# grpcurl drives the model server's gRPC API in its tests
+# (services/modelserver), with the vendored .proto.
+GRPCURL_MODULE := github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+GRPCURL_BIN    := $(GOBIN_DIR)/grpcurl
+
 # PostgreSQL 15 server binaries (Debian package postgresql-15).
 PG_BIN   ?= $(or $(FAAS_PG_BIN),/usr/lib/postgresql/15/bin)
 PG_DEBPKG := postgresql-15
@@ -48,7 +53,7 @@ help:
 	@echo 'make demo        bring up the whole platform (PostgreSQL, registry, faasd --sim 2), publish, load and classify MNIST; DEMO_NO_WAIT=1 exits when done'
 	@echo 'make test        install test dependencies (tools), go vet, go test -race'
 	@echo 'make soak        the accelerator pool chaos soak for SOAK_TIME ($(SOAK_TIME)); SOAK_SEED replays a run (make test runs it for 60 s)'
-	@echo 'make tools       install the pinned MinIO server, cosign, crane and oras; PostgreSQL 15, Chromium (portal browser tests) and a C compiler (for -race) via apt when root'
+	@echo 'make tools       install the pinned MinIO server, cosign, crane, oras and grpcurl; PostgreSQL 15, Chromium (portal browser tests) and a C compiler (for -race) via apt when root'
 	@echo 'make portal-shots  screenshots of every portal page of the browser tests into $(PORTAL_SHOTS)'
 	@echo 'make lint        gofmt check, go vet and the function-length figures (internal/layout)'
 	@echo 'make bench       benchmarks (see BENCHMARKS.md)'
@@ -60,7 +65,7 @@ help:
 # (for -race), curl (a client of the model server's tests) and chromium come
 # from Debian packages, installed only when missing and only when running as
 # root; otherwise a note says what is missing.
-tools: $(MINIO_BIN) $(COSIGN_BIN) $(CRANE_BIN) $(ORAS_BIN)
+tools: $(MINIO_BIN) $(COSIGN_BIN) $(CRANE_BIN) $(ORAS_BIN) $(GRPCURL_BIN)
 	@pkgs=""; \
 	if [ -x "$(PG_BIN)/initdb" ] && [ -x "$(PG_BIN)/pg_ctl" ] && [ -x "$(PG_BIN)/postgres" ]; then :; \
 	elif [ -n "$(FAAS_PG_BIN)" ]; then echo "tools: FAAS_PG_BIN=$(FAAS_PG_BIN) lacks initdb, pg_ctl or postgres" >&2; exit 1; \
@@ -84,6 +89,9 @@ $(COSIGN_BIN):
 
 $(CRANE_BIN):
 	GOBIN="$(GOBIN_DIR)" $(GO) install $(CRANE_MODULE)
+
+$(GRPCURL_BIN):
+	GOBIN="$(GOBIN_DIR)" $(GO) install $(GRPCURL_MODULE)
 
 $(ORAS_BIN):
 	d=$$(mktemp -d) && cd $$d && $(GO) mod init orasbuild >/dev/null 2>&1 && \

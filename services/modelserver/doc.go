@@ -1,7 +1,7 @@
 // Package modelserver serves compiled models on AliDNN engines over the
 // Open Inference Protocol (KServe's V2 inference protocol, which Triton
 // speaks), so that a program in any language can run them with a plain
-// HTTP client. It reaches accelerators through the SDK only: every engine
+// HTTP client or any gRPC client. It reaches accelerators through the SDK only: every engine
 // is an alidnn.Engine, a slot opened through faasd or an in-process
 // simulator, and every version of every model gets one instance (an
 // alidnn.Session) on each engine.
@@ -66,7 +66,40 @@
 // sent instead, since what reads it (Kubernetes probes, load balancers,
 // Triton's clients) takes anything but 200 as false.
 //
-// The server has no authentication yet: the command binds to 127.0.0.1 by
-// default. gRPC, models from the registry, pool attachments and the
-// repository extension (load and unload) are not served.
+// # The gRPC surface
+//
+// Server.GRPCServer serves the protocol's inference.GRPCInferenceService,
+// from KServe's grpc_predict_v2.proto (vendored, with the generated code,
+// in inferencepb): ServerLive, ServerReady, ModelReady, ServerMetadata,
+// ModelMetadata and ModelInfer, on the same models, queues, deadlines and
+// metrics as the REST surface. A request is turned into the server's own
+// request at the edge and from there runs the REST side's code. An input's
+// data is its typed contents, in the field of its datatype (fp32_contents
+// for FP32, int_contents for INT8 to INT32, uint_contents for UINT8 to
+// UINT32, and int64, uint64 and bool contents), or raw_input_contents for
+// every input at once, little-endian as the binary tensor data extension's.
+// Outputs come back as raw_output_contents when the inputs came raw or a
+// binary_data or binary_data_output parameter asks for them, else as typed
+// contents: the protocol allows no mix of the two in one answer.
+//
+// Errors are gRPC status codes, mapped at the edge the way Triton maps
+// its errors: InvalidArgument (ErrBadRequest), NotFound (ErrNotFound: the
+// model or version; ModelMetadata and ModelReady too), Unavailable
+// (ErrQueueFull, as Triton answers a full queue, and ErrNotReady),
+// DeadlineExceeded (ErrTimeout: Config.Timeout from the call's headers,
+// reading the message included, or the client's deadline if sooner),
+// Canceled (ErrCanceled) and
+// Internal for the rest. A message over Config.MaxBodyBytes is refused by
+// gRPC itself with ResourceExhausted, and a call whose deadline passes
+// before its message is read ends DeadlineExceeded, both before the
+// service sees them, so neither is counted in the metrics. ServerReady and ModelReady answer false, not
+// an error, while the models load. Metrics count gRPC requests under
+// protocol "grpc", by the HTTP status of the same error over REST.
+//
+// ModelStreamInfer is Triton's, not part of KServe's protocol, and is not
+// served; nor are the repository extension's RPCs.
+//
+// The server has no authentication yet: the command binds both listeners
+// to 127.0.0.1 by default. Models from the registry, pool attachments and
+// the repository extension (load and unload) are not served.
 package modelserver

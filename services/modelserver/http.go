@@ -74,11 +74,7 @@ func (s *Server) modelMetadata(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	versions := make([]string, len(m.versions))
-	for k, mv := range m.versions {
-		versions[k] = mv.name
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"name": m.name, "versions": versions, "platform": Platform,
+	writeJSON(w, http.StatusOK, map[string]any{"name": m.name, "versions": m.versionNames(), "platform": Platform,
 		"inputs": metadataTensors(v.inputs), "outputs": metadataTensors(v.outputs)})
 }
 
@@ -110,20 +106,30 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	_ = http.NewResponseController(w).SetReadDeadline(start.Add(s.cfg.Timeout))
 	resp, batch, err := s.inferHTTP(ctx, r, m, v)
+	if err != nil {
+		writeError(w, err)
+	} else {
+		resp.write(w)
+	}
+	s.record(ctx, "http", m, v, start, batch, err)
+}
+
+// record logs a failed infer request and counts every one, under the HTTP
+// status of its error whichever protocol it came by, so that one metric
+// holds both.
+func (s *Server) record(ctx context.Context, protocol string, m *model, v *version, start time.Time, batch int, err error) {
 	code := http.StatusOK
 	if err != nil {
-		code = writeError(w, err)
+		code = statusOf(err)
 		// The client's mistakes are its own to read in the answer; the
 		// server's are the operator's.
 		level := slog.LevelDebug
 		if code >= http.StatusInternalServerError {
 			level = slog.LevelWarn
 		}
-		s.log.Log(ctx, level, "infer failed", "model", m.name, "version", v.name, "status", code, "err", err)
-	} else {
-		resp.write(w)
+		s.log.Log(ctx, level, "infer failed", "protocol", protocol, "model", m.name, "version", v.name, "status", code, "err", err)
 	}
-	s.cfg.Metrics.answered(m.name, code, time.Since(start), batch)
+	s.cfg.Metrics.answered(m.name, protocol, code, time.Since(start), batch)
 }
 
 // inferHTTP reads, runs and answers one infer request; batch is the size
@@ -181,12 +187,9 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// writeError answers with the protocol's error object and returns the
-// status.
-func writeError(w http.ResponseWriter, err error) int {
-	code := statusOf(err)
-	writeJSON(w, code, map[string]string{"error": err.Error()})
-	return code
+// writeError answers with the protocol's error object.
+func writeError(w http.ResponseWriter, err error) {
+	writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

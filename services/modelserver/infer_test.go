@@ -288,7 +288,7 @@ func TestClientGone(t *testing.T) {
 		t.Errorf("the client's request ended with %v", err)
 	}
 	waitFor(t, "the queue to empty", func() bool { return len(queue) == 0 })
-	waitFor(t, "a 499 to be counted", func() bool { return counted(t, s, "499") == 1 })
+	waitFor(t, "a 499 to be counted", func() bool { return countedBy(t, s, "http", "499") == 1 })
 	release()
 	code, _, b := post(t, url, jsonInfer(t, "", c.Input, nil), nil)
 	var r response
@@ -307,8 +307,9 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// counted is how many infer requests the metrics counted with status code.
-func counted(t testing.TB, s *served, code string) float64 {
+// countedBy is how many infer requests the metrics counted for protocol
+// with status code.
+func countedBy(t testing.TB, s *served, protocol, code string) float64 {
 	t.Helper()
 	mfs, err := s.metrics.Gather()
 	if err != nil {
@@ -319,10 +320,12 @@ func counted(t testing.TB, s *served, code string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "code" && l.GetValue() == code {
-					return m.GetCounter().GetValue()
-				}
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["protocol"] == protocol && labels["code"] == code {
+				return m.GetCounter().GetValue()
 			}
 		}
 	}

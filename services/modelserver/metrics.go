@@ -21,8 +21,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "modelserver_infer_requests_total",
-			Help: "Infer requests by model and HTTP status code of the answer.",
-		}, []string{"model", "code"}),
+			Help: "Infer requests by model, protocol (http or grpc) and HTTP status code of the answer (for gRPC, the code of the same error over HTTP).",
+		}, []string{"model", "protocol", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "modelserver_infer_duration_seconds",
 			Help:    "Time from an infer request's arrival to its answer, by model.",
@@ -42,11 +42,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) answered(model string, code int, took time.Duration, batch int) {
+func (m *Metrics) answered(model, protocol string, code int, took time.Duration, batch int) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(model, strconv.Itoa(code)).Inc()
+	m.requests.WithLabelValues(model, protocol, strconv.Itoa(code)).Inc()
 	m.duration.WithLabelValues(model).Observe(took.Seconds())
 	if batch > 0 {
 		m.batch.WithLabelValues(model).Observe(float64(batch))

@@ -111,11 +111,8 @@ func parseInferRequest(body []byte, headerLen int64, ins, outs []tensorSpec) (*i
 // parseInput checks one $request_input against the model's input spec and
 // returns its tensor and how many bytes of binary data it took.
 func parseInput(in wireInput, spec tensorSpec, binary []byte) (*onnx.Tensor, int, error) {
-	if in.Datatype != datatypeName(spec.Type) {
-		return nil, 0, fmt.Errorf("%w: input %q is %s, the model takes %s", ErrBadRequest, in.Name, in.Datatype, datatypeName(spec.Type))
-	}
-	if !slices.Equal(in.Shape, spec.Shape) {
-		return nil, 0, fmt.Errorf("%w: input %q has shape %v, the model takes %v", ErrBadRequest, in.Name, in.Shape, spec.Shape)
+	if err := checkInput(in.Name, in.Datatype, in.Shape, spec); err != nil {
+		return nil, 0, err
 	}
 	size, hasSize, err := intParam(in.Parameters, "binary_data_size")
 	if err != nil {
@@ -136,6 +133,18 @@ func parseInput(in wireInput, spec tensorSpec, binary []byte) (*onnx.Tensor, int
 	}
 	t, err := binaryTensor(in.Name, spec.Type, spec.Shape, binary[:size])
 	return t, int(size), err
+}
+
+// checkInput checks an input's datatype and shape against the model's
+// input spec.
+func checkInput(name, datatype string, shape []int64, spec tensorSpec) error {
+	if datatype != datatypeName(spec.Type) {
+		return fmt.Errorf("%w: input %q is %s, the model takes %s", ErrBadRequest, name, datatype, datatypeName(spec.Type))
+	}
+	if !slices.Equal(shape, spec.Shape) {
+		return fmt.Errorf("%w: input %q has shape %v, the model takes %v", ErrBadRequest, name, shape, spec.Shape)
+	}
+	return nil
 }
 
 // parseOutputs returns the outputs a request asks for: those it names, or

@@ -269,6 +269,15 @@ func (s *Server) lookup(name, ver string) (*model, *version, error) {
 	return nil, nil, fmt.Errorf("%w: model %q has no version %q", ErrNotFound, name, ver)
 }
 
+// versionNames are the names of m's versions, in increasing order.
+func (m *model) versionNames() []string {
+	names := make([]string, len(m.versions))
+	for k, v := range m.versions {
+		names[k] = v.name
+	}
+	return names
+}
+
 // infer runs one request on the version's least busy instance, once the
 // model's queue admits it.
 func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx.Tensor) (*alidnn.Result, error) {

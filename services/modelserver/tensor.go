@@ -119,7 +119,7 @@ func jsonTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessag
 func binaryTensor(name string, dt onnx.DataType, dims []int64, b []byte) (*onnx.Tensor, error) {
 	size := dt.Size()
 	if n := elemCount(dims); int64(len(b)) != n*int64(size) {
-		return nil, fmt.Errorf("%w: input %q: binary_data_size %d, but shape %v of %s takes %d bytes",
+		return nil, fmt.Errorf("%w: input %q: %d bytes of binary data, but shape %v of %s takes %d bytes",
 			ErrBadRequest, name, len(b), dims, datatypeName(dt), n*int64(size))
 	}
 	if dt == onnx.Float {

@@ -1,10 +1,10 @@
 // Command modelserver serves the models of a model repository over the
-// Open Inference Protocol's REST API (see services/modelserver for the
-// repository layout, config.json and the endpoints).
+// Open Inference Protocol's REST and gRPC APIs (see services/modelserver
+// for the repository layout, config.json, the endpoints and the RPCs).
 //
 // Usage:
 //
-//	modelserver -repo DIR [-listen 127.0.0.1:8000] [-agent TARGET] [-slots 0,1]
+//	modelserver -repo DIR [-listen 127.0.0.1:8000] [-grpc-listen 127.0.0.1:8001] [-agent TARGET] [-slots 0,1]
 //	modelserver -repo DIR -sim N
 //
 // Each model version gets one instance on every engine: the -slots of the
@@ -14,8 +14,11 @@
 // with -sim N, N AliDNN engines simulated in this process, for development
 // and tests.
 //
-// The server has no authentication yet: it listens on 127.0.0.1 unless
-// -listen says otherwise. It answers liveness at once and readiness once
+// The REST API listens on -listen, the gRPC service
+// (inference.GRPCInferenceService) on -grpc-listen, Triton's ports by
+// default; -grpc-listen "" turns gRPC off. Neither has authentication yet:
+// both listen on 127.0.0.1 unless told otherwise. The server answers
+// liveness at once and readiness once
 // every model is loaded; a model that fails to load ends it with exit code
 // 1. Logs are JSON lines on standard error. With -metrics ADDR, Prometheus
 // metrics are served at ADDR/metrics.
@@ -41,6 +44,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
 
 	alidnnmodel "github.com/fpga-faas/faas/bitstreams/alidnn/model"
 	"github.com/fpga-faas/faas/sdk/alidnn"
@@ -51,13 +55,14 @@ import (
 func main() {
 	repo := flag.String("repo", "", "model repository folder (required)")
 	listen := flag.String("listen", "127.0.0.1:8000", "address of the REST API; it has no authentication yet")
+	grpcListen := flag.String("grpc-listen", "127.0.0.1:8001", `address of the gRPC API ("": none); it has no authentication yet`)
 	agent := flag.String("agent", "", "faasd: unix socket path, unix:///path or https://host:port (default $FAAS_AGENT or /run/faas/faasd.sock)")
 	slots := flag.String("slots", "0", "comma-separated faasd slots loaded with the AliDNN engine")
 	sim := flag.Int("sim", 0, "run on N in-process simulated engines instead of faasd slots")
 	pipeline := flag.Int("pipeline", modelserver.DefaultPipeline, "jobs of an instance on its engine at once")
 	queue := flag.Int("queue", modelserver.DefaultQueueSize, "requests of a model admitted at once, when its config.json has no max_queue_size")
 	timeout := flag.Duration("timeout", modelserver.DefaultTimeout, "deadline of an infer request, queueing included")
-	maxBody := flag.Int64("max-body", modelserver.DefaultMaxBodyBytes, "largest infer request body, in bytes")
+	maxBody := flag.Int64("max-body", modelserver.DefaultMaxBodyBytes, "largest infer request body or gRPC message, in bytes")
 	metrics := flag.String("metrics", "", "address to serve Prometheus metrics on (default none)")
 	flag.Parse()
 	if flag.NArg() != 0 || *repo == "" || *sim < 0 {
@@ -83,9 +88,9 @@ func main() {
 		cfg.Metrics = modelserver.NewMetrics(reg)
 		go serveMetrics(ctx, log, *metrics, reg)
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, gln, err := listen2(*listen, *grpcListen)
 	if err == nil {
-		err = run(ctx, log, cfg, ln)
+		err = run(ctx, log, cfg, ln, gln)
 	}
 	if err != nil {
 		log.Error("modelserver failed", "err", err)
@@ -93,21 +98,44 @@ func main() {
 	}
 }
 
-// run serves cfg's repository on ln until ctx ends: the API answers from
-// the start, readiness comes with the models.
-func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln net.Listener) error {
+// listen2 opens the REST API's listener and, unless grpcAddr is "", the
+// gRPC service's.
+func listen2(addr, grpcAddr string) (ln, gln net.Listener, err error) {
+	if ln, err = net.Listen("tcp", addr); err != nil || grpcAddr == "" {
+		return ln, nil, err
+	}
+	if gln, err = net.Listen("tcp", grpcAddr); err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, gln, nil
+}
+
+// run serves cfg's repository on ln (REST) and gln (gRPC, if not nil)
+// until ctx ends: the APIs answer from the start, readiness comes with the
+// models.
+func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln net.Listener) error {
 	srv, err := modelserver.New(cfg)
 	if err != nil {
 		ln.Close()
+		if gln != nil {
+			gln.Close()
+		}
 		return err
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
+	gs := srv.GRPCServer()
+	if gln != nil {
+		go func() { served <- gs.Serve(gln) }()
+		log.Info("serving the Open Inference Protocol over gRPC", "addr", gln.Addr().String())
+	}
 	log.Info("serving the Open Inference Protocol", "addr", ln.Addr().String(), "repository", cfg.Repository, "engines", len(cfg.Engines))
 	defer srv.Close(context.WithoutCancel(ctx))
 	if err := srv.Load(ctx); err != nil {
 		hs.Close()
+		gs.Stop()
 		if ctx.Err() != nil {
 			return nil // stopped while loading
 		}
@@ -116,12 +144,32 @@ func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln net.L
 	log.Info("every model is loaded: ready")
 	select {
 	case err := <-served:
+		hs.Close()
+		gs.Stop()
 		return err
 	case <-ctx.Done():
 	}
 	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Timeout+5*time.Second)
 	defer cancel()
-	return hs.Shutdown(shut)
+	return shutdown(shut, hs, gs)
+}
+
+// shutdown lets the requests in flight on both servers end, until ctx
+// does; then it closes what is left.
+func shutdown(ctx context.Context, hs *http.Server, gs *grpc.Server) error {
+	stopped := make(chan struct{})
+	go func() {
+		gs.GracefulStop()
+		close(stopped)
+	}()
+	err := hs.Shutdown(ctx)
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		gs.Stop()
+		<-stopped
+	}
+	return err
 }
 
 // openEngines opens n simulated engines, or else the slots of the faasd at

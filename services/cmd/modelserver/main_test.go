@@ -13,14 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/onnx"
 	"github.com/fpga-faas/faas/services/modelserver"
+	"github.com/fpga-faas/faas/services/modelserver/inferencepb"
 )
 
 // TestRun wires two simulated engines into a server on a repository holding
-// MNIST, waits for readiness, classifies a reference digit and stops it as
-// a signal would.
+// MNIST, waits for readiness, classifies a reference digit over REST and
+// over gRPC and stops it as a signal would.
 func TestRun(t *testing.T) {
 	mnist := testenv.TestData(t, "onnx", "models", "mnist")
 	repo := t.TempDir()
@@ -47,10 +51,14 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	url := "http://" + ln.Addr().String()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, slog.New(slog.DiscardHandler), modelserver.Config{Repository: repo, Engines: engines}, ln)
+		done <- run(ctx, slog.New(slog.DiscardHandler), modelserver.Config{Repository: repo, Engines: engines}, ln, gln)
 	}()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if resp, err := http.Get(url + "/v2/health/ready"); err == nil {
@@ -87,6 +95,20 @@ func TestRun(t *testing.T) {
 	if got, want := argmax(r.Outputs[0].Data), argmax(w); got != want {
 		t.Errorf("digit %d, the reference says %d", got, want)
 	}
+	conn, err := grpc.NewClient(gln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := inferencepb.NewGRPCInferenceServiceClient(conn)
+	gr, err := client.ModelInfer(ctx, &inferencepb.ModelInferRequest{ModelName: "mnist", Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{
+		{Name: "Input3", Datatype: "FP32", Shape: in.Dims, Contents: &inferencepb.InferTensorContents{Fp32Contents: f}}}})
+	if err != nil || len(gr.GetOutputs()) != 1 {
+		t.Fatalf("gRPC infer: %v, %v", gr, err)
+	}
+	if got, want := argmax(gr.GetOutputs()[0].GetContents().GetFp32Contents()), argmax(w); got != want {
+		t.Errorf("gRPC: digit %d, the reference says %d", got, want)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -98,6 +120,9 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := http.Get(url + "/v2/health/live"); err == nil {
 		t.Errorf("%s still answers after run returned", url)
+	}
+	if _, err := client.ServerLive(context.Background(), &inferencepb.ServerLiveRequest{}); err == nil {
+		t.Errorf("the gRPC service at %s still answers after run returned", gln.Addr())
 	}
 }
 

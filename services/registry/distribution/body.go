@@ -41,7 +41,11 @@ type slowBodyReader struct {
 
 func newSlowBodyReader(r io.Reader, rate int64, window time.Duration, interrupt func()) *slowBodyReader {
 	b := &slowBodyReader{r: r, rate: float64(rate), window: window, interrupt: interrupt}
+	// Under the lock: on a loaded machine the timer can fire before the
+	// assignment, and check reads b.timer.
+	b.mu.Lock()
 	b.timer = time.AfterFunc(b.tick(), b.check)
+	b.mu.Unlock()
 	return b
 }
 

@@ -214,6 +214,13 @@ func (c *compiler) node(n *onnx.Node) error {
 		}
 		if v != nil && !v.isConst {
 			allConst = false
+			if v.view != nil && !readsView(n, k) {
+				if v, err = c.permuteTo(v.view.node, v.view.src, v.view.perm, v.shape); err != nil {
+					return err
+				}
+				v.name, v.uses = n.Inputs[k], c.uses[n.Inputs[k]]
+				c.vals[n.Inputs[k]] = v
+			}
 			if err := c.checkView(n, k, v); err != nil {
 				return err
 			}
@@ -453,6 +460,14 @@ func (c *compiler) reshape(n *onnx.Node) error {
 	}
 	if total != x.len() {
 		return fmt.Errorf("reshape of %v (%d values) to %v", x.shape, x.len(), shape)
+	}
+	if x.view != nil && !flattensView(x, shape) {
+		v, err := c.permuteTo(x.view.node, x.view.src, x.view.perm, shape)
+		if err != nil {
+			return err
+		}
+		c.set(n, 0, v)
+		return nil
 	}
 	if x.view != nil {
 		return c.flattenView(n, x, shape)

@@ -56,12 +56,17 @@
 // arithmetic over them then folds away. A free dimension left unbound is
 // refused naming the input, the dimension and the binding that fixes it. Tensors live in device memory as 16-lane blocks (see
 // layout); the runtime packs inputs and unpacks outputs. A Transpose that
-// reorders a tensor's data runs only where it is free, as TensorFlow
-// converters place them around NHWC models (see nhwc.go): on a graph input
-// (packed transposed; a one-channel image's, which moves only the unit
-// axis, packed with the channel on the lanes), before a graph output
-// (unpacked so), or before a Flatten into a MatMul or Gemm (whose weight
-// rows are permuted instead).
+// reorders a tensor's data is free where TensorFlow converters place them
+// around NHWC models (see nhwc.go): on a graph input (packed transposed; a
+// one-channel image's, which moves only the unit axis, packed with the
+// channel on the lanes), before a graph output (unpacked so), or before a
+// Flatten into a MatMul or Gemm (whose weight rows are permuted instead).
+// Elsewhere, at any rank — attention's head split and merge, a key's
+// [N,H,D,S], a token flatten [N,C,L] → [N,L,C] — it runs on the engine
+// when the 16-lane blocks stay whole: DMA loads gather the blocks in the
+// new order, and the array swaps the last two axes after, when both are
+// multiples of 16 (see permute.go); one that would move values between
+// lanes otherwise is refused.
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs

@@ -54,12 +54,12 @@ func TestCompileErrors(t *testing.T) {
 			&onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
 				Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "dilations", Type: onnx.AttrInts, Ints: []int64{2, 2}}}}),
 			[]string{"MaxPool", `"p"`, "dilated", "integer"}},
-		// The channels on the lanes would become rows of a matrix whose
-		// 8 columns fill no block the array transposes.
-		{"transpose of a computed tensor across lanes", graph([]onnx.ValueInfo{x}, nil,
+		// The channels on the lanes would become the outer axis, each
+		// value an element of its own.
+		{"transpose of a computed tensor across lanes", graph([]onnx.ValueInfo{vi("x", 2, 2, 8, 8)}, nil,
 			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"r"}},
 			&onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"r"}, Outputs: []string{"t"},
-				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 1, 3}}}},
+				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{1, 0, 2, 3}}}},
 			&onnx.Node{Name: "s", OpType: "Relu", Inputs: []string{"t"}, Outputs: []string{"y"}}), []string{"Transpose", `"t"`, "lanes", "Relu"}},
 		{"pad before relu", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads},
 			&onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"p"}},

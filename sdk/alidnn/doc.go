@@ -13,10 +13,13 @@
 // stride-1 convolution per output phase whose STOREs scatter every s-th
 // pixel (see convtranspose.go, bilinear.go). A MatMul of two
 // computed tensors reads its second operand as weights from device memory,
-// transposed on the device when needed (see matmul.go). Stacks of
+// transposed on the device when needed, of any inner and output
+// dimensions (Bᵀ's rows padded with zeros to whole blocks), its stacks or
+// A's repeated on the engine when the other's leading axes broadcast over
+// them — attention's Q·Kᵀ and attention·V (see matmul.go). Stacks of
 // matrices broadcast as numpy's: a constant B's stacks over A's, and over
 // a graph input's repeated as the runtime packs it; a computed A whose
-// matrices B's stacks would repeat is refused. Max and average
+// matrices a constant B's stacks would repeat is refused. Max and average
 // pooling become POOL layers (global pooling of images beyond POOL's
 // 15-pixel window folds the pixels with the ALU, see gap.go); element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,

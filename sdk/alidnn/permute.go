@@ -17,7 +17,8 @@ import (
 // input's elements into the accumulator in output order and a STORE writes
 // them back. One that also swaps the last two axes, both multiples of 16,
 // is that gather followed by a transpose layer (see matmul.go), which a
-// MatMul reading Bᵀ drops again.
+// MatMul reading Bᵀ drops again; of other sizes, the gather keeps the
+// rows on the lanes (transposedLayout), which a MatMul reads as Bᵀ.
 
 // permuteTo compiles x (a device tensor, or an alias of one) transposed
 // by perm and stored as a tensor of shape (the transposed shape, or a
@@ -61,12 +62,20 @@ func (c *compiler) permuteTo(node string, x *value, perm, shape []int) (*value, 
 			return c.transposeLast(c.permuteLayer(r, s2, lay, src))
 		}
 	}
+	// Or its last two axes keep the storage's order, the rows on the
+	// lanes: a MatMul reads that as Bᵀ.
+	if k >= 2 && eqInts(t, shape) {
+		lay := transposedLayout(shape)
+		if src, ok := gatherMap(r.lay, x.shape, perm, lay); ok {
+			return c.permuteLayer(r, shape, lay, src), nil
+		}
+	}
 	return nil, fmt.Errorf("Transpose %q %v of the computed tensor %s moves values between the lanes of its 16-lane blocks (only permutations keeping the lane axis's blocks whole, or swapping the last two axes when both are multiples of %d, run on the engine): %w",
 		node, perm, x, lanes, ErrUnsupported)
 }
 
-// permuteLayer adds the layer gathering r's elements src into a new fp32
-// tensor of shape laid out as lay.
+// permuteLayer adds the layer gathering r's elements src (−1 for a zero
+// element) into a new fp32 tensor of shape laid out as lay.
 func (c *compiler) permuteLayer(r *value, shape []int, lay layout, src []int) *value {
 	l := &layer{kind: lPermute, in: r, accFP: true, gather: src}
 	out := &value{shape: shape, typ: r.typ, device: device{lay: lay, layer: l, elem: f32}}
@@ -162,13 +171,32 @@ func rowAt(row []int, start int) bool {
 
 // permute emits a permute layer: tiles of the accumulator's size filled
 // by LOADs of the input's elements in output order, each stored whole.
+// gatherRun never starts at a zero element, and stops before one.
 func (e *emitter) permute(l *layer) error {
 	const eb = lanes * 4
 	src := l.gather
+	var zero uint64
+	if slices.Contains(src, -1) {
+		zero = e.blob(make([]byte, eb))
+	}
 	for t0 := 0; t0 < len(src); t0 += hw.AccSize {
 		t1 := min(len(src), t0+hw.AccSize)
 		e.beginTile()
 		for p := t0; p < t1; {
+			if src[p] < 0 {
+				// A run of zero elements: the zero element padded on
+				// both sides.
+				z := 1
+				for p+z < t1 && z < 31 && src[p+z] < 0 {
+					z++
+				}
+				ld := load(isa.MemAcc, f32, p-t0, zero, 1, 1, 1)
+				ld.PadX0 = uint8(min(z-1, 15))
+				ld.PadX1 = uint8(z - 1 - int(ld.PadX0))
+				e.compute(ld, false)
+				p += z
+				continue
+			}
 			y, x, stride := gatherRun(src[p:t1])
 			e.compute(load(isa.MemAcc, f32, p-t0, l.in.addr+uint64(src[p]*eb), y, x, stride), false)
 			p += y * x

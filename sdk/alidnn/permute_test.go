@@ -32,9 +32,8 @@ func headsGraph(t *testing.T, s, e int64, split []int64, perm ...int64) *onnx.Gr
 
 // TestPermuteRefused: Transposes of computed tensors that would move
 // values between the lanes of a 16-lane block are refused naming the node,
-// not compiled to wrong numbers: heads of 8 values (two to a block), and
-// keys [N,H,D,S] whose sequence (5) does not fill the blocks the array
-// transposes.
+// not compiled to wrong numbers: heads of 8 values (two to a block), split
+// into [N,H,S,D] or keys [N,H,D,S].
 func TestPermuteRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -43,7 +42,7 @@ func TestPermuteRefused(t *testing.T) {
 		perm  []int64
 	}{
 		{"heads of 8", 5, 16, []int64{1, 5, 2, 8}, []int64{0, 2, 1, 3}},
-		{"keys of 5 tokens", 5, 32, []int64{1, 5, 2, 16}, []int64{0, 2, 3, 1}},
+		{"keys of 8 values", 5, 16, []int64{1, 5, 2, 8}, []int64{0, 2, 3, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := headsGraph(t, tc.s, tc.e, tc.split, tc.perm...)

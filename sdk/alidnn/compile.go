@@ -349,6 +349,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
+	case "ReduceMean":
+		return c.reduceMeanNode(n)
+	case "LayerNormalization":
+		return c.layerNormNode(n)
 	case "Pow":
 		return c.powNode(n)
 	case "Erf":

@@ -37,7 +37,12 @@
 // gate [N,C,1,1] scaling its block's [N,C,H,W], an attention mask
 // [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
 // image (see broadcast.go); a broadcast along the lane axis (channels) or
-// along part of the rows is refused. Concat moves each input
+// along part of the rows is refused. A mean over the last axis, which the
+// lanes hold, is a MatMul by the constant matrix of 1/C that broadcasts it
+// to every lane: ReduceMean so (kept, read only by element-wise operators
+// that meet the full width), as the layer normalisation exporters
+// decompose and RMSNorm write it, and LayerNormalization (opset 17, over
+// the last axis) as that sequence (see layernorm.go). Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment. Cross-channel LRN squares its input, sums
 // each channel window with a 1×1 GEMM and finishes in that layer's epilogue

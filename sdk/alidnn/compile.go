@@ -374,28 +374,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 	case "DequantizeLinear":
 		return c.dequantizeNode(n)
 	case "Softmax":
-		x, err := c.need(n, 0)
-		if err != nil {
-			return err
-		}
-		axis, err := n.Int("axis", -1)
-		if err != nil {
-			return err
-		}
-		if c.opset() < 13 {
-			if axis == -1 {
-				axis = 1
-			}
-		}
-		a, err := normAxis(int(axis), len(x.shape))
-		if err != nil {
-			return err
-		}
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{host: &hostOp{op: "Softmax", axis: a, src: x}}})
-		if c.opset() < 13 {
-			c.vals[n.Outputs[0]].host.op = "Softmax-1" // flattens from axis
-		}
-		return nil
+		return c.softmaxNode(n)
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }

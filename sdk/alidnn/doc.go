@@ -53,8 +53,12 @@
 // exporters write in front of a Reshape and for a transformer's position
 // ids and masks: Shape, Size, Gather, Slice, ReduceProd, Concat, Squeeze,
 // Unsqueeze, Cast, Range, Expand, Where, Trilu, comparisons, logic,
-// arithmetic and Pow) are folded at compile time; Softmax at the graph's
-// end runs on the host.
+// arithmetic and Pow) are folded at compile time. Softmax at the graph's
+// end runs on the host; one that other operators read (attention's) runs
+// on the engine over the last axis: the row maximum by ⌈log₂ C⌉ maxima
+// with the row rotated by a permutation MatMul, e^(x − max), the row sum
+// by a MatMul by ones, and the quotient (see softmax.go; ±Inf inputs give
+// NaN).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at

@@ -11,7 +11,8 @@ import (
 // [N,S,C] hold on the lanes. The engine moves no value across lanes
 // outside the GEMM array, so a mean over the lanes is a MatMul by the
 // constant C×C matrix of 1/C: every lane of a row gets the row's mean, the
-// mean broadcast to the row as the Sub, Add and Div after it read it. A
+// mean broadcast to the row as the Sub, Add and Div after it read it (see
+// laneReduce). A
 // ReduceMean over the last axis compiles so when what reads its result
 // are element-wise operators whose results meet a tensor of the full width
 // — the decomposition exporters write (ReduceMean, Sub, Pow 2, ReduceMean,
@@ -23,13 +24,39 @@ import (
 var laneWise = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": true, "Pow": true, "Sqrt": true,
 	"Neg": true, "Abs": true, "Exp": true, "Log": true, "Relu": true, "Sigmoid": true, "Tanh": true, "Erf": true}
 
-// meanMatrix is the C×C matrix of 1/C, named name.
-func meanMatrix(name string, C int) *value {
-	f := make([]float32, C*C)
-	for k := range f {
-		f[k] = 1 / float32(C)
+// laneReduce compiles m, a ReduceMean or ReduceSum of its input over the
+// last axis, as a MatMul by the C×C matrix of 1/C or of ones: every lane
+// of a row holds the row's mean or sum. Its padding lanes, which the
+// matrix leaves 0, are made 1, so what divides by them (a LayerNorm's
+// standard deviation, a Softmax's sum) stays finite there, as a MatMul
+// reading the quotient needs (0 × Inf is NaN).
+func (c *compiler) laneReduce(m *onnx.Node) error {
+	x, err := c.need(m, 0)
+	if err != nil {
+		return err
 	}
-	return constFloat(name, []int{C, C}, f)
+	C := x.shape[len(x.shape)-1]
+	v := float32(1)
+	if m.OpType == "ReduceMean" {
+		v = 1 / float32(C)
+	}
+	w := m.Outputs[0] + "/lanes"
+	c.vals[w] = constFloat(w, []int{C, C}, fill(C*C, v))
+	mm := &onnx.Node{OpType: "MatMul", Name: m.Name, Inputs: []string{m.Inputs[0], w}, Outputs: m.Outputs[:1]}
+	if err := c.matmulNode(mm); err != nil {
+		return err
+	}
+	y := c.vals[m.Outputs[0]]
+	l := y.layer
+	if l == nil || l.out != y || y.lay.lane != len(y.shape)-1 {
+		return fmt.Errorf("%s %q of %s: the MatMul by constants does not hold the last axis on the lanes: %w", m.OpType, m.Name, x, ErrUnsupported)
+	}
+	pad := make([]float32, y.lay.cb()*lanes)
+	for k := C; k < len(pad); k++ {
+		pad[k] = 1
+	}
+	l.steps = append(l.steps, step{kind: sAddRow, fp: true, rowF: pad})
+	return nil
 }
 
 // reduceMeanNode compiles ReduceMean of a computed tensor over its last
@@ -73,9 +100,7 @@ func (c *compiler) reduceMeanNode(n *onnx.Node) error {
 	if !c.broadcastsSafely(n.Outputs[0], C) {
 		return fmt.Errorf("ReduceMean of %s over its last axis: only into element-wise operators that meet a tensor of %d values on that axis (a LayerNorm's), as the mean is held broadcast to them: %w", x, C, ErrUnsupported)
 	}
-	avg := n.Outputs[0] + "/avg"
-	c.vals[avg] = meanMatrix(avg, C)
-	return c.matmulNode(&onnx.Node{OpType: "MatMul", Name: n.Name, Inputs: []string{n.Inputs[0], avg}, Outputs: n.Outputs[:1]})
+	return c.laneReduce(n)
 }
 
 // broadcastsSafely reports whether the value name, whose last axis of 1
@@ -141,15 +166,14 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 	}
 	p := n.Outputs[0] + "/ln/"
 	xn := n.Inputs[0]
-	c.vals[p+"avg"] = meanMatrix(p+"avg", x.shape[r-1])
 	c.vals[p+"two"] = constFloat(p+"two", nil, []float32{2})
 	c.vals[p+"eps"] = constFloat(p+"eps", nil, []float32{eps})
 	y := n.Outputs[0]
 	seq := []*onnx.Node{
-		{OpType: "MatMul", Inputs: []string{xn, p + "avg"}, Outputs: []string{p + "mean"}},
+		{OpType: "ReduceMean", Inputs: []string{xn}, Outputs: []string{p + "mean"}},
 		{OpType: "Sub", Inputs: []string{xn, p + "mean"}, Outputs: []string{p + "d"}},
 		{OpType: "Pow", Inputs: []string{p + "d", p + "two"}, Outputs: []string{p + "d2"}},
-		{OpType: "MatMul", Inputs: []string{p + "d2", p + "avg"}, Outputs: []string{p + "var"}},
+		{OpType: "ReduceMean", Inputs: []string{p + "d2"}, Outputs: []string{p + "var"}},
 		{OpType: "Add", Inputs: []string{p + "var", p + "eps"}, Outputs: []string{p + "vare"}},
 		{OpType: "Sqrt", Inputs: []string{p + "vare"}, Outputs: []string{p + "std"}},
 		{OpType: "Div", Inputs: []string{p + "d", p + "std"}, Outputs: []string{p + "norm"}},
@@ -160,26 +184,5 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 	} else {
 		seq[len(seq)-1].Outputs[0] = y
 	}
-	// x is read twice where the node read it once, d twice: neither may
-	// take a reader into its layer's epilogue.
-	x.uses++
-	c.uses[xn]++
-	for _, m := range seq {
-		for _, o := range m.Outputs {
-			if o != y {
-				c.uses[o] = 1
-			}
-		}
-	}
-	c.uses[p+"d"] = 2
-	for _, m := range seq {
-		m.Name = n.Name
-		if o := m.Outputs[0]; o != y {
-			m.Name += "/" + o[len(p):]
-		}
-		if err := c.node(m); err != nil {
-			return fmt.Errorf("LayerNormalization %q as %s: %w", n.Name, m.OpType, err)
-		}
-	}
-	return nil
+	return c.runSeq(n, seq, map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1})
 }

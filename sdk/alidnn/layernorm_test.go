@@ -13,7 +13,8 @@ import (
 // lanes where the graph declares one value is refused naming the node
 // unless only element-wise operators meeting the full width read it — not
 // a graph output, not a reduction over another axis, not a
-// LayerNormalization over more than the last axis.
+// LayerNormalization over more than the last axis; and a Softmax other
+// operators read, over another axis.
 func TestMeanRefused(t *testing.T) {
 	mean := func(axes ...int64) *onnx.Node {
 		return &onnx.Node{Name: "rm", OpType: "ReduceMean", Inputs: []string{"p"}, Outputs: []string{"m"},
@@ -28,6 +29,8 @@ func TestMeanRefused(t *testing.T) {
 		{"mean as output", 13, []*onnx.Node{mean(-1)}, []string{`"rm"`, "element-wise"}},
 		{"mean over rows", 13, []*onnx.Node{mean(1), {Name: "s", OpType: "Sub", Inputs: []string{"p", "m"}, Outputs: []string{"y"}}}, []string{`"rm"`, "last axis"}},
 		{"mean into a MatMul", 13, []*onnx.Node{mean(-1), {Name: "mm", OpType: "MatMul", Inputs: []string{"m", "w1"}, Outputs: []string{"y"}}}, []string{`"rm"`, "element-wise"}},
+		{"softmax over rows into a Relu", 13, []*onnx.Node{{Name: "sm", OpType: "Softmax", Inputs: []string{"p"}, Outputs: []string{"s"}, Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: 1}}},
+			{Name: "r", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"y"}}}, []string{`"sm"`, "last axis"}},
 		{"layernorm from axis 1", 17, []*onnx.Node{{Name: "ln", OpType: "LayerNormalization", Inputs: []string{"p", "g"}, Outputs: []string{"y"},
 			Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: 1}}}}, []string{`"ln"`, "last axis"}},
 	} {

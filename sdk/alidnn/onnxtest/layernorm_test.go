@@ -7,7 +7,7 @@ import (
 )
 
 // Layer normalisation over the last axis of a computed [1,5,C]:
-// LayerNormalization (opset 17), the decomposition exporters write before
+// LayerNormalization (opset 17) into a MatMul, the decomposition exporters write before
 // it (ReduceMean, Sub, Pow 2, ReduceMean, Add ε, Sqrt, Div, Mul, Add) on 20
 // channels (one partial block), and RMSNorm's (Pow 2, ReduceMean, Add ε,
 // Sqrt, Div, Mul).
@@ -57,21 +57,24 @@ func layerNormCases() []genCase {
 		return g, b, []*onnx.Tensor{onnx.NewFloat32("g", []int64{int64(C)}, g), onnx.NewFloat32("b", []int64{int64(C)}, b)}
 	}
 
-	yd := []int64{1, 5, 32}
-	w, p := proj(32, 142)
-	g, b, inits := affine(32, 143)
+	// On 20 channels into a MatMul, which reads the padding lanes too.
+	yd := []int64{1, 5, 8}
+	w, p := proj(20, 142)
+	g, b, inits := affine(20, 143)
+	wo := mapF(data([]int64{20, 8}, 146), func(v float32) float32 { return v / 10 })
 	opset17 := genCase{name: "layernorm", opset: 17,
 		g: graph{
 			nodes: []node{
 				{op: "MatMul", inputs: []string{"x", "w"}, outputs: []string{"p"}},
-				{op: "LayerNormalization", inputs: []string{"p", "g", "b"}, outputs: []string{"y"}, attrs: []attr{fAttr("epsilon", 1e-5)}},
+				{op: "LayerNormalization", inputs: []string{"p", "g", "b"}, outputs: []string{"n"}, attrs: []attr{fAttr("epsilon", 1e-5)}},
+				{op: "MatMul", inputs: []string{"n", "wo"}, outputs: []string{"y"}},
 			},
-			inits:   append(inits, w),
+			inits:   append(inits, w, onnx.NewFloat32("wo", []int64{20, 8}, wo)),
 			inputs:  []valueInfo{fvi("x", xd)},
 			outputs: []valueInfo{fvi("y", yd)},
 		},
 		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x)},
-		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, normRef(p, 32, g, b, float64(float32(1e-5)), false))},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, mmRef(normRef(p, 20, g, b, float64(float32(1e-5)), false), wo, 1, 5, 20, 8, func(int) int { return 0 }))},
 	}
 
 	zd := []int64{1, 5, 20}

@@ -107,7 +107,9 @@ func (c *compiler) reduceMeanNode(n *onnx.Node) error {
 // the engine holds broadcast to C, is read only by element-wise operators
 // (laneWise) whose results either meet a compiled operand of C values on
 // the last axis — so they are what the graph declares — or are read so in
-// turn; never by a graph output or a shape.
+// turn; never by a graph output or a shape. Of two such values meeting,
+// the one compiled first saw the other not yet compiled and followed their
+// result.
 func (c *compiler) broadcastsSafely(name string, C int) bool {
 	if c.outputs[name] {
 		return false

@@ -7,7 +7,9 @@ import (
 )
 
 // One transformer encoder block as torch.onnx writes BERT's (post-norm):
-// self-attention with 2 heads of 16 over x [batch, seq, 32], the scores
+// self-attention with 2 heads of 16 over x [batch, seq, 32] (the heads
+// split and merged by views whose shapes come from Shape, Slice and
+// Concat, the keys permuted and then transposed), the scores
 // scaled by 1/√16 plus an additive mask [batch, 1, 1, seq], Softmax, the
 // heads merged and projected, a residual and LayerNormalization, then a
 // GELU MLP (32 → 64 → 32, GELU as x·½(1 + erf(x/√2))), a residual and
@@ -174,27 +176,38 @@ func encoderCases() []genCase {
 			{op: "Add", inputs: []string{out + "_mm", bn}, outputs: []string{out}},
 		}
 	}
-	heads := func(x, out string, perm ...int64) []node {
+	// view reshapes x to its first two dimensions followed by tail, as
+	// torch.onnx writes x.view(x.size()[:-1] + tail): Shape, Slice,
+	// Concat, Reshape.
+	view := func(x, out, tail string) []node {
 		return []node{
-			{op: "Reshape", inputs: []string{x, "split"}, outputs: []string{out + "_split"}},
-			{op: "Transpose", inputs: []string{out + "_split"}, outputs: []string{out}, attrs: []attr{isAttr("perm", perm...)}},
+			{op: "Shape", inputs: []string{x}, outputs: []string{out + "_shape"}},
+			{op: "Slice", inputs: []string{out + "_shape", "lead_start", "lead_end"}, outputs: []string{out + "_lead"}},
+			{op: "Concat", inputs: []string{out + "_lead", tail}, outputs: []string{out + "_to"}, attrs: []attr{iAttr("axis", 0)}},
+			{op: "Reshape", inputs: []string{x, out + "_to"}, outputs: []string{out}},
 		}
+	}
+	heads := func(x, out string) []node {
+		return append(view(x, out+"_split", "split"),
+			node{op: "Transpose", inputs: []string{out + "_split"}, outputs: []string{out}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})
 	}
 	var nodes []node
 	nodes = append(nodes, lin("x", "wq", "bq", "q")...)
 	nodes = append(nodes, lin("x", "wk", "bk", "k")...)
 	nodes = append(nodes, lin("x", "wv", "bv", "v")...)
-	nodes = append(nodes, heads("q", "qh", 0, 2, 1, 3)...)
-	nodes = append(nodes, heads("k", "kt", 0, 2, 3, 1)...)
-	nodes = append(nodes, heads("v", "vh", 0, 2, 1, 3)...)
+	nodes = append(nodes, heads("q", "qh")...)
+	nodes = append(nodes, heads("k", "kh")...)
+	nodes = append(nodes, heads("v", "vh")...)
 	nodes = append(nodes,
+		// key.transpose(-1, -2)
+		node{op: "Transpose", inputs: []string{"kh"}, outputs: []string{"kt"}, attrs: []attr{isAttr("perm", 0, 1, 3, 2)}},
 		node{op: "MatMul", inputs: []string{"qh", "kt"}, outputs: []string{"scores"}},
 		node{op: "Div", inputs: []string{"scores", "sqrt_d"}, outputs: []string{"scaled"}},
 		node{op: "Add", inputs: []string{"scaled", "mask"}, outputs: []string{"masked"}},
 		node{op: "Softmax", inputs: []string{"masked"}, outputs: []string{"probs"}, attrs: []attr{iAttr("axis", -1)}},
 		node{op: "MatMul", inputs: []string{"probs", "vh"}, outputs: []string{"ctx"}},
-		node{op: "Transpose", inputs: []string{"ctx"}, outputs: []string{"ctx_t"}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}},
-		node{op: "Reshape", inputs: []string{"ctx_t", "merge"}, outputs: []string{"ctx_m"}})
+		node{op: "Transpose", inputs: []string{"ctx"}, outputs: []string{"ctx_t"}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})
+	nodes = append(nodes, view("ctx_t", "ctx_m", "merge")...)
 	nodes = append(nodes, lin("ctx_m", "wo", "bo", "attn")...)
 	nodes = append(nodes,
 		node{op: "Add", inputs: []string{"x", "attn"}, outputs: []string{"res1"}},
@@ -210,7 +223,7 @@ func encoderCases() []genCase {
 	nodes = append(nodes,
 		node{op: "Add", inputs: []string{"ln1", "ff2"}, outputs: []string{"res2"}},
 		node{op: "LayerNormalization", inputs: []string{"res2", "g2", "be2"}, outputs: []string{"y"}, attrs: []attr{fAttr("epsilon", 1e-5)}})
-	inits := append(w.tensors(), shape("split", 0, 0, encH, encD), shape("merge", 0, 0, encE),
+	inits := append(w.tensors(), shape("split", encH, encD), shape("merge", encE), shape("lead_start", 0), shape("lead_end", 2),
 		scalar("sqrt_d", 4), scalar("sqrt2", float32(math.Sqrt2)), scalar("one", 1), scalar("half", 0.5))
 	first, second := set(1, 5, 170), set(2, 7, 171)
 	return []genCase{{name: "transformer_encoder_block", opset: 17,

@@ -49,7 +49,7 @@ func attentionCases() []genCase {
 	// lanes, read as Bᵀ padded to 16 rows.
 	sd := []int64{1, 2, 5, 5}
 	scores := mmRef(q, transposeLast(k, 2, 5, 16), 2, 5, 16, 5, same)
-	scoreCase := genCase{name: "matmul_attention_scores_short", opset: 13,
+	scoreCase := genCase{name: "matmul_attention_scores_short", opset: 13, int8: true,
 		g: graph{
 			nodes: append(append(append([]node{expInts("split", hd...)},
 				head("q", "qh", 0, 2, 1, 3)...), head("k", "kt", 0, 2, 3, 1)...),
@@ -70,7 +70,7 @@ func attentionCases() []genCase {
 	wa, wav := w("wa", 8, 5, 128)
 	att := mmRef(ax, wav, 2, 5, 8, 5, all0)
 	cd := []int64{1, 2, 5, 16}
-	contextCase := genCase{name: "matmul_attention_context_short", opset: 13,
+	contextCase := genCase{name: "matmul_attention_context_short", opset: 13, int8: true,
 		g: graph{
 			nodes: append(append([]node{expInts("split", hd...),
 				{op: "MatMul", inputs: []string{"a", "wa"}, outputs: []string{"att"}}},
@@ -91,7 +91,7 @@ func attentionCases() []genCase {
 	w1, w1v := w("w1", 8, 16, 131)
 	w2, w2v := w("w2", 8, 16, 132)
 	am, bm := mmRef(a4, w1v, 6, 4, 8, 16, all0), mmRef(b3, w2v, 3, 16, 8, 16, all0)
-	bcastB := genCase{name: "matmul_computed_broadcast_b", opset: 13,
+	bcastB := genCase{name: "matmul_computed_broadcast_b", opset: 13, int8: true,
 		g: graph{
 			nodes: []node{
 				{op: "MatMul", inputs: []string{"a", "w1"}, outputs: []string{"am"}},
@@ -113,7 +113,7 @@ func attentionCases() []genCase {
 	w3, w3v := w("w3", 8, 20, 135)
 	w4, w4v := w("w4", 8, 32, 136)
 	a3m, b4m := mmRef(a3, w3v, 3, 4, 8, 20, all0), mmRef(b4, w4v, 6, 20, 8, 32, all0)
-	bcastA := genCase{name: "matmul_computed_broadcast_a", opset: 13,
+	bcastA := genCase{name: "matmul_computed_broadcast_a", opset: 13, int8: true,
 		g: graph{
 			nodes: []node{
 				{op: "MatMul", inputs: []string{"a", "w3"}, outputs: []string{"am"}},

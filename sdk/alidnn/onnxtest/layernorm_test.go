@@ -62,7 +62,7 @@ func layerNormCases() []genCase {
 	w, p := proj(20, 142)
 	g, b, inits := affine(20, 143)
 	wo := mapF(data([]int64{20, 8}, 146), func(v float32) float32 { return v / 10 })
-	opset17 := genCase{name: "layernorm", opset: 17,
+	opset17 := genCase{name: "layernorm", opset: 17, int8: true,
 		g: graph{
 			nodes: []node{
 				{op: "MatMul", inputs: []string{"x", "w"}, outputs: []string{"p"}},
@@ -83,7 +83,7 @@ func layerNormCases() []genCase {
 	mean := func(in, out string) node {
 		return node{op: "ReduceMean", inputs: []string{in}, outputs: []string{out}, attrs: []attr{isAttr("axes", -1)}}
 	}
-	decomposed := genCase{name: "layernorm_decomposed", opset: 13,
+	decomposed := genCase{name: "layernorm_decomposed", opset: 13, int8: true,
 		g: graph{
 			nodes: []node{
 				{op: "MatMul", inputs: []string{"x", "w"}, outputs: []string{"p"}},
@@ -104,7 +104,7 @@ func layerNormCases() []genCase {
 		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x)},
 		outs: []*onnx.Tensor{onnx.NewFloat32("y", zd, normRef(p20, 20, g20, b20, float64(float32(1e-5)), false))},
 	}
-	rms := genCase{name: "rmsnorm_decomposed", opset: 13,
+	rms := genCase{name: "rmsnorm_decomposed", opset: 13, int8: true,
 		g: graph{
 			nodes: []node{
 				{op: "MatMul", inputs: []string{"x", "w"}, outputs: []string{"p"}},

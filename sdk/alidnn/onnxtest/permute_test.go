@@ -104,7 +104,7 @@ func permuteCases() []genCase {
 	wh, whv := w("wh", 16, 16, 106)
 	wo, wov := w("wo", 32, 8, 107)
 	ctx := permuteRef(mmRef(mx, whv, 2, 5, 16, 16, all0), md, []int{0, 2, 1, 3})
-	merge := genCase{name: "transpose_head_merge", opset: 13,
+	merge := genCase{name: "transpose_head_merge", opset: 13, int8: true,
 		g: graph{
 			nodes: []node{
 				{op: "MatMul", inputs: []string{"x", "wh"}, outputs: []string{"a"}},

@@ -40,7 +40,7 @@ func softmaxCases() []genCase {
 		w2 := mapF(data([]int64{int64(C), 8}, 153), func(v float32) float32 { return v / 10 })
 		yd := []int64{2, 3, 8}
 		p := softmaxRef(mmRef(x, w1, 6, 1, 8, C, func(int) int { return 0 }), C)
-		return genCase{name: name, opset: 13,
+		return genCase{name: name, opset: 13, int8: true,
 			g: graph{
 				nodes: []node{
 					{op: "MatMul", inputs: []string{"x", "w1"}, outputs: []string{"l"}},

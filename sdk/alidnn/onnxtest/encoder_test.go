@@ -226,6 +226,8 @@ func encoderCases() []genCase {
 	inits := append(w.tensors(), shape("split", encH, encD), shape("merge", encE), shape("lead_start", 0), shape("lead_end", 2),
 		scalar("sqrt_d", 4), scalar("sqrt2", float32(math.Sqrt2)), scalar("one", 1), scalar("half", 0.5))
 	first, second := set(1, 5, 170), set(2, 7, 171)
+	// 16 tokens fill the blocks the array transposes; 20 cross them.
+	more := []dataSet{second, set(1, 16, 172), set(2, 20, 173)}
 	return []genCase{{name: "transformer_encoder_block", opset: 17,
 		g: graph{
 			nodes: nodes,
@@ -236,6 +238,6 @@ func encoderCases() []genCase {
 			},
 			outputs: []valueInfo{{name: "y", typ: onnx.Float, dims: []int64{0, 0, encE}, params: []string{"batch", "seq", ""}}},
 		},
-		ins: first.ins, outs: first.outs, more: []dataSet{second},
+		ins: first.ins, outs: first.outs, more: more,
 	}}
 }

@@ -6,11 +6,12 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// Layer normalisation over the last axis of a computed [1,5,C]:
-// LayerNormalization (opset 17) into a MatMul, the decomposition exporters write before
-// it (ReduceMean, Sub, Pow 2, ReduceMean, Add ε, Sqrt, Div, Mul, Add) on 20
-// channels (one partial block), and RMSNorm's (Pow 2, ReduceMean, Add ε,
-// Sqrt, Div, Mul).
+// Layer normalisation over the last axis of a computed [1,5,20] (one
+// partial block): LayerNormalization (opset 17) into a MatMul, the
+// decomposition exporters write before it (ReduceMean, Sub, Pow 2,
+// ReduceMean, Add ε, Sqrt, Div, Mul, Add), and RMSNorm's (Pow 2,
+// ReduceMean, Add ε, Sqrt, Div, Mul); and LayerNormalization without a
+// bias of a graph input.
 
 func init() { caseFamilies = append(caseFamilies, layerNormCases) }
 
@@ -122,5 +123,21 @@ func layerNormCases() []genCase {
 		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x)},
 		outs: []*onnx.Tensor{onnx.NewFloat32("y", zd, normRef(p20, 20, g20, nil, float64(float32(1e-6)), true))},
 	}
-	return []genCase{opset17, decomposed, rms}
+	// Of a graph input (a transformer's embeddings), without a bias.
+	ed := []int64{1, 5, 20}
+	e := data(ed, 147)
+	input := genCase{name: "layernorm_input", opset: 17, int8: true,
+		g: graph{
+			nodes: []node{
+				{op: "LayerNormalization", inputs: []string{"e", "g"}, outputs: []string{"n"}},
+				{op: "MatMul", inputs: []string{"n", "wo"}, outputs: []string{"y"}},
+			},
+			inits:   []*onnx.Tensor{inits20[0], onnx.NewFloat32("wo", []int64{20, 8}, wo)},
+			inputs:  []valueInfo{fvi("e", ed)},
+			outputs: []valueInfo{fvi("y", yd)},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("e", ed, e)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, mmRef(normRef(e, 20, g20, nil, float64(float32(1e-5)), false), wo, 1, 5, 20, 8, func(int) int { return 0 }))},
+	}
+	return []genCase{opset17, decomposed, rms, input}
 }

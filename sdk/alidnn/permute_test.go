@@ -61,32 +61,39 @@ func TestPermuteRefused(t *testing.T) {
 
 // TestPermuteViewTwice: a Transpose of a computed tensor that is both a
 // graph output (unpacked transposed on the host) and read by a Relu
-// (permuted on the engine) gives both readers the transposed values.
+// (permuted on the engine) gives both readers the transposed values; at
+// [8,40,100] the permute takes two accumulator tiles (2400 elements).
 func TestPermuteViewTwice(t *testing.T) {
-	dims := []int64{2, 20, 3}
-	x := ramp("x", dims, 0.5)
-	g := &onnx.Graph{
-		Nodes: []*onnx.Node{
-			{Name: "n", OpType: "Neg", Inputs: []string{"x"}, Outputs: []string{"a"}},
-			{Name: "t", OpType: "Transpose", Inputs: []string{"a"}, Outputs: []string{"at"}, Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{2, 0, 1}}}},
-			{Name: "r", OpType: "Relu", Inputs: []string{"at"}, Outputs: []string{"y"}},
-		},
-		Inputs:  []onnx.ValueInfo{vinfo("x", dims...)},
-		Outputs: []onnx.ValueInfo{{Name: "y"}, {Name: "at"}},
-	}
-	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs := runAll(t, p, x)
-	xf, _ := x.Float32s()
-	for i := range 3 {
-		for n := range 2 {
-			for c := range 20 {
-				v := -xf[(n*20+c)*3+i]
-				k := (i*2+n)*20 + c
-				if outs[1][k] != v || outs[0][k] != max(v, 0) {
-					t.Fatalf("at[%d,%d,%d] = %v and its Relu %v, want %v", i, n, c, outs[1][k], outs[0][k], v)
+	for _, dims := range [][]int64{{2, 20, 3}, {8, 40, 100}} {
+		N, C, L := int(dims[0]), int(dims[1]), int(dims[2])
+		// Every value distinct, so any misplaced one shows.
+		f := make([]float32, N*C*L)
+		for k := range f {
+			f[k] = float32(k) - float32(len(f))/2
+		}
+		x := onnx.NewFloat32("x", dims, f)
+		g := &onnx.Graph{
+			Nodes: []*onnx.Node{
+				{Name: "n", OpType: "Neg", Inputs: []string{"x"}, Outputs: []string{"a"}},
+				{Name: "t", OpType: "Transpose", Inputs: []string{"a"}, Outputs: []string{"at"}, Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{2, 0, 1}}}},
+				{Name: "r", OpType: "Relu", Inputs: []string{"at"}, Outputs: []string{"y"}},
+			},
+			Inputs:  []onnx.ValueInfo{vinfo("x", dims...)},
+			Outputs: []onnx.ValueInfo{{Name: "y"}, {Name: "at"}},
+		}
+		p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs := runAll(t, p, x)
+		for i := range L {
+			for n := range N {
+				for c := range C {
+					v := -f[(n*C+c)*L+i]
+					k := (i*N+n)*C + c
+					if outs[1][k] != v || outs[0][k] != max(v, 0) {
+						t.Fatalf("%v: at[%d,%d,%d] = %v and its Relu %v, want %v", dims, i, n, c, outs[1][k], outs[0][k], v)
+					}
 				}
 			}
 		}

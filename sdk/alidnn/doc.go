@@ -57,8 +57,8 @@
 // end runs on the host; one that other operators read (attention's) runs
 // on the engine over the last axis: the row maximum by ⌈log₂ C⌉ maxima
 // with the row rotated by a permutation MatMul, e^(x − max), the row sum
-// by a MatMul by ones, and the quotient (see softmax.go; ±Inf inputs give
-// NaN).
+// by a MatMul by ones, and the quotient (see softmax.go; a −Inf mask
+// weighs 0, +Inf gives NaN).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at

@@ -2,6 +2,7 @@ package alidnn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -14,9 +15,9 @@ import (
 // and sums of zeros), after which every lane holds the maximum of C
 // consecutive lanes — its row's, the padding lanes never entering; then
 // e^(x − max), its row sum by the matrix of ones (see laneReduce), and the
-// quotient.
-// ±Inf inputs give NaN (0 × Inf in the permutation); masks are the finite
-// large negatives exporters write.
+// quotient. A −Inf (a mask's) is first raised to −MaxFloat32, whose
+// product by the permutation's zeros is 0 where −Inf's would be NaN, and
+// whose e^(x − max) is 0 as −Inf's is; +Inf gives NaN, as in float64.
 
 // softmaxNode compiles Softmax: on the host when only graph outputs read
 // it, else on the engine over the last axis.
@@ -47,10 +48,17 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	if a != r-1 {
 		return fmt.Errorf("Softmax %q of %s over axis %d, which other operators read: on the engine only over the last axis: %w", n.Name, x, a, ErrUnsupported)
 	}
+	// The clamp below is an fp32 constant; a post-training-quantised
+	// producer dequantises first.
+	if err := c.settle(x, false); err != nil {
+		return err
+	}
 	C := x.shape[r-1]
 	p := n.Outputs[0] + "/softmax/"
-	xn, m := n.Inputs[0], n.Inputs[0]
-	var seq []*onnx.Node
+	c.vals[p+"lo"] = constFloat(p+"lo", nil, []float32{-math.MaxFloat32})
+	xn := p + "x"
+	m := xn
+	seq := []*onnx.Node{{OpType: "Max", Inputs: []string{n.Inputs[0], p + "lo"}, Outputs: []string{xn}}}
 	uses := map[string]int{}
 	for s := 1; s < C; s *= 2 {
 		rot := fmt.Sprintf("%srot%d", p, s)
@@ -82,10 +90,10 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 }
 
 // runSeq compiles the nodes seq standing for n — a ReduceMean or ReduceSum
-// among them over the last axis (see laneReduce) — whose intermediate
-// values are read uses times (n's input as often as seq reads it where n read it
-// once), so none takes a reader into its layer's epilogue that another
-// reads before it.
+// among them over the last axis (see laneReduce) — whose values are read
+// uses times (n's input as often as seq reads it where n read it once), so
+// none takes a reader into its layer's epilogue that another reads before
+// it.
 func (c *compiler) runSeq(n *onnx.Node, seq []*onnx.Node, uses map[string]int) error {
 	for name, u := range uses {
 		if v := c.vals[name]; v != nil {

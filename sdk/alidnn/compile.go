@@ -214,6 +214,13 @@ func (c *compiler) node(n *onnx.Node) error {
 		}
 		if v != nil && !v.isConst {
 			allConst = false
+			if v.view != nil && !readsView(n, k) {
+				if v, err = c.permuteTo(v.view.node, v.view.src, v.view.perm, v.shape); err != nil {
+					return err
+				}
+				v.name, v.uses = n.Inputs[k], c.uses[n.Inputs[k]]
+				c.vals[n.Inputs[k]] = v
+			}
 			if err := c.checkView(n, k, v); err != nil {
 				return err
 			}
@@ -342,6 +349,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
+	case "ReduceMean":
+		return c.reduceMeanNode(n)
+	case "LayerNormalization":
+		return c.layerNormNode(n)
 	case "Pow":
 		return c.powNode(n)
 	case "Erf":
@@ -363,28 +374,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 	case "DequantizeLinear":
 		return c.dequantizeNode(n)
 	case "Softmax":
-		x, err := c.need(n, 0)
-		if err != nil {
-			return err
-		}
-		axis, err := n.Int("axis", -1)
-		if err != nil {
-			return err
-		}
-		if c.opset() < 13 {
-			if axis == -1 {
-				axis = 1
-			}
-		}
-		a, err := normAxis(int(axis), len(x.shape))
-		if err != nil {
-			return err
-		}
-		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{host: &hostOp{op: "Softmax", axis: a, src: x}}})
-		if c.opset() < 13 {
-			c.vals[n.Outputs[0]].host.op = "Softmax-1" // flattens from axis
-		}
-		return nil
+		return c.softmaxNode(n)
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }
@@ -453,6 +443,14 @@ func (c *compiler) reshape(n *onnx.Node) error {
 	}
 	if total != x.len() {
 		return fmt.Errorf("reshape of %v (%d values) to %v", x.shape, x.len(), shape)
+	}
+	if x.view != nil && !flattensView(x, shape) {
+		v, err := c.permuteTo(x.view.node, x.view.src, x.view.perm, shape)
+		if err != nil {
+			return err
+		}
+		c.set(n, 0, v)
+		return nil
 	}
 	if x.view != nil {
 		return c.flattenView(n, x, shape)

@@ -54,13 +54,13 @@ func TestCompileErrors(t *testing.T) {
 			&onnx.Node{Name: "p", OpType: "MaxPool", Inputs: []string{"x"}, Outputs: []string{"y"},
 				Attrs: []*onnx.Attribute{{Name: "kernel_shape", Type: onnx.AttrInts, Ints: []int64{2, 2}}, {Name: "dilations", Type: onnx.AttrInts, Ints: []int64{2, 2}}}}),
 			[]string{"MaxPool", `"p"`, "dilated", "integer"}},
-		// A graph input's Transpose is packed on the host, a graph output's
-		// unpacked there: this one feeds a Relu.
-		{"transpose of a computed tensor", graph([]onnx.ValueInfo{x}, nil,
+		// The channels on the lanes would become the outer axis, each
+		// value an element of its own.
+		{"transpose of a computed tensor across lanes", graph([]onnx.ValueInfo{vi("x", 2, 2, 8, 8)}, nil,
 			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"r"}},
 			&onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"r"}, Outputs: []string{"t"},
-				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 3, 1}}}},
-			&onnx.Node{Name: "s", OpType: "Relu", Inputs: []string{"t"}, Outputs: []string{"y"}}), []string{"Transpose", `"t"`, "reorders", "Relu"}},
+				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{1, 0, 2, 3}}}},
+			&onnx.Node{Name: "s", OpType: "Relu", Inputs: []string{"t"}, Outputs: []string{"y"}}), []string{"Transpose", `"t"`, "lanes", "Relu"}},
 		{"pad before relu", graph([]onnx.ValueInfo{x}, []*onnx.Tensor{pads},
 			&onnx.Node{Name: "p", OpType: "Pad", Inputs: []string{"x", "pads"}, Outputs: []string{"p"}},
 			&onnx.Node{Name: "r", OpType: "Relu", Inputs: []string{"p"}, Outputs: []string{"y"}}), []string{"Relu", `"r"`, "Pad", "Conv"}},
@@ -94,7 +94,7 @@ func TestCompileErrors(t *testing.T) {
 			&onnx.Node{Name: "t", OpType: "Transpose", Inputs: []string{"r"}, Outputs: []string{"t"},
 				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 1, 3}}}},
 			&onnx.Node{Name: "f", OpType: "Flatten", Inputs: []string{"t"}, Outputs: []string{"y"},
-				Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: 2}}}), []string{"Flatten", `"f"`, "transposed", "axis 0"}},
+				Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: 2}}}), []string{"Flatten", `"f"`, "Transpose", `"t"`, "lanes"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

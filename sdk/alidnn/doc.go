@@ -13,10 +13,13 @@
 // stride-1 convolution per output phase whose STOREs scatter every s-th
 // pixel (see convtranspose.go, bilinear.go). A MatMul of two
 // computed tensors reads its second operand as weights from device memory,
-// transposed on the device when needed (see matmul.go). Stacks of
+// transposed on the device when needed, of any inner and output
+// dimensions (Bᵀ's rows padded with zeros to whole blocks), its stacks or
+// A's repeated on the engine when the other's leading axes broadcast over
+// them — attention's Q·Kᵀ and attention·V (see matmul.go). Stacks of
 // matrices broadcast as numpy's: a constant B's stacks over A's, and over
 // a graph input's repeated as the runtime packs it; a computed A whose
-// matrices B's stacks would repeat is refused. Max and average
+// matrices a constant B's stacks would repeat is refused. Max and average
 // pooling become POOL layers (global pooling of images beyond POOL's
 // 15-pixel window folds the pixels with the ALU, see gap.go); element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,
@@ -34,7 +37,12 @@
 // gate [N,C,1,1] scaling its block's [N,C,H,W], an attention mask
 // [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
 // image (see broadcast.go); a broadcast along the lane axis (channels) or
-// along part of the rows is refused. Concat moves each input
+// along part of the rows is refused. A mean over the last axis, which the
+// lanes hold, is a MatMul by the constant matrix of 1/C that broadcasts it
+// to every lane: ReduceMean so (kept, read only by element-wise operators
+// that meet the full width), as the layer normalisation exporters
+// decompose and RMSNorm write it, and LayerNormalization (opset 17, over
+// the last axis) as that sequence (see layernorm.go). Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment. Cross-channel LRN squares its input, sums
 // each channel window with a 1×1 GEMM and finishes in that layer's epilogue
@@ -45,8 +53,12 @@
 // exporters write in front of a Reshape and for a transformer's position
 // ids and masks: Shape, Size, Gather, Slice, ReduceProd, Concat, Squeeze,
 // Unsqueeze, Cast, Range, Expand, Where, Trilu, comparisons, logic,
-// arithmetic and Pow) are folded at compile time; Softmax at the graph's
-// end runs on the host.
+// arithmetic and Pow) are folded at compile time. Softmax at the graph's
+// end runs on the host; one that other operators read (attention's) runs
+// on the engine over the last axis: the row maximum by ⌈log₂ C⌉ maxima
+// with the row rotated by a permutation MatMul, e^(x − max), the row sum
+// by a MatMul by ones, and the quotient (see softmax.go; a −Inf mask
+// weighs 0, +Inf gives NaN).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at
@@ -56,12 +68,17 @@
 // arithmetic over them then folds away. A free dimension left unbound is
 // refused naming the input, the dimension and the binding that fixes it. Tensors live in device memory as 16-lane blocks (see
 // layout); the runtime packs inputs and unpacks outputs. A Transpose that
-// reorders a tensor's data runs only where it is free, as TensorFlow
-// converters place them around NHWC models (see nhwc.go): on a graph input
-// (packed transposed; a one-channel image's, which moves only the unit
-// axis, packed with the channel on the lanes), before a graph output
-// (unpacked so), or before a Flatten into a MatMul or Gemm (whose weight
-// rows are permuted instead).
+// reorders a tensor's data is free where TensorFlow converters place them
+// around NHWC models (see nhwc.go): on a graph input (packed transposed; a
+// one-channel image's, which moves only the unit axis, packed with the
+// channel on the lanes), before a graph output (unpacked so), or before a
+// Flatten into a MatMul or Gemm (whose weight rows are permuted instead).
+// Elsewhere, at any rank — attention's head split and merge, a key's
+// [N,H,D,S], a token flatten [N,C,L] → [N,L,C] — it runs on the engine
+// when the 16-lane blocks stay whole: DMA loads gather the blocks in the
+// new order, and the array swaps the last two axes after, when both are
+// multiples of 16 (see permute.go); one that would move values between
+// lanes otherwise is refused.
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs

@@ -238,6 +238,8 @@ func (e *emitter) layer(l *layer) error {
 		err = e.gemm(l)
 	case lTranspose:
 		err = e.transpose(l)
+	case lPermute:
+		err = e.permute(l)
 	case lPool:
 		err = e.pool(l)
 	default:

@@ -116,9 +116,11 @@ func (p *gemmPlan) chunkLoads(t gemmTile, kb0, kn, buf int) []isa.Insn {
 func (p *gemmPlan) weightLoad(t gemmTile, kb0, kn, buf int) isa.Insn {
 	cv := p.cv
 	if cv.wT != nil {
-		// Rows ob·16… of Bᵀ's lane blocks bl[kb0…], N rows apart.
-		src := cv.wT.addr + uint64(((t.o0*p.inBlocks+p.blocks[t.ob][kb0])*cv.oc+t.ob*lanes)*lanes*4)
-		return load(isa.MemWgt, p.ie, buf*p.wgtCap, src, kn, 1, cv.oc/lanes)
+		// Rows ob·16… of Bᵀ's lane blocks bl[kb0…], N rows (padded to
+		// whole blocks) apart.
+		rows := (cv.oc + lanes - 1) / lanes * lanes
+		src := cv.wT.addr + uint64(((t.o0*p.inBlocks+p.blocks[t.ob][kb0])*rows+t.ob*lanes)*lanes*4)
+		return load(isa.MemWgt, p.ie, buf*p.wgtCap, src, kn, 1, rows/lanes)
 	}
 	wsel := 0
 	if cv.batched {

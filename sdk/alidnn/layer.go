@@ -17,6 +17,9 @@ const (
 	// lTranspose swaps the last two axes of a stack of matrices whose
 	// dimensions fill whole blocks (see matmul.go).
 	lTranspose
+	// lPermute gathers the input's 16-lane elements in another order
+	// (see permute.go).
+	lPermute
 )
 
 // layer is one pass over the output tensor, tile by tile: the producer fills
@@ -46,6 +49,9 @@ type layer struct {
 	outBlock int
 	outOuter int
 	rows     *rowPlace
+	// gather is, for a permute layer, the input element each output
+	// element is.
+	gather []int
 
 	// accScale is, for an int8 GEMM layer, the real value of one unit of the
 	// accumulator per output channel (input scale × weight scale); steps in

@@ -284,19 +284,22 @@ func (c *compiler) fcConv(n *onnx.Node, op string, a, bv *value, transB bool, al
 }
 
 // matmulComputed compiles MatMul(a, b) with b computed on the device, in
-// fp32. Both operands are stacks of matrices with the same leading axes;
-// the inner and output dimensions must fill whole 16-lane blocks.
+// fp32: stacks of matrices whose leading axes broadcast as numpy's, of any
+// inner and output dimensions. The array reads Bᵀ as weights, one matrix
+// per output stack (see weightsOf); an A whose stacks B's repeat is
+// gathered into one matrix per output stack too.
 func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 	ra, rb := len(a.shape), len(b.shape)
-	if ra < 2 || ra != rb || !slices.Equal(a.shape[:ra-2], b.shape[:rb-2]) {
-		return fmt.Errorf("MatMul of the computed tensors %s and %s: only stacks with the same leading axes: %w", a, b, ErrUnsupported)
+	if ra < 2 || rb < 2 {
+		return fmt.Errorf("MatMul of the computed tensors %s and %s: only stacks of matrices, not vectors: %w", a, b, ErrUnsupported)
 	}
 	M, K, N := a.shape[ra-2], a.shape[ra-1], b.shape[rb-1]
 	if b.shape[rb-2] != K {
 		return fmt.Errorf("MatMul of %v and %v: inner dimensions %d and %d differ", a.shape, b.shape, K, b.shape[rb-2])
 	}
-	if K%lanes != 0 || N%lanes != 0 {
-		return fmt.Errorf("MatMul of the computed tensors %s and %s: the inner (%d) and output (%d) dimensions must be multiples of %d: %w", a, b, K, N, lanes, ErrUnsupported)
+	lead, err := broadcastShape(a.shape[:ra-2], b.shape[:rb-2])
+	if err != nil {
+		return fmt.Errorf("MatMul of %v and %v: leading axes: %w", a.shape, b.shape, err)
 	}
 	for _, v := range []*value{a, b} {
 		if !slices.Equal(v.shape, v.root().shape) {
@@ -306,38 +309,98 @@ func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 			return err
 		}
 	}
-	a, err := c.deviceInput(a, matLayout(a.root().shape))
-	if err != nil {
-		return err
-	}
-	// Q·Kᵀ: a B that a transpose layer made for this MatMul alone is
-	// used as it was before (Bᵀ), and the transpose dropped.
-	// A B laid out with its rows on the lanes (a 3-D tensor an element-wise
-	// layer wrote in channel layout) already is Bᵀ as matrices.
-	var bt *value
-	if l := b.layer; l != nil && l.kind == lTranspose && l.out == b && b.uses == 1 && !c.outputs[b.name] && c.layers[len(c.layers)-1] == l {
-		c.layers = c.layers[:len(c.layers)-1]
-		bt = l.in
-	} else if r := b.root(); r.lay.shape != nil && r.el() == f32 && r.lay.equal(transposedLayout(r.shape)) {
-		bt = r
-	} else if bt, err = c.transposeLast(b); err != nil {
+	if a, err = c.deviceInput(a, matLayout(a.root().shape)); err != nil {
 		return err
 	}
 	if a.el() != f32 || !a.lay.equal(matLayout(a.shape)) {
 		return fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want fp32 matrices: %w", a, a.el(), a.lay, ErrUnsupported)
 	}
-	batch := 1
-	for _, d := range a.shape[:ra-2] {
-		batch *= d
+	bt, err := c.weightsOf(n, b, lead)
+	if err != nil {
+		return err
 	}
+	if !slices.Equal(a.shape[:ra-2], lead) {
+		a = c.restack(a, a.shape[:ra-2], lead, M, append(slices.Clone(lead), M, K))
+	}
+	batch := size(lead)
 	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, fp: true, batched: batch > 1, wT: bt}
-	shape := append(slices.Clone(a.shape[:ra-1]), N)
+	shape := append(slices.Clone(lead), M, N)
 	l := &layer{kind: lGemm, in: a, conv: spec, accFP: true, macs: uint64(batch * M * N * K)}
 	out := &value{shape: shape, typ: onnx.Float, device: device{lay: matLayout(shape), layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	c.set(n, 0, out)
 	return nil
+}
+
+// weightsOf returns B as the array reads a MatMul's computed weights: Bᵀ,
+// N rows of K lanes, the rows padded with zeros to whole 16-row blocks,
+// one matrix per stack of lead. Q·Kᵀ: a B that a transpose layer made for
+// this MatMul alone is used as it was before (Bᵀ), and the transpose
+// dropped. A B laid out with its rows on the lanes (a tensor an
+// element-wise layer wrote in channel layout, a Transpose's gather)
+// already is Bᵀ. Other Bs (N on the lanes) are transposed on the array,
+// their K rows padded with zeros first, so the padding lanes of Bᵀ are
+// zeros whatever A's hold.
+func (c *compiler) weightsOf(n *onnx.Node, b *value, lead []int) (*value, error) {
+	rb := len(b.shape)
+	K, N := b.shape[rb-2], b.shape[rb-1]
+	bl := b.shape[:rb-2]
+	var bt *value
+	if l := b.layer; l != nil && l.kind == lTranspose && l.out == b && b.uses == 1 && !c.outputs[b.name] && c.layers[len(c.layers)-1] == l {
+		c.layers = c.layers[:len(c.layers)-1]
+		bt = l.in
+	} else if r := b.root(); r.lay.shape != nil && r.el() == f32 && r.lay.equal(transposedLayout(r.shape)) {
+		if K%lanes != 0 {
+			return nil, fmt.Errorf("MatMul %q: B %s holds its %d rows on the lanes, whose padding would meet A's: %w", n.Name, b, K, ErrUnsupported)
+		}
+		bt = r
+	} else {
+		if N%lanes != 0 {
+			return nil, fmt.Errorf("MatMul %q: B %s is transposed on the array, which needs its %d columns in whole blocks of %d: %w", n.Name, b, N, lanes, ErrUnsupported)
+		}
+		r, err := c.deviceInput(b, matLayout(b.root().shape))
+		if err != nil {
+			return nil, err
+		}
+		if r.el() != f32 || !r.lay.equal(matLayout(r.shape)) {
+			return nil, fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want fp32 matrices: %w", b, r.el(), r.lay, ErrUnsupported)
+		}
+		if K%lanes != 0 {
+			kp := (K + lanes - 1) / lanes * lanes
+			r = c.restack(r, bl, bl, kp, append(slices.Clone(bl), kp, N))
+		}
+		if bt, err = c.transposeLast(r); err != nil {
+			return nil, err
+		}
+	}
+	np := (N + lanes - 1) / lanes * lanes
+	if np != N || !slices.Equal(bl, lead) {
+		bt = c.restack(bt, bl, lead, np, append(slices.Clone(lead), np, K))
+	}
+	return bt, nil
+}
+
+// restack gathers the matrices of v, stored [stacks][lane blocks][rows]
+// with its stacks of shape vs, into a new fp32 tensor of shape laid out as
+// matrices: one matrix per stack of lead (vs broadcast to it, numpy's
+// way), each v's rows followed by zero rows up to rows.
+func (c *compiler) restack(v *value, vs, lead []int, rows int, shape []int) *value {
+	cb, vr := v.lay.cb(), v.lay.s()
+	from := broadcastIndex(lead, vs)
+	src := make([]int, 0, len(from)*cb*rows)
+	for _, o := range from {
+		for kb := range cb {
+			for y := range rows {
+				if y < vr {
+					src = append(src, (o*cb+kb)*vr+y)
+				} else {
+					src = append(src, -1)
+				}
+			}
+		}
+	}
+	return c.permuteLayer(v, shape, matLayout(shape), src)
 }
 
 // transposeLast returns b with its last two axes swapped, written by a

@@ -50,8 +50,9 @@ func invertPerm(perm []int) []int {
 
 // transposeData compiles a Transpose of x that reorders its data: a graph
 // input read by nothing else (but Shape) is packed transposed on the host;
-// other device tensors become a view that only graph outputs and a Flatten
-// into a MatMul or Gemm may read (see checkView).
+// other device tensors become a view that graph outputs and a Flatten into
+// a MatMul or Gemm read as it is, and other readers have permuted on the
+// engine (see permute.go), as is a Transpose of a reshaped tensor.
 func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) error {
 	if x.input && x.alias == nil && x.bcast == nil && x.packed == nil && x.lay.shape == nil && c.dataReaders(x.name) == 1 && !c.outputs[x.name] {
 		t := &value{shape: shape, typ: x.typ, device: device{input: true, elem: x.elem}, derived: derived{packed: &transposeOf{src: x, perm: perm}}}
@@ -65,7 +66,7 @@ func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) erro
 	}
 	r := x.root()
 	if !eqInts(x.shape, r.shape) || x.host != nil || x.cols != nil {
-		return fmt.Errorf("Transpose %v of the computed tensor %s reorders its data: %w", perm, x, ErrUnsupported)
+		return c.permuteNode(n, x, perm, shape)
 	}
 	c.set(n, 0, &value{shape: shape, typ: x.typ, q: r.q, derived: derived{alias: r, view: &transposeOf{src: r, perm: perm, node: n.Name}}})
 	return nil
@@ -89,22 +90,27 @@ func (c *compiler) dataReaders(name string) int {
 	return k
 }
 
-// checkView refuses a transposed view (or its flattening) as input k of n
-// unless n can read it: a Reshape, Flatten or Transpose of the view, a
-// MatMul or Gemm of the flattening, or a Shape, Size or Identity of either.
+// readsView reports whether input k of n can be a transposed view: a
+// Reshape, Flatten or Transpose of it, or a Shape, Size or Identity. Other
+// readers have the view permuted on the engine first (see permute.go).
+func readsView(n *onnx.Node, k int) bool {
+	switch n.OpType {
+	case "Shape", "Size":
+		return true
+	case "Identity", "Dropout", "Transpose", "Reshape", "Flatten":
+		return k == 0
+	}
+	return false
+}
+
+// checkView refuses a flattened transposed view as input k of n unless n
+// can read it: a MatMul or Gemm, or a Shape, Size or Identity.
 func (c *compiler) checkView(n *onnx.Node, k int, v *value) error {
 	switch {
 	case shapeOnly[n.OpType] || (n.OpType == "Identity" || n.OpType == "Dropout") && k == 0:
 		return nil
-	case v.view != nil && k == 0 && n.OpType == "Transpose":
-		return nil
-	case v.view != nil && k == 0 && (n.OpType == "Reshape" || n.OpType == "Flatten"):
-		return nil
 	case v.cols != nil && k == 0 && (n.OpType == "MatMul" || n.OpType == "Gemm"):
 		return nil
-	case v.view != nil:
-		return fmt.Errorf("Transpose %q %v of the device tensor %s reorders its data, and %s cannot read it (a graph output or a Flatten into a MatMul or Gemm can): %w",
-			v.view.node, v.view.perm, v.view.src, n.OpType, ErrUnsupported)
 	case v.cols != nil:
 		return fmt.Errorf("%s flattens a transposed tensor, and %s cannot read it (a MatMul or Gemm can): %w", v, n.OpType, ErrUnsupported)
 	}
@@ -135,15 +141,17 @@ func (c *compiler) transposeView(n *onnx.Node, x *value, perm, shape []int) erro
 	return nil
 }
 
+// flattensView reports whether flattenView compiles x reshaped to shape.
+func flattensView(x *value, shape []int) bool {
+	return len(shape) == 2 && x.view.perm[0] == 0 && shape[0] == x.shape[0]
+}
+
 // flattenView compiles a Reshape or Flatten of the transposed view x to
 // [N, rest] keeping the batch axis: the stored data, flattened, holds the
 // same rows with the columns permuted, which the consuming MatMul undoes on
 // its weights.
 func (c *compiler) flattenView(n *onnx.Node, x *value, shape []int) error {
 	perm := x.view.perm
-	if len(shape) != 2 || perm[0] != 0 || shape[0] != x.shape[0] {
-		return fmt.Errorf("%s of the transposed tensor %s to %v (only a Flatten keeping axis 0 of a Transpose that keeps it): %w", n.OpType, x, shape, ErrUnsupported)
-	}
 	src := x.view.src
 	st := rowMajorStrides(src.shape)
 	cols := make([]int, 0, shape[1])

@@ -1,0 +1,190 @@
+package alidnn
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// Layer normalisation over the last axis, which a transformer's tensors
+// [N,S,C] hold on the lanes. The engine moves no value across lanes
+// outside the GEMM array, so a mean over the lanes is a MatMul by the
+// constant C×C matrix of 1/C: every lane of a row gets the row's mean, the
+// mean broadcast to the row as the Sub, Add and Div after it read it (see
+// laneReduce). A
+// ReduceMean over the last axis compiles so when what reads its result
+// are element-wise operators whose results meet a tensor of the full width
+// — the decomposition exporters write (ReduceMean, Sub, Pow 2, ReduceMean,
+// Add ε, Sqrt, Div, Mul, Add), and RMSNorm's — and LayerNormalization
+// (opset 17) becomes that sequence.
+
+// laneWise are the element-wise operators a mean broadcast over the lanes
+// may feed.
+var laneWise = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": true, "Pow": true, "Sqrt": true,
+	"Neg": true, "Abs": true, "Exp": true, "Log": true, "Relu": true, "Sigmoid": true, "Tanh": true, "Erf": true}
+
+// laneReduce compiles m, a ReduceMean or ReduceSum of its input over the
+// last axis, as a MatMul by the C×C matrix of 1/C or of ones: every lane
+// of a row holds the row's mean or sum. Its padding lanes, which the
+// matrix leaves 0, are made 1, so what divides by them (a LayerNorm's
+// standard deviation, a Softmax's sum) stays finite there, as a MatMul
+// reading the quotient needs (0 × Inf is NaN).
+func (c *compiler) laneReduce(m *onnx.Node) error {
+	x, err := c.need(m, 0)
+	if err != nil {
+		return err
+	}
+	C := x.shape[len(x.shape)-1]
+	v := float32(1)
+	if m.OpType == "ReduceMean" {
+		v = 1 / float32(C)
+	}
+	w := m.Outputs[0] + "/lanes"
+	c.vals[w] = constFloat(w, []int{C, C}, fill(C*C, v))
+	mm := &onnx.Node{OpType: "MatMul", Name: m.Name, Inputs: []string{m.Inputs[0], w}, Outputs: m.Outputs[:1]}
+	if err := c.matmulNode(mm); err != nil {
+		return err
+	}
+	y := c.vals[m.Outputs[0]]
+	l := y.layer
+	if l == nil || l.out != y || y.lay.lane != len(y.shape)-1 {
+		return fmt.Errorf("%s %q of %s: the MatMul by constants does not hold the last axis on the lanes: %w", m.OpType, m.Name, x, ErrUnsupported)
+	}
+	pad := make([]float32, y.lay.cb()*lanes)
+	for k := C; k < len(pad); k++ {
+		pad[k] = 1
+	}
+	l.steps = append(l.steps, step{kind: sAddRow, fp: true, rowF: pad})
+	return nil
+}
+
+// reduceMeanNode compiles ReduceMean of a computed tensor over its last
+// axis, kept, as a MatMul by the mean matrix; its result holds C lanes
+// where the graph declares one, so everything that reads it must be
+// element-wise operators whose results meet a tensor of the full width
+// (see broadcastsSafely).
+func (c *compiler) reduceMeanNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	r := len(x.shape)
+	axes, err := n.Ints("axes")
+	if err != nil {
+		return err
+	}
+	if len(n.Inputs) > 1 && n.Inputs[1] != "" {
+		a, err := c.needConst(n, 1, "axes")
+		if err != nil {
+			return err
+		}
+		axes = a.ints()
+	}
+	keep, err := n.Int("keepdims", 1)
+	if err != nil {
+		return err
+	}
+	last := len(axes) == 1 && r > 0
+	if last {
+		a, err := normAxis(int(axes[0]), r)
+		if err != nil {
+			return err
+		}
+		last = a == r-1
+	}
+	if !last || keep != 1 {
+		return fmt.Errorf("ReduceMean over axes %v (keepdims %d) of %s: only over the last axis, kept: %w", axes, keep, x, ErrUnsupported)
+	}
+	C := x.shape[r-1]
+	if !c.broadcastsSafely(n.Outputs[0], C) {
+		return fmt.Errorf("ReduceMean of %s over its last axis: only into element-wise operators that meet a tensor of %d values on that axis (a LayerNorm's), as the mean is held broadcast to them: %w", x, C, ErrUnsupported)
+	}
+	return c.laneReduce(n)
+}
+
+// broadcastsSafely reports whether the value name, whose last axis of 1
+// the engine holds broadcast to C, is read only by element-wise operators
+// (laneWise) whose results either meet a compiled operand of C values on
+// the last axis — so they are what the graph declares — or are read so in
+// turn; never by a graph output or a shape. Of two such values meeting,
+// the one compiled first saw the other not yet compiled and followed their
+// result.
+func (c *compiler) broadcastsSafely(name string, C int) bool {
+	if c.outputs[name] {
+		return false
+	}
+	for _, m := range c.g.Nodes {
+		if !slices.Contains(m.Inputs, name) {
+			continue
+		}
+		if !laneWise[m.OpType] || len(m.Outputs) != 1 {
+			return false
+		}
+		meets := false
+		for _, in := range m.Inputs {
+			if v := c.vals[in]; in != name && v != nil && len(v.shape) > 0 && v.shape[len(v.shape)-1] == C && !v.isConst {
+				meets = true
+			}
+		}
+		if !meets && !c.broadcastsSafely(m.Outputs[0], C) {
+			return false
+		}
+	}
+	return true
+}
+
+// layerNormNode compiles LayerNormalization over the last axis as the
+// sequence exporters write before opset 17: mean, difference, variance,
+// its square root and the quotient, scaled and shifted.
+func (c *compiler) layerNormNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	r := len(x.shape)
+	axis, err := n.Int("axis", -1)
+	if err != nil {
+		return err
+	}
+	a, err := normAxis(int(axis), r)
+	if err != nil {
+		return err
+	}
+	if a != r-1 {
+		return fmt.Errorf("LayerNormalization of %s from axis %d: only over the last axis: %w", x, axis, ErrUnsupported)
+	}
+	for k := 1; k < len(n.Outputs); k++ {
+		if n.Outputs[k] != "" {
+			return fmt.Errorf("LayerNormalization's output %d (Mean, InvStdDev) %q: only Y: %w", k, n.Outputs[k], ErrUnsupported)
+		}
+	}
+	if _, err := c.needConst(n, 1, "Scale"); err != nil {
+		return err
+	}
+	eps, err := n.Float("epsilon", 1e-5)
+	if err != nil {
+		return err
+	}
+	p := n.Outputs[0] + "/ln/"
+	xn := n.Inputs[0]
+	c.vals[p+"two"] = constFloat(p+"two", nil, []float32{2})
+	c.vals[p+"eps"] = constFloat(p+"eps", nil, []float32{eps})
+	y := n.Outputs[0]
+	seq := []*onnx.Node{
+		{OpType: "ReduceMean", Inputs: []string{xn}, Outputs: []string{p + "mean"}},
+		{OpType: "Sub", Inputs: []string{xn, p + "mean"}, Outputs: []string{p + "d"}},
+		{OpType: "Pow", Inputs: []string{p + "d", p + "two"}, Outputs: []string{p + "d2"}},
+		{OpType: "ReduceMean", Inputs: []string{p + "d2"}, Outputs: []string{p + "var"}},
+		{OpType: "Add", Inputs: []string{p + "var", p + "eps"}, Outputs: []string{p + "vare"}},
+		{OpType: "Sqrt", Inputs: []string{p + "vare"}, Outputs: []string{p + "std"}},
+		{OpType: "Div", Inputs: []string{p + "d", p + "std"}, Outputs: []string{p + "norm"}},
+		{OpType: "Mul", Inputs: []string{p + "norm", n.Inputs[1]}, Outputs: []string{p + "scaled"}},
+	}
+	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
+		seq = append(seq, &onnx.Node{OpType: "Add", Inputs: []string{p + "scaled", n.Inputs[2]}, Outputs: []string{y}})
+	} else {
+		seq[len(seq)-1].Outputs[0] = y
+	}
+	return c.runSeq(n, seq, map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1})
+}

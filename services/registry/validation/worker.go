@@ -452,14 +452,23 @@ func (w *Worker) finish(ctx context.Context, j *Job, state string, reasons []Rea
 	if state != "available" || parts == nil {
 		parts, indexes = []string{}, []int{}
 	}
-	tag, err := w.cfg.Pool.Exec(ctx, `update validation_jobs
-		set state = $3, reasons = $4, parts = $5, chip_indexes = $6, lease_owner = null, lease_until = null,
-			finished_at = now(), updated_at = now()
-		where id = $1 and lease_owner = $2 and state = 'validating'`, j.ID, w.cfg.Owner, state, b, parts, indexes)
+	// The ISV's validation.finished event is written by the same statement,
+	// so that it exists exactly when the outcome does (package webhooks).
+	var n int
+	err = w.cfg.Pool.QueryRow(ctx, `with j as (update validation_jobs
+			set state = $3, reasons = $4, parts = $5, chip_indexes = $6, lease_owner = null, lease_until = null,
+				finished_at = now(), updated_at = now()
+			where id = $1 and lease_owner = $2 and state = 'validating'
+			returning id, repository_id, manifest_digest, listing_id, state),
+		ev as (insert into events (account_id, type, data)
+			select r.owner_id, 'validation.finished', jsonb_build_object('job_id', j.id, 'repository', r.name,
+				'digest', j.manifest_digest, 'listing_id', j.listing_id, 'state', j.state, 'reasons', $7::int)
+			from j join repositories r on r.id = j.repository_id where r.owner_id is not null)
+		select count(*) from j`, j.ID, w.cfg.Owner, state, b, parts, indexes, len(reasons)).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("validation: completing job %s: %w", j.ID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fmt.Errorf("%w: job %s", ErrLeaseLost, j.ID)
 	}
 	return nil

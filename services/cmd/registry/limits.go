@@ -119,6 +119,12 @@ func limitFlags(f *pflag.FlagSet, o *serveOptions) {
 	intFlag(f, &cfg.Attach.MaxPerTenant, "max-attachments-per-tenant", "live pool attachments one tenant may hold (default 16)")
 	durationFlag(f, &cfg.Attach.KeepWarm, "keep-warm", "how long nodes keep a detached attachment's image loaded for its tenant; must match faasd's --keep-warm (default 2m)")
 
+	// Webhooks.
+	durationFlag(f, &cfg.Webhooks.Timeout, "webhook-timeout", "how long one webhook delivery attempt may take (default 10s)")
+	durationFlag(f, &cfg.Webhooks.Backoff, "webhook-backoff", "delay after a webhook delivery's first failed attempt, doubled after each further one (default 10m)")
+	intFlag(f, &cfg.Webhooks.MaxAttempts, "webhook-max-attempts", "attempts of a webhook delivery before it is failed (default 8)")
+	f.BoolVar(&cfg.Webhooks.AllowLoopback, "webhook-allow-loopback", false, "let webhooks go to loopback addresses, over plain http too: for development only")
+
 	// Money.
 	intFlag(f, &cfg.PlatformFeeBasisPoints, "platform-fee-bps", "the platform's fee on ISVs' revenue in basis points, for months closed from now on (default 2000, 20%; negative: none; at most 10000)")
 }

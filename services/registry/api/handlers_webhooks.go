@@ -1,11 +1,13 @@
 package api
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,7 +19,7 @@ import (
 func (a *API) checkWebhookURL(u string) error {
 	if err := webhooks.CheckURL(u, a.cfg.WebhookAllowLoopback); err != nil {
 		if errors.Is(err, webhooks.ErrAddress) {
-			return fieldErr("url", "%s", err.Error()[len("webhooks: "):])
+			return fieldErr("url", "%s", strings.TrimPrefix(err.Error(), "webhooks: "))
 		}
 		return err
 	}
@@ -51,22 +53,14 @@ func (a *API) createWebhook(c echo.Context, p *principal) error {
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
-	if err := errors.Join(a.checkWebhookURL(req.URL), checkEvents(req.Events), checkDescription(req.Description)); err != nil {
-		return firstErr(err)
+	if err := cmp.Or(a.checkWebhookURL(req.URL), checkEvents(req.Events), checkDescription(req.Description)); err != nil {
+		return err
 	}
 	w, err := a.st.createWebhook(c.Request().Context(), p, req)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, w)
-}
-
-// firstErr is the first error of a join, so that the answer names one field.
-func firstErr(err error) error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()[0]
-	}
-	return err
 }
 
 func (a *API) listWebhooks(c echo.Context, p *principal) error {
@@ -102,18 +96,18 @@ func (a *API) updateWebhook(c echo.Context, p *principal) error {
 	if err := a.decode(c, &req); err != nil {
 		return err
 	}
-	var errs []error
+	var errURL, errEvents, errDesc error
 	if req.URL != nil {
-		errs = append(errs, a.checkWebhookURL(*req.URL))
+		errURL = a.checkWebhookURL(*req.URL)
 	}
 	if req.Events != nil {
-		errs = append(errs, checkEvents(req.Events))
+		errEvents = checkEvents(req.Events)
 	}
 	if req.Description != nil {
-		errs = append(errs, checkDescription(*req.Description))
+		errDesc = checkDescription(*req.Description)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return firstErr(err)
+	if err := cmp.Or(errURL, errEvents, errDesc); err != nil {
+		return err
 	}
 	w, err := a.st.updateWebhook(c.Request().Context(), p, id, req)
 	if err != nil {

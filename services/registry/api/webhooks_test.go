@@ -187,6 +187,18 @@ func TestWebhookDeliveredRetriedRedelivered(t *testing.T) {
 	if n, err = isv.Notifications(ctx, url.Values{"unread": {"true"}}); err != nil || len(n.Items) != 1 || n.Items[0].ID != first.event.ID {
 		t.Fatalf("unread after reading one: %+v, %v", n, err)
 	}
+
+	// An inactive webhook keeps its settings and gets no new deliveries.
+	off := false
+	if h, err := isv.UpdateWebhook(ctx, hook.ID, registryapi.WebhookUpdate{Active: &off}); err != nil || h.Active ||
+		len(h.Events) != 1 || h.URL != hook.URL {
+		t.Fatalf("deactivated: %+v, %v", h, err)
+	}
+	e.addUser("tenant3", "tenant")
+	e.must(201, "tenant3", "POST", "/listings/"+l.ID+"/subscribe", nil)
+	if d := deliveries(); len(d) != 3 {
+		t.Fatalf("%d deliveries after an event for an inactive webhook", len(d))
+	}
 }
 
 // TestWebhookAddresses: URLs to the registry's own host and networks are

@@ -56,8 +56,8 @@ type Config struct {
 	// MaxAttempts is how many attempts a delivery gets before it is
 	// failed. Default DefaultMaxAttempts.
 	MaxAttempts int
-	// Lease is how long a claimed delivery stays this worker's; it must
-	// exceed Timeout. Default DefaultLease (at least 2 × Timeout).
+	// Lease is how long a claimed delivery stays this worker's. Default
+	// DefaultLease; never less than 2 × Timeout.
 	Lease time.Duration
 	// Poll is the pause when no delivery is due. Default DefaultPoll.
 	Poll time.Duration
@@ -94,7 +94,10 @@ func New(cfg Config) (*Worker, error) {
 	def(&cfg.Timeout, DefaultTimeout)
 	def(&cfg.Backoff, DefaultBackoff)
 	def(&cfg.MaxBackoff, DefaultMaxBackoff)
-	def(&cfg.Lease, max(DefaultLease, 2*cfg.Timeout))
+	def(&cfg.Lease, DefaultLease)
+	// A lease shorter than an attempt would let another replica send the
+	// same attempt while this one is still waiting for its answer.
+	cfg.Lease = max(cfg.Lease, 2*cfg.Timeout)
 	def(&cfg.Poll, DefaultPoll)
 	def(&cfg.ScanInterval, DefaultScan)
 	def(&cfg.ExpiryNotice, DefaultExpiry)

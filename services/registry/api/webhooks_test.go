@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/registry/api"
 	"github.com/fpga-faas/faas/services/registry/webhooks"
 )
@@ -161,14 +163,23 @@ func TestWebhookDeliveredRetriedRedelivered(t *testing.T) {
 		}
 	}
 
-	// Redelivered by hand.
+	// Redelivered by hand. The webhook is inactive meanwhile, so that the
+	// redelivery waits and a second one is refused while it does.
+	off, on := false, true
+	if _, err := isv.UpdateWebhook(ctx, hook.ID, registryapi.WebhookUpdate{Active: &off}); err != nil {
+		t.Fatal(err)
+	}
 	rcv.status.Store(http.StatusNoContent)
 	re, err := isv.Redeliver(ctx, hook.ID, failed.ID)
-	if err != nil || re.RedeliveryOf != failed.ID || re.EventID != failed.EventID {
+	if err != nil || re.RedeliveryOf != failed.ID || re.EventID != failed.EventID || re.State != "pending" {
 		t.Fatalf("redeliver: %+v, %v", re, err)
 	}
-	if _, err := isv.Redeliver(ctx, hook.ID, failed.ID); err == nil {
-		t.Fatal("a second redelivery while the first is queued was taken")
+	var refused *registryclient.Error
+	if _, err := isv.Redeliver(ctx, hook.ID, failed.ID); !errors.As(err, &refused) || refused.Status != http.StatusConflict {
+		t.Fatalf("a second redelivery while the first is queued: %v", err)
+	}
+	if _, err := isv.UpdateWebhook(ctx, hook.ID, registryapi.WebhookUpdate{Active: &on}); err != nil {
+		t.Fatal(err)
 	}
 	eventually(t, "the redelivery", func() bool { d := deliveries(); return len(d) == 3 && d[0].State == "succeeded" })
 	last := rcv.received()[4]
@@ -189,7 +200,6 @@ func TestWebhookDeliveredRetriedRedelivered(t *testing.T) {
 	}
 
 	// An inactive webhook keeps its settings and gets no new deliveries.
-	off := false
 	if h, err := isv.UpdateWebhook(ctx, hook.ID, registryapi.WebhookUpdate{Active: &off}); err != nil || h.Active ||
 		len(h.Events) != 1 || h.URL != hook.URL {
 		t.Fatalf("deactivated: %+v, %v", h, err)
@@ -250,5 +260,43 @@ func TestWebhookAddresses(t *testing.T) {
 	n, err := e.client("tenant1").Notifications(ctx, nil)
 	if err != nil || len(n.Items) != 1 || n.Items[0].Type != registryapi.EventTokenExpiring {
 		t.Fatalf("notifications %+v, %v", n, err)
+	}
+}
+
+// TestWebhookShutdownHandsBack: a worker stopped while a receiver is still
+// answering hands the delivery back, uncounted, for another to send now.
+func TestWebhookShutdownHandsBack(t *testing.T) {
+	e := newEnvWith(t, api.Config{WebhookAllowLoopback: true})
+	ctx := context.Background()
+	arrived, quit := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-quit // does not answer while the test runs
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(quit) }) // before srv.Close, which waits for the handler
+	hook, err := e.client("isv1").CreateWebhook(ctx, registryapi.NewWebhook{URL: srv.URL, Events: []string{registryapi.EventSubscriptionCreated}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := webhooks.New(webhooks.Config{Pool: e.pool, AllowLoopback: true, Poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(wctx) }()
+	l := publicListing(t, e, "isv1/shutdown")
+	e.must(201, "tenant1", "POST", "/listings/"+l.ID+"/subscribe", nil)
+	<-arrived
+	stop()
+	<-done
+	var state string
+	var attempts int
+	if err := e.pool.QueryRow(ctx, `select state, attempts from webhook_deliveries where webhook_id = $1`, hook.ID).Scan(&state, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	if state != "pending" || attempts != 0 {
+		t.Fatalf("after shutdown: %s after %d attempts, want pending after 0", state, attempts)
 	}
 }

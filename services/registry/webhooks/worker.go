@@ -202,7 +202,26 @@ func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	if d.attempt > w.cfg.MaxAttempts { // a lease that expired on the last attempt
 		return true, w.record(ctx, d, outcome{err: "attempts exhausted"})
 	}
-	return true, w.record(ctx, d, w.attempt(ctx, d))
+	o := w.attempt(ctx, d)
+	if ctx.Err() != nil {
+		return true, w.release(context.WithoutCancel(ctx), d)
+	}
+	return true, w.record(ctx, d, o)
+}
+
+// release hands back a delivery whose attempt the worker's shutdown cut
+// short, uncounted, so that another replica sends it at once instead of
+// after the lease.
+func (w *Worker) release(ctx context.Context, d delivery) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := w.cfg.Pool.Exec(ctx, `update webhook_deliveries set state = 'pending', attempts = attempts - 1,
+		lease_owner = null, lease_until = null, next_attempt_at = now(), updated_at = now()
+		where id = $1::uuid and lease_owner = $2 and state = 'delivering'`, d.id, w.cfg.Owner)
+	if err != nil {
+		return fmt.Errorf("webhooks: releasing delivery %s: %w", d.id, err)
+	}
+	return nil
 }
 
 // outcome is one attempt's result.

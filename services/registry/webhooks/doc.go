@@ -26,7 +26,9 @@
 // a redirect, which is never followed, a timeout, a refused address) is an
 // attempt failed, retried after Config.Backoff doubled per attempt, with
 // ±20% jitter, up to Config.MaxAttempts attempts, after which the delivery
-// is failed. Delivery is at least once.
+// is failed. Delivery is at least once: a worker stopped in the middle of
+// an attempt hands the delivery back, uncounted, and one that crashed
+// loses it to another worker when its lease (Config.Lease) runs out.
 //
 // Addresses: a delivery connects only to public addresses. The dialer
 // refuses loopback, private, link-local, unique-local, CGNAT, multicast

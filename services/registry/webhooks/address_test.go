@@ -4,9 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestClientRefusesAndDoesNotFollow: the client of deliveries refuses a
@@ -32,5 +34,19 @@ func TestClientRefusesAndDoesNotFollow(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusFound || hits.Load() != 1 {
 		t.Fatalf("redirect: %d, %d hits", resp.StatusCode, hits.Load())
+	}
+}
+
+// TestErrorText: what a receiver puts in its status line reaches the
+// delivery log as valid UTF-8 of bounded length.
+func TestErrorText(t *testing.T) {
+	for _, in := range []string{"500 \xffbad", strings.Repeat("é", 400), strings.Repeat("x", 511) + "é"} {
+		out := errorText(in)
+		if !utf8.ValidString(out) || len(out) > maxErrorLen {
+			t.Errorf("%q: %q", in, out)
+		}
+	}
+	if got := errorText("502 Bad Gateway"); got != "502 Bad Gateway" {
+		t.Errorf("changed a plain status: %q", got)
 	}
 }

@@ -14,8 +14,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -284,9 +286,7 @@ func (w *Worker) record(ctx context.Context, d delivery, o outcome) error {
 	default:
 		state, delay = "pending", w.backoff(d.attempt)
 	}
-	if len(o.err) > maxErrorLen {
-		o.err = o.err[:maxErrorLen]
-	}
+	o.err = errorText(o.err)
 	var status *int
 	if o.status != 0 {
 		status = &o.status
@@ -318,4 +318,16 @@ func (w *Worker) backoff(attempt int) time.Duration {
 		return d
 	}
 	return d*4/5 + time.Duration(n.Int64())
+}
+
+// errorText is s fit for the delivery log: the text may come from the
+// receiver (its status line), PostgreSQL takes only valid UTF-8, and the
+// log keeps maxErrorLen bytes without cutting a rune.
+func errorText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	for len(s) > maxErrorLen {
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+	}
+	return s
 }

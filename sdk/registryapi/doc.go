@@ -51,6 +51,13 @@
 //	GET    /audit?action=&target_type=&target_id=&actor= → Page[AuditEntry]
 //	GET    /validation-jobs?state=   admin       → Page[ValidationJob]
 //	GET    /loads                                → Items[Load]
+//	POST   /webhooks                 isv, tenant, admin NewWebhook → 201 Webhook (with Secret, once)
+//	GET    /webhooks                 isv, tenant, admin → Page[Webhook]
+//	GET    /webhooks/{id}            isv, tenant, admin → Webhook (and PATCH WebhookUpdate, DELETE → 204)
+//	GET    /webhooks/{id}/deliveries isv, tenant, admin → Page[WebhookDelivery]
+//	POST   /webhooks/{id}/deliveries/{delivery}/redeliver → 202 WebhookDelivery
+//	GET    /notifications?unread=    isv, tenant, admin → Page[Notification]
+//	POST   /notifications/{id}/read  isv, tenant, admin → 204
 //	GET    /openapi.json                         → the OpenAPI 3.1 document
 //
 // Every error answer is an ErrorBody. Lists are pages of at most ?limit=

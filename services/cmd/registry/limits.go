@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/fpga-faas/faas/services/registry/webhooks"
 )
 
 // envAnnotation is the pflag annotation naming a flag's environment
@@ -119,6 +121,24 @@ func limitFlags(f *pflag.FlagSet, o *serveOptions) {
 	intFlag(f, &cfg.Attach.MaxPerTenant, "max-attachments-per-tenant", "live pool attachments one tenant may hold (default 16)")
 	durationFlag(f, &cfg.Attach.KeepWarm, "keep-warm", "how long nodes keep a detached attachment's image loaded for its tenant; must match faasd's --keep-warm (default 2m)")
 
+	webhookFlags(f, &cfg.Webhooks)
+
 	// Money.
 	intFlag(f, &cfg.PlatformFeeBasisPoints, "platform-fee-bps", "the platform's fee on ISVs' revenue in basis points, for months closed from now on (default 2000, 20%; negative: none; at most 10000)")
+}
+
+// webhookFlags defines the flags of webhook deliveries (server.Config.Webhooks).
+func webhookFlags(f *pflag.FlagSet, c *webhooks.Config) {
+	durationFlag(f, &c.Timeout, "webhook-timeout", "how long one webhook delivery attempt may take (default 10s)")
+	durationFlag(f, &c.Backoff, "webhook-backoff", "delay after a webhook delivery's first failed attempt, doubled after each further one (default 10m)")
+	durationFlag(f, &c.MaxBackoff, "webhook-max-backoff", "longest delay between two attempts of a webhook delivery (default 12h)")
+	intFlag(f, &c.MaxAttempts, "webhook-max-attempts", "attempts of a webhook delivery before it is failed (default 8)")
+	durationFlag(f, &c.Lease, "webhook-lease", "how long a webhook delivery stays claimed by a replica (default 1m, at least twice the timeout)")
+	durationFlag(f, &c.Poll, "webhook-poll", "pause between looks for due webhook deliveries when none is due (default 2s)")
+	intFlag(f, &c.Concurrency, "webhook-concurrency", "webhook deliveries one replica sends at once (default 4)")
+	durationFlag(f, &c.ScanInterval, "webhook-scan-interval", "how often API tokens are scanned for expiry and old events deleted (default 1h)")
+	durationFlag(f, &c.ExpiryNotice, "webhook-expiry-notice", "how long before an API token expires its owner is told (default 168h)")
+	durationFlag(f, &c.Retention, "webhook-retention", "how long events and their deliveries are kept (default 2160h)")
+	f.BoolVar(&c.AllowLoopback, "webhook-allow-loopback", false, "let webhooks go to loopback addresses, over plain http too: for development only")
+	bindEnv(f, "webhook-allow-loopback")
 }

@@ -86,6 +86,9 @@ type Config struct {
 	// month keeps the fee it closed with). Default
 	// DefaultPlatformFeeBasisPoints; negative: no fee; at most 10000.
 	PlatformFeeBasisPoints int
+	// WebhookAllowLoopback admits webhook URLs on loopback, plain http
+	// included: for tests and development only (package webhooks).
+	WebhookAllowLoopback bool
 }
 
 // API is the marketplace API; it is an http.Handler for paths under

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
@@ -45,7 +46,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 	e.must(200, "admin", "POST", "/nodes/"+N.ID+"/approve", nil)
 	var N2 registryapi.Node // revoked by the matrix
 	e.must(201, "node1", "POST", "/nodes", item{"hostname": "n2", "public_key": x25519B64(t)}).decode(t, &N2)
+	var W registryapi.Webhook
+	e.must(201, "isv1", "POST", "/webhooks", item{"url": "https://hooks.example.com/in", "events": []string{registryapi.EventSubscriptionCreated}}).decode(t, &W)
 	e.must(201, "tenant1", "POST", "/listings/"+P.ID+"/subscribe", nil)
+	var D, Nt string // the subscription's delivery to W, done, and its notification
+	if err := e.pool.QueryRow(context.Background(), `update webhook_deliveries set state = 'failed' where webhook_id = $1
+		returning id::text, event_id::text`, W.ID).Scan(&D, &Nt); err != nil {
+		t.Fatal(err)
+	}
 	board := []item{{"model": "sim", "slots": []item{{"index": 0, "state": "cleared"}, {"index": 1, "state": "cleared"}}}}
 	cert := nodeCertPEM(t, N.ID, time.Now())
 	serve := func() { // (again after the matrix's repin)
@@ -135,6 +143,15 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/nodes/" + N.ID + "/attachments/" + A.ID + "/grant", nil, []int{401, 403, 403, 403, 403, ok, 404}},
 		{"POST", "/nodes/" + N.ID + "/attachments/" + A.ID + "/state", constant(poolapi.StateReport{State: poolapi.Loading}), []int{401, 403, 403, 403, 403, ok, 404}},
 		{"DELETE", "/attachments/" + A.ID, nil, []int{401, 403, 403, 404, ok, 403, 403}},
+		{"POST", "/webhooks", constant(item{"url": "https://hooks.example.com/m", "events": []string{registryapi.EventTokenExpiring}}), []int{401, ok, ok, ok, ok, 403, 403}},
+		{"GET", "/webhooks", nil, []int{401, ok, ok, ok, ok, 403, 403}},
+		{"GET", "/webhooks/" + W.ID, nil, []int{401, ok, 404, 404, 404, 403, 403}},
+		{"PATCH", "/webhooks/" + W.ID, constant(item{"active": true}), []int{401, ok, 404, 404, 404, 403, 403}},
+		{"GET", "/webhooks/" + W.ID + "/deliveries", nil, []int{401, ok, 404, 404, 404, 403, 403}},
+		{"POST", "/webhooks/" + W.ID + "/deliveries/" + D + "/redeliver", nil, []int{401, 202, 404, 404, 404, 403, 403}},
+		{"DELETE", "/webhooks/" + W.ID, nil, []int{401, ok, 404, 404, 404, 403, 403}},
+		{"GET", "/notifications", nil, []int{401, ok, ok, ok, ok, 403, 403}},
+		{"POST", "/notifications/" + Nt + "/read", nil, []int{401, ok, 404, 404, 404, 403, 403}},
 	}
 	routes := map[string]bool{}
 	n := 0
@@ -228,6 +245,8 @@ func pattern(p string) string {
 			parts[i] = ":rule"
 		case i > 0 && parts[i-1] == "tags":
 			parts[i] = ":tag"
+		case i > 0 && parts[i-1] == "deliveries":
+			parts[i] = ":delivery"
 		case len(s) == 36 && strings.Count(s, "-") == 4:
 			parts[i] = []string{":id", ":aid"}[min(ids, 1)]
 			ids++

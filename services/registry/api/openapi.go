@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -155,6 +156,31 @@ func schemas() obj {
 	}
 }
 
+func allSchemas() obj {
+	s := schemas()
+	maps.Copy(s, webhookSchemas())
+	return s
+}
+
+// webhookSchemas are the schemas of webhooks and notifications.
+func webhookSchemas() obj {
+	events := obj{"type": "array", "minItems": 1, "items": enum(registryapi.EventTypes...)}
+	url := obj{"type": "string", "maxLength": registryapi.MaxWebhookURLLength, "description": "https (http only to loopback where the registry allows it); private, loopback and link-local addresses are refused"}
+	desc := obj{"type": "string", "maxLength": registryapi.MaxWebhookDescription}
+	return obj{
+		"Webhook": schema(nil, props("id", tID, "url", tStr, "description", tStr, "events", events, "active", tBool,
+			"secret", obj{"type": "string", "description": "whsec_…, signs deliveries (Faas-Signature); only in the answer that creates the webhook"},
+			"created_at", tTime, "updated_at", tTime)),
+		"WebhookCreate": schema([]string{"url", "events"}, props("url", url, "description", desc, "events", events)),
+		"WebhookUpdate": schema(nil, props("url", url, "description", desc, "events", events, "active", tBool)),
+		"WebhookDelivery": schema(nil, props("id", tID, "webhook_id", tID, "event_id", tID, "event_type", tStr, "redelivery_of", tID,
+			"state", enum("pending", "delivering", "succeeded", "failed"), "attempts", tInt, "next_attempt_at", tTime,
+			"status_code", tInt, "duration_ms", tInt, "error", tStr, "created_at", tTime, "updated_at", tTime)),
+		"Notification": schema(nil, props("id", tID, "type", enum(registryapi.EventTypes...), "data", obj{"type": "object"},
+			"created_at", tTime, "read_at", tTime)),
+	}
+}
+
 func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
 
 func errResp(desc string) obj {
@@ -192,7 +218,7 @@ func Document() []byte {
 			"paths":    paths,
 			"security": []any{obj{"basic": []string{}}, obj{"token": []string{}}},
 			"components": obj{
-				"schemas": schemas(),
+				"schemas": allSchemas(),
 				"securitySchemes": obj{
 					"basic": obj{"type": "http", "scheme": "basic"},
 					"token": obj{"type": "http", "scheme": "bearer", "description": "API token faas_…"},

@@ -59,6 +59,8 @@ func (a *API) resources() []resource {
 		{"audit", a.auditRoutes()},
 		{"attachments", a.attachmentsRoutes()},
 		{"validation", a.validationRoutes()},
+		{"webhooks", a.webhooksRoutes()},
+		{"notifications", a.notificationsRoutes()},
 	}
 }
 
@@ -248,5 +250,38 @@ func (a *API) validationRoutes() []route {
 	return []route{
 		{http.MethodGet, "/validation-jobs", roles(admin), a.listValidationJobs,
 			opDoc{summary: "The validation queue, newest first, with attempts and reasons (admin)", resp: "ValidationJob", status: "200", list: true, query: []string{"state"}}},
+	}
+}
+
+// webhooksRoutes: the caller's webhooks and their delivery logs (package
+// webhooks delivers).
+func (a *API) webhooksRoutes() []route {
+	own := roles(isv, tenant, admin)
+	return []route{
+		{http.MethodPost, "/webhooks", own, a.createWebhook,
+			opDoc{summary: "Register a webhook for your account's events (https; at most 10 per account); the signing secret is shown once", body: "WebhookCreate", resp: "Webhook", status: "201"}},
+		{http.MethodGet, "/webhooks", own, a.listWebhooks,
+			opDoc{summary: "Your webhooks", resp: "Webhook", status: "200", list: true}},
+		{http.MethodGet, "/webhooks/{id}", own, a.getWebhook,
+			opDoc{summary: "One of your webhooks", resp: "Webhook", status: "200"}},
+		{http.MethodPatch, "/webhooks/{id}", own, a.updateWebhook,
+			opDoc{summary: "Change one of your webhooks: URL, description, events, active", body: "WebhookUpdate", resp: "Webhook", status: "200"}},
+		{http.MethodDelete, "/webhooks/{id}", own, a.deleteWebhook,
+			opDoc{summary: "Delete one of your webhooks with its delivery log", status: "204"}},
+		{http.MethodGet, "/webhooks/{id}/deliveries", own, a.listDeliveries,
+			opDoc{summary: "A webhook's deliveries, newest first, with their last attempt", resp: "WebhookDelivery", status: "200", list: true}},
+		{http.MethodPost, "/webhooks/{id}/deliveries/{delivery}/redeliver", own, a.redeliver,
+			opDoc{summary: "Send a delivery's event again, as a new delivery (409 while one of that event is queued)", resp: "WebhookDelivery", status: "202"}},
+	}
+}
+
+// notificationsRoutes: the caller's events, as the portal lists them.
+func (a *API) notificationsRoutes() []route {
+	own := roles(isv, tenant, admin)
+	return []route{
+		{http.MethodGet, "/notifications", own, a.listNotifications,
+			opDoc{summary: "Your account's events, newest first (?unread=true: only those not marked read)", resp: "Notification", status: "200", list: true, query: []string{"unread"}}},
+		{http.MethodPost, "/notifications/{id}/read", own, a.markNotificationRead,
+			opDoc{summary: "Mark one of your notifications read", status: "204"}},
 	}
 }

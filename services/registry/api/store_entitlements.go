@@ -64,6 +64,10 @@ func (s *store) subscribe(ctx context.Context, p *principal, listingID string) (
 			return auditEntry{}, fmt.Errorf("%w: only published public listings take subscriptions", ErrForbidden)
 		}
 		e, created, err = s.grant(ctx, tx, p, l, p.ID, "subscription")
+		if err == nil && created {
+			err = emit(ctx, tx, l.OwnerID, registryapi.EventSubscriptionCreated, map[string]any{"entitlement_id": e.ID,
+				"listing_id": l.ID, "listing_name": l.Name, "tenant_id": p.ID, "tenant": p.Name})
+		}
 		return auditEntry{"entitlement.subscribe", "listing", l.ID, map[string]any{"entitlement": e.ID, "created": created}}, err
 	})
 	return e, created, err

@@ -26,7 +26,8 @@ func policy(pattern string) (portal.Access, bool) {
 		return portal.Access{Roles: []auth.Role{auth.RoleISV}}, true
 	case strings.HasPrefix(path, "/admin"):
 		return portal.Access{Roles: []auth.Role{auth.RoleAdmin}}, true
-	case strings.HasPrefix(path, "/tokens") || pattern == "POST /signout":
+	case strings.HasPrefix(path, "/tokens") || pattern == "POST /signout" || strings.HasPrefix(path, "/notifications") ||
+		strings.HasPrefix(path, "/webhooks"):
 		return portal.Access{}, true
 	}
 	return portal.Access{}, false
@@ -74,7 +75,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if !found {
 			method, path = http.MethodGet, pattern+"nowhere"
 		}
-		path = strings.NewReplacer("{id}", id, "{version}", "1.0.0", "{rule}", id, "{$}", "").Replace(path)
+		path = strings.NewReplacer("{id}", id, "{version}", "1.0.0", "{rule}", id, "{delivery}", id, "{$}", "").Replace(path)
 		if strings.HasSuffix(path, "/") && path != "/" {
 			path += "portal.css"
 		}

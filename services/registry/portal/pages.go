@@ -26,12 +26,15 @@ const (
 	pageListingEdit
 	pageMarket
 	pageMy
+	pageNotifications
 	pagePublish
 	pageSignin
 	pageStatements
 	pageTokens
 	pageUnsubscribe
 	pageVersion
+	pageWebhook
+	pageWebhooks
 	numPages
 )
 
@@ -50,12 +53,15 @@ var pageFiles = [numPages]string{
 	pageListingEdit:     "listing_edit",
 	pageMarket:          "market",
 	pageMy:              "my",
+	pageNotifications:   "notifications",
 	pagePublish:         "publish",
 	pageSignin:          "signin",
 	pageStatements:      "statements",
 	pageTokens:          "tokens",
 	pageUnsubscribe:     "unsubscribe",
 	pageVersion:         "version",
+	pageWebhook:         "webhook",
+	pageWebhooks:        "webhooks",
 }
 
 func (pg page) String() string { return pageFiles[pg] }

@@ -60,6 +60,15 @@ func (p *Portal) routeTable() []route {
 		{"POST /tokens", signedIn, p.createToken},
 		{"POST /tokens/{id}/revoke", signedIn, p.revokeToken},
 
+		// Notifications, and the webhooks that receive them.
+		{"GET /notifications", signedIn, p.notifications},
+		{"POST /notifications/{id}/read", signedIn, p.readNotification},
+		{"GET /webhooks", signedIn, p.webhooks},
+		{"POST /webhooks", signedIn, p.createWebhook},
+		{"GET /webhooks/{id}", signedIn, p.webhook},
+		{"POST /webhooks/{id}/delete", signedIn, p.deleteWebhook},
+		{"POST /webhooks/{id}/deliveries/{delivery}/redeliver", signedIn, p.redeliverWebhook},
+
 		// The marketplace.
 		{"GET /{$}", anyone, p.market},
 		{"GET /listings/{id}", anyone, p.listing},

@@ -39,6 +39,10 @@
 // removes staging that no session names (see
 // distribution.Handler.SweepUploads).
 //
+// Serve also runs a webhooks.Worker (package webhooks), which delivers the
+// accounts' webhooks and scans for expiring API tokens, configured by
+// Config.Webhooks.
+//
 // Serve also runs a validation.Worker (package validation) until it returns;
 // the platform keys it countersigns with, and that key release unwraps with,
 // live in Config.PlatformKeyDir. And it collects garbage (package gc) every

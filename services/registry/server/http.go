@@ -57,8 +57,8 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	}
 	market, err := api.New(api.Config{DB: s.pool, Accounts: s.accounts, Meta: s.meta,
 		MaxBodyBytes: s.cfg.MaxBodyBytes, RequestID: RequestID, Attach: s.cfg.Attach, KeyRelease: release,
-		PlatformFeeBasisPoints: s.cfg.PlatformFeeBasisPoints,
-		Logger:                 slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
+		PlatformFeeBasisPoints: s.cfg.PlatformFeeBasisPoints, WebhookAllowLoopback: s.cfg.Webhooks.AllowLoopback,
+		Logger: slog.New(minLevelHandler{s.log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/fpga-faas/faas/services/registry/meta"
 	"github.com/fpga-faas/faas/services/registry/portal"
 	"github.com/fpga-faas/faas/services/registry/validation"
+	"github.com/fpga-faas/faas/services/registry/webhooks"
 )
 
 // Defaults for the zero values of Config.
@@ -147,6 +148,11 @@ type Config struct {
 	// process; after a crash its job waits this long before another worker
 	// takes it over. Zero means validation.DefaultLease.
 	ValidationLease time.Duration
+
+	// Webhooks configures the delivery of webhooks (webhooks.Config; Pool
+	// and Logger are the server's). Its AllowLoopback also lets the API
+	// register loopback URLs: for tests and development only.
+	Webhooks webhooks.Config
 
 	// TLSCert and TLSKey are PEM files; when both are set Serve speaks TLS.
 	TLSCert, TLSKey string
@@ -314,6 +320,7 @@ type Server struct {
 	keyring  *auth.Keyring
 	platform validation.PlatformKeys
 	worker   *validation.Worker
+	hooks    *webhooks.Worker
 	metrics  *metrics
 	clients  clientip.Resolver
 	dist     *distribution.Handler
@@ -417,6 +424,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	hooks := cfg.Webhooks
+	hooks.Pool, hooks.Logger = s.pool, s.log
+	if s.hooks, err = webhooks.New(hooks); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	s.handler, err = s.buildHandler()
 	if err != nil {
 		return nil, err
@@ -516,9 +528,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer close(poolDone)
 		s.market.RunPool(wctx)
 	}()
+	// And the webhook deliveries and the scan for expiring tokens.
+	hooksDone := make(chan struct{})
+	go func() {
+		defer close(hooksDone)
+		s.hooks.Run(wctx)
+	}()
 	defer func() {
 		stopWorker()
 		<-workerDone
+		<-hooksDone
 		<-gcDone
 		<-sweepDone
 		<-leasesDone

@@ -276,6 +276,16 @@ func TestPipeline(t *testing.T) {
 		t.Errorf("invalid image: %+v", j)
 	}
 	t.Logf("invalid image reasons: %+v", j.Reasons)
+	// Each outcome is the ISV's validation.finished event, written with it.
+	var available, failed int
+	if err := e.pool.QueryRow(t.Context(), `select count(*) filter (where data->>'state' = 'available'),
+		count(*) filter (where data->>'state' = 'failed') from events
+		where account_id = $1::uuid and type = 'validation.finished'`, e.isvID).Scan(&available, &failed); err != nil {
+		t.Fatal(err)
+	}
+	if available != 1 || failed != 3 {
+		t.Errorf("validation.finished events: %d available, %d failed; want 1 and 3", available, failed)
+	}
 	if n := e.countersignatures(t, badRef); n != 0 {
 		t.Errorf("invalid image countersigned")
 	}
@@ -338,6 +348,11 @@ func TestCrashedWorker(t *testing.T) {
 	}
 	if j := e.job(t, ref); j.State != "available" || j.Attempts != 2 {
 		t.Errorf("job after A's rerun: %+v", j)
+	}
+	// Nor does the ISV hear of it twice.
+	var events int
+	if err := e.pool.QueryRow(t.Context(), `select count(*) from events where type = 'validation.finished'`).Scan(&events); err != nil || events != 1 {
+		t.Errorf("%d validation.finished events (%v), want 1", events, err)
 	}
 }
 

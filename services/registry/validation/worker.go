@@ -452,14 +452,28 @@ func (w *Worker) finish(ctx context.Context, j *Job, state string, reasons []Rea
 	if state != "available" || parts == nil {
 		parts, indexes = []string{}, []int{}
 	}
-	tag, err := w.cfg.Pool.Exec(ctx, `update validation_jobs
-		set state = $3, reasons = $4, parts = $5, chip_indexes = $6, lease_owner = null, lease_until = null,
-			finished_at = now(), updated_at = now()
-		where id = $1 and lease_owner = $2 and state = 'validating'`, j.ID, w.cfg.Owner, state, b, parts, indexes)
+	// The ISV's validation.finished event is written by the same statement,
+	// so that it exists exactly when the outcome does (package webhooks);
+	// the ISV is found as isvKeys finds it.
+	var n int
+	err = w.cfg.Pool.QueryRow(ctx, `with j as (update validation_jobs
+			set state = $3, reasons = $4, parts = $5, chip_indexes = $6, lease_owner = null, lease_until = null,
+				finished_at = now(), updated_at = now()
+			where id = $1 and lease_owner = $2 and state = 'validating'
+			returning id, repository_id, manifest_digest, listing_id, state),
+		isv as (select coalesce((select owner_id from listings where id = j.listing_id), r.owner_id,
+				(select id from accounts where role = 'isv' and name = split_part(r.name, '/', 1))) as id,
+				r.name, j.id as job_id, j.manifest_digest, j.listing_id, j.state
+			from j join repositories r on r.id = j.repository_id),
+		ev as (insert into events (account_id, type, data)
+			select isv.id, 'validation.finished', jsonb_build_object('job_id', isv.job_id, 'repository', isv.name,
+				'digest', isv.manifest_digest, 'listing_id', isv.listing_id, 'state', isv.state, 'reasons', $7::int)
+			from isv where isv.id is not null)
+		select count(*) from j`, j.ID, w.cfg.Owner, state, b, parts, indexes, len(reasons)).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("validation: completing job %s: %w", j.ID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fmt.Errorf("%w: job %s", ErrLeaseLost, j.ID)
 	}
 	return nil

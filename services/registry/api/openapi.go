@@ -83,6 +83,7 @@ func schemas() obj {
 		"KeyReleaseResult": schema(nil, props("wrapped_keys", obj{"type": "array", "items": schema(nil, props("chip", tStr, "layer", tStr,
 			"key_id", tStr, "wrapped_key", obj{"type": "string", "description": "base64 of the data key wrapped to the node's X25519 key"}))})),
 		"Listing":       schema(nil, listing),
+		"Catalog":       catalogSchema(listing),
 		"ListingCreate": schema([]string{"name", "repository"}, lc),
 		"ListingUpdate": schema(nil, listingProps),
 		"Version": schema(nil, props("version", tStr, "digest", tStr, "state", enum("pending", "validating", "available", "failed"),
@@ -153,6 +154,19 @@ func schemas() obj {
 		"AuditEntry": schema(nil, props("id", tInt, "at", tTime, "actor_id", tID, "actor", tStr, "action", tStr, "target_type", tStr,
 			"target_id", tStr, "outcome", tStr, "request_id", tStr, "remote_addr", tStr, "details", obj{"type": "object"})),
 	}
+}
+
+// catalogSchema is registryapi.Catalog's: listings as found, with their
+// loads, and the facets' counts.
+func catalogSchema(listing obj) obj {
+	item := obj{"loads_30d": tInt}
+	for k, v := range listing {
+		item[k] = v
+	}
+	facet := obj{"type": "array", "items": schema(nil, props("value", tStr, "count", tInt, "selected", tBool))}
+	return schema(nil, props("items", obj{"type": "array", "items": schema(nil, item)}, "total", tInt, "offset", tInt,
+		"limit", tInt, "sort", enum(registryapi.CatalogSorts...),
+		"facets", schema(nil, props("category", facet, "board", facet, "price", facet))))
 }
 
 func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }

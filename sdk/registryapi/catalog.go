@@ -61,8 +61,8 @@ var Categories = []string{"ml", "vision", "video", "audio", "networking", "stora
 	"compression", "crypto", "genomics", "finance", "hpc", "other"}
 
 // CatalogSorts are the orders of the catalog: by how well a listing
-// matches q, by loads in the last 30 days, newest first, or cheapest per
-// hour first.
+// matches q (without q, the popular order), by loads in the last 30 days,
+// newest first, or cheapest per hour first.
 var CatalogSorts = []string{"relevance", "popular", "newest", "price"}
 
 // PriceBand is a range of prices per hour in micro-units of a listing's

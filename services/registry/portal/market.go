@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
@@ -13,10 +14,30 @@ import (
 )
 
 type marketPage struct {
-	Query, Category string
-	Listings        []registryapi.Listing
-	Next            string // query of the next page
+	Query, Sort string
+	Catalog     registryapi.Catalog
+	Facets      []facetGroup
+	Sorts       []option
+	Categories  map[string]string // labels
+	First, Last int               // of the results shown, from 1
+	// Prev and Next link the pages around, if any; URLs, since
+	// html/template would escape a query string as one value.
+	Prev, Next template.URL
 }
+
+// facetGroup is one facet of the marketplace's filters, a fieldset of
+// checkboxes named after its query parameter.
+type facetGroup struct {
+	Param, Legend string
+	Values        []facetOption
+}
+
+type facetOption struct {
+	registryapi.FacetValue
+	Label string
+}
+
+type option struct{ Value, Label string }
 
 func (marketPage) title() string { return "Marketplace" }
 func (marketPage) nav() string   { return "market" }
@@ -28,28 +49,78 @@ func accountOf(r *http.Request) *auth.Account {
 	return nil
 }
 
-// market lists what the caller may see: published public listings, and
-// for a signed-in account also its own and those shared with it.
+// marketPageSize is a page of cards: a whole number of rows at two, three
+// and four columns.
+const marketPageSize = 24
+
+var categoryLabels = map[string]string{"ml": "Machine learning", "vision": "Vision", "video": "Video", "audio": "Audio",
+	"networking": "Networking", "storage": "Storage", "database": "Databases", "compression": "Compression",
+	"crypto": "Cryptography", "genomics": "Genomics", "finance": "Finance", "hpc": "HPC", "other": "Other"}
+
+// priceLabels name the price bands in whole units of a listing's own
+// currency, which differs between listings.
+var priceLabels = map[string]string{"free": "Free", "under-1": "Under 1 per hour", "1-10": "1 to 10 per hour",
+	"10-100": "10 to 100 per hour", "over-100": "100 or more per hour"}
+
+var sortLabels = map[string]string{"relevance": "Best match", "popular": "Most loaded (30 days)", "newest": "Newest",
+	"price": "Price per hour, lowest first"}
+
+// market searches what the caller may see (published public listings, and
+// for a signed-in account also its own and those shared with it) through
+// GET /api/v1/catalog, in one form that works without JavaScript.
 func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
 	in := r.URL.Query()
-	q := url.Values{"limit": {"24"}}
-	for _, k := range []string{"q", "category", "board", "cursor"} {
-		if v := strings.TrimSpace(in.Get(k)); v != "" {
-			q.Set(k, v)
+	q := url.Values{"limit": {strconv.Itoa(marketPageSize)}}
+	for _, k := range []string{"q", "category", "board", "price", "sort", "offset"} {
+		for _, v := range in[k] {
+			if v = strings.TrimSpace(v); v != "" {
+				q.Add(k, v)
+			}
 		}
 	}
-	res, err := p.apiAs(accountOf(r)).Listings(r.Context(), q)
+	c, err := p.apiAs(accountOf(r)).Catalog(r.Context(), q)
 	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
-	pg := marketPage{Query: in.Get("q"), Category: in.Get("category"), Listings: res.Items}
-	if res.NextCursor != "" {
-		q.Set("cursor", res.NextCursor)
-		q.Del("limit")
-		pg.Next = q.Encode()
+	pg := marketPage{Query: q.Get("q"), Sort: c.Sort, Catalog: c, First: c.Offset + 1, Last: c.Offset + len(c.Items),
+		Categories: categoryLabels}
+	pg.Facets = []facetGroup{
+		facetOf("category", "Category", c.Facets.Category, categoryLabels),
+		facetOf("board", "Board", c.Facets.Board, nil),
+		facetOf("price", "Price", c.Facets.Price, priceLabels),
+	}
+	// Best match stays chosen while the visitor has not chosen another, so
+	// that words typed on the unsearched page are searched by relevance
+	// (without words it is the popular order).
+	if q.Get("sort") == "" {
+		pg.Sort = "relevance"
+	}
+	for _, s := range registryapi.CatalogSorts {
+		pg.Sorts = append(pg.Sorts, option{s, sortLabels[s]})
+	}
+	q.Del("limit")
+	if c.Offset > 0 {
+		q.Set("offset", strconv.Itoa(max(0, c.Offset-c.Limit)))
+		pg.Prev = template.URL("/?" + q.Encode())
+	}
+	if next := c.Offset + c.Limit; next < c.Total && next <= registryapi.MaxCatalogOffset {
+		q.Set("offset", strconv.Itoa(next))
+		pg.Next = template.URL("/?" + q.Encode())
 	}
 	p.render(w, r, http.StatusOK, pageMarket, pg)
+}
+
+func facetOf(param, legend string, values []registryapi.FacetValue, labels map[string]string) facetGroup {
+	g := facetGroup{Param: param, Legend: legend}
+	for _, v := range values {
+		label := v.Value
+		if l, ok := labels[v.Value]; ok {
+			label = l
+		}
+		g.Values = append(g.Values, facetOption{v, label})
+	}
+	return g
 }
 
 type listingPage struct {

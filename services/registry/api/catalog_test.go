@@ -167,6 +167,8 @@ func TestCatalogSorts(t *testing.T) {
 		where listing_id = $1::uuid`, r.odd); err != nil {
 		t.Fatal(err)
 	}
+	// Loads show in the catalog within catalogMaxAge, a listing's change at once.
+	r.must(200, "isv1", "PATCH", "/listings/"+r.hash, item{"description": "loaded"})
 	for sort, want := range map[string][]string{
 		"popular": {r.hash, r.scaler, r.odd, r.conv}, // then newest first
 		"newest":  {r.odd, r.hash, r.scaler, r.conv},
@@ -201,5 +203,20 @@ func TestCatalogPages(t *testing.T) {
 	for _, q := range []string{"offset=1001", "offset=-1", "limit=0", "limit=1001", "q=" + strings.Repeat("a", 129),
 		"q=" + url.QueryEscape(strings.Repeat("a ", 9)), "price=cheap", "board=" + strings.Repeat("b", 65)} {
 		r.must(422, "", "GET", "/catalog?"+q, nil)
+	}
+}
+
+// TestCatalogSnapshotHidesNothing: a listing withdrawn behind the
+// snapshot's back (by another replica) leaves the page at once.
+func TestCatalogSnapshotHidesNothing(t *testing.T) {
+	r := newCatalogRig(t)
+	if got := ids(r.search("", url.Values{"q": {"hash"}})); !slices.Equal(got, []string{r.hash}) {
+		t.Fatalf("q=hash: %v", got)
+	}
+	if _, err := r.pool.Exec(context.Background(), `update listings set published = false where id = $1::uuid`, r.hash); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(r.search("tenant1", url.Values{"q": {"hash"}})); len(got) != 0 {
+		t.Fatalf("withdrawn listing still on the page: %v", got)
 	}
 }

@@ -38,7 +38,7 @@ func parseCatalogQuery(c echo.Context) (catalogQuery, error) {
 		return q, fieldErr("q", "at most %d words", registryapi.MaxCatalogWords)
 	}
 	for _, w := range words {
-		q.words = append(q.words, escapeLike(w))
+		q.words = append(q.words, strings.ToLower(w))
 	}
 	var err error
 	if q.categories, err = facetParam(in["category"], "category", registryapi.Categories); err != nil {

@@ -7,7 +7,8 @@ package registryapi
 // Query parameters: q (words, each found in the vendor's name, the
 // listing's name or its summary, at most MaxCatalogWords words and
 // MaxCatalogQuery bytes), category and board (repeatable: any of the
-// values), price (repeatable: any of the PriceBands' IDs), sort (one of
+// values), owner (one vendor's listings: the ISV's account name), price
+// (repeatable: any of the PriceBands' IDs), sort (one of
 // the CatalogSorts; relevance by default when there is a q, popular
 // otherwise), offset (at most MaxCatalogOffset) and limit (at most
 // MaxLimit).
@@ -26,6 +27,11 @@ type CatalogItem struct {
 	// Loads30d: loads of the listing's images in the last 30 days, what
 	// the popular order counts.
 	Loads30d int64 `json:"loads_30d"`
+	// VendorVerified: the vendor is a verified publisher, one with a
+	// signing key registered and not revoked and a version of one of its
+	// listings that passed validation, which needs a signature by such a
+	// key.
+	VendorVerified bool `json:"vendor_verified"`
 }
 
 // CatalogFacets counts, for each value of a facet, the listings the search

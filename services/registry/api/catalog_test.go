@@ -220,3 +220,44 @@ func TestCatalogSnapshotHidesNothing(t *testing.T) {
 		t.Fatalf("withdrawn listing still on the page: %v", got)
 	}
 }
+
+// TestCatalogVerifiedPublisher: the badge goes to an ISV with a signing key
+// and a validated version, to neither an ISV with a key alone nor one with
+// a validated version but only a revoked key, and leaves with the key.
+func TestCatalogVerifiedPublisher(t *testing.T) {
+	r := newCatalogRig(t)
+	validate := func(who, listing, repo string) {
+		d := r.pushManifest(repo, "v1")
+		r.must(201, who, "POST", "/listings/"+listing+"/versions", item{"version": "v1", "digest": d})
+		if _, err := r.pool.Exec(context.Background(), `update validation_jobs set state = 'available' where manifest_digest = $1`, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	validate("acme", r.conv, "acme/conv2d")
+	validate("isv2", r.odd, "isv2/oddity")
+	var acmeKey, isv2Key registryapi.SigningKey
+	r.must(201, "acme", "POST", "/keys", item{"public_key": ecKeyPEM(t)}).decode(t, &acmeKey)
+	r.must(201, "isv1", "POST", "/keys", item{"public_key": ecKeyPEM(t)})
+	r.must(201, "isv2", "POST", "/keys", item{"public_key": ecKeyPEM(t)}).decode(t, &isv2Key)
+	r.must(200, "isv2", "POST", "/keys/"+isv2Key.ID+"/revoke", nil)
+
+	verified := func() map[string]bool {
+		out := map[string]bool{}
+		for _, it := range r.search("", url.Values{}).Items {
+			out[it.Owner] = it.VendorVerified
+		}
+		return out
+	}
+	if got, want := verified(), map[string]bool{"acme": true, "isv1": false, "isv2": false}; !maps.Equal(got, want) {
+		t.Fatalf("verified %v, want %v", got, want)
+	}
+	r.must(200, "acme", "POST", "/keys/"+acmeKey.ID+"/revoke", nil)
+	if verified()["acme"] {
+		t.Fatal("acme still verified with its key revoked")
+	}
+
+	c := r.search("", url.Values{"owner": {"ACME"}, "sort": {"newest"}})
+	if !slices.Equal(ids(c), []string{r.scaler, r.conv}) || c.Total != 2 {
+		t.Fatalf("owner=ACME: %v", ids(c))
+	}
+}

@@ -40,6 +40,10 @@ func parseCatalogQuery(c echo.Context) (catalogQuery, error) {
 	for _, w := range words {
 		q.words = append(q.words, strings.ToLower(w))
 	}
+	q.owner = strings.ToLower(in.Get("owner"))
+	if len(q.owner) > 64 {
+		return q, fieldErr("owner", "at most 64 bytes")
+	}
 	var err error
 	if q.categories, err = facetParam(in["category"], "category", registryapi.Categories); err != nil {
 		return q, err

@@ -159,7 +159,7 @@ func schemas() obj {
 // catalogSchema is registryapi.Catalog's: listings as found, with their
 // loads, and the facets' counts.
 func catalogSchema(listing obj) obj {
-	item := obj{"loads_30d": tInt}
+	item := obj{"loads_30d": tInt, "vendor_verified": tBool}
 	for k, v := range listing {
 		item[k] = v
 	}

@@ -15,6 +15,7 @@ import (
 // catalogQuery is a search of the catalog, checked by the handler.
 type catalogQuery struct {
 	words                     []string // lower case
+	owner                     string   // lower case; "": any
 	categories, boards, bands []string
 	sort                      string
 	offset, limit             int
@@ -45,7 +46,7 @@ func (s *store) catalog(ctx context.Context, p *principal, q catalogQuery) (regi
 	var hits []found
 	for i := range snap.docs {
 		d := &snap.docs[i]
-		if !visible(d) {
+		if !visible(d) || q.owner != "" && d.owner != q.owner {
 			continue
 		}
 		rank, ok := relevance(d, q.words)
@@ -157,12 +158,40 @@ func (s *store) catalogItems(ctx context.Context, p *principal, page []found) ([
 	for _, l := range ls {
 		byID[l.ID] = l
 	}
+	verified, err := s.verifiedVendors(ctx, ls)
+	if err != nil {
+		return nil, err
+	}
 	out := []registryapi.CatalogItem{}
 	for _, f := range page {
 		if l, ok := byID[f.id]; ok {
 			l.Category = catalogCategory(l.Category)
-			out = append(out, registryapi.CatalogItem{Listing: l, Loads30d: f.loads30d})
+			out = append(out, registryapi.CatalogItem{Listing: l, Loads30d: f.loads30d, VendorVerified: verified[l.OwnerID]})
 		}
+	}
+	return out, nil
+}
+
+// verifiedVendors are the owners of ls that are verified publishers
+// (registryapi.CatalogItem's VendorVerified), read fresh: a key revoked a
+// moment ago takes the badge away.
+func (s *store) verifiedVendors(ctx context.Context, ls []registryapi.Listing) (map[string]bool, error) {
+	var owners []string
+	for _, l := range ls {
+		owners = append(owners, l.OwnerID)
+	}
+	rows, err := s.db.Query(ctx, `select distinct k.account_id::text from signing_keys k
+		where k.account_id = any($1::uuid[]) and k.revoked_at is null
+		and exists (select 1 from listings l join listing_versions v on v.listing_id = l.id
+			join validation_jobs j on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest
+			where l.owner_id = k.account_id and j.state = 'available')`, owners)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: verified vendors: %w", err)
+	}
+	out := map[string]bool{}
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { out[id] = true; return nil }); err != nil {
+		return nil, fmt.Errorf("catalog: verified vendors: %w", err)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package portal_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,17 +20,26 @@ func TestBrowserMarketSearch(t *testing.T) {
 	r := newRig(t)
 	r.user("acme", auth.RoleISV)
 	r.user("zeta", auth.RoleISV)
-	add := func(user, name, category, board string, hour int64) {
+	r.user("alice", auth.RoleTenant)
+	add := func(user, name, category, board string, hour int64) string {
 		var l struct{ ID string }
 		r.api(user, http.MethodPost, "/listings", map[string]any{"name": name, "summary": name + " on both chips",
 			"repository": user + "/" + strings.ToLower(strings.ReplaceAll(name, " ", "-")), "category": category,
 			"board_model": board, "price_per_hour_micros": hour, "visibility": "public"}, &l)
 		r.api(user, http.MethodPost, "/listings/"+l.ID+"/publish", nil, nil)
+		return l.ID
 	}
 	add("acme", "Fast AES", "Crypto", "faas-vu9p-2", 2_500_000)
 	add("acme", "ResNet Inference", "ML", "faas-vu9p-2", 0)
 	for i := range 25 {
-		add("zeta", fmt.Sprintf("Kernel %02d", i), "hpc", "faas-ku115", int64(i)*1_000_000)
+		id := add("zeta", fmt.Sprintf("Kernel %02d", i), "hpc", "faas-ku115", int64(i)*1_000_000)
+		if i == 0 { // zeta: a verified publisher
+			r.isvKey("zeta")
+			d := r.version("zeta", id, "zeta/kernel-00", "v1")
+			if _, err := r.srv.Pool().Exec(context.Background(), `update validation_jobs set state = 'available' where manifest_digest = $1`, d); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 
 	c := newChrome(t)
@@ -72,4 +82,32 @@ func TestBrowserMarketSearch(t *testing.T) {
 	}
 	c.shot("13-market-page-2")
 	c.clean("marketplace search")
+
+	c.run("a vendor's card", chromedp.Navigate(r.url+"/?q=fast+aes"), chromedp.WaitVisible(".cards", chromedp.ByQuery))
+	c.follow("vendor page", chromedp.Click(`.card .vendor a[href="/vendors/acme"]`, chromedp.ByQuery), ".cards")
+	if got := c.text("h1"); got != "acme" {
+		t.Fatalf("vendor page heading %q, want acme without the badge (acme has no validated version)", got)
+	}
+	if got := c.text("#result-count"); got != "2 accelerators" {
+		t.Fatalf("vendor page: %q", got)
+	}
+	c.shot("14-vendor")
+
+	c.run("verified vendor", chromedp.Navigate(r.url+"/vendors/zeta"), chromedp.WaitVisible(".cards", chromedp.ByQuery))
+	if got := c.text("h1"); got != "zeta Verified publisher" {
+		t.Fatalf("verified vendor's heading %q", got)
+	}
+	var badges int
+	c.run("badges", chromedp.Evaluate(`document.querySelectorAll(".card .verified").length`, &badges))
+	if badges != 24 {
+		t.Fatalf("%d cards with the badge, want 24", badges)
+	}
+	c.shot("15-vendor-verified")
+	c.clean("vendor pages")
+
+	for _, path := range []string{"/vendors/nobody", "/vendors/alice"} {
+		if res, _ := r.browser().get(path); res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404 (no listings to show)", path, res.StatusCode)
+		}
+	}
 }

@@ -19,7 +19,12 @@ type marketPage struct {
 	Facets      []facetGroup
 	Sorts       []option
 	Categories  map[string]string // labels
-	First, Last int               // of the results shown, from 1
+	// Vendor names the ISV of a vendor page; Verified, whether it is a
+	// verified publisher. Action is the page's own address.
+	Vendor      string
+	Verified    bool
+	Action      template.URL
+	First, Last int // of the results shown, from 1
 	// Prev and Next link the pages around, if any; URLs, since
 	// html/template would escape a query string as one value.
 	Prev, Next template.URL
@@ -39,8 +44,13 @@ type facetOption struct {
 
 type option struct{ Value, Label string }
 
-func (marketPage) title() string { return "Marketplace" }
-func (marketPage) nav() string   { return "market" }
+func (m marketPage) title() string {
+	if m.Vendor != "" {
+		return m.Vendor
+	}
+	return "Marketplace"
+}
+func (marketPage) nav() string { return "market" }
 
 func accountOf(r *http.Request) *auth.Account {
 	if se := sessionOf(r); se != nil {
@@ -68,7 +78,15 @@ var sortLabels = map[string]string{"relevance": "Best match", "popular": "Most l
 // market searches what the caller may see (published public listings, and
 // for a signed-in account also its own and those shared with it) through
 // GET /api/v1/catalog, in one form that works without JavaScript.
-func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
+func (p *Portal) market(w http.ResponseWriter, r *http.Request) { p.catalogPage(w, r, "") }
+
+// vendor is the marketplace of one ISV: its listings the caller may see,
+// under its name and, if it has earned it, the verified-publisher badge.
+func (p *Portal) vendor(w http.ResponseWriter, r *http.Request) {
+	p.catalogPage(w, r, r.PathValue("name"))
+}
+
+func (p *Portal) catalogPage(w http.ResponseWriter, r *http.Request, vendor string) {
 	in := r.URL.Query()
 	q := url.Values{"limit": {strconv.Itoa(marketPageSize)}}
 	for _, k := range []string{"q", "category", "board", "price", "sort", "offset"} {
@@ -78,13 +96,25 @@ func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	filtered := len(q) > 1
+	if vendor != "" {
+		q.Set("owner", vendor)
+	}
 	c, err := p.apiAs(accountOf(r)).Catalog(r.Context(), q)
 	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
+	if vendor != "" && c.Total == 0 && !filtered {
+		p.notFound(w, r) // no such vendor, or none of its listings for this caller
+		return
+	}
 	pg := marketPage{Query: q.Get("q"), Sort: c.Sort, Catalog: c, First: c.Offset + 1, Last: c.Offset + len(c.Items),
-		Categories: categoryLabels}
+		Categories: categoryLabels, Vendor: vendor, Action: "/"}
+	if vendor != "" {
+		pg.Action = template.URL("/vendors/" + url.PathEscape(vendor))
+		pg.Verified = len(c.Items) > 0 && c.Items[0].VendorVerified
+	}
 	pg.Facets = []facetGroup{
 		facetOf("category", "Category", c.Facets.Category, categoryLabels),
 		facetOf("board", "Board", c.Facets.Board, nil),
@@ -100,13 +130,14 @@ func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
 		pg.Sorts = append(pg.Sorts, option{s, sortLabels[s]})
 	}
 	q.Del("limit")
+	q.Del("owner")
 	if c.Offset > 0 {
 		q.Set("offset", strconv.Itoa(max(0, c.Offset-c.Limit)))
-		pg.Prev = template.URL("/?" + q.Encode())
+		pg.Prev = pg.Action + template.URL("?"+q.Encode())
 	}
 	if next := c.Offset + c.Limit; next < c.Total && next <= registryapi.MaxCatalogOffset {
 		q.Set("offset", strconv.Itoa(next))
-		pg.Next = template.URL("/?" + q.Encode())
+		pg.Next = pg.Action + template.URL("?"+q.Encode())
 	}
 	p.render(w, r, http.StatusOK, pageMarket, pg)
 }

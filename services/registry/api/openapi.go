@@ -87,7 +87,7 @@ func schemas() obj {
 		"ListingCreate": schema([]string{"name", "repository"}, lc),
 		"ListingUpdate": schema(nil, listingProps),
 		"Version": schema(nil, props("version", tStr, "digest", tStr, "state", enum("pending", "validating", "available", "failed"),
-			"reasons", obj{"type": "array", "items": tAny}, "attempts", tInt, "created_at", tTime, "validated_at", tTime)),
+			"reasons", obj{"type": "array", "items": tAny}, "attempts", tInt, "created_at", tTime, "validated_at", tTime, "loads_30d", tInt)),
 		"Price": schema(nil, props("effective_at", tTime, "per_load_micros", tPrice, "per_hour_micros", tPrice,
 			"per_attached_hour_micros", tPrice, "created_at", tTime)),
 		"PriceList": schema(nil, props("items", obj{"type": "array", "items": ref("Price")})),

@@ -232,14 +232,16 @@ func (s *store) setPublished(ctx context.Context, p *principal, id string, pub b
 // Versions -----------------------------------------------------------------------
 
 const versionSel = `select v.version, v.manifest_digest, coalesce(j.state, 'pending'), coalesce(j.reasons, '[]'::jsonb),
-	coalesce(j.attempts, 0), v.created_at, j.finished_at
+	coalesce(j.attempts, 0), v.created_at, j.finished_at,
+	(select count(*) from usage_records u where u.listing_id = v.listing_id and u.manifest_digest = v.manifest_digest
+	 and u.event = 'load' and u.recorded_at > now() - interval '30 days')
 	from listing_versions v join listings l on l.id = v.listing_id
 	left join validation_jobs j on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest `
 
 func scanVersion(r pgx.Row) (registryapi.Version, error) {
 	var v registryapi.Version
 	var reasons []byte
-	err := r.Scan(&v.Version, &v.ManifestDigest, &v.State, &reasons, &v.Attempts, &v.CreatedAt, &v.ValidatedAt)
+	err := r.Scan(&v.Version, &v.ManifestDigest, &v.State, &reasons, &v.Attempts, &v.CreatedAt, &v.ValidatedAt, &v.Loads30d)
 	v.Reasons = reasons
 	return v, err
 }

@@ -1,7 +1,6 @@
 package portal_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,14 +30,13 @@ func TestBrowserMarketSearch(t *testing.T) {
 	}
 	add("acme", "Fast AES", "Crypto", "faas-vu9p-2", 2_500_000)
 	add("acme", "ResNet Inference", "ML", "faas-vu9p-2", 0)
+	var kernel string
 	for i := range 25 {
 		id := add("zeta", fmt.Sprintf("Kernel %02d", i), "hpc", "faas-ku115", int64(i)*1_000_000)
 		if i == 0 { // zeta: a verified publisher
+			kernel = id
 			r.isvKey("zeta")
-			d := r.version("zeta", id, "zeta/kernel-00", "v1")
-			if _, err := r.srv.Pool().Exec(context.Background(), `update validation_jobs set state = 'available' where manifest_digest = $1`, d); err != nil {
-				t.Fatal(err)
-			}
+			r.validated(r.version("zeta", id, "zeta/kernel-00", "v1"))
 		}
 	}
 
@@ -104,6 +102,10 @@ func TestBrowserMarketSearch(t *testing.T) {
 	}
 	c.shot("15-vendor-verified")
 	c.clean("vendor pages")
+
+	c.run("a listing's versions", chromedp.Navigate(r.url+"/listings/"+kernel), chromedp.WaitVisible("table.versions", chromedp.ByQuery))
+	c.shot("16-listing-versions")
+	c.clean("listing page")
 
 	for _, path := range []string{"/vendors/nobody", "/vendors/alice"} {
 		if res, _ := r.browser().get(path); res.StatusCode != http.StatusNotFound {

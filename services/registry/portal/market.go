@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -201,6 +202,7 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 			pg.LoadLine = "faas load " + r.Host + "/" + pg.Listing.Repository + ":" + v.Version
 		}
 	}
+	slices.Reverse(pg.Versions) // the table shows the newest first
 	p.render(w, r, http.StatusOK, pageListing, pg)
 }
 

@@ -26,9 +26,13 @@ func newCatalogRig(t *testing.T) catalogRig {
 	r := catalogRig{env: e}
 	add := func(who, name, summary, category, board string, hour int64, publish bool) string {
 		var l registryapi.Listing
-		e.must(201, who, "POST", "/listings", item{"name": name, "summary": summary, "category": category,
+		e.must(201, who, "POST", "/listings", item{"name": name, "summary": summary,
 			"board_model": board, "price_per_hour_micros": hour, "visibility": "public",
 			"repository": who + "/" + strings.ReplaceAll(strings.ToLower(name), " ", "-")}).decode(t, &l)
+		// Free text, as categories were before the fixed list.
+		if _, err := e.pool.Exec(context.Background(), `update listings set category = $2 where id = $1::uuid`, l.ID, category); err != nil {
+			t.Fatal(err)
+		}
 		if publish {
 			e.must(200, who, "POST", "/listings/"+l.ID+"/publish", nil)
 		}
@@ -84,7 +88,8 @@ func TestCatalogSearchFindsVendors(t *testing.T) {
 }
 
 // TestCatalogCategories: categories are a fixed list matched ignoring case
-// and space; anything else is "other".
+// and space; anything written before the list that is none of it is
+// "other"; a listing's new category must be one of the list.
 func TestCatalogCategories(t *testing.T) {
 	r := newCatalogRig(t)
 	for _, cat := range []string{"ml", "ML", " Ml"} {
@@ -101,6 +106,18 @@ func TestCatalogCategories(t *testing.T) {
 		t.Fatalf("category=ml&category=video: %v", got)
 	}
 	r.must(422, "", "GET", "/catalog?category=weird", nil)
+
+	var list struct{ Items []registryapi.Listing }
+	r.must(200, "", "GET", "/listings?category=Ml", nil).decode(t, &list)
+	if len(list.Items) != 1 || list.Items[0].ID != r.conv {
+		t.Fatalf("GET /listings?category=Ml: %+v", list.Items)
+	}
+	r.must(422, "isv1", "PATCH", "/listings/"+r.hash, item{"category": "weird stuff"})
+	var l registryapi.Listing
+	r.must(200, "isv1", "PATCH", "/listings/"+r.hash, item{"category": " Video "}).decode(t, &l)
+	if l.Category != "video" {
+		t.Fatalf("category written as %q, want video", l.Category)
+	}
 }
 
 // TestCatalogFacetCounts: every facet value's count is the number of

@@ -109,17 +109,22 @@ func (s *store) listListings(ctx context.Context, p *principal, f listingFilter,
 	me, admin := who(p)
 	t, id := after(pg)
 	rows, err := s.db.Query(ctx, `select `+listingCols+listingFrom+` where `+visibleTo+`
-		and ($3 = '' or l.category = $3) and ($4 = '' or l.board_model = $4) and ($5 = '' or a.name = $5)
+		and ($3 = '' or `+catalogCategorySQL+` = lower(btrim($3))) and ($4 = '' or l.board_model = $4) and ($5 = '' or a.name = $5)
 		and ($6 = '' or l.name ilike '%' || $6 || '%' or l.summary ilike '%' || $6 || '%')
 		and ($7::boolean is null or l.published = $7)
 		and (l.created_at, l.id) > ($8, $9::uuid)
 		order by l.created_at, l.id limit $10`,
-		me, admin, f.category, f.board, f.owner, escapeLike(f.q), f.published, t, id, pg.limit+1)
+		me, admin, f.category, f.board, f.owner, escapeLike(f.q), f.published, t, id, pg.limit+1, registryapi.Categories)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Listing, error) { return scanListing(r) })
 }
+
+// catalogCategorySQL is catalogCategory of listing l in SQL, with the
+// list registryapi.Categories as $11; listings written before the list
+// have free-text categories.
+const catalogCategorySQL = `(case when lower(btrim(l.category)) = any($11::text[]) then lower(btrim(l.category)) else 'other' end)`
 
 func escapeLike(q string) string {
 	out := make([]rune, 0, len(q))

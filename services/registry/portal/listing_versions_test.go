@@ -72,3 +72,25 @@ func TestListingVersionsTable(t *testing.T) {
 		}
 	}
 }
+
+// TestListingFormCategories: the listing form offers the catalog's
+// categories, with a category written before the fixed list chosen as the
+// one the catalog counts it as.
+func TestListingFormCategories(t *testing.T) {
+	r := newRig(t)
+	r.user("acme", auth.RoleISV)
+	id := r.listing("acme", "Edge FFT", "Fast.", true)
+	b := r.browser()
+	b.signIn("acme")
+	for category, want := range map[string]string{" ML ": "ml", "Weird stuff": "other", "": ""} {
+		if _, err := r.srv.Pool().Exec(t.Context(), `update listings set category = $2 where id = $1::uuid`, id, category); err != nil {
+			t.Fatal(err)
+		}
+		_, page := b.get("/isv/listings/" + id)
+		sel := regexp.MustCompile(`(?s)<select id="l-cat".*?</select>`).FindString(page)
+		selected := regexp.MustCompile(`<option value="([a-z]*)" selected>`).FindAllStringSubmatch(sel, -1)
+		if len(selected) != 1 || selected[0][1] != want {
+			t.Errorf("category %q: selected %v, want %q", category, selected, want)
+		}
+	}
+}

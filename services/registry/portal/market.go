@@ -68,6 +68,26 @@ var categoryLabels = map[string]string{"ml": "Machine learning", "vision": "Visi
 	"networking": "Networking", "storage": "Storage", "database": "Databases", "compression": "Compression",
 	"crypto": "Cryptography", "genomics": "Genomics", "finance": "Finance", "hpc": "HPC", "other": "Other"}
 
+// CategoryOptions are the choices of a listing's category, the one it has
+// selected: a category written before the fixed list as the one it counts
+// as in the catalog, so that saving the form keeps it there.
+func (f listingForm) CategoryOptions() []selectOption {
+	c := strings.ToLower(strings.TrimSpace(f.Category))
+	if c != "" && !slices.Contains(registryapi.Categories, c) {
+		c = "other"
+	}
+	out := []selectOption{{option{"", "None (listed under Other)"}, c == ""}}
+	for _, v := range registryapi.Categories {
+		out = append(out, selectOption{option{v, categoryLabels[v]}, v == c})
+	}
+	return out
+}
+
+type selectOption struct {
+	option
+	Selected bool
+}
+
 // priceLabels name the price bands in whole units of a listing's own
 // currency, which differs between listings.
 var priceLabels = map[string]string{"free": "Free", "under-1": "Under 1 per hour", "1-10": "1 to 10 per hour",

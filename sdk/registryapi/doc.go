@@ -22,6 +22,8 @@
 //	POST   /listings                 isv         NewListing → 201 Listing
 //	GET    /listings?q=&category=&board=&owner=&published=
 //	                                             → Page[Listing] (anonymous: the public ones)
+//	GET    /catalog?q=&category=&board=&owner=&price=&sort=&offset=&limit=
+//	                                             → Catalog (ranked search with facets)
 //	GET    /listings/{id}                        → Listing
 //	PATCH  /listings/{id}            isv, admin  ListingFields → Listing
 //	POST   /listings/{id}/publish    isv, admin  → Listing (and /unpublish)

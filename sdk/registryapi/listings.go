@@ -91,6 +91,8 @@ type Version struct {
 	Attempts       int             `json:"attempts"`
 	CreatedAt      time.Time       `json:"created_at"`
 	ValidatedAt    *time.Time      `json:"validated_at,omitempty"`
+	// Loads30d: loads of the version's image in the last 30 days.
+	Loads30d int64 `json:"loads_30d"`
 }
 
 // NewVersion is the body of POST /listings/{id}/versions.

@@ -28,6 +28,17 @@ func (c *Client) Listings(ctx context.Context, q url.Values) (registryapi.Page[r
 	return List[registryapi.Listing](ctx, c, "/listings", q)
 }
 
+// Catalog searches the listings the caller may see; q holds the
+// parameters of registryapi.Catalog.
+func (c *Client) Catalog(ctx context.Context, q url.Values) (registryapi.Catalog, error) {
+	var out registryapi.Catalog
+	path := "/catalog"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
+}
+
 // UpdateListing changes the non-nil fields of a listing.
 func (c *Client) UpdateListing(ctx context.Context, id string, in registryapi.ListingFields) (registryapi.Listing, error) {
 	var l registryapi.Listing

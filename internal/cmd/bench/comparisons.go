@@ -96,6 +96,11 @@ var comparisons = []benchreport.Comparison{
 		Target: "p99 ≤ 20 ms at 500 req/s (absolute). Here ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /healthz (the server's floor); p50-ms, p99-ms and req/s are in the Other column",
 	},
 	{
+		Title: "Marketplace search: GET /api/v1/catalog?q=acme&limit=24 over 10,000 listings at 100 req/s open loop", Pkg: "github.com/fpga-faas/faas/services/registry/server",
+		Bench: "BenchmarkAPICatalogSearch", Baseline: "BenchmarkAPICatalogHealthz",
+		Target: "p99 ≤ 50 ms at 100 req/s (absolute); ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /healthz of the same registry under the same load (p50-ms, p99-ms, req/s in the Other column). BenchmarkAPICatalogBrowse is the unfiltered first page under the same load",
+	},
+	{
 		Title: "SDK job round trip, FINISH-only program, local shared-memory path (SDK and faasd in separate processes)", Pkg: "github.com/fpga-faas/faas/services/agent/server",
 		Bench: "BenchmarkJobRoundTrip", Baseline: "BenchmarkJobExecFloor",
 		Target: "p50 ≤ 5 µs and p99 ≤ 50 µs absolute (p50-ns and p99-ns in the Other column); the baseline is alidnn.Exec of the same program on the simulated chip, without session, scheduler or transport; the session engine's own in-process round trip (services/agent/sessions BenchmarkFinishRoundTrip) lies between the two",

@@ -123,7 +123,7 @@ func New(cfg Config) (*API, error) {
 	a := &API{
 		cfg:  cfg,
 		log:  cfg.Logger,
-		st:   &store{db: cfg.DB, meta: cfg.Meta, accounts: cfg.Accounts},
+		st:   &store{db: cfg.DB, meta: cfg.Meta, accounts: cfg.Accounts, catalogIdx: &catalogIndex{db: cfg.DB}},
 		wake: newWake(),
 	}
 	e := echo.New()

@@ -86,6 +86,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/keys/" + K.ID + "/revoke", nil, []int{401, ok, 404, 403, ok, 403, 403}},
 		{"POST", "/listings", func(who string) any { return item{"name": uniq("l"), "repository": who + "/" + uniq("r")} }, []int{401, ok, ok, 403, 403, 403, 403}},
 		{"GET", "/listings", nil, []int{ok, ok, ok, ok, ok, 403, 403}},
+		{"GET", "/catalog?q=pub&category=ML&sort=price", nil, []int{ok, ok, ok, ok, ok, 403, 403}},
 		{"GET", "/listings/" + L.ID, nil, []int{404, ok, 404, 404, ok, 403, 403}},
 		{"GET", "/listings/" + P.ID, nil, []int{ok, ok, ok, ok, ok, 403, 403}},
 		{"PATCH", "/listings/" + L.ID, constant(item{"summary": "s"}), []int{401, ok, 404, 403, ok, 403, 403}},

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
@@ -26,6 +27,14 @@ func validateListing(f *registryapi.ListingFields) error {
 		if err := checkLen(c.field, c.v, c.min, c.max); err != nil {
 			return err
 		}
+	}
+	if f.Category != nil {
+		// Categories are the catalog's fixed list, whatever the case.
+		c := strings.ToLower(strings.TrimSpace(*f.Category))
+		if c != "" && !slices.Contains(registryapi.Categories, c) {
+			return fieldErr("category", "want one of %s", strings.Join(registryapi.Categories, ", "))
+		}
+		f.Category = &c
 	}
 	if f.Currency != nil && !currencyRE.MatchString(*f.Currency) {
 		return fieldErr("currency", "want an ISO 4217 code such as USD")

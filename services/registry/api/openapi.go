@@ -84,10 +84,11 @@ func schemas() obj {
 		"KeyReleaseResult": schema(nil, props("wrapped_keys", obj{"type": "array", "items": schema(nil, props("chip", tStr, "layer", tStr,
 			"key_id", tStr, "wrapped_key", obj{"type": "string", "description": "base64 of the data key wrapped to the node's X25519 key"}))})),
 		"Listing":       schema(nil, listing),
+		"Catalog":       catalogSchema(listing),
 		"ListingCreate": schema([]string{"name", "repository"}, lc),
 		"ListingUpdate": schema(nil, listingProps),
 		"Version": schema(nil, props("version", tStr, "digest", tStr, "state", enum("pending", "validating", "available", "failed"),
-			"reasons", obj{"type": "array", "items": tAny}, "attempts", tInt, "created_at", tTime, "validated_at", tTime)),
+			"reasons", obj{"type": "array", "items": tAny}, "attempts", tInt, "created_at", tTime, "validated_at", tTime, "loads_30d", tInt)),
 		"Price": schema(nil, props("effective_at", tTime, "per_load_micros", tPrice, "per_hour_micros", tPrice,
 			"per_attached_hour_micros", tPrice, "created_at", tTime)),
 		"PriceList": schema(nil, props("items", obj{"type": "array", "items": ref("Price")})),
@@ -179,6 +180,19 @@ func webhookSchemas() obj {
 		"Notification": schema(nil, props("id", tID, "type", enum(registryapi.EventTypes...), "data", obj{"type": "object"},
 			"created_at", tTime, "read_at", tTime)),
 	}
+}
+
+// catalogSchema is registryapi.Catalog's: listings as found, with their
+// loads, and the facets' counts.
+func catalogSchema(listing obj) obj {
+	item := obj{"loads_30d": tInt, "vendor_verified": tBool}
+	for k, v := range listing {
+		item[k] = v
+	}
+	facet := obj{"type": "array", "items": schema(nil, props("value", tStr, "count", tInt, "selected", tBool))}
+	return schema(nil, props("items", obj{"type": "array", "items": schema(nil, item)}, "total", tInt, "offset", tInt,
+		"limit", tInt, "sort", enum(registryapi.CatalogSorts...),
+		"facets", schema(nil, props("category", facet, "board", facet, "price", facet))))
 }
 
 func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }

@@ -21,6 +21,9 @@ type store struct {
 	db       *pgxpool.Pool
 	meta     *meta.Store
 	accounts *auth.Store
+	// catalogIdx is the snapshot catalog searches look at; changes to
+	// listings drop it.
+	catalogIdx *catalogIndex
 }
 
 // auditEntry describes the change a mutation makes.
@@ -59,6 +62,9 @@ func (s *store) tx(ctx context.Context, p *principal, fn func(pgx.Tx) (auditEntr
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return pgErr(fmt.Errorf("api: commit: %w", err))
+	}
+	if ae.targetType == "listing" {
+		s.catalogIdx.changed()
 	}
 	return nil
 }

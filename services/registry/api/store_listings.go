@@ -109,17 +109,22 @@ func (s *store) listListings(ctx context.Context, p *principal, f listingFilter,
 	me, admin := who(p)
 	t, id := after(pg)
 	rows, err := s.db.Query(ctx, `select `+listingCols+listingFrom+` where `+visibleTo+`
-		and ($3 = '' or l.category = $3) and ($4 = '' or l.board_model = $4) and ($5 = '' or a.name = $5)
+		and ($3 = '' or `+catalogCategorySQL+` = lower(btrim($3))) and ($4 = '' or l.board_model = $4) and ($5 = '' or a.name = $5)
 		and ($6 = '' or l.name ilike '%' || $6 || '%' or l.summary ilike '%' || $6 || '%')
 		and ($7::boolean is null or l.published = $7)
 		and (l.created_at, l.id) > ($8, $9::uuid)
 		order by l.created_at, l.id limit $10`,
-		me, admin, f.category, f.board, f.owner, escapeLike(f.q), f.published, t, id, pg.limit+1)
+		me, admin, f.category, f.board, f.owner, escapeLike(f.q), f.published, t, id, pg.limit+1, registryapi.Categories)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Listing, error) { return scanListing(r) })
 }
+
+// catalogCategorySQL is catalogCategory of listing l in SQL, with the
+// list registryapi.Categories as $11; listings written before the list
+// have free-text categories.
+const catalogCategorySQL = `(case when lower(btrim(l.category)) = any($11::text[]) then lower(btrim(l.category)) else 'other' end)`
 
 func escapeLike(q string) string {
 	out := make([]rune, 0, len(q))
@@ -232,14 +237,16 @@ func (s *store) setPublished(ctx context.Context, p *principal, id string, pub b
 // Versions -----------------------------------------------------------------------
 
 const versionSel = `select v.version, v.manifest_digest, coalesce(j.state, 'pending'), coalesce(j.reasons, '[]'::jsonb),
-	coalesce(j.attempts, 0), v.created_at, j.finished_at
+	coalesce(j.attempts, 0), v.created_at, j.finished_at,
+	(select count(*) from usage_records u where u.listing_id = v.listing_id and u.manifest_digest = v.manifest_digest
+	 and u.event = 'load' and u.recorded_at > now() - interval '30 days')
 	from listing_versions v join listings l on l.id = v.listing_id
 	left join validation_jobs j on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest `
 
 func scanVersion(r pgx.Row) (registryapi.Version, error) {
 	var v registryapi.Version
 	var reasons []byte
-	err := r.Scan(&v.Version, &v.ManifestDigest, &v.State, &reasons, &v.Attempts, &v.CreatedAt, &v.ValidatedAt)
+	err := r.Scan(&v.Version, &v.ManifestDigest, &v.State, &reasons, &v.Attempts, &v.CreatedAt, &v.ValidatedAt, &v.Loads30d)
 	v.Reasons = reasons
 	return v, err
 }

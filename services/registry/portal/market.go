@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
@@ -13,13 +15,43 @@ import (
 )
 
 type marketPage struct {
-	Query, Category string
-	Listings        []registryapi.Listing
-	Next            string // query of the next page
+	Query, Sort string
+	Catalog     registryapi.Catalog
+	Facets      []facetGroup
+	Sorts       []option
+	Categories  map[string]string // labels
+	// Vendor names the ISV of a vendor page; Verified, whether it is a
+	// verified publisher. Action is the page's own address.
+	Vendor      string
+	Verified    bool
+	Action      template.URL
+	First, Last int // of the results shown, from 1
+	// Prev and Next link the pages around, if any; URLs, since
+	// html/template would escape a query string as one value.
+	Prev, Next template.URL
 }
 
-func (marketPage) title() string { return "Marketplace" }
-func (marketPage) nav() string   { return "market" }
+// facetGroup is one facet of the marketplace's filters, a fieldset of
+// checkboxes named after its query parameter.
+type facetGroup struct {
+	Param, Legend string
+	Values        []facetOption
+}
+
+type facetOption struct {
+	registryapi.FacetValue
+	Label string
+}
+
+type option struct{ Value, Label string }
+
+func (m marketPage) title() string {
+	if m.Vendor != "" {
+		return m.Vendor
+	}
+	return "Marketplace"
+}
+func (marketPage) nav() string { return "market" }
 
 func accountOf(r *http.Request) *auth.Account {
 	if se := sessionOf(r); se != nil {
@@ -28,28 +60,119 @@ func accountOf(r *http.Request) *auth.Account {
 	return nil
 }
 
-// market lists what the caller may see: published public listings, and
-// for a signed-in account also its own and those shared with it.
-func (p *Portal) market(w http.ResponseWriter, r *http.Request) {
+// marketPageSize is a page of cards: a whole number of rows at two, three
+// and four columns.
+const marketPageSize = 24
+
+var categoryLabels = map[string]string{"ml": "Machine learning", "vision": "Vision", "video": "Video", "audio": "Audio",
+	"networking": "Networking", "storage": "Storage", "database": "Databases", "compression": "Compression",
+	"crypto": "Cryptography", "genomics": "Genomics", "finance": "Finance", "hpc": "HPC", "other": "Other"}
+
+// CategoryOptions are the choices of a listing's category, the one it has
+// selected: a category written before the fixed list as the one it counts
+// as in the catalog, so that saving the form keeps it there.
+func (f listingForm) CategoryOptions() []selectOption {
+	c := strings.ToLower(strings.TrimSpace(f.Category))
+	if c != "" && !slices.Contains(registryapi.Categories, c) {
+		c = "other"
+	}
+	out := []selectOption{{option{"", "None (listed under Other)"}, c == ""}}
+	for _, v := range registryapi.Categories {
+		out = append(out, selectOption{option{v, categoryLabels[v]}, v == c})
+	}
+	return out
+}
+
+type selectOption struct {
+	option
+	Selected bool
+}
+
+// priceLabels name the price bands in whole units of a listing's own
+// currency, which differs between listings.
+var priceLabels = map[string]string{"free": "Free", "under-1": "Under 1 per hour", "1-10": "1 to 10 per hour",
+	"10-100": "10 to 100 per hour", "over-100": "100 or more per hour"}
+
+var sortLabels = map[string]string{"relevance": "Best match", "popular": "Most loaded (30 days)", "newest": "Newest",
+	"price": "Price per hour, lowest first"}
+
+// market searches what the caller may see (published public listings, and
+// for a signed-in account also its own and those shared with it) through
+// GET /api/v1/catalog, in one form that works without JavaScript.
+func (p *Portal) market(w http.ResponseWriter, r *http.Request) { p.catalogPage(w, r, "") }
+
+// vendor is the marketplace of one ISV: its listings the caller may see,
+// under its name and, if it has earned it, the verified-publisher badge.
+func (p *Portal) vendor(w http.ResponseWriter, r *http.Request) {
+	p.catalogPage(w, r, r.PathValue("name"))
+}
+
+func (p *Portal) catalogPage(w http.ResponseWriter, r *http.Request, vendor string) {
 	in := r.URL.Query()
-	q := url.Values{"limit": {"24"}}
-	for _, k := range []string{"q", "category", "board", "cursor"} {
-		if v := strings.TrimSpace(in.Get(k)); v != "" {
-			q.Set(k, v)
+	q := url.Values{"limit": {strconv.Itoa(marketPageSize)}}
+	for _, k := range []string{"q", "category", "board", "price", "sort", "offset"} {
+		for _, v := range in[k] {
+			if v = strings.TrimSpace(v); v != "" {
+				q.Add(k, v)
+			}
 		}
 	}
-	res, err := p.apiAs(accountOf(r)).Listings(r.Context(), q)
+	filtered := len(q) > 1
+	if vendor != "" {
+		q.Set("owner", vendor)
+	}
+	c, err := p.apiAs(accountOf(r)).Catalog(r.Context(), q)
 	if err != nil {
 		p.fail(w, r, err)
 		return
 	}
-	pg := marketPage{Query: in.Get("q"), Category: in.Get("category"), Listings: res.Items}
-	if res.NextCursor != "" {
-		q.Set("cursor", res.NextCursor)
-		q.Del("limit")
-		pg.Next = q.Encode()
+	if vendor != "" && c.Total == 0 && !filtered {
+		p.notFound(w, r) // no such vendor, or none of its listings for this caller
+		return
+	}
+	pg := marketPage{Query: q.Get("q"), Sort: c.Sort, Catalog: c, First: c.Offset + 1, Last: c.Offset + len(c.Items),
+		Categories: categoryLabels, Vendor: vendor, Action: "/"}
+	if vendor != "" {
+		pg.Action = template.URL("/vendors/" + url.PathEscape(vendor))
+		pg.Verified = len(c.Items) > 0 && c.Items[0].VendorVerified
+	}
+	pg.Facets = []facetGroup{
+		facetOf("category", "Category", c.Facets.Category, categoryLabels),
+		facetOf("board", "Board", c.Facets.Board, nil),
+		facetOf("price", "Price", c.Facets.Price, priceLabels),
+	}
+	// Best match stays chosen while the visitor has not chosen another, so
+	// that words typed on the unsearched page are searched by relevance
+	// (without words it is the popular order).
+	if q.Get("sort") == "" {
+		pg.Sort = "relevance"
+	}
+	for _, s := range registryapi.CatalogSorts {
+		pg.Sorts = append(pg.Sorts, option{s, sortLabels[s]})
+	}
+	q.Del("limit")
+	q.Del("owner")
+	if c.Offset > 0 {
+		q.Set("offset", strconv.Itoa(max(0, c.Offset-c.Limit)))
+		pg.Prev = pg.Action + template.URL("?"+q.Encode())
+	}
+	if next := c.Offset + c.Limit; next < c.Total && next <= registryapi.MaxCatalogOffset {
+		q.Set("offset", strconv.Itoa(next))
+		pg.Next = pg.Action + template.URL("?"+q.Encode())
 	}
 	p.render(w, r, http.StatusOK, pageMarket, pg)
+}
+
+func facetOf(param, legend string, values []registryapi.FacetValue, labels map[string]string) facetGroup {
+	g := facetGroup{Param: param, Legend: legend}
+	for _, v := range values {
+		label := v.Value
+		if l, ok := labels[v.Value]; ok {
+			label = l
+		}
+		g.Values = append(g.Values, facetOption{v, label})
+	}
+	return g
 }
 
 type listingPage struct {
@@ -99,6 +222,7 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 			pg.LoadLine = "faas load " + r.Host + "/" + pg.Listing.Repository + ":" + v.Version
 		}
 	}
+	slices.Reverse(pg.Versions) // the table shows the newest first
 	p.render(w, r, http.StatusOK, pageListing, pg)
 }
 

@@ -72,6 +72,7 @@ func (p *Portal) routeTable() []route {
 		// The marketplace.
 		{"GET /{$}", anyone, p.market},
 		{"GET /listings/{id}", anyone, p.listing},
+		{"GET /vendors/{name}", anyone, p.vendor},
 		{"GET /codes", anyone, p.codesPage},
 		{"POST /listings/{id}/subscribe", tenants, p.subscribe},
 

@@ -1427,11 +1427,16 @@ func TestConcurrent(t *testing.T) {
 func TestPowerLossDuringPR(t *testing.T) {
 	for _, closeBoard := range []bool{false, true} {
 		t.Run(map[bool]string{false: "PowerCycle", true: "Board.Close"}[closeBoard], func(t *testing.T) {
-			b, log := newBoard(t, sim.Config{DDRSize: smallDDR, RealTime: true})
+			// A configuration port of 8 MiB/s: the stream below takes a
+			// second of wall time, a window the test cannot miss however
+			// loaded the machine (17 ms at the part's real rate was missed).
+			model := shell.ModelVU9PDual
+			model.Parts[0].ConfigRate = 8 << 20
+			b, log := newBoard(t, sim.Config{Model: model, DDRSize: smallDDR, RealTime: true})
 			c := b.Chip(0)
 			mustProgram(t, c, bitstream(t, alphaName, part, 4096))
 			prBegin(t, c)
-			prSend(t, c, bitstream(t, betaName, part, 8<<20), 0) // ~17 ms of modeled time
+			prSend(t, c, bitstream(t, betaName, part, 8<<20), 0)
 			const frame = "shell/sim.(*Chip).prFinish("
 			before := goroutinesIn(frame)
 			done := make(chan error, 1)

@@ -179,6 +179,15 @@ func (c *compiler) need(n *onnx.Node, k int) (*value, error) {
 	return v, err
 }
 
+// needPair returns a binary node's two inputs.
+func (c *compiler) needPair(n *onnx.Node) (a, b *value, err error) {
+	if a, err = c.need(n, 0); err != nil {
+		return nil, nil, err
+	}
+	b, err = c.need(n, 1)
+	return a, b, err
+}
+
 // needConst returns input k, which must be a compile-time constant.
 func (c *compiler) needConst(n *onnx.Node, k int, what string) (*value, error) {
 	v, err := c.need(n, k)

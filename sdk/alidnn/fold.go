@@ -349,11 +349,7 @@ func concatConsts(parts []*value, axis int) (*value, error) {
 // foldPow raises a constant to a constant power, broadcast; the result has
 // the base's type (torch writes d ** -0.5 over a dimension cast to float).
 func (c *compiler) foldPow(n *onnx.Node) (*value, error) {
-	a, err := c.need(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.need(n, 1)
+	a, b, err := c.needPair(n)
 	if err != nil {
 		return nil, err
 	}

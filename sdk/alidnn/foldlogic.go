@@ -57,11 +57,7 @@ var comparisons = map[string]compare{
 // foldCompare applies a comparison or a logical operator with
 // broadcasting; the result is Bool.
 func (c *compiler) foldCompare(n *onnx.Node) (*value, error) {
-	a, err := c.need(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.need(n, 1)
+	a, b, err := c.needPair(n)
 	if err != nil {
 		return nil, err
 	}

@@ -487,11 +487,7 @@ func transposedLayout(shape []int) layout {
 // matrix and its axis dropped from the result. Sums run in float64. A
 // product too large to hold at compile time is left to the engine.
 func (c *compiler) foldMatMul(n *onnx.Node) (*value, error) {
-	a, err := c.need(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.need(n, 1)
+	a, b, err := c.needPair(n)
 	if err != nil {
 		return nil, err
 	}

@@ -104,6 +104,21 @@ func schemas() obj {
 		"Entitlement": schema(nil, props("id", tID, "listing_id", tID, "listing_name", tStr, "account_id", tID, "account", tStr,
 			"kind", enum("subscription", "purchase", "share"), "granted_by", tID, "created_at", tTime, "expires_at", tTime, "revoked_at", tTime)),
 		"ShareCreate": schema([]string{"account"}, props("account", obj{"type": "string", "description": "account name"})),
+	}
+}
+
+// allSchemas is every schema of the document.
+func allSchemas() obj {
+	s := schemas()
+	maps.Copy(s, nodeSchemas())
+	maps.Copy(s, webhookSchemas())
+	return s
+}
+
+// nodeSchemas are the schemas of nodes, grants, usage and money, the
+// pool's attachments and the audit log.
+func nodeSchemas() obj {
+	return obj{
 		"Node": schema(nil, props("id", tID, "account_id", tID, "hostname", tStr, "public_key", tStr,
 			"boards", obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Board"}}, "registered_at", tTime, "last_heartbeat_at", tTime,
 			"approved_at", tTime, "approved_by", tStr, "revoked_at", tTime, "endpoint", tStr, "tls_certificate", tStr, "server_name", tStr)),
@@ -155,12 +170,6 @@ func schemas() obj {
 		"AuditEntry": schema(nil, props("id", tInt, "at", tTime, "actor_id", tID, "actor", tStr, "action", tStr, "target_type", tStr,
 			"target_id", tStr, "outcome", tStr, "request_id", tStr, "remote_addr", tStr, "details", obj{"type": "object"})),
 	}
-}
-
-func allSchemas() obj {
-	s := schemas()
-	maps.Copy(s, webhookSchemas())
-	return s
 }
 
 // webhookSchemas are the schemas of webhooks and notifications.

@@ -110,38 +110,53 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 	if err != nil || ct != "multipart/form-data" || params["boundary"] == "" {
 		return refuse(http.StatusBadRequest, "The upload must be a multipart form.")
 	}
-	mr := multipart.NewReader(r.Body, params["boundary"])
-	csrfOK := r.Header.Get("X-CSRF-Token") != "" // checked by withSession
 	dir, err := os.MkdirTemp(p.cfg.UploadDir, "faas-publish-")
 	if err != nil {
 		return fmt.Errorf("portal: upload folder: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	var keys []byte
-	gotLayout := false
+	keys, gotLayout, err := p.readUpload(r, multipart.NewReader(r.Body, params["boundary"]), acct, pg, dir)
+	if err != nil {
+		return err
+	}
+	if err := formFields(pg); err != nil {
+		return err
+	}
+	if !gotLayout {
+		return refuse(http.StatusUnprocessableEntity, "Choose the image: a .tar of the OCI image layout hdk build wrote.")
+	}
+	return p.publishLayout(r.Context(), acct, pg, dir, keys)
+}
+
+// errStaleForm refuses a form without a valid CSRF token.
+var errStaleForm = refuse(http.StatusForbidden, "This form is out of date or did not come from this site. Reload the page and try again.")
+
+// readUpload reads the form's parts in order: the small fields into pg,
+// the keys file, and the image layout, unpacked into dir as it arrives.
+func (p *Portal) readUpload(r *http.Request, mr *multipart.Reader, acct auth.Account, pg *publishPage, dir string) (keys []byte, gotLayout bool, _ error) {
+	csrfOK := r.Header.Get("X-CSRF-Token") != "" // checked by withSession
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
-			break
+			return keys, gotLayout, nil
 		}
 		if err != nil {
-			return bodyErr(err)
+			return nil, false, bodyErr(err)
 		}
 		field := part.FormName()
 		if !csrfOK && field != "csrf" {
-			return refuse(http.StatusForbidden, "This form is out of date or did not come from this site. Reload the page and try again.")
+			return nil, false, errStaleForm
 		}
 		switch field {
 		case "csrf", "listing", "version":
 			v, err := io.ReadAll(io.LimitReader(part, 1024))
 			if err != nil {
-				return bodyErr(err)
+				return nil, false, bodyErr(err)
 			}
 			switch field {
 			case "csrf":
-				csrfOK = csrfOK || sessionOf(r).validCSRF(string(v))
-				if !csrfOK {
-					return refuse(http.StatusForbidden, "This form is out of date or did not come from this site. Reload the page and try again.")
+				if csrfOK = csrfOK || sessionOf(r).validCSRF(string(v)); !csrfOK {
+					return nil, false, errStaleForm
 				}
 			case "listing":
 				pg.Listing = strings.TrimSpace(string(v))
@@ -151,10 +166,10 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 		case "keys":
 			b, err := io.ReadAll(io.LimitReader(part, 1<<20+1))
 			if err != nil {
-				return bodyErr(err)
+				return nil, false, bodyErr(err)
 			}
 			if len(b) > 1<<20 {
-				return refuse(http.StatusRequestEntityTooLarge, "The keys file is larger than 1 MiB: is it the layout.keys.json hdk seal wrote?")
+				return nil, false, refuse(http.StatusRequestEntityTooLarge, "The keys file is larger than 1 MiB: is it the layout.keys.json hdk seal wrote?")
 			}
 			if len(b) > 0 {
 				keys = b
@@ -164,47 +179,55 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 				continue
 			}
 			gotLayout = true
-			// Whatever refuses the version refuses it before a byte of the
-			// image is read (the form sends listing and version first); the
-			// registry checks the tag again when it stores the manifest.
-			l, err := p.versionFree(r.Context(), acct, pg)
-			if err != nil {
-				return err
-			}
-			// Large blobs go straight into the registry as they arrive:
-			// hashed once, by the registry, and never written to this disk.
-			tok, err := p.cfg.Tokens(r.Context(), acct, l.Repository, []string{"pull", "push"})
-			if err != nil {
-				return err
-			}
-			opts := publish.Options{MaxBytes: p.cfg.MaxUploadBytes, StreamMin: streamMin,
-				Stream: func(ctx context.Context, digest string, size int64, body io.Reader) error {
-					return p.uploadBlob(ctx, l.Repository, tok, digest, size, body)
-				}}
-			if err := publish.Untar(r.Context(), part, dir, opts); err != nil {
-				var mbe *http.MaxBytesError
-				var rf *refusal
-				switch {
-				case errors.As(err, &rf):
-					return rf
-				case errors.As(err, &mbe):
-					return bodyErr(err)
-				case errors.Is(err, publish.ErrLayoutTar):
-					return refuse(http.StatusUnprocessableEntity, "The image was refused: %s.", strings.TrimPrefix(err.Error(), "publish: "))
-				}
-				return err
+			if err := p.receiveLayout(r.Context(), acct, pg, part, dir); err != nil {
+				return nil, false, err
 			}
 		default:
-			return refuse(http.StatusBadRequest, "Unexpected form field %q.", field)
+			return nil, false, refuse(http.StatusBadRequest, "Unexpected form field %q.", field)
 		}
 	}
-	if err := formFields(pg); err != nil {
+}
+
+// receiveLayout unpacks the image layout tar into dir, streaming its
+// large blobs into the registry.
+func (p *Portal) receiveLayout(ctx context.Context, acct auth.Account, pg *publishPage, part io.Reader, dir string) error {
+	// Whatever refuses the version refuses it before a byte of the image
+	// is read (the form sends listing and version first); the registry
+	// checks the tag again when it stores the manifest.
+	l, err := p.versionFree(ctx, acct, pg)
+	if err != nil {
 		return err
 	}
-	if !gotLayout {
-		return refuse(http.StatusUnprocessableEntity, "Choose the image: a .tar of the OCI image layout hdk build wrote.")
+	// Large blobs go straight into the registry as they arrive: hashed
+	// once, by the registry, and never written to this disk.
+	tok, err := p.cfg.Tokens(ctx, acct, l.Repository, []string{"pull", "push"})
+	if err != nil {
+		return err
 	}
-	l, err := p.ownListing(r.Context(), acct, pg.Listing)
+	opts := publish.Options{MaxBytes: p.cfg.MaxUploadBytes, StreamMin: streamMin,
+		Stream: func(ctx context.Context, digest string, size int64, body io.Reader) error {
+			return p.uploadBlob(ctx, l.Repository, tok, digest, size, body)
+		}}
+	err = publish.Untar(ctx, part, dir, opts)
+	var mbe *http.MaxBytesError
+	var rf *refusal
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &rf):
+		return rf
+	case errors.As(err, &mbe):
+		return bodyErr(err)
+	case errors.Is(err, publish.ErrLayoutTar):
+		return refuse(http.StatusUnprocessableEntity, "The image was refused: %s.", strings.TrimPrefix(err.Error(), "publish: "))
+	}
+	return err
+}
+
+// publishLayout checks the unpacked layout (signed, named for the
+// repository), pushes it as the version's tag and adds the version.
+func (p *Portal) publishLayout(ctx context.Context, acct auth.Account, pg *publishPage, dir string, keys []byte) error {
+	l, err := p.ownListing(ctx, acct, pg.Listing)
 	if err != nil {
 		return err
 	}
@@ -218,11 +241,11 @@ func (p *Portal) ingest(w http.ResponseWriter, r *http.Request, acct auth.Accoun
 	if err := sameName(dir, l.Repository); err != nil {
 		return err
 	}
-	digest, err := p.push(r.Context(), acct, dir, l.Repository, pg.Version, keys)
+	digest, err := p.push(ctx, acct, dir, l.Repository, pg.Version, keys)
 	if err != nil {
 		return err
 	}
-	_, err = p.apiAs(&acct).AddVersion(r.Context(), l.ID, registryapi.NewVersion{Version: pg.Version, Digest: digest})
+	_, err = p.apiAs(&acct).AddVersion(ctx, l.ID, registryapi.NewVersion{Version: pg.Version, Digest: digest})
 	return err
 }
 

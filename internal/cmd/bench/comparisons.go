@@ -101,6 +101,11 @@ var comparisons = []benchreport.Comparison{
 		Target: "p99 ≤ 50 ms at 100 req/s (absolute); ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /healthz of the same registry under the same load (p50-ms, p99-ms, req/s in the Other column). BenchmarkAPICatalogBrowse is the unfiltered first page under the same load",
 	},
 	{
+		Title: "Monthly statements: every tenant's invoice of a month (GET /api/v1/invoices?month= as the operator) for 10,000 tenants over 1,000,000 usage records, against the plain SQL sum of the same rows", Pkg: "github.com/fpga-faas/faas/services/registry/server",
+		Bench: "BenchmarkStatements/invoices", Baseline: "BenchmarkStatements/sql-sum",
+		Target: "a small multiple of the baseline (both read every row of the month; the statement also prices each record at the prices in force over its span, splits spans at price changes and month ends, subtracts what closed months billed and writes 10,000 invoices as JSON); Mrecords/s in the Other column",
+	},
+	{
 		Title: "SDK job round trip, FINISH-only program, local shared-memory path (SDK and faasd in separate processes)", Pkg: "github.com/fpga-faas/faas/services/agent/server",
 		Bench: "BenchmarkJobRoundTrip", Baseline: "BenchmarkJobExecFloor",
 		Target: "p50 ≤ 5 µs and p99 ≤ 50 µs absolute (p50-ns and p99-ns in the Other column); the baseline is alidnn.Exec of the same program on the simulated chip, without session, scheduler or transport; the session engine's own in-process round trip (services/agent/sessions BenchmarkFinishRoundTrip) lies between the two",

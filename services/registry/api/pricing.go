@@ -61,14 +61,25 @@ const allTime = `windows as (select null::date as month, '-infinity'::numeric as
 // hourly prices in force, nanoseconds × micro-units per hour, unrounded).
 // The query follows it.
 func pricedUsage(windows string) string {
+	// Each span reads its listing's prices from arrays joined by hash: a
+	// subquery over the prices themselves would scan every listing's
+	// prices for every span (a CTE has no index), which grows with the
+	// catalog.
 	return usageSpans + `, ` + windows + `,
+price_lists as (
+	select listing_id, array_agg(p0 order by p0) as p0, array_agg(p1 order by p0) as p1,
+		array_agg(per_load_micros order by p0) as per_load, array_agg(per_hour_micros order by p0) as per_hour,
+		array_agg(per_attached_hour_micros order by p0) as per_attached
+	from prices group by listing_id),
 priced as (
 	select s.*, w.month, coalesce(greatest(least(s.t1, w.w1) - greatest(s.t0, w.w0), 0), 0) as ns_in,
-		coalesce((select p.per_load_micros from prices p
-			where p.listing_id = s.listing_id and s.at_ns >= p.p0 and s.at_ns < p.p1), 0) as load_micros,
+		coalesce((select p.per_load_micros from unnest(pl.p0, pl.p1, pl.per_load) p(p0, p1, per_load_micros)
+			where s.at_ns >= p.p0 and s.at_ns < p.p1), 0) as load_micros,
 		coalesce((select sum((least(s.t1, p.p1, w.w1) - greatest(s.t0, p.p0, w.w0))
 				* case s.event when 'busy' then p.per_hour_micros else p.per_attached_hour_micros end)
-			from prices p where p.listing_id = s.listing_id and p.p0 < least(s.t1, w.w1) and p.p1 > greatest(s.t0, w.w0)), 0) as time_value
+			from unnest(pl.p0, pl.p1, pl.per_hour, pl.per_attached) p(p0, p1, per_hour_micros, per_attached_hour_micros)
+			where p.p0 < least(s.t1, w.w1) and p.p1 > greatest(s.t0, w.w0)), 0) as time_value
 	from spans s join windows w on (s.at_ns is null and s.t0 is null) or (s.at_ns >= w.w0 and s.at_ns < w.w1)
-		or (s.t0 < w.w1 and s.t1 > w.w0)) `
+		or (s.t0 < w.w1 and s.t1 > w.w0)
+	left join price_lists pl on pl.listing_id = s.listing_id) `
 }

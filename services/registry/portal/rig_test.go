@@ -30,10 +30,16 @@ var testParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLe
 
 const password = "correct horse battery"
 
-func newRig(t testing.TB) *rig {
+func newRig(t testing.TB) *rig { return newRigWith(t, nil) }
+
+// newRigWith is newRig with the server's configuration changed by set.
+func newRigWith(t testing.TB, set func(*server.Config)) *rig {
 	t.Helper()
 	cfg := server.Config{DatabaseURL: testenv.Postgres(t).URL, DataDir: t.TempDir(), PasswordParams: testParams,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if set != nil {
+		set(&cfg)
+	}
 	srv, err := server.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,8 @@ func tabsOf(cur string, entries ...[2]string) []tab {
 
 func adminTabs(cur string) []tab {
 	return tabsOf(cur, [2]string{"/admin/nodes", "Nodes"}, [2]string{"/admin/accounts", "Accounts"},
-		[2]string{"/admin/validation", "Validation queue"}, [2]string{"/admin/audit", "Audit log"})
+		[2]string{"/admin/validation", "Validation queue"}, [2]string{"/admin/invoices", "Invoices"},
+		[2]string{"/admin/statements", "Revenue statements"}, [2]string{"/admin/audit", "Audit log"})
 }
 
 // Accounts ------------------------------------------------------------------------

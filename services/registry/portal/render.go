@@ -157,6 +157,7 @@ var flashes = map[string]string{
 	"account-updated": "Account changed.",
 	"node-approved":   "Node approved: keys may be released to it from now on.",
 	"node-revoked":    "Node revoked.",
+	"month-closed":    "Month closed: its invoices and revenue statements are final; usage reported for it from now on is billed as adjustments in the next month closed.",
 }
 
 // redirectFlash redirects (303) to, with the notice key.

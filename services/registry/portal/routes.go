@@ -118,6 +118,11 @@ func (p *Portal) routeTable() []route {
 		{"POST /admin/nodes/{id}/approve", admins, p.adminNodeTrust(true)},
 		{"POST /admin/nodes/{id}/revoke", admins, p.adminNodeTrust(false)},
 		{"GET /admin/validation", admins, p.adminValidation},
+		{"GET /admin/invoices", admins, p.statements(adminInvoicesKind)},
+		{"GET /admin/invoices.csv", admins, p.statementsCSV(adminInvoicesKind)},
+		{"GET /admin/statements", admins, p.statements(adminRevenueKind)},
+		{"GET /admin/statements.csv", admins, p.statementsCSV(adminRevenueKind)},
+		{"POST /admin/months/{month}/close", admins, p.closeMonth},
 		{"GET /admin/audit", admins, p.audit(adminAudit)},
 	}
 }

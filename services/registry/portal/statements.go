@@ -4,25 +4,33 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/registryapi"
 )
 
-// statementKind is a tenant's invoices or an ISV's revenue statements:
-// the pages show one month's, as the API gives them, ready to print.
+// statementKind is a tenant's invoices or an ISV's revenue statements, or
+// the operator's view of everyone's: the pages show one month's, as the
+// API gives them, ready to print.
 type statementKind struct {
 	heading, base, api string
+	tab                string // the current tab, for tabs
 	tabs               func(string) []tab
 	nav                string
+	operator           bool // everyone's, with the month's close
 }
 
 var (
 	invoicesKind = statementKind{heading: "Invoice", base: "/my/invoices", api: "/invoices",
 		tabs: func(string) []tab { return nil }, nav: "my"}
 	revenueKind = statementKind{heading: "Revenue statement", base: "/isv/statements", api: "/revenue-statements",
-		tabs: isvTabs, nav: "isv"}
+		tab: "statements", tabs: isvTabs, nav: "isv"}
+	adminInvoicesKind = statementKind{heading: "Invoice", base: "/admin/invoices", api: "/invoices",
+		tab: "invoices", tabs: adminTabs, nav: "admin", operator: true}
+	adminRevenueKind = statementKind{heading: "Revenue statement", base: "/admin/statements", api: "/revenue-statements",
+		tab: "statements", tabs: adminTabs, nav: "admin", operator: true}
 )
 
 // statementPage is one month's documents of the signed-in account.
@@ -34,6 +42,10 @@ type statementPage struct {
 	Docs                 []statementDoc
 	Error                string
 	CSV                  string // query of the export
+	// Closable: the operator may close this month (it has ended and
+	// nothing shown says it is closed); the API refuses what is not
+	// closable after all (a month before it still open, one closed).
+	Closable bool
 }
 
 func (pg statementPage) title() string { return pg.Heading + "s " + pg.Month }
@@ -87,7 +99,7 @@ func lineView(month, currency string, l registryapi.StatementLine) statementLine
 // statements shows the signed-in account's documents of ?month=.
 func (p *Portal) statements(k statementKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		pg := statementPage{kind: k, Tabs: k.tabs("statements"), Heading: k.heading, Base: k.base}
+		pg := statementPage{kind: k, Tabs: k.tabs(k.tab), Heading: k.heading, Base: k.base}
 		month, err := pageMonth(r.URL.Query().Get("month"))
 		if err != nil {
 			pg.Error, month = err.Error(), monthOf(time.Now())
@@ -121,8 +133,24 @@ func (p *Portal) statements(k statementKind) http.HandlerFunc {
 					{"Net", amount(s.Currency, s.NetMicros)}}))
 			}
 		}
+		pg.Closable = k.operator && month.Before(monthOf(time.Now())) && !slices.ContainsFunc(pg.Docs, func(d statementDoc) bool { return d.Closed })
 		p.render(w, r, http.StatusOK, pageStatements, pg)
 	}
+}
+
+// closeMonth closes the month of the path for everyone (operators), and
+// shows its invoices, final.
+func (p *Portal) closeMonth(w http.ResponseWriter, r *http.Request) {
+	month, err := pageMonth(r.PathValue("month"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	if _, err := p.apiAs(accountOf(r)).CloseMonth(r.Context(), month.Format("2006-01")); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.redirectFlash(w, r, adminInvoicesKind.base+"?month="+month.Format("2006-01"), "month-closed")
 }
 
 func doc(month, party, currency string, closed bool, closedAt *time.Time, lines []registryapi.StatementLine, totals [][2]string) statementDoc {

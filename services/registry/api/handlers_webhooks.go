@@ -78,7 +78,7 @@ func (a *API) listWebhooks(c echo.Context, p *principal) error {
 func (a *API) getWebhook(c echo.Context, p *principal) error {
 	id := c.Param("id")
 	if !isUUID(id) {
-		return fmt.Errorf("%w: webhook", ErrNotFound)
+		return fmt.Errorf("%w: no such webhook of yours", ErrNotFound)
 	}
 	w, err := a.st.getWebhook(c.Request().Context(), p.ID, id)
 	if err != nil {
@@ -90,7 +90,7 @@ func (a *API) getWebhook(c echo.Context, p *principal) error {
 func (a *API) updateWebhook(c echo.Context, p *principal) error {
 	id := c.Param("id")
 	if !isUUID(id) {
-		return fmt.Errorf("%w: webhook", ErrNotFound)
+		return fmt.Errorf("%w: no such webhook of yours", ErrNotFound)
 	}
 	var req registryapi.WebhookUpdate
 	if err := a.decode(c, &req); err != nil {
@@ -119,7 +119,7 @@ func (a *API) updateWebhook(c echo.Context, p *principal) error {
 func (a *API) deleteWebhook(c echo.Context, p *principal) error {
 	id := c.Param("id")
 	if !isUUID(id) {
-		return fmt.Errorf("%w: webhook", ErrNotFound)
+		return fmt.Errorf("%w: no such webhook of yours", ErrNotFound)
 	}
 	if err := a.st.deleteWebhook(c.Request().Context(), p, id); err != nil {
 		return err
@@ -130,7 +130,7 @@ func (a *API) deleteWebhook(c echo.Context, p *principal) error {
 func (a *API) listDeliveries(c echo.Context, p *principal) error {
 	id := c.Param("id")
 	if !isUUID(id) {
-		return fmt.Errorf("%w: webhook", ErrNotFound)
+		return fmt.Errorf("%w: no such webhook of yours", ErrNotFound)
 	}
 	pg, err := parsePage(c)
 	if err != nil {
@@ -146,7 +146,7 @@ func (a *API) listDeliveries(c echo.Context, p *principal) error {
 func (a *API) redeliver(c echo.Context, p *principal) error {
 	id, did := c.Param("id"), c.Param("delivery")
 	if !isUUID(id) || !isUUID(did) {
-		return fmt.Errorf("%w: delivery", ErrNotFound)
+		return fmt.Errorf("%w: no such delivery of yours", ErrNotFound)
 	}
 	d, err := a.st.redeliver(c.Request().Context(), p, id, did)
 	if err != nil {
@@ -176,7 +176,7 @@ func (a *API) listNotifications(c echo.Context, p *principal) error {
 func (a *API) markNotificationRead(c echo.Context, p *principal) error {
 	id := c.Param("id")
 	if !isUUID(id) {
-		return fmt.Errorf("%w: notification", ErrNotFound)
+		return fmt.Errorf("%w: no such notification of yours", ErrNotFound)
 	}
 	if err := a.st.markRead(c.Request().Context(), p, id); err != nil {
 		return err

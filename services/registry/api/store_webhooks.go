@@ -76,7 +76,7 @@ func (s *store) listWebhooks(ctx context.Context, accountID string, pg pageReq) 
 // getWebhook answers another account's webhook as not found.
 func (s *store) getWebhook(ctx context.Context, accountID, id string) (registryapi.Webhook, error) {
 	w, err := scanWebhook(s.db.QueryRow(ctx, webhookSel+`where id = $1::uuid and account_id = $2::uuid`, id, accountID))
-	return w, noRows(err, "webhook")
+	return w, noRows(err, "no such webhook of yours")
 }
 
 func (s *store) updateWebhook(ctx context.Context, p *principal, id string, in registryapi.WebhookUpdate) (registryapi.Webhook, error) {
@@ -88,7 +88,7 @@ func (s *store) updateWebhook(ctx context.Context, p *principal, id string, in r
 			updated_at = now() where id = $1::uuid and account_id = $2::uuid
 			returning id::text, url, description, events, active, created_at, updated_at`,
 			id, p.ID, in.URL, in.Description, in.Events, in.Active))
-		return auditEntry{"webhook.update", "webhook", id, map[string]any{"events": w.Events, "active": w.Active}}, noRows(err, "webhook")
+		return auditEntry{"webhook.update", "webhook", id, map[string]any{"events": w.Events, "active": w.Active}}, noRows(err, "no such webhook of yours")
 	})
 	return w, err
 }
@@ -98,7 +98,7 @@ func (s *store) deleteWebhook(ctx context.Context, p *principal, id string) erro
 		var got string
 		err := tx.QueryRow(ctx, `delete from webhooks where id = $1::uuid and account_id = $2::uuid returning id::text`,
 			id, p.ID).Scan(&got)
-		return auditEntry{"webhook.delete", "webhook", id, nil}, noRows(err, "webhook")
+		return auditEntry{"webhook.delete", "webhook", id, nil}, noRows(err, "no such webhook of yours")
 	})
 }
 
@@ -141,7 +141,7 @@ func (s *store) redeliver(ctx context.Context, p *principal, webhookID, delivery
 			where d.id = $1::uuid and w.id = $2::uuid and w.account_id = $3::uuid for update of w`,
 			deliveryID, webhookID, p.ID).Scan(&eventID, &queued)
 		if err != nil {
-			return auditEntry{}, noRows(err, "delivery")
+			return auditEntry{}, noRows(err, "no such delivery of yours")
 		}
 		if queued {
 			return auditEntry{}, fmt.Errorf("%w: a delivery of this event is already queued", ErrConflict)
@@ -178,7 +178,7 @@ func (s *store) markRead(ctx context.Context, p *principal, id string) error {
 		var got string
 		err := tx.QueryRow(ctx, `update events set read_at = coalesce(read_at, now())
 			where id = $1::uuid and account_id = $2::uuid returning id::text`, id, p.ID).Scan(&got)
-		return auditEntry{"notification.read", "event", id, nil}, noRows(err, "notification")
+		return auditEntry{"notification.read", "event", id, nil}, noRows(err, "no such notification of yours")
 	})
 }
 

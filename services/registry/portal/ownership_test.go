@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
@@ -109,4 +111,60 @@ func TestAnotherISVsListings(t *testing.T) {
 			t.Errorf("acme: %s %s: %d %s", q.method, q.path, resp.StatusCode, errorOf(page))
 		}
 	}
+}
+
+// TestBrowserNotYours: in Chromium, another ISV opening an ISV's listing,
+// version and webhook pages, by the ids of a published listing and a
+// private one, gets one "not found" page for all, which names nothing of
+// them; the owner gets each page.
+func TestBrowserNotYours(t *testing.T) {
+	r := newRig(t)
+	r.user("acme", auth.RoleISV)
+	r.user("bob", auth.RoleISV)
+	key := r.isvKey("acme")
+	public := r.listing("acme", "Edge FFT", "an FFT", true)
+	private := r.listing("acme", "Secret DSP", "not yet", false)
+	owner := r.browser()
+	owner.signIn("acme")
+	for l, name := range map[string]string{public: "edge-fft", private: "secret-dsp"} {
+		if resp, page := owner.upload(l, "0.9.0", r.buildImage(name, "loopback", false, key)); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("upload: %d %s", resp.StatusCode, errorOf(page))
+		}
+	}
+	var hook registryapi.Webhook
+	r.api("acme", http.MethodPost, "/webhooks", registryapi.NewWebhook{URL: "https://hooks.example.com/in",
+		Events: []string{registryapi.EventSubscriptionCreated}}, &hook)
+	pages := []string{"/isv/listings/" + public, "/isv/listings/" + private,
+		"/isv/listings/" + public + "/versions/0.9.0", "/isv/listings/" + private + "/versions/0.9.0", "/webhooks/" + hook.ID}
+
+	c := newChrome(t)
+	signInChrome(c, r.url, "bob")
+	var first string
+	for i, p := range pages {
+		c.run("bob opens "+p, chromedp.Navigate(r.url+p), chromedp.WaitVisible("main h1", chromedp.ByQuery))
+		got := c.text("main")
+		if i == 0 {
+			first = got
+			c.shot("17-not-yours")
+		}
+		same := got == first || strings.Replace(got, "webhook", "listing", 1) == first // one rule, its resource named
+		if !same || strings.Contains(got, "Edge FFT") || strings.Contains(got, "Secret DSP") || strings.Contains(got, "hooks.example.com") {
+			t.Errorf("bob at %s sees %q, want the page of %s: %q", p, got, pages[0], first)
+		}
+		c.refused(http.StatusNotFound)
+	}
+	if !strings.Contains(first, "no such listing of yours") {
+		t.Errorf("the refusal %q does not say what is wrong", first)
+	}
+	c.clean("another ISV's pages")
+
+	c2 := newChrome(t)
+	signInChrome(c2, r.url, "acme")
+	for _, p := range pages {
+		c2.run("acme opens "+p, chromedp.Navigate(r.url+p), chromedp.WaitVisible("main h1", chromedp.ByQuery))
+		if got := c2.text("main"); got == first {
+			t.Errorf("acme at %s gets the refusal %q", p, got)
+		}
+	}
+	c2.clean("the owner's pages")
 }

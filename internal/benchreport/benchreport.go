@@ -77,11 +77,13 @@ func Parse(r io.Reader) ([]Result, error) {
 
 // Stat is the median of a benchmark's runs.
 type Stat struct {
-	Pkg, Name string
-	Runs      int
-	NsPerOp   float64
-	MBPerS    float64
-	Metrics   map[string]float64
+	Pkg     string             `json:"pkg"`
+	Name    string             `json:"name"`
+	Runs    int                `json:"runs"`
+	NsPerOp float64            `json:"ns_per_op"`
+	MBPerS  float64            `json:"mb_per_s,omitempty"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Date    time.Time          `json:"date"` // of the Run it comes from
 }
 
 // Key names a benchmark across packages: "pkg BenchmarkName".
@@ -135,55 +137,25 @@ type Comparison struct {
 	Metric, BaselineMetric string
 }
 
-// Env describes the machine and run for the report's header.
-type Env struct {
-	Date      time.Time
-	GoVersion string
-	CPU       string
-	Cores     int
-	Count     int // runs per benchmark
-	Command   string
-}
-
-// Render writes the report. A comparison whose benchmark or baseline is
-// missing is an error: a report must never silently drop a figure.
-func Render(w io.Writer, env Env, cmp []Comparison, stats map[string]Stat) error {
+// Render writes the report of book. A comparison whose benchmark and
+// baseline were never measured shows as such; one with only one of them is
+// an error: a report must never silently drop a figure.
+func Render(w io.Writer, book Book, cmp []Comparison) error {
+	stats := book.stats()
 	fmt.Fprintf(w, "# Benchmarks\n\n")
-	fmt.Fprintf(w, "Written by `%s` on %s. Go %s, %s, %d cores; each benchmark ran %d times and every figure is the median. ",
-		env.Command, env.Date.UTC().Format("2006-01-02 15:04 MST"), env.GoVersion, env.CPU, env.Cores, env.Count)
-	fmt.Fprintf(w, "Ratios compare two medians of the same run, so they survive a noisy machine better than absolute figures.\n\n")
-	fmt.Fprintf(w, "## Against baselines\n\n| What | Median | Baseline | Baseline median | Ratio | Target |\n|---|---|---|---|---|---|\n")
-	for _, c := range cmp {
-		b, ok := stats[c.Pkg+" "+c.Bench]
-		if !ok {
-			return fmt.Errorf("benchreport: %q: no result for %s in %s", c.Title, c.Bench, c.Pkg)
-		}
-		base, ok := stats[c.Pkg+" "+c.Baseline]
-		if !ok {
-			return fmt.Errorf("benchreport: %q: no result for baseline %s in %s", c.Title, c.Baseline, c.Pkg)
-		}
-		ratio := "n/a"
-		switch {
-		case c.Metric != "":
-			m, ok := b.Metrics[c.Metric]
-			bm, bok := base.Metrics[c.BaselineMetric]
-			if !ok || !bok {
-				return fmt.Errorf("benchreport: %q: %s has no %s or %s has no %s", c.Title, c.Bench, c.Metric, c.Baseline, c.BaselineMetric)
-			}
-			if bm > 0 {
-				ratio = fmt.Sprintf("%.2f× (%s / %s)", m/bm, c.Metric, c.BaselineMetric)
-			}
-			fmt.Fprintf(w, "| %s | %s %s | `%s` | %s %s | %s | %s |\n", c.Title, strconv.FormatFloat(m, 'f', -1, 64), c.Metric,
-				c.Baseline, strconv.FormatFloat(bm, 'f', -1, 64), c.BaselineMetric, ratio, c.Target)
-			continue
-		case b.MBPerS > 0 && base.MBPerS > 0:
-			ratio = fmt.Sprintf("%.2f× (throughput)", b.MBPerS/base.MBPerS)
-		case b.NsPerOp > 0 && base.NsPerOp > 0:
-			ratio = fmt.Sprintf("%.2f× (time)", b.NsPerOp/base.NsPerOp)
-		}
-		fmt.Fprintf(w, "| %s | %s | `%s` | %s | %s | %s |\n", c.Title, figure(b), c.Baseline, figure(base), ratio, c.Target)
+	fmt.Fprintf(w, "Written by `go run ./internal/cmd/bench` (`make bench` runs every package) from BENCHMARKS.json, which keeps each package's figures from the last run of it. ")
+	fmt.Fprintf(w, "Every figure is the median of a benchmark's runs; ratios compare two medians of the same run, so they survive a noisy machine better than absolute figures. The runs, newest first:\n\n")
+	for _, r := range book.Runs {
+		fmt.Fprintf(w, "- %s: `%s`, Go %s, %s, %d cores, each benchmark %d times: %s\n", r.Date.UTC().Format("2006-01-02 15:04 MST"),
+			r.Command, r.GoVersion, r.CPU, r.Cores, r.Count, strings.Join(r.Packages, ", "))
 	}
-	fmt.Fprintf(w, "\n## Every benchmark\n\n| Package | Benchmark | Runs | Time/op | Throughput | Other |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n## Against baselines\n\n| What | Median | Baseline | Baseline median | Ratio | Target |\n|---|---|---|---|---|---|\n")
+	for _, c := range cmp {
+		if err := comparisonRow(w, c, stats); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\n## Every benchmark\n\n| Package | Benchmark | Runs | Time/op | Throughput | Other | Measured |\n|---|---|---|---|---|---|---|\n")
 	keys := make([]string, 0, len(stats))
 	for k := range stats {
 		keys = append(keys, k)
@@ -204,8 +176,45 @@ func Render(w io.Writer, env Env, cmp []Comparison, stats map[string]Stat) error
 		if s.MBPerS > 0 {
 			tput = fmt.Sprintf("%.0f MB/s", s.MBPerS)
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s |\n", s.Pkg, s.Name, s.Runs, duration(s.NsPerOp), tput, strings.Join(other, ", "))
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s |\n", s.Pkg, s.Name, s.Runs, duration(s.NsPerOp), tput,
+			strings.Join(other, ", "), s.Date.UTC().Format("2006-01-02 15:04"))
 	}
+	return nil
+}
+
+// comparisonRow writes c's row of the table.
+func comparisonRow(w io.Writer, c Comparison, stats map[string]Stat) error {
+	b, ok := stats[c.Pkg+" "+c.Bench]
+	base, bok := stats[c.Pkg+" "+c.Baseline]
+	switch {
+	case !ok && !bok:
+		fmt.Fprintf(w, "| %s | not measured yet | `%s` | | | %s |\n", c.Title, c.Baseline, c.Target)
+		return nil
+	case !ok:
+		return fmt.Errorf("benchreport: %q: no result for %s in %s", c.Title, c.Bench, c.Pkg)
+	case !bok:
+		return fmt.Errorf("benchreport: %q: no result for baseline %s in %s", c.Title, c.Baseline, c.Pkg)
+	}
+	ratio := "n/a"
+	switch {
+	case c.Metric != "":
+		m, ok := b.Metrics[c.Metric]
+		bm, bok := base.Metrics[c.BaselineMetric]
+		if !ok || !bok {
+			return fmt.Errorf("benchreport: %q: %s has no %s or %s has no %s", c.Title, c.Bench, c.Metric, c.Baseline, c.BaselineMetric)
+		}
+		if bm > 0 {
+			ratio = fmt.Sprintf("%.2f× (%s / %s)", m/bm, c.Metric, c.BaselineMetric)
+		}
+		fmt.Fprintf(w, "| %s | %s %s | `%s` | %s %s | %s | %s |\n", c.Title, strconv.FormatFloat(m, 'f', -1, 64), c.Metric,
+			c.Baseline, strconv.FormatFloat(bm, 'f', -1, 64), c.BaselineMetric, ratio, c.Target)
+		return nil
+	case b.MBPerS > 0 && base.MBPerS > 0:
+		ratio = fmt.Sprintf("%.2f× (throughput)", b.MBPerS/base.MBPerS)
+	case b.NsPerOp > 0 && base.NsPerOp > 0:
+		ratio = fmt.Sprintf("%.2f× (time)", b.NsPerOp/base.NsPerOp)
+	}
+	fmt.Fprintf(w, "| %s | %s | `%s` | %s | %s | %s |\n", c.Title, figure(b), c.Baseline, figure(base), ratio, c.Target)
 	return nil
 }
 

@@ -51,11 +51,12 @@ func TestParseRejectsMalformedValues(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	rs, _ := Parse(strings.NewReader(sample))
-	st := Medians(rs)
-	env := Env{Date: time.Unix(0, 0), GoVersion: "go1.26", CPU: "cpu", Cores: 2, Count: 3, Command: "make bench"}
+	var book Book
+	book.Merge(Run{Date: time.Unix(0, 0), GoVersion: "1.26", CPU: "cpu", Cores: 2, Count: 3, Command: "make bench",
+		Packages: []string{"example.com/a", "example.com/b"}}, Medians(rs))
 	var buf bytes.Buffer
 	cmp := []Comparison{{Title: "copy vs memcpy", Pkg: "example.com/a", Bench: "BenchmarkCopy", Baseline: "BenchmarkMemcpy/size=64MiB", Target: "≥ 0.5×"}}
-	if err := Render(&buf, env, cmp, st); err != nil {
+	if err := Render(&buf, book, cmp); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "| copy vs memcpy | 16777 MB/s | `BenchmarkMemcpy/size=64MiB` | 33554 MB/s | 0.50× (throughput) | ≥ 0.5× |") {
@@ -64,18 +65,23 @@ func TestRender(t *testing.T) {
 	metric := []Comparison{{Title: "round p99 vs itself", Pkg: "example.com/b", Bench: "BenchmarkRound", Baseline: "BenchmarkRound",
 		Metric: "p99-µs", BaselineMetric: "p99-µs", Target: "1×"}}
 	buf.Reset()
-	if err := Render(&buf, env, metric, st); err != nil {
+	if err := Render(&buf, book, metric); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "| round p99 vs itself | 13.5 p99-µs | `BenchmarkRound` | 13.5 p99-µs | 1.00× (p99-µs / p99-µs) | 1× |") {
 		t.Errorf("report lacks the metric row:\n%s", buf.String())
 	}
 	metric[0].BaselineMetric = "bound-ms"
-	if err := Render(&buf, env, metric, st); err == nil || !strings.Contains(err.Error(), "bound-ms") {
+	if err := Render(&buf, book, metric); err == nil || !strings.Contains(err.Error(), "bound-ms") {
 		t.Errorf("Render with a missing metric = %v, want an error naming it", err)
 	}
+	never := []Comparison{{Title: "not yet", Pkg: "example.com/c", Bench: "BenchmarkNew", Baseline: "BenchmarkOld", Target: "1×"}}
+	buf.Reset()
+	if err := Render(&buf, book, never); err != nil || !strings.Contains(buf.String(), "| not yet | not measured yet | `BenchmarkOld` |") {
+		t.Errorf("Render of a comparison never measured = %v:\n%s", err, buf.String())
+	}
 	cmp[0].Baseline = "BenchmarkMissing"
-	if err := Render(&buf, env, cmp, st); err == nil || !strings.Contains(err.Error(), "BenchmarkMissing") {
+	if err := Render(&buf, book, cmp); err == nil || !strings.Contains(err.Error(), "BenchmarkMissing") {
 		t.Errorf("Render with a missing baseline = %v, want an error naming it", err)
 	}
 }

@@ -12,15 +12,19 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/fpga-faas/faas/internal/atomicfile"
 	"github.com/fpga-faas/faas/internal/benchreport"
 )
 
@@ -28,6 +32,7 @@ func main() {
 	count := flag.Int("count", 5, "runs of each benchmark; the report shows medians")
 	benchtime := flag.String("benchtime", "1s", "go test -benchtime")
 	out := flag.String("o", "BENCHMARKS.md", "report to write")
+	bookPath := flag.String("book", "BENCHMARKS.json", "figures kept between runs: a run of some packages replaces theirs")
 	flag.Parse()
 	pkgs := flag.Args()
 	if len(pkgs) == 0 {
@@ -37,13 +42,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -count must be at least 1")
 		os.Exit(2)
 	}
-	if err := run(*count, *benchtime, *out, pkgs); err != nil {
+	if err := run(*count, *benchtime, *out, *bookPath, pkgs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(count int, benchtime, out string, pkgs []string) error {
+func run(count int, benchtime, out, bookPath string, pkgs []string) error {
+	book, err := openBook(bookPath, out)
+	if err != nil {
+		return err
+	}
+	paths, err := importPaths(pkgs)
+	if err != nil {
+		return err
+	}
 	args := append([]string{"test", "-run", "^$", "-bench", ".", "-benchmem",
 		"-count", fmt.Sprint(count), "-benchtime", benchtime}, pkgs...)
 	fmt.Fprintf(os.Stderr, "bench: go %s\n", strings.Join(args, " "))
@@ -59,30 +72,70 @@ func run(count int, benchtime, out string, pkgs []string) error {
 	if err != nil {
 		return err
 	}
-	env := benchreport.Env{
-		Date: time.Now(), GoVersion: strings.TrimPrefix(runtime.Version(), "go"), CPU: cpuModel(),
-		Cores: runtime.NumCPU(), Count: count, Command: "make bench",
+	command := "go run ./internal/cmd/bench -count " + fmt.Sprint(count) + " -benchtime " + benchtime + " " + strings.Join(pkgs, " ")
+	if slices.Equal(pkgs, []string{"./..."}) {
+		book, command = benchreport.Book{}, "make bench"
 	}
-	// A run of some packages reports the comparisons of those packages.
-	ran := map[string]bool{}
-	for _, r := range results {
-		ran[r.Pkg] = true
+	book.Merge(benchreport.Run{Date: time.Now().UTC().Truncate(time.Second), Command: command,
+		GoVersion: strings.TrimPrefix(runtime.Version(), "go"), CPU: cpuModel(), Cores: runtime.NumCPU(), Count: count,
+		Packages: paths}, benchreport.Medians(results))
+	if err := atomicfile.WriteWith(bookPath, 0o644, book.Write); err != nil {
+		return err
 	}
-	var cmps []benchreport.Comparison
-	for _, c := range comparisons {
-		if ran[c.Pkg] {
-			cmps = append(cmps, c)
+	if err := atomicfile.WriteWith(out, 0o644, func(w io.Writer) error { return benchreport.Render(w, book, comparisons) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s and %s (%d results of this run)\n", out, bookPath, len(results))
+	return nil
+}
+
+// openBook reads the book at path; without one, it starts from the figures
+// of the report at report, when there is one (a repository's first book).
+func openBook(path, report string) (benchreport.Book, error) {
+	f, err := os.Open(path)
+	if err == nil {
+		defer f.Close()
+		return benchreport.ReadBook(f)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return benchreport.Book{}, err
+	}
+	r, err := os.Open(report)
+	if errors.Is(err, fs.ErrNotExist) {
+		return benchreport.Book{}, nil
+	} else if err != nil {
+		return benchreport.Book{}, err
+	}
+	defer r.Close()
+	st, err := r.Stat()
+	if err != nil {
+		return benchreport.Book{}, err
+	}
+	stats, err := benchreport.ImportReport(r, st.ModTime().UTC().Truncate(time.Second))
+	if err != nil {
+		return benchreport.Book{}, err
+	}
+	var book benchreport.Book
+	m := map[string]benchreport.Stat{}
+	var pkgs []string
+	for _, s := range stats {
+		m[s.Key()] = s
+		if !slices.Contains(pkgs, s.Pkg) {
+			pkgs = append(pkgs, s.Pkg)
 		}
 	}
-	var report bytes.Buffer
-	if err := benchreport.Render(&report, env, cmps, benchreport.Medians(results)); err != nil {
-		return err
+	book.Merge(benchreport.Run{Date: st.ModTime().UTC().Truncate(time.Second), Command: "earlier runs, read from " + report,
+		Packages: pkgs}, m)
+	return book, nil
+}
+
+// importPaths lists the import paths of the packages pkgs names.
+func importPaths(pkgs []string) ([]string, error) {
+	out, err := exec.Command("go", append([]string{"list"}, pkgs...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list %s: %w", strings.Join(pkgs, " "), err)
 	}
-	if err := os.WriteFile(out, report.Bytes(), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "bench: wrote %s (%d results)\n", out, len(results))
-	return nil
+	return strings.Fields(string(out)), nil
 }
 
 // progress passes through only the lines that say where the run is.

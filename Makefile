@@ -151,7 +151,8 @@ images:
 	done
 
 # bench runs every Go benchmark BENCH_COUNT times and writes BENCHMARKS.md with
-# medians and same-run baselines (internal/cmd/bench).
+# medians and same-run baselines (internal/cmd/bench), and BENCHMARKS.json with
+# the figures, which a later run of some packages updates for those packages.
 BENCH_COUNT ?= 5
 bench:
 	$(GO) run ./internal/cmd/bench -count $(BENCH_COUNT) -benchtime $(BENCHTIME)

@@ -5,6 +5,7 @@
 //
 //	faas model test [--int8] DIR...                 run ONNX backend-test folders, one PASS/FAIL line each
 //	faas model compile MODEL.onnx -o PROGRAM [--batch N]  compile to a program file
+//	faas model push REF [--config config.json] MODEL  push a model to the registry, print its digest
 //	faas model run MODEL --input in.pb --output out.pb
 //	                                                run MODEL (.onnx or a program file), print the
 //	                                                modeled device time and the host wall time

@@ -28,6 +28,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,8 +65,9 @@ func main() {
 	timeout := flag.Duration("timeout", modelserver.DefaultTimeout, "deadline of an infer request, queueing included")
 	maxBody := flag.Int64("max-body", modelserver.DefaultMaxBodyBytes, "largest infer request body or gRPC message, in bytes")
 	metrics := flag.String("metrics", "", "address to serve Prometheus metrics on (default none)")
+	sec := addSecurityFlags()
 	flag.Parse()
-	if flag.NArg() != 0 || *repo == "" || *sim < 0 {
+	if flag.NArg() != 0 || (*repo == "" && len(sec.models) == 0) || *sim < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -83,6 +85,18 @@ func main() {
 	defer closeEngines()
 	cfg := modelserver.Config{Repository: *repo, Engines: engines, Version: version(), MaxBodyBytes: *maxBody,
 		QueueSize: *queue, Timeout: *timeout, Pipeline: *pipeline, Logger: log}
+	gopts, tcfg, err := sec.apply(&cfg, log)
+	if err == nil {
+		err = sec.checkExposure(cfg, tcfg, log, *listen, *grpcListen)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "modelserver:", err)
+		code := 1
+		if errors.As(err, new(usageErr)) {
+			code = 2
+		}
+		os.Exit(code)
+	}
 	if *metrics != "" {
 		reg := prometheus.NewRegistry()
 		cfg.Metrics = modelserver.NewMetrics(reg)
@@ -90,7 +104,10 @@ func main() {
 	}
 	ln, gln, err := listen2(*listen, *grpcListen)
 	if err == nil {
-		err = run(ctx, log, cfg, ln, gln)
+		if tcfg != nil {
+			ln = tls.NewListener(ln, tcfg)
+		}
+		err = run(ctx, log, cfg, ln, gln, gopts...)
 	}
 	if err != nil {
 		log.Error("modelserver failed", "err", err)
@@ -114,7 +131,7 @@ func listen2(addr, grpcAddr string) (ln, gln net.Listener, err error) {
 // run serves cfg's repository on ln (REST) and gln (gRPC, if not nil)
 // until ctx ends: the APIs answer from the start, readiness comes with the
 // models.
-func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln net.Listener) error {
+func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln net.Listener, gopts ...grpc.ServerOption) error {
 	srv, err := modelserver.New(cfg)
 	if err != nil {
 		ln.Close()
@@ -126,7 +143,7 @@ func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln 
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
-	gs := srv.GRPCServer()
+	gs := srv.GRPCServer(gopts...)
 	if gln != nil {
 		go func() { served <- gs.Serve(gln) }()
 		log.Info("serving the Open Inference Protocol over gRPC", "addr", gln.Addr().String())

@@ -65,6 +65,9 @@ func pushModel(cmd *cobra.Command, ref, modelPath, configPath string) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
+	if login.User == "" || login.Token == "" {
+		return fmt.Errorf("%w: no registry login to push with", client.ErrPermission)
+	}
 	host, _, _ := strings.Cut(ref, "/")
 	digest, err := modelartifact.Push(cmd.Context(), modelartifact.Remote{User: login.User, Token: login.Token, UserAgent: "faas-cli"}, ref, config, model, isONNX)
 	switch {

@@ -311,6 +311,18 @@ func TestRegistryModelCache(t *testing.T) {
 		t.Errorf("another artifactType: %v", err)
 	}
 
+	// The repository extension loads from the registry by the body's
+	// parameters.registry_ref.
+	s3 := serve(t, writeRepo(t, mnistConfig, "onnx"), Config{Cache: mc})
+	body, _ := json.Marshal(map[string]any{"parameters": map[string]string{"registry_ref": ref}})
+	if code, _, b := post(t, s3.URL+"/v2/repository/models/digits/load", body, nil); code != 200 || !strings.Contains(string(b), pinned) {
+		t.Fatalf("load from the registry: %d %s", code, b)
+	}
+	inferMNIST(t, s3.URL, "digits")
+	if e := stateOf(index(t, s3.URL), "digits"); e.State != StateReady || e.Version != artifactVersion {
+		t.Errorf("index: %+v", e)
+	}
+
 	// With the registry gone, the pinned digest loads from the cache; a
 	// tag cannot be resolved.
 	r.stop()

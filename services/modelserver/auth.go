@@ -67,10 +67,10 @@ type Token struct {
 }
 
 // Auth is the server's authentication: bearer tokens with a role each,
-// and whether clients present certificates verified by a client CA (mTLS,
-// checked by the TLS handshake, see ServerTLS). With tokens, every request
-// but the health checks needs one, and its role decides; with mTLS alone a
-// verified client certificate is the credential and may do everything.
+// and whether clients must present certificates verified by a client CA
+// (mTLS, see ServerTLS). Every request but the health checks needs what is
+// configured: a verified certificate with mTLS, a token with tokens, whose
+// role decides; with mTLS alone the certificate may do everything.
 type Auth struct {
 	tokens []Token
 	mtls   bool
@@ -140,15 +140,18 @@ func ParseTokens(path string, b []byte) ([]Token, error) {
 }
 
 // roleOf is the role of a request's bearer token (its value without
-// "Bearer ") and verified client certificate. Every token is compared, in
-// constant time over hashes of equal length, so that neither the time nor
-// the order of the file tells how much of a guess was right.
+// "Bearer ") and verified client certificate. With mTLS a verified
+// certificate is required; with tokens a valid token is, and its role
+// decides; with mTLS alone the certificate may do everything. Every token
+// is compared, in constant time over hashes of equal length, so that
+// neither the time nor the order of the file tells how much of a guess was
+// right.
 func (a *Auth) roleOf(bearer string, verifiedCert bool) (Role, error) {
-	if len(a.tokens) == 0 {
-		if verifiedCert {
-			return RoleAdmin, nil
-		}
+	if a.mtls && !verifiedCert {
 		return roleNone, fmt.Errorf("%w: a client certificate is required", ErrUnauthenticated)
+	}
+	if len(a.tokens) == 0 {
+		return RoleAdmin, nil
 	}
 	if bearer == "" {
 		return roleNone, fmt.Errorf("%w: a bearer token is required", ErrUnauthenticated)
@@ -285,8 +288,10 @@ func (s *Server) grpcStreamAuth(srv any, ss grpc.ServerStream, info *grpc.Stream
 
 // ServerTLS is the TLS configuration of both listeners: the server's
 // certificate and key, and, if clientCA is not "", client certificates
-// required and verified against it (mTLS): a client without one fails the
-// handshake, before any request.
+// verified against it (mTLS). A certificate the CA did not sign fails the
+// handshake. A client without one passes the handshake, so that probes
+// reach the health checks, and every other request it makes is refused
+// (401, Unauthenticated): NewAuth(…, true) requires the certificate.
 func ServerTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
@@ -302,7 +307,7 @@ func ServerTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
 		if !pool.AppendCertsFromPEM(b) {
 			return nil, fmt.Errorf("modelserver: client CA: %s holds no PEM certificate", clientCA)
 		}
-		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
 	return cfg, nil
 }

@@ -49,6 +49,9 @@
 //	8  the node cache cannot hold the image
 //	9  the attachment was lost: its lease expired or its node stopped answering
 //
+// `faas model push` exits 3 when the registry refuses the login (or there
+// is none), 7 when it is unreachable and 1 when it fails otherwise.
+//
 // `faas attach` exits 6 when the pool has no room for the image, and 1 when
 // the node could not load it.
 package main

@@ -90,26 +90,24 @@ func pushModel(cmd *cobra.Command, ref, modelPath, configPath string) error {
 	return nil
 }
 
-// readPushModel reads an ONNX model or a program file, by its extension,
-// and checks that it decodes.
+// readPushModel reads an ONNX model (a .onnx file) or a program file of
+// faas model compile (any other name: .alidnn, .prog), and checks that it
+// decodes.
 func readPushModel(path string) ([]byte, bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, false, err
 	}
-	switch filepath.Ext(path) {
-	case ".onnx":
+	if filepath.Ext(path) == ".onnx" {
 		if _, err := onnx.Decode(b); err != nil {
 			return nil, false, usageErrorf("%s: not an ONNX model: %v", path, err)
 		}
 		return b, true, nil
-	case ".alidnn":
-		if _, err := alidnn.ReadFile(path); err != nil {
-			return nil, false, usageErrorf("%s: not a program of faas model compile: %v", path, err)
-		}
-		return b, false, nil
 	}
-	return nil, false, usageErrorf("%s: want a .onnx model or a .alidnn program", path)
+	if _, err := alidnn.ReadFile(path); err != nil {
+		return nil, false, usageErrorf("%s: not a program of faas model compile (name an ONNX model *.onnx): %v", path, err)
+	}
+	return b, false, nil
 }
 
 // readPushConfig reads a config.json: one JSON object, within the model

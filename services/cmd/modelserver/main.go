@@ -6,6 +6,8 @@
 //
 //	modelserver -repo DIR [-listen 127.0.0.1:8000] [-grpc-listen 127.0.0.1:8001] [-agent TARGET] [-slots 0,1]
 //	modelserver -repo DIR -sim N
+//	modelserver -model NAME=REGISTRY/NS/REPO@sha256:DIGEST [-model ...] [-model-cache DIR] -sim N
+//	modelserver ... -listen 0.0.0.0:8000 -tokens FILE [-tls-cert CERT -tls-key KEY [-client-ca CA]]
 //
 // Each model version gets one instance on every engine: the -slots of the
 // faasd at -agent (found like the faas command finds it: -agent, else
@@ -14,10 +16,24 @@
 // with -sim N, N AliDNN engines simulated in this process, for development
 // and tests.
 //
+// -model serves a model pushed with faas model push (repeatable, with or
+// without -repo), fetched into -model-cache (faas-modelserver in the
+// user's cache directory by default) and pinned to its digest. The
+// registry account is -registry-user or $MODELSERVER_REGISTRY_USER, its API
+// token the contents of -registry-token-file or
+// $MODELSERVER_REGISTRY_TOKEN; with neither, the login faas login stored.
+// -max-model-bytes bounds a model artifact.
+//
 // The REST API listens on -listen, the gRPC service
 // (inference.GRPCInferenceService) on -grpc-listen, Triton's ports by
-// default; -grpc-listen "" turns gRPC off. Neither has authentication yet:
-// both listen on 127.0.0.1 unless told otherwise. The server answers
+// default; -grpc-listen "" turns gRPC off. -tokens FILE requires a bearer
+// token of every request but the health checks, lines "ROLE TOKEN" with
+// roles metadata, infer and admin; -tls-cert and -tls-key serve both over
+// TLS, and -client-ca requires client certificates it verified (mTLS). Both
+// listen on 127.0.0.1 unless told otherwise, and the command refuses an
+// address that is not loopback without -tokens or -client-ca unless
+// -insecure-no-auth is given (see services/modelserver, "Authentication").
+// The server answers
 // liveness at once and readiness once
 // every model is loaded; a model that fails to load ends it with exit code
 // 1. Logs are JSON lines on standard error. With -metrics ADDR, Prometheus
@@ -54,9 +70,9 @@ import (
 )
 
 func main() {
-	repo := flag.String("repo", "", "model repository folder (required)")
-	listen := flag.String("listen", "127.0.0.1:8000", "address of the REST API; it has no authentication yet")
-	grpcListen := flag.String("grpc-listen", "127.0.0.1:8001", `address of the gRPC API ("": none); it has no authentication yet`)
+	repo := flag.String("repo", "", "model repository folder (required without -model)")
+	listen := flag.String("listen", "127.0.0.1:8000", "address of the REST API")
+	grpcListen := flag.String("grpc-listen", "127.0.0.1:8001", `address of the gRPC API ("": none)`)
 	agent := flag.String("agent", "", "faasd: unix socket path, unix:///path or https://host:port (default $FAAS_AGENT or /run/faas/faasd.sock)")
 	slots := flag.String("slots", "0", "comma-separated faasd slots loaded with the AliDNN engine")
 	sim := flag.Int("sim", 0, "run on N in-process simulated engines instead of faasd slots")

@@ -66,11 +66,22 @@ type indexEntry struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
-// repositoryRoutes adds the repository extension to mux.
+// repositoryRoutes adds the repository extension to mux. Loads and
+// unloads wait for Load: until it returns, the models are its to set.
 func (s *Server) repositoryRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v2/repository/index", s.repositoryIndex)
-	mux.HandleFunc("POST /v2/repository/models/{model}/load", s.repositoryLoad)
-	mux.HandleFunc("POST /v2/repository/models/{model}/unload", s.repositoryUnload)
+	mux.HandleFunc("POST /v2/repository/models/{model}/load", s.whenReady(s.repositoryLoad))
+	mux.HandleFunc("POST /v2/repository/models/{model}/unload", s.whenReady(s.repositoryUnload))
+}
+
+func (s *Server) whenReady(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.Ready() {
+			writeError(w, fmt.Errorf("%w: the models are loading", ErrNotReady))
+			return
+		}
+		h(w, r)
+	}
 }
 
 // readRepoBody decodes a repository request's optional JSON body into v.

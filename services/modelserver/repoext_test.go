@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,6 +103,25 @@ func TestRepositoryExtension(t *testing.T) {
 	}
 	if e := stateOf(index(t, s.URL), "none"); e.State != StateUnavailable || !strings.Contains(e.Reason, "none") {
 		t.Errorf("a failed load in the index: %+v", e)
+	}
+}
+
+// TestRepositoryWhileLoading: loads and unloads wait for the server's
+// own load (503), the index answers.
+func TestRepositoryWhileLoading(t *testing.T) {
+	s, err := New(Config{Repository: writeRepo(t, mnistConfig, "onnx"), Engines: []alidnn.Engine{simEngine(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	for _, op := range []string{"load", "unload"} {
+		if code, _, b := post(t, hs.URL+"/v2/repository/models/mnist/"+op, nil, nil); code != http.StatusServiceUnavailable {
+			t.Errorf("%s before Load: %d %s, want 503", op, code, b)
+		}
+	}
+	if e := stateOf(index(t, hs.URL), "mnist"); e.State != StateUnavailable {
+		t.Errorf("index before Load: %+v", e)
 	}
 }
 

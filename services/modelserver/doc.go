@@ -45,8 +45,9 @@
 // config.json and whose one layer is model.onnx or model.alidnn (the media
 // types are in sdk/modelartifact). A tag is resolved to its digest once,
 // at load, and the model stays pinned to that digest (logged as "model
-// reference pinned"); the index and the load answer show the pinned
-// reference. The config's "name" may be left out; if given it must be the
+// reference pinned"); the load answer shows the pinned reference. A load
+// by the repository extension resolves a tag again: that is how a tag
+// moved to another digest is taken up. The config's "name" may be left out; if given it must be the
 // name the model is served under. A registry model has one version, "1".
 //
 // ModelCache fetches and keeps artifacts in a local folder by manifest

@@ -1,14 +1,18 @@
 package modelserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,7 +107,7 @@ func toolPath(t *testing.T, name string) string {
 			return p
 		}
 	}
-	if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
+	if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
 		t.Fatalf("%s not found (CI=true: a missing client is a failure); install it with: make tools", name)
 	}
 	t.Skipf("%s not found; install it with: make tools (with CI=true this is a failure)", name)
@@ -211,6 +215,24 @@ func TestFaasModelPush(t *testing.T) {
 	}
 }
 
+// lockedBuffer is a buffer the server's goroutines write logs to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 type rawTaggable []byte
 
 func (m rawTaggable) RawManifest() ([]byte, error) { return m, nil }
@@ -267,12 +289,17 @@ func TestRegistryModelCache(t *testing.T) {
 	}
 	pinned := r.host + "/acme/digits@" + digest
 	cache := t.TempDir()
-	mc, err := NewModelCache(cache, r.remote(), modelartifact.Limits{}, nil)
+	var logs lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	mc, err := NewModelCache(cache, r.remote(), modelartifact.Limits{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t, "", Config{Models: map[string]string{"digits": ref}, Cache: mc})
+	s := serve(t, "", Config{Models: map[string]string{"digits": ref}, Cache: mc, Logger: log})
 	inferMNIST(t, s.URL, "digits")
+	if l := logs.String(); !strings.Contains(l, `"pinned":"`+pinned+`"`) || strings.Contains(l, r.token) {
+		t.Errorf("the log does not name the pinned reference, or names the token:\n%s", l)
+	}
 
 	// For the record, not asserted: a fetch over the network against one
 	// from the cache.

@@ -1,6 +1,7 @@
 package modelserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,23 +137,9 @@ func (s *Server) repositoryIndex(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b indexEntry) int {
-		if a.Name != b.Name {
-			return cmpString(a.Name, b.Name)
-		}
-		return cmpString(a.Version, b.Version)
-	})
+	// By name; a model's versions stay in their numeric order.
+	slices.SortStableFunc(out, func(a, b indexEntry) int { return cmp.Compare(a.Name, b.Name) })
 	writeJSON(w, http.StatusOK, out)
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // loadRequest is the body of a load: parameters.registry_ref loads the

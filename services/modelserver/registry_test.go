@@ -163,6 +163,14 @@ func TestFaasModelPush(t *testing.T) {
 		t.Fatalf("faas model push: %v %s", err, out)
 	}
 
+	// The same model under another tag, the registry taken from the login:
+	// the same digest.
+	cmd = exec.Command(faas, "model", "push", "acme/mnist:v2", "--config", cfgPath, model)
+	cmd.Env = append(os.Environ(), "FAAS_CONFIG="+filepath.Join(dir, "login.json"), "FAAS_TOKEN=")
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != pushed.Digest {
+		t.Errorf("faas model push acme/mnist:v2: %v %q, want %s", err, out, pushed.Digest)
+	}
+
 	env := append(os.Environ(), "DOCKER_CONFIG="+dockerConfig(t, r))
 	for _, c := range [][]string{{crane, "manifest", ref}, {oras, "manifest", "fetch", "--plain-http", ref}} {
 		cmd := exec.Command(c[0], c[1:]...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,8 @@ func pushCommand() *cobra.Command {
 		Long: `push uploads MODEL_FILE, an ONNX model (.onnx) or a program compiled by
 faas model compile (.alidnn), with its model server config.json as an OCI
 artifact (artifactType ` + modelartifact.ArtifactType + `) to REF,
-REGISTRY/NAMESPACE/REPOSITORY:TAG, and prints the manifest's digest. The
+REGISTRY/NAMESPACE/REPOSITORY:TAG (or NAMESPACE/REPOSITORY:TAG, in the
+registry faas login stored), and prints the manifest's digest. The
 model server serves it with --model NAME=REGISTRY/NAMESPACE/REPOSITORY@DIGEST.
 
 Without --config the config is {}: the model server's defaults, the name
@@ -48,6 +50,11 @@ token); plain http is used only for a registry on the loopback interface.`,
 }
 
 func pushModel(cmd *cobra.Command, ref, modelPath, configPath string) error {
+	login, err := client.StoredLogin()
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	ref = withRegistry(ref, login.Registry)
 	if _, err := modelartifact.ParseRef(ref); err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -60,10 +67,6 @@ func pushModel(cmd *cobra.Command, ref, modelPath, configPath string) error {
 		if config, err = readPushConfig(configPath); err != nil {
 			return err
 		}
-	}
-	login, err := client.StoredLogin()
-	if err != nil {
-		return usageErrorf("%v", err)
 	}
 	if login.User == "" || login.Token == "" {
 		return fmt.Errorf("%w: no registry login to push with", client.ErrPermission)
@@ -88,6 +91,20 @@ func pushModel(cmd *cobra.Command, ref, modelPath, configPath string) error {
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), digest)
 	return nil
+}
+
+// withRegistry prefixes ref with the host of the login's registry when its
+// first component names none (NAMESPACE/REPOSITORY:TAG).
+func withRegistry(ref, registry string) string {
+	first, _, ok := strings.Cut(ref, "/")
+	if !ok || strings.ContainsAny(first, ".:") || first == "localhost" || registry == "" {
+		return ref
+	}
+	u, err := url.Parse(registry)
+	if err != nil || u.Host == "" {
+		return ref
+	}
+	return u.Host + "/" + ref
 }
 
 // readPushModel reads an ONNX model (a .onnx file) or a program file of

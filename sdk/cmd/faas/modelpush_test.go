@@ -15,6 +15,7 @@ import (
 func TestModelPushInput(t *testing.T) {
 	t.Setenv("FAAS_CONFIG", filepath.Join(t.TempDir(), "none.json"))
 	t.Setenv("FAAS_TOKEN", "")
+	t.Setenv("FAAS_REGISTRY", "")
 	mnist := filepath.Join(testenv.TestData(t, "onnx", "models", "mnist"), "model.onnx")
 	dir := t.TempDir()
 	notModel := filepath.Join(dir, "model.alidnn")

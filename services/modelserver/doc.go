@@ -36,14 +36,44 @@
 // dimension shown as 1, and runs up to n requests in one pass instead.
 // Unknown fields of config.json are errors.
 //
+// # Models from the registry
+//
+// A model may come from the registry instead (Config.Models, the
+// command's -model NAME=REGISTRY/NS/REPO@sha256:… or :TAG), pushed there
+// by faas model push as an OCI artifact: an image manifest of artifactType
+// application/vnd.faas.model.v1+json whose config blob is the model's
+// config.json and whose one layer is model.onnx or model.alidnn (the media
+// types are in sdk/modelartifact). A tag is resolved to its digest once,
+// at load, and the model stays pinned to that digest (logged as "model
+// reference pinned"); the load answer shows the pinned reference. A load
+// by the repository extension resolves a tag again: that is how a tag
+// moved to another digest is taken up. The config's "name" may be left out; if given it must be the
+// name the model is served under. A registry model has one version, "1".
+//
+// ModelCache fetches and keeps artifacts in a local folder by manifest
+// digest. Nothing is used unchecked: the manifest's media type and size
+// (a HEAD, before its body), its digest against the reference's, its
+// media types and layer count (ParseManifest), every blob's size and
+// digest against the manifest, and the sizes against limits (64 KiB for
+// the manifest, 1 MiB for the config, -max-model-bytes, 2 GiB by default,
+// for the model). Files are written with internal/atomicfile, the
+// manifest last, so that a crash leaves no entry that looks complete. A
+// cached digest is loaded after a restart without the network (every file
+// checked again against the manifest); a damaged entry is fetched again.
+// The registry's credentials (an account and its API token) are sent to the
+// registry's token endpoint only, and never logged.
+//
 // # The REST surface
 //
 //	GET  /v2/health/live                          200 {"live": true}
 //	GET  /v2/health/ready                         200 {"ready": true} once every model is loaded, else 503
-//	GET  /v2                                      {"name", "version", "extensions": ["binary_tensor_data"]}
+//	GET  /v2                                      {"name", "version", "extensions": ["binary_tensor_data", "model_repository"]}
 //	GET  /v2/models/{m}[/versions/{v}]            {"name", "versions", "platform": "alidnn", "inputs", "outputs"}
 //	GET  /v2/models/{m}[/versions/{v}]/ready      200 {"name", "ready": true}, 503 while loading, 404 unknown
 //	POST /v2/models/{m}[/versions/{v}]/infer      $inference_request → $inference_response
+//	POST /v2/repository/index                     [{"name", "version", "state", "reason"}]
+//	POST /v2/repository/models/{m}/load           {"name", "versions", "state": "READY", "source"}
+//	POST /v2/repository/models/{m}/unload         {"name", "state": "UNAVAILABLE"}
 //
 // An infer request's tensors are JSON (data flat or nested, row-major) or,
 // with the binary tensor data extension, raw little-endian bytes after the
@@ -55,9 +85,26 @@
 // BYTES are refused. The answer echoes "id" and names model_name and
 // model_version.
 //
+// The repository extension (Triton's model repository extension) loads and
+// unloads models at run time. The index lists every version of every
+// loaded model READY, then, without a version, the models LOADING,
+// UNLOADING (requests in flight finishing) or UNAVAILABLE, with a reason:
+// "unloaded", the error of a failed load, or "not loaded" for a folder of
+// the repository that is not; a body {"ready": true} lists the READY ones
+// only. A load takes the model from the body's parameters.registry_ref, a
+// registry reference as -model's ({"parameters": {"registry_ref":
+// "reg.example.com/acme/mnist@sha256:…"}}), else from the reference it was
+// started with, else from the repository folder of its name; a model
+// loaded already is replaced once the new one is ready, and the old one is
+// unloaded as an unload would. An unload answers 404 for new requests at
+// once, waits for those in flight to be answered, then closes its
+// instances. A load or unload of a model another one is under way for is
+// 409 (ErrConflict); a load that fails is 400, its reason in the index.
+//
 // Errors are the protocol's {"error": "..."} with a status by sentinel: 400
 // (ErrBadRequest: malformed JSON, an unknown or missing input, a wrong shape
-// or datatype, binary sizes that do not add up), 404 (ErrNotFound), 413
+// or datatype, binary sizes that do not add up), 401 (ErrUnauthenticated),
+// 403 (ErrPermission), 404 (ErrNotFound), 409 (ErrConflict), 413
 // (ErrTooLarge, over Config.MaxBodyBytes), 429 (ErrQueueFull, the model's
 // queue is full), 503 (ErrNotReady, still loading) and 504 (ErrTimeout,
 // Config.Timeout passed, reading the body and queueing included). A
@@ -97,9 +144,41 @@
 // protocol "grpc", by the HTTP status of the same error over REST.
 //
 // ModelStreamInfer is Triton's, not part of KServe's protocol, and is not
-// served; nor are the repository extension's RPCs.
+// served. KServe's proto has no repository RPCs (Triton's
+// RepositoryIndex, RepositoryModelLoad and RepositoryModelUnload are in
+// Triton's own proto): the repository extension is REST's only, and
+// ServerMetadata over gRPC names binary_tensor_data alone.
 //
-// The server has no authentication yet: the command binds both listeners
-// to 127.0.0.1 by default. Models from the registry, pool attachments and
-// the repository extension (load and unload) are not served.
+// # Authentication
+//
+// Config.Auth (auth.go) protects both transports alike. Bearer tokens come
+// from a file, a line "ROLE TOKEN" each (ReadTokens; the command's
+// -tokens), several allowed, each at least 16 bytes; they are kept as
+// SHA-256 hashes and a presented token is compared with every one in
+// constant time. REST takes "Authorization: Bearer TOKEN", gRPC the
+// "authorization" metadata with the same value. A token's role is the
+// least it needs: metadata (server and model metadata and readiness),
+// infer (also inference) or admin (also the repository extension: index,
+// load, unload). A missing or unknown token is 401 with a Bearer
+// challenge, or Unauthenticated; a role too low is 403, or
+// PermissionDenied. Tokens and their hashes are never logged.
+//
+// With TLS (ServerTLS; -tls-cert, -tls-key) and a client CA (-client-ca),
+// a client certificate the CA did not sign fails the handshake, and every
+// request but the health checks needs a verified one (401,
+// Unauthenticated): mTLS. With tokens too, a request needs both; with mTLS
+// alone, a verified certificate may do everything.
+//
+// GET /v2/health/live, GET /v2/health/ready, ServerLive and ServerReady
+// need no credential: Kubernetes probes and load balancers send none, and
+// they tell nothing but that the process answers and its models are
+// loaded. That is also why a client without a certificate passes the TLS
+// handshake under mTLS: only the health checks answer it.
+//
+// The command refuses to listen on an address that is not loopback
+// (0.0.0.0, ":8000", a host's address) with neither tokens nor a client
+// CA, unless -insecure-no-auth is given: anyone who reaches the port could
+// then run models and load or unload them. Tokens over plain HTTP off the
+// loopback interface are allowed with a warning, for a mesh that provides
+// TLS; otherwise give -tls-cert.
 package modelserver

@@ -20,7 +20,8 @@ import (
 // opts come after the server's own, so they may override them; an
 // InTapHandle among them replaces the one that bounds a call's time.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
-	gs := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxBodyBytes)), grpc.InTapHandle(s.callDeadline)}, opts...)...)
+	gs := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxBodyBytes)), grpc.InTapHandle(s.callDeadline),
+		grpc.ChainUnaryInterceptor(s.grpcUnaryAuth), grpc.ChainStreamInterceptor(s.grpcStreamAuth)}, opts...)...)
 	inferencepb.RegisterGRPCInferenceServiceServer(gs, grpcService{s: s})
 	return gs
 }
@@ -57,7 +58,7 @@ func (g grpcService) ServerReady(context.Context, *inferencepb.ServerReadyReques
 }
 
 func (g grpcService) ServerMetadata(context.Context, *inferencepb.ServerMetadataRequest) (*inferencepb.ServerMetadataResponse, error) {
-	return &inferencepb.ServerMetadataResponse{Name: g.s.cfg.Name, Version: g.s.cfg.Version, Extensions: extensions}, nil
+	return &inferencepb.ServerMetadataResponse{Name: g.s.cfg.Name, Version: g.s.cfg.Version, Extensions: grpcExtensions}, nil
 }
 
 // ModelReady answers false while the models load, as the REST side's 503

@@ -108,7 +108,7 @@ func TestGRPCHealthAndMetadata(t *testing.T) {
 		}
 	}
 	meta, err := s.client.ServerMetadata(ctx, &inferencepb.ServerMetadataRequest{})
-	if err != nil || meta.GetName() != DefaultName || meta.GetVersion() != "test" || !slices.Equal(meta.GetExtensions(), extensions) {
+	if err != nil || meta.GetName() != DefaultName || meta.GetVersion() != "test" || !slices.Equal(meta.GetExtensions(), grpcExtensions) {
 		t.Errorf("ServerMetadata: %v, %v", meta, err)
 	}
 	mm, err := s.client.ModelMetadata(ctx, &inferencepb.ModelMetadataRequest{Name: "mnist"})

@@ -51,8 +51,15 @@ func grpcurlPath(t *testing.T) string {
 // and message when the call failed.
 func grpcurl(t *testing.T, bin, addr, method, body string) (answer []byte, code, message string) {
 	t.Helper()
-	cmd := exec.Command(bin, "-plaintext", "-import-path", "inferencepb", "-proto", "grpc_predict_v2.proto",
-		"-format-error", "-d", "@", addr, "inference.GRPCInferenceService/"+method)
+	return grpcurlWith(t, bin, []string{"-plaintext"}, addr, method, body)
+}
+
+// grpcurlWith is grpcurl with flags of the transport and headers instead
+// of -plaintext.
+func grpcurlWith(t *testing.T, bin string, flags []string, addr, method, body string) (answer []byte, code, message string) {
+	t.Helper()
+	cmd := exec.Command(bin, append(flags, "-import-path", "inferencepb", "-proto", "grpc_predict_v2.proto",
+		"-format-error", "-d", "@", addr, "inference.GRPCInferenceService/"+method)...)
 	cmd.Stdin = strings.NewReader(body)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

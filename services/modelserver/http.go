@@ -14,7 +14,7 @@ import (
 )
 
 // extensions are the protocol extensions the server metadata names.
-var extensions = []string{"binary_tensor_data"}
+var extensions = []string{"binary_tensor_data", "model_repository"}
 
 // Platform is what model metadata gives as every model's platform.
 const Platform = "alidnn"
@@ -48,10 +48,11 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET "+prefix+"/ready", s.modelReady)
 		mux.HandleFunc("POST "+prefix+"/infer", s.handleInfer)
 	}
+	s.repositoryRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no endpoint %s %s", ErrNotFound, r.Method, r.URL.Path))
 	})
-	return mux
+	return s.authenticate(mux)
 }
 
 type metadataTensor struct {
@@ -174,6 +175,9 @@ func statusOf(err error) int {
 	}{
 		{ErrBadRequest, http.StatusBadRequest},
 		{ErrNotFound, http.StatusNotFound},
+		{ErrUnauthenticated, http.StatusUnauthorized},
+		{ErrPermission, http.StatusForbidden},
+		{ErrConflict, http.StatusConflict},
 		{ErrTooLarge, http.StatusRequestEntityTooLarge},
 		{ErrQueueFull, http.StatusTooManyRequests},
 		{ErrNotReady, http.StatusServiceUnavailable},

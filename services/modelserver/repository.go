@@ -23,6 +23,10 @@ const (
 	ProgramFile = "model.alidnn"
 )
 
+// errNoModels: the repository folder is empty, which is an error only
+// when no model comes from the registry either.
+var errNoModels = fmt.Errorf("%w: no models", ErrRepository)
+
 // maxConfigBytes bounds a config.json: it is a few lines.
 const maxConfigBytes = 1 << 20
 
@@ -129,7 +133,7 @@ func modelDirs(repo string) ([]string, error) {
 		}
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no model folders", ErrRepository, repo)
+		return nil, fmt.Errorf("%w: %s holds no model folders", errNoModels, repo)
 	}
 	return dirs, nil
 }

@@ -39,10 +39,21 @@ var (
 	ErrRepository = errors.New("bad model repository") // Load's errors
 )
 
-// Config configures a Server. Repository and Engines are required.
+// Config configures a Server. Engines, and Repository or Models, are
+// required.
 type Config struct {
-	// Repository is the model repository's folder.
+	// Repository is the model repository's folder ("": none).
 	Repository string
+	// Models are models from the registry by the name they are served
+	// under: references REGISTRY/NS/REPO@sha256:… or :TAG (resolved once
+	// at load and pinned), fetched through Cache (registrysource.go).
+	Models map[string]string
+	// Cache fetches and keeps registry models; required with Models, and
+	// for the repository extension's loads from the registry.
+	Cache *ModelCache
+	// Auth, if not nil, requires a credential of every request but the
+	// health checks, on both transports (auth.go).
+	Auth *Auth
 	// Engines are the AliDNN engines models run on: slots opened through
 	// faasd (alidnn.Agent) or in-process simulators (alidnn.NewLocal).
 	// Every version of every model gets one instance, a Session, on each.
@@ -77,14 +88,17 @@ type Server struct {
 
 	ready  atomic.Bool
 	mu     sync.Mutex
-	models map[string]*model // set once by Load
+	models map[string]*model      // set by Load, changed by the repository extension
+	states map[string]modelStatus // models not READY, for the repository index (repoext.go)
 }
 
 // model is one model of the repository, all its versions.
 type model struct {
 	name     string
+	source   string     // the folder, or the registry reference pinned to its digest
 	versions []*version // increasing; the last is the default
 	queue    chan struct{}
+	gate     gate // requests in flight, drained by an unload (repoext.go)
 }
 
 // version is one version of a model, with an instance on every engine.
@@ -103,8 +117,11 @@ type instance struct {
 // New checks cfg and returns a Server that answers health and metadata
 // requests at once and is ready once Load has loaded every model.
 func New(cfg Config) (*Server, error) {
-	if cfg.Repository == "" || len(cfg.Engines) == 0 {
-		return nil, errors.New("modelserver: a repository and at least one engine are required")
+	if (cfg.Repository == "" && len(cfg.Models) == 0) || len(cfg.Engines) == 0 {
+		return nil, errors.New("modelserver: a repository or registry models, and at least one engine, are required")
+	}
+	if len(cfg.Models) > 0 && cfg.Cache == nil {
+		return nil, errors.New("modelserver: registry models need a model cache")
 	}
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
@@ -131,11 +148,11 @@ func New(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, log: log}, nil
 }
 
-// Load compiles or reads every model version of the repository and opens
-// its instances. The server is ready when it returns nil; on an error
-// nothing stays open, and the server is never ready. A server loads once:
-// loading and unloading at run time (the protocol's repository extension)
-// is not served.
+// Load compiles or reads every model version of the repository and of
+// Config.Models and opens its instances. The server is ready when it
+// returns nil; on an error nothing stays open, and the server is never
+// ready. A server loads once; later the repository extension loads and
+// unloads single models.
 func (s *Server) Load(ctx context.Context) error {
 	s.mu.Lock()
 	loaded := s.models != nil
@@ -143,9 +160,12 @@ func (s *Server) Load(ctx context.Context) error {
 	if loaded {
 		return errors.New("modelserver: the models are loaded already")
 	}
-	dirs, err := modelDirs(s.cfg.Repository)
-	if err != nil {
-		return err
+	var dirs []string
+	if s.cfg.Repository != "" {
+		var err error
+		if dirs, err = modelDirs(s.cfg.Repository); err != nil && (len(s.cfg.Models) == 0 || !errors.Is(err, errNoModels)) {
+			return err
+		}
 	}
 	models := map[string]*model{}
 	for _, dir := range dirs {
@@ -155,6 +175,10 @@ func (s *Server) Load(ctx context.Context) error {
 			return fmt.Errorf("model %s: %w", filepath.Base(dir), err)
 		}
 		models[m.name] = m
+	}
+	if err := s.loadRegistryModels(ctx, models); err != nil {
+		closeModels(ctx, models)
+		return err
 	}
 	s.mu.Lock()
 	s.models = models
@@ -172,14 +196,23 @@ func (s *Server) loadModel(ctx context.Context, dir string) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := make([]string, len(vs))
+	for k, v := range vs {
+		names[k] = strconv.FormatInt(v, 10)
+	}
+	return s.openModel(ctx, c, dir, dir, names)
+}
+
+// openModel opens the versions of the model c configures: each is the
+// folder of its name under dir. source is what the index shows.
+func (s *Server) openModel(ctx context.Context, c *ModelConfig, source, dir string, versions []string) (*model, error) {
 	queue := c.MaxQueueSize
 	if queue == 0 {
 		queue = s.cfg.QueueSize
 	}
-	m := &model{name: c.Name, queue: make(chan struct{}, queue)}
-	for _, v := range vs {
+	m := &model{name: c.Name, source: source, queue: make(chan struct{}, queue)}
+	for _, name := range versions {
 		start := time.Now()
-		name := strconv.FormatInt(v, 10)
 		ver, err := s.loadVersion(ctx, filepath.Join(dir, name), c)
 		if err != nil {
 			closeModel(ctx, m)
@@ -281,6 +314,10 @@ func (m *model) versionNames() []string {
 // infer runs one request on the version's least busy instance, once the
 // model's queue admits it.
 func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx.Tensor) (*alidnn.Result, error) {
+	if !m.gate.enter() {
+		return nil, fmt.Errorf("%w: model %q was unloaded", ErrNotFound, m.name)
+	}
+	defer m.gate.leave()
 	select {
 	case m.queue <- struct{}{}:
 		defer func() { <-m.queue }()

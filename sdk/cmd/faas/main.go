@@ -5,6 +5,7 @@
 //
 //	faas model test [--int8] DIR...                 run ONNX backend-test folders, one PASS/FAIL line each
 //	faas model compile MODEL.onnx -o PROGRAM [--batch N]  compile to a program file
+//	faas model push REF [--config config.json] MODEL  push a model to the registry, print its digest
 //	faas model run MODEL --input in.pb --output out.pb
 //	                                                run MODEL (.onnx or a program file), print the
 //	                                                modeled device time and the host wall time
@@ -47,6 +48,9 @@
 //	7  unavailable: faasd or the registry unreachable
 //	8  the node cache cannot hold the image
 //	9  the attachment was lost: its lease expired or its node stopped answering
+//
+// `faas model push` exits 3 when the registry refuses the login (or there
+// is none), 7 when it is unreachable and 1 when it fails otherwise.
 //
 // `faas attach` exits 6 when the pool has no room for the image, and 1 when
 // the node could not load it.

@@ -26,7 +26,7 @@ const engineMemory = 4 << 30
 
 func modelCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "Compile and run ONNX models on the AliDNN engine"}
-	cmd.AddCommand(testCommand(), compileCommand(), runCommand(), benchCommand())
+	cmd.AddCommand(testCommand(), compileCommand(), runCommand(), benchCommand(), pushCommand())
 	return cmd
 }
 

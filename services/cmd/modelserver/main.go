@@ -6,6 +6,8 @@
 //
 //	modelserver -repo DIR [-listen 127.0.0.1:8000] [-grpc-listen 127.0.0.1:8001] [-agent TARGET] [-slots 0,1]
 //	modelserver -repo DIR -sim N
+//	modelserver -model NAME=REGISTRY/NS/REPO@sha256:DIGEST [-model ...] [-model-cache DIR] -sim N
+//	modelserver ... -listen 0.0.0.0:8000 -tokens FILE [-tls-cert CERT -tls-key KEY [-client-ca CA]]
 //
 // Each model version gets one instance on every engine: the -slots of the
 // faasd at -agent (found like the faas command finds it: -agent, else
@@ -14,10 +16,24 @@
 // with -sim N, N AliDNN engines simulated in this process, for development
 // and tests.
 //
+// -model serves a model pushed with faas model push (repeatable, with or
+// without -repo), fetched into -model-cache (faas-modelserver in the
+// user's cache directory by default) and pinned to its digest. The
+// registry account is -registry-user or $MODELSERVER_REGISTRY_USER, its API
+// token the contents of -registry-token-file or
+// $MODELSERVER_REGISTRY_TOKEN; with neither, the login faas login stored.
+// -max-model-bytes bounds a model artifact.
+//
 // The REST API listens on -listen, the gRPC service
 // (inference.GRPCInferenceService) on -grpc-listen, Triton's ports by
-// default; -grpc-listen "" turns gRPC off. Neither has authentication yet:
-// both listen on 127.0.0.1 unless told otherwise. The server answers
+// default; -grpc-listen "" turns gRPC off. -tokens FILE requires a bearer
+// token of every request but the health checks, lines "ROLE TOKEN" with
+// roles metadata, infer and admin; -tls-cert and -tls-key serve both over
+// TLS, and -client-ca requires client certificates it verified (mTLS). Both
+// listen on 127.0.0.1 unless told otherwise, and the command refuses an
+// address that is not loopback without -tokens or -client-ca unless
+// -insecure-no-auth is given (see services/modelserver, "Authentication").
+// The server answers
 // liveness at once and readiness once
 // every model is loaded; a model that fails to load ends it with exit code
 // 1. Logs are JSON lines on standard error. With -metrics ADDR, Prometheus
@@ -28,6 +44,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -53,9 +70,9 @@ import (
 )
 
 func main() {
-	repo := flag.String("repo", "", "model repository folder (required)")
-	listen := flag.String("listen", "127.0.0.1:8000", "address of the REST API; it has no authentication yet")
-	grpcListen := flag.String("grpc-listen", "127.0.0.1:8001", `address of the gRPC API ("": none); it has no authentication yet`)
+	repo := flag.String("repo", "", "model repository folder (required without -model)")
+	listen := flag.String("listen", "127.0.0.1:8000", "address of the REST API")
+	grpcListen := flag.String("grpc-listen", "127.0.0.1:8001", `address of the gRPC API ("": none)`)
 	agent := flag.String("agent", "", "faasd: unix socket path, unix:///path or https://host:port (default $FAAS_AGENT or /run/faas/faasd.sock)")
 	slots := flag.String("slots", "0", "comma-separated faasd slots loaded with the AliDNN engine")
 	sim := flag.Int("sim", 0, "run on N in-process simulated engines instead of faasd slots")
@@ -64,8 +81,9 @@ func main() {
 	timeout := flag.Duration("timeout", modelserver.DefaultTimeout, "deadline of an infer request, queueing included")
 	maxBody := flag.Int64("max-body", modelserver.DefaultMaxBodyBytes, "largest infer request body or gRPC message, in bytes")
 	metrics := flag.String("metrics", "", "address to serve Prometheus metrics on (default none)")
+	sec := addSecurityFlags()
 	flag.Parse()
-	if flag.NArg() != 0 || *repo == "" || *sim < 0 {
+	if flag.NArg() != 0 || (*repo == "" && len(sec.models) == 0) || *sim < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -83,6 +101,18 @@ func main() {
 	defer closeEngines()
 	cfg := modelserver.Config{Repository: *repo, Engines: engines, Version: version(), MaxBodyBytes: *maxBody,
 		QueueSize: *queue, Timeout: *timeout, Pipeline: *pipeline, Logger: log}
+	gopts, tcfg, err := sec.apply(&cfg, log)
+	if err == nil {
+		err = sec.checkExposure(cfg, tcfg, log, *listen, *grpcListen)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "modelserver:", err)
+		code := 1
+		if errors.As(err, new(usageErr)) {
+			code = 2
+		}
+		os.Exit(code)
+	}
 	if *metrics != "" {
 		reg := prometheus.NewRegistry()
 		cfg.Metrics = modelserver.NewMetrics(reg)
@@ -90,7 +120,10 @@ func main() {
 	}
 	ln, gln, err := listen2(*listen, *grpcListen)
 	if err == nil {
-		err = run(ctx, log, cfg, ln, gln)
+		if tcfg != nil {
+			ln = tls.NewListener(ln, tcfg)
+		}
+		err = run(ctx, log, cfg, ln, gln, gopts...)
 	}
 	if err != nil {
 		log.Error("modelserver failed", "err", err)
@@ -114,7 +147,7 @@ func listen2(addr, grpcAddr string) (ln, gln net.Listener, err error) {
 // run serves cfg's repository on ln (REST) and gln (gRPC, if not nil)
 // until ctx ends: the APIs answer from the start, readiness comes with the
 // models.
-func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln net.Listener) error {
+func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln net.Listener, gopts ...grpc.ServerOption) error {
 	srv, err := modelserver.New(cfg)
 	if err != nil {
 		ln.Close()
@@ -126,7 +159,7 @@ func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln 
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
-	gs := srv.GRPCServer()
+	gs := srv.GRPCServer(gopts...)
 	if gln != nil {
 		go func() { served <- gs.Serve(gln) }()
 		log.Info("serving the Open Inference Protocol over gRPC", "addr", gln.Addr().String())

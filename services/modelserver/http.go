@@ -78,10 +78,14 @@ func (s *Server) modelMetadata(w http.ResponseWriter, r *http.Request) {
 		"inputs": metadataTensors(v.inputs), "outputs": metadataTensors(v.outputs)})
 }
 
-// modelReady answers 200 for a loaded model, 503 while the models load and
-// 404 for a model or version the repository does not have.
+// modelReady answers 200 for a loaded model, 503 while the models load or
+// while no engine of the version is up, and 404 for a model or version
+// the repository does not have.
 func (s *Server) modelReady(w http.ResponseWriter, r *http.Request) {
-	m, _, err := s.lookup(r.PathValue("model"), r.PathValue("version"))
+	m, v, err := s.lookup(r.PathValue("model"), r.PathValue("version"))
+	if err == nil && len(v.live()) == 0 {
+		err = ErrNotReady
+	}
 	if errors.Is(err, ErrNotReady) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"name": r.PathValue("model"), "ready": false})
 		return
@@ -177,6 +181,7 @@ func statusOf(err error) int {
 		{ErrTooLarge, http.StatusRequestEntityTooLarge},
 		{ErrQueueFull, http.StatusTooManyRequests},
 		{ErrNotReady, http.StatusServiceUnavailable},
+		{ErrUnavailable, http.StatusServiceUnavailable},
 		{ErrTimeout, http.StatusGatewayTimeout},
 		{ErrCanceled, statusClientClosed},
 	} {
@@ -189,6 +194,9 @@ func statusOf(err error) int {
 
 // writeError answers with the protocol's error object.
 func writeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrUnavailable) {
+		w.Header().Set("Retry-After", "1") // another engine, or this one reopened
+	}
 	writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 }
 

@@ -67,7 +67,9 @@ type attachOpener struct {
 	opts              []faas.AttachOption
 }
 
-func (o attachOpener) String() string { return fmt.Sprintf("attachment of %s from %s", o.listing, o.registry) }
+func (o attachOpener) String() string {
+	return fmt.Sprintf("attachment of %s from %s", o.listing, o.registry)
+}
 
 func (o attachOpener) OpenEngine(ctx context.Context) (*OpenedEngine, error) {
 	a, err := faas.Attach(ctx, o.registry, o.listing, o.opts...)

@@ -72,7 +72,7 @@ type engine struct {
 
 // engines are the server's engines and what watches them.
 type engines struct {
-	all    []*engine
+	all  []*engine
 	stop context.CancelFunc
 	wg   sync.WaitGroup // watchers and the closing of failed engines
 }

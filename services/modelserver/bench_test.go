@@ -145,7 +145,7 @@ func BenchmarkLatency(b *testing.B) {
 }
 
 // jobTime is the engine time of every job on a slowBoard.
-const jobTime = 3 * time.Millisecond
+const jobTime = 10 * time.Millisecond
 
 // slowBoard is a simulated board whose every job takes jobTime of engine
 // time, one job at a time, whatever its lanes: a device whose per-job
@@ -207,6 +207,24 @@ func BenchmarkBatching(b *testing.B) {
 			defer hc.CloseIdleConnections()
 			concurrently(b, 32, func() error { return restPost(hc, s.URL+"/v2/models/mnist/infer", body, header) })
 			b.ReportMetric(maxBatch(b, s), "max-batch")
+			b.ReportMetric(meanBatch(b, s), "mean-batch")
 		})
 	}
+}
+
+// meanBatch is the mean of the batch size histogram: the requests a job
+// ran, on average.
+func meanBatch(t testing.TB, s *served) float64 {
+	t.Helper()
+	mfs, err := s.metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "modelserver_infer_batch_size" {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleSum() / float64(h.GetSampleCount())
+		}
+	}
+	return 0
 }

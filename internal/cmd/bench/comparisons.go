@@ -171,8 +171,8 @@ var comparisons = []benchreport.Comparison{
 		Target: "p99 ≤ 50 ms at 100 req/s (absolute; about a third of one in-process engine's capacity); ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /v2/health/live under the same load (p50-ms, p99-ms, req/s in the Other column)",
 	},
 	{
-		Title: "Model server dynamic batching: max_batch_size 8 against 1, on an engine whose per-job time (3 ms) dominates MNIST's compute, 32 requests in flight", Pkg: "github.com/fpga-faas/faas/services/modelserver",
+		Title: "Model server dynamic batching: max_batch_size 8 against 1, on an engine whose per-job time (10 ms) dominates MNIST's compute, 32 requests in flight", Pkg: "github.com/fpga-faas/faas/services/modelserver",
 		Bench: "BenchmarkBatching/dynamic", Baseline: "BenchmarkBatching/none", Metric: "req/s", BaselineMetric: "req/s",
-		Target: "> 1× (throughput): requests that wait for a job slot share one job and its fixed time; at most 8× (max-batch in the Other column). The board is the simulator with a fixed 3 ms a job added; on the simulator alone the lanes' host simulation dominates and coalescing gains little (see the MNIST batching rows above)",
+		Target: "> 1× (throughput): requests that wait for a job slot share one job and its fixed time; at most 8× (mean-batch and max-batch in the Other column); the simulation of a job's lanes, one after the other on the host, bounds it below that. The board is the simulator with a fixed 10 ms a job added; on the simulator alone the lanes' host simulation dominates and coalescing gains little (see the MNIST batching rows above)",
 	},
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,14 @@ import (
 	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/services/modelserver"
+)
+
+// What faasd's device plugin sets in a container it gives chips to
+// (services/agent/deviceplugin; not imported: commands of services read
+// the environment, not each other's packages).
+const (
+	envSlots           = "FAAS_SLOTS"
+	envAllocationToken = "FAAS_ALLOCATION_TOKEN"
 )
 
 // engineSource is what the flags say the engines are.
@@ -68,12 +77,21 @@ func (src engineSource) open() (engines []alidnn.Engine, openers []modelserver.E
 		}
 		return nil, openers, closeAll, nil
 	}
-	for _, s := range strings.Split(src.slots, ",") {
+	// In a pod given chips by faasd's device plugin, the plugin names
+	// them and gives a credential that opens sessions on them only.
+	slots, token := src.slots, login.Token
+	if v := os.Getenv(envSlots); v != "" && !isSet("slots") {
+		slots = v
+	}
+	if v := os.Getenv(envAllocationToken); v != "" {
+		token = v
+	}
+	for _, s := range strings.Split(slots, ",") {
 		slot, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || slot < 0 {
-			return nil, nil, nil, fmt.Errorf("-slots %q: %q is not a slot number", src.slots, s)
+			return nil, nil, nil, fmt.Errorf("-slots %q: %q is not a slot number", slots, s)
 		}
-		openers = append(openers, modelserver.FaasdSlot(src.agent, slot, faas.WithToken(login.Token), faas.WithUserAgent("modelserver")))
+		openers = append(openers, modelserver.FaasdSlot(src.agent, slot, faas.WithToken(token), faas.WithUserAgent("modelserver")))
 	}
 	return nil, openers, closeAll, nil
 }

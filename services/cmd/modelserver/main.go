@@ -17,7 +17,9 @@
 // image -attach, their leases renewed; or, with -sim N, N AliDNN engines
 // simulated in this process, for development and tests. A slot or an
 // attachment that fails (faasd stopped, the node lost) is opened again,
-// with backoff, while the others serve.
+// with backoff, while the others serve. In a pod given chips by faasd's
+// device plugin, $FAAS_SLOTS is the default of -slots and
+// $FAAS_ALLOCATION_TOKEN the token.
 //
 // The REST API listens on -listen, the gRPC service
 // (inference.GRPCInferenceService) on -grpc-listen, Triton's ports by

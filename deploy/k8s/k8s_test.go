@@ -35,7 +35,11 @@ var kustomizations = map[string]expect{
 		external: []string{"Secret faas-node/faasd-node"},
 		asRoot:   []string{faasd},
 	},
-	"examples/inference": {},
+	"examples/inference":   {},
+	"examples/modelserver": {},
+	"examples/modelserver-pool": {
+		external: []string{"Secret /modelserver-registry-token"},
+	},
 }
 
 func renderDir(t *testing.T, dir string) []runtime.Object {

@@ -2,9 +2,35 @@
 // Open Inference Protocol (KServe's V2 inference protocol, which Triton
 // speaks), so that a program in any language can run them with a plain
 // HTTP client or any gRPC client. It reaches accelerators through the SDK only: every engine
-// is an alidnn.Engine, a slot opened through faasd or an in-process
-// simulator, and every version of every model gets one instance (an
-// alidnn.Session) on each engine.
+// is an alidnn.Engine — a slot opened through faasd, an accelerator
+// attached from the registry's pool, or an in-process simulator — and
+// every version of every model gets one instance (an alidnn.Session) on
+// each engine.
+//
+// # Engines
+//
+// Config.Engines are engines the caller opened and owns (simulators in
+// the command). Config.Openers open the others, which the server owns:
+// FaasdSlot (a slot of faasd, through sdk/faas) and PoolAttachment (an
+// accelerator of the registry's pool, faas.Attach, whose lease the SDK
+// renews). The server opens them at Load, all at once; an engine that
+// fails to open fails Load.
+//
+// An opened engine fails when its session ends (faasd stopped or
+// restarted, the node's connection cut, the attachment's lease lost) or
+// when a run returns the SDK's session errors. The server then drops its
+// instances from every version, so that new requests go to the other
+// engines, and the requests that were running on it fail with
+// ErrUnavailable: 503 with Retry-After over REST, Unavailable over gRPC,
+// both worth retrying. No request waits past its deadline for a failed
+// engine. While a version has no instance left, the server and the model
+// are not ready. The server opens the engine again (attaches again) with a
+// backoff doubling from 250 ms to 10 s, each attempt bounded by two
+// minutes, loads every version on it and only then gives it requests.
+// Metrics count the engines up (modelserver_engines_up), the reopens
+// (modelserver_engine_reopens_total) and each model's engine time
+// (modelserver_device_seconds_total: a job's device time shared among the
+// requests it ran).
 //
 // # Model repository
 //
@@ -39,7 +65,7 @@
 // # The REST surface
 //
 //	GET  /v2/health/live                          200 {"live": true}
-//	GET  /v2/health/ready                         200 {"ready": true} once every model is loaded, else 503
+//	GET  /v2/health/ready                         200 {"ready": true} once every model is loaded on an engine that is up, else 503
 //	GET  /v2                                      {"name", "version", "extensions": ["binary_tensor_data"]}
 //	GET  /v2/models/{m}[/versions/{v}]            {"name", "versions", "platform": "alidnn", "inputs", "outputs"}
 //	GET  /v2/models/{m}[/versions/{v}]/ready      200 {"name", "ready": true}, 503 while loading, 404 unknown
@@ -59,7 +85,8 @@
 // (ErrBadRequest: malformed JSON, an unknown or missing input, a wrong shape
 // or datatype, binary sizes that do not add up), 404 (ErrNotFound), 413
 // (ErrTooLarge, over Config.MaxBodyBytes), 429 (ErrQueueFull, the model's
-// queue is full), 503 (ErrNotReady, still loading) and 504 (ErrTimeout,
+// queue is full), 503 (ErrNotReady, still loading; ErrUnavailable, see
+// Engines) and 504 (ErrTimeout,
 // Config.Timeout passed, reading the body and queueing included). A
 // request whose client went away (ErrCanceled) is counted as 499 in logs
 // and metrics. The protocol says a health check is false on "4xx"; 503 is
@@ -85,7 +112,8 @@
 // Errors are gRPC status codes, mapped at the edge the way Triton maps
 // its errors: InvalidArgument (ErrBadRequest), NotFound (ErrNotFound: the
 // model or version; ModelMetadata and ModelReady too), Unavailable
-// (ErrQueueFull, as Triton answers a full queue, and ErrNotReady),
+// (ErrQueueFull, as Triton answers a full queue, ErrNotReady and
+// ErrUnavailable),
 // DeadlineExceeded (ErrTimeout: Config.Timeout from the call's headers,
 // reading the message included, or the client's deadline if sooner),
 // Canceled (ErrCanceled) and
@@ -100,6 +128,6 @@
 // served; nor are the repository extension's RPCs.
 //
 // The server has no authentication yet: the command binds both listeners
-// to 127.0.0.1 by default. Models from the registry, pool attachments and
-// the repository extension (load and unload) are not served.
+// to 127.0.0.1 by default. Models from the registry and the repository
+// extension (load and unload) are not served.
 package modelserver

@@ -68,7 +68,7 @@
 //	GET  /v2/health/ready                         200 {"ready": true} once every model is loaded on an engine that is up, else 503
 //	GET  /v2                                      {"name", "version", "extensions": ["binary_tensor_data"]}
 //	GET  /v2/models/{m}[/versions/{v}]            {"name", "versions", "platform": "alidnn", "inputs", "outputs"}
-//	GET  /v2/models/{m}[/versions/{v}]/ready      200 {"name", "ready": true}, 503 while loading, 404 unknown
+//	GET  /v2/models/{m}[/versions/{v}]/ready      200 {"name", "ready": true}, 503 while loading or no engine is up, 404 unknown
 //	POST /v2/models/{m}[/versions/{v}]/infer      $inference_request → $inference_response
 //
 // An infer request's tensors are JSON (data flat or nested, row-major) or,

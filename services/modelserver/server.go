@@ -333,6 +333,9 @@ func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx
 		return nil, fmt.Errorf("%w after %v", ErrTimeout, s.cfg.Timeout)
 	case errors.Is(err, alidnn.ErrInput):
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case errors.Is(err, alidnn.ErrClosed) && s.ready.Load():
+		// The instance was dropped under the request: its engine failed.
+		return nil, fmt.Errorf("%w: engine %d failed: %v", ErrUnavailable, in.eng.id, err)
 	case errors.Is(err, alidnn.ErrClosed):
 		return nil, fmt.Errorf("%w: %v", ErrNotReady, err)
 	case engineLost(in, err):

@@ -23,6 +23,10 @@ const (
 	envAllocationToken = "FAAS_ALLOCATION_TOKEN"
 )
 
+// maxAttachments bounds -attachments: each holds a chip of the pool and a
+// session with its buffers.
+const maxAttachments = 64
+
 // engineSource is what the flags say the engines are.
 type engineSource struct {
 	sim         int
@@ -61,6 +65,9 @@ func (src engineSource) open() (engines []alidnn.Engine, openers []modelserver.E
 		return nil, nil, nil, err
 	}
 	if src.attach != "" {
+		if src.attachments > maxAttachments {
+			return nil, nil, nil, fmt.Errorf("-attachments %d: at most %d", src.attachments, maxAttachments)
+		}
 		reg := src.registry
 		if reg == "" {
 			reg = login.Registry

@@ -397,6 +397,24 @@ func TestModelServerPool(t *testing.T) {
 	close(stop)
 	<-ran
 	ms.waitReady(t)
+	// The server's attachments now: two ready, none on the killed node
+	// (the lost one was detached, or the registry marked it lost).
+	poll(t, startTimeout, "two ready attachments away from the killed node", func() bool {
+		atts, err := as(t, p.regURL, "alice").Attachments(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for _, a := range atts {
+			if a.State == poolapi.Ready {
+				if a.Node == victim.name {
+					return false
+				}
+				ready++
+			}
+		}
+		return ready == 2
+	})
 	failed := 0
 	for kind, k := range during.kinds {
 		switch kind {

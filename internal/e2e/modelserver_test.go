@@ -327,12 +327,11 @@ func (ms *modelServer) clients(t *testing.T, cases []digitCase, n int, stop <-ch
 	return tl
 }
 
-// TestModelServerPool serves MNIST on two attachments from the pool of a
-// registry with two faasd nodes, under REST and gRPC clients; the node of
-// an attachment is killed mid-run: the requests that fail, fail with the
-// protocol's errors (503, Unavailable), the server attaches again, and
-// every request after that succeeds.
-func TestModelServerPool(t *testing.T) {
+// modelServerPool starts a registry that declares a silent node lost
+// after 5 s, and two faasd nodes serving remote attach; env is a host
+// without faasd, logged in as alice.
+func modelServerPool(t *testing.T) (*platform, map[string]*poolNode, []string) {
+	t.Helper()
 	p := newPlatform(t, "--node-lost-after", "5s", "--lease-check-interval", "200ms")
 	nodes := map[string]*poolNode{}
 	for _, name := range []string{"ms-a", "ms-b"} {
@@ -356,27 +355,68 @@ func TestModelServerPool(t *testing.T) {
 		}
 		return k == 2
 	})
-	// The server's host runs no faasd: its attachments are remote.
 	env := append(slices.Clone(p.env), "FAAS_CONFIG="+filepath.Join(p.root, "ms-faas.json"),
 		"FAAS_AGENT=unix://"+filepath.Join(p.root, "no-faasd-here.sock"))
 	must(t, env, password+"\n", "faas", "login", p.regURL, "-u", "alice", "--password-stdin")
+	return p, nodes, env
+}
+
+// readyOn is the nodes of alice's ready attachments, by node name.
+func readyOn(t *testing.T, p *platform) map[string]int {
+	t.Helper()
+	atts, err := as(t, p.regURL, "alice").Attachments(t.Context(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := map[string]int{}
+	for _, a := range atts {
+		if a.State == poolapi.Ready {
+			on[a.Node]++
+		}
+	}
+	return on
+}
+
+// protocolFailures checks that every request of tl succeeded or failed
+// with the protocol's 503 or Unavailable, and returns how many failed.
+func protocolFailures(t *testing.T, tl *tally) int {
+	t.Helper()
+	failed := 0
+	for kind, k := range tl.kinds {
+		switch kind {
+		case "ok":
+		case "http 503", "grpc Unavailable":
+			failed += k
+		default:
+			t.Errorf("%d requests failed with %q, not the protocol's 503 or Unavailable", k, kind)
+		}
+	}
+	return failed
+}
+
+// TestModelServerPool serves MNIST on two attachments from the pool of a
+// registry with two faasd nodes, under REST and gRPC clients. The node of
+// an attachment is killed mid-run: the requests that fail, fail with the
+// protocol's errors (503, Unavailable), the server attaches again on the
+// other node, and every request after that succeeds. Then that node is
+// killed too: with no engine left the server is not ready and answers 503
+// and Unavailable; the first node is started again, the server attaches
+// there and is ready again.
+func TestModelServerPool(t *testing.T) {
+	p, nodes, env := modelServerPool(t)
 	repo, cases := mnistRepo(t)
 	ms := startModelServer(t, env, repo, "-attach", "acme/alidnn-dual", "-attachments", "2", "-registry", p.regURL)
 	if up := ms.metric(t, "modelserver_engines_up"); up != 2 {
 		t.Fatalf("%v engines up, want 2", up)
 	}
-	atts, err := as(t, p.regURL, "alice").Attachments(t.Context(), false)
-	if err != nil {
-		t.Fatal(err)
+	var victim, survivor *poolNode
+	for name := range readyOn(t, p) {
+		victim = nodes[name]
 	}
-	var victim *poolNode
-	for _, a := range atts {
-		if a.State == poolapi.Ready && victim == nil {
-			victim = nodes[a.Node]
+	for _, n := range nodes {
+		if n != victim {
+			survivor = n
 		}
-	}
-	if victim == nil {
-		t.Fatalf("no ready attachment of the server: %+v", atts)
 	}
 
 	stop := make(chan struct{})
@@ -387,9 +427,7 @@ func TestModelServerPool(t *testing.T) {
 		close(ran)
 	}()
 	poll(t, startTimeout, "requests before the kill", func() bool { return ms.metric(t, "modelserver_infer_requests_total") >= 40 })
-	if err := victim.srv.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	kill(t, victim.srv)
 	t.Logf("killed node %s under load", victim.name)
 	poll(t, startTimeout, "the server to attach again", func() bool {
 		return ms.metric(t, "modelserver_engine_reopens_total") >= 1 && ms.metric(t, "modelserver_engines_up") == 2
@@ -397,41 +435,34 @@ func TestModelServerPool(t *testing.T) {
 	close(stop)
 	<-ran
 	ms.waitReady(t)
-	// The server's attachments now: two ready, none on the killed node
-	// (the lost one was detached, or the registry marked it lost).
-	poll(t, startTimeout, "two ready attachments away from the killed node", func() bool {
-		atts, err := as(t, p.regURL, "alice").Attachments(t.Context(), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ready := 0
-		for _, a := range atts {
-			if a.State == poolapi.Ready {
-				if a.Node == victim.name {
-					return false
-				}
-				ready++
-			}
-		}
-		return ready == 2
+	// The lost attachment was detached, or the registry marked it lost.
+	poll(t, startTimeout, "two ready attachments, on the node left", func() bool {
+		on := readyOn(t, p)
+		return on[survivor.name] == 2 && on[victim.name] == 0
 	})
-	failed := 0
-	for kind, k := range during.kinds {
-		switch kind {
-		case "ok":
-		case "http 503", "grpc Unavailable":
-			failed += k
-		default:
-			t.Errorf("%d requests failed with %q, not the protocol's 503 or Unavailable", k, kind)
-		}
-	}
-	t.Logf("during the kill and the reattach: %v (%d failed with the protocol's errors)", during, failed)
-	after := ms.clients(t, cases, 25, nil)
-	if ok := after.get("ok"); ok != 100 {
+	t.Logf("during the kill and the reattach: %v (%d failed with the protocol's errors)", during, protocolFailures(t, during))
+	if after := ms.clients(t, cases, 25, nil); after.get("ok") != 100 {
 		t.Errorf("after the reattach: %v, want 100 ok", after)
 	}
 	if dev := ms.metric(t, "modelserver_device_seconds_total"); dev <= 0 {
 		t.Errorf("device time %v, want some", dev)
+	}
+
+	// No node left: not ready, 503 and Unavailable, until a node returns.
+	kill(t, survivor.srv)
+	poll(t, startTimeout, "the server not ready with no engine", func() bool { return !ms.ready() })
+	conn, err := grpc.NewClient(ms.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if rest, rpc := ms.restInfer(t.Context(), cases[0]), grpcInfer(t.Context(), conn, cases[0]); rest != "http 503" || rpc != "grpc Unavailable" {
+		t.Errorf("with no engine: REST %s, gRPC %s; want http 503 and grpc Unavailable", rest, rpc)
+	}
+	victim.srv, victim.agent = p.startFaasd(t, victim.socket, filepath.Join(p.root, victim.name+"-state"), victim.args...)
+	ms.waitReady(t)
+	if after := ms.clients(t, cases, 10, nil); after.get("ok") != 40 {
+		t.Errorf("after %s came back: %v, want 40 ok", victim.name, after)
 	}
 }
 

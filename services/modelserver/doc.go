@@ -27,6 +27,9 @@
 // are not ready. The server opens the engine again (attaches again) with a
 // backoff doubling from 250 ms to 10 s, each attempt bounded by two
 // minutes, loads every version on it and only then gives it requests.
+// Past Config.ReopenAttempts failed attempts in a row the server gives up:
+// /v2/health/live and ServerLive answer false and Dead is closed (the
+// command exits), for a supervisor to start it afresh.
 // Metrics count the engines up (modelserver_engines_up), the reopens
 // (modelserver_engine_reopens_total) and each model's engine time
 // (modelserver_device_seconds_total: a job's device time shared among the

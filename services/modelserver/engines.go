@@ -75,10 +75,13 @@ type engines struct {
 	all  []*engine
 	stop context.CancelFunc
 	wg   sync.WaitGroup // watchers and the closing of failed engines
+
+	deadOnce sync.Once
+	dead     chan struct{} // closed when an engine could not be reopened
 }
 
 func newEngines(cfg Config) *engines {
-	es := &engines{stop: func() {}}
+	es := &engines{stop: func() {}, dead: make(chan struct{})}
 	for _, e := range cfg.Engines {
 		es.all = append(es.all, &engine{id: len(es.all), cur: e, failed: make(chan struct{})})
 	}
@@ -229,7 +232,8 @@ func closeSessions(ins []*instance) {
 }
 
 // reopen opens e again, with backoff, and loads every model version on
-// it before it takes requests. It returns false if ctx ended first.
+// it before it takes requests. It returns false if ctx ended first or it
+// gave up after Config.ReopenAttempts.
 func (s *Server) reopen(ctx context.Context, e *engine) bool {
 	wait := reopenMin
 	for attempt := 1; ; attempt++ {
@@ -239,6 +243,11 @@ func (s *Server) reopen(ctx context.Context, e *engine) bool {
 			return true
 		}
 		if ctx.Err() != nil {
+			return false
+		}
+		if n := s.cfg.ReopenAttempts; n > 0 && attempt >= n {
+			s.log.Error("giving up on an engine: the server is no longer live", "engine", e.id, "opener", e.opener.String(), "attempts", attempt, "err", err)
+			s.eng.deadOnce.Do(func() { close(s.eng.dead) })
 			return false
 		}
 		s.log.Warn("reopening an engine failed", "engine", e.id, "opener", e.opener.String(), "attempt", attempt, "retry_in", wait, "err", err)
@@ -289,6 +298,20 @@ func (s *Server) openInstance(ctx context.Context, e *engine, eng alidnn.Engine,
 	}
 	return &instance{s: sess, eng: e, gen: gen}, nil
 }
+
+// Live reports whether the server can still serve: false once it gave up
+// reopening an engine (Config.ReopenAttempts).
+func (s *Server) Live() bool {
+	select {
+	case <-s.eng.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// Dead is closed when the server gave up reopening an engine.
+func (s *Server) Dead() <-chan struct{} { return s.eng.dead }
 
 // closeEngines stops the watchers and closes the opened engines; the
 // caller's (Config.Engines) stay open.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -217,4 +218,48 @@ func TestEngineLostOthersServe(t *testing.T) {
 	}
 	close(b.gate)
 	waitFor(t, "the engine opened again", func() bool { return len(s.models["mnist"].versions[0].live()) == 2 })
+}
+
+// failingOpener opens a board the first time and fails every time after.
+type failingOpener struct {
+	boardOpener
+}
+
+func (o *failingOpener) OpenEngine(ctx context.Context) (*OpenedEngine, error) {
+	if o.opens.Load() > 0 {
+		o.opens.Add(1)
+		return nil, fmt.Errorf("no board: %w", faas.ErrNoCapacity)
+	}
+	return o.boardOpener.OpenEngine(ctx)
+}
+
+// TestEngineGivenUp: an engine that cannot be opened again after
+// ReopenAttempts makes the server not live, over REST and gRPC, and
+// closes Dead.
+func TestEngineGivenUp(t *testing.T) {
+	op := &failingOpener{boardOpener{t: t}}
+	s := serveGRPC(t, writeRepo(t, mnistConfig, "onnx"), Config{Openers: []EngineOpener{op}, ReopenAttempts: 2})
+	if !s.Live() {
+		t.Fatal("not live at the start")
+	}
+	op.last().pull()
+	select {
+	case <-s.Dead():
+	case <-time.After(time.Minute):
+		t.Fatal("the server did not give up in a minute")
+	}
+	if n := op.opens.Load(); n != 3 {
+		t.Errorf("%d opens, want the first and 2 attempts", n)
+	}
+	resp, err := http.Get(s.URL + "/v2/health/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET /v2/health/live after giving up: %d, want 503", resp.StatusCode)
+	}
+	if r, err := s.client.ServerLive(context.Background(), &inferencepb.ServerLiveRequest{}); err != nil || r.GetLive() {
+		t.Errorf("ServerLive after giving up: %v %v, want false", r, err)
+	}
 }

@@ -47,7 +47,7 @@ type grpcService struct {
 }
 
 func (g grpcService) ServerLive(context.Context, *inferencepb.ServerLiveRequest) (*inferencepb.ServerLiveResponse, error) {
-	return &inferencepb.ServerLiveResponse{Live: true}, nil
+	return &inferencepb.ServerLiveResponse{Live: g.s.Live()}, nil
 }
 
 // ServerReady answers false, not an error, while the models load: the

@@ -31,7 +31,11 @@ const headerLength = "Inference-Header-Content-Length"
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v2/health/live", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]bool{"live": true})
+		code := http.StatusOK
+		if !s.Live() {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, map[string]bool{"live": s.Live()})
 	})
 	mux.HandleFunc("GET /v2/health/ready", func(w http.ResponseWriter, r *http.Request) {
 		code := http.StatusOK

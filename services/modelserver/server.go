@@ -51,6 +51,10 @@ type Config struct {
 	// Openers open more engines, which the server owns: opened at Load,
 	// reopened when they fail, closed by Close (see engines.go).
 	Openers []EngineOpener
+	// ReopenAttempts bounds the attempts in a row to reopen a failed
+	// engine; past them the server gives up: it is no longer live and
+	// Dead is closed, for its supervisor to restart it (0: no bound).
+	ReopenAttempts int
 	// Name and Version are the server metadata's (default DefaultName and
 	// "dev").
 	Name, Version string

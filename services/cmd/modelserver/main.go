@@ -17,7 +17,10 @@
 // image -attach, their leases renewed; or, with -sim N, N AliDNN engines
 // simulated in this process, for development and tests. A slot or an
 // attachment that fails (faasd stopped, the node lost) is opened again,
-// with backoff, while the others serve. In a pod given chips by faasd's
+// with backoff, while the others serve; after -reopen-attempts failed
+// attempts in a row the server exits with 1, for its supervisor to start
+// it again (in Kubernetes, a pod whose faasd restarted needs new
+// credentials from the device plugin). In a pod given chips by faasd's
 // device plugin, $FAAS_SLOTS is the default of -slots and
 // $FAAS_ALLOCATION_TOKEN the token.
 //
@@ -71,8 +74,9 @@ func main() {
 	timeout := flag.Duration("timeout", modelserver.DefaultTimeout, "deadline of an infer request, queueing included")
 	maxBody := flag.Int64("max-body", modelserver.DefaultMaxBodyBytes, "largest infer request body or gRPC message, in bytes")
 	metrics := flag.String("metrics", "", "address to serve Prometheus metrics on (default none)")
+	reopen := flag.Int("reopen-attempts", 30, "attempts in a row to reopen a failed slot or attachment before exiting with 1 (0: no bound)")
 	flag.Parse()
-	if flag.NArg() != 0 || *repo == "" || *sim < 0 || *attachments < 1 || (*attach != "" && (*sim > 0 || isSet("slots"))) {
+	if flag.NArg() != 0 || *repo == "" || *sim < 0 || *attachments < 1 || *reopen < 0 || (*attach != "" && (*sim > 0 || isSet("slots"))) {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -90,7 +94,7 @@ func main() {
 	}
 	defer closeEngines()
 	cfg := modelserver.Config{Repository: *repo, Engines: engines, Openers: openers, Version: version(), MaxBodyBytes: *maxBody,
-		QueueSize: *queue, Timeout: *timeout, Pipeline: *pipeline, Logger: log}
+		QueueSize: *queue, Timeout: *timeout, Pipeline: *pipeline, Logger: log, ReopenAttempts: *reopen}
 	if *metrics != "" {
 		reg := prometheus.NewRegistry()
 		cfg.Metrics = modelserver.NewMetrics(reg)
@@ -155,6 +159,10 @@ func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln 
 		hs.Close()
 		gs.Stop()
 		return err
+	case <-srv.Dead():
+		hs.Close()
+		gs.Stop()
+		return errors.New("an engine could not be opened again: giving up")
 	case <-ctx.Done():
 	}
 	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Timeout+5*time.Second)

@@ -50,7 +50,7 @@ FUZZTIME     ?= 10s
 .PHONY: help tools test soak onnx-node-tests lint bench fuzz-smoke demo images portal-shots
 
 help:
-	@echo 'make demo        bring up the whole platform (PostgreSQL, registry, faasd --sim 2), publish, load and classify MNIST; DEMO_NO_WAIT=1 exits when done'
+	@echo 'make demo        bring up the whole platform (PostgreSQL, registry, faasd --sim 2), publish, load and classify MNIST, serve it with the model server; DEMO_NO_WAIT=1 exits when done'
 	@echo 'make test        install test dependencies (tools), go vet, go test -race'
 	@echo 'make soak        the accelerator pool chaos soak for SOAK_TIME ($(SOAK_TIME)); SOAK_SEED replays a run (make test runs it for 60 s)'
 	@echo 'make tools       install the pinned MinIO server, cosign, crane, oras and grpcurl; PostgreSQL 15, Chromium (portal browser tests) and a C compiler (for -race) via apt when root'
@@ -183,13 +183,14 @@ fuzz-smoke:
 # simulated dual-chip boards — then has the ISV acme publish the reference
 # images, the tenant alice subscribe and `faas load` the AliDNN image, and
 # examples/mnist classify the MNIST reference digits on it through the SDK
-# (internal/demo). The services stay up until Ctrl-C; DEMO_NO_WAIT=1 stops
+# (internal/demo), and the model server serve MNIST on the same accelerator,
+# curl classifying a digit through it. The services stay up until Ctrl-C; DEMO_NO_WAIT=1 stops
 # them and exits once the walk-through is done. Needs the PostgreSQL server
 # binaries (`make tools` installs them as root); the MNIST model comes from
 # $(TESTDATA).
 DEMO_BIN ?= build/demo/bin
 DEMO_PKGS := ./services/cmd/registry ./services/cmd/faasd ./hdk/cmd/hdk ./sdk/cmd/faas \
-	./bitstreams/images/cmd/genbits ./internal/cmd/demo ./examples/mnist
+	./bitstreams/images/cmd/genbits ./internal/cmd/demo ./examples/mnist ./services/cmd/modelserver
 demo:
 	@if [ -z "$(FAAS_PG_BIN)" ] && [ ! -x "$(PG_BIN)/initdb" ] && ! command -v initdb >/dev/null 2>&1 && \
 		[ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

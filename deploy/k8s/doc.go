@@ -1,9 +1,10 @@
 // Package k8s holds the platform's Kubernetes manifests, as kustomizations:
 // base (the registry, its PodDisruptionBudget and Service, and the faasd
 // DaemonSet), overlays/dev (a whole development cluster: PostgreSQL, MinIO,
-// dev-only Secrets, faasd on simulated boards) and examples/inference (a
-// tenant's Deployment on a faas.dev/alidnn-share). README.md says how to
-// use them.
+// dev-only Secrets, faasd on simulated boards), examples/inference (a
+// tenant's Deployment on a faas.dev/alidnn-share) and examples/modelserver
+// (the model server on a faas.dev/chip; examples/modelserver-pool on pool
+// attachments). README.md says how to use them.
 //
 // Its tests render every kustomization with kustomize's Go API, decode each
 // object strictly into the k8s.io/api types and check what the cluster

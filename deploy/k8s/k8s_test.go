@@ -35,7 +35,13 @@ var kustomizations = map[string]expect{
 		external: []string{"Secret faas-node/faasd-node"},
 		asRoot:   []string{faasd},
 	},
-	"examples/inference": {},
+	"examples/inference":   {},
+	"examples/modelserver": {
+		external: []string{"Secret /modelserver-tokens"},
+	},
+	"examples/modelserver-pool": {
+		external: []string{"Secret /modelserver-registry-token", "Secret /modelserver-tokens"},
+	},
 }
 
 func renderDir(t *testing.T, dir string) []runtime.Object {

@@ -27,7 +27,8 @@ type platform struct {
 	socket      string   // faasd's
 	alice       []string // alice's environment for the faas CLI
 	agentFlag   string
-	slots       []int // where alice's image is loaded
+	slots       []int  // where alice's image is loaded
+	modelURL    string // the model server's REST API
 }
 
 // bringUp runs the steps and returns how to reach what it started.
@@ -43,6 +44,7 @@ func (d *demo) bringUp(mnist string) (string, error) {
 		d.status,
 		func(p *platform) error { return d.classify(p, mnist) },
 		func(p *platform) error { return d.attachFromPool(p, mnist) },
+		func(p *platform) error { return d.serveModels(p, mnist) },
 	}
 	for _, step := range steps {
 		if err := step(p); err != nil {
@@ -52,10 +54,11 @@ func (d *demo) bringUp(mnist string) (string, error) {
 	return fmt.Sprintf("  portal    %s/   sign in as acme (isv), alice (tenant) or ops (admin); password %q\n"+
 		"  registry  %s   accounts acme, alice, ops and node1 (node), same password\n"+
 		"  faasd     unix://%s   slots 0-3 on two simulated boards; %s on slots %v\n"+
+		"  models    %s/v2   the model server (Open Inference Protocol): MNIST on slot %d\n"+
 		"  postgres  %s\n"+
 		"  logs      %s\n"+
 		"  as alice: FAAS_CONFIG=%s %s %s status\n",
-		p.regURL, Password, p.regURL, p.socket, load, p.slots, p.pgURL, d.logs, filepath.Join(d.root, "alice-faas.json"), filepath.Join(d.cfg.Bin, "faas"), p.agentFlag), nil
+		p.regURL, Password, p.regURL, p.socket, load, p.slots, p.modelURL, p.slots[0], p.pgURL, d.logs, filepath.Join(d.root, "alice-faas.json"), filepath.Join(d.cfg.Bin, "faas"), p.agentFlag), nil
 }
 
 // startPostgres is step 1: a PostgreSQL cluster for the registry.

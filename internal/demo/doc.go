@@ -4,7 +4,9 @@
 // simulated dual-chip boards; the ISV "acme" publishes the reference images
 // with hdk, the tenant "alice" subscribes, loads the AliDNN image with
 // `faas load` and classifies the MNIST reference digits on it with the
-// examples/mnist program, through the SDK and the agent.
+// examples/mnist program, through the SDK and the agent; and the model
+// server (services/modelserver) serves MNIST on the same accelerator, a
+// digit classified through it with curl.
 //
 // The recipe — commands, flags, API calls and their order — is the
 // end-to-end test's (internal/e2e). Run prints each step as it goes; unless

@@ -61,9 +61,10 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("make demo in a clone of %s: %v\n%s", root, err, text)
 	}
 	for _, want := range []string{
-		"[1/10] PostgreSQL", "[2/10] registry", "[3/10] acme publishes", "[4/10] the registry validates",
-		"[5/10] alice subscribes", "[6/10] alice: faas login, faas load alidnn-dual", "[7/10] faas status", "[8/10] examples/mnist",
-		"[9/10] faas trace replay", ": 0 differ", "[10/10] a CPU-only process", "of node demo-node (attachment ",
+		"[1/11] PostgreSQL", "[2/11] registry", "[3/11] acme publishes", "[4/11] the registry validates",
+		"[5/11] alice subscribes", "[6/11] alice: faas login, faas load alidnn-dual", "[7/11] faas status", "[8/11] examples/mnist",
+		"[9/11] faas trace replay", ": 0 differ", "[10/11] a CPU-only process", "of node demo-node (attachment ",
+		"[11/11] the model server", "$ curl -sS", "output Plus214_Output_0: digit 2", "  models    http://",
 		"demo complete", "the portal at http://", "  portal    http://",
 		// The model is the clone's own.
 		"-model " + filepath.Join(clone, "testdata", "onnx", "models", "mnist", "model.onnx") + " ",

@@ -76,7 +76,7 @@ func build(dir string) error {
 		return errors.New("not inside the module")
 	}
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"./services/cmd/registry", "./services/cmd/faasd", "./hdk/cmd/hdk", "./sdk/cmd/faas", "./bitstreams/images/cmd/genbits")
+		"./services/cmd/registry", "./services/cmd/faasd", "./services/cmd/modelserver", "./hdk/cmd/hdk", "./sdk/cmd/faas", "./bitstreams/images/cmd/genbits")
 	cmd.Dir = filepath.Dir(gomod)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)

@@ -304,6 +304,11 @@ func (d *Device) Local() bool { return d.shm }
 // Queue returns the device's job queue.
 func (d *Device) Queue() *Queue { return d.queue }
 
+// Done is closed when the session has ended: closed by Close, cut by
+// faasd (stopped, restarted, the attachment lost) or by the connection.
+// A long-lived server watches it to learn that an idle engine is gone.
+func (d *Device) Done() <-chan struct{} { return d.done }
+
 // Close ends the session: jobs still queued or running end with ErrClosed,
 // and faasd zeroes and frees the session's device memory. Buffers' Bytes
 // must not be touched afterwards.

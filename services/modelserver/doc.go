@@ -2,9 +2,38 @@
 // Open Inference Protocol (KServe's V2 inference protocol, which Triton
 // speaks), so that a program in any language can run them with a plain
 // HTTP client or any gRPC client. It reaches accelerators through the SDK only: every engine
-// is an alidnn.Engine, a slot opened through faasd or an in-process
-// simulator, and every version of every model gets one instance (an
-// alidnn.Session) on each engine.
+// is an alidnn.Engine — a slot opened through faasd, an accelerator
+// attached from the registry's pool, or an in-process simulator — and
+// every version of every model gets one instance (an alidnn.Session) on
+// each engine.
+//
+// # Engines
+//
+// Config.Engines are engines the caller opened and owns (simulators in
+// the command). Config.Openers open the others, which the server owns:
+// FaasdSlot (a slot of faasd, through sdk/faas) and PoolAttachment (an
+// accelerator of the registry's pool, faas.Attach, whose lease the SDK
+// renews). The server opens them at Load, all at once; an engine that
+// fails to open fails Load.
+//
+// An opened engine fails when its session ends (faasd stopped or
+// restarted, the node's connection cut, the attachment's lease lost) or
+// when a run returns the SDK's session errors. The server then drops its
+// instances from every version, so that new requests go to the other
+// engines, and the requests that were running on it fail with
+// ErrUnavailable: 503 with Retry-After over REST, Unavailable over gRPC,
+// both worth retrying. No request waits past its deadline for a failed
+// engine. While a version has no instance left, the server and the model
+// are not ready. The server opens the engine again (attaches again) with a
+// backoff doubling from 250 ms to 10 s, each attempt bounded by two
+// minutes, loads every version on it and only then gives it requests.
+// Past Config.ReopenAttempts failed attempts in a row the server gives up:
+// /v2/health/live and ServerLive answer false and Dead is closed (the
+// command exits), for a supervisor to start it afresh.
+// Metrics count the engines up (modelserver_engines_up), the reopens
+// (modelserver_engine_reopens_total) and each model's engine time
+// (modelserver_device_seconds_total: a job's device time shared among the
+// requests it ran).
 //
 // # Model repository
 //
@@ -66,10 +95,10 @@
 // # The REST surface
 //
 //	GET  /v2/health/live                          200 {"live": true}
-//	GET  /v2/health/ready                         200 {"ready": true} once every model is loaded, else 503
+//	GET  /v2/health/ready                         200 {"ready": true} once every model is loaded on an engine that is up, else 503
 //	GET  /v2                                      {"name", "version", "extensions": ["binary_tensor_data", "model_repository"]}
 //	GET  /v2/models/{m}[/versions/{v}]            {"name", "versions", "platform": "alidnn", "inputs", "outputs"}
-//	GET  /v2/models/{m}[/versions/{v}]/ready      200 {"name", "ready": true}, 503 while loading, 404 unknown
+//	GET  /v2/models/{m}[/versions/{v}]/ready      200 {"name", "ready": true}, 503 while loading or no engine is up, 404 unknown
 //	POST /v2/models/{m}[/versions/{v}]/infer      $inference_request → $inference_response
 //	POST /v2/repository/index                     [{"name", "version", "state", "reason"}]
 //	POST /v2/repository/models/{m}/load           {"name", "versions", "state": "READY", "source"}
@@ -106,7 +135,8 @@
 // or datatype, binary sizes that do not add up), 401 (ErrUnauthenticated),
 // 403 (ErrPermission), 404 (ErrNotFound), 409 (ErrConflict), 413
 // (ErrTooLarge, over Config.MaxBodyBytes), 429 (ErrQueueFull, the model's
-// queue is full), 503 (ErrNotReady, still loading) and 504 (ErrTimeout,
+// queue is full), 503 (ErrNotReady, still loading; ErrUnavailable, see
+// Engines) and 504 (ErrTimeout,
 // Config.Timeout passed, reading the body and queueing included). A
 // request whose client went away (ErrCanceled) is counted as 499 in logs
 // and metrics. The protocol says a health check is false on "4xx"; 503 is
@@ -132,7 +162,8 @@
 // Errors are gRPC status codes, mapped at the edge the way Triton maps
 // its errors: InvalidArgument (ErrBadRequest), NotFound (ErrNotFound: the
 // model or version; ModelMetadata and ModelReady too), Unavailable
-// (ErrQueueFull, as Triton answers a full queue, and ErrNotReady),
+// (ErrQueueFull, as Triton answers a full queue, ErrNotReady and
+// ErrUnavailable),
 // DeadlineExceeded (ErrTimeout: Config.Timeout from the call's headers,
 // reading the message included, or the client's deadline if sooner),
 // Canceled (ErrCanceled) and

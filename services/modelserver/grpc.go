@@ -48,7 +48,7 @@ type grpcService struct {
 }
 
 func (g grpcService) ServerLive(context.Context, *inferencepb.ServerLiveRequest) (*inferencepb.ServerLiveResponse, error) {
-	return &inferencepb.ServerLiveResponse{Live: true}, nil
+	return &inferencepb.ServerLiveResponse{Live: g.s.Live()}, nil
 }
 
 // ServerReady answers false, not an error, while the models load: the
@@ -64,14 +64,14 @@ func (g grpcService) ServerMetadata(context.Context, *inferencepb.ServerMetadata
 // ModelReady answers false while the models load, as the REST side's 503
 // does, and NotFound for a model or version the repository does not have.
 func (g grpcService) ModelReady(_ context.Context, r *inferencepb.ModelReadyRequest) (*inferencepb.ModelReadyResponse, error) {
-	_, _, err := g.s.lookup(r.GetName(), r.GetVersion())
+	_, v, err := g.s.lookup(r.GetName(), r.GetVersion())
 	if errors.Is(err, ErrNotReady) {
 		return &inferencepb.ModelReadyResponse{Ready: false}, nil
 	}
 	if err != nil {
 		return nil, grpcError(err)
 	}
-	return &inferencepb.ModelReadyResponse{Ready: true}, nil
+	return &inferencepb.ModelReadyResponse{Ready: len(v.live()) > 0}, nil
 }
 
 func (g grpcService) ModelMetadata(_ context.Context, r *inferencepb.ModelMetadataRequest) (*inferencepb.ModelMetadataResponse, error) {
@@ -135,6 +135,7 @@ func grpcError(err error) error {
 		{ErrNotFound, codes.NotFound},
 		{ErrQueueFull, codes.Unavailable},
 		{ErrNotReady, codes.Unavailable},
+		{ErrUnavailable, codes.Unavailable},
 		{ErrTimeout, codes.DeadlineExceeded},
 		{ErrCanceled, codes.Canceled},
 	} {

@@ -31,7 +31,11 @@ const headerLength = "Inference-Header-Content-Length"
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v2/health/live", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]bool{"live": true})
+		code := http.StatusOK
+		if !s.Live() {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, map[string]bool{"live": s.Live()})
 	})
 	mux.HandleFunc("GET /v2/health/ready", func(w http.ResponseWriter, r *http.Request) {
 		code := http.StatusOK
@@ -79,10 +83,14 @@ func (s *Server) modelMetadata(w http.ResponseWriter, r *http.Request) {
 		"inputs": metadataTensors(v.inputs), "outputs": metadataTensors(v.outputs)})
 }
 
-// modelReady answers 200 for a loaded model, 503 while the models load and
-// 404 for a model or version the repository does not have.
+// modelReady answers 200 for a loaded model, 503 while the models load or
+// while no engine of the version is up, and 404 for a model or version
+// the repository does not have.
 func (s *Server) modelReady(w http.ResponseWriter, r *http.Request) {
-	m, _, err := s.lookup(r.PathValue("model"), r.PathValue("version"))
+	m, v, err := s.lookup(r.PathValue("model"), r.PathValue("version"))
+	if err == nil && len(v.live()) == 0 {
+		err = ErrNotReady
+	}
 	if errors.Is(err, ErrNotReady) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"name": r.PathValue("model"), "ready": false})
 		return
@@ -181,6 +189,7 @@ func statusOf(err error) int {
 		{ErrTooLarge, http.StatusRequestEntityTooLarge},
 		{ErrQueueFull, http.StatusTooManyRequests},
 		{ErrNotReady, http.StatusServiceUnavailable},
+		{ErrUnavailable, http.StatusServiceUnavailable},
 		{ErrTimeout, http.StatusGatewayTimeout},
 		{ErrCanceled, statusClientClosed},
 	} {
@@ -193,6 +202,9 @@ func statusOf(err error) int {
 
 // writeError answers with the protocol's error object.
 func writeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrUnavailable) {
+		w.Header().Set("Retry-After", "1") // another engine, or this one reopened
+	}
 	writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 }
 

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fpga-faas/faas/sdk/alidnn"
 )
 
 // Metrics are the Prometheus metrics of a Server, labelled by model. A nil
@@ -14,6 +16,9 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	batch    *prometheus.HistogramVec
 	inflight *prometheus.GaugeVec
+	engines  prometheus.Gauge
+	reopens  prometheus.Counter
+	device   *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics with reg.
@@ -38,7 +43,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Infer requests of a model admitted by its queue, running or waiting.",
 		}, []string{"model"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.batch, m.inflight)
+	m.engines = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "modelserver_engines_up",
+		Help: "Engines up: slots and pool attachments open, with the models loaded on them.",
+	})
+	m.reopens = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "modelserver_engine_reopens_total",
+		Help: "Engines opened again (a slot reopened, a pool attachment made again) after they failed.",
+	})
+	m.device = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelserver_device_seconds_total",
+		Help: "Engine time of successful requests, by model: a job's device time shared among the requests it ran.",
+	}, []string{"model"})
+	reg.MustRegister(m.requests, m.duration, m.batch, m.inflight, m.engines, m.reopens, m.device)
 	return m
 }
 
@@ -57,5 +74,26 @@ func (m *Metrics) answered(model, protocol string, code int, took time.Duration,
 func (m *Metrics) admitted(model string, d float64) {
 	if m != nil {
 		m.inflight.WithLabelValues(model).Add(d)
+	}
+}
+
+// engineUp adds d to the engines up.
+func (m *Metrics) engineUp(d float64) {
+	if m != nil {
+		m.engines.Add(d)
+	}
+}
+
+// reopened counts an engine opened again.
+func (m *Metrics) reopened() {
+	if m != nil {
+		m.reopens.Inc()
+	}
+}
+
+// ranOn adds a request's share of its job's device time to its model's.
+func (m *Metrics) ranOn(model string, res *alidnn.Result) {
+	if m != nil && res.Batch > 0 {
+		m.device.WithLabelValues(model).Add(float64(res.Stats.DeviceNS()) / float64(res.Batch) / 1e9)
 	}
 }

@@ -59,6 +59,13 @@ type Config struct {
 	// Every version of every model gets one instance, a Session, on each.
 	// The caller owns them and closes them after Server.Close.
 	Engines []alidnn.Engine
+	// Openers open more engines, which the server owns: opened at Load,
+	// reopened when they fail, closed by Close (see engines.go).
+	Openers []EngineOpener
+	// ReopenAttempts bounds the attempts in a row to reopen a failed
+	// engine; past them the server gives up: it is no longer live and
+	// Dead is closed, for its supervisor to restart it (0: no bound).
+	ReopenAttempts int
 	// Name and Version are the server metadata's (default DefaultName and
 	// "dev").
 	Name, Version string
@@ -90,6 +97,7 @@ type Server struct {
 	mu     sync.Mutex
 	models map[string]*model      // set by Load, changed by the repository extension
 	states map[string]modelStatus // models not READY, for the repository index (repoext.go)
+	eng    *engines
 }
 
 // model is one model of the repository, all its versions.
@@ -103,21 +111,27 @@ type model struct {
 
 // version is one version of a model, with an instance on every engine.
 type version struct {
-	name      string // the folder's name
-	inputs    []tensorSpec
-	outputs   []tensorSpec
-	instances []*instance
+	name    string // the folder's name
+	inputs  []tensorSpec
+	outputs []tensorSpec
+	prog    *alidnn.Program // what an engine opened again loads
+	batch   int             // its alidnn.WithBatch
+
+	mu        sync.RWMutex
+	instances []*instance // on the engines that are up: live, add, remove
 }
 
 type instance struct {
 	s       *alidnn.Session
+	eng     *engine
+	gen     uint64       // the generation of eng that s is on
 	pending atomic.Int64 // requests given to s and not yet answered
 }
 
 // New checks cfg and returns a Server that answers health and metadata
 // requests at once and is ready once Load has loaded every model.
 func New(cfg Config) (*Server, error) {
-	if (cfg.Repository == "" && len(cfg.Models) == 0) || len(cfg.Engines) == 0 {
+	if (cfg.Repository == "" && len(cfg.Models) == 0) || len(cfg.Engines)+len(cfg.Openers) == 0 {
 		return nil, errors.New("modelserver: a repository or registry models, and at least one engine, are required")
 	}
 	if len(cfg.Models) > 0 && cfg.Cache == nil {
@@ -145,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: log}, nil
+	return &Server{cfg: cfg, log: log, eng: newEngines(cfg)}, nil
 }
 
 // Load compiles or reads every model version of the repository and of
@@ -167,22 +181,28 @@ func (s *Server) Load(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.openAll(ctx); err != nil {
+		return err
+	}
 	models := map[string]*model{}
 	for _, dir := range dirs {
 		m, err := s.loadModel(ctx, dir)
 		if err != nil {
 			closeModels(ctx, models)
+			s.closeEngines()
 			return fmt.Errorf("model %s: %w", filepath.Base(dir), err)
 		}
 		models[m.name] = m
 	}
 	if err := s.loadRegistryModels(ctx, models); err != nil {
 		closeModels(ctx, models)
+		s.closeEngines()
 		return err
 	}
 	s.mu.Lock()
 	s.models = models
 	s.mu.Unlock()
+	s.watchAll()
 	s.ready.Store(true)
 	return nil
 }
@@ -230,36 +250,42 @@ func (s *Server) loadVersion(ctx context.Context, vdir string, c *ModelConfig) (
 	if err != nil {
 		return nil, err
 	}
-	v := &version{}
+	v := &version{prog: p, batch: max(c.MaxBatchSize, 1)}
 	if v.inputs, err = specs(p.Inputs, p.Batch); err != nil {
 		return nil, err
 	}
 	if v.outputs, err = specs(p.Outputs, p.Batch); err != nil {
 		return nil, err
 	}
-	for k, eng := range s.cfg.Engines {
-		sess, err := alidnn.Open(ctx, eng, p, alidnn.WithBatch(max(c.MaxBatchSize, 1)), alidnn.WithPipeline(s.cfg.Pipeline))
+	for _, e := range s.eng.all {
+		eng, gen := e.current()
+		in, err := s.openInstance(ctx, e, eng, gen, v)
 		if err != nil {
 			v.close(ctx)
-			return nil, fmt.Errorf("opening an instance on engine %d: %w", k, err)
+			return nil, fmt.Errorf("opening an instance on engine %d: %w", e.id, err)
 		}
-		v.instances = append(v.instances, &instance{s: sess})
+		v.instances = append(v.instances, in)
 	}
 	return v, nil
 }
 
-// Ready reports whether every model is loaded.
-func (s *Server) Ready() bool { return s.ready.Load() }
+// Ready reports whether every model is loaded and every version has an
+// instance on an engine that is up.
+func (s *Server) Ready() bool { return s.ready.Load() && s.allServed() }
 
 // Close stops the server's instances: waiting requests fail, running jobs
-// end first. The engines stay open.
+// end first. The engines of Config.Engines stay open; those the openers
+// opened are closed.
 func (s *Server) Close(ctx context.Context) {
 	s.ready.Store(false)
+	s.eng.stop()
+	s.eng.wg.Wait()
 	s.mu.Lock()
 	models := s.models
 	s.models = nil
 	s.mu.Unlock()
 	closeModels(ctx, models)
+	s.closeEngines()
 }
 
 func closeModels(ctx context.Context, models map[string]*model) {
@@ -275,7 +301,7 @@ func closeModel(ctx context.Context, m *model) {
 }
 
 func (v *version) close(ctx context.Context) {
-	for _, in := range v.instances {
+	for _, in := range v.live() {
 		_ = in.s.Close(ctx)
 	}
 }
@@ -326,8 +352,12 @@ func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx
 	}
 	s.cfg.Metrics.admitted(m.name, 1)
 	defer s.cfg.Metrics.admitted(m.name, -1)
-	in := v.instances[0]
-	for _, c := range v.instances[1:] {
+	live := v.live()
+	if len(live) == 0 {
+		return nil, fmt.Errorf("%w: no engine of model %q is up; it is being opened again", ErrUnavailable, m.name)
+	}
+	in := live[0]
+	for _, c := range live[1:] {
 		if c.pending.Load() < in.pending.Load() {
 			in = c
 		}
@@ -337,6 +367,7 @@ func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx
 	res, err := in.s.Run(ctx, inputs...)
 	switch {
 	case err == nil:
+		s.cfg.Metrics.ranOn(m.name, res)
 		return res, nil
 	case errors.Is(err, context.Canceled):
 		return nil, fmt.Errorf("%w: %v", ErrCanceled, err)
@@ -344,8 +375,13 @@ func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx
 		return nil, fmt.Errorf("%w after %v", ErrTimeout, s.cfg.Timeout)
 	case errors.Is(err, alidnn.ErrInput):
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case errors.Is(err, alidnn.ErrClosed) && s.ready.Load():
+		// The instance was dropped under the request: its engine failed.
+		return nil, fmt.Errorf("%w: engine %d failed: %v", ErrUnavailable, in.eng.id, err)
 	case errors.Is(err, alidnn.ErrClosed):
 		return nil, fmt.Errorf("%w: %v", ErrNotReady, err)
+	case engineLost(in, err):
+		return nil, fmt.Errorf("%w: engine %d failed: %v", ErrUnavailable, in.eng.id, err)
 	}
 	return nil, err
 }

@@ -117,7 +117,7 @@ type served struct {
 func serve(t testing.TB, repo string, cfg Config) *served {
 	t.Helper()
 	cfg.Repository = repo
-	if len(cfg.Engines) == 0 {
+	if len(cfg.Engines)+len(cfg.Openers) == 0 {
 		cfg.Engines = []alidnn.Engine{simEngine(t)}
 	}
 	reg := prometheus.NewRegistry()

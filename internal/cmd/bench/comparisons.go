@@ -160,4 +160,24 @@ var comparisons = []benchreport.Comparison{
 		Bench: "BenchmarkBrowserUpload", Baseline: "BenchmarkHdkPush",
 		Target: "≥ 0.5× (throughput) of `hdk push` of the same layout to the same registry over HTTP (publish.Layout), each iteration into a fresh repository so every byte moves",
 	},
+	{
+		Title: "Model server throughput, MNIST over REST with binary tensors (16 requests in flight, one in-process engine)", Pkg: "github.com/fpga-faas/faas/services/modelserver",
+		Bench: "BenchmarkThroughput/rest", Baseline: "BenchmarkThroughput/rest", Metric: "req/s", BaselineMetric: "direct-req/s",
+		Target: "≥ 0.9× of Session.Run called directly on the same engine with the same session options (batch 4, pipeline 2) and concurrency, in blocks of 128 alternating with the server's in the same benchmark: the server's HTTP, parsing and queueing must cost little next to the engine. The engine is the in-process simulator, which takes one core; client, server and engine share the machine's two cores",
+	},
+	{
+		Title: "Model server throughput, MNIST over gRPC with raw contents (16 requests in flight, one in-process engine)", Pkg: "github.com/fpga-faas/faas/services/modelserver",
+		Bench: "BenchmarkThroughput/grpc", Baseline: "BenchmarkThroughput/grpc", Metric: "req/s", BaselineMetric: "direct-req/s",
+		Target: "≥ 0.9× of direct Session.Run, as above",
+	},
+	{
+		Title: "Model server p99 latency, MNIST over REST with binary tensors at 100 req/s open loop", Pkg: "github.com/fpga-faas/faas/services/modelserver",
+		Bench: "BenchmarkLatency/infer", Baseline: "BenchmarkLatency/live",
+		Target: "p99 ≤ 50 ms at 100 req/s (absolute; about a third of one in-process engine's capacity); ns/op is the p99 latency from the scheduled send time, so the ratio compares p99s against /v2/health/live under the same load (p50-ms, p99-ms, req/s in the Other column)",
+	},
+	{
+		Title: "Model server dynamic batching: max_batch_size 8 against 1, on an engine whose per-job time (10 ms) dominates MNIST's compute, 32 requests in flight", Pkg: "github.com/fpga-faas/faas/services/modelserver",
+		Bench: "BenchmarkBatching/dynamic", Baseline: "BenchmarkBatching/none", Metric: "req/s", BaselineMetric: "req/s",
+		Target: "> 1× (throughput): requests that wait for a job slot share one job and its fixed time; at most 8× (mean-batch and max-batch in the Other column); the simulation of a job's lanes, one after the other on the host, bounds it below that. The board is the simulator with a fixed 10 ms a job added; on the simulator alone the lanes' host simulation dominates and coalescing gains little (see the MNIST batching rows above)",
+	},
 }

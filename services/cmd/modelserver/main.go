@@ -5,6 +5,7 @@
 // Usage:
 //
 //	modelserver -repo DIR [-listen 127.0.0.1:8000] [-grpc-listen 127.0.0.1:8001] [-agent TARGET] [-slots 0,1]
+//	modelserver -repo DIR -attach LISTING[:VERSION] [-attachments N] [-registry URL] [-lease 30s]
 //	modelserver -repo DIR -sim N
 //	modelserver -model NAME=REGISTRY/NS/REPO@sha256:DIGEST [-model ...] [-model-cache DIR] -sim N
 //	modelserver ... -listen 0.0.0.0:8000 -tokens FILE [-tls-cert CERT -tls-key KEY [-client-ca CA]]
@@ -12,9 +13,18 @@
 // Each model version gets one instance on every engine: the -slots of the
 // faasd at -agent (found like the faas command finds it: -agent, else
 // $FAAS_AGENT, else /run/faas/faasd.sock; the token is $FAAS_TOKEN or the
-// one `faas login` stored), each already loaded with the AliDNN engine; or,
-// with -sim N, N AliDNN engines simulated in this process, for development
-// and tests.
+// one `faas login` stored), each already loaded with the AliDNN engine; or
+// -attachments accelerators attached from the pool of the registry
+// (-registry, else $FAAS_REGISTRY or `faas login`'s) running the AliDNN
+// image -attach, their leases renewed; or, with -sim N, N AliDNN engines
+// simulated in this process, for development and tests. A slot or an
+// attachment that fails (faasd stopped, the node lost) is opened again,
+// with backoff, while the others serve; after -reopen-attempts failed
+// attempts in a row the server exits with 1, for its supervisor to start
+// it again (in Kubernetes, a pod whose faasd restarted needs new
+// credentials from the device plugin). In a pod given chips by faasd's
+// device plugin, $FAAS_SLOTS is the default of -slots and
+// $FAAS_ALLOCATION_TOKEN the token.
 //
 // -model serves a model pushed with faas model push (repeatable, with or
 // without -repo), fetched into -model-cache (faas-modelserver in the
@@ -54,8 +64,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -63,8 +71,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
-	alidnnmodel "github.com/fpga-faas/faas/bitstreams/alidnn/model"
-	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/services/modelserver"
 )
@@ -76,21 +82,28 @@ func main() {
 	agent := flag.String("agent", "", "faasd: unix socket path, unix:///path or https://host:port (default $FAAS_AGENT or /run/faas/faasd.sock)")
 	slots := flag.String("slots", "0", "comma-separated faasd slots loaded with the AliDNN engine")
 	sim := flag.Int("sim", 0, "run on N in-process simulated engines instead of faasd slots")
+	attach := flag.String("attach", "", "attach accelerators running this AliDNN image (LISTING[:VERSION]) from the registry's pool instead of faasd slots")
+	attachments := flag.Int("attachments", 1, "with -attach: how many accelerators to attach")
+	registry := flag.String("registry", "", "with -attach: the registry's URL (default $FAAS_REGISTRY or faas login's)")
+	lease := flag.Duration("lease", 0, "with -attach: the lease renewed on each attachment (default the registry's)")
 	pipeline := flag.Int("pipeline", modelserver.DefaultPipeline, "jobs of an instance on its engine at once")
 	queue := flag.Int("queue", modelserver.DefaultQueueSize, "requests of a model admitted at once, when its config.json has no max_queue_size")
 	timeout := flag.Duration("timeout", modelserver.DefaultTimeout, "deadline of an infer request, queueing included")
 	maxBody := flag.Int64("max-body", modelserver.DefaultMaxBodyBytes, "largest infer request body or gRPC message, in bytes")
 	metrics := flag.String("metrics", "", "address to serve Prometheus metrics on (default none)")
+	reopen := flag.Int("reopen-attempts", 30, "attempts in a row to reopen a failed slot or attachment before exiting with 1 (0: no bound)")
 	sec := addSecurityFlags()
 	flag.Parse()
-	if flag.NArg() != 0 || (*repo == "" && len(sec.models) == 0) || *sim < 0 {
+	if flag.NArg() != 0 || (*repo == "" && len(sec.models) == 0) || *sim < 0 || *attachments < 1 || *reopen < 0 ||
+		(*attach != "" && (*sim > 0 || isSet("slots"))) {
 		flag.Usage()
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	engines, closeEngines, err := openEngines(ctx, *sim, *agent, *slots)
+	src := engineSource{sim: *sim, agent: *agent, slots: *slots, attach: *attach, attachments: *attachments, registry: *registry, lease: *lease}
+	engines, openers, closeEngines, err := src.open()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "modelserver:", err)
 		if h := faas.Hint(err); h != "" {
@@ -99,8 +112,8 @@ func main() {
 		os.Exit(1)
 	}
 	defer closeEngines()
-	cfg := modelserver.Config{Repository: *repo, Engines: engines, Version: version(), MaxBodyBytes: *maxBody,
-		QueueSize: *queue, Timeout: *timeout, Pipeline: *pipeline, Logger: log}
+	cfg := modelserver.Config{Repository: *repo, Engines: engines, Openers: openers, Version: version(), MaxBodyBytes: *maxBody,
+		QueueSize: *queue, Timeout: *timeout, Pipeline: *pipeline, Logger: log, ReopenAttempts: *reopen}
 	gopts, tcfg, err := sec.apply(&cfg, log)
 	if err == nil {
 		err = sec.checkExposure(cfg, tcfg, log, *listen, *grpcListen)
@@ -126,7 +139,7 @@ func main() {
 		err = run(ctx, log, cfg, ln, gln, gopts...)
 	}
 	if err != nil {
-		log.Error("modelserver failed", "err", err)
+		log.Error("modelserver failed", "err", err, "hint", faas.Hint(err))
 		os.Exit(1)
 	}
 }
@@ -164,7 +177,7 @@ func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln 
 		go func() { served <- gs.Serve(gln) }()
 		log.Info("serving the Open Inference Protocol over gRPC", "addr", gln.Addr().String())
 	}
-	log.Info("serving the Open Inference Protocol", "addr", ln.Addr().String(), "repository", cfg.Repository, "engines", len(cfg.Engines))
+	log.Info("serving the Open Inference Protocol", "addr", ln.Addr().String(), "repository", cfg.Repository, "engines", len(cfg.Engines)+len(cfg.Openers))
 	defer srv.Close(context.WithoutCancel(ctx))
 	if err := srv.Load(ctx); err != nil {
 		hs.Close()
@@ -180,6 +193,10 @@ func run(ctx context.Context, log *slog.Logger, cfg modelserver.Config, ln, gln 
 		hs.Close()
 		gs.Stop()
 		return err
+	case <-srv.Dead():
+		hs.Close()
+		gs.Stop()
+		return errors.New("an engine could not be opened again: giving up")
 	case <-ctx.Done():
 	}
 	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Timeout+5*time.Second)
@@ -203,53 +220,6 @@ func shutdown(ctx context.Context, hs *http.Server, gs *grpc.Server) error {
 		<-stopped
 	}
 	return err
-}
-
-// openEngines opens n simulated engines, or else the slots of the faasd at
-// agent.
-func openEngines(ctx context.Context, n int, agent, slots string) ([]alidnn.Engine, func(), error) {
-	var engines []alidnn.Engine
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	if n > 0 {
-		for range n {
-			dev, err := alidnnmodel.NewLocal(0)
-			if err != nil {
-				closeAll()
-				return nil, nil, fmt.Errorf("simulated engine: %w", err)
-			}
-			engines, closers = append(engines, alidnn.NewLocal(dev)), append(closers, func() { dev.Close() })
-		}
-		return engines, closeAll, nil
-	}
-	login, err := faas.StoredLogin()
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := faas.Dial(ctx, agent, faas.WithToken(login.Token), faas.WithUserAgent("modelserver"))
-	if err != nil {
-		return nil, nil, err
-	}
-	closers = append(closers, func() { c.Close() })
-	for _, s := range strings.Split(slots, ",") {
-		slot, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || slot < 0 {
-			closeAll()
-			return nil, nil, fmt.Errorf("-slots %q: %q is not a slot number", slots, s)
-		}
-		dev, err := c.Open(ctx, slot)
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("opening slot %d: %w", slot, err)
-		}
-		engines = append(engines, alidnn.Agent(dev))
-		closers = append([]func(){func() { dev.Close() }}, closers...) // devices before their client
-	}
-	return engines, closeAll, nil
 }
 
 // serveMetrics serves reg at addr/metrics until ctx ends.

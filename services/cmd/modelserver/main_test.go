@@ -42,7 +42,7 @@ func TestRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	engines, closeEngines, err := openEngines(ctx, 2, "", "")
+	engines, _, closeEngines, err := engineSource{sim: 2}.open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,6 +81,31 @@ func mnistRepo(t *testing.T) (string, []digitCase) {
 	return repo, cases
 }
 
+// pushModel pushes the model of repo named name (its config.json and
+// version 1's model.onnx) with faas model push, as the ISV acme, to its
+// repository acme/NAME-model. It returns the reference pinned to the
+// pushed digest and a file holding an API token of acme's, which the model
+// server pulls it with.
+func pushModel(t *testing.T, p *platform, repo, name string) (ref, tokenFile string) {
+	t.Helper()
+	env := append(slices.Clone(p.env), "FAAS_CONFIG="+filepath.Join(p.root, "acme-faas.json"))
+	must(t, env, password+"\n", "faas", "login", p.regURL, "-u", "acme", "--password-stdin")
+	var out struct{ Ref, Digest string }
+	if err := json.Unmarshal([]byte(must(t, env, "", "faas", "model", "push", "--json", "acme/"+name+"-model:1",
+		"--config", filepath.Join(repo, name, "config.json"), filepath.Join(repo, name, "1", "model.onnx"))), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.Digest, "sha256:") {
+		t.Fatalf("faas model push: %+v", out)
+	}
+	host, _, _ := strings.Cut(out.Ref, "/")
+	tokenFile = filepath.Join(t.TempDir(), "acme.token")
+	if err := os.WriteFile(tokenFile, []byte(newToken(t, p.regURL, "acme", "modelserver")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return host + "/acme/" + name + "-model@" + out.Digest, tokenFile
+}
+
 func argmax(f []float32) int {
 	k := 0
 	for i, x := range f {
@@ -98,8 +123,11 @@ func startModelServer(t *testing.T, env []string, repo string, args ...string) *
 	rest, rpc, metrics := freePort(t), freePort(t), freePort(t)
 	ms := &modelServer{url: fmt.Sprintf("http://127.0.0.1:%d", rest), grpcAddr: fmt.Sprintf("127.0.0.1:%d", rpc),
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)}
-	ms.srv = startServer(t, env, "modelserver", append([]string{"-repo", repo, "-listen", ms.url[len("http://"):],
-		"-grpc-listen", ms.grpcAddr, "-metrics", fmt.Sprintf("127.0.0.1:%d", metrics)}, args...)...)
+	flags := []string{"-listen", ms.url[len("http://"):], "-grpc-listen", ms.grpcAddr, "-metrics", fmt.Sprintf("127.0.0.1:%d", metrics)}
+	if repo != "" {
+		flags = append(flags, "-repo", repo)
+	}
+	ms.srv = startServer(t, env, "modelserver", append(flags, args...)...)
 	ms.waitReady(t)
 	return ms
 }
@@ -394,7 +422,8 @@ func protocolFailures(t *testing.T, tl *tally) int {
 	return failed
 }
 
-// TestModelServerPool serves MNIST on two attachments from the pool of a
+// TestModelServerPool serves MNIST, pushed to the registry with faas model
+// push and pulled by digest, on two attachments from the pool of that
 // registry with two faasd nodes, under REST and gRPC clients. The node of
 // an attachment is killed mid-run: the requests that fail, fail with the
 // protocol's errors (503, Unavailable), the server attaches again on the
@@ -405,7 +434,9 @@ func protocolFailures(t *testing.T, tl *tally) int {
 func TestModelServerPool(t *testing.T) {
 	p, nodes, env := modelServerPool(t)
 	repo, cases := mnistRepo(t)
-	ms := startModelServer(t, env, repo, "-attach", "acme/alidnn-dual", "-attachments", "2", "-registry", p.regURL)
+	ref, tokenFile := pushModel(t, p, repo, "mnist")
+	ms := startModelServer(t, env, "", "-model", "mnist="+ref, "-model-cache", t.TempDir(), "-registry-user", "acme",
+		"-registry-token-file", tokenFile, "-attach", "acme/alidnn-dual", "-attachments", "2", "-registry", p.regURL)
 	if up := ms.metric(t, "modelserver_engines_up"); up != 2 {
 		t.Fatalf("%v engines up, want 2", up)
 	}

@@ -2,13 +2,14 @@
 --
 -- Categories: a listing's category was free text, counted in the catalog
 -- as the entry of the fixed list (sdk/registryapi Categories) it equals
--- ignoring case and surrounding space, and as 'other' when none. The rows
+-- ignoring case and surrounding white space (Go's strings.TrimSpace, of
+-- which ASCII's is what occurs), and as 'other' when none. The rows
 -- are rewritten so, once, and a check keeps them on the list; the list
 -- here and registryapi.Categories are the same (the api package's tests
 -- hold them together).
 update listings set category = case
-    when lower(btrim(category)) in ('ml', 'vision', 'video', 'audio', 'networking', 'storage', 'database',
-        'compression', 'crypto', 'genomics', 'finance', 'hpc', 'other') then lower(btrim(category))
+    when lower(btrim(category, E' \t\n\r\f\x0b')) in ('ml', 'vision', 'video', 'audio', 'networking', 'storage', 'database',
+        'compression', 'crypto', 'genomics', 'finance', 'hpc', 'other') then lower(btrim(category, E' \t\n\r\f\x0b'))
     else 'other' end;
 alter table listings alter column category set default 'other',
     add constraint listings_category check (category in ('ml', 'vision', 'video', 'audio', 'networking', 'storage',

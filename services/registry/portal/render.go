@@ -152,6 +152,9 @@ var flashes = map[string]string{
 	"shared":       "Private offer sent.",
 	"rule-added":   "Tag rule added: matching tags no longer move once pushed.",
 	"rule-removed": "Tag rule removed.",
+	"logo-set":     "Logo saved.",
+	"logo-removed": "Logo removed.",
+	"docs-saved":   "Documentation saved.",
 	// The operator's view.
 	"account-created": "Account created.",
 	"account-updated": "Account changed.",

@@ -118,11 +118,11 @@ type listingForm struct {
 	RepoName   string
 	Published  bool
 	LogoDigest string
-	Versions  []versionView
-	Typed     map[string]string
-	Owner     string
-	Shares    []registryapi.Entitlement
-	TagRules  []registryapi.TagRule
+	Versions   []versionView
+	Typed      map[string]string
+	Owner      string
+	Shares     []registryapi.Entitlement
+	TagRules   []registryapi.TagRule
 }
 
 func (f listingForm) title() string {

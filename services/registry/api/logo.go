@@ -56,7 +56,7 @@ func decodeLogo(ctype string, data []byte) (logo, error) {
 	mt, _, err := mime.ParseMediaType(ctype)
 	codec, ok := logoCodecs[mt]
 	if err != nil || !ok {
-		return logo{}, fmt.Errorf("%w: a logo's Content-Type is one of %s, not %q (never SVG)",
+		return logo{}, fmt.Errorf("%w: a logo is a PNG, JPEG or WebP image (Content-Type %s), not %q; never SVG",
 			ErrUnsupportedType, strings.Join(registryapi.LogoTypes, ", "), ctype)
 	}
 	switch {

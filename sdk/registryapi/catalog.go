@@ -60,9 +60,9 @@ const (
 	MaxFacetValues = 20
 )
 
-// Categories are the catalog's categories. A listing's free-text category
-// counts as the one it equals ignoring case and surrounding space, and as
-// "other" when it equals none.
+// Categories are the catalog's categories, the only values of a
+// listing's category (the database checks it too). The API takes them in
+// any case and with surrounding space, and "" as "other".
 var Categories = []string{"ml", "vision", "video", "audio", "networking", "storage", "database",
 	"compression", "crypto", "genomics", "finance", "hpc", "other"}
 

@@ -19,6 +19,7 @@ type ErrorInfo struct {
 const (
 	CodeInvalid          = "invalid"            // 400, 422 with Field
 	CodeTooLarge         = "too_large"          // 413
+	CodeUnsupportedType  = "unsupported_type"   // 415
 	CodeUnauthenticated  = "unauthenticated"    // 401
 	CodeForbidden        = "forbidden"          // 403
 	CodeNodeUntrusted    = "node_untrusted"     // 403: the node is not approved, or revoked

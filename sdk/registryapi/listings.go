@@ -26,9 +26,12 @@ type Listing struct {
 	Published                  bool   `json:"published"`
 	// Validated: a version of the listing passed validation (signed by its
 	// ISV, countersigned by the platform); the marketplace's badge.
-	Validated bool      `json:"validated"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Validated bool `json:"validated"`
+	// LogoDigest is "sha256:<hex>" of the listing's logo, the PNG at
+	// /listings/{id}/logo (its ETag), or "" when it has none.
+	LogoDigest string    `json:"logo_digest,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // ListingFields are a listing's editable fields: the body of PATCH
@@ -119,4 +122,40 @@ type Entitlement struct {
 // the ISV shares a listing with.
 type NewShare struct {
 	Account string `json:"account"`
+}
+
+// Logos. PUT /listings/{id}/logo takes the image as the raw body, of a
+// LogoTypes Content-Type and at most MaxLogoBytes, at most MaxLogoSide
+// pixels a side and at most MaxLogoAspect times wider than high or higher
+// than wide. The registry decodes it and keeps a PNG of it made anew,
+// scaled to fit LogoSide×LogoSide, never the bytes uploaded; GET serves
+// that PNG (image/png, ETag the Listing's LogoDigest).
+const (
+	MaxLogoBytes  = 256 << 10
+	MaxLogoSide   = 1024
+	MaxLogoAspect = 8
+	LogoSide      = 256
+)
+
+// LogoTypes are the logo's accepted Content-Types; never SVG, whose
+// script and external references would be the listing's to serve.
+var LogoTypes = []string{"image/png", "image/jpeg", "image/webp"}
+
+// MaxDocsBytes bounds a version's documentation.
+const MaxDocsBytes = 64 << 10
+
+// VersionDocs is a version's documentation, Markdown: the answer of GET
+// /listings/{id}/versions/{version}/docs ("" and no UpdatedAt when the
+// ISV has written none).
+type VersionDocs struct {
+	Version   string     `json:"version"`
+	Markdown  string     `json:"markdown"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+}
+
+// NewVersionDocs is the body of PUT /listings/{id}/versions/{version}/docs:
+// the version's documentation, replacing any it had ("" removes it), of
+// at most MaxDocsBytes.
+type NewVersionDocs struct {
+	Markdown string `json:"markdown"`
 }

@@ -114,22 +114,35 @@ func (c *Client) Insecure() bool { return strings.HasPrefix(c.base, "http:") }
 // answers other than JSON). Every failure is an *Error, but for a done ctx, which
 // returns ctx's error.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
-	op, _, _ := strings.Cut(path, "?")
-	op = registryapi.Prefix + op
 	var body io.Reader
+	ctype := ""
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("registryclient: %s %s: encoding the body: %w", method, op, err)
+			op, _, _ := strings.Cut(path, "?")
+			return fmt.Errorf("registryclient: %s %s: encoding the body: %w", method, registryapi.Prefix+op, err)
 		}
-		body = bytes.NewReader(b)
+		body, ctype = bytes.NewReader(b), "application/json"
 	}
+	return c.send(ctx, method, path, ctype, body, out)
+}
+
+// DoRaw is Do with a body that is not JSON: body's bytes, sent as
+// Content-Type ctype (a logo's image, say).
+func (c *Client) DoRaw(ctx context.Context, method, path, ctype string, body []byte, out any) error {
+	return c.send(ctx, method, path, ctype, bytes.NewReader(body), out)
+}
+
+// send sends method path with body (nil: none) of Content-Type ctype.
+func (c *Client) send(ctx context.Context, method, path, ctype string, body io.Reader, out any) error {
+	op, _, _ := strings.Cut(path, "?")
+	op = registryapi.Prefix + op
 	req, err := http.NewRequestWithContext(ctx, method, c.base+registryapi.Prefix+path, body)
 	if err != nil {
 		return fmt.Errorf("registryclient: %s %s: %w", method, op, err)
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", ctype)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.ua)

@@ -106,3 +106,37 @@ func (c *Client) Entitlements(ctx context.Context, q url.Values) (registryapi.Pa
 func (c *Client) RevokeEntitlement(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/entitlements/"+url.PathEscape(id), nil, nil)
 }
+
+// SetLogo sets a listing's logo from an image of Content-Type ctype (one
+// of registryapi.LogoTypes); the registry keeps a PNG it makes of it.
+func (c *Client) SetLogo(ctx context.Context, listing, ctype string, image []byte) (registryapi.Listing, error) {
+	var l registryapi.Listing
+	return l, c.DoRaw(ctx, http.MethodPut, listingPath(listing)+"/logo", ctype, image, &l)
+}
+
+// DeleteLogo removes a listing's logo.
+func (c *Client) DeleteLogo(ctx context.Context, listing string) error {
+	return c.Do(ctx, http.MethodDelete, listingPath(listing)+"/logo", nil, nil)
+}
+
+// Logo returns a listing's logo, a PNG.
+func (c *Client) Logo(ctx context.Context, listing string) ([]byte, error) {
+	var b []byte
+	return b, c.Do(ctx, http.MethodGet, listingPath(listing)+"/logo", nil, &b)
+}
+
+func docsPath(listing, version string) string {
+	return listingPath(listing) + "/versions/" + url.PathEscape(version) + "/docs"
+}
+
+// VersionDocs returns a version's documentation, Markdown.
+func (c *Client) VersionDocs(ctx context.Context, listing, version string) (registryapi.VersionDocs, error) {
+	var d registryapi.VersionDocs
+	return d, c.Do(ctx, http.MethodGet, docsPath(listing, version), nil, &d)
+}
+
+// SetVersionDocs sets a version's documentation ("" removes it).
+func (c *Client) SetVersionDocs(ctx context.Context, listing, version, markdown string) (registryapi.VersionDocs, error) {
+	var d registryapi.VersionDocs
+	return d, c.Do(ctx, http.MethodPut, docsPath(listing, version), registryapi.NewVersionDocs{Markdown: markdown}, &d)
+}

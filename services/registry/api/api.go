@@ -324,6 +324,8 @@ func (a *API) classify(err error, c echo.Context) (int, registryapi.ErrorInfo) {
 		return http.StatusUnprocessableEntity, registryapi.ErrorInfo{Code: registryapi.CodeInvalid, Message: fe.Field + ": " + fe.Msg, Field: fe.Field}
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, registryapi.ErrorInfo{Code: registryapi.CodeTooLarge, Message: fmt.Sprintf("request body larger than %d bytes", mbe.Limit)}
+	case errors.Is(err, ErrUnsupportedType):
+		return http.StatusUnsupportedMediaType, registryapi.ErrorInfo{Code: registryapi.CodeUnsupportedType, Message: message(err, ErrUnsupportedType)}
 	case errors.Is(err, ErrUnauthenticated):
 		return http.StatusUnauthorized, registryapi.ErrorInfo{Code: registryapi.CodeUnauthenticated, Message: message(err, ErrUnauthenticated)}
 	case errors.Is(err, ErrNodeUntrusted):

@@ -115,6 +115,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		// isv1 deletes the rule, so the admin after it finds none.
 		{"DELETE", "/listings/" + P.ID + "/tag-rules/" + R.ID, nil, []int{401, ok, 404, 403, 404, 403, 403}},
 		{"GET", "/listings/" + P.ID + "/tags/1", nil, []int{401, ok, 404, 403, ok, 403, 403}},
+		{"PUT", "/listings/" + P.ID + "/logo", constant(rawBody{"image/png", pngOf(t, 16, 16)}), []int{401, ok, 404, 403, ok, 403, 403}},
+		{"GET", "/listings/" + P.ID + "/logo", nil, []int{ok, ok, ok, ok, ok, 403, 403}},
+		{"GET", "/listings/" + L.ID + "/logo", nil, []int{404, 404, 404, 404, 404, 403, 403}}, // no logo; hidden besides
+		// isv1 deletes the logo, so the admin after it finds none.
+		{"DELETE", "/listings/" + P.ID + "/logo", nil, []int{401, ok, 404, 403, 404, 403, 403}},
+		{"PUT", "/listings/" + P.ID + "/versions/1/docs", constant(item{"markdown": "# Use"}), []int{401, ok, 404, 403, ok, 403, 403}},
+		// Anonymous visitors read the docs of available versions only.
+		{"GET", "/listings/" + P.ID + "/versions/1/docs", nil, []int{404, ok, ok, ok, ok, 403, 403}},
 		{"GET", "/entitlements", nil, []int{401, ok, ok, ok, ok, 403, 403}},
 		{"DELETE", "/entitlements/" + E.ID, nil, []int{401, ok, 404, 404, ok, 403, 403}},
 		{"POST", "/nodes", func(string) any { return item{"hostname": uniq("h"), "public_key": x25519B64(t)} }, []int{401, 403, 403, 403, 403, ok, ok}},
@@ -246,6 +254,8 @@ func pattern(p string) string {
 			parts[i] = ":rule"
 		case i > 0 && parts[i-1] == "tags":
 			parts[i] = ":tag"
+		case i > 1 && parts[i-1] == "versions" && i+1 < len(parts):
+			parts[i] = ":version"
 		case i > 0 && parts[i-1] == "deliveries":
 			parts[i] = ":delivery"
 		case len(s) == 36 && strings.Count(s, "-") == 4:

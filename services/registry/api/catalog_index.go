@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -121,7 +120,7 @@ func loadCatalog(ctx context.Context, db *pgxpool.Pool) (*catalogSnapshot, error
 	_, err = pgx.ForEachRow(rows, []any{&d.id, &d.ownerID, &d.owner, &d.name, &d.summary, &d.category, &d.board,
 		&d.perHour, &d.loads30d, &d.public, &d.created}, func() error {
 		d.owner, d.name, d.summary = strings.ToLower(d.owner), strings.ToLower(d.name), strings.ToLower(d.summary)
-		d.category, d.band = catalogCategory(d.category), priceBand(d.perHour)
+		d.band = priceBand(d.perHour)
 		s.docs = append(s.docs, d)
 		return nil
 	})
@@ -129,15 +128,6 @@ func loadCatalog(ctx context.Context, db *pgxpool.Pool) (*catalogSnapshot, error
 		return nil, fmt.Errorf("catalog: load: %w", err)
 	}
 	return s, nil
-}
-
-// catalogCategory is the catalog's category of a listing's free-text one.
-func catalogCategory(c string) string {
-	c = strings.ToLower(strings.TrimSpace(c))
-	if slices.Contains(registryapi.Categories, c) {
-		return c
-	}
-	return "other"
 }
 
 func priceBand(perHour int64) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,13 +27,9 @@ func newCatalogRig(t *testing.T) catalogRig {
 	r := catalogRig{env: e}
 	add := func(who, name, summary, category, board string, hour int64, publish bool) string {
 		var l registryapi.Listing
-		e.must(201, who, "POST", "/listings", item{"name": name, "summary": summary,
+		e.must(201, who, "POST", "/listings", item{"name": name, "summary": summary, "category": category,
 			"board_model": board, "price_per_hour_micros": hour, "visibility": "public",
 			"repository": who + "/" + strings.ReplaceAll(strings.ToLower(name), " ", "-")}).decode(t, &l)
-		// Free text, as categories were before the fixed list.
-		if _, err := e.pool.Exec(context.Background(), `update listings set category = $2 where id = $1::uuid`, l.ID, category); err != nil {
-			t.Fatal(err)
-		}
 		if publish {
 			e.must(200, who, "POST", "/listings/"+l.ID+"/publish", nil)
 		}
@@ -41,7 +38,7 @@ func newCatalogRig(t *testing.T) catalogRig {
 	r.conv = add("acme", "Conv2D", "fast convolution", " ML ", "u250", 2_000_000, true)
 	r.scaler = add("acme", "Scaler", "video scaler", "Video", "u280", 0, true)
 	r.hash = add("isv1", "Hash", "sha256 at line rate for acme-grade workloads", "crypto", "u250", 500_000, true)
-	r.odd = add("isv2", "Oddity", "something else", "weird stuff", "u250", 50_000_000, true)
+	r.odd = add("isv2", "Oddity", "something else", "", "u250", 50_000_000, true)
 	r.secret = add("isv2", "Acme secret", "not yet", "ml", "u250", 0, false)
 	return r
 }
@@ -88,8 +85,8 @@ func TestCatalogSearchFindsVendors(t *testing.T) {
 }
 
 // TestCatalogCategories: categories are a fixed list matched ignoring case
-// and space; anything written before the list that is none of it is
-// "other"; a listing's new category must be one of the list.
+// and space, none given is "other", and a listing's category must be one
+// of the list: the API refuses another, and so does the database.
 func TestCatalogCategories(t *testing.T) {
 	r := newCatalogRig(t)
 	for _, cat := range []string{"ml", "ML", " Ml"} {
@@ -99,7 +96,7 @@ func TestCatalogCategories(t *testing.T) {
 		}
 	}
 	if got := ids(r.search("", url.Values{"category": {"other"}})); !slices.Equal(got, []string{r.odd}) {
-		t.Fatalf("category=other: %v, want the listing of category \"weird stuff\"", got)
+		t.Fatalf("category=other: %v, want the listing created without a category", got)
 	}
 	got := ids(r.search("", url.Values{"category": {"ml", "video"}, "sort": {"newest"}}))
 	if !slices.Equal(got, []string{r.scaler, r.conv}) {
@@ -117,6 +114,22 @@ func TestCatalogCategories(t *testing.T) {
 	r.must(200, "isv1", "PATCH", "/listings/"+r.hash, item{"category": " Video "}).decode(t, &l)
 	if l.Category != "video" {
 		t.Fatalf("category written as %q, want video", l.Category)
+	}
+	if _, err := r.pool.Exec(context.Background(), `update listings set category = 'Video' where id = $1::uuid`, r.hash); err == nil {
+		t.Fatal("the database took a category off the list")
+	}
+	// The database's list is registryapi.Categories.
+	var def string
+	if err := r.pool.QueryRow(context.Background(),
+		`select pg_get_constraintdef(oid) from pg_constraint where conname = 'listings_category'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	var inDB []string
+	for _, m := range regexp.MustCompile(`'([a-z]+)'`).FindAllStringSubmatch(def, -1) {
+		inDB = append(inDB, m[1])
+	}
+	if !slices.Equal(inDB, registryapi.Categories) {
+		t.Fatalf("the database's categories %v (%s), registryapi.Categories %v", inDB, def, registryapi.Categories)
 	}
 }
 
@@ -139,15 +152,7 @@ func TestCatalogFacetCounts(t *testing.T) {
 		t.Fatalf("total %d, SQL %d (want 3)", c.Total, want)
 	}
 	for _, f := range c.Facets.Category {
-		cond := `lower(btrim(l.category)) = $1`
-		if f.Value == "other" {
-			cond = `not (lower(btrim(l.category)) = any($1::text[]))`
-		}
-		var arg any = f.Value
-		if f.Value == "other" {
-			arg = registryapi.Categories
-		}
-		if want := count(`l.board_model = 'u250' and `+priced+` and `+cond, arg); f.Count != want {
+		if want := count(`l.board_model = 'u250' and `+priced+` and l.category = $1`, f.Value); f.Count != want {
 			t.Errorf("category %s: %d, SQL %d", f.Value, f.Count, want)
 		}
 	}

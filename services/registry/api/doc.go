@@ -20,8 +20,10 @@
 // hashing memory budget 503 unavailable, both with Retry-After. Anonymous
 // requests may read only
 // GET /api/v1/openapi.json, GET /api/v1/listings (published public listings),
-// GET /api/v1/listings/{id} and GET /api/v1/listings/{id}/prices (the same
-// listings); everything else answers 401 without credentials.
+// GET /api/v1/listings/{id}, its /prices and /logo (the same listings),
+// its /versions and a version's /docs (of the versions that can be
+// loaded), and GET /api/v1/catalog; everything else answers 401 without
+// credentials.
 //
 // # Authorization (least privilege)
 //
@@ -62,6 +64,25 @@
 // details are logged, never returned).
 // Lists take ?limit= (1…200, default 50) and ?cursor= (opaque, from the
 // previous page's next_cursor, absent on the last page).
+//
+// # Catalog media
+//
+// A listing's category is one of registryapi.Categories (the database's
+// check holds it there; migration 014 moved the free text of earlier
+// listings onto the list). Its logo is set by PUT /listings/{id}/logo with
+// the image as the raw body (PNG, JPEG or WebP; at most 256 KiB, 1024×1024
+// pixels and 8:1): the header is read before any pixel, so that a few
+// bytes claiming a huge image are refused undecoded; it is decoded with
+// the decoder of the type claimed, never SVG (415), and drawn anew as a
+// PNG of at most 256×256, which is what is kept and served (image/png,
+// nosniff, a CSP that runs nothing, ETag the PNG's SHA-256, which the
+// listing names as logo_digest); the bytes uploaded are never stored
+// (logo.go, FuzzLogo). A version's documentation is Markdown of at most
+// 64 KiB (PUT and GET /listings/{id}/versions/{version}/docs), stored as
+// written and rendered by the portal without raw HTML.
+//
+// Bodies other than JSON answer unsupported_type (415) when of a type the
+// route does not take.
 //
 // Prices are integer micros of the listing's currency, kept with their
 // history (docs/ARCHITECTURE.md, "Money", and pricing.go). Node public keys are

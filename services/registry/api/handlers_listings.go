@@ -29,9 +29,13 @@ func validateListing(f *registryapi.ListingFields) error {
 		}
 	}
 	if f.Category != nil {
-		// Categories are the catalog's fixed list, whatever the case.
+		// Categories are the catalog's fixed list, whatever the case; ""
+		// is "other", as forms without a choice send it.
 		c := strings.ToLower(strings.TrimSpace(*f.Category))
-		if c != "" && !slices.Contains(registryapi.Categories, c) {
+		if c == "" {
+			c = "other"
+		}
+		if !slices.Contains(registryapi.Categories, c) {
 			return fieldErr("category", "want one of %s", strings.Join(registryapi.Categories, ", "))
 		}
 		f.Category = &c

@@ -30,6 +30,9 @@ func TestNotYoursOneAnswer(t *testing.T) {
 		{"POST", "/tag-rules", item{"pattern": "v*"}},
 		{"DELETE", "/tag-rules/00000000-0000-0000-0000-000000000001", nil},
 		{"GET", "/tags/1", nil},
+		{"PUT", "/logo", item{}}, // not an image: refused only after the listing is found the caller's
+		{"DELETE", "/logo", nil},
+		{"PUT", "/versions/1/docs", item{"markdown": "mine now"}},
 	}
 	for _, r := range routes {
 		var first string

@@ -41,7 +41,7 @@ func schema(required []string, p obj) obj {
 
 func enum(v ...string) obj { return obj{"type": "string", "enum": v} }
 
-var listingProps = props("name", tStr, "summary", tStr, "description", tStr, "category", tStr, "board_model", tStr,
+var listingProps = props("name", tStr, "summary", tStr, "description", tStr, "category", enum(registryapi.Categories...), "board_model", tStr,
 	"currency", obj{"type": "string", "pattern": "^[A-Z]{3}$"}, "price_per_hour_micros", tPrice, "price_per_load_micros", tPrice,
 	"price_per_attached_hour_micros", tPrice, "visibility", enum("private", "shared", "public"))
 
@@ -58,7 +58,9 @@ func schemas() obj {
 	for k, v := range lc {
 		listing[k] = v
 	}
-	for k, v := range props("id", tID, "owner_id", tID, "owner", tStr, "published", tBool, "validated", tBool, "created_at", tTime, "updated_at", tTime) {
+	for k, v := range props("id", tID, "owner_id", tID, "owner", tStr, "published", tBool, "validated", tBool,
+		"logo_digest", obj{"type": "string", "description": "sha256:<hex> of the logo at /listings/{id}/logo; absent without one"},
+		"created_at", tTime, "updated_at", tTime) {
 		listing[k] = v
 	}
 	return obj{
@@ -94,10 +96,12 @@ func schemas() obj {
 		"PriceList": schema(nil, props("items", obj{"type": "array", "items": ref("Price")})),
 		"PriceCreate": schema(nil, props("effective_at", obj{"type": "string", "format": "date-time", "description": "default now; never in the past"},
 			"per_load_micros", tPrice, "per_hour_micros", tPrice, "per_attached_hour_micros", tPrice)),
-		"VersionCreate": schema([]string{"version", "digest"}, props("version", tStr, "digest", tStr)),
-		"TagRule":       schema(nil, props("id", tID, "pattern", tStr, "created_at", tTime)),
-		"TagRuleCreate": schema([]string{"pattern"}, props("pattern", obj{"type": "string", "maxLength": 128, "description": "Go path.Match pattern over tag names: v*, release-*, v[0-9]*"})),
-		"TagRuleList":   schema(nil, props("items", obj{"type": "array", "items": ref("TagRule")})),
+		"VersionDocs":       schema(nil, props("version", tStr, "markdown", tStr, "updated_at", tTime)),
+		"VersionDocsUpdate": schema([]string{"markdown"}, props("markdown", obj{"type": "string", "maxLength": registryapi.MaxDocsBytes})),
+		"VersionCreate":     schema([]string{"version", "digest"}, props("version", tStr, "digest", tStr)),
+		"TagRule":           schema(nil, props("id", tID, "pattern", tStr, "created_at", tTime)),
+		"TagRuleCreate":     schema([]string{"pattern"}, props("pattern", obj{"type": "string", "maxLength": 128, "description": "Go path.Match pattern over tag names: v*, release-*, v[0-9]*"})),
+		"TagRuleList":       schema(nil, props("items", obj{"type": "array", "items": ref("TagRule")})),
 		"Tag": schema(nil, props("name", tStr, "digest", obj{"type": "string", "description": "the digest the tag names; absent when unset"},
 			"immutable", obj{"type": "boolean", "description": "a push of another image, or a delete, would be refused (409)"},
 			"reason", obj{"type": "string", "description": "why: the listed version or the rule"})),
@@ -312,6 +316,20 @@ func addOperation(paths obj, tag string, rt route) {
 		"operationId": method + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(rt.path)}
 	if params != nil {
 		operation["parameters"] = params
+	}
+	if rt.doc.raw != nil {
+		content := obj{}
+		for _, t := range rt.doc.raw {
+			content[t] = obj{"schema": obj{"type": "string", "format": "binary"}}
+		}
+		operation["requestBody"] = obj{"required": true, "content": content}
+		responses["413"] = errResp("body too large")
+		responses["415"] = errResp("Content-Type not accepted")
+	}
+	if rt.doc.rawResp != "" {
+		ok["content"] = obj{rt.doc.rawResp: obj{"schema": obj{"type": "string", "format": "binary"}}}
+		ok["headers"] = obj{"ETag": obj{"schema": tStr}}
+		responses["304"] = obj{"description": "not modified (If-None-Match)"}
 	}
 	if rt.doc.body != "" {
 		operation["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": ref(rt.doc.body)}}}

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -36,10 +37,12 @@ type route struct {
 // opDoc describes an operation in the OpenAPI document.
 type opDoc struct {
 	summary string
-	body    string // schema name of the request body, or ""
-	resp    string // schema name of the 2xx response, or ""
-	status  string // 2xx status
-	list    bool   // paginated (limit, cursor)
+	body    string   // schema name of the request body, or ""
+	resp    string   // schema name of the 2xx response, or ""
+	status  string   // 2xx status
+	list    bool     // paginated (limit, cursor)
+	raw     []string // Content-Types of a body that is not JSON
+	rawResp string   // Content-Type of a 2xx answer that is not JSON
 	query   []string
 }
 
@@ -136,6 +139,17 @@ func (a *API) listingsRoutes() []route {
 			opDoc{summary: "Add a version pointing at a manifest of the listing's repository", body: "VersionCreate", resp: "Version", status: "201"}},
 		{http.MethodGet, "/listings/{id}/versions", anonymousOr(isv, tenant, admin), a.listVersions,
 			opDoc{summary: "List versions with their validation state (anonymous: the available versions of a published public listing, without findings)", resp: "Version", status: "200", list: true}},
+		{http.MethodPut, "/listings/{id}/versions/{version}/docs", roles(isv, admin), a.putDocs,
+			opDoc{summary: "Set a version's documentation, Markdown of at most 64 KiB (owner or admin); \"\" removes it", body: "VersionDocsUpdate", resp: "VersionDocs", status: "200"}},
+		{http.MethodGet, "/listings/{id}/versions/{version}/docs", anonymousOr(isv, tenant, admin), a.getDocs,
+			opDoc{summary: "A version's documentation, Markdown (anonymous: of an available version of a published public listing)", resp: "VersionDocs", status: "200"}},
+		{http.MethodPut, "/listings/{id}/logo", roles(isv, admin), a.putLogo,
+			opDoc{summary: "Set a listing's logo from the raw body (owner or admin): PNG, JPEG or WebP, at most 256 KiB and 1024x1024 pixels, at most 8 times wider than high or higher than wide; kept as a PNG made anew, scaled to fit 256x256 (never SVG: 415)",
+				raw: registryapi.LogoTypes, resp: "Listing", status: "200"}},
+		{http.MethodGet, "/listings/{id}/logo", anonymousOr(isv, tenant, admin), a.getLogo,
+			opDoc{summary: "A visible listing's logo, the PNG the registry made (ETag: its digest; If-None-Match answers 304)", rawResp: "image/png", status: "200"}},
+		{http.MethodDelete, "/listings/{id}/logo", roles(isv, admin), a.deleteLogo,
+			opDoc{summary: "Remove a listing's logo (owner or admin)", status: "204"}},
 		{http.MethodGet, "/listings/{id}/prices", anonymousOr(isv, tenant, admin), a.listPrices,
 			opDoc{summary: "A visible listing's prices, oldest first: its history and the prices scheduled for later, each in force until the next", resp: "PriceList", status: "200"}},
 		{http.MethodPost, "/listings/{id}/prices", roles(isv, admin), a.schedulePrice,

@@ -165,7 +165,6 @@ func (s *store) catalogItems(ctx context.Context, p *principal, page []found) ([
 	out := []registryapi.CatalogItem{}
 	for _, f := range page {
 		if l, ok := byID[f.id]; ok {
-			l.Category = catalogCategory(l.Category)
 			out = append(out, registryapi.CatalogItem{Listing: l, Loads30d: f.loads30d, VendorVerified: verified[l.OwnerID]})
 		}
 	}

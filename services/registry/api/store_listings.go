@@ -18,7 +18,8 @@ const listingCols = `l.id::text, l.owner_id::text, a.name, coalesce(r.name, ''),
 	coalesce(cp.per_attached_hour_micros, 0), l.visibility,
 	l.published, exists (select 1 from listing_versions v join validation_jobs j
 		on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest
-		where v.listing_id = l.id and j.state = 'available'), l.created_at, l.updated_at`
+		where v.listing_id = l.id and j.state = 'available'),
+	coalesce((select g.digest from listing_logos g where g.listing_id = l.id), ''), l.created_at, l.updated_at`
 
 const listingFrom = ` from listings l join accounts a on a.id = l.owner_id left join repositories r on r.id = l.repository_id ` +
 	currentPrices
@@ -33,7 +34,7 @@ func scanListing(r pgx.Row) (registryapi.Listing, error) {
 	var l registryapi.Listing
 	return l, r.Scan(&l.ID, &l.OwnerID, &l.Owner, &l.Repository, &l.Name, &l.Summary, &l.Description,
 		&l.Category, &l.BoardModel, &l.Currency, &l.PricePerHourMicros, &l.PricePerLoadMicros, &l.PricePerAttachedHourMicros, &l.Visibility,
-		&l.Published, &l.Validated, &l.CreatedAt, &l.UpdatedAt)
+		&l.Published, &l.Validated, &l.LogoDigest, &l.CreatedAt, &l.UpdatedAt)
 }
 
 func who(p *principal) (string, bool) {
@@ -64,7 +65,10 @@ func (s *store) createListing(ctx context.Context, p *principal, repo string, f 
 		if owner == nil || *owner != p.ID {
 			return auditEntry{}, fieldErr("repository", "belongs to another account")
 		}
-		cur := "USD"
+		cur, cat := "USD", "other"
+		if f.Category != nil && *f.Category != "" {
+			cat = *f.Category
+		}
 		if f.Currency != nil {
 			cur = *f.Currency
 		}
@@ -76,7 +80,7 @@ func (s *store) createListing(ctx context.Context, p *principal, repo string, f 
 		err = tx.QueryRow(ctx, `insert into listings (owner_id, repository_id, name, summary, description, category,
 			board_model, currency, visibility)
 			values ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9) returning id::text`,
-			p.ID, repoID, str(f.Name), str(f.Summary), str(f.Description), str(f.Category), str(f.BoardModel),
+			p.ID, repoID, str(f.Name), str(f.Summary), str(f.Description), cat, str(f.BoardModel),
 			cur, vis).Scan(&id)
 		if err != nil {
 			return auditEntry{}, err
@@ -109,22 +113,17 @@ func (s *store) listListings(ctx context.Context, p *principal, f listingFilter,
 	me, admin := who(p)
 	t, id := after(pg)
 	rows, err := s.db.Query(ctx, `select `+listingCols+listingFrom+` where `+visibleTo+`
-		and ($3 = '' or `+catalogCategorySQL+` = lower(btrim($3))) and ($4 = '' or l.board_model = $4) and ($5 = '' or a.name = $5)
+		and ($3 = '' or l.category = lower(btrim($3))) and ($4 = '' or l.board_model = $4) and ($5 = '' or a.name = $5)
 		and ($6 = '' or l.name ilike '%' || $6 || '%' or l.summary ilike '%' || $6 || '%')
 		and ($7::boolean is null or l.published = $7)
 		and (l.created_at, l.id) > ($8, $9::uuid)
 		order by l.created_at, l.id limit $10`,
-		me, admin, f.category, f.board, f.owner, escapeLike(f.q), f.published, t, id, pg.limit+1, registryapi.Categories)
+		me, admin, f.category, f.board, f.owner, escapeLike(f.q), f.published, t, id, pg.limit+1)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Listing, error) { return scanListing(r) })
 }
-
-// catalogCategorySQL is catalogCategory of listing l in SQL, with the
-// list registryapi.Categories as $11; listings written before the list
-// have free-text categories.
-const catalogCategorySQL = `(case when lower(btrim(l.category)) = any($11::text[]) then lower(btrim(l.category)) else 'other' end)`
 
 func escapeLike(q string) string {
 	out := make([]rune, 0, len(q))

@@ -17,7 +17,7 @@ import (
 func policy(pattern string) (portal.Access, bool) {
 	_, path, _ := strings.Cut(pattern, " ")
 	switch {
-	case pattern == "/" || pattern == "GET /static/" || pattern == "GET /{$}" || pattern == "GET /listings/{id}" || pattern == "GET /vendors/{name}" ||
+	case pattern == "/" || pattern == "GET /static/" || pattern == "GET /{$}" || pattern == "GET /listings/{id}" || pattern == "GET /listings/{id}/logo" || pattern == "GET /vendors/{name}" ||
 		pattern == "GET /codes" || path == "/signin":
 		return portal.Access{Anonymous: true}, true
 	case pattern == "POST /listings/{id}/subscribe" || strings.HasPrefix(path, "/my"):

@@ -103,7 +103,7 @@ func TestBrowserMarketSearch(t *testing.T) {
 	c.shot("15-vendor-verified")
 	c.clean("vendor pages")
 
-	c.run("a listing's versions", chromedp.Navigate(r.url+"/listings/"+kernel), chromedp.WaitVisible("table.versions", chromedp.ByQuery))
+	c.run("a listing's versions", chromedp.Navigate(r.url+"/listings/"+kernel+"?tab=versions"), chromedp.WaitVisible("table.versions", chromedp.ByQuery))
 	c.shot("16-listing-versions")
 	c.clean("listing page")
 

@@ -40,6 +40,18 @@
 // protection; sign-in uses a double-submit token and the registry's login
 // limits. The Content-Security-Policy forbids inline script and style:
 // htmx runs with eval, script tags and its inline indicator styles off,
-// and listing descriptions are Markdown rendered without raw HTML or
-// dangerous URLs.
+// and listing descriptions and versions' documentation are Markdown
+// rendered without raw HTML or dangerous URLs, their headings a level
+// down so that a page keeps its one h1.
+//
+// # Listings
+//
+// A listing's page has three tabs, each a whole page without script:
+// Overview, Documentation (the latest version's, or the one ?version=
+// names) and Versions. Logos are served by the portal at
+// /listings/{id}/logo, relayed from the API as the caller (the API does
+// not know the portal's session, and an ISV sees its draft's logo), with
+// the logo's digest in the pages' addresses; the listing editor uploads
+// one with a multipart form within the registry's body limit, and the
+// version page edits a version's documentation.
 package portal

@@ -26,7 +26,8 @@ var fieldLabels = map[string]string{"name": "Name", "repository": "Repository", 
 	"price_per_hour": "Price per hour", "price_per_load": "Price per load",
 	"price_per_attached_hour": "Price per hour attached from the pool", "visibility": "Visibility",
 	"days": "Expires after", "pem": "Public key", "pattern": "Pattern", "account": "Tenant account",
-	"version": "Version", "digest": "Manifest digest", "role": "Role", "password": "Password"}
+	"version": "Version", "digest": "Manifest digest", "role": "Role", "password": "Password",
+	"logo": "Logo", "markdown": "Documentation"}
 
 // apiFields are the API's names of the forms' fields where they differ.
 var apiFields = map[string]string{"price_per_hour_micros": "price_per_hour", "price_per_load_micros": "price_per_load",

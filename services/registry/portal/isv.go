@@ -115,13 +115,14 @@ type listingForm struct {
 	Visibility                                                       string
 	// RepoName is what the new listing's repository field takes: the
 	// repository's name after the fixed "Owner/".
-	RepoName  string
-	Published bool
-	Versions  []versionView
-	Typed     map[string]string
-	Owner     string
-	Shares    []registryapi.Entitlement
-	TagRules  []registryapi.TagRule
+	RepoName   string
+	Published  bool
+	LogoDigest string
+	Versions   []versionView
+	Typed      map[string]string
+	Owner      string
+	Shares     []registryapi.Entitlement
+	TagRules   []registryapi.TagRule
 }
 
 func (f listingForm) title() string {
@@ -136,7 +137,7 @@ func formOf(l registryapi.Listing) listingForm {
 	return listingForm{ID: l.ID, Name: l.Name, Repository: l.Repository, Summary: l.Summary, Description: l.Description,
 		Category: l.Category, BoardModel: l.BoardModel, Currency: l.Currency, Visibility: l.Visibility, Published: l.Published,
 		PricePerHour: decimal(l.PricePerHourMicros), PricePerLoad: decimal(l.PricePerLoadMicros),
-		PricePerAttachedHour: decimal(l.PricePerAttachedHourMicros), Owner: l.Owner}
+		PricePerAttachedHour: decimal(l.PricePerAttachedHourMicros), Owner: l.Owner, LogoDigest: l.LogoDigest}
 }
 
 // decimal writes micro-units as a decimal amount: 1500000 is "1.50".
@@ -396,10 +397,12 @@ func (p *Portal) attachVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 type versionPage struct {
-	Host    string
-	Listing registryapi.Listing
-	Version versionView
-	Done    bool // validation ended: no more polling
+	formRefusal // of the documentation's form
+	Host        string
+	Listing     registryapi.Listing
+	Version     versionView
+	Done        bool   // validation ended: no more polling
+	Docs        string // the version's documentation, Markdown, as the form shows it
 }
 
 func (v versionPage) title() string { return v.Listing.Name + " " + v.Version.Version.Version }
@@ -407,9 +410,14 @@ func (versionPage) nav() string     { return "isv" }
 
 // versionPage shows a version's validation; while it runs, the state
 // fragment polls itself (htmx) and, without script, the page refreshes by
-// a link.
+// a link. Below it is the form of the version's documentation.
 func (p *Portal) versionPage(w http.ResponseWriter, r *http.Request) {
-	id, version := r.PathValue("id"), r.PathValue("version")
+	p.renderVersion(w, r, r.PathValue("id"), r.PathValue("version"), nil, http.StatusOK)
+}
+
+// renderVersion renders the page of a version with status, after adjust
+// (when not nil) has changed what it shows: a refused form, say.
+func (p *Portal) renderVersion(w http.ResponseWriter, r *http.Request, id, version string, adjust func(*versionPage), status int) {
 	l, err := p.ownedListing(r.Context(), *accountOf(r), id)
 	if err != nil {
 		p.fail(w, r, err)
@@ -436,5 +444,14 @@ func (p *Portal) versionPage(w http.ResponseWriter, r *http.Request) {
 		p.renderFragment(w, r, pageVersion, "state", pg)
 		return
 	}
-	p.render(w, r, http.StatusOK, pageVersion, pg)
+	docs, err := p.apiAs(accountOf(r)).VersionDocs(r.Context(), id, version)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg.Docs = docs.Markdown
+	if adjust != nil {
+		adjust(&pg)
+	}
+	p.render(w, r, status, pageVersion, pg)
 }

@@ -2,10 +2,12 @@ package portal_test
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -58,8 +60,8 @@ func TestListingVersionsTable(t *testing.T) {
 
 	b := r.browser()
 	b.signIn("acme")
-	_, page := b.get("/listings/" + id)
-	rows := regexp.MustCompile(`(?s)<tr><td>([^<]+)</td><td>([^<]+)</td><td><code class="digest" title="([^"]+)">([^<]+)</code></td><td><span class="state [a-z]+">([a-z]+)</span></td><td class="num">(\d+)</td></tr>`).FindAllStringSubmatch(page, -1)
+	_, page := b.get("/listings/" + id + "?tab=versions")
+	rows := regexp.MustCompile(`(?s)<tr><td>([^<]+)</td><td>([^<]+)</td><td><code class="digest" title="([^"]+)">([^<]+)</code></td><td><span class="state [a-z]+">([a-z]+)</span></td><td class="num">(\d+)</td><td><a href="[^"]+">Read`).FindAllStringSubmatch(page, -1)
 	if len(rows) != 2 {
 		t.Fatalf("%d version rows, want 2:\n%s", len(rows), page)
 	}
@@ -74,23 +76,34 @@ func TestListingVersionsTable(t *testing.T) {
 }
 
 // TestListingFormCategories: the listing form offers the catalog's
-// categories, with a category written before the fixed list chosen as the
-// one the catalog counts it as.
+// categories, exactly, with the listing's chosen, and a new listing's
+// "other".
 func TestListingFormCategories(t *testing.T) {
 	r := newRig(t)
 	r.user("acme", auth.RoleISV)
 	id := r.listing("acme", "Edge FFT", "Fast.", true)
 	b := r.browser()
 	b.signIn("acme")
-	for category, want := range map[string]string{" ML ": "ml", "Weird stuff": "other", "": ""} {
-		if _, err := r.srv.Pool().Exec(t.Context(), `update listings set category = $2 where id = $1::uuid`, id, category); err != nil {
-			t.Fatal(err)
+	for _, c := range []struct{ path, category, want string }{
+		{"/isv/listings/" + id, "ml", "ml"}, {"/isv/listings/" + id, "video", "video"}, {"/isv/listings/new", "", "other"},
+	} {
+		if c.category != "" {
+			if _, err := r.srv.Pool().Exec(t.Context(), `update listings set category = $2 where id = $1::uuid`, id, c.category); err != nil {
+				t.Fatal(err)
+			}
 		}
-		_, page := b.get("/isv/listings/" + id)
+		_, page := b.get(c.path)
 		sel := regexp.MustCompile(`(?s)<select id="l-cat".*?</select>`).FindString(page)
 		selected := regexp.MustCompile(`<option value="([a-z]*)" selected>`).FindAllStringSubmatch(sel, -1)
-		if len(selected) != 1 || selected[0][1] != want {
-			t.Errorf("category %q: selected %v, want %q", category, selected, want)
+		if len(selected) != 1 || selected[0][1] != c.want {
+			t.Errorf("%s, category %q: selected %v, want %q", c.path, c.category, selected, c.want)
+		}
+		var values []string
+		for _, m := range regexp.MustCompile(`<option value="([a-z]*)"`).FindAllStringSubmatch(sel, -1) {
+			values = append(values, m[1])
+		}
+		if !slices.Equal(values, registryapi.Categories) {
+			t.Errorf("%s: options %v, want registryapi.Categories", c.path, values)
 		}
 	}
 }

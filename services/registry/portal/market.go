@@ -68,15 +68,14 @@ var categoryLabels = map[string]string{"ml": "Machine learning", "vision": "Visi
 	"networking": "Networking", "storage": "Storage", "database": "Databases", "compression": "Compression",
 	"crypto": "Cryptography", "genomics": "Genomics", "finance": "Finance", "hpc": "HPC", "other": "Other"}
 
-// CategoryOptions are the choices of a listing's category, the one it has
-// selected: a category written before the fixed list as the one it counts
-// as in the catalog, so that saving the form keeps it there.
+// CategoryOptions are the choices of a listing's category, the catalog's
+// fixed list, with the listing's selected (a new listing's: "other").
 func (f listingForm) CategoryOptions() []selectOption {
-	c := strings.ToLower(strings.TrimSpace(f.Category))
-	if c != "" && !slices.Contains(registryapi.Categories, c) {
+	c := f.Category
+	if c == "" {
 		c = "other"
 	}
-	out := []selectOption{{option{"", "None (listed under Other)"}, c == ""}}
+	var out []selectOption
 	for _, v := range registryapi.Categories {
 		out = append(out, selectOption{option{v, categoryLabels[v]}, v == c})
 	}
@@ -176,16 +175,34 @@ func facetOf(param, legend string, values []registryapi.FacetValue, labels map[s
 }
 
 type listingPage struct {
-	Listing      registryapi.Listing
-	Description  template.HTML
-	Versions     []registryapi.Version
+	Listing     registryapi.Listing
+	Tab         string // "" (overview), "docs" or "versions"
+	Description template.HTML
+	Versions    []registryapi.Version // newest first
+	// DocsVersion is the version whose documentation the Documentation
+	// tab shows (the latest, or the one its link names); Docs, that
+	// documentation rendered.
+	DocsVersion  string
+	Docs         template.HTML
 	LoadLine     string
 	CanSubscribe bool
 	Subscribed   bool
 }
 
-func (l listingPage) title() string { return l.Listing.Name }
-func (listingPage) nav() string     { return "market" }
+func (l listingPage) title() string {
+	switch l.Tab {
+	case "docs":
+		return l.Listing.Name + " · Documentation"
+	case "versions":
+		return l.Listing.Name + " · Versions"
+	}
+	return l.Listing.Name
+}
+func (listingPage) nav() string { return "market" }
+
+// listingTabs are the listing page's tabs by their ?tab= value; the page
+// is whole on each, without script.
+var listingTabs = []string{"", "docs", "versions"}
 
 func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 	ctx, acct := r.Context(), accountOf(r)
@@ -196,7 +213,10 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	pg := listingPage{Listing: l, Description: markdown(l.Description)}
+	pg := listingPage{Listing: l, Tab: r.URL.Query().Get("tab")}
+	if !slices.Contains(listingTabs, pg.Tab) {
+		pg.Tab = ""
+	}
 	// Everyone sees the versions: a visitor, those that can be loaded.
 	vs, err := api.Versions(ctx, id, url.Values{"limit": {"50"}})
 	if err != nil && !errors.Is(err, registryclient.ErrDenied) {
@@ -204,26 +224,67 @@ func (p *Portal) listing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pg.Versions = vs.Items
-	if acct != nil {
-		if acct.Role == auth.RoleTenant {
-			ents, err := api.Entitlements(ctx, url.Values{"listing_id": {id}, "active": {"true"}})
-			if err != nil {
-				p.fail(w, r, err)
-				return
-			}
-			for _, e := range ents.Items {
-				pg.Subscribed = pg.Subscribed || (e.ListingID == id && e.RevokedAt == nil)
-			}
-			pg.CanSubscribe = !pg.Subscribed && pg.Listing.Published
-		}
-	}
-	for _, v := range pg.Versions {
+	slices.Reverse(pg.Versions) // newest first
+	for _, v := range slices.Backward(pg.Versions) {
 		if v.State == "available" {
 			pg.LoadLine = "faas load " + r.Host + "/" + pg.Listing.Repository + ":" + v.Version
 		}
 	}
-	slices.Reverse(pg.Versions) // the table shows the newest first
+	switch pg.Tab {
+	case "":
+		pg.Description = markdown(l.Description)
+		if acct != nil && acct.Role == auth.RoleTenant {
+			if err := p.subscription(r, &pg); err != nil {
+				p.fail(w, r, err)
+				return
+			}
+		}
+	case "docs":
+		if err := p.versionDocs(r, &pg); err != nil {
+			p.fail(w, r, err)
+			return
+		}
+	}
 	p.render(w, r, http.StatusOK, pageListing, pg)
+}
+
+// subscription says whether the tenant signed in is subscribed to the
+// listing, or may subscribe.
+func (p *Portal) subscription(r *http.Request, pg *listingPage) error {
+	id := pg.Listing.ID
+	ents, err := p.apiAs(accountOf(r)).Entitlements(r.Context(), url.Values{"listing_id": {id}, "active": {"true"}})
+	if err != nil {
+		return err
+	}
+	for _, e := range ents.Items {
+		pg.Subscribed = pg.Subscribed || (e.ListingID == id && e.RevokedAt == nil)
+	}
+	pg.CanSubscribe = !pg.Subscribed && pg.Listing.Published
+	return nil
+}
+
+// versionDocs reads the documentation of the version ?version= names, by
+// default the latest one the caller sees; none when there is no version.
+func (p *Portal) versionDocs(r *http.Request, pg *listingPage) error {
+	want := r.URL.Query().Get("version")
+	for _, v := range pg.Versions {
+		if want == "" || v.Version == want {
+			pg.DocsVersion = v.Version
+			break
+		}
+	}
+	if pg.DocsVersion == "" {
+		if want != "" {
+			return &registryclient.Error{Status: http.StatusNotFound, Code: registryapi.CodeNotFound, Message: "no version " + want + " of this listing"}
+		}
+		return nil
+	}
+	d, err := p.apiAs(accountOf(r)).VersionDocs(r.Context(), pg.Listing.ID, pg.DocsVersion)
+	if err != nil {
+		return err
+	}
+	pg.Docs = markdown(d.Markdown)
+	return nil
 }
 
 func (p *Portal) subscribe(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,8 @@ var funcs = template.FuncMap{
 	"cost":  cost,
 	"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"bytes": humanBytes,
+	// category is a listing's category as the marketplace labels it.
+	"category": func(c string) string { return categoryLabels[c] },
 }
 
 // price formats micro-units of currency: 1500000 USD is "USD 1.50".
@@ -152,6 +154,9 @@ var flashes = map[string]string{
 	"shared":       "Private offer sent.",
 	"rule-added":   "Tag rule added: matching tags no longer move once pushed.",
 	"rule-removed": "Tag rule removed.",
+	"logo-set":     "Logo saved.",
+	"logo-removed": "Logo removed.",
+	"docs-saved":   "Documentation saved.",
 	// The operator's view.
 	"account-created": "Account created.",
 	"account-updated": "Account changed.",

@@ -72,6 +72,7 @@ func (p *Portal) routeTable() []route {
 		// The marketplace.
 		{"GET /{$}", anyone, p.market},
 		{"GET /listings/{id}", anyone, p.listing},
+		{"GET /listings/{id}/logo", anyone, p.listingLogo},
 		{"GET /vendors/{name}", anyone, p.vendor},
 		{"GET /codes", anyone, p.codesPage},
 		{"POST /listings/{id}/subscribe", tenants, p.subscribe},
@@ -99,6 +100,9 @@ func (p *Portal) routeTable() []route {
 		{"POST /isv/listings/{id}/tag-rules", isvs, p.addTagRule},
 		{"POST /isv/listings/{id}/tag-rules/{rule}/delete", isvs, p.deleteTagRule},
 		{"GET /isv/listings/{id}/versions/{version}", isvs, p.versionPage},
+		{"POST /isv/listings/{id}/versions/{version}/docs", isvs, p.saveDocs},
+		{"POST /isv/listings/{id}/logo", isvs, p.uploadLogo},
+		{"POST /isv/listings/{id}/logo/delete", isvs, p.deleteLogo},
 		{"GET /isv/publish", isvs, p.publishForm},
 		{"POST /isv/publish", isvs, p.publishUpload},
 

@@ -57,7 +57,7 @@ func newCatalogEnv(b *testing.B) (*benchServer, string) {
 		 select owner_id, id, split_part(name, '/', 2),
 		   (array['int8 convolution', 'AES-256-GCM at line rate', 'video scaler', 'regex matcher', 'genome aligner',
 		          'LZ4 compressor'])[1 + i % 6] || ' engine ' || i,
-		   (array['ML', 'ml ', 'Video', 'crypto', 'Genomics', 'compression', 'weird'])[1 + i % 7],
+		   (array['ml', 'ml', 'video', 'crypto', 'genomics', 'compression', 'other'])[1 + i % 7],
 		   (array['faas-vu9p-2', 'faas-ku115', 'u250', 'u280', 'vck5000'])[1 + i % 5], 'public', true,
 		   now() - i * interval '1 minute'
 		 from (select *, row_number() over (order by id) - 1 as i from repositories) r where $1 > 0 and $2 > 0`,

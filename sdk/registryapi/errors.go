@@ -20,6 +20,7 @@ const (
 	CodeInvalid          = "invalid"            // 400, 422 with Field
 	CodeTooLarge         = "too_large"          // 413
 	CodeUnauthenticated  = "unauthenticated"    // 401
+	CodeSpendLimit       = "spend_limit"        // 402: the tenant's spend limit is reached (SpendLimit)
 	CodeForbidden        = "forbidden"          // 403
 	CodeNodeUntrusted    = "node_untrusted"     // 403: the node is not approved, or revoked
 	CodeGrantInvalid     = "grant_invalid"      // 403: the load grant is unknown, spent, expired or not for this load

@@ -504,7 +504,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, not routed", k)
 		}
 	}
-	if len(routed) != 65 {
+	if len(routed) != 67 {
 		t.Errorf("%d routes", len(routed))
 	}
 }

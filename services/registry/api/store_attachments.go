@@ -303,7 +303,14 @@ func newCredential(id string) (string, [32]byte) {
 // with its credential.
 func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachConfig, req poolapi.AttachRequest) (poolapi.Attachment, error) {
 	var out poolapi.Attachment
-	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+	// The spend limit is checked before the pool's lock is taken, so that
+	// pricing the tenant's month never holds up placements.
+	_, err := s.attachSpendGate(ctx, p, `select l.currency from listings l join repositories r on r.id = l.repository_id
+		where ($1 <> '' and l.id::text = $1) or r.name = $1 order by l.created_at limit 1`, req.Listing)
+	if err != nil {
+		return out, err
+	}
+	err = s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if err := lockRevisions(ctx, tx); err != nil { // also serialises placements
 			return auditEntry{}, err
 		}
@@ -391,6 +398,29 @@ func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachCo
 	return out, err
 }
 
+// attachSpendGate refuses p an attachment, or its renewal, once p's spend
+// in the currency of the listing that query (one row, its currency) finds
+// has reached p's limit; it writes the month's alert when due. A listing
+// that query does not find is left to the caller to refuse.
+func (s *store) attachSpendGate(ctx context.Context, p *principal, query string, args ...any) (spendState, error) {
+	if !p.is(auth.RoleTenant) {
+		return spendState{}, nil
+	}
+	var cur string
+	err := s.db.QueryRow(ctx, query, args...).Scan(&cur)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return spendState{}, nil
+	}
+	if err != nil {
+		return spendState{}, fmt.Errorf("api: currency of the attachment: %w", err)
+	}
+	st, err := spendCheck(ctx, s.db, p.ID, p.Name, cur)
+	if aerr := s.spendAlert(ctx, st); aerr != nil && err == nil {
+		err = aerr
+	}
+	return st, err
+}
+
 // getAttachment returns attachment id: the tenant's own, or any for an admin.
 func (s *store) getAttachment(ctx context.Context, p *principal, id string) (poolapi.Attachment, error) {
 	if !isUUID(id) {
@@ -419,6 +449,13 @@ func (s *store) listAttachments(ctx context.Context, p *principal, all bool, lim
 func (s *store) renewAttachment(ctx context.Context, p *principal, id string) (poolapi.Attachment, error) {
 	if !isUUID(id) {
 		return poolapi.Attachment{}, fmt.Errorf("%w: attachment", ErrNotFound)
+	}
+	if _, err := s.attachSpendGate(ctx, p, `select l.currency from attachments a join listings l on l.id = a.listing_id
+		where a.id = $1::uuid and a.state = any($2)`, id, liveStates); err != nil {
+		if errors.Is(err, ErrSpendLimit) {
+			err = fmt.Errorf("%w; attachment %s is not renewed and ends when its lease runs out", err, id)
+		}
+		return poolapi.Attachment{}, err
 	}
 	tag, err := s.db.Exec(ctx, `update attachments set lease_expires_at = now() + lease_seconds * interval '1 second'
 		where id = $1::uuid and tenant_id = $2::uuid and state = any($3)`, id, p.ID, liveStates)

@@ -50,7 +50,7 @@ type ListingFields struct {
 	PricePerLoadMicros         *int64  `json:"price_per_load_micros"`
 	PricePerAttachedHourMicros *int64  `json:"price_per_attached_hour_micros"`
 	Visibility                 *string `json:"visibility"`
-	TrialHours                 *int    `json:"trial_hours"` // 0 to MaxTrialHours
+	TrialHours                 *int    `json:"trial_hours"` // 0 to MaxTrialHours; fixed once the listing has usage
 }
 
 // MaxTrialHours bounds a listing's free trial.

@@ -15,7 +15,7 @@ import (
 
 var moneySeed = flag.Uint64("money.seed", 0, "seed of TestStatementsProperty (0: from the clock)")
 
-// TestStatementsProperty: random price histories and usage, reported in
+// TestStatementsProperty: random price histories, free trials and usage, reported in
 // batches between the closes of months (so that some of it is late); after
 // each close, every month's invoices and revenue statements from the API
 // equal, to the micro-unit, those worked out again in plain Go from the
@@ -48,7 +48,12 @@ func TestStatementsProperty(t *testing.T) {
 	for i, l := range []struct{ isv, currency string }{{"isv1", "USD"}, {"isv1", "EUR"}, {"isv2", "USD"}} {
 		repo := l.isv + "/p" + string(rune('a'+i))
 		var L registryapi.Listing
-		e.must(201, l.isv, "POST", "/listings", item{"name": uniq("p"), "repository": repo, "currency": l.currency}).decode(t, &L)
+		trial := 0 // hours free per tenant: none, or some that a few records use up
+		if i == 0 || rng.IntN(2) > 0 {
+			trial = 1 + rng.IntN(150)
+		}
+		e.must(201, l.isv, "POST", "/listings", item{"name": uniq("p"), "repository": repo, "currency": l.currency,
+			"trial_hours": trial}).decode(t, &L)
 		digests := []string{"sha256:" + uniq("unversioned")}
 		for v := range 2 {
 			d := e.pushManifest(repo, uniq("t"))

@@ -197,6 +197,9 @@ func (s *store) updateListing(ctx context.Context, p *principal, id string, f re
 		if err := currencyFixed(ctx, tx, id, f.Currency); err != nil {
 			return auditEntry{}, err
 		}
+		if err := trialFixed(ctx, tx, id, f.TrialHours); err != nil {
+			return auditEntry{}, err
+		}
 		_, err := tx.Exec(ctx, `update listings set
 			name = coalesce($2, name), summary = coalesce($3, summary), description = coalesce($4, description),
 			category = coalesce($5, category), board_model = coalesce($6, board_model), currency = coalesce($7, currency),

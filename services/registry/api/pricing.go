@@ -91,7 +91,8 @@ func pricedSpans(spans, windows string) string {
 	return spans + `, ` + windows + `,
 priced as (
 	select s.*, w.month, coalesce(greatest(least(s.t1, w.w1) - greatest(s.t0, w.w0), 0), 0) as ns_in,
-		coalesce(greatest(least(s.f1, w.w1) - greatest(s.t0, w.w0), 0), 0) as ns_free,
+		-- least and greatest skip nulls: a load (no f1) has no free time
+		case when s.f1 is null then 0 else greatest(least(s.f1, w.w1) - greatest(s.t0, w.w0), 0) end as ns_free,
 		coalesce((select p.per_load_micros from prices p
 			where p.listing_id = s.listing_id and s.at_ns >= p.p0 and s.at_ns < p.p1), 0) as load_micros,
 		coalesce((select sum((least(s.t1, p.p1, w.w1) - greatest(s.f1, p.p0, w.w0))

@@ -14,7 +14,6 @@ import (
 	"github.com/fpga-faas/faas/services/registry/api"
 )
 
-
 // spendEvents counts tenant's spend.threshold_reached events.
 func (e *env) spendEvents(t *testing.T, tenant string) int {
 	t.Helper()

@@ -133,3 +133,36 @@ func TestBrowserSpendLimit(t *testing.T) {
 	c.shot("49-spend-notification")
 	c.clean("notifications")
 }
+
+// TestListingTrialField: the listing editor sets the free trial in whole
+// hours; anything else is refused on the field, as typed.
+func TestListingTrialField(t *testing.T) {
+	r := newRig(t)
+	r.user("acme", auth.RoleISV)
+	id := r.listing("acme", "Fast AES", "AES at line rate.", false)
+	b := r.browser()
+	b.signIn("acme")
+	save := func(trial string) (*http.Response, string) {
+		t.Helper()
+		_, page := b.get("/isv/listings/" + id)
+		return b.do(http.MethodPost, "/isv/listings/"+id, url.Values{"csrf": {csrf(t, page)}, "name": {"Fast AES"},
+			"currency": {"USD"}, "price_per_hour": {"1.50"}, "visibility": {"public"}, "trial_hours": {trial}}, nil)
+	}
+	for _, bad := range []string{"1.5", "-1", "10001", "x"} {
+		resp, page := save(bad)
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "Free trial: want whole hours, 0 to 10000") ||
+			!strings.Contains(page, `value="`+bad+`"`) {
+			t.Errorf("trial %q: %d\n%s", bad, resp.StatusCode, errorOf(page))
+		}
+	}
+	if resp, page := save("12"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", resp.StatusCode, errorOf(page))
+	}
+	l, err := r.as("acme").Listing(context.Background(), id)
+	if err != nil || l.TrialHours != 12 {
+		t.Fatalf("after saving a trial of 12 hours: %+v %v", l, err)
+	}
+	if _, page := b.get("/isv/listings/" + id); !strings.Contains(page, `name="trial_hours" type="number" min="0" max="10000" step="1" inputmode="numeric" value="12"`) {
+		t.Errorf("the editor does not show the trial:\n%s", page)
+	}
+}

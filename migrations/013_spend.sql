@@ -22,8 +22,12 @@ create table spend_limits (
 -- The spend check reads the tenant's records of the month through
 -- usage_records_tenant (tenant_id, recorded_at); an attachment of the pool
 -- is one record written when it starts, so the attachments still open, or
--- ended within the month, are found through this index instead.
+-- ended within the month, are found through usage_records_tenant_attach,
+-- and the tenant's records of listings with a free trial (whose earlier
+-- use decides how much of the trial is left) through
+-- usage_records_tenant_listing.
 create index usage_records_tenant_attach on usage_records (tenant_id, ended_at) where event = 'attach';
+create index usage_records_tenant_listing on usage_records (tenant_id, listing_id);
 
 -- The first trial_hours hours of a tenant's loaded and attached time of a
 -- listing, in total over all months, are free: the statements show that
@@ -40,5 +44,6 @@ alter table statement_lines drop constraint statement_lines_unit_check;
 alter table statement_lines add constraint statement_lines_unit_check
     check (unit in ('load', 'loaded_hour', 'attached_hour')) not valid;
 alter table listings drop column trial_hours;
+drop index usage_records_tenant_listing;
 drop index usage_records_tenant_attach;
 drop table spend_limits;

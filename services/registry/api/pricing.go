@@ -40,13 +40,14 @@ const nsPerHour = `3600000000000`
 // records of listings with at_ns (a load's time), [t0, t1) (the time a
 // busy or attach record covers) and f1, the end of the part of [t0, t1)
 // that the listing's free trial covers (t0 when none).
-var usageSpans = usageSpansWhere("true")
+var usageSpans = usageSpansFrom("usage_records u")
 
-// usageSpansWhere is usageSpans over the records u that filter (an SQL
-// condition on u) keeps. The trial's allowance is counted over the records
-// kept, so a filter must keep all of a tenant's records of a listing with
-// a trial for its f1 to be right (spendSpans does).
-func usageSpansWhere(filter string) string {
+// usageSpansFrom is usageSpans over the records of source, a table
+// expression of usage_records rows named u. The trial's allowance is
+// counted over those records, so a source must hold all of a tenant's
+// records of a listing with a trial for its f1 to be right (spendQuery's
+// does).
+func usageSpansFrom(source string) string {
 	return `with prices as (
 	select listing_id, case when lag(effective_at) over (partition by listing_id order by effective_at) is null then '-infinity'
 			else extract(epoch from effective_at) * 1000000000 end as p0,
@@ -61,9 +62,9 @@ raw as (
 			when 'attach' then extract(epoch from u.started_at) * 1000000000 end as t0,
 		case u.event when 'busy' then b.end_ns
 			when 'attach' then extract(epoch from coalesce(u.ended_at, now())) * 1000000000 end as t1
-	from usage_records u, lateral (select coalesce(extract(epoch from u.ended_at) * 1000000000,
+	from ` + source + `, lateral (select coalesce(extract(epoch from u.ended_at) * 1000000000,
 		extract(epoch from u.started_at) * 1000000000 + u.busy_ns, extract(epoch from u.recorded_at) * 1000000000) as end_ns) b
-	where u.listing_id is not null and (` + filter + `)),
+	where u.listing_id is not null),
 spans as (
 	select r.*, r.t0 + greatest(0, least(greatest(r.t1 - r.t0, 0), l.trial_hours * ` + nsPerHour + `::numeric
 		- coalesce(sum(greatest(r.t1 - r.t0, 0)) over (partition by r.tenant_id, r.listing_id order by r.t0, r.id
@@ -86,7 +87,7 @@ func pricedUsage(windows string) string {
 	return pricedSpans(usageSpans, windows)
 }
 
-// pricedSpans is pricedUsage over spans, a with clause of usageSpansWhere.
+// pricedSpans is pricedUsage over spans, a with clause of usageSpansFrom.
 func pricedSpans(spans, windows string) string {
 	return spans + `, ` + windows + `,
 priced as (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -46,21 +47,38 @@ import (
 // code spend_limit).
 var ErrSpendLimit = errors.New("api: spend limit reached")
 
-// spendMonth is the first instant of the month running, UTC.
-const spendMonth = `(date_trunc('month', now() at time zone 'UTC') at time zone 'UTC')`
-
-// spendQuery answers the spend of tenant $1 per currency this month.
-var spendQuery = pricedSpans(usageSpansWhere(`u.tenant_id = $1::uuid and (u.recorded_at >= `+spendMonth+`
-		or (u.event = 'attach' and (u.ended_at is null or u.ended_at >= `+spendMonth+`))
-		or u.listing_id in (select id from listings where trial_hours > 0))`),
-	`windows as (select null::date as month, extract(epoch from `+spendMonth+`) * 1000000000 as w0,
-		extract(epoch from (date_trunc('month', now() at time zone 'UTC') + interval '1 month') at time zone 'UTC') * 1000000000 as w1)`) +
+// spendQuery answers the spend of tenant $1 per currency in the month from
+// $2 to $3. Its records are three disjoint index scans, unioned without a
+// sort: of listings without a trial, those recorded since the month began
+// (usage_records_tenant) and the attachments recorded before it still open
+// or ended in it (usage_records_tenant_attach); of listings with a trial,
+// all the tenant's records (usage_records_tenant_listing, one lookup a
+// listing: lateral and fenced by offset 0, else the planner hashes the
+// tenant's whole history), since their earlier use decides how much of the
+// trial is left.
+var spendQuery = pricedSpans(usageSpansFrom(`(select r.* from usage_records r join listings l on l.id = r.listing_id
+			where r.tenant_id = $1::uuid and r.recorded_at >= $2 and l.trial_hours = 0
+		union all select r.* from usage_records r join listings l on l.id = r.listing_id
+			where r.tenant_id = $1::uuid and r.event = 'attach' and r.recorded_at < $2 and (r.ended_at is null or r.ended_at >= $2)
+			and l.trial_hours = 0
+		union all select r.* from listings t, lateral (select * from usage_records r where r.tenant_id = $1::uuid
+			and r.listing_id = t.id offset 0) r where t.trial_hours > 0) u`),
+	`windows as (select null::date as month, extract(epoch from $2::timestamptz) * 1000000000 as w0,
+		extract(epoch from $3::timestamptz) * 1000000000 as w1)`) +
 	`, ` + statementLines + `
 	select l.currency, coalesce(sum(n.amount), 0)::bigint from lines n join listings l on l.id = n.listing_id group by l.currency`
 
-// monthSpend returns tenant's spend this month per currency, and the month.
+// monthSpend returns tenant's spend this month (UTC, by the database's
+// clock) per currency, and the month.
 func monthSpend(ctx context.Context, q pgxQuerier, tenantID string) (map[string]int64, string, error) {
-	rows, err := q.Query(ctx, spendQuery, tenantID)
+	var m0, m1 time.Time
+	var month string
+	if err := q.QueryRow(ctx, `select m, m + interval '1 month', to_char(m, 'YYYY-MM')
+		from (select date_trunc('month', now() at time zone 'UTC') as m) x`).Scan(&m0, &m1, &month); err != nil {
+		return nil, "", fmt.Errorf("api: spend: %w", err)
+	}
+	m0, m1 = time.Date(m0.Year(), m0.Month(), 1, 0, 0, 0, 0, time.UTC), time.Date(m1.Year(), m1.Month(), 1, 0, 0, 0, 0, time.UTC)
+	rows, err := q.Query(ctx, spendQuery, tenantID, m0, m1)
 	if err != nil {
 		return nil, "", fmt.Errorf("api: spend: %w", err)
 	}
@@ -68,10 +86,6 @@ func monthSpend(ctx context.Context, q pgxQuerier, tenantID string) (map[string]
 	var cur string
 	var n int64
 	if _, err := pgx.ForEachRow(rows, []any{&cur, &n}, func() error { out[cur] = n; return nil }); err != nil {
-		return nil, "", fmt.Errorf("api: spend: %w", err)
-	}
-	var month string
-	if err := q.QueryRow(ctx, `select to_char(`+spendMonth+` at time zone 'UTC', 'YYYY-MM')`).Scan(&month); err != nil {
 		return nil, "", fmt.Errorf("api: spend: %w", err)
 	}
 	return out, month, nil

@@ -287,6 +287,29 @@ func (s *store) setSpendLimit(ctx context.Context, p *principal, name, currency 
 	return st.SpendLimit, nil
 }
 
+// attachSpendGate refuses p an attachment, or its renewal, once p's spend
+// in the currency of the listing that query (one row, its currency) finds
+// has reached p's limit; it writes the month's alert when due. A listing
+// that query does not find is left to the caller to refuse.
+func (s *store) attachSpendGate(ctx context.Context, p *principal, query string, args ...any) (spendState, error) {
+	if !p.is(auth.RoleTenant) {
+		return spendState{}, nil
+	}
+	var cur string
+	err := s.db.QueryRow(ctx, query, args...).Scan(&cur)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return spendState{}, nil
+	}
+	if err != nil {
+		return spendState{}, fmt.Errorf("api: currency of the attachment: %w", err)
+	}
+	st, err := spendCheck(ctx, s.db, p.ID, p.Name, cur)
+	if aerr := s.spendAlert(ctx, st); aerr != nil && err == nil {
+		err = aerr
+	}
+	return st, err
+}
+
 // spendGate refuses p a new load or attachment of a listing in currency
 // once p's spend has reached its limit; it returns the state to alert on
 // after the caller's transaction. Only tenants have limits: an ISV's own

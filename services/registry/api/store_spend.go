@@ -34,11 +34,14 @@ import (
 //     both pass just under the limit; the spend they add is billed, the
 //     next is refused.
 //
-// The check is bounded: it reads only the tenant's records recorded since
-// the month began (usage_records_tenant), its attachments still open or
-// ended in the month (usage_records_tenant_attach), and its records of the
-// listings that offer a free trial, whose earlier use decides how much of
-// the trial is left. A tenant with no limit in the currency costs one
+// The check is bounded by the tenant's month (spendQuery): it reads only
+// the tenant's records recorded since the month began, its attachments
+// open into it, and its records of the listings that offer a free trial,
+// whose earlier use decides how much of the trial is left (the one part
+// that grows with history; a stored trial balance per tenant and listing
+// would bound it too). Measured with 200,000 records in the table: 21 ms
+// for a tenant's 2,000 of the month, 143 ms with 20,000 earlier ones on a
+// trial listing. A tenant with no limit in the currency costs one
 // primary-key lookup. The spend equals the month's own invoice lines (its
 // for_month lines) except for a record its node dated in the month but
 // reported before it began (a clock ahead), which only the invoice counts.

@@ -317,6 +317,9 @@ func addOperation(paths obj, tag string, rt route) {
 		// Any request may carry a password, anonymous routes too.
 		"429": errResp("too many failed password checks for this account or address; see Retry-After"),
 		"503": unavailableResp()}
+	if rt.doc.spend {
+		responses["402"] = errResp("spend_limit: the tenant's spend this month, in the listing's currency, has reached its hard limit")
+	}
 	if !rt.who.anonymous {
 		responses["401"] = errResp("no or invalid credentials")
 		responses["403"] = errResp("forbidden for this role or account")

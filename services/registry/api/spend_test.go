@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -231,6 +232,25 @@ func TestTrialPriced(t *testing.T) {
 		sl, err := e.client(who).SpendLimits(ctx, who)
 		if err != nil || len(sl.Items) != 1 || sl.Items[0].SpendMicros != want || sl.Items[0].Currency != "USD" {
 			t.Errorf("%s's spend: %+v %v, want %d", who, sl, err, want)
+		}
+	}
+}
+
+// TestSpendOpenAPI: the operations the spend limit refuses document 402.
+func TestSpendOpenAPI(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct{ Responses map[string]any }
+	}
+	if err := json.Unmarshal(api.Document(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			_, has := op.Responses["402"]
+			want := map[string]bool{"post /load-grants": true, "post /attachments": true, "post /attachments/{id}/renew": true}[method+" "+path]
+			if has != want {
+				t.Errorf("%s %s: 402 documented %v, want %v", method, path, has, want)
+			}
 		}
 	}
 }

@@ -199,7 +199,7 @@ func (s *store) spendAlerts(ctx context.Context, tenantID string) error {
 // an admin; anyone else, and a name that is no tenant, has one answer.
 func (s *store) spendTenant(ctx context.Context, p *principal, name string) (string, error) {
 	notYours := fmt.Errorf("%w: no such tenant account of yours", ErrNotFound)
-	if p.is(auth.RoleTenant) && p.Name != name {
+	if p.is(auth.RoleTenant) && p.Name != name || len(name) > 64 {
 		return "", notYours
 	}
 	var id string

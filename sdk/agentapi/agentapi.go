@@ -189,6 +189,7 @@ const (
 	CodePermission      Code = "permission_denied" // the slot belongs to someone else
 	CodeNotFound        Code = "not_found"         // slot, load or image unknown
 	CodeNotEntitled     Code = "not_entitled"      // the registry refused the tenant this image
+	CodeSpendLimit      Code = "spend_limit"       // the tenant's spend this month reached its limit: no new loads
 	CodeSignature       Code = "signature_invalid" // ISV signature missing, invalid or its key revoked
 	CodeCountersign     Code = "countersignature_missing"
 	CodeIncompatible    Code = "incompatible"         // shell version, board model or part mismatch

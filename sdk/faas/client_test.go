@@ -145,6 +145,7 @@ func TestErrors(t *testing.T) {
 		{agentapi.CodeUnauthenticated, 401, faas.ErrPermission},
 		{agentapi.CodePermission, 403, faas.ErrPermission},
 		{agentapi.CodeNotEntitled, 403, faas.ErrNotEntitled},
+		{agentapi.CodeSpendLimit, 402, faas.ErrSpendLimit},
 		{agentapi.CodeSignature, 422, faas.ErrSignature},
 		{agentapi.CodeCountersign, 422, faas.ErrSignature},
 		{agentapi.CodeIncompatible, 422, faas.ErrIncompatible},
@@ -156,7 +157,7 @@ func TestErrors(t *testing.T) {
 		{agentapi.CodeBadRequest, 400, nil},
 		{agentapi.CodeInternal, 500, nil},
 	}
-	all := []error{faas.ErrNotFound, faas.ErrPermission, faas.ErrNotEntitled, faas.ErrSignature, faas.ErrIncompatible,
+	all := []error{faas.ErrNotFound, faas.ErrPermission, faas.ErrNotEntitled, faas.ErrSpendLimit, faas.ErrSignature, faas.ErrIncompatible,
 		faas.ErrBusy, faas.ErrCacheFull, faas.ErrUnavailable, faas.ErrProgram}
 	for _, tc := range cases {
 		a.Fail(tc.status, &agentapi.Error{Code: tc.code, Message: "msg " + string(tc.code), Hint: "do something"})

@@ -14,6 +14,7 @@ var (
 	ErrNotFound     = errors.New("not found")                                        // not_found
 	ErrPermission   = errors.New("not authenticated or permission denied")           // unauthenticated, permission_denied
 	ErrNotEntitled  = errors.New("not entitled to the image")                        // not_entitled
+	ErrSpendLimit   = errors.New("spend limit reached")                              // spend_limit: no new loads or attachments this month
 	ErrSignature    = errors.New("signature or countersignature invalid or missing") // signature_invalid, countersignature_missing
 	ErrIncompatible = errors.New("image incompatible with the slot")                 // incompatible
 	ErrBusy         = errors.New("slot busy")                                        // slot_busy
@@ -73,6 +74,8 @@ func (e *Error) Is(target error) bool {
 		return target == ErrPermission
 	case agentapi.CodeNotEntitled:
 		return target == ErrNotEntitled
+	case agentapi.CodeSpendLimit:
+		return target == ErrSpendLimit
 	case agentapi.CodeSignature, agentapi.CodeCountersign:
 		return target == ErrSignature
 	case agentapi.CodeIncompatible:

@@ -52,6 +52,11 @@ func (a *Attachment) renew(ctx context.Context) {
 		case errors.Is(err, ErrLeaseLost):
 			a.markLost(a.endedErr(ctx, err))
 			return
+		case errors.Is(err, ErrSpendLimit) && time.Now().After(expires):
+			// Refused at the tenant's spend limit: the attachment ran to the
+			// end of the lease it had.
+			a.markLost(fmt.Errorf("%w: attachment %s: the lease ran out, not renewed at your spend limit: %w", ErrLeaseLost, a.id, err))
+			return
 		case time.Now().After(expires):
 			a.markLost(fmt.Errorf("%w: attachment %s: the lease ran out while the registry could not be reached: %w", ErrLeaseLost, a.id, err))
 			return

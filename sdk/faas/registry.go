@@ -91,6 +91,9 @@ func registryErr(err error) error {
 	}
 	msg := "registry: " + e.Message
 	switch {
+	case e.Status == http.StatusPaymentRequired:
+		return &Error{Status: e.Status, Code: agentapi.CodeSpendLimit, Message: msg,
+			Hint: "raise your spend limit (portal: Spend limit) or wait until the month ends; what runs is not stopped"}
 	case e.Status == http.StatusGone:
 		return fmt.Errorf("%w: %s", ErrLeaseLost, e.Message)
 	case e.Status == http.StatusConflict:

@@ -11,6 +11,8 @@
 //	POST   /accounts                 admin       NewAccount → 201 Account
 //	GET    /accounts?role=           admin       → Page[Account]
 //	PATCH  /accounts/{id}            admin       AccountUpdate → Account
+//	GET    /accounts/{name}/spend-limits tenant (own), admin → SpendLimits
+//	PUT    /accounts/{name}/spend-limits/{currency} tenant (own), admin SpendLimitUpdate → SpendLimit
 //	POST   /tokens                               NewToken → 201 Token (with Secret, once)
 //	GET    /tokens                               → Page[Token]
 //	DELETE /tokens/{id}                          → 204
@@ -44,7 +46,7 @@
 //	GET    /nodes                    admin       → Page[Node]
 //	POST   /nodes/{id}/approve       admin       → Node (and /revoke, /repin)
 //	POST   /node-enrollments         admin       NewEnrollment → 201 Enrollment
-//	POST   /load-grants                          GrantRequest → 201 Grant (with Secret, once)
+//	POST   /load-grants                          GrantRequest → 201 Grant (with Secret, once); 402 spend_limit
 //	POST   /usage                    node        UsageReport → 200 UsageAccepted
 //	GET    /usage/summary?listing_id=&by=day      → UsageSummaries
 //	GET    /invoices?month=&tenant_id=&format=   tenant, admin → Items[Invoice] (or CSV)

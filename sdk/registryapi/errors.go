@@ -21,6 +21,7 @@ const (
 	CodeTooLarge         = "too_large"          // 413
 	CodeUnsupportedType  = "unsupported_type"   // 415
 	CodeUnauthenticated  = "unauthenticated"    // 401
+	CodeSpendLimit       = "spend_limit"        // 402: the tenant's spend limit is reached (SpendLimit)
 	CodeForbidden        = "forbidden"          // 403
 	CodeNodeUntrusted    = "node_untrusted"     // 403: the node is not approved, or revoked
 	CodeGrantInvalid     = "grant_invalid"      // 403: the load grant is unknown, spent, expired or not for this load

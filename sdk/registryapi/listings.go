@@ -23,7 +23,11 @@ type Listing struct {
 	PricePerLoadMicros         int64  `json:"price_per_load_micros"`
 	PricePerAttachedHourMicros int64  `json:"price_per_attached_hour_micros"`
 	Visibility                 string `json:"visibility"` // private, shared or public
-	Published                  bool   `json:"published"`
+	// TrialHours: each tenant's first TrialHours hours of loaded and
+	// attached time of the listing, in total, are free (a trial_hour line
+	// of amount 0 on its invoices).
+	TrialHours int  `json:"trial_hours"`
+	Published  bool `json:"published"`
 	// Validated: a version of the listing passed validation (signed by its
 	// ISV, countersigned by the platform); the marketplace's badge.
 	Validated bool `json:"validated"`
@@ -49,7 +53,11 @@ type ListingFields struct {
 	PricePerLoadMicros         *int64  `json:"price_per_load_micros"`
 	PricePerAttachedHourMicros *int64  `json:"price_per_attached_hour_micros"`
 	Visibility                 *string `json:"visibility"`
+	TrialHours                 *int    `json:"trial_hours"` // 0 to MaxTrialHours; fixed once the listing has usage
 }
+
+// MaxTrialHours bounds a listing's free trial.
+const MaxTrialHours = 10000
 
 // Price is a listing's prices from EffectiveAt until the next Price's, in
 // integer micro-units of the listing's currency: per load, per hour a slot

@@ -19,8 +19,10 @@ const (
 	// notice, 7 days by default (data: token_id, name, expires_at). To its
 	// owner, once per token.
 	EventTokenExpiring = "token.expiring"
-	// EventSpendThreshold is reserved: the platform has no spend limits
-	// yet, so nothing produces it; webhooks may subscribe to it already.
+	// EventSpendThreshold: the tenant's spend of the month (UTC) in a
+	// currency reached its alert threshold (data: tenant, currency, month,
+	// spend_micros, alert_micros, limit_micros). To the tenant, once per
+	// month and currency.
 	EventSpendThreshold = "spend.threshold_reached"
 )
 

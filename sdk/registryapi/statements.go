@@ -15,8 +15,12 @@ import "time"
 // Units of statement lines.
 const (
 	UnitLoad         = "load"          // Quantity: loads
-	UnitLoadedHour   = "loaded_hour"   // Quantity: nanoseconds busy
-	UnitAttachedHour = "attached_hour" // Quantity: nanoseconds attached from the pool
+	UnitLoadedHour   = "loaded_hour"   // Quantity: nanoseconds busy, less the free trial's
+	UnitAttachedHour = "attached_hour" // Quantity: nanoseconds attached from the pool, less the free trial's
+	// UnitTrialHour: nanoseconds busy or attached that the listing's free
+	// trial (Listing.TrialHours) covers; its amount is always 0, so the
+	// ISV's gross excludes it.
+	UnitTrialHour = "trial_hour"
 )
 
 // StatementLine is the usage of one listing version in one unit, for one
@@ -31,7 +35,7 @@ type StatementLine struct {
 	// Version is the listing's version of the image used ("" when the
 	// image is no version of the listing).
 	Version      string `json:"version"`
-	Unit         string `json:"unit"`     // UnitLoad, UnitLoadedHour or UnitAttachedHour
+	Unit         string `json:"unit"`     // UnitLoad, UnitLoadedHour, UnitAttachedHour or UnitTrialHour
 	Quantity     int64  `json:"quantity"` // loads or nanoseconds; negative on a correction downwards
 	AmountMicros int64  `json:"amount_micros"`
 }

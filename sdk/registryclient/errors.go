@@ -31,6 +31,10 @@ var (
 	ErrConflict = errors.New("registry conflict")
 	// ErrGone: the object ended (410): a detached attachment.
 	ErrGone = errors.New("gone from the registry")
+	// ErrSpendLimit: the tenant's spend this month has reached its hard
+	// limit (402, registryapi.CodeSpendLimit): no new loads or attachments
+	// until the limit is raised or the month ends.
+	ErrSpendLimit = errors.New("spend limit reached")
 	// ErrInvalid: the registry refused the request's content (400, 413,
 	// 422); Error.Field names the field when it can.
 	ErrInvalid = errors.New("invalid request")
@@ -79,6 +83,8 @@ func (e *Error) Is(target error) bool {
 		return e.Status == http.StatusConflict
 	case ErrGone:
 		return e.Status == http.StatusGone
+	case ErrSpendLimit:
+		return e.Status == http.StatusPaymentRequired
 	case ErrInvalid:
 		return e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge || e.Status == http.StatusUnprocessableEntity
 	}

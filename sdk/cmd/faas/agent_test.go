@@ -144,6 +144,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{401, agentapi.CodeUnauthenticated, 3},
 		{403, agentapi.CodeNotEntitled, 3},
+		{402, agentapi.CodeSpendLimit, 3},
 		{409, agentapi.CodeBusy, 6},
 		{422, agentapi.CodeIncompatible, 5},
 		{507, agentapi.CodeCacheFull, 8},
@@ -164,6 +165,13 @@ func TestLoad(t *testing.T) {
 	out, errOut, code = run(t, "", "load", "x")
 	if code != 4 || out != "" || !strings.HasSuffix(errOut, "faas: signature of acme revoked\nhint: ask acme for a new version\n") {
 		t.Fatalf("bad signature: exit %d: %q %q", code, out, errOut)
+	}
+	a.FailLoads(agentapi.Error{Code: agentapi.CodeSpendLimit, Message: "the registry granted no load: alice has spent 4.000000 USD of its spend limit of 4.000000 USD for 2026-11",
+		Hint: "raise your spend limit (portal: Spend limit) or wait until the month ends; what runs is not stopped"})
+	out, errOut, code = run(t, "", "load", "x")
+	if code != 3 || out != "" || !strings.HasSuffix(errOut, "faas: the registry granted no load: alice has spent 4.000000 USD of its spend limit of 4.000000 USD for 2026-11\n"+
+		"hint: raise your spend limit (portal: Spend limit) or wait until the month ends; what runs is not stopped\n") {
+		t.Fatalf("spend limit: exit %d: %q %q", code, out, errOut)
 	}
 	a.FailLoads(agentapi.Error{Code: agentapi.CodeSelfTest, Message: "self-test failed"})
 	out, _, code = run(t, "", "load", "--json", "x")

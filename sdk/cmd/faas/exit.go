@@ -64,7 +64,7 @@ func exitCode(err error) int {
 		return 6
 	case errors.Is(err, client.ErrAttachFailed):
 		return 1
-	case errors.Is(err, client.ErrPermission), errors.Is(err, client.ErrNotEntitled):
+	case errors.Is(err, client.ErrPermission), errors.Is(err, client.ErrNotEntitled), errors.Is(err, client.ErrSpendLimit):
 		return 3
 	case errors.Is(err, client.ErrSignature):
 		return 4

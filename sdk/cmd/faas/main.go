@@ -41,7 +41,8 @@
 //	   image failed to program or its self-test, faasd failed otherwise
 //	2  usage error or bad input (including an unknown slot, load or image,
 //	   an unreadable file, or any other failure of faas model)
-//	3  not authenticated, permission denied or not entitled to the image
+//	3  not authenticated, permission denied, not entitled to the image, or
+//	   the tenant's spend limit of the month reached (no new loads)
 //	4  signature or platform countersignature invalid or missing
 //	5  image incompatible with the slot (shell version, board model, part)
 //	6  slot busy

@@ -29,6 +29,8 @@ func classify(err error) *Error {
 		return &Error{Code: agentapi.CodeUnavailable, Hint: retryHint, Err: err}
 	case errors.Is(err, registryclient.ErrUnauthenticated):
 		return &Error{Code: agentapi.CodeInternal, Hint: "the node's registry credentials were refused; tell the operator", Err: err}
+	case errors.Is(err, registryclient.ErrSpendLimit):
+		return &Error{Code: agentapi.CodeSpendLimit, Hint: spendHint, Err: err}
 	case errors.Is(err, registryclient.ErrDenied):
 		return &Error{Code: agentapi.CodeNotEntitled, Err: err}
 	case errors.Is(err, registryclient.ErrNotFound):

@@ -19,6 +19,9 @@ import (
 	"github.com/fpga-faas/faas/sdk/registryclient"
 )
 
+// spendHint is what a tenant does about a load refused at its spend limit.
+const spendHint = "raise your spend limit (portal: Spend limit) or wait until the month ends; what runs is not stopped"
+
 // askGrant starts asking the registry for the grant of this load.
 func (r *run) askGrant(ctx context.Context, repo, digest string) {
 	r.grantDone = make(chan struct{})
@@ -61,6 +64,9 @@ func (r *run) waitGrant(ctx context.Context) (registryapi.Grant, error) {
 	case errors.Is(err, registryclient.ErrNodeUntrusted):
 		return registryapi.Grant{}, &Error{Code: agentapi.CodeUnavailable, Hint: "an operator approves this node in the registry (registry nodes approve)",
 			Err: fmt.Errorf("the registry does not trust this node: no load grant: %w", err)}
+	case errors.Is(err, registryclient.ErrSpendLimit):
+		return registryapi.Grant{}, &Error{Code: agentapi.CodeSpendLimit, Hint: spendHint,
+			Err: fmt.Errorf("the registry granted no load: %w", err)}
 	case errors.Is(err, registryclient.ErrDenied):
 		return registryapi.Grant{}, &Error{Code: agentapi.CodeNotEntitled, Hint: "subscribe to the listing first",
 			Err: fmt.Errorf("the registry granted no load: %w", err)}

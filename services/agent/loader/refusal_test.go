@@ -14,6 +14,7 @@ import (
 	"github.com/fpga-faas/faas/bitstreams/images"
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/sdk/agentapi"
+	"github.com/fpga-faas/faas/sdk/registryapi"
 	"github.com/fpga-faas/faas/shell"
 )
 
@@ -78,19 +79,24 @@ func TestRefusals(t *testing.T) {
 		// wipes are the target slots a failure after programming began
 		// clears; every other slot stays as it was.
 		wipes []int
+		after func()
 	}{
-		{"not entitled", a, "bob", f.dual.ref, nil, nil, agentapi.CodeNotEntitled, "granted no load", nil},
-		{"node not approved", pending, "alice", f.dual.ref, nil, nil, agentapi.CodeUnavailable, "does not trust this node", nil},
+		{"not entitled", a, "bob", f.dual.ref, nil, nil, agentapi.CodeNotEntitled, "granted no load", nil, nil},
+		{"node not approved", pending, "alice", f.dual.ref, nil, nil, agentapi.CodeUnavailable, "does not trust this node", nil, nil},
 		// A layer not cached streams into its chip as it arrives: its
 		// digest is known only at its end, so the target is wiped.
-		{"tampered layer", a, "alice", tampered.ref, intp(0), nil, agentapi.CodeSignature, "does not match its digest", []int{0}},
-		{"ISV key revoked", a, "alice", revoked.ref, nil, nil, agentapi.CodeSignature, "no valid signature", nil},
-		{"missing countersignature", a, "alice", unvalidated, nil, nil, agentapi.CodeCountersign, "countersignature", nil},
-		{"wrong shell version", newer, "alice", shell10.ref, nil, nil, agentapi.CodeIncompatible, "runs faas-shell 1.1", nil},
-		{"wrong part", ku, "alice", f.dual.ref, nil, nil, agentapi.CodeIncompatible, "xcku15p", nil},
-		{"second chip fails to program", a, "alice", f.dual.ref, intp(2), func() { a.sims[1].Chip(1).FailNextProgram() }, agentapi.CodeProgram, "programming slot 3", []int{2, 3}},
-		{"cache full", small, "alice", f.dual.ref, nil, nil, agentapi.CodeCacheFull, "cache full", nil},
-		{"registry unreachable", a, "alice", f.dual.ref, nil, reg.stop, agentapi.CodeUnavailable, "registry is unreachable", nil},
+		{"tampered layer", a, "alice", tampered.ref, intp(0), nil, agentapi.CodeSignature, "does not match its digest", []int{0}, nil},
+		{"ISV key revoked", a, "alice", revoked.ref, nil, nil, agentapi.CodeSignature, "no valid signature", nil, nil},
+		{"missing countersignature", a, "alice", unvalidated, nil, nil, agentapi.CodeCountersign, "countersignature", nil, nil},
+		{"wrong shell version", newer, "alice", shell10.ref, nil, nil, agentapi.CodeIncompatible, "runs faas-shell 1.1", nil, nil},
+		{"wrong part", ku, "alice", f.dual.ref, nil, nil, agentapi.CodeIncompatible, "xcku15p", nil, nil},
+		{"second chip fails to program", a, "alice", f.dual.ref, intp(2), func() { a.sims[1].Chip(1).FailNextProgram() }, agentapi.CodeProgram, "programming slot 3", []int{2, 3}, nil},
+		{"cache full", small, "alice", f.dual.ref, nil, nil, agentapi.CodeCacheFull, "cache full", nil, nil},
+		// A spend limit of nothing is reached at once: no load grant.
+		{"spend limit reached", a, "alice", f.dual.ref, nil, func() { spendLimit(t, reg, "alice", new(int64)) },
+			agentapi.CodeSpendLimit, "alice has spent 0.000000 USD of its spend limit of 0.000000 USD", nil,
+			func() { spendLimit(t, reg, "alice", nil) }},
+		{"registry unreachable", a, "alice", f.dual.ref, nil, reg.stop, agentapi.CodeUnavailable, "registry is unreachable", nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -115,6 +121,9 @@ func TestRefusals(t *testing.T) {
 			if after := c.agent.states(); !reflect.DeepEqual(after, before) {
 				t.Errorf("slots changed:\n before %+v\n after  %+v", before, after)
 			}
+			if c.after != nil {
+				c.after()
+			}
 		})
 	}
 
@@ -122,5 +131,13 @@ func TestRefusals(t *testing.T) {
 	reg.start()
 	if _, err := a.load("alice", f.dual.ref, nil); err != nil {
 		t.Fatalf("load after the registry returned: %v", err)
+	}
+}
+
+// spendLimit sets tenant's hard spend limit in USD (nil: none).
+func spendLimit(t *testing.T, reg *registry, tenant string, limit *int64) {
+	t.Helper()
+	if _, err := reg.as(tenant).SetSpendLimit(context.Background(), tenant, "USD", registryapi.SpendLimitUpdate{LimitMicros: limit}); err != nil {
+		t.Fatal(err)
 	}
 }

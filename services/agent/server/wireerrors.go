@@ -75,6 +75,8 @@ func statusOf(c agentapi.Code) int {
 		return http.StatusForbidden
 	case agentapi.CodeNotFound:
 		return http.StatusNotFound
+	case agentapi.CodeSpendLimit:
+		return http.StatusPaymentRequired
 	case agentapi.CodeBusy, agentapi.CodeQuota:
 		return http.StatusConflict
 	case agentapi.CodeSignature, agentapi.CodeCountersign, agentapi.CodeIncompatible:

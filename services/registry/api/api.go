@@ -352,6 +352,8 @@ func (a *API) classify(err error, c echo.Context) (int, registryapi.ErrorInfo) {
 		return http.StatusConflict, registryapi.ErrorInfo{Code: registryapi.CodeConflict, Message: message(err, keyrelease.ErrConflict)}
 	case errors.Is(err, keyrelease.ErrInvalid):
 		return http.StatusBadRequest, registryapi.ErrorInfo{Code: registryapi.CodeInvalid, Message: message(err, keyrelease.ErrInvalid)}
+	case errors.Is(err, ErrSpendLimit):
+		return http.StatusPaymentRequired, registryapi.ErrorInfo{Code: registryapi.CodeSpendLimit, Message: message(err, ErrSpendLimit)}
 	case errors.Is(err, ErrGone):
 		return http.StatusGone, registryapi.ErrorInfo{Code: registryapi.CodeAttachmentEnded, Message: message(err, ErrGone)}
 	case errors.Is(err, ErrConflict):

@@ -507,7 +507,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, not routed", k)
 		}
 	}
-	if len(routed) != 70 {
+	if len(routed) != 72 {
 		t.Errorf("%d routes", len(routed))
 	}
 }

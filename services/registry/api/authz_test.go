@@ -77,6 +77,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/accounts", func(string) any { return item{"name": uniq("acct"), "role": "tenant"} }, []int{401, 403, 403, 403, ok, 403, 403}},
 		{"GET", "/accounts", nil, []int{401, 403, 403, 403, ok, 403, 403}},
 		{"PATCH", "/accounts/" + e.users["tenant1"].ID, constant(item{"disabled": false}), []int{401, 403, 403, 403, ok, 403, 403}},
+		// A tenant's spend limits are its own and the operators': another
+		// tenant's answer 404, as a missing one does.
+		{"GET", "/accounts/tenant2/spend-limits", nil, []int{401, 403, 403, ok, ok, 403, 403}},
+		{"GET", "/accounts/tenant1/spend-limits", nil, []int{401, 403, 403, 404, ok, 403, 403}},
+		{"PUT", "/accounts/tenant2/spend-limits/EUR", constant(item{"alert_micros": 1}), []int{401, 403, 403, ok, ok, 403, 403}},
 		{"POST", "/tokens", constant(item{"name": "m"}), []int{401, ok, ok, ok, ok, ok, ok}},
 		{"GET", "/tokens", nil, []int{401, ok, ok, ok, ok, ok, ok}},
 		{"DELETE", "/tokens/" + T.ID, nil, []int{401, ok, 404, 404, 404, 404, 404}},
@@ -258,6 +263,10 @@ func pattern(p string) string {
 			parts[i] = ":version"
 		case i > 0 && parts[i-1] == "deliveries":
 			parts[i] = ":delivery"
+		case i > 0 && parts[i-1] == "accounts" && i+1 < len(parts) && parts[i+1] == "spend-limits":
+			parts[i] = ":name"
+		case i > 0 && parts[i-1] == "spend-limits":
+			parts[i] = ":currency"
 		case len(s) == 36 && strings.Count(s, "-") == 4:
 			parts[i] = []string{":id", ":aid"}[min(ids, 1)]
 			ids++

@@ -35,7 +35,8 @@
 //     listings; its revenue statements;
 //     audit entries about its listings.
 //   - tenant: browse visible listings, subscribe to published public ones,
-//     its own entitlements, usage summary and invoices.
+//     its own entitlements, usage summary, invoices and spend limits
+//     (another tenant's answer 404, as a missing one does).
 //   - node: register nodes, heartbeat its own nodes, report usage for them.
 //   - everybody authenticated: GET /me and its own API tokens.
 //
@@ -58,6 +59,8 @@
 // (unknown fields are errors). Errors are {"error":{"code":…,"message":…}}
 // (plus "field" for validation errors) with codes unauthenticated (401),
 // forbidden (403), not_found (404), conflict (409), invalid (400/422),
+// spend_limit (402: the tenant's spend limit of the month is reached; new
+// load grants, attachments and renewals are refused, store_spend.go),
 // too_large (413), rate_limited (429), unavailable (503: too many password
 // checks at once, or the database cannot serve requests for now, whose
 // cause the message names, both with Retry-After) and internal (500;

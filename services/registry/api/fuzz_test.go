@@ -45,6 +45,8 @@ func FuzzHandlers(f *testing.F) {
 		`{"endpoint": "http://h", "tls_certificate": ""}`, `{"endpoint": "` + strings.Repeat("h", 300) + `", "tls_certificate": "x"}`,
 		`{"listing": "isv1/x", "version": "1", "share": true, "lease_seconds": 1}`, `{"listing": "", "lease_seconds": 99999999999}`,
 		`{"state": "ready", "slots": [0, 1, 2]}`, `{"state": "released", "scrubbed": true}`, `{"state": "failed", "error": "` + strings.Repeat("e", 3000) + `"}`,
+		`{"alert_micros": 5, "limit_micros": 4}`, `{"limit_micros": -1}`, `{"alert_micros": null, "limit_micros": 1e30}`,
+		`{"alert_micros": "5"}`, `{"trial_hours": 99999}`, `{"trial_hours": -1, "name": "x"}`,
 		`{"visibility": "everyone", "unknown": 1}`, `{"public_key": "-----BEGIN PUBLIC KEY-----\nAA==\n-----END PUBLIC KEY-----"}`,
 	}
 	for i, s := range seeds {
@@ -56,6 +58,8 @@ func FuzzHandlers(f *testing.F) {
 		method, path, _ := strings.Cut(route, " ")
 		path = strings.ReplaceAll(path, ":id", url.PathEscape(param))
 		path = strings.ReplaceAll(path, ":aid", url.PathEscape(param))
+		path = strings.ReplaceAll(path, ":name", url.PathEscape(param))
+		path = strings.ReplaceAll(path, ":currency", url.PathEscape(param))
 		for _, who := range []string{"admin", "node1", "tenant1", "isv1"} {
 			req, err := http.NewRequest(method, srv.URL+registryapi.Prefix+path, bytes.NewReader(body))
 			if err != nil {

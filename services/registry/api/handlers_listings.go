@@ -43,6 +43,9 @@ func validateListing(f *registryapi.ListingFields) error {
 	if f.Currency != nil && !currencyRE.MatchString(*f.Currency) {
 		return fieldErr("currency", "want an ISO 4217 code such as USD")
 	}
+	if f.TrialHours != nil && (*f.TrialHours < 0 || *f.TrialHours > registryapi.MaxTrialHours) {
+		return fieldErr("trial_hours", "want 0 to %d hours", registryapi.MaxTrialHours)
+	}
 	if err := checkPrices("price_", newPrice(*f)); err != nil {
 		return err
 	}

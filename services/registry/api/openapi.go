@@ -43,7 +43,16 @@ func enum(v ...string) obj { return obj{"type": "string", "enum": v} }
 
 var listingProps = props("name", tStr, "summary", tStr, "description", tStr, "category", enum(registryapi.Categories...), "board_model", tStr,
 	"currency", obj{"type": "string", "pattern": "^[A-Z]{3}$"}, "price_per_hour_micros", tPrice, "price_per_load_micros", tPrice,
-	"price_per_attached_hour_micros", tPrice, "visibility", enum("private", "shared", "public"))
+	"price_per_attached_hour_micros", tPrice, "visibility", enum("private", "shared", "public"),
+	"trial_hours", obj{"type": "integer", "minimum": 0, "maximum": registryapi.MaxTrialHours,
+		"description": "each tenant's first hours of loaded and attached time, in total, are free (a trial_hour line of amount 0)"})
+
+// tSpend is a spend limit or alert, micro-units; null: none.
+var tSpend = obj{"type": []string{"integer", "null"}, "minimum": 0, "maximum": registryapi.MaxSpendMicros}
+
+var spendLimitSchema = schema(nil, props("currency", tStr, "spend_micros", tInt, "alert_micros", tSpend, "limit_micros", tSpend,
+	"reached", obj{"type": "boolean", "description": "spend_micros has reached limit_micros: new loads and attachments answer 402 spend_limit"},
+	"updated_at", tTime))
 
 // tPrice is an amount of a price, in micro-units of the listing's currency.
 var tPrice = obj{"type": "integer", "minimum": 0, "maximum": registryapi.MaxPriceMicros}
@@ -108,6 +117,10 @@ func schemas() obj {
 		"Entitlement": schema(nil, props("id", tID, "listing_id", tID, "listing_name", tStr, "account_id", tID, "account", tStr,
 			"kind", enum("subscription", "purchase", "share"), "granted_by", tID, "created_at", tTime, "expires_at", tTime, "revoked_at", tTime)),
 		"ShareCreate": schema([]string{"account"}, props("account", obj{"type": "string", "description": "account name"})),
+		"SpendLimit":  spendLimitSchema,
+		"SpendLimits": schema(nil, props("tenant", tStr, "month", obj{"type": "string", "description": "YYYY-MM, UTC"},
+			"items", obj{"type": "array", "items": spendLimitSchema})),
+		"SpendLimitUpdate": schema(nil, props("alert_micros", tSpend, "limit_micros", tSpend)),
 	}
 }
 
@@ -148,7 +161,7 @@ func nodeSchemas() obj {
 			"busy_ns", tInt, "attachments", tInt, "attached_ns", tInt, "price_per_hour_micros", tPrice, "price_per_load_micros", tPrice,
 			"price_per_attached_hour_micros", tPrice, "load_cost_micros", tInt, "time_cost_micros", tInt, "attached_cost_micros", tInt, "total_micros", tInt))})),
 		"StatementLine": schema(nil, props("for_month", obj{"type": "string", "description": "YYYY-MM of the usage; before the statement's month on an adjustment"},
-			"listing_id", tID, "listing", tStr, "version", tStr, "unit", enum(registryapi.UnitLoad, registryapi.UnitLoadedHour, registryapi.UnitAttachedHour),
+			"listing_id", tID, "listing", tStr, "version", tStr, "unit", enum(registryapi.UnitLoad, registryapi.UnitLoadedHour, registryapi.UnitAttachedHour, registryapi.UnitTrialHour),
 			"quantity", obj{"type": "integer", "description": "loads, or nanoseconds for the hourly units"}, "amount_micros", tInt)),
 		"InvoiceList": schema(nil, props("items", obj{"type": "array", "items": schema(nil, props("month", tStr, "tenant_id", tID, "tenant", tStr,
 			"currency", tStr, "closed", tBool, "closed_at", tTime, "lines", obj{"type": "array", "items": ref("StatementLine")}, "total_micros", tInt))})),
@@ -308,6 +321,9 @@ func addOperation(paths obj, tag string, rt route) {
 		// Any request may carry a password, anonymous routes too.
 		"429": errResp("too many failed password checks for this account or address; see Retry-After"),
 		"503": unavailableResp()}
+	if rt.doc.spend {
+		responses["402"] = errResp("spend_limit: the tenant's spend this month, in the listing's currency, has reached its hard limit")
+	}
 	if !rt.who.anonymous {
 		responses["401"] = errResp("no or invalid credentials")
 		responses["403"] = errResp("forbidden for this role or account")

@@ -23,6 +23,13 @@ package api
 //     to the micro-unit once: a tenant never pays for a fraction of a
 //     micro-unit, and a line's amount does not depend on how its records
 //     were batched.
+//   - A listing's free trial (trial_hours) makes the first hours of each
+//     tenant's loaded and attached time of it, in total over all months,
+//     free: the tenant's busy and attach records of the listing are taken
+//     in order of their start (then id), and the first part of each is
+//     free while the allowance lasts. The free time is billed on its own
+//     trial_hour line at amount 0 (so the ISV's gross excludes it); the
+//     loaded_hour and attached_hour lines bill the rest.
 
 // nsPerHour divides a time value (nanoseconds × micro-units per hour) into
 // micro-units.
@@ -30,25 +37,40 @@ const nsPerHour = `3600000000000`
 
 // usageSpans is a with clause that defines prices (each listing's prices
 // with [p0, p1), the nanoseconds they are in force) and spans: the usage
-// records of listings with at_ns (a load's time) and [t0, t1) (the time a
-// busy or attach record covers).
-const usageSpans = `with prices as (
+// records of listings with at_ns (a load's time), [t0, t1) (the time a
+// busy or attach record covers) and f1, the end of the part of [t0, t1)
+// that the listing's free trial covers (t0 when none).
+var usageSpans = usageSpansFrom("usage_records u")
+
+// usageSpansFrom is usageSpans over the records of source, a table
+// expression of usage_records rows named u. The trial's allowance is
+// counted over those records, so a source must hold all of a tenant's
+// records of a listing with a trial for its f1 to be right (spendQuery's
+// does).
+func usageSpansFrom(source string) string {
+	return `with prices as (
 	select listing_id, case when lag(effective_at) over (partition by listing_id order by effective_at) is null then '-infinity'
 			else extract(epoch from effective_at) * 1000000000 end as p0,
 		coalesce(extract(epoch from lead(effective_at) over (partition by listing_id order by effective_at)) * 1000000000,
 			'infinity') as p1,
 		per_load_micros, per_hour_micros, per_attached_hour_micros
 	from listing_prices),
-spans as (
+raw as (
 	select u.*,
 		case when u.event = 'load' then extract(epoch from coalesce(u.started_at, u.recorded_at)) * 1000000000 end as at_ns,
 		case u.event when 'busy' then b.end_ns - u.busy_ns
 			when 'attach' then extract(epoch from u.started_at) * 1000000000 end as t0,
 		case u.event when 'busy' then b.end_ns
 			when 'attach' then extract(epoch from coalesce(u.ended_at, now())) * 1000000000 end as t1
-	from usage_records u, lateral (select coalesce(extract(epoch from u.ended_at) * 1000000000,
+	from ` + source + `, lateral (select coalesce(extract(epoch from u.ended_at) * 1000000000,
 		extract(epoch from u.started_at) * 1000000000 + u.busy_ns, extract(epoch from u.recorded_at) * 1000000000) as end_ns) b
-	where u.listing_id is not null)`
+	where u.listing_id is not null),
+spans as (
+	select r.*, r.t0 + greatest(0, least(greatest(r.t1 - r.t0, 0), l.trial_hours * ` + nsPerHour + `::numeric
+		- coalesce(sum(greatest(r.t1 - r.t0, 0)) over (partition by r.tenant_id, r.listing_id order by r.t0, r.id
+			rows between unbounded preceding and 1 preceding), 0))) as f1
+	from raw r join listings l on l.id = r.listing_id)`
+}
 
 // allTime is the windows of pricedUsage that price each record whole.
 const allTime = `windows as (select null::date as month, '-infinity'::numeric as w0, 'infinity'::numeric as w1)`
@@ -57,15 +79,20 @@ const allTime = `windows as (select null::date as month, '-infinity'::numeric as
 // usageSpans within each window of windows (a with item "windows" of
 // month, [w0, w1) in nanoseconds) they fall in, a record without a time
 // (a clear) in every window. Of its part in a window it adds ns_in (its
-// time), load_micros (a load's price) and time_value (its time times the
-// hourly prices in force, nanoseconds × micro-units per hour, unrounded).
-// The query follows it.
+// time), ns_free (the part of it the trial covers), load_micros (a load's
+// price) and time_value (its time less the free part, times the hourly
+// prices in force, nanoseconds × micro-units per hour, unrounded). The
+// query follows it.
 func pricedUsage(windows string) string {
-	// Each span reads its listing's prices from arrays joined by hash: a
-	// subquery over the prices themselves would scan every listing's
-	// prices for every span (a CTE has no index), which grows with the
-	// catalog.
-	return usageSpans + `, ` + windows + `,
+	return pricedSpans(usageSpans, windows)
+}
+
+// pricedSpans is pricedUsage over spans, a with clause of usageSpansFrom.
+// Each span reads its listing's prices from arrays joined by hash: a
+// subquery over the prices themselves would scan every listing's prices for
+// every span (a with item has no index), which grows with the catalog.
+func pricedSpans(spans, windows string) string {
+	return spans + `, ` + windows + `,
 price_lists as (
 	select listing_id, array_agg(p0 order by p0) as p0, array_agg(p1 order by p0) as p1,
 		array_agg(per_load_micros order by p0) as per_load, array_agg(per_hour_micros order by p0) as per_hour,
@@ -73,12 +100,15 @@ price_lists as (
 	from prices group by listing_id),
 priced as (
 	select s.*, w.month, coalesce(greatest(least(s.t1, w.w1) - greatest(s.t0, w.w0), 0), 0) as ns_in,
+		-- least and greatest skip nulls: a load (no f1) has no free time
+		case when s.f1 is null then 0 else greatest(least(s.f1, w.w1) - greatest(s.t0, w.w0), 0) end as ns_free,
 		coalesce((select p.per_load_micros from unnest(pl.p0, pl.p1, pl.per_load) p(p0, p1, per_load_micros)
 			where s.at_ns >= p.p0 and s.at_ns < p.p1), 0) as load_micros,
-		coalesce((select sum((least(s.t1, p.p1, w.w1) - greatest(s.t0, p.p0, w.w0))
+		coalesce((select sum((least(s.t1, p.p1, w.w1) - greatest(s.f1, p.p0, w.w0))
 				* case s.event when 'busy' then p.per_hour_micros else p.per_attached_hour_micros end)
 			from unnest(pl.p0, pl.p1, pl.per_hour, pl.per_attached) p(p0, p1, per_hour_micros, per_attached_hour_micros)
-			where p.p0 < least(s.t1, w.w1) and p.p1 > greatest(s.t0, w.w0)), 0) as time_value
+			where p.p0 < least(s.t1, w.w1) and p.p1 > greatest(s.f1, w.w0)
+			and greatest(s.f1, w.w0) < least(s.t1, w.w1)), 0) as time_value
 	from spans s join windows w on (s.at_ns is null and s.t0 is null) or (s.at_ns >= w.w0 and s.at_ns < w.w1)
 		or (s.t0 < w.w1 and s.t1 > w.w0)
 	left join price_lists pl on pl.listing_id = s.listing_id) `

@@ -44,6 +44,7 @@ type opDoc struct {
 	raw     []string // Content-Types of a body that is not JSON
 	rawResp string   // Content-Type of a 2xx answer that is not JSON
 	query   []string
+	spend   bool // may answer 402 spend_limit (store_spend.go)
 }
 
 // resources is the API's route table, by resource.
@@ -86,6 +87,10 @@ func (a *API) accountsRoutes() []route {
 			opDoc{summary: "List accounts (admin)", resp: "Account", status: "200", list: true, query: []string{"role"}}},
 		{http.MethodPatch, "/accounts/{id}", roles(admin), a.updateAccount,
 			opDoc{summary: "Change an account's role or disable/enable it (admin; not your own account; node accounts keep their role; an isv owning listings stays one)", body: "AccountUpdate", resp: "Account", status: "200"}},
+		{http.MethodGet, "/accounts/{name}/spend-limits", roles(tenant, admin), a.getSpendLimits,
+			opDoc{summary: "A tenant's spend this month (UTC), per currency, against its alert threshold and hard limit (the tenant itself or admin; anyone else 404)", resp: "SpendLimits", status: "200"}},
+		{http.MethodPut, "/accounts/{name}/spend-limits/{currency}", roles(tenant, admin), a.putSpendLimit,
+			opDoc{summary: "Set a tenant's alert threshold and hard limit in a currency, micro-units, null for none (both null: remove). At the alert one spend.threshold_reached event per month; at the limit new load grants, new attachments and attachment renewals of that currency's listings answer 402 spend_limit, while what runs finishes its lease (the tenant itself or admin; anyone else 404)", body: "SpendLimitUpdate", resp: "SpendLimit", status: "200"}},
 	}
 }
 
@@ -204,7 +209,7 @@ func (a *API) nodesRoutes() []route {
 		{http.MethodPost, "/node-enrollments", roles(admin), a.createEnrollment,
 			opDoc{summary: "Make a one-time enrollment token; a node registering with it is approved at once (admin)", body: "EnrollmentCreate", resp: "Enrollment", status: "201"}},
 		{http.MethodPost, "/load-grants", roles(tenant, isv, admin), a.issueGrant,
-			opDoc{summary: "Grant one approved node the load of one image for you (tenant: entitled images; isv: own repositories; admin); single use for the key release, valid minutes", body: "GrantCreate", resp: "Grant", status: "201"}},
+			opDoc{summary: "Grant one approved node the load of one image for you (tenant: entitled images; isv: own repositories; admin); single use for the key release, valid minutes; 402 spend_limit once the tenant's spend this month has reached its limit in the listing's currency", body: "GrantCreate", resp: "Grant", status: "201", spend: true}},
 		{http.MethodGet, "/loads", roles(tenant, isv, admin), a.listLoads,
 			opDoc{summary: "Your own current loads: slots whose last heartbeat shows an image loaded for you", resp: "LoadPage", status: "200"}},
 	}
@@ -244,13 +249,13 @@ func (a *API) auditRoutes() []route {
 func (a *API) attachmentsRoutes() []route {
 	return []route{
 		{http.MethodPost, "/attachments", roles(tenant), a.createAttachment,
-			opDoc{summary: "Attach an accelerator of the pool running a listing's image (tenant, entitled): placed on a node at once, on chips of the part the image was validated for and outside exclude_nodes (409 naming the part when none is free), ready when the node has loaded it; the credential is shown once", body: "AttachRequest", resp: "Attachment", status: "201"}},
+			opDoc{summary: "Attach an accelerator of the pool running a listing's image (tenant, entitled): placed on a node at once, on chips of the part the image was validated for and outside exclude_nodes (409 naming the part when none is free), ready when the node has loaded it; the credential is shown once; 402 spend_limit once your spend this month has reached your limit in the listing's currency", body: "AttachRequest", resp: "Attachment", status: "201", spend: true}},
 		{http.MethodGet, "/attachments", roles(tenant, admin), a.listAttachments,
 			opDoc{summary: "Your attachments, live and ended within a day, newest first (admin with ?all=true: everyone's)", resp: "AttachmentList", status: "200", query: []string{"all"}}},
 		{http.MethodGet, "/attachments/{id}", roles(tenant, admin), a.getAttachment,
 			opDoc{summary: "One attachment; with ?wait= (at most 60s) and ?since=STATE, answers once its state differs from STATE", resp: "Attachment", status: "200", query: []string{"wait", "since"}}},
 		{http.MethodPost, "/attachments/{id}/renew", roles(tenant), a.renewAttachment,
-			opDoc{summary: "Renew a live attachment's lease by its lease_seconds; 410 attachment_ended when it has ended", resp: "Attachment", status: "200"}},
+			opDoc{summary: "Renew a live attachment's lease by its lease_seconds; 410 attachment_ended when it has ended; 402 spend_limit once your spend this month has reached your limit in the listing's currency (the attachment then runs until its lease ends)", resp: "Attachment", status: "200", spend: true}},
 		{http.MethodDelete, "/attachments/{id}", roles(tenant, admin), a.detachAttachment,
 			opDoc{summary: "Detach: end the attachment at once (the node ends its sessions and releases the slot)", resp: "Attachment", status: "200"}},
 		{http.MethodGet, "/nodes/{id}/assignments", roles(node), a.assignments,

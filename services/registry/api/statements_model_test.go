@@ -20,6 +20,7 @@ type modelPrice struct {
 }
 
 type modelRecord struct {
+	id                             int64
 	tenant, listing, digest, event string
 	busyNs                         int64
 	started, ended                 *time.Time
@@ -45,6 +46,7 @@ type model struct {
 	versions []modelVersion
 	isv      map[string]string // listing → owner
 	currency map[string]string // listing → currency
+	trial    map[string]int64  // listing → free-trial hours
 	billed   map[modelKey]modelAmount
 	stored   map[string]map[modelKey]modelAmount // closed month → its lines
 }
@@ -58,6 +60,7 @@ func (m *model) load(t *testing.T, e *env) {
 	t.Helper()
 	ctx := context.Background()
 	m.prices, m.isv, m.currency, m.records, m.versions = map[string][]modelPrice{}, map[string]string{}, map[string]string{}, nil, nil
+	m.trial = map[string]int64{}
 	rows, err := e.pool.Query(ctx, `select listing_id::text, effective_at, per_load_micros, per_hour_micros, per_attached_hour_micros
 		from listing_prices order by listing_id, effective_at`)
 	if err != nil {
@@ -79,13 +82,13 @@ func (m *model) load(t *testing.T, e *env) {
 		}
 		m.prices[l] = append(ps, p)
 	}
-	if rows, err = e.pool.Query(ctx, `select tenant_id::text, listing_id::text, coalesce(manifest_digest, ''), event, busy_ns,
+	if rows, err = e.pool.Query(ctx, `select id, tenant_id::text, listing_id::text, coalesce(manifest_digest, ''), event, busy_ns,
 		started_at, ended_at, recorded_at from usage_records where listing_id is not null`); err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		var r modelRecord
-		if err := rows.Scan(&r.tenant, &r.listing, &r.digest, &r.event, &r.busyNs, &r.started, &r.ended, &r.recorded); err != nil {
+		if err := rows.Scan(&r.id, &r.tenant, &r.listing, &r.digest, &r.event, &r.busyNs, &r.started, &r.ended, &r.recorded); err != nil {
 			t.Fatal(err)
 		}
 		m.records = append(m.records, r)
@@ -100,15 +103,16 @@ func (m *model) load(t *testing.T, e *env) {
 		}
 		m.versions = append(m.versions, v)
 	}
-	if rows, err = e.pool.Query(ctx, `select id::text, owner_id::text, currency from listings`); err != nil {
+	if rows, err = e.pool.Query(ctx, `select id::text, owner_id::text, currency, trial_hours from listings`); err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		var id, owner, cur string
-		if err := rows.Scan(&id, &owner, &cur); err != nil {
+		var trial int64
+		if err := rows.Scan(&id, &owner, &cur, &trial); err != nil {
 			t.Fatal(err)
 		}
-		m.isv[id], m.currency[id] = owner, cur
+		m.isv[id], m.currency[id], m.trial[id] = owner, cur, trial
 	}
 	if rows.Err() != nil {
 		t.Fatal(rows.Err())
@@ -158,19 +162,53 @@ func (r modelRecord) span(now time.Time) (t0, t1 int64, point bool) {
 	return ns(r.started), end.UnixNano(), false
 }
 
+// free is, per record (by index), the nanoseconds at its start that its
+// listing's free trial covers: each tenant's busy and attach records of a
+// listing in order of start (then id), free while the trial's hours last.
+func (m *model) free(now time.Time) map[int]int64 {
+	type tl struct{ tenant, listing string }
+	groups := map[tl][]int{}
+	for i, r := range m.records {
+		if r.event == "busy" || r.event == "attach" {
+			groups[tl{r.tenant, r.listing}] = append(groups[tl{r.tenant, r.listing}], i)
+		}
+	}
+	out := map[int]int64{}
+	for k, is := range groups {
+		sort.Slice(is, func(a, b int) bool {
+			ta, _, _ := m.records[is[a]].span(now)
+			tb, _, _ := m.records[is[b]].span(now)
+			if ta != tb {
+				return ta < tb
+			}
+			return m.records[is[a]].id < m.records[is[b]].id
+		})
+		left := m.trial[k.listing] * time.Hour.Nanoseconds()
+		for _, i := range is {
+			t0, t1, _ := m.records[i].span(now)
+			d := max(t1-t0, 0)
+			out[i] = max(min(d, left), 0)
+			left -= d
+		}
+	}
+	return out
+}
+
 // usage is what the records of the months cost, line by line: loads at
 // their price, time split at price changes and month ends, rounded down
-// once per line.
+// once per line; the trial's time on its own line, free.
 func (m *model) usage(months []time.Time, now time.Time) map[modelKey]modelAmount {
 	value := map[modelKey]*big.Int{}
 	out := map[modelKey]modelAmount{}
 	units := map[string]string{"load": "load", "busy": "loaded_hour", "attach": "attached_hour"}
-	for _, r := range m.records {
+	free := m.free(now)
+	for i, r := range m.records {
 		unit, ok := units[r.event]
 		if !ok {
 			continue
 		}
 		t0, t1, point := r.span(now)
+		f1 := t0 + free[i]
 		for _, ms := range months {
 			w0, w1 := ms.UnixNano(), ms.AddDate(0, 1, 0).UnixNano()
 			k := modelKey{ms.Format("2006-01"), r.tenant, r.listing, m.version(r.listing, r.digest), unit}
@@ -192,8 +230,14 @@ func (m *model) usage(months []time.Time, now time.Time) map[modelKey]modelAmoun
 			if in <= 0 {
 				continue
 			}
-			a.quantity += in
+			freeIn := max(min(f1, w1)-max(t0, w0), 0)
+			a.quantity += in - freeIn
 			out[k] = a
+			if freeIn > 0 {
+				tk := k
+				tk.unit = "trial_hour"
+				out[tk] = modelAmount{out[tk].quantity + freeIn, 0}
+			}
 			if value[k] == nil {
 				value[k] = new(big.Int)
 			}
@@ -202,7 +246,7 @@ func (m *model) usage(months []time.Time, now time.Time) map[modelKey]modelAmoun
 				if r.event == "attach" {
 					price = p.attached
 				}
-				if d := min(t1, p.until, w1) - max(t0, p.from, w0); d > 0 {
+				if d := min(t1, p.until, w1) - max(f1, p.from, w0); d > 0 {
 					value[k].Add(value[k], new(big.Int).Mul(big.NewInt(d), big.NewInt(price)))
 				}
 			}

@@ -15,11 +15,12 @@ import (
 
 var moneySeed = flag.Uint64("money.seed", 0, "seed of TestStatementsProperty (0: from the clock)")
 
-// TestStatementsProperty: random price histories and usage, reported in
+// TestStatementsProperty: random price histories, free trials and usage, reported in
 // batches between the closes of months (so that some of it is late); after
 // each close, every month's invoices and revenue statements from the API
 // equal, to the micro-unit, those worked out again in plain Go from the
-// raw rows (statements_model_test.go).
+// raw rows (statements_model_test.go); and so does each tenant's spend of
+// the month running, which the spend limits check.
 func TestStatementsProperty(t *testing.T) {
 	seed := *moneySeed
 	if seed == 0 {
@@ -48,7 +49,12 @@ func TestStatementsProperty(t *testing.T) {
 	for i, l := range []struct{ isv, currency string }{{"isv1", "USD"}, {"isv1", "EUR"}, {"isv2", "USD"}} {
 		repo := l.isv + "/p" + string(rune('a'+i))
 		var L registryapi.Listing
-		e.must(201, l.isv, "POST", "/listings", item{"name": uniq("p"), "repository": repo, "currency": l.currency}).decode(t, &L)
+		trial := 0 // hours free per tenant: none, or some that a few records use up
+		if i == 0 || rng.IntN(2) > 0 {
+			trial = 1 + rng.IntN(150)
+		}
+		e.must(201, l.isv, "POST", "/listings", item{"name": uniq("p"), "repository": repo, "currency": l.currency,
+			"trial_hours": trial}).decode(t, &L)
 		digests := []string{"sha256:" + uniq("unversioned")}
 		for v := range 2 {
 			d := e.pushManifest(repo, uniq("t"))
@@ -104,6 +110,45 @@ func TestStatementsProperty(t *testing.T) {
 		m.close(month, now)
 		for j := range 4 {
 			checkMonth(t, e, m, m0.AddDate(0, j, 0), now, feeBP)
+		}
+		checkSpend(t, e, m, m0.AddDate(0, 4, 0))
+	}
+}
+
+// checkSpend compares each tenant's spend of the month running (every
+// record was recorded in it) with the model's price of that month's
+// usage. An attachment still open costs up to the API's now, which lies
+// between the two clocks read around the calls; the spend only grows with
+// now, so it lies between the model's at each.
+func checkSpend(t *testing.T, e *env, m *model, month time.Time) {
+	t.Helper()
+	spend := func(now time.Time) map[[2]string]int64 {
+		out := map[[2]string]int64{}
+		for k, a := range m.usage([]time.Time{month}, now) {
+			out[[2]string{k.tenant, m.currency[k.listing]}] += a.amount
+		}
+		return out
+	}
+	before := time.Now()
+	got := map[[2]string]int64{}
+	for _, who := range []string{"tenant1", "tenant2"} {
+		sl, err := e.client("admin").SpendLimits(context.Background(), who)
+		if err != nil || sl.Month != month.Format("2006-01") {
+			t.Fatalf("spend of %s: %+v %v", who, sl, err)
+		}
+		for _, l := range sl.Items {
+			got[[2]string{e.users[who].ID, l.Currency}] = l.SpendMicros
+		}
+	}
+	lo, hi := spend(before), spend(time.Now())
+	for k := range hi {
+		if got[k] < lo[k] || got[k] > hi[k] {
+			t.Errorf("spend of %s in %s: API %d, recomputed %d to %d", k[0], k[1], got[k], lo[k], hi[k])
+		}
+	}
+	for k, g := range got {
+		if _, ok := hi[k]; !ok && g != 0 {
+			t.Errorf("spend of %s in %s: API %d, recomputed none", k[0], k[1], g)
 		}
 	}
 }

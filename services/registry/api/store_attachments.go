@@ -303,7 +303,14 @@ func newCredential(id string) (string, [32]byte) {
 // with its credential.
 func (s *store) createAttachment(ctx context.Context, p *principal, cfg AttachConfig, req poolapi.AttachRequest) (poolapi.Attachment, error) {
 	var out poolapi.Attachment
-	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
+	// The spend limit is checked before the pool's lock is taken, so that
+	// pricing the tenant's month never holds up placements.
+	_, err := s.attachSpendGate(ctx, p, `select l.currency from listings l join repositories r on r.id = l.repository_id
+		where ($1 <> '' and l.id::text = $1) or r.name = $1 order by l.created_at limit 1`, req.Listing)
+	if err != nil {
+		return out, err
+	}
+	err = s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		if err := lockRevisions(ctx, tx); err != nil { // also serialises placements
 			return auditEntry{}, err
 		}
@@ -419,6 +426,13 @@ func (s *store) listAttachments(ctx context.Context, p *principal, all bool, lim
 func (s *store) renewAttachment(ctx context.Context, p *principal, id string) (poolapi.Attachment, error) {
 	if !isUUID(id) {
 		return poolapi.Attachment{}, fmt.Errorf("%w: attachment", ErrNotFound)
+	}
+	if _, err := s.attachSpendGate(ctx, p, `select l.currency from attachments a join listings l on l.id = a.listing_id
+		where a.id = $1::uuid and a.state = any($2)`, id, liveStates); err != nil {
+		if errors.Is(err, ErrSpendLimit) {
+			err = fmt.Errorf("%w; attachment %s is not renewed and ends when its lease runs out", err, id)
+		}
+		return poolapi.Attachment{}, err
 	}
 	tag, err := s.db.Exec(ctx, `update attachments set lease_expires_at = now() + lease_seconds * interval '1 second'
 		where id = $1::uuid and tenant_id = $2::uuid and state = any($3)`, id, p.ID, liveStates)

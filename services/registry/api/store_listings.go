@@ -15,7 +15,7 @@ import (
 
 const listingCols = `l.id::text, l.owner_id::text, a.name, coalesce(r.name, ''), l.name, l.summary, l.description,
 	l.category, l.board_model, l.currency, coalesce(cp.per_hour_micros, 0), coalesce(cp.per_load_micros, 0),
-	coalesce(cp.per_attached_hour_micros, 0), l.visibility,
+	coalesce(cp.per_attached_hour_micros, 0), l.visibility, l.trial_hours,
 	l.published, exists (select 1 from listing_versions v join validation_jobs j
 		on j.repository_id = l.repository_id and j.manifest_digest = v.manifest_digest
 		where v.listing_id = l.id and j.state = 'available'),
@@ -33,7 +33,7 @@ const visibleTo = `($2 or (l.published and l.visibility = 'public') or l.owner_i
 func scanListing(r pgx.Row) (registryapi.Listing, error) {
 	var l registryapi.Listing
 	return l, r.Scan(&l.ID, &l.OwnerID, &l.Owner, &l.Repository, &l.Name, &l.Summary, &l.Description,
-		&l.Category, &l.BoardModel, &l.Currency, &l.PricePerHourMicros, &l.PricePerLoadMicros, &l.PricePerAttachedHourMicros, &l.Visibility,
+		&l.Category, &l.BoardModel, &l.Currency, &l.PricePerHourMicros, &l.PricePerLoadMicros, &l.PricePerAttachedHourMicros, &l.Visibility, &l.TrialHours,
 		&l.Published, &l.Validated, &l.LogoDigest, &l.CreatedAt, &l.UpdatedAt)
 }
 
@@ -78,10 +78,10 @@ func (s *store) createListing(ctx context.Context, p *principal, repo string, f 
 		}
 		var id string
 		err = tx.QueryRow(ctx, `insert into listings (owner_id, repository_id, name, summary, description, category,
-			board_model, currency, visibility)
-			values ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9) returning id::text`,
+			board_model, currency, visibility, trial_hours)
+			values ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, 0)) returning id::text`,
 			p.ID, repoID, str(f.Name), str(f.Summary), str(f.Description), cat, str(f.BoardModel),
-			cur, vis).Scan(&id)
+			cur, vis, f.TrialHours).Scan(&id)
 		if err != nil {
 			return auditEntry{}, err
 		}
@@ -196,11 +196,14 @@ func (s *store) updateListing(ctx context.Context, p *principal, id string, f re
 		if err := currencyFixed(ctx, tx, id, f.Currency); err != nil {
 			return auditEntry{}, err
 		}
+		if err := trialFixed(ctx, tx, id, f.TrialHours); err != nil {
+			return auditEntry{}, err
+		}
 		_, err := tx.Exec(ctx, `update listings set
 			name = coalesce($2, name), summary = coalesce($3, summary), description = coalesce($4, description),
 			category = coalesce($5, category), board_model = coalesce($6, board_model), currency = coalesce($7, currency),
-			visibility = coalesce($8, visibility), updated_at = now() where id = $1::uuid`,
-			id, f.Name, f.Summary, f.Description, f.Category, f.BoardModel, f.Currency, f.Visibility)
+			visibility = coalesce($8, visibility), trial_hours = coalesce($9, trial_hours), updated_at = now() where id = $1::uuid`,
+			id, f.Name, f.Summary, f.Description, f.Category, f.BoardModel, f.Currency, f.Visibility, f.TrialHours)
 		if err != nil {
 			return auditEntry{}, err
 		}

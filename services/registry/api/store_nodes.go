@@ -151,15 +151,32 @@ func (s *store) createEnrollment(ctx context.Context, p *principal, ttl time.Dur
 // issueGrant issues a load grant as p for req.
 func (s *store) issueGrant(ctx context.Context, p *principal, req registryapi.GrantRequest) (registryapi.Grant, error) {
 	var g registryapi.Grant
+	var spend spendState
 	err := s.tx(ctx, p, func(tx pgx.Tx) (auditEntry, error) {
 		var err error
 		g, err = nodetrust.Issue(ctx, tx, nodetrust.Caller{ID: p.ID, Role: string(p.Role)}, req, 0)
 		if err != nil {
 			return auditEntry{}, trustErr(err)
 		}
+		if g.ListingID != nil {
+			var cur string
+			if err := tx.QueryRow(ctx, `select currency from listings where id = $1::uuid`, *g.ListingID).Scan(&cur); err != nil {
+				return auditEntry{}, err
+			}
+			if spend, err = spendGate(ctx, tx, p, cur); err != nil {
+				return auditEntry{}, err
+			}
+		}
 		return auditEntry{"grant.issue", "image", req.Repository + "@" + req.Digest,
 			map[string]any{"grant_id": g.ID, "node_id": req.NodeID, "expires_at": g.ExpiresAt}}, nil
 	})
+	if errors.Is(err, ErrSpendLimit) {
+		s.auditDenied(ctx, p, auditEntry{"grant.issue", "image", req.Repository + "@" + req.Digest,
+			map[string]any{"node_id": req.NodeID, "currency": spend.Currency}}, "spend limit reached")
+	}
+	if aerr := s.spendAlert(ctx, spend); aerr != nil && err == nil {
+		return g, aerr
+	}
 	return g, err
 }
 

@@ -109,6 +109,24 @@ func (s *store) listPrices(ctx context.Context, p *principal, id string) ([]regi
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (registryapi.Price, error) { return scanPrice(r) })
 }
 
+// trialFixed refuses a change of a listing's free trial once it has usage:
+// the trial prices all of a tenant's usage of the listing, so changing it
+// would rewrite what closed months billed.
+func trialFixed(ctx context.Context, tx pgx.Tx, id string, hours *int) error {
+	if hours == nil {
+		return nil
+	}
+	var used bool
+	if err := tx.QueryRow(ctx, `select exists (select 1 from listings l where l.id = $1::uuid and l.trial_hours <> $2)
+		and exists (select 1 from usage_records where listing_id = $1::uuid)`, id, *hours).Scan(&used); err != nil {
+		return err
+	}
+	if used {
+		return fieldErr("trial_hours", "cannot change: the listing has usage, and the trial prices all of it")
+	}
+	return nil
+}
+
 // currencyFixed refuses a change of currency of a listing with usage: its
 // price history is in the old currency, and so are its bills.
 func currencyFixed(ctx context.Context, tx pgx.Tx, id string, cur *string) error {

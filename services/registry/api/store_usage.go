@@ -74,7 +74,22 @@ func (s *store) recordUsage(ctx context.Context, p *principal, nodeID string, re
 	if errors.As(err, &fe) {
 		s.auditDenied(ctx, p, auditEntry{"usage.report", "node", nodeID, map[string]any{"records": len(recs), "field": fe.Field}}, fe.Msg)
 	}
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	// The tenants' spend grew: their alerts are due now, not at their next
+	// load. A failure here fails the report, which the node sends again
+	// (its records are then skipped, and the alerts checked again).
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if !seen[r.TenantID] && isUUID(r.TenantID) {
+			seen[r.TenantID] = true
+			if err := s.spendAlerts(ctx, r.TenantID); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
 }
 
 // usageSummary: admin all, isv its listings, tenant its own usage;

@@ -27,11 +27,12 @@ var fieldLabels = map[string]string{"name": "Name", "repository": "Repository", 
 	"price_per_attached_hour": "Price per hour attached from the pool", "visibility": "Visibility",
 	"days": "Expires after", "pem": "Public key", "pattern": "Pattern", "account": "Tenant account",
 	"version": "Version", "digest": "Manifest digest", "role": "Role", "password": "Password",
-	"logo": "Logo", "markdown": "Documentation"}
+	"logo": "Logo", "markdown": "Documentation", "trial_hours": "Free trial", "alert": "Alert at", "limit": "Hard limit"}
 
 // apiFields are the API's names of the forms' fields where they differ.
 var apiFields = map[string]string{"price_per_hour_micros": "price_per_hour", "price_per_load_micros": "price_per_load",
-	"price_per_attached_hour_micros": "price_per_attached_hour", "expires_at": "days", "public_key": "pem"}
+	"price_per_attached_hour_micros": "price_per_attached_hour", "expires_at": "days", "public_key": "pem",
+	"alert_micros": "alert", "limit_micros": "limit"}
 
 // refused returns err, a refusal by the API or a fieldError, as the form
 // shows it: on its field when it names one, in the form's words.

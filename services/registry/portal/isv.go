@@ -112,7 +112,7 @@ type listingForm struct {
 	formRefusal
 	ID, Name, Repository, Summary, Description, Category, BoardModel string
 	Currency, PricePerHour, PricePerLoad, PricePerAttachedHour       string
-	Visibility                                                       string
+	Visibility, TrialHours                                           string
 	// RepoName is what the new listing's repository field takes: the
 	// repository's name after the fixed "Owner/".
 	RepoName   string
@@ -137,7 +137,8 @@ func formOf(l registryapi.Listing) listingForm {
 	return listingForm{ID: l.ID, Name: l.Name, Repository: l.Repository, Summary: l.Summary, Description: l.Description,
 		Category: l.Category, BoardModel: l.BoardModel, Currency: l.Currency, Visibility: l.Visibility, Published: l.Published,
 		PricePerHour: decimal(l.PricePerHourMicros), PricePerLoad: decimal(l.PricePerLoadMicros),
-		PricePerAttachedHour: decimal(l.PricePerAttachedHourMicros), Owner: l.Owner, LogoDigest: l.LogoDigest}
+		PricePerAttachedHour: decimal(l.PricePerAttachedHourMicros), Owner: l.Owner, LogoDigest: l.LogoDigest,
+		TrialHours: strconv.Itoa(l.TrialHours)}
 }
 
 // decimal writes micro-units as a decimal amount: 1500000 is "1.50".
@@ -196,8 +197,12 @@ func listingBody(r *http.Request, f *listingForm) (registryapi.ListingFields, er
 	for k, v := range map[string]*string{"name": &f.Name, "summary": &f.Summary,
 		"description": &f.Description, "category": &f.Category, "board_model": &f.BoardModel, "currency": &f.Currency,
 		"price_per_hour": &f.PricePerHour, "price_per_load": &f.PricePerLoad, "price_per_attached_hour": &f.PricePerAttachedHour,
-		"visibility": &f.Visibility} {
+		"visibility": &f.Visibility, "trial_hours": &f.TrialHours} {
 		*v = strings.TrimSpace(r.PostFormValue(k))
+	}
+	trial, err := trialHours(f.TrialHours)
+	if err != nil {
+		return registryapi.ListingFields{}, err
 	}
 	pph, err := micros(f.PricePerHour)
 	if err != nil {
@@ -214,7 +219,19 @@ func listingBody(r *http.Request, f *listingForm) (registryapi.ListingFields, er
 	currency := strings.ToUpper(f.Currency)
 	return registryapi.ListingFields{Name: &f.Name, Summary: &f.Summary, Description: &f.Description, Category: &f.Category,
 		BoardModel: &f.BoardModel, Currency: &currency, PricePerHourMicros: &pph, PricePerLoadMicros: &ppl,
-		PricePerAttachedHourMicros: &ppa, Visibility: &f.Visibility}, nil
+		PricePerAttachedHourMicros: &ppa, Visibility: &f.Visibility, TrialHours: &trial}, nil
+}
+
+// trialHours reads the free trial's whole hours; empty is none.
+func trialHours(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > registryapi.MaxTrialHours {
+		return 0, &fieldError{"trial_hours", fmt.Sprintf("want whole hours, 0 to %d", registryapi.MaxTrialHours)}
+	}
+	return n, nil
 }
 
 // repository joins the owner's namespace, shown as fixed text, and the

@@ -63,6 +63,11 @@ func describe(n registryapi.Notification) string {
 		Tenant      string    `json:"tenant"`
 		Name        string    `json:"name"`
 		ExpiresAt   time.Time `json:"expires_at"`
+		Currency    string    `json:"currency"`
+		Month       string    `json:"month"`
+		Spend       int64     `json:"spend_micros"`
+		Alert       int64     `json:"alert_micros"`
+		Limit       *int64    `json:"limit_micros"`
 	}
 	_ = json.Unmarshal(n.Data, &d) // a field that does not decode is left out of the sentence
 	switch n.Type {
@@ -73,7 +78,11 @@ func describe(n registryapi.Notification) string {
 	case registryapi.EventTokenExpiring:
 		return "API token “" + d.Name + "” expires on " + d.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC") + "."
 	case registryapi.EventSpendThreshold:
-		return "A spend threshold was reached."
+		s := "Your spend in " + d.Month + " reached " + price(d.Currency, d.Spend) + ", past your alert at " + price(d.Currency, d.Alert) + "."
+		if d.Limit != nil {
+			s += " At your hard limit of " + price(d.Currency, *d.Limit) + " new loads and attachments are refused."
+		}
+		return s
 	}
 	return n.Type
 }

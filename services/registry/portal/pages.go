@@ -29,6 +29,7 @@ const (
 	pageNotifications
 	pagePublish
 	pageSignin
+	pageSpendLimit
 	pageStatements
 	pageTokens
 	pageUnsubscribe
@@ -56,6 +57,7 @@ var pageFiles = [numPages]string{
 	pageNotifications:   "notifications",
 	pagePublish:         "publish",
 	pageSignin:          "signin",
+	pageSpendLimit:      "spend_limit",
 	pageStatements:      "statements",
 	pageTokens:          "tokens",
 	pageUnsubscribe:     "unsubscribe",

@@ -81,6 +81,8 @@ func (p *Portal) routeTable() []route {
 		{"GET /my", tenants, p.myAccelerators},
 		{"GET /my/subscriptions/{id}/end", tenants, p.confirmUnsubscribe},
 		{"POST /my/subscriptions/{id}/end", tenants, p.unsubscribe},
+		{"GET /my/spend-limit", tenants, p.spendLimitForm},
+		{"POST /my/spend-limit", tenants, p.setSpendLimit},
 		{"GET /my/invoices", tenants, p.statements(invoicesKind)},
 		{"GET /my/invoices.csv", tenants, p.statementsCSV(invoicesKind)},
 

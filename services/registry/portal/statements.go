@@ -90,6 +90,8 @@ func lineView(month, currency string, l registryapi.StatementLine) statementLine
 		v.Unit, v.Quantity = "loads", strconv.FormatInt(l.Quantity, 10)
 	case registryapi.UnitLoadedHour:
 		v.Unit, v.Quantity = "hours busy", signed(l.Quantity/nsPerMicroHour)
+	case registryapi.UnitTrialHour:
+		v.Unit, v.Quantity = "hours free trial", signed(l.Quantity/nsPerMicroHour)
 	default:
 		v.Unit, v.Quantity = "hours attached", signed(l.Quantity/nsPerMicroHour)
 	}

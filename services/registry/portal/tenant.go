@@ -35,6 +35,8 @@ type myPage struct {
 	Loads        []loadRow
 	Usage        []usageRow
 	Totals       []string // the cost to date, one entry a currency
+	Month        string   // the month running, YYYY-MM (UTC)
+	Spend        []spendRow
 }
 
 func (myPage) title() string { return "My accelerators" }
@@ -84,6 +86,12 @@ func (p *Portal) myAccelerators(w http.ResponseWriter, r *http.Request) {
 		pg.Usage = append(pg.Usage, usageRow{UsageSummary: u, BusyHours: hours(u.BusyNs)})
 	}
 	pg.Totals = totals(usage.Items)
+	spend, err := api.SpendLimits(ctx, accountOf(r).Name)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pg.Month, pg.Spend = spend.Month, spendRows(spend)
 	p.render(w, r, http.StatusOK, pageMy, pg)
 }
 

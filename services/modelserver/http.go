@@ -154,7 +154,7 @@ func (s *Server) inferHTTP(ctx context.Context, r *http.Request, m *model, v *ve
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, r.ContentLength, s.cfg.MaxBodyBytes)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readBody(r, s.cfg.MaxBodyBytes)
 	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.cfg.MaxBodyBytes)
 	} else if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -171,6 +171,20 @@ func (s *Server) inferHTTP(ctx context.Context, r *http.Request, m *model, v *ve
 		return nil, err
 	}
 	return newResponse(m.name, v.name, req, res.Outputs)
+}
+
+// readBody reads a request's body of at most limit bytes: into a buffer
+// of its Content-Length at once when it has one (checked against limit
+// already), rather than growing one as io.ReadAll does. The buffer is the
+// request's own, not pooled: binary inputs become tensors on it.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(nil, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		b := make([]byte, n)
+		_, err := io.ReadFull(body, b)
+		return b, err
+	}
+	return io.ReadAll(body)
 }
 
 // statusOf is the HTTP status of an error of a request.

@@ -49,6 +49,9 @@ type Result struct {
 	Stats    alidnn.Stats
 	Batch    int
 	HostTime time.Duration // wall time of Run on this host
+	// Started is when the run's job was formed: its wait for a job slot,
+	// and any hold (WithMaxDelay), ended there.
+	Started time.Time
 }
 
 // Run runs one inference. inputs are matched to the program's inputs by

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn"
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
@@ -39,8 +40,10 @@ import (
 // loaded once. Missing samples are zeros; each Run gets its own sample of
 // the outputs. WithBatch does not apply to it.
 //
-// A lone run is never held back to wait for others: it is submitted as soon
-// as a job slot is free. Result.Batch says how many runs shared a job.
+// By default a lone run is never held back to wait for others: it is
+// submitted as soon as a job slot is free. WithMaxDelay holds it a while
+// for others to share its job (hold.go). Result.Batch says how many runs
+// shared a job.
 //
 // A job belongs to the engine once submitted: a Run whose ctx ends returns
 // at once, but its job runs on, and its lanes are reused only after the
@@ -62,6 +65,13 @@ type Session struct {
 	closed  bool
 	idle    *sync.Cond // signalled when a job slot comes back
 
+	// WithMaxDelay's hold (hold.go): the delay, the preferred sizes in
+	// increasing order, and the timer that dispatches when a hold ends.
+	delay     time.Duration
+	preferred []int
+	timer     *time.Timer
+	wakeup    time.Time // when timer fires; zero when not armed
+
 	codeMu sync.Mutex
 	code   map[[2]int]Code // by job slot and number of lanes
 }
@@ -72,14 +82,21 @@ type request struct {
 	packed [][]byte                // by program input
 	host   map[string]*onnx.Tensor // the caller's inputs, by name
 	done   chan struct{}           // closed when res or err is set
-	res    *Result
-	err    error
+	// holdUntil is when the run stops being held for others (zero: never
+	// held; see WithMaxDelay).
+	holdUntil time.Time
+	res       *Result
+	err       error
 }
 
 // SessionOption configures Open.
 type SessionOption func(*sessionOptions)
 
-type sessionOptions struct{ batch, pipeline int }
+type sessionOptions struct {
+	batch, pipeline int
+	delay           time.Duration
+	preferred       []int
+}
 
 // WithBatch sets the most runs coalesced into one job (default 4; 1 turns
 // coalescing off).
@@ -114,6 +131,10 @@ func Open(ctx context.Context, eng Engine, p *Program, opts ...SessionOption) (*
 	if p.Batch > 1 {
 		s.perJob = p.Batch
 	}
+	if err := checkHold(&o, s.perJob); err != nil {
+		return nil, err
+	}
+	s.delay, s.preferred = o.delay, o.preferred
 	s.idle = sync.NewCond(&s.mu)
 	for k := range o.pipeline {
 		s.free = append(s.free, o.pipeline-1-k) // slot 0 first
@@ -150,6 +171,9 @@ func (s *Session) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	for _, r := range s.pending {
 		r.err = ErrClosed
 		close(r.done)
@@ -168,6 +192,7 @@ func (s *Session) enqueue(r *request) error {
 	if s.closed {
 		return ErrClosed
 	}
+	r.holdUntil = s.holdUntil(r, time.Now())
 	s.pending = append(s.pending, r)
 	s.dispatch()
 	return nil
@@ -183,22 +208,26 @@ func (s *Session) withdraw(r *request) {
 	}
 }
 
-// dispatch gives waiting runs to free job slots, up to batch runs a job.
-// Callers hold mu.
+// dispatch gives waiting runs to free job slots, up to perJob runs a job,
+// unless they are held (jobSize). Callers hold mu.
 func (s *Session) dispatch() {
 	for len(s.free) > 0 && len(s.pending) > 0 {
+		now := time.Now()
+		n := s.jobSize(now)
+		if n == 0 {
+			return
+		}
 		slot := s.free[len(s.free)-1]
 		s.free = s.free[:len(s.free)-1]
-		n := min(s.perJob, len(s.pending))
 		reqs := slices.Clone(s.pending[:n])
 		s.pending = slices.Delete(s.pending, 0, n)
-		go s.job(slot, reqs)
+		go s.job(slot, reqs, now)
 	}
 }
 
-// job runs reqs as one job in job slot slot, hands each its result and
-// gives the slot back.
-func (s *Session) job(slot int, reqs []*request) {
+// job runs reqs as one job in job slot slot, formed at started, hands each
+// its result and gives the slot back.
+func (s *Session) job(slot int, reqs []*request, started time.Time) {
 	// The job must end before its lanes are reused, whoever stops waiting
 	// for it: it runs on no caller's cancellation.
 	ctx := context.WithoutCancel(reqs[0].ctx)
@@ -206,6 +235,9 @@ func (s *Session) job(slot int, reqs []*request) {
 	for _, r := range reqs {
 		if err != nil {
 			r.err = err
+		}
+		if r.res != nil {
+			r.res.Started = started
 		}
 		close(r.done)
 	}

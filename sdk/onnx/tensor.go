@@ -235,6 +235,26 @@ func NewFloat32(name string, dims []int64, data []float32) *Tensor {
 	return &Tensor{Name: name, DataType: Float, Dims: append([]int64{}, dims...), raw: raw}
 }
 
+// NewRaw returns a tensor of type dt and dims whose data is raw, laid out
+// as onnx's raw_data holds it (row-major, little-endian, DataType.Size()
+// bytes an element). raw is kept, not copied, so that data read off the
+// wire becomes a tensor without a pass over it: the caller must not change
+// it afterwards. STRING is refused, as is a length that is not the dims'.
+func NewRaw(name string, dt DataType, dims []int64, raw []byte) (*Tensor, error) {
+	if dt == String {
+		return nil, fmt.Errorf("onnx: tensor %q: STRING data is not raw", name)
+	}
+	t := &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// RawData returns t's data as onnx's raw_data holds it (nil for STRING),
+// not a copy: the caller must not change it.
+func (t *Tensor) RawData() []byte { return t.raw }
+
 // NewInt returns a tensor of integer type dt (or BOOL) holding data, each
 // element of which must be in dt's range, and whose length must be the
 // product of dims.

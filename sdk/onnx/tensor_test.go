@@ -271,3 +271,34 @@ func TestNewIntErrors(t *testing.T) {
 		t.Error("WriteTensor of 0 values for dims [2]: no error")
 	}
 }
+
+// TestNewRaw checks that a raw tensor reads back as the typed constructors'
+// do, that its data is the very slice given, and that wrong lengths and
+// STRING are refused.
+func TestNewRaw(t *testing.T) {
+	want := NewFloat32("x", []int64{1, 3}, []float32{1.5, -2, 3e-7})
+	raw := slices.Clone(want.RawData())
+	x, err := NewRaw("x", Float, []int64{1, 3}, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := x.Float32s(); err != nil || !slices.Equal(f, []float32{1.5, -2, 3e-7}) {
+		t.Errorf("Float32s of a raw tensor: %v, %v", f, err)
+	}
+	if &x.RawData()[0] != &raw[0] {
+		t.Error("NewRaw copied its data")
+	}
+	if i, err := NewRaw("i", Int16, []int64{2}, []byte{0xff, 0xff, 2, 0}); err != nil {
+		t.Error(err)
+	} else if v, err := i.Int64s(); err != nil || !slices.Equal(v, []int64{-1, 2}) {
+		t.Errorf("Int64s of a raw INT16 tensor: %v, %v", v, err)
+	}
+	for _, c := range []struct {
+		dt  DataType
+		raw []byte
+	}{{Float, make([]byte, 11)}, {Int16, make([]byte, 3)}, {String, nil}} {
+		if _, err := NewRaw("y", c.dt, []int64{3}, c.raw); err == nil {
+			t.Errorf("NewRaw of %d bytes of %v for dims [3]: no error", len(c.raw), c.dt)
+		}
+	}
+}

@@ -30,10 +30,7 @@
 // Past Config.ReopenAttempts failed attempts in a row the server gives up:
 // /v2/health/live and ServerLive answer false and Dead is closed (the
 // command exits), for a supervisor to start it afresh.
-// Metrics count the engines up (modelserver_engines_up), the reopens
-// (modelserver_engine_reopens_total) and each model's engine time
-// (modelserver_device_seconds_total: a job's device time shared among the
-// requests it ran).
+// Metrics count the engines up and the reopens (see Metrics).
 //
 // # Model repository
 //
@@ -53,7 +50,11 @@
 //	  "max_batch_size": 8,                  requests coalesced into one engine job (0: none)
 //	  "max_queue_size": 64,                 requests admitted at once (0: the server's default)
 //	  "input": [{"name": "Input3", "dims": [1, 1, 28, 28]}],   shapes of free dimensions, by input
-//	  "dims": {"batch": 1}                  symbolic dimensions, by name
+//	  "dims": {"batch": 1},                 symbolic dimensions, by name
+//	  "dynamic_batching": {                 requests held for others to share their job (none without it)
+//	    "max_queue_delay_microseconds": 500,
+//	    "preferred_batch_size": [4, 8]
+//	  }
 //	}
 //
 // The engine runs static shapes, so a model's inputs and outputs have the
@@ -64,6 +65,45 @@
 // model compile --batch n) takes one sample a request, its leading
 // dimension shown as 1, and runs up to n requests in one pass instead.
 // Unknown fields of config.json are errors.
+//
+// # Dynamic batching
+//
+// Without dynamic_batching, a request never waits for others: it goes to
+// the engine as soon as its instance has a free job slot, and only those
+// that arrive while every slot is busy share a job. With it, as Triton's
+// dynamic batcher does, an instance holds a request up to
+// max_queue_delay_microseconds while fewer wait than the largest
+// preferred_batch_size (max_batch_size, or the batch of a batched
+// program, when none is given): a job goes at once when that many wait;
+// when the oldest request's delay has passed, it takes the largest
+// preferred size the waiting requests fill, or all of them. Each preferred
+// size is at most what a job runs. A request whose deadline (Config.Timeout,
+// or the gRPC client's) comes before its delay would end is not held: the
+// hold never spends the time its job needs. A held request is admitted (it
+// counts against max_queue_size: 429, Unavailable), and one whose client
+// goes away or whose deadline passes leaves at once, without a job. The
+// hold lives in the instance, alidnn.WithMaxDelay, because the Session
+// alone knows when a job slot is free and which requests wait for it: a
+// hold in front of Session.Run would send a batch's requests one by one
+// to a free slot.
+//
+// # Metrics
+//
+// With Config.Metrics, the server counts, labelled by model and version as
+// Triton's nv_inference_* are:
+//
+//	modelserver_infer_requests_total{model,version,protocol,code}   requests by protocol (http, grpc) and HTTP status (failures: all but 200; 499 a client gone)
+//	modelserver_infer_duration_seconds{model,version}               arrival to answer
+//	modelserver_infer_queue_seconds{model,version}                  admission by the model's queue to the start of the engine job (a free slot, the hold)
+//	modelserver_infer_compute_seconds{model,version}                the job's start to its results
+//	modelserver_infer_batch_size{model,version}                     the requests that shared each request's job
+//	modelserver_device_seconds_total{model,version}                 engine time: a job's device time shared among its requests
+//	modelserver_infer_inflight{model}                               requests the model's queue admitted, running or held
+//	modelserver_engines_up, modelserver_engine_reopens_total       engines up; engines opened again after they failed
+//
+// The queue, compute and batch histograms and the device time count
+// successful requests. The version label is new to the names kept from
+// before (requests, duration, batch size, device time).
 //
 // # Models from the registry
 //

@@ -292,7 +292,7 @@ func (s *Server) reopenOnce(ctx context.Context, e *engine) error {
 
 // openInstance opens v's instance on eng, generation gen of e.
 func (s *Server) openInstance(ctx context.Context, e *engine, eng alidnn.Engine, gen uint64, v *version) (*instance, error) {
-	sess, err := alidnn.Open(ctx, eng, v.prog, alidnn.WithBatch(v.batch), alidnn.WithPipeline(s.cfg.Pipeline))
+	sess, err := alidnn.Open(ctx, eng, v.prog, append([]alidnn.SessionOption{alidnn.WithBatch(v.batch), alidnn.WithPipeline(s.cfg.Pipeline)}, v.opts...)...)
 	if err != nil {
 		return nil, err
 	}

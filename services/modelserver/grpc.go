@@ -99,27 +99,25 @@ func (g grpcService) ModelInfer(ctx context.Context, r *inferencepb.ModelInferRe
 		return nil, grpcError(err)
 	}
 	// ctx has the call's deadline (callDeadline), or the client's if sooner.
-	resp, batch, err := s.inferGRPC(ctx, r, m, v)
-	s.record(ctx, "grpc", m, v, start, batch, err)
+	resp, err := s.inferGRPC(ctx, r, m, v)
+	s.record(ctx, "grpc", m, v, start, err)
 	if err != nil {
 		return nil, grpcError(err)
 	}
 	return resp, nil
 }
 
-// inferGRPC checks, runs and answers one ModelInfer request; batch is the
-// size of the engine job it ran in.
-func (s *Server) inferGRPC(ctx context.Context, r *inferencepb.ModelInferRequest, m *model, v *version) (*inferencepb.ModelInferResponse, int, error) {
+// inferGRPC checks, runs and answers one ModelInfer request.
+func (s *Server) inferGRPC(ctx context.Context, r *inferencepb.ModelInferRequest, m *model, v *version) (*inferencepb.ModelInferResponse, error) {
 	req, raw, err := grpcRequest(r, v.inputs, v.outputs)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	res, err := s.infer(ctx, m, v, req.Inputs)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	resp, err := grpcResponse(m.name, v.name, req, raw, res.Outputs)
-	return resp, res.Batch, err
+	return grpcResponse(m.name, v.name, req, raw, res.Outputs)
 }
 
 // grpcError is the gRPC status of an error of a request, by sentinel as

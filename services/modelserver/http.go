@@ -114,19 +114,19 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(s.cfg.Timeout))
 	defer cancel()
 	_ = http.NewResponseController(w).SetReadDeadline(start.Add(s.cfg.Timeout))
-	resp, batch, err := s.inferHTTP(ctx, r, m, v)
+	resp, err := s.inferHTTP(ctx, r, m, v)
 	if err != nil {
 		writeError(w, err)
 	} else {
 		resp.write(w)
 	}
-	s.record(ctx, "http", m, v, start, batch, err)
+	s.record(ctx, "http", m, v, start, err)
 }
 
 // record logs a failed infer request and counts every one, under the HTTP
 // status of its error whichever protocol it came by, so that one metric
 // holds both.
-func (s *Server) record(ctx context.Context, protocol string, m *model, v *version, start time.Time, batch int, err error) {
+func (s *Server) record(ctx context.Context, protocol string, m *model, v *version, start time.Time, err error) {
 	code := http.StatusOK
 	if err != nil {
 		code = statusOf(err)
@@ -138,41 +138,53 @@ func (s *Server) record(ctx context.Context, protocol string, m *model, v *versi
 		}
 		s.log.Log(ctx, level, "infer failed", "protocol", protocol, "model", m.name, "version", v.name, "status", code, "err", err)
 	}
-	s.cfg.Metrics.answered(m.name, protocol, code, time.Since(start), batch)
+	s.cfg.Metrics.answered(m.name, v.name, protocol, code, time.Since(start))
 }
 
-// inferHTTP reads, runs and answers one infer request; batch is the size
-// of the engine job it ran in.
-func (s *Server) inferHTTP(ctx context.Context, r *http.Request, m *model, v *version) (*inferResponse, int, error) {
+// inferHTTP reads, runs and answers one infer request.
+func (s *Server) inferHTTP(ctx context.Context, r *http.Request, m *model, v *version) (*inferResponse, error) {
 	headerLen := int64(-1)
 	if h := r.Header.Get(headerLength); h != "" {
 		n, err := strconv.ParseInt(h, 10, 64)
 		if err != nil || n < 0 {
-			return nil, 0, fmt.Errorf("%w: %s %q is not a length", ErrBadRequest, headerLength, h)
+			return nil, fmt.Errorf("%w: %s %q is not a length", ErrBadRequest, headerLength, h)
 		}
 		headerLen = n
 	}
 	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return nil, 0, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, r.ContentLength, s.cfg.MaxBodyBytes)
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, r.ContentLength, s.cfg.MaxBodyBytes)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readBody(r, s.cfg.MaxBodyBytes)
 	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-		return nil, 0, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.cfg.MaxBodyBytes)
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.cfg.MaxBodyBytes)
 	} else if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, 0, fmt.Errorf("%w: reading the body", ErrTimeout)
+		return nil, fmt.Errorf("%w: reading the body", ErrTimeout)
 	} else if err != nil {
-		return nil, 0, fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
 	}
 	req, err := parseInferRequest(body, headerLen, v.inputs, v.outputs)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	res, err := s.infer(ctx, m, v, req.Inputs)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	resp, err := newResponse(m.name, v.name, req, res.Outputs)
-	return resp, res.Batch, err
+	return newResponse(m.name, v.name, req, res.Outputs)
+}
+
+// readBody reads a request's body of at most limit bytes: into a buffer
+// of its Content-Length at once when it has one (checked against limit
+// already), rather than growing one as io.ReadAll does. The buffer is the
+// request's own, not pooled: binary inputs become tensors on it.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(nil, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		b := make([]byte, n)
+		_, err := io.ReadFull(body, b)
+		return b, err
+	}
+	return io.ReadAll(body)
 }
 
 // statusOf is the HTTP status of an error of a request.

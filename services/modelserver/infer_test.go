@@ -308,13 +308,14 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // countedBy is how many infer requests the metrics counted for protocol
-// with status code.
+// with status code, every model and version.
 func countedBy(t testing.TB, s *served, protocol, code string) float64 {
 	t.Helper()
 	mfs, err := s.metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	n := 0.0
 	for _, mf := range mfs {
 		if mf.GetName() != "modelserver_infer_requests_total" {
 			continue
@@ -325,11 +326,11 @@ func countedBy(t testing.TB, s *served, protocol, code string) float64 {
 				labels[l.GetName()] = l.GetValue()
 			}
 			if labels["protocol"] == protocol && labels["code"] == code {
-				return m.GetCounter().GetValue()
+				n += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0
+	return n
 }
 
 // TestSlowBody sends part of a body and stalls: the request's deadline

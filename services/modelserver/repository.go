@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -51,6 +52,52 @@ type ModelConfig struct {
 	// Dims binds symbolic dimensions by name in every input that has them
 	// ("batch": 1), alidnn.WithShape by dimension name.
 	Dims map[string]int `json:"dims"`
+	// DynamicBatching, Triton's dynamic_batching, holds requests for
+	// others to share their engine job (alidnn.WithMaxDelay). Without it
+	// no request is held.
+	DynamicBatching *DynamicBatching `json:"dynamic_batching"`
+}
+
+// DynamicBatching is ModelConfig.DynamicBatching, with Triton's names.
+type DynamicBatching struct {
+	// MaxQueueDelayMicroseconds is the longest an instance holds a
+	// request, while fewer wait than a preferred batch (or
+	// max_batch_size), before its job goes to the engine; never past the
+	// request's deadline.
+	MaxQueueDelayMicroseconds int64 `json:"max_queue_delay_microseconds"`
+	// PreferredBatchSize are the job sizes to form: a job goes at once
+	// when the largest is filled, and when the delay has passed it takes
+	// the largest one filled, else every request waiting. Each is at most
+	// max_batch_size (or the batch of a precompiled batched program).
+	PreferredBatchSize []int `json:"preferred_batch_size"`
+}
+
+// sessionOptions are the alidnn options of c's dynamic batching.
+func (c *ModelConfig) sessionOptions() []alidnn.SessionOption {
+	d := c.DynamicBatching
+	if d == nil {
+		return nil
+	}
+	return []alidnn.SessionOption{alidnn.WithMaxDelay(time.Duration(d.MaxQueueDelayMicroseconds)*time.Microsecond, d.PreferredBatchSize...)}
+}
+
+// checkDynamicBatching checks what can be checked without the program.
+func (c *ModelConfig) checkDynamicBatching() error {
+	d := c.DynamicBatching
+	if d == nil {
+		return nil
+	}
+	// An hour is far past any request's deadline; the bound keeps the
+	// conversion to a Duration from overflowing.
+	if d.MaxQueueDelayMicroseconds < 0 || d.MaxQueueDelayMicroseconds > int64(time.Hour/time.Microsecond) {
+		return fmt.Errorf("%w: dynamic_batching: max_queue_delay_microseconds %d is not within 0 to an hour", ErrRepository, d.MaxQueueDelayMicroseconds)
+	}
+	for _, n := range d.PreferredBatchSize {
+		if n < 1 || (c.MaxBatchSize > 0 && n > c.MaxBatchSize) {
+			return fmt.Errorf("%w: dynamic_batching: preferred_batch_size %d is not within 1 to max_batch_size %d", ErrRepository, n, c.MaxBatchSize)
+		}
+	}
+	return nil
 }
 
 // InputConfig is one entry of ModelConfig.Input.
@@ -103,6 +150,9 @@ func parseConfig(b []byte, name string) (*ModelConfig, error) {
 		if n < 1 {
 			return nil, fmt.Errorf("%w: dims: %q is %d, not at least 1", ErrRepository, sym, n)
 		}
+	}
+	if err := c.checkDynamicBatching(); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

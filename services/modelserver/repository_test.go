@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,6 +114,11 @@ func TestRepositoryErrors(t *testing.T) {
 			return errors.Join(os.Remove(filepath.Join(repo, "mnist", "1", ONNXFile)), writeFile("mnist/1/model.alidnn", "x")(repo))
 		}, "program"},
 		{"bad binding", writeFile("mnist/config.json", `{"name": "mnist", "input": [{"name": "nope", "dims": [1]}]}`), "nope"},
+		{"batching field", writeFile("mnist/config.json", `{"name": "mnist", "dynamic_batching": {"max_queue_delay": 5}}`), "unknown field"},
+		{"negative delay", writeFile("mnist/config.json", `{"name": "mnist", "dynamic_batching": {"max_queue_delay_microseconds": -1}}`), "max_queue_delay_microseconds"},
+		{"preferred 0", writeFile("mnist/config.json", `{"name": "mnist", "max_batch_size": 4, "dynamic_batching": {"preferred_batch_size": [0]}}`), "preferred_batch_size"},
+		{"preferred too big", writeFile("mnist/config.json", `{"name": "mnist", "max_batch_size": 4, "dynamic_batching": {"preferred_batch_size": [8]}}`), "preferred_batch_size 8"},
+		{"preferred without batch", writeFile("mnist/config.json", `{"name": "mnist", "dynamic_batching": {"preferred_batch_size": [2]}}`), "a job runs at most 1"},
 	} {
 		repo := writeRepo(t, mnistConfig, "onnx")
 		if err := c.setup(repo); err != nil {
@@ -143,6 +149,7 @@ func FuzzParseConfig(f *testing.F) {
 	for _, seed := range []string{
 		mnistConfig,
 		`{"name": "mnist", "max_batch_size": 8, "max_queue_size": 64, "input": [{"name": "Input3", "dims": [1, 1, 28, 28]}], "dims": {"batch": 1}}`,
+		`{"name": "mnist", "max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 100, "preferred_batch_size": [4, 8]}}`,
 		`{"name": "mnist", "input": [{"name": "x", "dims": [0]}]}`,
 		`{"name": "mnist", "dims": {"seq": -1}}`,
 		`{"name": "mnist", "platform": "onnxruntime_onnx"}`,
@@ -161,6 +168,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if c.Name != "mnist" || c.MaxBatchSize < 0 || c.MaxQueueSize < 0 {
 			t.Fatalf("accepted %+v", c)
+		}
+		if d := c.DynamicBatching; d != nil && (d.MaxQueueDelayMicroseconds < 0 || slices.ContainsFunc(d.PreferredBatchSize, func(n int) bool { return n < 1 })) {
+			t.Fatalf("accepted dynamic batching %+v", d)
 		}
 		for _, in := range c.Input {
 			for _, d := range in.Dims {

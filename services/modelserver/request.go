@@ -1,7 +1,6 @@
 package modelserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -72,13 +71,11 @@ func parseInferRequest(body []byte, headerLen int64, ins, outs []tensorSpec) (*i
 	}
 	// Unknown fields are ignored, as the protocol's own examples send
 	// "model_name" in the request.
-	dec := json.NewDecoder(bytes.NewReader(header))
+	// json.Unmarshal refuses data after the object too; it reads the
+	// bytes in place, where a Decoder copies them to a buffer first.
 	var w wireRequest
-	if err := dec.Decode(&w); err != nil {
+	if err := json.Unmarshal(header, &w); err != nil {
 		return nil, fmt.Errorf("%w: malformed inference request: %v", ErrBadRequest, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: malformed inference request: data after the JSON object", ErrBadRequest)
 	}
 	r := &inferRequest{ID: w.ID, Inputs: make([]*onnx.Tensor, len(ins))}
 	for _, in := range w.Inputs {

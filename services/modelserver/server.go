@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -114,8 +115,9 @@ type version struct {
 	name    string // the folder's name
 	inputs  []tensorSpec
 	outputs []tensorSpec
-	prog    *alidnn.Program // what an engine opened again loads
-	batch   int             // its alidnn.WithBatch
+	prog    *alidnn.Program        // what an engine opened again loads
+	batch   int                    // its alidnn.WithBatch
+	opts    []alidnn.SessionOption // its dynamic batching (ModelConfig.sessionOptions)
 
 	mu        sync.RWMutex
 	instances []*instance // on the engines that are up: live, add, remove
@@ -250,7 +252,16 @@ func (s *Server) loadVersion(ctx context.Context, vdir string, c *ModelConfig) (
 	if err != nil {
 		return nil, err
 	}
-	v := &version{prog: p, batch: max(c.MaxBatchSize, 1)}
+	v := &version{prog: p, batch: max(c.MaxBatchSize, 1), opts: c.sessionOptions()}
+	if d := c.DynamicBatching; d != nil {
+		perJob := v.batch // the most requests a job takes, as alidnn.Session counts them
+		if p.Batch > 1 {
+			perJob = p.Batch
+		}
+		if slices.Max(append([]int{1}, d.PreferredBatchSize...)) > perJob {
+			return nil, fmt.Errorf("%w: dynamic_batching: preferred_batch_size %v: a job runs at most %d requests", ErrRepository, d.PreferredBatchSize, perJob)
+		}
+	}
 	if v.inputs, err = specs(p.Inputs, p.Batch); err != nil {
 		return nil, err
 	}
@@ -350,6 +361,7 @@ func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx
 	default:
 		return nil, fmt.Errorf("%w: model %q has %d requests in flight", ErrQueueFull, m.name, cap(m.queue))
 	}
+	admitted := time.Now()
 	s.cfg.Metrics.admitted(m.name, 1)
 	defer s.cfg.Metrics.admitted(m.name, -1)
 	live := v.live()
@@ -367,7 +379,7 @@ func (s *Server) infer(ctx context.Context, m *model, v *version, inputs []*onnx
 	res, err := in.s.Run(ctx, inputs...)
 	switch {
 	case err == nil:
-		s.cfg.Metrics.ranOn(m.name, res)
+		s.cfg.Metrics.ran(m.name, v.name, admitted, time.Now(), res)
 		return res, nil
 	case errors.Is(err, context.Canceled):
 		return nil, fmt.Errorf("%w: %v", ErrCanceled, err)

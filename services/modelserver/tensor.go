@@ -41,8 +41,32 @@ const maxNesting = onnx.MaxDims + 1
 // jsonTensor turns the "data" of a $request_input, nested or flat, into a
 // tensor of type dt and shape dims. Elements are coerced as the protocol
 // allows a server to: numbers to the input's type (integers must be whole
-// and in range), booleans only for BOOL.
+// and in range), booleans only for BOOL. Arrays of the right count of
+// well-formed elements are read by scanElements; anything else by
+// encoding/json's tokens, for its errors.
 func jsonTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessage) (*onnx.Tensor, error) {
+	n := elemCount(dims)
+	if floats, ints, ok := scanElements(data, dt, n); ok {
+		return newTensor(name, dt, dims, floats, ints)
+	}
+	return tokenTensor(name, dt, dims, data)
+}
+
+// newTensor is the tensor of floats (FP32) or ints.
+func newTensor(name string, dt onnx.DataType, dims []int64, floats []float32, ints []int64) (*onnx.Tensor, error) {
+	if dt == onnx.Float {
+		return onnx.NewFloat32(name, dims, floats), nil
+	}
+	t, err := onnx.NewInt(name, dt, dims, ints)
+	if err != nil {
+		return nil, fmt.Errorf("%w: input %q: %v", ErrBadRequest, name, err)
+	}
+	return t, nil
+}
+
+// tokenTensor is jsonTensor through encoding/json's tokens: slow (an
+// allocation an element), but it names what is wrong with data.
+func tokenTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessage) (*onnx.Tensor, error) {
 	n := elemCount(dims)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -104,50 +128,37 @@ func jsonTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessag
 	if got := int64(len(floats) + len(ints)); got != n {
 		return nil, fmt.Errorf("%w: input %q: %d elements for shape %v, which holds %d", ErrBadRequest, name, got, dims, n)
 	}
-	if dt == onnx.Float {
-		return onnx.NewFloat32(name, dims, floats), nil
-	}
-	t, err := onnx.NewInt(name, dt, dims, ints)
-	if err != nil {
-		return nil, fmt.Errorf("%w: input %q: %v", ErrBadRequest, name, err)
-	}
-	return t, nil
+	return newTensor(name, dt, dims, floats, ints)
 }
 
 // binaryTensor turns the binary tensor data extension's bytes of an input
-// (little-endian, row-major, BOOL one byte of 0 or 1) into a tensor.
+// (little-endian, row-major, BOOL one byte of 0 or 1) into a tensor. The
+// wire's layout is onnx's raw data: but for BOOL and UINT64, whose values
+// are checked, the tensor keeps b itself, without a copy, so b must not
+// change while the tensor is in use (the request's body is not reused).
 func binaryTensor(name string, dt onnx.DataType, dims []int64, b []byte) (*onnx.Tensor, error) {
 	size := dt.Size()
 	if n := elemCount(dims); int64(len(b)) != n*int64(size) {
 		return nil, fmt.Errorf("%w: input %q: %d bytes of binary data, but shape %v of %s takes %d bytes",
 			ErrBadRequest, name, len(b), dims, datatypeName(dt), n*int64(size))
 	}
-	if dt == onnx.Float {
-		f := make([]float32, len(b)/4)
-		for i := range f {
-			f[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	if dt != onnx.Bool && dt != onnx.Uint64 {
+		t, err := onnx.NewRaw(name, dt, dims, b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: input %q: %v", ErrBadRequest, name, err)
 		}
-		return onnx.NewFloat32(name, dims, f), nil
+		return t, nil
 	}
 	v := make([]int64, len(b)/size)
 	for i := range v {
-		e := b[size*i : size*(i+1)]
-		var u uint64
-		for k := size - 1; k >= 0; k-- {
-			u = u<<8 | uint64(e[k])
+		u := uint64(b[i])
+		if size == 8 {
+			u = binary.LittleEndian.Uint64(b[8*i:])
 		}
-		switch dt {
-		case onnx.Int8, onnx.Int16, onnx.Int32:
-			shift := 64 - 8*size
-			v[i] = int64(u<<shift) >> shift // sign-extend
-		case onnx.Uint64:
-			if u > math.MaxInt64 {
-				return nil, fmt.Errorf("%w: input %q: element %d = %d overflows int64", ErrBadRequest, name, i, u)
-			}
-			v[i] = int64(u)
-		default:
-			v[i] = int64(u)
+		if u > math.MaxInt64 {
+			return nil, fmt.Errorf("%w: input %q: element %d = %d overflows int64", ErrBadRequest, name, i, u)
 		}
+		v[i] = int64(u)
 	}
 	t, err := onnx.NewInt(name, dt, dims, v)
 	if err != nil {
@@ -166,58 +177,11 @@ func elemCount(dims []int64) int64 {
 	return n
 }
 
-// tensorBytes is t's data as the binary tensor data extension sends it.
+// tensorBytes is t's data as the binary tensor data extension sends it:
+// onnx's raw data, which it is not a copy of.
 func tensorBytes(t *onnx.Tensor) ([]byte, error) {
-	if t.DataType == onnx.Float {
-		f, err := t.Float32s()
-		if err != nil {
-			return nil, err
-		}
-		b := make([]byte, 0, 4*len(f))
-		for _, x := range f {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-		}
-		return b, nil
+	if want := t.Len() * int64(t.DataType.Size()); t.DataType.Size() == 0 || int64(len(t.RawData())) != want {
+		return nil, fmt.Errorf("tensor %q: %d bytes of %v data for shape %v", t.Name, len(t.RawData()), t.DataType, t.Dims)
 	}
-	v, err := t.Int64s()
-	if err != nil {
-		return nil, err
-	}
-	size := t.DataType.Size()
-	b := make([]byte, 0, size*len(v))
-	for _, x := range v {
-		for k := range size {
-			b = append(b, byte(uint64(x)>>(8*k)))
-		}
-	}
-	return b, nil
-}
-
-// tensorJSON is t's data as a flat JSON array: numbers, or booleans for
-// BOOL.
-func tensorJSON(t *onnx.Tensor) (any, error) {
-	if t.DataType == onnx.Float {
-		f, err := t.Float32s()
-		if err != nil {
-			return nil, err
-		}
-		for i, x := range f {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return nil, fmt.Errorf("element %d is %v, which JSON cannot carry: ask for binary_data", i, x)
-			}
-		}
-		return f, nil
-	}
-	v, err := t.Int64s()
-	if err != nil {
-		return nil, err
-	}
-	if t.DataType == onnx.Bool {
-		b := make([]bool, len(v))
-		for i, x := range v {
-			b[i] = x != 0
-		}
-		return b, nil
-	}
-	return v, nil
+	return t.RawData(), nil
 }

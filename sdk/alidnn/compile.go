@@ -233,6 +233,9 @@ func (c *compiler) node(n *onnx.Node) error {
 			if err := c.checkView(n, k, v); err != nil {
 				return err
 			}
+			if err := checkHostInt(n, k, v); err != nil {
+				return err
+			}
 		}
 	}
 	if allConst || shapeOnly[n.OpType] {
@@ -384,6 +387,12 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.dequantizeNode(n)
 	case "Softmax":
 		return c.softmaxNode(n)
+	case "Gather":
+		return c.gatherNode(n)
+	case "Where":
+		return c.whereNode(n)
+	case "Split":
+		return c.splitNode(n)
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }

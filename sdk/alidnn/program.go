@@ -58,6 +58,9 @@ type Binding struct {
 	ConstF  []float32 `json:",omitempty"`
 	ConstI  []int64   `json:",omitempty"`
 	IsConst bool      `json:",omitempty"`
+	// Gather says the runtime fills this input with rows of a table in
+	// the constant segment, chosen by another input's ids (see embed.go).
+	Gather *GatherRows `json:",omitempty"`
 }
 
 // Layout is a device layout in its serialised form.
@@ -101,6 +104,13 @@ func (c *compiler) emit() (*Program, error) {
 			in.addr, in.placed = e.blob(packF32(in.lay, in.f, nil)), true
 		}
 	}
+	tables := map[*value]*Binding{}
+	for _, v := range c.inputs {
+		if v.gather != nil {
+			tables[v] = &Binding{}
+			e.bindGather(tables[v], v.gather)
+		}
+	}
 	act := c.placeActivations()
 	for _, l := range c.layers {
 		if err := e.layer(l); err != nil {
@@ -132,7 +142,11 @@ func (c *compiler) emit() (*Program, error) {
 		return nil, fmt.Errorf("program needs %d bytes of device memory: %w", p.MemSize(), ErrUnsupported)
 	}
 	for _, v := range c.inputs {
-		p.Inputs = append(p.Inputs, inputBinding(p.bind(v), v))
+		b := inputBinding(p.bind(v), v)
+		if t := tables[v]; t != nil {
+			b.Gather = t.Gather
+		}
+		p.Inputs = append(p.Inputs, b)
 	}
 	for _, o := range c.g.Outputs {
 		v := c.vals[o.Name]

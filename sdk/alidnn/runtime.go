@@ -86,6 +86,18 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 	}
 	r := &request{ctx: ctx, host: map[string]*onnx.Tensor{}, done: make(chan struct{})}
 	for _, b := range s.prog.Inputs {
+		if b.Gather != nil {
+			t, ok := byName[b.Gather.From]
+			if !ok {
+				return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Gather.From)
+			}
+			data, err := packGathered(b, t, s.prog.Consts)
+			if err != nil {
+				return nil, err
+			}
+			r.packed = append(r.packed, data)
+			continue
+		}
 		t, ok := byName[b.Name]
 		if !ok {
 			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Name)
@@ -141,6 +153,9 @@ func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
 	}
 	if el == f32 {
 		f, err := t.Float32s()
+		if t.DataType != onnx.Float && t.DataType != onnx.Double {
+			f, err = intAsFloat32(t) // an INT64 or BOOL input (see embed.go)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInput, err)
 		}

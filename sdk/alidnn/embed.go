@@ -1,0 +1,182 @@
+package alidnn
+
+// Integer graph inputs and the embedding Gather.
+//
+// A transformer's token ids, token type ids and attention mask are INT64
+// (or BOOL) graph inputs. The engine computes in int8, int32 and fp32 and
+// its LOADs read addresses fixed in the instruction stream: it has no
+// indirect load that could fetch a table row chosen by run-time data. So
+// the rule is:
+//
+//   - An INT64 or BOOL graph input is packed by the runtime as fp32 (exact
+//     for |x| ≤ 2²⁴; a larger value fails the run), so that a Cast of it to
+//     FLOAT is free and the mask arithmetic exporters write after the Cast
+//     runs on the engine. Its other readers are limited to views (Reshape,
+//     Unsqueeze…), Cast, Gather's indices and Where's condition.
+//   - Gather of rows of a constant table (axis 0) by an INT64 or INT32 graph
+//     input, the embeddings, runs on the host: the table is kept in the
+//     program's constant segment, and the runtime copies the rows the ids
+//     name into a device input of the output's shape as it packs the run.
+//     An id outside [−V, V) fails the run with ErrInput, as onnxruntime
+//     fails it (negative ids count from the end, as Gather defines).
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// rowGather is a device input the runtime fills with rows of a constant
+// table chosen by the graph input from.
+type rowGather struct {
+	from        string
+	table       []float32
+	rows, width int
+	node        string
+}
+
+// GatherRows is the serialised rowGather: the table is Rows × Width fp32
+// values at byte offset Table of the program's constant segment.
+type GatherRows struct {
+	From        string // the graph input holding the ids
+	Node        string // the Gather, for errors
+	Table       uint64
+	Rows, Width int
+}
+
+// hostInt reports whether v is computed from an INT64 or BOOL graph input
+// the runtime packs as fp32 (see the rule above).
+func hostInt(v *value) bool {
+	return v != nil && !v.isConst && (v.typ == onnx.Int64 || v.typ == onnx.Bool)
+}
+
+// checkHostInt refuses operators that would read an integer input as
+// anything but what it is.
+func checkHostInt(n *onnx.Node, k int, v *value) error {
+	if !hostInt(v) || shapeOnly[n.OpType] {
+		return nil
+	}
+	switch n.OpType {
+	case "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast":
+		return nil
+	case "Gather":
+		if k == 1 {
+			return nil
+		}
+	case "Where":
+		if k == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, as Gather's indices or as Where's condition: %w",
+		k, v.name, v.typ, ErrUnsupported)
+}
+
+// gatherNode compiles a Gather whose indices are computed: rows of a
+// constant table by an integer graph input, gathered by the runtime.
+func (c *compiler) gatherNode(n *onnx.Node) error {
+	data, ids, err := c.needPair(n)
+	if err != nil {
+		return err
+	}
+	if !data.isConst {
+		return fmt.Errorf("Gather of the computed tensor %s: the engine gathers rows of a constant table only: %w", data, ErrUnsupported)
+	}
+	axis, err := n.Int("axis", 0)
+	if err != nil {
+		return err
+	}
+	if axis < 0 {
+		axis += int64(len(data.shape))
+	}
+	if axis != 0 || len(data.shape) < 1 || data.typ != onnx.Float {
+		return fmt.Errorf("Gather of %v %v along axis %d: only rows (axis 0) of a FLOAT table: %w", data.typ, data.shape, axis, ErrUnsupported)
+	}
+	r := ids.root()
+	if !r.input || r.packed != nil || r.bcast != nil || r.gather != nil || (r.typ != onnx.Int64 && r.typ != onnx.Int32) {
+		return fmt.Errorf("Gather's indices %s must be an INT64 or INT32 graph input, or a view of one: the engine has no indirect load, so the host gathers the rows: %w", ids, ErrUnsupported)
+	}
+	if c.opts.batch > 1 {
+		return fmt.Errorf("Gather of rows by %s in a program compiled for a batch: %w", ids, ErrUnsupported)
+	}
+	width := 1
+	for _, d := range data.shape[1:] {
+		width *= d
+	}
+	shape := append(slices.Clone(ids.shape), data.shape[1:]...)
+	// Rows of the table on the lanes, as a MatMul's output lays out the
+	// hidden states the embeddings are added to.
+	v := &value{shape: shape, typ: onnx.Float, device: device{input: true, elem: f32, lay: matLayout(shape),
+		gather: &rowGather{from: r.name, table: data.floats(), rows: data.shape[0], width: width, node: n.Name}}}
+	c.set(n, 0, v)
+	c.inputs = append(c.inputs, v)
+	return nil
+}
+
+// bindGather places v's table in the constant segment and records the rule.
+func (e *emitter) bindGather(b *Binding, g *rowGather) {
+	raw := make([]byte, 4*len(g.table))
+	for k, f := range g.table {
+		binary.LittleEndian.PutUint32(raw[4*k:], math.Float32bits(f))
+	}
+	b.Gather = &GatherRows{From: g.from, Node: g.node, Table: e.blob(raw), Rows: g.rows, Width: g.width}
+}
+
+// packGathered packs the rows of b's table that the ids t name.
+func packGathered(b Binding, t *onnx.Tensor, consts []byte) ([]byte, error) {
+	g := b.Gather
+	if t.DataType != onnx.Int64 && t.DataType != onnx.Int32 {
+		return nil, fmt.Errorf("%w: input %q (Gather %q's indices) is %v, want INT64 or INT32", ErrInput, t.Name, g.Node, t.DataType)
+	}
+	ids, err := t.Int64s()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	total := 1
+	for _, d := range b.Shape {
+		total *= d
+	}
+	if g.Width < 1 || len(ids)*g.Width != total {
+		return nil, fmt.Errorf("%w: input %q has %d ids, Gather %q's output %v wants %d", ErrInput, t.Name, len(ids), g.Node, b.Shape, total/max(g.Width, 1))
+	}
+	end := g.Table + 4*uint64(g.Rows)*uint64(g.Width)
+	if end > uint64(len(consts)) || end < g.Table {
+		return nil, fmt.Errorf("Gather %q: table beyond the constant segment", g.Node)
+	}
+	table := consts[g.Table:end]
+	out := make([]float32, total)
+	rows := int64(g.Rows)
+	for k, id := range ids {
+		if id < -rows || id >= rows {
+			return nil, fmt.Errorf("%w: input %q: index %d (element %d) is out of Gather %q's range [%d, %d]", ErrInput, t.Name, id, k, g.Node, -rows, rows-1)
+		}
+		if id < 0 {
+			id += rows
+		}
+		row := table[4*int(id)*g.Width:]
+		for j := range g.Width {
+			out[k*g.Width+j] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*j:]))
+		}
+	}
+	return packF32(b.Lay.internal(), out, nil), nil
+}
+
+// intAsFloat32 converts an integer input packed as fp32, refusing values
+// fp32 does not hold exactly.
+func intAsFloat32(t *onnx.Tensor) ([]float32, error) {
+	iv, err := t.Int64s()
+	if err != nil {
+		return nil, err
+	}
+	f := make([]float32, len(iv))
+	for k, x := range iv {
+		if x > 1<<24 || x < -(1<<24) {
+			return nil, fmt.Errorf("input %q: %d (element %d) is beyond the ±2²⁴ the engine holds exactly", t.Name, x, k)
+		}
+		f[k] = float32(x)
+	}
+	return f, nil
+}

@@ -1,0 +1,157 @@
+package alidnn
+
+// Where with a computed operand, and Split of a computed tensor along its
+// last axis, compiled as arithmetic the engine already runs.
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// whereNode compiles Where(cond, x, y) with a constant condition and one
+// computed operand t, the other a constant k: GPT-2's causal mask,
+// Where(mask, scores, finfo.min or −Inf). It is t·S + K, where S is 1 where
+// t is selected and 0 elsewhere, and K is 0 where t is selected and k
+// elsewhere: exact for finite t (t·1 + 0 = t, t·0 + k = k, even for
+// k = −Inf). A computed condition, or two computed operands, are refused.
+func (c *compiler) whereNode(n *onnx.Node) error {
+	cond, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	x, y, err := c.needPair(&onnx.Node{Inputs: n.Inputs[1:]})
+	if err != nil {
+		return err
+	}
+	if !cond.isConst {
+		return fmt.Errorf("Where with the computed condition %s: %w", cond, ErrUnsupported)
+	}
+	if !x.isConst && !y.isConst {
+		return fmt.Errorf("Where of two computed tensors %s and %s: %w", x, y, ErrUnsupported)
+	}
+	t, k, pickT, tName := x, y, true, n.Inputs[1]
+	if t.isConst {
+		t, k, pickT, tName = y, x, false, n.Inputs[2]
+	}
+	if t.typ != onnx.Float || k.typ != onnx.Float {
+		return fmt.Errorf("Where of %v and %v: only FLOAT operands: %w", x.typ, y.typ, ErrUnsupported)
+	}
+	shape, err := broadcastShape(cond.shape, t.shape)
+	if err == nil {
+		shape, err = broadcastShape(shape, k.shape)
+	}
+	if err != nil {
+		return err
+	}
+	if !eqInts(shape, t.shape) {
+		return fmt.Errorf("Where broadcasts the computed %s to %v: %w", t, shape, ErrUnsupported)
+	}
+	total := t.len()
+	ci, ki := broadcastIndex(shape, cond.shape), broadcastIndex(shape, k.shape)
+	cv, kv := cond.ints(), k.floats()
+	sel, add := make([]float32, total), make([]float32, total)
+	for i := range total {
+		if (cv[pick(i, ci)] != 0) == pickT {
+			sel[i] = 1
+		} else {
+			add[i] = kv[pick(i, ki)]
+		}
+	}
+	out := n.Outputs[0]
+	selName, addName, mid := out+"/where_select", out+"/where_fill", out+"/where_kept"
+	c.vals[selName] = constFloat(selName, shape, sel)
+	c.vals[addName] = constFloat(addName, shape, add)
+	c.uses[mid] = 1
+	if err := c.binary(&onnx.Node{OpType: "Mul", Name: n.Name, Inputs: []string{tName, selName}, Outputs: []string{mid}}); err != nil {
+		return err
+	}
+	return c.binary(&onnx.Node{OpType: "Add", Name: n.Name, Inputs: []string{mid, addName}, Outputs: []string{out}})
+}
+
+// splitNode compiles Split of a computed tensor along its last axis (the
+// lanes) as one MatMul per part by a constant 0/1 selection matrix: GPT-2's
+// fused QKV projection split into query, key and value. Each output is a
+// sum of one product by 1 and products by 0, exact for finite inputs.
+func (c *compiler) splitNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	r := len(x.shape)
+	axis, err := n.Int("axis", 0)
+	if err != nil {
+		return err
+	}
+	if axis < 0 {
+		axis += int64(r)
+	}
+	if r == 0 || axis != int64(r-1) || x.typ != onnx.Float {
+		return fmt.Errorf("Split of the computed %v %s along axis %d: only the last axis of a FLOAT tensor: %w", x.typ, x, axis, ErrUnsupported)
+	}
+	C := x.shape[r-1]
+	sizes, err := c.splitSizes(n, C)
+	if err != nil {
+		return err
+	}
+	at := 0
+	for k, m := range sizes {
+		if k >= len(n.Outputs) || n.Outputs[k] == "" {
+			at += m
+			continue
+		}
+		if m == 0 {
+			return fmt.Errorf("Split's output %q is empty: %w", n.Outputs[k], ErrUnsupported)
+		}
+		w := make([]float32, C*m)
+		for j := range m {
+			w[(at+j)*m+j] = 1
+		}
+		at += m
+		wn := fmt.Sprintf("%s/split_%d", n.Outputs[k], k)
+		c.vals[wn] = constFloat(wn, []int{C, m}, w)
+		if err := c.matmulNode(&onnx.Node{OpType: "MatMul", Name: n.Name, Inputs: []string{x.name, wn}, Outputs: []string{n.Outputs[k]}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitSizes is the size of each of Split's parts of C: the split input
+// (opset 13) or attribute, or equal parts.
+func (c *compiler) splitSizes(n *onnx.Node, C int) ([]int, error) {
+	var sizes []int64
+	if len(n.Inputs) > 1 && n.Inputs[1] != "" {
+		s, err := c.needConst(n, 1, "Split's sizes")
+		if err != nil {
+			return nil, err
+		}
+		sizes = s.ints()
+	} else if a := n.Attr("split"); a != nil {
+		sizes = a.Ints
+	} else {
+		parts := len(n.Outputs)
+		if p, err := n.Int("num_outputs", 0); err == nil && p > 0 {
+			parts = int(p)
+		}
+		if parts < 1 {
+			return nil, fmt.Errorf("Split into %d parts", parts)
+		}
+		each := (C + parts - 1) / parts
+		for left := C; left > 0; left -= each {
+			sizes = append(sizes, int64(min(each, left)))
+		}
+	}
+	out, sum := make([]int, len(sizes)), int64(0)
+	for k, s := range sizes {
+		if s < 0 || s > math.MaxInt32 {
+			return nil, fmt.Errorf("Split size %d", s)
+		}
+		out[k], sum = int(s), sum+s
+	}
+	if sum != int64(C) || len(out) < len(n.Outputs) {
+		return nil, fmt.Errorf("Split sizes %v of an axis of %d into %d outputs", sizes, C, len(n.Outputs))
+	}
+	return out, nil
+}

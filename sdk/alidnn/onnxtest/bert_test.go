@@ -23,11 +23,11 @@ import (
 func init() { caseFamilies = append(caseFamilies, bertCases) }
 
 const (
-	bertV, bertT, bertP          = 100, 2, 32 // vocabulary, token types, positions
-	bertH, bertHeads, bertD      = 64, 4, 16
-	bertF, bertLayers            = 256, 2
-	bertEps                      = 1e-12
-	bertMaskMin          float32 = -math.MaxFloat32 // torch.finfo(torch.float32).min
+	bertV, bertT, bertP             = 100, 2, 32 // vocabulary, token types, positions
+	bertH, bertHeads, bertD         = 64, 4, 16
+	bertF, bertLayers               = 256, 2
+	bertEps                         = 1e-12
+	bertMaskMin             float32 = -math.MaxFloat32 // torch.finfo(torch.float32).min
 )
 
 type bertWeights map[string][]float32
@@ -209,7 +209,9 @@ func bertCases() []genCase {
 	for k := range positions {
 		positions[k] = int64(k)
 	}
-	ints := func(name string, v ...int64) *onnx.Tensor { return intTensor(name, onnx.Int64, []int64{int64(len(v))}, v) }
+	ints := func(name string, v ...int64) *onnx.Tensor {
+		return intTensor(name, onnx.Int64, []int64{int64(len(v))}, v)
+	}
 	inits = append(inits, intTensor("position_ids", onnx.Int64, []int64{1, bertP}, positions),
 		ints("split", bertHeads, bertD), ints("merge", bertH), ints("lead_start", 0), ints("lead_end", 2),
 		ints("one_i", 1), ints("zero_i", 0), ints("axes_12", 1, 2), scalar("sqrt_d", 4), scalar("sqrt2", float32(math.Sqrt2)),

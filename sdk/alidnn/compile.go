@@ -340,6 +340,11 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if done, err := c.qdqMatMul(n); done || err != nil {
 			return err
 		}
+		if n.OpType == "Gemm" {
+			if done, err := c.gemmFlattened(n); done || err != nil {
+				return err
+			}
+		}
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":
 		m, err := c.unpad(n)

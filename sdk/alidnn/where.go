@@ -155,3 +155,71 @@ func (c *compiler) splitSizes(n *onnx.Node, C int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// gemmFlattened compiles a Gemm whose A is a computed [..., S, K] flattened
+// to [M, K] (Conv1D's x.view(-1, x.size(-1)) before its addmm) as a MatMul
+// of the unflattened tensor and an Add of the bias, viewed as [M, N]: the
+// rows stay where the tensor's layout has them, and the Reshape back to
+// [..., S, N] that follows is free. done is false for other Gemms.
+func (c *compiler) gemmFlattened(n *onnx.Node) (done bool, err error) {
+	a, err := c.need(n, 0)
+	if err != nil {
+		return false, err
+	}
+	r := a.root()
+	if r == a || a.isConst || len(a.shape) != 2 || len(r.shape) < 3 || r.shape[len(r.shape)-1] != a.shape[1] || a.view != nil || a.cols != nil ||
+		r.lay.shape != nil && !r.lay.equal(matLayout(r.shape)) {
+		return false, nil
+	}
+	transA, transB, alpha, beta, err := gemmAttrs(n)
+	if err != nil || transA != 0 {
+		return false, err
+	}
+	bv, err := c.needConst(n, 1, "B")
+	if err != nil || len(bv.shape) != 2 {
+		return false, err
+	}
+	K, N := bv.shape[0], bv.shape[1]
+	if transB != 0 {
+		K, N = N, K
+	}
+	if K != a.shape[1] {
+		return false, fmt.Errorf("Gemm of %v and %v: inner dimensions differ", a.shape, bv.shape)
+	}
+	bf, w := bv.floats(), make([]float32, K*N)
+	for i := range K {
+		for j := range N {
+			if transB != 0 {
+				w[i*N+j] = alpha * bf[j*K+i]
+			} else {
+				w[i*N+j] = alpha * bf[i*N+j]
+			}
+		}
+	}
+	cv, err := c.in(n, 2)
+	if err != nil {
+		return false, err
+	}
+	if cv != nil && (!cv.isConst || cv.len() != N && cv.len() != 1) {
+		return false, nil
+	}
+	out := n.Outputs[0]
+	an, wn, mm := out+"/gemm_a", out+"/gemm_b", out+"/gemm_mm"
+	c.vals[an], c.vals[wn] = r, constFloat(wn, []int{K, N}, w)
+	c.uses[mm] = 1
+	if err := c.matmulNode(&onnx.Node{OpType: "MatMul", Name: n.Name, Inputs: []string{an, wn}, Outputs: []string{mm}}); err != nil {
+		return true, err
+	}
+	y := c.vals[mm]
+	if cv != nil {
+		cn, yn := out+"/gemm_c", out+"/gemm_y"
+		c.vals[cn] = constFloat(cn, []int{cv.len()}, mapF(cv.floats(), func(x float32) float32 { return beta * x }))
+		c.uses[yn] = c.uses[out]
+		if err := c.binary(&onnx.Node{OpType: "Add", Name: n.Name, Inputs: []string{mm, cn}, Outputs: []string{yn}}); err != nil {
+			return true, err
+		}
+		y = c.vals[yn]
+	}
+	c.set(n, 0, &value{shape: []int{a.shape[0], N}, typ: y.typ, derived: derived{alias: y}})
+	return true, nil
+}

@@ -142,11 +142,11 @@ func packGathered(b Binding, t *onnx.Tensor, consts []byte) ([]byte, error) {
 	if g.Width < 1 || len(ids)*g.Width != total {
 		return nil, fmt.Errorf("%w: input %q has %d ids, Gather %q's output %v wants %d", ErrInput, t.Name, len(ids), g.Node, b.Shape, total/max(g.Width, 1))
 	}
-	end := g.Table + 4*uint64(g.Rows)*uint64(g.Width)
-	if end > uint64(len(consts)) || end < g.Table {
+	n := uint64(len(consts))
+	if g.Rows < 1 || g.Table > n || uint64(g.Rows) > (n-g.Table)/4/uint64(g.Width) {
 		return nil, fmt.Errorf("Gather %q: table beyond the constant segment", g.Node)
 	}
-	table := consts[g.Table:end]
+	table := consts[g.Table:]
 	out := make([]float32, total)
 	rows := int64(g.Rows)
 	for k, id := range ids {
@@ -179,4 +179,40 @@ func intAsFloat32(t *onnx.Tensor) ([]float32, error) {
 		f[k] = float32(x)
 	}
 	return f, nil
+}
+
+// checkDerived validates a derived tensor read from a program file: a
+// device tensor of fp32 rows, its table inside the constant segment, its
+// ids an integer input of as many elements as it has rows.
+func checkDerived(b *Binding, p *Program) error {
+	g := b.Gather
+	if g == nil || b.IsConst || b.Host != "" || b.Bcast != nil || b.Elem != "fp32" || b.Type != onnx.Float {
+		return fmt.Errorf("%q: want fp32 rows of a Gather", b.Name)
+	}
+	if p.Batch > 1 {
+		return fmt.Errorf("%q in a program of batch %d", b.Name, p.Batch)
+	}
+	if err := checkBinding(b, p, 0); err != nil {
+		return err
+	}
+	total, err := checkShape(b.Shape)
+	if err != nil {
+		return err
+	}
+	consts := uint64(len(p.Consts))
+	if g.Rows < 1 || g.Width < 1 || total%g.Width != 0 || g.Table > consts ||
+		uint64(g.Rows) > (consts-g.Table)/4/uint64(g.Width) {
+		return fmt.Errorf("%q: table of %d × %d at %d for %d values, in %d bytes of constants", b.Name, g.Rows, g.Width, g.Table, total, consts)
+	}
+	for _, in := range p.Inputs {
+		if in.Name != g.From || in.IsConst {
+			continue
+		}
+		n, err := checkShape(in.Shape)
+		if err != nil || n*g.Width != total || (in.Type != onnx.Int64 && in.Type != onnx.Int32) {
+			return fmt.Errorf("%q: ids %q are %v %v for %v", b.Name, g.From, in.Type, in.Shape, b.Shape)
+		}
+		return nil
+	}
+	return fmt.Errorf("%q: ids %q are no input", b.Name, g.From)
 }

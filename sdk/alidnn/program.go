@@ -19,6 +19,10 @@ type Program struct {
 	ActSize uint64
 	Inputs  []Binding
 	Outputs []Binding
+	// Derived are device tensors the runtime computes from the inputs as
+	// it packs a run: the embedding rows a Gather picks by token ids (see
+	// embed.go). They are no inputs of the model's.
+	Derived []Binding
 	Layers  int
 	MACs    uint64 // multiply-accumulates of the model's operators, one run
 	Name    string
@@ -58,8 +62,9 @@ type Binding struct {
 	ConstF  []float32 `json:",omitempty"`
 	ConstI  []int64   `json:",omitempty"`
 	IsConst bool      `json:",omitempty"`
-	// Gather says the runtime fills this input with rows of a table in
-	// the constant segment, chosen by another input's ids (see embed.go).
+	// Gather says the runtime fills this derived tensor with rows of a
+	// table in the constant segment, chosen by an input's ids (see
+	// embed.go).
 	Gather *GatherRows `json:",omitempty"`
 }
 
@@ -145,6 +150,8 @@ func (c *compiler) emit() (*Program, error) {
 		b := inputBinding(p.bind(v), v)
 		if t := tables[v]; t != nil {
 			b.Gather = t.Gather
+			p.Derived = append(p.Derived, b)
+			continue
 		}
 		p.Inputs = append(p.Inputs, b)
 	}

@@ -86,18 +86,6 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 	}
 	r := &request{ctx: ctx, host: map[string]*onnx.Tensor{}, done: make(chan struct{})}
 	for _, b := range s.prog.Inputs {
-		if b.Gather != nil {
-			t, ok := byName[b.Gather.From]
-			if !ok {
-				return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Gather.From)
-			}
-			data, err := packGathered(b, t, s.prog.Consts)
-			if err != nil {
-				return nil, err
-			}
-			r.packed = append(r.packed, data)
-			continue
-		}
 		t, ok := byName[b.Name]
 		if !ok {
 			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Name)
@@ -110,6 +98,20 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 			continue // packed with the job's other samples
 		}
 		data, err := packInput(b, t)
+		if err != nil {
+			return nil, err
+		}
+		r.packed = append(r.packed, data)
+	}
+	for _, b := range s.prog.Derived {
+		if b.Gather == nil {
+			return nil, fmt.Errorf("derived tensor %q without a rule", b.Name)
+		}
+		t, ok := byName[b.Gather.From]
+		if !ok {
+			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Gather.From)
+		}
+		data, err := packGathered(b, t, s.prog.Consts)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,178 @@
+package alidnn_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+func ints64(name string, typ onnx.DataType, dims []int64, v ...int64) *onnx.Tensor {
+	t, err := onnx.NewInt(name, typ, dims, v)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// embeddingModel: ids INT64 [2,3] pick rows of a [10,20] table, then Relu
+// and Where(cond [3,1], −Inf, ·) — the computed operand second; a BOOL mask
+// [2,3] becomes (1 − float(mask))·−5.
+func embeddingModel() (*onnx.Model, []float32) {
+	table := make([]float32, 10*20)
+	for k := range table {
+		table[k] = float32(k%23) - 7.5
+	}
+	x := vinfo("ids", 2, 3)
+	x.ElemType = onnx.Int64
+	m := vinfo("mask", 2, 3)
+	m.ElemType = onnx.Bool
+	node := func(op string, ins []string, out string, attrs ...*onnx.Attribute) *onnx.Node {
+		return &onnx.Node{OpType: op, Name: out, Inputs: ins, Outputs: []string{out}, Attrs: attrs}
+	}
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{onnx.NewFloat32("table", []int64{10, 20}, table),
+			ints64("cond", onnx.Bool, []int64{3, 1}, 1, 0, 1), onnx.NewFloat32("ninf", nil, []float32{float32(math.Inf(-1))}),
+			onnx.NewFloat32("one", nil, []float32{1}), onnx.NewFloat32("k", nil, []float32{-5})},
+		Nodes: []*onnx.Node{
+			node("Gather", []string{"table", "ids"}, "e"),
+			node("Relu", []string{"e"}, "r"),
+			node("Where", []string{"cond", "ninf", "r"}, "y"),
+			node("Cast", []string{"mask"}, "mf", &onnx.Attribute{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}),
+			node("Sub", []string{"one", "mf"}, "mi"),
+			node("Mul", []string{"mi", "k"}, "mm"),
+		},
+		Inputs:  []onnx.ValueInfo{x, m},
+		Outputs: []onnx.ValueInfo{vinfo("y", 2, 3, 20), vinfo("mm", 2, 3)},
+	}
+	return &onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g}, table
+}
+
+var (
+	embIDs  = []int64{3, 0, 9, -1, 7, 3}
+	embMask = []int64{1, 1, 0, 1, 0, 0}
+)
+
+func embeddingInputs() []*onnx.Tensor {
+	return []*onnx.Tensor{ints64("ids", onnx.Int64, []int64{2, 3}, embIDs...), ints64("mask", onnx.Bool, []int64{2, 3}, embMask...)}
+}
+
+// checkEmbedding compares a run's outputs with the host's, exactly: rows
+// are copied, Where selects, and the mask arithmetic is on small integers.
+func checkEmbedding(t *testing.T, res *alidnn.Result, table []float32) {
+	t.Helper()
+	y, err := res.Outputs[0].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, id := range embIDs {
+		if id < 0 {
+			id += 10
+		}
+		for j := range 20 {
+			// cond [3,1] is true for the first and last token of a
+			// sequence, which take −Inf; the middle one keeps r.
+			want := float32(math.Inf(-1))
+			if k%3 == 1 {
+				want = max(table[int(id)*20+j], 0)
+			}
+			if got := y[k*20+j]; got != want {
+				t.Fatalf("y[%d][%d] = %v, want %v", k, j, got, want)
+			}
+		}
+	}
+	mm, err := res.Outputs[1].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, m := range embMask {
+		if want := float32(1-m) * -5; mm[k] != want {
+			t.Fatalf("mask output %d = %v, want %v", k, mm[k], want)
+		}
+	}
+}
+
+// embeddingProgram compiles embeddingModel; FuzzReadProgram seeds with it.
+func embeddingProgram(t testing.TB) *alidnn.Program {
+	m, _ := embeddingModel()
+	p, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEmbeddingGather runs INT64 ids and a BOOL mask through the compiled
+// program, and through its file form, which keeps the table.
+func TestEmbeddingGather(t *testing.T) {
+	_, table := embeddingModel()
+	p := embeddingProgram(t)
+	if len(p.Inputs) != 2 || len(p.Derived) != 1 || p.Derived[0].Gather == nil {
+		t.Fatalf("inputs %d, derived %d: want the two graph inputs and one gathered tensor", len(p.Inputs), len(p.Derived))
+	}
+	var buf bytes.Buffer
+	if _, err := p.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := alidnn.ReadProgram(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, prog := range []*alidnn.Program{p, q} {
+		s, err := alidnn.Load(ctx, local(t), prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Run(ctx, embeddingInputs()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEmbedding(t, res, table)
+	}
+	// A table beyond the constants is refused as the file is read.
+	p.Derived[0].Gather.Rows = 1 << 40
+	buf.Reset()
+	if _, err := p.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alidnn.ReadProgram(bytes.NewReader(buf.Bytes())); !errors.Is(err, alidnn.ErrProgram) {
+		t.Fatalf("oversized table: %v, want ErrProgram", err)
+	}
+}
+
+// The operators an integer input may not reach, and the Gathers and
+// Wheres the engine cannot map, are refused naming why.
+func TestIntegerInputRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(g *onnx.Graph)
+		want string
+	}{
+		{"arithmetic on ids", func(g *onnx.Graph) {
+			g.Nodes = append(g.Nodes, &onnx.Node{OpType: "Add", Name: "bad", Inputs: []string{"ids", "ids"}, Outputs: []string{"z"}})
+			g.Outputs = append(g.Outputs, vinfo("z", 2, 3))
+		}, "through a Cast to FLOAT"},
+		{"gather of a computed table", func(g *onnx.Graph) {
+			g.Nodes = append(g.Nodes, &onnx.Node{OpType: "Gather", Name: "g2", Inputs: []string{"mm", "ids"}, Outputs: []string{"g2"}})
+			g.Outputs = append(g.Outputs, vinfo("g2", 2, 3, 3))
+		}, "constant table"},
+		{"where with a computed condition", func(g *onnx.Graph) {
+			g.Nodes[2].Inputs = []string{"mask", "ninf", "r"}
+		}, "computed condition"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, _ := embeddingModel()
+			c.edit(m.Graph)
+			_, err := alidnn.Compile(m)
+			if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want ErrUnsupported saying %q", err, c.want)
+			}
+		})
+	}
+}

@@ -341,6 +341,7 @@ func (c *compiler) cast(n *onnx.Node) error {
 		// the values, so that the FLOAT result has storage of its own (an
 		// alias would read as its integer root), and the mask arithmetic
 		// after it joins that layer.
+		maskLayout(x.root())
 		l, err := c.open(x)
 		if err != nil {
 			return err

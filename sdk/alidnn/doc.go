@@ -77,8 +77,12 @@
 // by constant ids (positions) folds. Where with a constant condition — a
 // causal mask sliced from a buffer, folded — and one computed operand t is
 // t·S + K on the engine (S 1 where t is picked, K the other operand
-// elsewhere), exact for finite t, −Inf included; a computed condition is
-// refused. Split of a computed tensor along its last axis (GPT-2's fused
+// elsewhere), exact for finite t, −Inf included; with a view of a BOOL
+// input as the condition (a padding mask [N,1,1,S] over the scores) and
+// a constant scalar k, t·p + k·(1 − p), or min(t, ±∞) for k = −∞; other
+// computed conditions are refused. An INT64 or BOOL input is laid out
+// with its leading axes outer, so that such a mask [N,S] broadcasts over
+// scores of any length. Split of a computed tensor along its last axis (GPT-2's fused
 // QKV) is a MatMul per part by a 0/1 selection matrix, and a Gemm of a
 // computed [..., S, K] flattened to [M, K] (HuggingFace's Conv1D) a MatMul
 // of the unflattened tensor (see where.go).

@@ -53,6 +53,21 @@ func hostInt(v *value) bool {
 	return v != nil && !v.isConst && (v.typ == onnx.Int64 || v.typ == onnx.Bool)
 }
 
+// maskLayout lays out an integer input not laid out yet with its leading
+// axes outer and no rows: a padding mask [N,S], unsqueezed to [N,1,1,S],
+// is then stored as it is read broadcast over scores [N,H,S,S] (one
+// accumulator row per sequence, see broadcast.go), for any S.
+func maskLayout(r *value) {
+	if !r.input || r.lay.shape != nil || len(r.shape) < 2 {
+		return
+	}
+	l := layout{shape: r.shape, lane: len(r.shape) - 1}
+	for a := range len(r.shape) - 1 {
+		l.outer = append(l.outer, a)
+	}
+	r.lay = l
+}
+
 // checkHostInt refuses operators that would read an integer input as
 // anything but what it is.
 func checkHostInt(n *onnx.Node, k int, v *value) error {

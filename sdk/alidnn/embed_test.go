@@ -163,8 +163,9 @@ func TestIntegerInputRefusals(t *testing.T) {
 			g.Outputs = append(g.Outputs, vinfo("g2", 2, 3, 3))
 		}, "constant table"},
 		{"where with a computed condition", func(g *onnx.Graph) {
-			g.Nodes[2].Inputs = []string{"mask", "ninf", "r"}
-		}, "computed condition"},
+			g.Nodes[2].Inputs = []string{"mf", "ninf", "r"}
+			g.Nodes[2], g.Nodes[3] = g.Nodes[3], g.Nodes[2]
+		}, "only a view of a BOOL graph input"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, _ := embeddingModel()
@@ -174,5 +175,61 @@ func TestIntegerInputRefusals(t *testing.T) {
 				t.Fatalf("err = %v, want ErrUnsupported saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestWhereComputedCondition applies a padding mask [N,1,1,S], a BOOL
+// input, to scores [N,H,S,S] (a MatMul's, also an output) with Where,
+// picking the scores (finite fill) and the fill (−Inf, by min), exactly;
+// S = 20 spans two lane blocks.
+func TestWhereComputedCondition(t *testing.T) {
+	const N, H, S = 2, 2, 20
+	m := vinfo("mask", N, S)
+	m.ElemType = onnx.Bool
+	node := func(op string, ins []string, out string) *onnx.Node {
+		return &onnx.Node{OpType: op, Name: out, Inputs: ins, Outputs: []string{out}}
+	}
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{ints64("axes", onnx.Int64, []int64{2}, 1, 2), ramp("w", []int64{16, S}, 0.125),
+			onnx.NewFloat32("fill", nil, []float32{-1e9}), onnx.NewFloat32("ninf", nil, []float32{float32(math.Inf(-1))})},
+		Nodes: []*onnx.Node{
+			node("MatMul", []string{"s", "w"}, "r"),
+			node("Unsqueeze", []string{"mask", "axes"}, "m4"),
+			node("Where", []string{"m4", "r", "fill"}, "y1"),
+			node("Where", []string{"m4", "ninf", "r"}, "y2"),
+		},
+		Inputs:  []onnx.ValueInfo{vinfo("s", N, H, S, 16), m},
+		Outputs: []onnx.ValueInfo{vinfo("y1", N, H, S, S), vinfo("y2", N, H, S, S), vinfo("r", N, H, S, S)},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := make([]int64, N*S)
+	for k := range mask {
+		mask[k] = int64(k*7%5) % 2
+	}
+	x := ramp("s", []int64{N, H, S, 16}, 0.75)
+	ctx := context.Background()
+	s, err := alidnn.Load(ctx, local(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, x, ints64("mask", onnx.Bool, []int64{N, S}, mask...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y1, _ := res.Outputs[0].Float32s()
+	y2, _ := res.Outputs[1].Float32s()
+	rs, _ := res.Outputs[2].Float32s()
+	for k, r := range rs {
+		on := mask[k/(H*S*S)*S+k%S] != 0
+		w1, w2 := float32(-1e9), r
+		if on {
+			w1, w2 = r, float32(math.Inf(-1))
+		}
+		if y1[k] != w1 || y2[k] != w2 {
+			t.Fatalf("element %d (mask %v): %v and %v, want %v and %v", k, on, y1[k], y2[k], w1, w2)
+		}
 	}
 }

@@ -6,6 +6,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -15,7 +16,8 @@ import (
 // Where(mask, scores, finfo.min or −Inf). It is t·S + K, where S is 1 where
 // t is selected and 0 elsewhere, and K is 0 where t is selected and k
 // elsewhere: exact for finite t (t·1 + 0 = t, t·0 + k = k, even for
-// k = −Inf). A computed condition, or two computed operands, are refused.
+// k = −Inf). Two computed operands are refused; a computed condition goes
+// to whereComputed.
 func (c *compiler) whereNode(n *onnx.Node) error {
 	cond, err := c.need(n, 0)
 	if err != nil {
@@ -24,9 +26,6 @@ func (c *compiler) whereNode(n *onnx.Node) error {
 	x, y, err := c.needPair(&onnx.Node{Inputs: n.Inputs[1:]})
 	if err != nil {
 		return err
-	}
-	if !cond.isConst {
-		return fmt.Errorf("Where with the computed condition %s: %w", cond, ErrUnsupported)
 	}
 	if !x.isConst && !y.isConst {
 		return fmt.Errorf("Where of two computed tensors %s and %s: %w", x, y, ErrUnsupported)
@@ -37,6 +36,15 @@ func (c *compiler) whereNode(n *onnx.Node) error {
 	}
 	if t.typ != onnx.Float || k.typ != onnx.Float {
 		return fmt.Errorf("Where of %v and %v: only FLOAT operands: %w", x.typ, y.typ, ErrUnsupported)
+	}
+	if !cond.isConst {
+		if r := cond.root(); cond.typ != onnx.Bool || !r.input || r.typ != onnx.Bool {
+			return fmt.Errorf("Where with the computed condition %s: only a view of a BOOL graph input, held as 0 and 1: %w", cond, ErrUnsupported)
+		}
+		if shape, err := broadcastShape(cond.shape, t.shape); err != nil || !eqInts(shape, t.shape) {
+			return fmt.Errorf("Where broadcasts the computed %s to the condition's %v: %w", t, cond.shape, ErrUnsupported)
+		}
+		return c.whereComputed(n, cond, k, pickT, tName)
 	}
 	shape, err := broadcastShape(cond.shape, t.shape)
 	if err == nil {
@@ -68,6 +76,67 @@ func (c *compiler) whereNode(n *onnx.Node) error {
 		return err
 	}
 	return c.binary(&onnx.Node{OpType: "Add", Name: n.Name, Inputs: []string{mid, addName}, Outputs: []string{out}})
+}
+
+// whereComputed compiles Where(cond, t, k) (or (cond, k, t): pickT false)
+// whose condition is a view of a BOOL graph input, held as 0 and 1 in fp32
+// (see embed.go) — a padding mask [N,1,1,S] over scores [N,H,S,S] — and k
+// a constant scalar. With p the 0/1 tensor that picks t, it is
+// t·p + k·(1 − p) for a finite k, exact for finite t; and min(t, (2p − 1)·∞)
+// for k = −∞ (max(t, (1 − 2p)·∞) for +∞), as 0·∞ would be NaN. p
+// broadcasts over t as an attention mask does (see broadcast.go).
+func (c *compiler) whereComputed(n *onnx.Node, cond, k *value, pickT bool, tName string) error {
+	if k.len() != 1 {
+		return fmt.Errorf("Where of a computed condition with the constant %s: only a scalar: %w", k, ErrUnsupported)
+	}
+	kv := k.floats()[0]
+	if math.IsNaN(float64(kv)) {
+		return fmt.Errorf("Where with a NaN operand: %w", ErrUnsupported)
+	}
+	out := n.Outputs[0]
+	tmp := func(s string) string { return out + "/where_" + s }
+	konst := func(name string, v float32) string {
+		c.vals[tmp(name)] = constFloat(tmp(name), nil, []float32{v})
+		return tmp(name)
+	}
+	ops := []*onnx.Node{{OpType: "Cast", Inputs: []string{n.Inputs[0]}, Outputs: []string{tmp("p")}, Attrs: []*onnx.Attribute{{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}}}}
+	p := tmp("p")
+	if !pickT {
+		ops = append(ops, &onnx.Node{OpType: "Sub", Inputs: []string{konst("one", 1), p}, Outputs: []string{tmp("q")}})
+		p = tmp("q")
+	}
+	switch {
+	case math.IsInf(float64(kv), 0):
+		op, sign := "Min", float32(1)
+		if kv > 0 {
+			op, sign = "Max", -1
+		}
+		ops = append(ops,
+			&onnx.Node{OpType: "Mul", Inputs: []string{p, konst("two", 2*sign)}, Outputs: []string{tmp("2p")}},
+			&onnx.Node{OpType: "Add", Inputs: []string{tmp("2p"), konst("m1", -sign)}, Outputs: []string{tmp("pm")}},
+			&onnx.Node{OpType: "Mul", Inputs: []string{tmp("pm"), konst("inf", float32(math.Inf(1)))}, Outputs: []string{tmp("bound")}},
+			&onnx.Node{OpType: op, Inputs: []string{tName, tmp("bound")}, Outputs: []string{out}})
+	default:
+		ops = append(ops,
+			&onnx.Node{OpType: "Mul", Inputs: []string{p, konst("mk", -kv)}, Outputs: []string{tmp("pk")}},
+			&onnx.Node{OpType: "Add", Inputs: []string{tmp("pk"), konst("k", kv)}, Outputs: []string{tmp("kq")}},
+			&onnx.Node{OpType: "Mul", Inputs: []string{tName, p}, Outputs: []string{tmp("tp")}},
+			&onnx.Node{OpType: "Add", Inputs: []string{tmp("tp"), tmp("kq")}, Outputs: []string{out}})
+	}
+	for _, m := range ops {
+		m.Name = n.Name
+		for _, in := range m.Inputs {
+			if strings.HasPrefix(in, tmp("")) {
+				c.uses[in]++ // the graph's own values keep their count
+			}
+		}
+	}
+	for _, m := range ops {
+		if err := c.run(m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // splitNode compiles Split of a computed tensor along its last axis (the

@@ -236,7 +236,7 @@ func bertCases() []genCase {
 			},
 			outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, bertH}, params: []string{"batch", "seq", ""}}},
 		},
-		ins: first.ins, outs: first.outs, more: []dataSet{w.bertSet(1, 16, 2), w.bertSet(2, 9, 3)},
+		ins: first.ins, outs: first.outs, more: []dataSet{w.bertSet(1, 16, 2), w.bertSet(2, 9, 3), w.bertSet(2, 20, 4)},
 	}}
 }
 

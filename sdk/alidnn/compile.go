@@ -398,6 +398,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.whereNode(n)
 	case "Split":
 		return c.splitNode(n)
+	case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
+		return c.compareNode(n)
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }

@@ -67,8 +67,11 @@
 // as fp32, exact up to ±2²⁴ (beyond, the run fails with ErrInput); it may
 // be viewed (Reshape, Unsqueeze…), Cast to FLOAT (a copy layer, so the
 // extended mask's Sub(1, ·) and Mul by −10000 or finfo.min run on the
-// engine after it), used as Gather's indices or Where's condition, and is
-// refused elsewhere. A Gather of rows of a constant FLOAT table (axis 0)
+// engine after it), compared with a constant scalar (Equal, Less,
+// Greater and the OrEqual forms, and Not of the result: exact 0 and 1 by
+// clamped integer arithmetic, see compare.go), used as Gather's indices
+// or Where's condition, read back as a graph output in its own type, and
+// is refused elsewhere. A Gather of rows of a constant FLOAT table (axis 0)
 // by an INT64 or INT32 graph input — the word and token-type embeddings —
 // runs on the host: the table stays in the program's constant segment and
 // the runtime copies the rows the ids name into a device tensor
@@ -77,8 +80,9 @@
 // by constant ids (positions) folds. Where with a constant condition — a
 // causal mask sliced from a buffer, folded — and one computed operand t is
 // t·S + K on the engine (S 1 where t is picked, K the other operand
-// elsewhere), exact for finite t, −Inf included; with a view of a BOOL
-// input as the condition (a padding mask [N,1,1,S] over the scores) and
+// elsewhere), exact for finite t, −Inf included; with a computed BOOL
+// condition (a view of a BOOL input or a comparison's result, such as a
+// padding mask [N,1,1,S] over the scores) and
 // a constant scalar k, t·p + k·(1 − p), or min(t, ±∞) for k = −∞; other
 // computed conditions are refused. An INT64 or BOOL input is laid out
 // with its leading axes outer, so that such a mask [N,S] broadcasts over

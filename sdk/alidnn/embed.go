@@ -75,7 +75,7 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 		return nil
 	}
 	switch n.OpType {
-	case "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast":
+	case "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
 		return nil
 	case "Gather":
 		if k == 1 {
@@ -86,7 +86,7 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, as Gather's indices or as Where's condition: %w",
+	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition: %w",
 		k, v.name, v.typ, ErrUnsupported)
 }
 
@@ -230,4 +230,13 @@ func checkDerived(b *Binding, p *Program) error {
 		return nil
 	}
 	return fmt.Errorf("%q: ids %q are no input", b.Name, g.From)
+}
+
+// mapF32ToInt reads back integers held as fp32.
+func mapF32ToInt(f []float32) []int64 {
+	out := make([]int64, len(f))
+	for k, x := range f {
+		out[k] = int64(x)
+	}
+	return out
 }

@@ -165,7 +165,7 @@ func TestIntegerInputRefusals(t *testing.T) {
 		{"where with a computed condition", func(g *onnx.Graph) {
 			g.Nodes[2].Inputs = []string{"mf", "ninf", "r"}
 			g.Nodes[2], g.Nodes[3] = g.Nodes[3], g.Nodes[2]
-		}, "only a view of a BOOL graph input"},
+		}, "only a BOOL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, _ := embeddingModel()
@@ -230,6 +230,91 @@ func TestWhereComputedCondition(t *testing.T) {
 		}
 		if y1[k] != w1 || y2[k] != w2 {
 			t.Fatalf("element %d (mask %v): %v and %v, want %v and %v", k, on, y1[k], y2[k], w1, w2)
+		}
+	}
+}
+
+// TestCompareIntegerInput compares INT64 ids with constants — Equal,
+// Less, GreaterOrEqual with the constant first and a fraction, Not — and
+// masks scores [N,1,S,S] by input_ids != 0 with Where, all exactly.
+func TestCompareIntegerInput(t *testing.T) {
+	const N, S = 2, 20
+	ids := vinfo("ids", N, S)
+	ids.ElemType = onnx.Int64
+	node := func(op string, ins []string, out string, attrs ...*onnx.Attribute) *onnx.Node {
+		return &onnx.Node{OpType: op, Name: out, Inputs: ins, Outputs: []string{out}, Attrs: attrs}
+	}
+	toF := &onnx.Attribute{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{ints64("axes", onnx.Int64, []int64{2}, 1, 2), ramp("w", []int64{16, S}, 0.125),
+			ints64("zero", onnx.Int64, nil, 0), ints64("five", onnx.Int64, nil, 5), onnx.NewFloat32("frac", nil, []float32{2.5}),
+			onnx.NewFloat32("fill", nil, []float32{-1e9})},
+		Nodes: []*onnx.Node{
+			node("Equal", []string{"ids", "zero"}, "eq"), node("Cast", []string{"eq"}, "eqf", toF),
+			node("Less", []string{"ids", "five"}, "lt"), node("Cast", []string{"lt"}, "ltf", toF),
+			node("GreaterOrEqual", []string{"frac", "ids"}, "ge"), node("Cast", []string{"ge"}, "gef", toF),
+			node("Not", []string{"eq"}, "keep"), node("Unsqueeze", []string{"keep", "axes"}, "keep4"),
+			node("MatMul", []string{"s", "w"}, "r"), node("Where", []string{"keep4", "r", "fill"}, "y"),
+			node("Identity", []string{"ids"}, "ids_out"),
+		},
+		Inputs: []onnx.ValueInfo{vinfo("s", N, 1, S, 16), ids},
+		Outputs: []onnx.ValueInfo{vinfo("eqf", N, S), vinfo("ltf", N, S), vinfo("gef", N, S), vinfo("y", N, 1, S, S), vinfo("r", N, 1, S, S),
+			{Name: "eq", ElemType: onnx.Bool}, {Name: "ids_out", ElemType: onnx.Int64}},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv := make([]int64, N*S)
+	for k := range iv {
+		iv[k] = int64(k*13%9) - 2 // −2 … 6, zeros among them
+	}
+	ctx := context.Background()
+	s, err := alidnn.Load(ctx, local(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, ramp("s", []int64{N, 1, S, 16}, 0.75), ints64("ids", onnx.Int64, []int64{N, S}, iv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := func(v bool) float32 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	var outs [5][]float32
+	for k := range outs {
+		outs[k], _ = res.Outputs[k].Float32s()
+	}
+	for k, x := range iv {
+		if w := [3]float32{b(x == 0), b(x < 5), b(2.5 >= float64(x))}; outs[0][k] != w[0] || outs[1][k] != w[1] || outs[2][k] != w[2] {
+			t.Fatalf("id %d: =0 <5 ≤2.5 give %v %v %v, want %v", x, outs[0][k], outs[1][k], outs[2][k], w)
+		}
+	}
+	// A BOOL result and an INT64 input read back as graph outputs keep
+	// their types.
+	eq, err := res.Outputs[5].Int64s()
+	if err != nil || res.Outputs[5].DataType != onnx.Bool {
+		t.Fatalf("eq output %v: %v", res.Outputs[5].DataType, err)
+	}
+	back, err := res.Outputs[6].Int64s()
+	if err != nil || res.Outputs[6].DataType != onnx.Int64 {
+		t.Fatalf("ids output %v: %v", res.Outputs[6].DataType, err)
+	}
+	for k, x := range iv {
+		if eq[k] != int64(b(x == 0)) || back[k] != x {
+			t.Fatalf("id %d: eq %d, read back %d", x, eq[k], back[k])
+		}
+	}
+	for k, r := range outs[4] {
+		want := r
+		if iv[k/(S*S)*S+k%S] == 0 {
+			want = -1e9
+		}
+		if outs[3][k] != want {
+			t.Fatalf("y[%d] = %v, want %v", k, outs[3][k], want)
 		}
 	}
 }

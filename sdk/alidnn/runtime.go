@@ -211,7 +211,12 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		return nil, err
 	}
 	if el == f32 {
-		return onnx.NewFloat32(b.Name, dims64(b.Shape), unpackF32(lay, buf)), nil
+		f := unpackF32(lay, buf)
+		if b.Type != onnx.Float && b.Type != onnx.Double {
+			// An INT64 or BOOL value held as fp32 (see embed.go).
+			return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), mapF32ToInt(f))
+		}
+		return onnx.NewFloat32(b.Name, dims64(b.Shape), f), nil
 	}
 	iv := unpackInt(lay, el, buf)
 	if b.Shift {

@@ -38,8 +38,8 @@ func (c *compiler) whereNode(n *onnx.Node) error {
 		return fmt.Errorf("Where of %v and %v: only FLOAT operands: %w", x.typ, y.typ, ErrUnsupported)
 	}
 	if !cond.isConst {
-		if r := cond.root(); cond.typ != onnx.Bool || !r.input || r.typ != onnx.Bool {
-			return fmt.Errorf("Where with the computed condition %s: only a view of a BOOL graph input, held as 0 and 1: %w", cond, ErrUnsupported)
+		if cond.typ != onnx.Bool {
+			return fmt.Errorf("Where with the computed condition %v %s: only a BOOL (a view of a BOOL input, or a comparison of an integer input), held as 0 and 1: %w", cond.typ, cond, ErrUnsupported)
 		}
 		if shape, err := broadcastShape(cond.shape, t.shape); err != nil || !eqInts(shape, t.shape) {
 			return fmt.Errorf("Where broadcasts the computed %s to the condition's %v: %w", t, cond.shape, ErrUnsupported)
@@ -79,8 +79,8 @@ func (c *compiler) whereNode(n *onnx.Node) error {
 }
 
 // whereComputed compiles Where(cond, t, k) (or (cond, k, t): pickT false)
-// whose condition is a view of a BOOL graph input, held as 0 and 1 in fp32
-// (see embed.go) — a padding mask [N,1,1,S] over scores [N,H,S,S] — and k
+// whose condition is a computed BOOL — a view of a BOOL graph input or a
+// comparison's result, both 0 and 1 in fp32 (see embed.go, compare.go) — a padding mask [N,1,1,S] over scores [N,H,S,S] — and k
 // a constant scalar. With p the 0/1 tensor that picks t, it is
 // t·p + k·(1 − p) for a finite k, exact for finite t; and min(t, (2p − 1)·∞)
 // for k = −∞ (max(t, (1 − 2p)·∞) for +∞), as 0·∞ would be NaN. p

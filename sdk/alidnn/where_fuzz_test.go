@@ -8,7 +8,7 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// FuzzComputedOperands compiles Where, Split and Gather with a computed
+// FuzzComputedOperands compiles Where, Split, Gather and comparisons with a computed
 // operand of random shape, and constants, attributes and integer inputs
 // in and out of range: the compiler maps them or refuses, never panics.
 // Each seed drives 40 graphs.
@@ -43,7 +43,14 @@ func FuzzComputedOperands(f *testing.F) {
 			table := ramp("table", []int64{int64(1 + rng.Intn(5)), 3}, 0.5)
 			ids := onnx.ValueInfo{Name: "ids", ElemType: []onnx.DataType{onnx.Int64, onnx.Int32, onnx.Bool, onnx.Float}[rng.Intn(4)], Dims: x.Dims}
 			var n *onnx.Node
-			switch rng.Intn(3) {
+			switch rng.Intn(4) {
+			case 3:
+				ops := []string{"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}
+				n = &onnx.Node{OpType: ops[rng.Intn(len(ops))], Inputs: []string{"ids", "k"}, Outputs: []string{"y"}}
+				if rng.Intn(2) == 0 {
+					n.Inputs[0], n.Inputs[1] = "k", "ids"
+				}
+				ins = append(ins, ids)
 			case 0:
 				n = &onnx.Node{OpType: "Where", Inputs: []string{"cond", "x", "k"}, Outputs: []string{"y"}}
 				if rng.Intn(2) == 0 {
@@ -58,7 +65,7 @@ func FuzzComputedOperands(f *testing.F) {
 				ins = append(ins, ids)
 			}
 			g := &onnx.Graph{Nodes: []*onnx.Node{n}, Inputs: ins, Outputs: []onnx.ValueInfo{{Name: "y", ElemType: onnx.Float}},
-				Initializers: []*onnx.Tensor{cond, sizes, table, onnx.NewFloat32("k", nil, []float32{-3})}}
+				Initializers: []*onnx.Tensor{cond, sizes, table, onnx.NewFloat32("k", nil, []float32{[]float32{-3, 2.5, 1e30}[rng.Intn(3)]})}}
 			func() {
 				defer func() {
 					if r := recover(); r != nil {

@@ -143,6 +143,9 @@ func (e *emitter) bindGather(b *Binding, g *rowGather) {
 // packGathered packs the rows of b's table that the ids t name.
 func packGathered(b Binding, t *onnx.Tensor, consts []byte) ([]byte, error) {
 	g := b.Gather
+	if b.Elem != "fp32" {
+		return nil, fmt.Errorf("Gather %q: rows stored as %s, the runtime writes fp32", g.Node, b.Elem)
+	}
 	if t.DataType != onnx.Int64 && t.DataType != onnx.Int32 {
 		return nil, fmt.Errorf("%w: input %q (Gather %q's indices) is %v, want INT64 or INT32", ErrInput, t.Name, g.Node, t.DataType)
 	}

@@ -16,8 +16,8 @@ var bertModel = filepath.Join("..", "..", "alidnn", "onnxtest", "testdata", "gen
 
 // TestModelRunIntegerInputs runs the BERT encoder from its INT64 TensorProto
 // files, as an ONNX model and as a compiled program (which keeps the
-// embedding tables the runtime gathers from), and refuses an id beyond the
-// vocabulary naming the input.
+// embedding tables the runtime gathers from), refuses an id beyond the
+// vocabulary naming the input, and benchmarks it on inputs of its own.
 func TestModelRunIntegerInputs(t *testing.T) {
 	set := filepath.Join(bertModel, "test_data_set_1")
 	args := func(model, out string, ins ...string) []string {
@@ -71,6 +71,11 @@ func TestModelRunIntegerInputs(t *testing.T) {
 	_, stderr, code := run(t, "", args(prog, filepath.Join(t.TempDir(), "out.pb"), badPath, ins[1], ins[2])...)
 	if code == 0 || !strings.Contains(stderr, `"input_ids"`) || !strings.Contains(stderr, "out of") {
 		t.Fatalf("id 100: exit %d: %s", code, stderr)
+	}
+	// faas model bench makes its own inputs: ids below each table's rows
+	// (two token types).
+	if _, stderr, code := run(t, "", "model", "bench", prog, "--batch", "1", "--duration", "100ms", "--json"); code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, stderr)
 	}
 }
 

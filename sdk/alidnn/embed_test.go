@@ -135,6 +135,24 @@ func TestEmbeddingGather(t *testing.T) {
 		}
 		checkEmbedding(t, res, table)
 	}
+	// INT32 ids, as TensorFlow exporters write them, gather the same rows.
+	m32, _ := embeddingModel()
+	m32.Graph.Inputs[0].ElemType = onnx.Int32
+	p32, err := alidnn.Compile(m32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s32, err := alidnn.Load(ctx, local(t), p32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := embeddingInputs()
+	ins[0] = ints64("ids", onnx.Int32, []int64{2, 3}, embIDs...)
+	res, err := s32.Run(ctx, ins...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEmbedding(t, res, table)
 	// A table beyond the constants is refused as the file is read.
 	p.Derived[0].Gather.Rows = 1 << 40
 	buf.Reset()

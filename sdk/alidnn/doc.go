@@ -89,7 +89,10 @@
 // scores of any length. Split of a computed tensor along its last axis (GPT-2's fused
 // QKV) is a MatMul per part by a 0/1 selection matrix, and a Gemm of a
 // computed [..., S, K] flattened to [M, K] (HuggingFace's Conv1D) a MatMul
-// of the unflattened tensor (see where.go).
+// of the unflattened tensor; a Gather of a computed tensor by constant
+// indices along one of its last two axes (BERT's pooler, hidden[:, 0]) a
+// MatMul by a 0/1 selection matrix from the constant segment (see
+// where.go).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at

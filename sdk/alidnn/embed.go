@@ -97,8 +97,11 @@ func (c *compiler) gatherNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if !data.isConst && ids.isConst {
+		return c.gatherSelect(n, data, ids)
+	}
 	if !data.isConst {
-		return fmt.Errorf("Gather of the computed tensor %s: the engine gathers rows of a constant table only: %w", data, ErrUnsupported)
+		return fmt.Errorf("Gather of the computed tensor %s by the computed %s: the engine gathers rows of a constant table only: %w", data, ids, ErrUnsupported)
 	}
 	axis, err := n.Int("axis", 0)
 	if err != nil {

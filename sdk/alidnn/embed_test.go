@@ -336,3 +336,54 @@ func TestCompareIntegerInput(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherComputed takes the first token of computed hidden states
+// [N,S,H] (BERT's pooler input, Gather(h, 0, axis=1)) and two lanes of
+// them by a list (axis 2), exactly, against the engine's own h.
+func TestGatherComputed(t *testing.T) {
+	const N, S, K, H = 2, 5, 20, 32
+	node := func(op string, ins []string, out string, axis int64) *onnx.Node {
+		return &onnx.Node{OpType: op, Name: out, Inputs: ins, Outputs: []string{out},
+			Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: axis}}}
+	}
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{ramp("w", []int64{K, H}, 0.125), ints64("first", onnx.Int64, nil, 0), ints64("lanes", onnx.Int64, []int64{2}, 3, -1)},
+		Nodes: []*onnx.Node{
+			{OpType: "MatMul", Name: "h", Inputs: []string{"x", "w"}, Outputs: []string{"h"}},
+			node("Gather", []string{"h", "first"}, "cls", 1),
+			node("Gather", []string{"h", "lanes"}, "two", -1),
+		},
+		Inputs:  []onnx.ValueInfo{vinfo("x", N, S, K)},
+		Outputs: []onnx.ValueInfo{vinfo("cls", N, H), vinfo("two", N, S, 2), vinfo("h", N, S, H)},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := alidnn.Load(ctx, local(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, ramp("x", []int64{N, S, K}, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cls, _ := res.Outputs[0].Float32s()
+	two, _ := res.Outputs[1].Float32s()
+	h, _ := res.Outputs[2].Float32s()
+	for b := range N {
+		for j := range H {
+			if got, want := cls[b*H+j], h[b*S*H+j]; got != want {
+				t.Fatalf("cls[%d][%d] = %v, want %v", b, j, got, want)
+			}
+		}
+		for i := range S {
+			for k, lane := range []int{3, H - 1} {
+				if got, want := two[(b*S+i)*2+k], h[(b*S+i)*H+lane]; got != want {
+					t.Fatalf("two[%d][%d][%d] = %v, want %v", b, i, k, got, want)
+				}
+			}
+		}
+	}
+}

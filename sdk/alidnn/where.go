@@ -6,6 +6,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -291,4 +292,72 @@ func (c *compiler) gemmFlattened(n *onnx.Node) (done bool, err error) {
 	}
 	c.set(n, 0, &value{shape: []int{a.shape[0], N}, typ: y.typ, derived: derived{alias: y}})
 	return true, nil
+}
+
+// gatherSelect compiles a Gather of a computed [..., S, C] by constant
+// indices along its last two axes — BERT's pooler taking the first token,
+// hidden[:, 0] — as a MatMul by a 0/1 selection matrix: E [n, S] · x
+// picks rows, x · E [C, n] lanes, each output a sum of one product by 1
+// and products by 0, exact for finite x. A scalar index drops the axis.
+func (c *compiler) gatherSelect(n *onnx.Node, x, ids *value) error {
+	r := len(x.shape)
+	axis, err := n.Int("axis", 0)
+	if err != nil {
+		return err
+	}
+	if axis < 0 {
+		axis += int64(r)
+	}
+	if r < 2 || axis < int64(r-2) || axis >= int64(r) || x.typ != onnx.Float || len(ids.shape) > 1 {
+		return fmt.Errorf("Gather of the computed %v %s along axis %d by %v: only of the last two axes of a FLOAT tensor, by a scalar or a list: %w", x.typ, x, axis, ids.shape, ErrUnsupported)
+	}
+	d := x.shape[axis]
+	idx := ids.ints()
+	sel := make([]int, len(idx))
+	for k, i := range idx {
+		if i < int64(-d) || i >= int64(d) {
+			return fmt.Errorf("Gather index %d out of [%d, %d]", i, -d, d-1)
+		}
+		if i < 0 {
+			i += int64(d)
+		}
+		sel[k] = int(i)
+	}
+	m := len(sel)
+	out := n.Outputs[0]
+	en, mm := out+"/select", out+"/selected"
+	e := make([]float32, d*m)
+	mn := &onnx.Node{OpType: "MatMul", Name: n.Name, Outputs: []string{mm}}
+	shape := slices.Clone(x.shape)
+	shape[axis] = m
+	if axis == int64(r-1) {
+		for k, i := range sel {
+			e[i*m+k] = 1
+		}
+		c.vals[en] = constFloat(en, []int{d, m}, e)
+		mn.Inputs = []string{n.Inputs[0], en}
+	} else {
+		for k, i := range sel {
+			e[k*d+i] = 1
+		}
+		// A MatMul's A is read from device memory: the constant segment.
+		ev := constFloat(en, []int{m, d}, e)
+		ev.lay, ev.elem = matLayout(ev.shape), f32
+		c.vals[en] = ev
+		mn.Inputs = []string{en, n.Inputs[0]}
+	}
+	c.uses[mm] = 1
+	if err := c.matmulNode(mn); err != nil {
+		return err
+	}
+	y := c.vals[mm]
+	if len(ids.shape) == 0 {
+		shape = slices.Delete(shape, int(axis), int(axis)+1)
+	}
+	if eqInts(shape, y.shape) {
+		c.set(n, 0, y)
+		return nil
+	}
+	c.set(n, 0, &value{shape: shape, typ: y.typ, derived: derived{alias: y}})
+	return nil
 }

@@ -10,15 +10,16 @@ import (
 )
 
 // A BERT encoder as torch.onnx writes HuggingFace's BertModel (opset 17,
-// last_hidden_state only): INT64 input_ids, token_type_ids and
+// last_hidden_state and pooler_output): INT64 input_ids, token_type_ids and
 // attention_mask [batch, seq], batch and sequence symbolic. Embeddings:
 // Gathers of the word and token-type tables by the inputs, the position
 // table by the position_ids buffer sliced to the sequence (folded), summed
 // and layer-normalised. The extended attention mask as BertModel builds it:
 // Unsqueeze → Cast to FLOAT → Sub(1, ·) → Mul(·, finfo(float32).min), added
 // to the scores. Two post-norm layers of hidden 64, 4 heads of 16 and an
-// intermediate 256 with erf GELU. Random weights; outputs from a float64
-// forward pass.
+// intermediate 256 with erf GELU; the pooler, tanh of a Linear of the
+// first token (Gather axis 1, Gemm with transB). Random weights; outputs
+// from a float64 forward pass.
 
 func init() { caseFamilies = append(caseFamilies, bertCases) }
 
@@ -33,7 +34,8 @@ const (
 type bertWeights map[string][]float32
 
 func (w bertWeights) dims() map[string][]int64 {
-	d := map[string][]int64{"word": {bertV, bertH}, "pos": {bertP, bertH}, "type": {bertT, bertH}, "emb_g": {bertH}, "emb_b": {bertH}}
+	d := map[string][]int64{"word": {bertV, bertH}, "pos": {bertP, bertH}, "type": {bertT, bertH}, "emb_g": {bertH}, "emb_b": {bertH},
+		"pool_w": {bertH, bertH}, "pool_b": {bertH}}
 	for l := range bertLayers {
 		p := fmt.Sprintf("l%d.", l)
 		for _, m := range []string{"q", "k", "v", "o"} {
@@ -123,8 +125,10 @@ func attention64(q, k, v []float64, N, S, heads, D int, bias func(n, i, j int) f
 	return ctx
 }
 
-// forward runs the encoder in float64.
-func (w bertWeights) forward(ids, types, mask []int64, N, S int) []float32 {
+// forward runs the encoder in float64: last_hidden_state and
+// pooler_output, tanh(dense(the first token)) with the dense's weights
+// [out, in] as nn.Linear holds them.
+func (w bertWeights) forward(ids, types, mask []int64, N, S int) ([]float32, []float32) {
 	x := make([]float64, N*S*bertH)
 	for n := range N {
 		for s := range S {
@@ -158,7 +162,17 @@ func (w bertWeights) forward(ids, types, mask []int64, N, S int) []float32 {
 	for k, a := range x {
 		out[k] = float32(a)
 	}
-	return out
+	pool := make([]float32, N*bertH)
+	for n := range N {
+		for o := range bertH {
+			v := float64(w["pool_b"][o])
+			for i := range bertH {
+				v += x[n*S*bertH+i] * float64(w["pool_w"][o*bertH+i])
+			}
+			pool[n*bertH+o] = float32(math.Tanh(v))
+		}
+	}
+	return out, pool
 }
 
 func intTensor(name string, typ onnx.DataType, dims []int64, v []int64) *onnx.Tensor {
@@ -191,10 +205,12 @@ func (w bertWeights) bertSet(N, S int, seed int64) dataSet {
 		}
 	}
 	d := []int64{int64(N), int64(S)}
+	hidden, pool := w.forward(ids, types, mask, N, S)
 	return dataSet{
 		ins: []*onnx.Tensor{intTensor("input_ids", onnx.Int64, d, ids), intTensor("attention_mask", onnx.Int64, d, mask),
 			intTensor("token_type_ids", onnx.Int64, d, types)},
-		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), int64(S), bertH}, w.forward(ids, types, mask, N, S))},
+		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), int64(S), bertH}, hidden),
+			onnx.NewFloat32("pooler_output", []int64{int64(N), bertH}, pool)},
 	}
 }
 
@@ -214,7 +230,7 @@ func bertCases() []genCase {
 	}
 	inits = append(inits, intTensor("position_ids", onnx.Int64, []int64{1, bertP}, positions),
 		ints("split", bertHeads, bertD), ints("merge", bertH), ints("lead_start", 0), ints("lead_end", 2),
-		ints("one_i", 1), ints("zero_i", 0), ints("axes_12", 1, 2), scalar("sqrt_d", 4), scalar("sqrt2", float32(math.Sqrt2)),
+		ints("one_i", 1), ints("zero_i", 0), intTensor("first", onnx.Int64, nil, []int64{0}), ints("axes_12", 1, 2), scalar("sqrt_d", 4), scalar("sqrt2", float32(math.Sqrt2)),
 		scalar("one", 1), scalar("half", 0.5), scalar("mask_min", bertMaskMin))
 	nodes := bertEmbeddings()
 	x := "emb"
@@ -223,6 +239,11 @@ func bertCases() []genCase {
 		ns, x = bertLayer(fmt.Sprintf("l%d.", l), x, l == bertLayers-1)
 		nodes = append(nodes, ns...)
 	}
+	// BertPooler: hidden_states[:, 0] → Linear (Gemm, transB) → Tanh.
+	nodes = append(nodes,
+		node{op: "Gather", inputs: []string{x, "first"}, outputs: []string{"cls"}, attrs: []attr{iAttr("axis", 1)}},
+		node{op: "Gemm", inputs: []string{"cls", "pool_w", "pool_b"}, outputs: []string{"pool_lin"}, attrs: []attr{fAttr("alpha", 1), fAttr("beta", 1), iAttr("transB", 1)}},
+		node{op: "Tanh", inputs: []string{"pool_lin"}, outputs: []string{"pooler_output"}})
 	sym := []string{"batch", "seq"}
 	first := w.bertSet(2, 16, 1)
 	return []genCase{{name: "bert_encoder", opset: 17,
@@ -234,7 +255,8 @@ func bertCases() []genCase {
 				{name: "attention_mask", typ: onnx.Int64, dims: []int64{0, 0}, params: sym},
 				{name: "token_type_ids", typ: onnx.Int64, dims: []int64{0, 0}, params: sym},
 			},
-			outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, bertH}, params: []string{"batch", "seq", ""}}},
+			outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, bertH}, params: []string{"batch", "seq", ""}},
+				{name: "pooler_output", typ: onnx.Float, dims: []int64{0, bertH}, params: []string{"batch", ""}}},
 		},
 		ins: first.ins, outs: first.outs, more: []dataSet{w.bertSet(1, 16, 2), w.bertSet(2, 9, 3), w.bertSet(2, 20, 4)},
 	}}

@@ -79,28 +79,36 @@ func TestTransformerReferences(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g, err := got[0].Float32s()
-				if err != nil {
-					t.Fatal(err)
+				if len(got) != len(want) {
+					t.Fatalf("%d outputs, want %d", len(got), len(want))
 				}
-				w, err := want[0].Float32s()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var big, worst float64
-				for k := range w {
-					big = max(big, math.Abs(float64(w[k])))
-				}
-				for k := range w {
-					e := math.Abs(float64(g[k]) - float64(w[k]))
-					if math.IsNaN(e) {
-						e = math.Inf(1)
+				for o := range want {
+					g, err := got[o].Float32s()
+					if err != nil {
+						t.Fatal(err)
 					}
-					worst = max(worst, e)
-				}
-				t.Logf("%v: worst |error| %.3g, %.3g of the largest |output| %.3g", want[0].Dims, worst, worst/big, big)
-				if worst > transformerTol*big {
-					t.Errorf("worst |error| %.3g beyond %g × the largest |output| %.3g", worst, transformerTol, big)
+					w, err := want[o].Float32s()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(g) != len(w) {
+						t.Fatalf("output %d: %d values, want %d", o, len(g), len(w))
+					}
+					var big, worst float64
+					for k := range w {
+						big = max(big, math.Abs(float64(w[k])))
+					}
+					for k := range w {
+						e := math.Abs(float64(g[k]) - float64(w[k]))
+						if math.IsNaN(e) {
+							e = math.Inf(1)
+						}
+						worst = max(worst, e)
+					}
+					t.Logf("output %d %v: worst |error| %.3g, %.3g of the largest |output| %.3g", o, want[o].Dims, worst, worst/big, big)
+					if worst > transformerTol*big {
+						t.Errorf("output %d: worst |error| %.3g beyond %g × the largest |output| %.3g", o, worst, transformerTol, big)
+					}
 				}
 			})
 		}

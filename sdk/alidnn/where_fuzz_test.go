@@ -40,6 +40,7 @@ func FuzzComputedOperands(f *testing.F) {
 			}
 			cond, _ := onnx.NewInt("cond", onnx.Bool, cd, bits)
 			sizes, _ := onnx.NewInt("sizes", onnx.Int64, []int64{2}, []int64{int64(rng.Intn(12)), int64(rng.Intn(12))})
+			first, _ := onnx.NewInt("first", onnx.Int64, nil, []int64{int64(rng.Intn(9) - 4)})
 			table := ramp("table", []int64{int64(1 + rng.Intn(5)), 3}, 0.5)
 			ids := onnx.ValueInfo{Name: "ids", ElemType: []onnx.DataType{onnx.Int64, onnx.Int32, onnx.Bool, onnx.Float}[rng.Intn(4)], Dims: x.Dims}
 			var n *onnx.Node
@@ -61,11 +62,15 @@ func FuzzComputedOperands(f *testing.F) {
 					Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: int64(rng.Intn(5) - 2)}}}
 			default:
 				n = &onnx.Node{OpType: "Gather", Inputs: []string{"table", "ids"}, Outputs: []string{"y"},
-					Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: int64(rng.Intn(3) - 1)}}}
+					Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: int64(rng.Intn(5) - 2)}}}
 				ins = append(ins, ids)
+				if rng.Intn(2) == 0 { // a computed tensor by constant indices
+					n.Inputs = []string{"x", []string{"sizes", "first"}[rng.Intn(2)]}
+					ins = ins[:1]
+				}
 			}
 			g := &onnx.Graph{Nodes: []*onnx.Node{n}, Inputs: ins, Outputs: []onnx.ValueInfo{{Name: "y", ElemType: onnx.Float}},
-				Initializers: []*onnx.Tensor{cond, sizes, table, onnx.NewFloat32("k", nil, []float32{[]float32{-3, 2.5, 1e30}[rng.Intn(3)]})}}
+				Initializers: []*onnx.Tensor{cond, sizes, table, first, onnx.NewFloat32("k", nil, []float32{[]float32{-3, 2.5, 1e30}[rng.Intn(3)]})}}
 			func() {
 				defer func() {
 					if r := recover(); r != nil {

@@ -10,15 +10,18 @@ package alidnn
 //
 //   - An INT64 or BOOL graph input is packed by the runtime as fp32 (exact
 //     for |x| ≤ 2²⁴; a larger value fails the run), so that a Cast of it to
-//     FLOAT is free and the mask arithmetic exporters write after the Cast
-//     runs on the engine. Its other readers are limited to views (Reshape,
-//     Unsqueeze…), Cast, Gather's indices and Where's condition.
+//     FLOAT is a copy and the mask arithmetic exporters write after the
+//     Cast runs on the engine. Its readers are limited to views (Reshape,
+//     Unsqueeze…), Cast, comparisons with a constant (see compare.go),
+//     Gather's indices and Where's condition; as a graph output it is read
+//     back in its own type.
 //   - Gather of rows of a constant table (axis 0) by an INT64 or INT32 graph
 //     input, the embeddings, runs on the host: the table is kept in the
 //     program's constant segment, and the runtime copies the rows the ids
-//     name into a device input of the output's shape as it packs the run.
-//     An id outside [−V, V) fails the run with ErrInput, as onnxruntime
-//     fails it (negative ids count from the end, as Gather defines).
+//     name into a device tensor of the output's shape (Program.Derived) as
+//     it packs the run. An id outside [−V, V) fails the run with ErrInput,
+//     as onnxruntime fails it (negative ids count from the end, as Gather
+//     defines).
 
 import (
 	"encoding/binary"

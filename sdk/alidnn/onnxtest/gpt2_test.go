@@ -9,14 +9,15 @@ import (
 )
 
 // A GPT-2-style decoder as torch.onnx writes HuggingFace's GPT2Model with
-// one block (opset 17): INT64 input_ids [batch, seq], batch and sequence
-// symbolic. Token and position embeddings (the position ids a Range over
+// one block (opset 17): INT64 input_ids and attention_mask [batch, seq],
+// batch and sequence symbolic. Token and position embeddings (the position ids a Range over
 // the sequence, folded); the block pre-norm: LayerNormalization, the fused
 // QKV projection as Conv1D writes it (Reshape to [-1, 64], Gemm, Reshape
 // back) and Split into query, key and value, 4 heads of 16, the scores
 // divided by √16 and the causal mask applied as
 // Where(bias[:, :, 0:seq, 0:seq], scores, finfo(float32).min) — the
-// boolean buffer sliced to the sequence, folded — Softmax, the heads
+// boolean buffer sliced to the sequence, folded — plus the padding mask
+// (1 − attention_mask[:, None, None, :]) · finfo.min, Softmax, the heads
 // merged and projected, a residual; LayerNormalization, an MLP 64 → 256 →
 // 64 with gelu_new (0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))), a
 // residual; the final LayerNormalization. Random weights; outputs from a
@@ -62,7 +63,7 @@ func newGptWeights() gptWeights {
 	return w
 }
 
-func (w gptWeights) forward(ids []int64, N, S int) []float32 {
+func (w gptWeights) forward(ids, mask []int64, N, S int) []float32 {
 	x := make([]float64, N*S*gptH)
 	for t := range N * S {
 		for e := range gptH {
@@ -79,11 +80,12 @@ func (w gptWeights) forward(ids []int64, N, S int) []float32 {
 	}
 	// Where replaces a future position's score by finfo.min; its weight
 	// after Softmax is 0 as with any score that far below the row's.
-	causal := func(_, i, j int) float64 {
+	causal := func(n, i, j int) float64 {
+		b := (1 - float64(mask[n*S+j])) * -math.MaxFloat32
 		if j > i {
-			return -math.MaxFloat32
+			return b - math.MaxFloat32
 		}
-		return 0
+		return b
 	}
 	a := linear(attention64(q, k, v, N, S, gptHeads, gptD, causal), w["proj_w"], w["proj_b"], gptH, gptH)
 	for k := range a {
@@ -107,14 +109,18 @@ func (w gptWeights) forward(ids []int64, N, S int) []float32 {
 }
 
 func (w gptWeights) set(N, S int, seed int64) dataSet {
-	ids := make([]int64, N*S)
+	ids, mask := make([]int64, N*S), make([]int64, N*S)
 	for t := range ids {
 		ids[t] = (seed*13 + int64(t)*29 + int64(t*t)*7) % gptV
+		// Every second sequence ends in S/4 pad tokens.
+		if t/S%2 == 0 || t%S < S-S/4 {
+			mask[t] = 1
+		}
 	}
 	d := []int64{int64(N), int64(S)}
 	return dataSet{
-		ins:  []*onnx.Tensor{intTensor("input_ids", onnx.Int64, d, ids)},
-		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), int64(S), gptH}, w.forward(ids, N, S))},
+		ins:  []*onnx.Tensor{intTensor("input_ids", onnx.Int64, d, ids), intTensor("attention_mask", onnx.Int64, d, mask)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), int64(S), gptH}, w.forward(ids, mask, N, S))},
 	}
 }
 
@@ -137,7 +143,7 @@ func gpt2Cases() []genCase {
 	inits = append(inits, intTensor("bias", onnx.Bool, []int64{1, 1, gptP, gptP}, tri),
 		ints("split", gptHeads, gptD), ints("merge", gptH), ints("lead_start", 0), ints("lead_end", 2), ints("minus1", -1),
 		ints("one_i", 1), ints("axis2", 2), ints("axis3", 3), ints("qkv_sizes", gptH, gptH, gptH),
-		ints("qkv_nf", 3*gptH), ints("fc_nf", gptF),
+		ints("qkv_nf", 3*gptH), ints("fc_nf", gptF), ints("axes_12", 1, 2),
 		intTensor("r0", onnx.Int64, nil, []int64{0}), intTensor("r1", onnx.Int64, nil, []int64{1}),
 		scalar("sqrt_d", 4), scalar("mask_min", -math.MaxFloat32), scalar("half", 0.5), scalar("three", 3),
 		scalar("c_cube", 0.044715), scalar("c_sqrt", float32(math.Sqrt(2/math.Pi))), scalar("one", 1))
@@ -145,9 +151,10 @@ func gpt2Cases() []genCase {
 	first := w.set(1, 16, 1)
 	return []genCase{{name: "gpt2_decoder_block", opset: 17,
 		g: graph{
-			nodes:   gpt2Nodes(),
-			inits:   inits,
-			inputs:  []valueInfo{{name: "input_ids", typ: onnx.Int64, dims: []int64{0, 0}, params: sym}},
+			nodes: gpt2Nodes(),
+			inits: inits,
+			inputs: []valueInfo{{name: "input_ids", typ: onnx.Int64, dims: []int64{0, 0}, params: sym},
+				{name: "attention_mask", typ: onnx.Int64, dims: []int64{0, 0}, params: sym}},
 			outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, gptH}, params: []string{"batch", "seq", ""}}},
 		},
 		ins: first.ins, outs: first.outs, more: []dataSet{w.set(2, 16, 2), w.set(2, 7, 3)},
@@ -208,7 +215,13 @@ func gpt2Nodes() []node {
 		node{op: "Unsqueeze", inputs: []string{"seq_len", "lead_start"}, outputs: []string{"seq_len1"}},
 		node{op: "Slice", inputs: []string{"bias", "q_start1", "seq_len1", "axis2"}, outputs: []string{"bias_rows"}},
 		node{op: "Slice", inputs: []string{"bias_rows", "lead_start", "seq_len1", "axis3"}, outputs: []string{"causal"}},
-		node{op: "Where", inputs: []string{"causal", "scaled", "mask_min"}, outputs: []string{"masked"}},
+		node{op: "Where", inputs: []string{"causal", "scaled", "mask_min"}, outputs: []string{"causal_scores"}},
+		// attention_mask[:, None, None, :] → (1 − m) · finfo.min, added.
+		node{op: "Unsqueeze", inputs: []string{"attention_mask", "axes_12"}, outputs: []string{"mask4"}},
+		node{op: "Cast", inputs: []string{"mask4"}, outputs: []string{"mask_f"}, attrs: []attr{iAttr("to", int64(onnx.Float))}},
+		node{op: "Sub", inputs: []string{"one", "mask_f"}, outputs: []string{"mask_inv"}},
+		node{op: "Mul", inputs: []string{"mask_inv", "mask_min"}, outputs: []string{"ext_mask"}},
+		node{op: "Add", inputs: []string{"causal_scores", "ext_mask"}, outputs: []string{"masked"}},
 		node{op: "Softmax", inputs: []string{"masked"}, outputs: []string{"probs"}, attrs: []attr{iAttr("axis", -1)}},
 		node{op: "MatMul", inputs: []string{"probs", "vh"}, outputs: []string{"ctx"}},
 		node{op: "Transpose", inputs: []string{"ctx"}, outputs: []string{"ctx_t"}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})

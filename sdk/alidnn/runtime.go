@@ -52,7 +52,11 @@ type Result struct {
 }
 
 // Run runs one inference. inputs are matched to the program's inputs by
-// name. Run may be called from many goroutines at once: see Session.
+// name, each of the input's element type: FLOAT (onnx.NewFloat32), or for
+// token ids and masks INT64, INT32 or BOOL (onnx.NewInt); a tensor of
+// another type is refused with ErrInput, never converted. Outputs come
+// back in their graph types. Run may be called from many goroutines at
+// once: see Session.
 func (s *Session) Run(ctx context.Context, inputs ...*onnx.Tensor) (*Result, error) {
 	start := time.Now()
 	r, err := s.request(ctx, inputs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -384,6 +385,53 @@ func TestGatherComputed(t *testing.T) {
 					t.Fatalf("two[%d][%d][%d] = %v, want %v", b, i, k, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestEmbeddingConcurrent runs the gathering program from many goroutines
+// through a session that coalesces runs into jobs of several lanes: each
+// run gets the rows of its own ids.
+func TestEmbeddingConcurrent(t *testing.T) {
+	_, table := embeddingModel()
+	ctx := context.Background()
+	s, err := alidnn.Open(ctx, alidnn.NewLocal(local(t)), embeddingProgram(t), alidnn.WithBatch(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	errs := make(chan error, 12)
+	for g := range 12 {
+		go func() {
+			ids := []int64{int64(g % 10), int64((g + 3) % 10), 9, int64(-1 - g%10), 0, int64(g % 7)}
+			ins := embeddingInputs()
+			ins[0] = ints64("ids", onnx.Int64, []int64{2, 3}, ids...)
+			res, err := s.Run(ctx, ins...)
+			if err == nil {
+				var y []float32
+				if y, err = res.Outputs[0].Float32s(); err == nil {
+					for k, id := range ids {
+						if k%3 != 1 {
+							continue // Where's −Inf
+						}
+						if id < 0 {
+							id += 10
+						}
+						for j := range 20 {
+							if want := max(table[int(id)*20+j], 0); y[k*20+j] != want {
+								err = fmt.Errorf("run %d: y[%d][%d] = %v, want %v", g, k, j, y[k*20+j], want)
+								break
+							}
+						}
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 12 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -332,6 +332,25 @@ func (c *compiler) cast(n *onnx.Node) error {
 	case t == x.typ:
 		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{alias: x.root()}})
 		return nil
+	case hostInt(x) && x.typ == onnx.Bool && t == onnx.Int64:
+		// 0 and 1 stay 0 and 1.
+		c.set(n, 0, &value{shape: x.shape, typ: t, derived: derived{alias: x.root()}})
+		return nil
+	case hostInt(x) && t == onnx.Float:
+		// Packed as fp32 already (see embed.go): a layer that only moves
+		// the values, so that the FLOAT result has storage of its own (an
+		// alias would read as its integer root), and the mask arithmetic
+		// after it joins that layer.
+		maskLayout(x.root())
+		l, err := c.open(x)
+		if err != nil {
+			return err
+		}
+		if !l.accFP {
+			return fmt.Errorf("cast of %s: accumulator not fp32", x)
+		}
+		c.set(n, 0, c.rename(l, onnx.Float))
+		return nil
 	case t == onnx.Float && (x.typ == onnx.Int32 || x.typ == onnx.Int8 || x.typ == onnx.Uint8):
 		l, err := c.open(x)
 		if err != nil {

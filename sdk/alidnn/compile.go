@@ -233,6 +233,9 @@ func (c *compiler) node(n *onnx.Node) error {
 			if err := c.checkView(n, k, v); err != nil {
 				return err
 			}
+			if err := checkHostInt(n, k, v); err != nil {
+				return err
+			}
 		}
 	}
 	if allConst || shapeOnly[n.OpType] {
@@ -337,6 +340,11 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		if done, err := c.qdqMatMul(n); done || err != nil {
 			return err
 		}
+		if n.OpType == "Gemm" {
+			if done, err := c.gemmFlattened(n); done || err != nil {
+				return err
+			}
+		}
 		return c.matmulNode(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":
 		m, err := c.unpad(n)
@@ -384,6 +392,14 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.dequantizeNode(n)
 	case "Softmax":
 		return c.softmaxNode(n)
+	case "Gather":
+		return c.gatherNode(n)
+	case "Where":
+		return c.whereNode(n)
+	case "Split":
+		return c.splitNode(n)
+	case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
+		return c.compareNode(n)
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }

@@ -60,6 +60,40 @@
 // by a MatMul by ones, and the quotient (see softmax.go; a −Inf mask
 // weighs 0, +Inf gives NaN).
 //
+// Transformers' integer inputs follow one rule (see embed.go), since the
+// engine computes in int8, int32 and fp32 and its LOADs read addresses
+// fixed in the instruction stream — it has no indirect load. An INT64 or
+// BOOL graph input (token ids, an attention mask) is packed by the runtime
+// as fp32, exact up to ±2²⁴ (beyond, the run fails with ErrInput); it may
+// be viewed (Reshape, Unsqueeze…), Cast to FLOAT (a copy layer, so the
+// extended mask's Sub(1, ·) and Mul by −10000 or finfo.min run on the
+// engine after it), compared with a constant scalar (Equal, Less,
+// Greater and the OrEqual forms, and Not of the result: exact 0 and 1 by
+// clamped integer arithmetic, see compare.go), used as Gather's indices
+// or Where's condition, read back as a graph output in its own type, and
+// is refused elsewhere. A Gather of rows of a constant FLOAT table (axis 0)
+// by an INT64 or INT32 graph input — the word and token-type embeddings —
+// runs on the host: the table stays in the program's constant segment and
+// the runtime copies the rows the ids name into a device tensor
+// (Program.Derived) as it packs the run; an id outside [−V, V) fails the
+// run with ErrInput naming the input, as onnxruntime fails it. A Gather
+// by constant ids (positions) folds. Where with a constant condition — a
+// causal mask sliced from a buffer, folded — and one computed operand t is
+// t·S + K on the engine (S 1 where t is picked, K the other operand
+// elsewhere), exact for finite t, −Inf included; with a computed BOOL
+// condition (a view of a BOOL input or a comparison's result, such as a
+// padding mask [N,1,1,S] over the scores) and
+// a constant scalar k, t·p + k·(1 − p), or min(t, ±∞) for k = −∞; other
+// computed conditions are refused. An INT64 or BOOL input is laid out
+// with its leading axes outer, so that such a mask [N,S] broadcasts over
+// scores of any length. Split of a computed tensor along its last axis (GPT-2's fused
+// QKV) is a MatMul per part by a 0/1 selection matrix, and a Gemm of a
+// computed [..., S, K] flattened to [M, K] (HuggingFace's Conv1D) a MatMul
+// of the unflattened tensor; a Gather of a computed tensor by constant
+// indices along one of its last two axes (BERT's pooler, hidden[:, 0]) a
+// MatMul by a 0/1 selection matrix from the constant segment (see
+// where.go).
+//
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at
 // compile time with WithShape (faas model compile --shape): an input's

@@ -48,6 +48,7 @@ type fileHeader struct {
 	Batch       int `json:",omitempty"`
 	Inputs      []Binding
 	Outputs     []Binding
+	Derived     []Binding `json:",omitempty"`
 }
 
 // WriteTo writes the program in its file form.
@@ -59,7 +60,7 @@ func (p *Program) WriteTo(w io.Writer) (int64, error) {
 	cs, is := sha256.Sum256(p.Consts), sha256.Sum256(insns)
 	h, err := json.Marshal(fileHeader{Name: p.Name, ConstBytes: uint64(len(p.Consts)), ConstSHA256: hex.EncodeToString(cs[:]),
 		Insns: len(p.Insns), InsnSHA256: hex.EncodeToString(is[:]), ActBase: p.ActBase, ActSize: p.ActSize,
-		Layers: p.Layers, MACs: p.MACs, Batch: p.Batch, Inputs: p.Inputs, Outputs: p.Outputs})
+		Layers: p.Layers, MACs: p.MACs, Batch: p.Batch, Inputs: p.Inputs, Outputs: p.Outputs, Derived: p.Derived})
 	if err != nil {
 		return 0, err
 	}
@@ -157,7 +158,7 @@ func ReadProgram(r io.Reader) (*Program, error) {
 			return nil, bad("instructions may hold %d tokens in the %s FIFO, beyond the engine's %d", n, isa.Fifo(f), isa.TokenDepth)
 		}
 	}
-	p := &Program{Insns: insns, Consts: consts, ActBase: h.ActBase, ActSize: h.ActSize, Inputs: h.Inputs, Outputs: h.Outputs,
+	p := &Program{Insns: insns, Consts: consts, ActBase: h.ActBase, ActSize: h.ActSize, Inputs: h.Inputs, Outputs: h.Outputs, Derived: h.Derived,
 		Layers: h.Layers, MACs: h.MACs, Name: h.Name, Batch: h.Batch}
 	if h.Batch < 0 || h.Batch > maxBatch {
 		return nil, bad("batch %d outside 0..%d", h.Batch, maxBatch)
@@ -172,6 +173,9 @@ func ReadProgram(r io.Reader) (*Program, error) {
 		}
 	}
 	for k := range p.Inputs {
+		if p.Inputs[k].Gather != nil {
+			return nil, bad("input %d: a Gather rule on a graph input", k)
+		}
 		if err := checkBinding(&p.Inputs[k], p, 0); err != nil {
 			return nil, bad("input %d: %v", k, err)
 		}
@@ -179,6 +183,11 @@ func ReadProgram(r io.Reader) (*Program, error) {
 	for k := range p.Outputs {
 		if err := checkBinding(&p.Outputs[k], p, 0); err != nil {
 			return nil, bad("output %d: %v", k, err)
+		}
+	}
+	for k := range p.Derived {
+		if err := checkDerived(&p.Derived[k], p); err != nil {
+			return nil, bad("derived tensor %d: %v", k, err)
 		}
 	}
 	return p, nil

@@ -116,6 +116,12 @@ func FuzzReadProgram(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	// A program with a tensor the runtime gathers from INT64 ids.
+	buf.Reset()
+	if _, err := embeddingProgram(f).WriteTo(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := alidnn.ReadProgram(bytes.NewReader(b))
 		if err != nil {

@@ -34,6 +34,8 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 		v.elem = i8
 	case onnx.Int32:
 		v.elem = i32
+	case onnx.Int64, onnx.Bool:
+		v.elem = f32 // packed as fp32 (see embed.go)
 	default:
 		return fmt.Errorf("input %q: element type %v: %w", in.Name, in.ElemType, ErrUnsupported)
 	}

@@ -19,6 +19,10 @@ type Program struct {
 	ActSize uint64
 	Inputs  []Binding
 	Outputs []Binding
+	// Derived are device tensors the runtime computes from the inputs as
+	// it packs a run: the embedding rows a Gather picks by token ids (see
+	// embed.go). They are no inputs of the model's.
+	Derived []Binding
 	Layers  int
 	MACs    uint64 // multiply-accumulates of the model's operators, one run
 	Name    string
@@ -58,6 +62,10 @@ type Binding struct {
 	ConstF  []float32 `json:",omitempty"`
 	ConstI  []int64   `json:",omitempty"`
 	IsConst bool      `json:",omitempty"`
+	// Gather says the runtime fills this derived tensor with rows of a
+	// table in the constant segment, chosen by an input's ids (see
+	// embed.go).
+	Gather *GatherRows `json:",omitempty"`
 }
 
 // Layout is a device layout in its serialised form.
@@ -101,6 +109,13 @@ func (c *compiler) emit() (*Program, error) {
 			in.addr, in.placed = e.blob(packF32(in.lay, in.f, nil)), true
 		}
 	}
+	tables := map[*value]*Binding{}
+	for _, v := range c.inputs {
+		if v.gather != nil {
+			tables[v] = &Binding{}
+			e.bindGather(tables[v], v.gather)
+		}
+	}
 	act := c.placeActivations()
 	for _, l := range c.layers {
 		if err := e.layer(l); err != nil {
@@ -132,7 +147,13 @@ func (c *compiler) emit() (*Program, error) {
 		return nil, fmt.Errorf("program needs %d bytes of device memory: %w", p.MemSize(), ErrUnsupported)
 	}
 	for _, v := range c.inputs {
-		p.Inputs = append(p.Inputs, inputBinding(p.bind(v), v))
+		b := inputBinding(p.bind(v), v)
+		if t := tables[v]; t != nil {
+			b.Gather = t.Gather
+			p.Derived = append(p.Derived, b)
+			continue
+		}
+		p.Inputs = append(p.Inputs, b)
 	}
 	for _, o := range c.g.Outputs {
 		v := c.vals[o.Name]

@@ -55,7 +55,11 @@ type Result struct {
 }
 
 // Run runs one inference. inputs are matched to the program's inputs by
-// name. Run may be called from many goroutines at once: see Session.
+// name, each of the input's element type: FLOAT (onnx.NewFloat32), or for
+// token ids and masks INT64, INT32 or BOOL (onnx.NewInt); a tensor of
+// another type is refused with ErrInput, never converted. Outputs come
+// back in their graph types. Run may be called from many goroutines at
+// once: see Session.
 func (s *Session) Run(ctx context.Context, inputs ...*onnx.Tensor) (*Result, error) {
 	start := time.Now()
 	r, err := s.request(ctx, inputs)
@@ -106,6 +110,20 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 		}
 		r.packed = append(r.packed, data)
 	}
+	for _, b := range s.prog.Derived {
+		if b.Gather == nil {
+			return nil, fmt.Errorf("derived tensor %q without a rule", b.Name)
+		}
+		t, ok := byName[b.Gather.From]
+		if !ok {
+			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Gather.From)
+		}
+		data, err := packGathered(b, t, s.prog.Consts)
+		if err != nil {
+			return nil, err
+		}
+		r.packed = append(r.packed, data)
+	}
 	return r, nil
 }
 
@@ -144,6 +162,9 @@ func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
 	}
 	if el == f32 {
 		f, err := t.Float32s()
+		if t.DataType != onnx.Float && t.DataType != onnx.Double {
+			f, err = intAsFloat32(t) // an INT64 or BOOL input (see embed.go)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInput, err)
 		}
@@ -197,7 +218,12 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		return nil, err
 	}
 	if el == f32 {
-		return onnx.NewFloat32(b.Name, dims64(b.Shape), unpackF32(lay, buf)), nil
+		f := unpackF32(lay, buf)
+		if b.Type != onnx.Float && b.Type != onnx.Double {
+			// An INT64 or BOOL value held as fp32 (see embed.go).
+			return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), mapF32ToInt(f))
+		}
+		return onnx.NewFloat32(b.Name, dims64(b.Shape), f), nil
 	}
 	iv := unpackInt(lay, el, buf)
 	if b.Shift {

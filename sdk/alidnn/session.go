@@ -120,6 +120,9 @@ func Open(ctx context.Context, eng Engine, p *Program, opts ...SessionOption) (*
 		return nil, fmt.Errorf("session: batch %d and pipeline %d must be at least 1", o.batch, o.pipeline)
 	}
 	if p.Batch > 1 {
+		if len(p.Derived) > 0 {
+			return nil, fmt.Errorf("session: a program compiled for batch %d with tensors derived from its inputs", p.Batch)
+		}
 		for _, b := range p.Inputs {
 			if !b.IsConst && (len(b.Shape) == 0 || b.Shape[0] != p.Batch) {
 				return nil, fmt.Errorf("session: input %q of a program compiled for batch %d has shape %v", b.Name, p.Batch, b.Shape)
@@ -257,8 +260,9 @@ func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
 		return s.execSamples(ctx, slot, reqs)
 	}
 	lane0 := slot * s.batch
+	uploads := append(slices.Clone(s.prog.Inputs), s.prog.Derived...)
 	for k, r := range reqs {
-		for n, b := range s.prog.Inputs {
+		for n, b := range uploads {
 			if err := s.buf.Write(ctx, r.packed[n], int64(s.lay.act(lane0+k)+b.Addr-s.prog.ActBase)); err != nil {
 				return fmt.Errorf("writing input %q: %w", b.Name, err)
 			}

@@ -45,6 +45,9 @@ type device struct {
 	// layers but placed once).
 	placed bool
 	layer  *layer // the layer computing it
+	// gather is, for an input the runtime fills with rows of a constant
+	// table, the rule (see embed.go).
+	gather *rowGather
 }
 
 // derived is a value computed from others without a layer of its own.

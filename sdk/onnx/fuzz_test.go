@@ -49,6 +49,18 @@ func FuzzDecodeTensor(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(tensorPB("x", Int64, 3).ints(tInt64Data, true, -1, 0, 1)))
+	// A transformer's inputs: token ids, an attention mask, a causal mask.
+	for _, x := range []struct {
+		typ DataType
+		v   []int64
+	}{{Int64, []int64{101, 2023, 102, 0}}, {Int32, []int64{1, 1, 0, 0}}, {Bool, []int64{1, 0, 1, 1}}} {
+		t, err := NewInt("ids", x.typ, []int64{2, 2}, x.v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, _ := EncodeTensor(t)
+		f.Add(b)
+	}
 	f.Add([]byte(tensorPB("x", Uint8, 2).ints(tInt32Data, false, 0, 255)))
 	f.Add([]byte(tensorPB("x", String, 2).str(tStringData, "a").str(tStringData, "b")))
 	for _, b := range realFiles(f, "onnx/node/*/test_data_set_0/*.pb", "onnx/models/*/test_data_set_0/*.pb") {

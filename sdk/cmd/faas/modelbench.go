@@ -299,6 +299,13 @@ func percentile(sorted []int64, q int) int64 {
 // and type, from a fixed seed so that runs compare.
 func benchInputs(p *alidnn.Program) ([]*onnx.Tensor, error) {
 	rng := rand.New(rand.NewPCG(16, 5))
+	// Ids that pick rows of a table (the embeddings) stay below its rows.
+	rows := map[string]int64{}
+	for _, d := range p.Derived {
+		if g := d.Gather; g != nil && (rows[g.From] == 0 || int64(g.Rows) < rows[g.From]) {
+			rows[g.From] = int64(g.Rows)
+		}
+	}
 	var ts []*onnx.Tensor
 	for _, b := range p.Inputs {
 		shape := b.Shape
@@ -330,6 +337,9 @@ func benchInputs(p *alidnn.Program) ([]*onnx.Tensor, error) {
 			lo, span = -128, 256
 		case onnx.Bool:
 			span = 2
+		}
+		if r := rows[b.Name]; r > 0 {
+			span = min(span, r)
 		}
 		data := make([]int64, n)
 		for k := range data {

@@ -72,7 +72,7 @@ func (r *resource) GetPreferredAllocation(_ context.Context, req *pluginapi.Pref
 		}
 		// Logged, since nothing else shows whether the kubelet asks: it
 		// does only when it has more devices than it needs.
-		r.p.log.Info("preferred allocation", "resource", r.kind, "available", len(cr.AvailableDeviceIDs),
+		r.p.log.Info("preferred allocation", "resource", r.kind.String(), "available", len(cr.AvailableDeviceIDs),
 			"must", cr.MustIncludeDeviceIDs, "size", cr.AllocationSize, "preferred", ids)
 		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
 	}

@@ -39,7 +39,16 @@ func (p *proc) start() error {
 		return err
 	}
 	fmt.Fprintf(out, "=== %s start %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), p.bin, strings.Join(p.args, " "))
+	// An empty working directory of the run's, never the test's (the
+	// package's sources): a component that cleans up relative paths
+	// cleans up there.
+	cwd := filepath.Join(filepath.Dir(filepath.Dir(p.log)), "cwd")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		out.Close()
+		return err
+	}
 	cmd := exec.Command(p.bin, p.args...)
+	cmd.Dir = cwd
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), p.env...)
 	// Its own process group, so that a Ctrl-C of the test reaches the

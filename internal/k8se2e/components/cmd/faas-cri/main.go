@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -44,18 +45,47 @@ type Mount struct {
 	ReadOnly      bool   `json:"readonly"`
 }
 
-// runtime is the fake runtime with CreateContainer recorded.
+// runtime is the fake runtime with CreateContainer recorded and the
+// containers' log paths reported.
 type runtime struct {
 	*fake.RemoteRuntime
-	mu  sync.Mutex
-	out *os.File
+	mu   sync.Mutex
+	out  *os.File
+	logs map[string]string // container ID → its log file
 }
 
 func (r *runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
 	if err := r.record(req); err != nil {
 		return nil, fmt.Errorf("faas-cri: recording the request: %w", err)
 	}
-	return r.RemoteRuntime.CreateContainer(ctx, req)
+	resp, err := r.RemoteRuntime.CreateContainer(ctx, req)
+	if err != nil || req.GetConfig().GetLogPath() == "" {
+		return resp, err
+	}
+	r.mu.Lock()
+	r.logs[resp.ContainerId] = filepath.Join(req.GetSandboxConfig().GetLogDirectory(), req.GetConfig().GetLogPath())
+	r.mu.Unlock()
+	return resp, nil
+}
+
+// ContainerStatus reports the container's log path, as a real runtime
+// does and the fake does not: the kubelet removes the files matching
+// LOGPATH* when it removes a container, so an empty path would make it
+// remove every file of its working directory.
+func (r *runtime) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	resp, err := r.RemoteRuntime.ContainerStatus(ctx, req)
+	if err != nil || resp.GetStatus() == nil {
+		return resp, err
+	}
+	r.mu.Lock()
+	path, ok := r.logs[req.ContainerId]
+	r.mu.Unlock()
+	if !ok {
+		// Never an empty path (see above): one that matches nothing.
+		path = filepath.Join(os.TempDir(), "faas-cri-no-log", req.ContainerId)
+	}
+	resp.Status.LogPath = path
+	return resp, nil
 }
 
 func (r *runtime) record(req *runtimeapi.CreateContainerRequest) error {
@@ -123,7 +153,7 @@ func run(socket, record string) error {
 	// size, and the fake's images have the size set here.
 	f.ImageService.SetFakeImageSize(1 << 20)
 	srv := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(srv, &runtime{RemoteRuntime: f, out: out})
+	runtimeapi.RegisterRuntimeServiceServer(srv, &runtime{RemoteRuntime: f, out: out, logs: map[string]string{}})
 	runtimeapi.RegisterImageServiceServer(srv, f)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

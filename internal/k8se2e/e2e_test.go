@@ -31,6 +31,7 @@ func TestCluster(t *testing.T) {
 		f    func(*testing.T, *rig)
 	}{
 		{"Registration", testRegistration},
+		{"SharePending", testSharePending},
 		{"Allocate", testAllocate},
 		{"PreferredAllocation", testPreferred},
 		{"Release", testRelease},
@@ -67,6 +68,18 @@ func testRegistration(t *testing.T, r *rig) {
 			t.Errorf("the kubelet's log names no plugin endpoint faasd-%s.sock (%v)", k, err)
 		}
 	}
+}
+
+// testSharePending: on a fresh node no chip holds an AliDNN engine, so a
+// pod asking a share (deploy/k8s/examples/inference) stays Pending with
+// the message deploy/k8s/README.md explains ("The first pod").
+func testSharePending(t *testing.T, r *rig) {
+	if err := r.c.API.CreatePod(r.ctx, pod("wants-share", resShare, 1)); err != nil {
+		t.Fatal(err)
+	}
+	msg := r.waitPending(t, "wants-share", "Insufficient "+resShare)
+	t.Logf("wants-share: %s", msg)
+	r.remove(t, "wants-share")
 }
 
 // testAllocate: a pod asking one chip runs, and the runtime gets what

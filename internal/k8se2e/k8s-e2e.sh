@@ -13,10 +13,11 @@ out=$root/build/k8s-e2e
 k8s=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' $comp/go.mod)
 etcd=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' $comp/go.mod)
 bin=$out/components-$k8s-etcd-$etcd
-mkdir -p "$out/gotmp"
+mkdir -p "$out/_gotmp"
 # The go command's scratch files stay in the checkout too (its module and
-# build caches are the usual ones).
-export GOTMPDIR=$out/gotmp
+# build caches are the usual ones), in a directory whose leading "_" keeps
+# the packages it holds during a build out of ./... patterns.
+export GOTMPDIR=$out/_gotmp
 
 # The components live in their own module (GOWORK=off), so that the main
 # module's go.mod never names Kubernetes or etcd.

@@ -9,9 +9,10 @@
 // Everything runs in a network namespace and a mount namespace the
 // harness makes (Main): the network holds loopback and a veth pair (both
 // ends inside) with NodeIP (the kubelet refuses a loopback node IP) and no
-// route elsewhere, and the kubelet's fixed directories (/var/lib/kubelet and its
-// pod log directories) are bind mounts of directories of the run, so the
-// run writes nothing outside the checkout's build/k8s-e2e.
+// route elsewhere, and the fixed directories the kubelet writes
+// (/var/lib/kubelet, its pod log directories and libmount's /run/mount)
+// are bind mounts of directories of the run, so the run writes nothing
+// outside the checkout's build/k8s-e2e (but for the go command's caches).
 //
 // The tests (e2e_test.go) carry the build tag k8se2e, so `make test` never
 // builds them; `make k8s-e2e` builds the components (cached by version

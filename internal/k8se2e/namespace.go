@@ -14,13 +14,15 @@ import (
 // the harness's namespaces.
 const inNamespace = "FAAS_K8S_E2E_IN_NAMESPACE"
 
-// hostDirs are the kubelet's fixed paths; inside the mount namespace each
-// is a bind mount of a directory of the run, so nothing the kubelet writes
-// there reaches the host.
+// hostDirs are the fixed paths the kubelet writes; inside the mount
+// namespace each is a bind mount of a directory of the run, so nothing
+// the kubelet writes there reaches the host.
 var hostDirs = []struct{ host, run string }{
 	{KubeletDir, "var-lib-kubelet"},
 	{"/var/log/pods", "var-log-pods"},
 	{"/var/log/containers", "var-log-containers"},
+	// libmount's table (utab), which the kubelet's mount(8) calls write.
+	{"/run/mount", "run-mount"},
 }
 
 // Main runs the tests (m.Run) inside a new network and mount namespace:

@@ -239,6 +239,7 @@ func (c *Cluster) StartKubelet(ctx context.Context) error {
 			"--config", cfg, "--kubeconfig", c.pki.path("kubelet.kubeconfig"), "--root-dir", KubeletDir,
 			"--hostname-override", NodeName, "--node-ip", NodeIP, "--v", "4")
 	}
+	started := time.Now().Truncate(time.Second) // heartbeats have seconds
 	if err := c.kubelet.start(); err != nil {
 		return err
 	}
@@ -253,7 +254,8 @@ func (c *Cluster) StartKubelet(ctx context.Context) error {
 			return false, fmt.Errorf("taints %v", n.Spec.Taints)
 		}
 		for _, cond := range n.Status.Conditions {
-			if cond.Type == "Ready" {
+			// After a restart, only a heartbeat of this kubelet counts.
+			if cond.Type == "Ready" && !cond.LastHeartbeatTime.Time.Before(started) {
 				return cond.Status == "True", fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message)
 			}
 		}

@@ -47,7 +47,7 @@ TEST_TIMEOUT ?= 60m
 BENCHTIME    ?= 1s
 FUZZTIME     ?= 10s
 
-.PHONY: help tools test soak onnx-node-tests lint bench fuzz-smoke demo images portal-shots
+.PHONY: help tools test soak onnx-node-tests lint bench fuzz-smoke demo images portal-shots k8s-e2e
 
 help:
 	@echo 'make demo        bring up the whole platform (PostgreSQL, registry, faasd --sim 2), publish, load and classify MNIST, serve it with the model server; DEMO_NO_WAIT=1 exits when done'
@@ -59,6 +59,7 @@ help:
 	@echo 'make bench       benchmarks (see BENCHMARKS.md)'
 	@echo 'make images      generate and build the reference images into build/images (SMALL=1: small bitstreams)'
 	@echo 'make fuzz-smoke  run every fuzz target for FUZZTIME ($(FUZZTIME))'
+	@echo 'make k8s-e2e     the device plugin on a real Kubernetes cluster (etcd, apiserver, scheduler, controller manager, kubelet) in its own namespaces; root; not part of make test'
 
 # tools installs what the tests need. The MinIO server is built with
 # `go install` only when $(MINIO_BIN) is absent. PostgreSQL 15, a C compiler
@@ -200,3 +201,12 @@ demo:
 	@mkdir -p $(DEMO_BIN)
 	$(GO) build -o $(DEMO_BIN)/ $(DEMO_PKGS)
 	$(if $(DEMO_NO_WAIT),DEMO_NO_WAIT=$(DEMO_NO_WAIT)) $(DEMO_BIN)/demo -bin $(DEMO_BIN) -testdata $(TESTDATA)
+
+# k8s-e2e runs the device plugin's tests on a real Kubernetes cluster
+# (internal/k8se2e): etcd and the Kubernetes components are built from the
+# versions pinned in internal/k8se2e/components/go.mod, a module of its own,
+# once per version into build/k8s-e2e; everything runs as root in a network
+# and a mount namespace of its own. Not part of `make test` (build tag
+# k8se2e). K8S_E2E_RUN selects tests (-test.run).
+k8s-e2e:
+	GO=$(GO) internal/k8se2e/k8s-e2e.sh

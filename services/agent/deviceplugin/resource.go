@@ -70,6 +70,10 @@ func (r *resource) GetPreferredAllocation(_ context.Context, req *pluginapi.Pref
 		if err != nil {
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
+		// Logged, since nothing else shows whether the kubelet asks: it
+		// does only when it has more devices than it needs.
+		r.p.log.Info("preferred allocation", "resource", r.kind.String(), "available", len(cr.AvailableDeviceIDs),
+			"must", cr.MustIncludeDeviceIDs, "size", cr.AllocationSize, "preferred", ids)
 		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
 	}
 	return out, nil

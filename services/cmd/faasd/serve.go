@@ -48,6 +48,7 @@ type serveFlags struct {
 	simShellMinor                                                                           uint16
 	simFresh                                                                                bool
 	simDDR                                                                                  uint64
+	simOverheat                                                                             []int
 	jobTimeout, heartbeat, keepWarm                                                         time.Duration
 	devicePlugin                                                                            bool
 	pluginDir, podSocket, podResources, cdiDir                                              string
@@ -122,6 +123,7 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.Uint16Var(&f.simShellMinor, "sim-shell-minor", 0, "simulated boards run shell 1.N")
 	fl.BoolVar(&f.simFresh, "sim-fresh", false, "power simulated boards up empty instead of as faasd last left them (STATE_DIR/sim/)")
 	fl.Uint64Var(&f.simDDR, "sim-ddr-bytes", 0, "DDR per simulated chip (default the model's)")
+	fl.IntSliceVar(&f.simOverheat, "sim-overheat", nil, "simulated chips of these slots run over their temperature limit (a fault, for tests of health and of the device plugin)")
 	return cmd
 }
 
@@ -384,6 +386,10 @@ func newDevicePlugin(f serveFlags, table *slots.Table, cfg *server.Config, log *
 		Logger: log.With("component", "deviceplugin")})
 }
 
+// simOverheatC is the die temperature of --sim-overheat chips, in m°C:
+// above the simulated shell's 100 °C limit.
+const simOverheatC = 105_000
+
 func openBoardsForServe(cmd *cobra.Command, f serveFlags) ([]*device.Board, error) {
 	if f.sim == 0 {
 		bs, err := boards.Host{}.Open(cmd.Context())
@@ -406,6 +412,11 @@ func openBoardsForServe(cmd *cobra.Command, f serveFlags) ([]*device.Board, erro
 	if err != nil {
 		return nil, err
 	}
+	for _, s := range f.simOverheat {
+		if s < 0 || s >= f.sim*shell.ChipsPerBoard {
+			return nil, fmt.Errorf("--sim-overheat %d: no such slot on %d simulated boards", s, f.sim)
+		}
+	}
 	var out []*device.Board
 	for i := range f.sim {
 		serial := fmt.Sprintf("SIM%04d", i)
@@ -420,6 +431,11 @@ func openBoardsForServe(cmd *cobra.Command, f serveFlags) ([]*device.Board, erro
 		b, err := sim.NewBoard(sim.Config{Model: model, Serial: serial, Roles: roles, ShellMinor: f.simShellMinor, DDRSize: f.simDDR, StateFile: state})
 		if err != nil {
 			return nil, err
+		}
+		for _, s := range f.simOverheat {
+			if s/shell.ChipsPerBoard == i {
+				b.Chip(s % shell.ChipsPerBoard).SetTemperature(simOverheatC)
+			}
 		}
 		db, err := devsim.Open(b)
 		if err != nil {

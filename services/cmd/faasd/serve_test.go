@@ -10,6 +10,7 @@ import (
 
 	"github.com/fpga-faas/faas/hdk/sign"
 	"github.com/fpga-faas/faas/services/agent/mirror"
+	"github.com/fpga-faas/faas/shell"
 )
 
 // TestServeRefusesBadMirror: a --registry-mirror that is not a plain
@@ -42,5 +43,33 @@ func TestServeRefusesBadMirror(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
 		t.Errorf("state dir: %v, want none made", err)
+	}
+}
+
+// TestSimOverheat: --sim-overheat runs the named slots' simulated chips
+// over their temperature limit, and refuses a slot the boards lack.
+func TestSimOverheat(t *testing.T) {
+	f := serveFlags{sim: 2, simModel: shell.ModelVU9PDual.Name, stateDir: t.TempDir(), simOverheat: []int{1}}
+	bs, err := openBoardsForServe(serveCommand(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, b := range bs {
+			b.Close()
+		}
+	}()
+	for slot := range 4 {
+		se, err := bs[slot/2].Chips[slot%2].Sensors()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hot := se.TempC >= se.TempLimitC; hot != (slot == 1) {
+			t.Errorf("slot %d: %.1f °C, limit %.1f °C; want over the limit only on slot 1", slot, se.TempC, se.TempLimitC)
+		}
+	}
+	f.simOverheat = []int{4}
+	if _, err := openBoardsForServe(serveCommand(), f); err == nil || !strings.Contains(err.Error(), "--sim-overheat 4") {
+		t.Errorf("--sim-overheat 4 on two boards: %v, want an error naming it", err)
 	}
 }

@@ -260,19 +260,29 @@ func serveBoth(ctx context.Context, srv *server.Server, ln, mln net.Listener) er
 
 func usersAddCommand() *cobra.Command {
 	var cfg server.Config
-	var role string
+	var role, passwordFile string
+	var ifAbsent bool
 	cmd := &cobra.Command{
 		Use:   "add NAME --role ROLE",
-		Short: "create an account; the password is read from the first line of stdin",
+		Short: "create an account; the password is read from the first line of stdin (or --password-file)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			line, err := bufio.NewReader(io.LimitReader(cmd.InOrStdin(), auth.MaxPasswordLen+2)).ReadString('\n')
+			in := cmd.InOrStdin()
+			if passwordFile != "" {
+				f, err := os.Open(passwordFile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
+			}
+			line, err := bufio.NewReader(io.LimitReader(in, auth.MaxPasswordLen+2)).ReadString('\n')
 			if err != nil && !errors.Is(err, io.EOF) {
 				return fmt.Errorf("reading password: %w", err)
 			}
 			password := strings.TrimRight(line, "\r\n")
 			if password == "" {
-				return errors.New("no password on stdin")
+				return errors.New("no password on stdin (or in --password-file)")
 			}
 			// Open as serve does (same flags): it applies the migrations,
 			// so users add also bootstraps an empty database.
@@ -283,6 +293,10 @@ func usersAddCommand() *cobra.Command {
 			}
 			defer srv.Close()
 			acct, err := srv.CreateUser(cmd.Context(), args[0], auth.Role(role), password)
+			if ifAbsent && errors.Is(err, auth.ErrExists) {
+				fmt.Fprintf(cmd.OutOrStdout(), "account %s exists; left as it is\n", args[0])
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -293,6 +307,10 @@ func usersAddCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&role, "role", "", "role: isv, tenant, admin or node")
 	_ = cmd.MarkFlagRequired("role")
+	f.StringVar(&passwordFile, "password-file", "", "read the password from the first line of this file instead of stdin (a mounted Secret)")
+	// For bootstrap steps that run at every start, such as the dev
+	// overlay's init container (deploy/k8s/overlays/dev).
+	f.BoolVar(&ifAbsent, "if-absent", false, "an account of that name existing already is no error (its role and password are not changed)")
 	storeFlags(f, &cfg)
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +22,10 @@ func TestUsersAddAndServe(t *testing.T) {
 	ctx := context.Background()
 	common := []string{"--database-url", pg.URL, "--data-dir", dir}
 
-	add := func(name, role, stdin string) (string, error) {
+	add := func(name, role, stdin string, extra ...string) (string, error) {
 		var out strings.Builder
 		root := newRoot(strings.NewReader(stdin), &out, io.Discard)
-		root.SetArgs(append([]string{"users", "add", name, "--role", role}, common...))
+		root.SetArgs(append(append([]string{"users", "add", name, "--role", role}, common...), extra...))
 		err := root.ExecuteContext(ctx)
 		return out.String(), err
 	}
@@ -32,6 +34,19 @@ func TestUsersAddAndServe(t *testing.T) {
 	}
 	if _, err := add("isv1", "isv", "again\n"); !errors.Is(err, auth.ErrExists) {
 		t.Errorf("duplicate: %v", err)
+	}
+	pwFile := filepath.Join(dir, "password")
+	if err := os.WriteFile(pwFile, []byte("pw-of-node1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // --if-absent: the second run finds it and succeeds
+		out, err := add("node1", "node", "", "--password-file", pwFile, "--if-absent")
+		if err != nil || !strings.Contains(out, "node1") {
+			t.Fatalf("users add --password-file --if-absent: %q %v", out, err)
+		}
+	}
+	if _, err := add("isv1", "tenant", "", "--password-file", pwFile, "--if-absent"); err != nil {
+		t.Errorf("--if-absent on an existing account: %v", err)
 	}
 	if _, err := add("x1", "boss", "pw\n"); !errors.Is(err, auth.ErrInvalid) {
 		t.Errorf("bad role: %v", err)

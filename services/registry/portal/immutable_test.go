@@ -9,10 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -100,4 +103,46 @@ func (b *browser) uploadUnfinished(listing, version string, image []byte, length
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), int64(n + m)
+}
+
+// TestBrowserUploadOverAVersion: in Chromium, an ISV uploads another image
+// as a version its listing has, through the publish form's upload: the
+// page shows the refusal naming the listing and the version, and the
+// version's tag still names its image.
+func TestBrowserUploadOverAVersion(t *testing.T) {
+	r := newRig(t)
+	r.user("acme", auth.RoleISV)
+	key := r.isvKey("acme")
+	listing := r.listing("acme", "Edge FFT", "an FFT", true)
+	owner := r.browser()
+	owner.signIn("acme")
+	if resp, page := owner.upload(listing, "0.9.0", r.buildImage("edge-fft", "loopback", false, key)); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("first upload of 0.9.0: %d %s", resp.StatusCode, errorOf(page))
+	}
+	before, err := r.as("acme").Tag(t.Context(), listing, "0.9.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := r.buildImage("edge-fft", "alidnn-dual", false, key)
+	tarPath := filepath.Join(t.TempDir(), "image.tar")
+	if err := os.WriteFile(tarPath, other.tar, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := newChrome(t)
+	signInChrome(c, r.url, "acme")
+	c.run("publish form", chromedp.Navigate(r.url+"/isv/publish?listing="+listing), chromedp.WaitVisible("#p-layout", chromedp.ByID),
+		chromedp.SendKeys("#p-version", "0.9.0", chromedp.ByID), chromedp.SetUploadFiles("#p-layout", []string{tarPath}, chromedp.ByID))
+	c.run("upload over 0.9.0", chromedp.Click(`form[data-upload] button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`main [role=alert]`, chromedp.ByQuery))
+	if got := c.text(`main [role=alert]`); !strings.Contains(got, "Edge FFT") || !strings.Contains(got, "0.9.0") {
+		t.Errorf("the refusal %q does not name the listing and the version", got)
+	}
+	c.shot("18-upload-over-a-version")
+	c.refused(http.StatusConflict)
+	c.clean("upload over a version")
+	after, err := r.as("acme").Tag(t.Context(), listing, "0.9.0")
+	if err != nil || after.Digest != before.Digest {
+		t.Errorf("tag 0.9.0 names %s after the refused upload (%v), want %s", after.Digest, err, before.Digest)
+	}
 }

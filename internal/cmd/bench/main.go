@@ -33,7 +33,15 @@ func main() {
 	benchtime := flag.String("benchtime", "1s", "go test -benchtime")
 	out := flag.String("o", "BENCHMARKS.md", "report to write")
 	bookPath := flag.String("book", "BENCHMARKS.json", "figures kept between runs: a run of some packages replaces theirs")
+	renderOnly := flag.Bool("render", false, "run nothing: write the report again from the book (after a comparison's text changed)")
 	flag.Parse()
+	if *renderOnly {
+		if err := render(*bookPath, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	pkgs := flag.Args()
 	if len(pkgs) == 0 {
 		pkgs = []string{"./..."}
@@ -87,6 +95,20 @@ func run(count int, benchtime, out, bookPath string, pkgs []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: wrote %s and %s (%d results of this run)\n", out, bookPath, len(results))
 	return nil
+}
+
+// render writes the report of the book at bookPath to out.
+func render(bookPath, out string) error {
+	f, err := os.Open(bookPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	book, err := benchreport.ReadBook(f)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteWith(out, 0o644, func(w io.Writer) error { return benchreport.Render(w, book, comparisons) })
 }
 
 // openBook reads the book at path; without one, it starts from the figures

@@ -103,7 +103,7 @@ func fillStatements(b *testing.B, conn *pgx.Conn, month time.Time) {
 		 join (select id, name, row_number() over (order by name) - 1 as n from accounts where role = 'isv') a on a.n = i % 10`,
 			[]any{statementListings}},
 		{`insert into listings (owner_id, repository_id, name, summary, category, board_model, visibility, published)
-		 select owner_id, id, split_part(name, '/', 2), 'bench', 'ML', 'faas-vu9p-2', 'public', true from repositories`, nil},
+		 select owner_id, id, split_part(name, '/', 2), 'bench', 'ml', 'faas-vu9p-2', 'public', true from repositories`, nil},
 		{`insert into listing_prices (listing_id, effective_at, per_load_micros, per_hour_micros, per_attached_hour_micros)
 		 select id, $1::timestamptz - interval '1 year', 250000, 1500000, 900000 from listings`, []any{month}},
 		{`insert into listing_prices (listing_id, effective_at, per_load_micros, per_hour_micros, per_attached_hour_micros)

@@ -44,7 +44,10 @@
 // decompose and RMSNorm write it, and LayerNormalization (opset 17, over
 // the last axis) as that sequence (see layernorm.go). Concat moves each input
 // into its place in the output, along any axis, a constant input from the
-// constant segment. Cross-channel LRN squares its input, sums
+// constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
+// axis on the lanes, so a ViT's class token concatenated before its patch
+// tokens lands in that layout (a lane Concat needing realignment there is
+// refused). Cross-channel LRN squares its input, sums
 // each channel window with a 1×1 GEMM and finishes in that layer's epilogue
 // with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and

@@ -484,6 +484,10 @@ func (c *compiler) reshape(n *onnx.Node) error {
 	if x.view != nil {
 		return c.flattenView(n, x, shape)
 	}
+	if v := reshapePermuted(x, shape, c.outputs); v != nil {
+		c.set(n, 0, v)
+		return nil
+	}
 	c.set(n, 0, aliasOf(x.root(), shape, x.typ))
 	return nil
 }

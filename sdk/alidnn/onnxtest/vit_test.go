@@ -58,9 +58,11 @@ func newVitWeights() vitWeights {
 		scale, shift := float32(0.06), float32(0)
 		switch {
 		case name == "cls" || name == "pos":
-			scale = 0.2
+			scale = 0.05
 		case name == "patch_w":
-			scale = 0.03
+			// Patches dominate the tokens, so that the logits depend
+			// on the image more than on the constant class token.
+			scale = 0.12
 		case name == "lnf_g" || len(name) > 3 && (name[len(name)-2:] == "g1" || name[len(name)-2:] == "g2"):
 			scale, shift = 0.02, 1
 		case len(dims[name]) == 1:
@@ -104,19 +106,20 @@ func (w vitWeights) embed(img []float32, N int) []float64 {
 	return x
 }
 
-// forward runs the ViT in float64: last_hidden_state and the logits.
-func (w vitWeights) forward(img []float32, N int) ([]float32, []float32) {
+// forward runs the ViT in float64, its LayerNormalizations' ε eps:
+// last_hidden_state and the logits.
+func (w vitWeights) forward(img []float32, N int, eps float32) ([]float32, []float32) {
 	x := w.embed(img, N)
 	none := func(_, _, _ int) float64 { return 0 }
 	for l := range vitLayers {
 		p := fmt.Sprintf("l%d.", l)
-		h := layerNormEps(x, w[p+"g1"], w[p+"be1"], vitH, vitEps)
+		h := layerNormEps(x, w[p+"g1"], w[p+"be1"], vitH, eps)
 		q, k, v := linear(h, w[p+"wq"], w[p+"bq"], vitH, vitH), linear(h, w[p+"wk"], w[p+"bk"], vitH, vitH), linear(h, w[p+"wv"], w[p+"bv"], vitH, vitH)
 		o := linear(attention64(q, k, v, N, vitTokens, vitHeads, vitD, none), w[p+"wo"], w[p+"bo"], vitH, vitH)
 		for k := range o {
 			x[k] += o[k]
 		}
-		h = layerNormEps(x, w[p+"g2"], w[p+"be2"], vitH, vitEps)
+		h = layerNormEps(x, w[p+"g2"], w[p+"be2"], vitH, eps)
 		f := linear(h, w[p+"w1"], w[p+"b1"], vitH, vitF)
 		for k, a := range f {
 			f[k] = a * 0.5 * (1 + math.Erf(a/math.Sqrt2))
@@ -126,7 +129,7 @@ func (w vitWeights) forward(img []float32, N int) ([]float32, []float32) {
 			x[k] += f2[k]
 		}
 	}
-	x = layerNormEps(x, w["lnf_g"], w["lnf_b"], vitH, vitEps)
+	x = layerNormEps(x, w["lnf_g"], w["lnf_b"], vitH, eps)
 	hidden := make([]float32, len(x))
 	for k, a := range x {
 		hidden[k] = float32(a)
@@ -144,11 +147,16 @@ func (w vitWeights) forward(img []float32, N int) ([]float32, []float32) {
 	return hidden, logits
 }
 
-// vitSet is one data set of N images spread over about [−2, 2].
-func (w vitWeights) vitSet(N int, seed float64) dataSet {
+// vitImages is N images spread over about [−2, 2].
+func vitImages(N int, seed float64) ([]int64, []float32) {
 	dims := []int64{int64(N), vitC, vitImg, vitImg}
-	img := mapF(data(dims, seed), func(v float32) float32 { return v * 0.4 })
-	hidden, logits := w.forward(img, N)
+	return dims, mapF(data(dims, seed), func(v float32) float32 { return v * 0.4 })
+}
+
+// vitSet is one data set of N images.
+func (w vitWeights) vitSet(N int, seed float64) dataSet {
+	dims, img := vitImages(N, seed)
+	hidden, logits := w.forward(img, N, vitEps)
 	return dataSet{
 		ins: []*onnx.Tensor{onnx.NewFloat32("pixel_values", dims, img)},
 		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), vitTokens, vitH}, hidden),

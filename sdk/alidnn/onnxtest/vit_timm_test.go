@@ -79,6 +79,8 @@ func vitTimmCases() []genCase {
 			outputs: []valueInfo{{name: "logits", typ: onnx.Float, dims: []int64{0, vitClasses}, params: []string{"batch", ""}}},
 		},
 		ins: first.ins, outs: first.outs, more: []dataSet{set(1, 5), set(3, 6)},
+		// Logits only: faas model test --int8's argmax is the class.
+		int8: true,
 	}}
 }
 

@@ -166,6 +166,15 @@ func (w vitWeights) vitSet(N int, seed float64) dataSet {
 
 func vitCases() []genCase {
 	w := newVitWeights()
+	return []genCase{vitCase(w, "vit_tiny", false, 1), vitCase(w, "vit_tiny_sdpa", true, 7)}
+}
+
+// vitCase is the ViT with its attention as eager PyTorch writes it, or
+// (sdpa) as torch.onnx writes scaled_dot_product_attention, which
+// HuggingFace's ViT calls by default: q and kᵀ each multiplied by
+// √(1/√D), the scale computed from the query's Shape (folded). Its data
+// sets are of 2, 1 and 3 images from seed on.
+func vitCase(w vitWeights, name string, sdpa bool, seed float64) genCase {
 	var inits []*onnx.Tensor
 	dims := vitDims()
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
@@ -178,19 +187,22 @@ func vitCases() []genCase {
 		ints("minus1", -1), ints("minus1x2", -1, -1), ints("minus1x3", -1, -1, -1), ints("ones3", 1, 1, 1), ints("zero_i", 0),
 		intTensor("first", onnx.Int64, nil, []int64{0}), scalar("sqrt_d", 4), scalar("sqrt2", float32(math.Sqrt2)),
 		scalar("one", 1), scalar("half", 0.5))
+	if sdpa {
+		inits = append(inits, ints("last_start", -1), ints("last_end", math.MaxInt64))
+	}
 	nodes := vitEmbeddings()
 	x := "emb"
 	for l := range vitLayers {
 		var ns []node
-		ns, x = vitLayer(fmt.Sprintf("l%d.", l), x)
+		ns, x = vitLayer(fmt.Sprintf("l%d.", l), x, sdpa)
 		nodes = append(nodes, ns...)
 	}
 	nodes = append(nodes,
 		node{op: "LayerNormalization", inputs: []string{x, "lnf_g", "lnf_b"}, outputs: []string{"last_hidden_state"}, attrs: []attr{fAttr("epsilon", vitEps)}},
 		node{op: "Gather", inputs: []string{"last_hidden_state", "first"}, outputs: []string{"cls_out"}, attrs: []attr{iAttr("axis", 1)}},
 		node{op: "Gemm", inputs: []string{"cls_out", "head_w", "head_b"}, outputs: []string{"logits"}, attrs: []attr{fAttr("alpha", 1), fAttr("beta", 1), iAttr("transB", 1)}})
-	first := w.vitSet(2, 1)
-	return []genCase{{name: "vit_tiny", opset: 17,
+	first := w.vitSet(2, seed)
+	return genCase{name: name, opset: 17,
 		g: graph{
 			nodes:  nodes,
 			inits:  inits,
@@ -198,8 +210,8 @@ func vitCases() []genCase {
 			outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, vitTokens, vitH}, params: []string{"batch", "", ""}},
 				{name: "logits", typ: onnx.Float, dims: []int64{0, vitClasses}, params: []string{"batch", ""}}},
 		},
-		ins: first.ins, outs: first.outs, more: []dataSet{w.vitSet(1, 2), w.vitSet(3, 3)},
-	}}
+		ins: first.ins, outs: first.outs, more: []dataSet{w.vitSet(1, seed+1), w.vitSet(3, seed+2)},
+	}
 }
 
 // vitEmbeddings writes ViTEmbeddings: the patch Conv flattened and
@@ -229,8 +241,9 @@ func vitEmbeddings() []node {
 	}
 }
 
-// vitLayer writes one pre-norm ViTLayer reading x.
-func vitLayer(p, x string) ([]node, string) {
+// vitLayer writes one pre-norm ViTLayer reading x, its scores as
+// vitCase's sdpa says.
+func vitLayer(p, x string, sdpa bool) ([]node, string) {
 	n := func(s string) string { return p + s }
 	lin := func(in, wn, bn, out string) []node {
 		return []node{
@@ -257,10 +270,24 @@ func vitLayer(p, x string) ([]node, string) {
 	ns = append(ns, heads("q", "qh")...)
 	ns = append(ns, heads("k", "kh")...)
 	ns = append(ns, heads("v", "vh")...)
+	ns = append(ns, node{op: "Transpose", inputs: []string{n("kh")}, outputs: []string{n("kt")}, attrs: []attr{isAttr("perm", 0, 1, 3, 2)}})
+	if sdpa {
+		ns = append(ns,
+			node{op: "Shape", inputs: []string{n("qh")}, outputs: []string{n("q_shape")}},
+			node{op: "Slice", inputs: []string{n("q_shape"), "last_start", "last_end"}, outputs: []string{n("q_e")}},
+			node{op: "Cast", inputs: []string{n("q_e")}, outputs: []string{n("q_ef")}, attrs: []attr{iAttr("to", int64(onnx.Float))}},
+			node{op: "Sqrt", inputs: []string{n("q_ef")}, outputs: []string{n("q_sqrt")}},
+			node{op: "Div", inputs: []string{"one", n("q_sqrt")}, outputs: []string{n("scale")}},
+			node{op: "Sqrt", inputs: []string{n("scale")}, outputs: []string{n("scale_sqrt")}},
+			node{op: "Mul", inputs: []string{n("qh"), n("scale_sqrt")}, outputs: []string{n("q_scaled")}},
+			node{op: "Mul", inputs: []string{n("kt"), n("scale_sqrt")}, outputs: []string{n("k_scaled")}},
+			node{op: "MatMul", inputs: []string{n("q_scaled"), n("k_scaled")}, outputs: []string{n("scaled")}})
+	} else {
+		ns = append(ns,
+			node{op: "MatMul", inputs: []string{n("qh"), n("kt")}, outputs: []string{n("scores")}},
+			node{op: "Div", inputs: []string{n("scores"), "sqrt_d"}, outputs: []string{n("scaled")}})
+	}
 	ns = append(ns,
-		node{op: "Transpose", inputs: []string{n("kh")}, outputs: []string{n("kt")}, attrs: []attr{isAttr("perm", 0, 1, 3, 2)}},
-		node{op: "MatMul", inputs: []string{n("qh"), n("kt")}, outputs: []string{n("scores")}},
-		node{op: "Div", inputs: []string{n("scores"), "sqrt_d"}, outputs: []string{n("scaled")}},
 		node{op: "Softmax", inputs: []string{n("scaled")}, outputs: []string{n("probs")}, attrs: []attr{iAttr("axis", -1)}},
 		node{op: "MatMul", inputs: []string{n("probs"), n("vh")}, outputs: []string{n("ctx")}},
 		node{op: "Transpose", inputs: []string{n("ctx")}, outputs: []string{n("ctx_t")}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})

@@ -111,3 +111,45 @@ func TestSplitLanesRefused(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestSplitTransposed splits along its first axis a Transpose of hidden
+// states ([N,S,H] → [S,N,H], a view the compiler runs when the Split
+// reads it), exactly.
+func TestSplitTransposed(t *testing.T) {
+	const N, S, K, H = 2, 5, 20, 32
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{ramp("w", []int64{K, H}, 0.125), ints64("sizes", onnx.Int64, []int64{2}, 2, 3)},
+		Nodes: []*onnx.Node{
+			{OpType: "MatMul", Name: "h", Inputs: []string{"x", "w"}, Outputs: []string{"h"}},
+			{OpType: "Transpose", Name: "ht", Inputs: []string{"h"}, Outputs: []string{"ht"},
+				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{1, 0, 2}}}},
+			{OpType: "Split", Name: "parts", Inputs: []string{"ht", "sizes"}, Outputs: []string{"a", "b"}, Attrs: []*onnx.Attribute{attrInt("axis", 0)}},
+		},
+		Inputs:  []onnx.ValueInfo{vinfo("x", N, S, K)},
+		Outputs: []onnx.ValueInfo{vinfo("b", 3, N, H), vinfo("h", N, S, H)},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := alidnn.Load(ctx, local(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, ramp("x", []int64{N, S, K}, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := res.Outputs[0].Float32s()
+	h, _ := res.Outputs[1].Float32s()
+	for i := range 3 {
+		for n := range N {
+			for j := range H {
+				if got, want := b[(i*N+n)*H+j], h[(n*S+2+i)*H+j]; got != want {
+					t.Fatalf("b[%d][%d][%d] = %v, want %v", i, n, j, got, want)
+				}
+			}
+		}
+	}
+}

@@ -91,6 +91,10 @@ type compiler struct {
 	// readers maps a value's name to the first node that reads it (see
 	// consumer).
 	readers map[string]*onnx.Node
+	// keepFP32, while set, compiles GEMM layers in fp32 in int8 models
+	// too (the lane means and sums of layer normalisations and Softmax;
+	// see laneReduce).
+	keepFP32 bool
 }
 
 // Compile translates an ONNX model into an engine program.
@@ -479,6 +483,10 @@ func (c *compiler) reshape(n *onnx.Node) error {
 	}
 	if x.view != nil {
 		return c.flattenView(n, x, shape)
+	}
+	if v := reshapePermuted(x, shape, c.outputs); v != nil {
+		c.set(n, 0, v)
+		return nil
 	}
 	c.set(n, 0, aliasOf(x.root(), shape, x.typ))
 	return nil

@@ -73,13 +73,19 @@ func (c *compiler) concat(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
+		ins = append(ins, x)
+	}
+	// Tensors a MatMul wrote ([..., tokens, hidden]) keep their last axis
+	// on the lanes: the output follows them when any computed input is so
+	// laid out (a ViT's class token concatenated before its patches).
+	layOf := concatLayout(ins)
+	for k, x := range ins {
 		if x.isConst {
 			if !x.isFloat() {
 				return fmt.Errorf("Concat of the %v constant %s and computed tensors: %w", x.typ, x, ErrUnsupported)
 			}
-			x = deviceConst(x)
+			ins[k] = deviceConstAs(x, layOf(x.shape))
 		}
-		ins = append(ins, x)
 	}
 	shape := append([]int(nil), ins[0].shape...)
 	a, err := normAxis(int(axis), len(shape))
@@ -93,12 +99,12 @@ func (c *compiler) concat(n *onnx.Node) error {
 		}
 		shape[a] += x.shape[a]
 	}
-	lay := convLayout(shape)
+	lay := layOf(shape)
 	if a != lay.lane {
 		if lay.lane < 0 {
 			return fmt.Errorf("Concat of scalars: %w", ErrUnsupported)
 		}
-		return c.concatMoves(n, ins, lay, a)
+		return c.concatMoves(n, ins, lay, a, layOf)
 	}
 	out := &value{shape: shape, typ: ins[0].typ, device: device{lay: lay}}
 	off := 0
@@ -108,12 +114,15 @@ func (c *compiler) concat(n *onnx.Node) error {
 		}
 		r := x.root()
 		if r.lay.shape == nil {
-			r.lay = convLayout(r.shape)
+			r.lay = layOf(r.shape)
 		}
-		if !eqInts(x.shape, r.shape) || !r.lay.equal(convLayout(r.shape)) {
+		if !eqInts(x.shape, r.shape) || !r.lay.equal(layOf(r.shape)) {
 			return fmt.Errorf("Concat input %s after a reshape: %w", x, ErrUnsupported)
 		}
 		if k < len(ins)-1 && x.shape[a]%lanes != 0 {
+			if !lay.equal(convLayout(shape)) {
+				return fmt.Errorf("Concat along the lanes of %s, whose %d values are not a multiple of %d, in a matrix layout: %w", x, x.shape[a], lanes, ErrUnsupported)
+			}
 			return c.concatShifted(n, ins, shape)
 		}
 		el := r.el()
@@ -132,8 +141,27 @@ func (c *compiler) concat(n *onnx.Node) error {
 
 // deviceConst is the float constant x as a tensor in the constant segment,
 // in fp32, which a layer reads as its input.
-func deviceConst(x *value) *value {
+func deviceConst(x *value) *value { return deviceConstAs(x, convLayout(x.shape)) }
+
+// deviceConstAs is deviceConst laid out as lay.
+func deviceConstAs(x *value, lay layout) *value {
 	v := constFloat(x.name, x.shape, x.floats())
-	v.lay, v.elem = convLayout(x.shape), f32
+	v.lay, v.elem = lay, f32
 	return v
+}
+
+// concatLayout returns the layout of a Concat's output and inputs: the
+// matrix layout (last axis on the lanes) when a computed input of rank 3
+// or more is laid out so, else the NCHW-like one.
+func concatLayout(ins []*value) func([]int) layout {
+	for _, x := range ins {
+		if x.isConst || len(x.shape) < 3 {
+			continue
+		}
+		r := x.root()
+		if eqInts(x.shape, r.shape) && r.lay.shape != nil && r.lay.equal(matLayout(r.shape)) && !r.lay.equal(convLayout(r.shape)) {
+			return matLayout
+		}
+	}
+	return convLayout
 }

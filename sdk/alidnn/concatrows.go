@@ -28,8 +28,8 @@ func (l *layer) placeRows(r, m int) (int, int) {
 }
 
 // concatMoves compiles a Concat along axis a, an outer or row axis of the
-// output's layout lay, as one move layer per input.
-func (c *compiler) concatMoves(n *onnx.Node, ins []*value, lay layout, a int) error {
+// output's layout lay (layOf's of its shape), as one move layer per input.
+func (c *compiler) concatMoves(n *onnx.Node, ins []*value, lay layout, a int, layOf func([]int) layout) error {
 	shape := lay.shape
 	out := &value{shape: shape, typ: ins[0].typ, device: device{lay: lay}}
 	// inner is the rows of the output one step along a spans.
@@ -48,9 +48,9 @@ func (c *compiler) concatMoves(n *onnx.Node, ins []*value, lay layout, a int) er
 		}
 		r := x.root()
 		if r.lay.shape == nil {
-			r.lay = convLayout(r.shape)
+			r.lay = layOf(r.shape)
 		}
-		if !eqInts(x.shape, r.shape) || !r.lay.equal(convLayout(r.shape)) || x.view != nil || x.cols != nil {
+		if !eqInts(x.shape, r.shape) || !r.lay.equal(layOf(r.shape)) || x.view != nil || x.cols != nil {
 			return fmt.Errorf("Concat input %s after a reshape: %w", x, ErrUnsupported)
 		}
 		el := r.el()

@@ -44,7 +44,10 @@
 // decompose and RMSNorm write it, and LayerNormalization (opset 17, over
 // the last axis) as that sequence (see layernorm.go). Concat moves each input
 // into its place in the output, along any axis, a constant input from the
-// constant segment. Cross-channel LRN squares its input, sums
+// constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
+// axis on the lanes, so a ViT's class token concatenated before its patch
+// tokens lands in that layout (a lane Concat needing realignment there is
+// refused). Cross-channel LRN squares its input, sums
 // each channel window with a 1×1 GEMM and finishes in that layer's epilogue
 // with the ALU's exp and log; it runs in fp32 in int8 models too. A zero Pad
 // in front of a Conv or AveragePool becomes its padding; Identity and
@@ -92,7 +95,10 @@
 // of the unflattened tensor; a Gather of a computed tensor by constant
 // indices along one of its last two axes (BERT's pooler, hidden[:, 0]) a
 // MatMul by a 0/1 selection matrix from the constant segment (see
-// where.go).
+// where.go). Split and Gather along a leading axis (timm's qkv.unbind(0)
+// of [3, B, heads, N, D], Split → Squeeze) pick whole 16-lane elements
+// with a permute layer; one along the lanes that would move values is
+// refused (see select.go).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at
@@ -116,7 +122,9 @@
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs
-// run on the engine itself. Pre-quantised models run in int8 too: QLinear
+// run on the engine itself; the lane means and sums of layer
+// normalisations and engine Softmax stay fp32 there (a per-tensor scale
+// loses a small row, a ViT's class token). Pre-quantised models run in int8 too: QLinear
 // and Integer operators, and the QDQ format, whose Conv, MatMul or Gemm of
 // DequantizeLinear'd int8 activations and weights (per tensor or per
 // output channel) becomes an int8 GEMM dequantising in its epilogue (see

@@ -37,7 +37,7 @@ func (c *compiler) gemmNode(g gemmParams) error {
 	if len(g.x.shape) != 4 {
 		inLay = matLayout(g.x.shape)
 	}
-	if err := c.settle(g.x, true); err != nil {
+	if err := c.settle(g.x, !c.keepFP32); err != nil {
 		return err
 	}
 	x, err := c.deviceInput(g.x, inLay)
@@ -55,7 +55,7 @@ func (c *compiler) gemmNode(g gemmParams) error {
 	switch {
 	case g.op == "ConvInteger" || g.op == "QLinearConv" || g.op == "MatMulInteger" || g.op == "QLinearMatMul":
 		return c.integerGemm(&g, l)
-	case c.opts.int8:
+	case c.opts.int8 && !c.keepFP32:
 		if err := c.quantizeGemm(&g, l); err != nil {
 			return err
 		}

@@ -29,7 +29,8 @@ var laneWise = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": tru
 // of a row holds the row's mean or sum. Its padding lanes, which the
 // matrix leaves 0, are made 1, so what divides by them (a LayerNorm's
 // standard deviation, a Softmax's sum) stays finite there, as a MatMul
-// reading the quotient needs (0 × Inf is NaN).
+// reading the quotient needs (0 × Inf is NaN). It runs in fp32 in int8
+// models too.
 func (c *compiler) laneReduce(m *onnx.Node) error {
 	x, err := c.need(m, 0)
 	if err != nil {
@@ -43,7 +44,15 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	w := m.Outputs[0] + "/lanes"
 	c.vals[w] = constFloat(w, []int{C, C}, fill(C*C, v))
 	mm := &onnx.Node{OpType: "MatMul", Name: m.Name, Inputs: []string{m.Inputs[0], w}, Outputs: m.Outputs[:1]}
-	if err := c.matmulNode(mm); err != nil {
+	// In int8 models the mean or sum stays fp32: a per-tensor int8 scale
+	// set by the largest rows rounds a row of small values (a ViT's class
+	// token beside its patches) to a few steps, and the variance of those
+	// to about 0, which the normalisation then divides by; a ViT's
+	// Softmax sums lose its class token's attention so too.
+	c.keepFP32 = true
+	err = c.matmulNode(mm)
+	c.keepFP32 = false
+	if err != nil {
 		return err
 	}
 	y := c.vals[m.Outputs[0]]

@@ -157,8 +157,11 @@ func (c *compiler) splitNode(n *onnx.Node) error {
 	if axis < 0 {
 		axis += int64(r)
 	}
-	if r == 0 || axis != int64(r-1) || x.typ != onnx.Float {
-		return fmt.Errorf("Split of the computed %v %s along axis %d: only the last axis of a FLOAT tensor: %w", x.typ, x, axis, ErrUnsupported)
+	if r == 0 || axis < 0 || axis >= int64(r) || x.typ != onnx.Float {
+		return fmt.Errorf("Split of the computed %v %s along axis %d: only of a FLOAT tensor: %w", x.typ, x, axis, ErrUnsupported)
+	}
+	if axis != int64(r-1) {
+		return c.splitSelect(n, x, int(axis))
 	}
 	C := x.shape[r-1]
 	sizes, err := c.splitSizes(n, C)
@@ -184,6 +187,38 @@ func (c *compiler) splitNode(n *onnx.Node) error {
 		if err := c.matmulNode(&onnx.Node{OpType: "MatMul", Name: n.Name, Inputs: []string{x.name, wn}, Outputs: []string{n.Outputs[k]}}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// splitSelect compiles Split of x along axis, not its last, as one pick
+// of each part's indices (see select.go).
+func (c *compiler) splitSelect(n *onnx.Node, x *value, axis int) error {
+	sizes, err := c.splitSizes(n, x.shape[axis])
+	if err != nil {
+		return err
+	}
+	at := 0
+	for k, m := range sizes {
+		if k >= len(n.Outputs) || n.Outputs[k] == "" {
+			at += m
+			continue
+		}
+		if m == 0 {
+			return fmt.Errorf("Split's output %q is empty: %w", n.Outputs[k], ErrUnsupported)
+		}
+		idx := make([]int, m)
+		for j := range idx {
+			idx[j] = at + j
+		}
+		at += m
+		shape := slices.Clone(x.shape)
+		shape[axis] = m
+		y, err := c.selectAxis(fmt.Sprintf("Split %q", n.Name), x, axis, idx, shape)
+		if err != nil {
+			return err
+		}
+		c.set(n, k, y)
 	}
 	return nil
 }
@@ -308,8 +343,8 @@ func (c *compiler) gatherSelect(n *onnx.Node, x, ids *value) error {
 	if axis < 0 {
 		axis += int64(r)
 	}
-	if r < 2 || axis < int64(r-2) || axis >= int64(r) || x.typ != onnx.Float || len(ids.shape) > 1 {
-		return fmt.Errorf("Gather of the computed %v %s along axis %d by %v: only of the last two axes of a FLOAT tensor, by a scalar or a list: %w", x.typ, x, axis, ids.shape, ErrUnsupported)
+	if r < 1 || axis < 0 || axis >= int64(r) || x.typ != onnx.Float || len(ids.shape) > 1 {
+		return fmt.Errorf("Gather of the computed %v %s along axis %d by %v: only of a FLOAT tensor, by a scalar or a list: %w", x.typ, x, axis, ids.shape, ErrUnsupported)
 	}
 	d := x.shape[axis]
 	idx := ids.ints()
@@ -324,6 +359,20 @@ func (c *compiler) gatherSelect(n *onnx.Node, x, ids *value) error {
 		sel[k] = int(i)
 	}
 	m := len(sel)
+	if r < 2 || axis < int64(r-2) {
+		// A leading axis: whole elements picked (see select.go).
+		shape := slices.Clone(x.shape)
+		shape[axis] = m
+		if len(ids.shape) == 0 {
+			shape = slices.Delete(shape, int(axis), int(axis)+1)
+		}
+		y, err := c.selectAxis(fmt.Sprintf("Gather %q", n.Name), x, int(axis), sel, shape)
+		if err != nil {
+			return err
+		}
+		c.set(n, 0, y)
+		return nil
+	}
 	out := n.Outputs[0]
 	en, mm := out+"/select", out+"/selected"
 	e := make([]float32, d*m)

@@ -227,6 +227,12 @@ func (n *net) randomize(r *rand.Rand) {
 func randomNetCase(name string, n *net, seed uint64, sets int) genCase {
 	r := rand.New(rand.NewPCG(seed, 25))
 	n.randomize(r)
+	return netCase(name, n, r, sets)
+}
+
+// netCase is n with sets random images from r in [−2, 2), its outputs
+// the float64 reference's.
+func netCase(name string, n *net, r *rand.Rand, sets int) genCase {
 	c := genCase{name: name, opset: n.style.opset(), g: n.graph()}
 	for k := range sets {
 		x := make([]float32, n.in.size())

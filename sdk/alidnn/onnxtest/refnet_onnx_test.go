@@ -57,7 +57,7 @@ func (n *net) inputDims() []int64 { return []int64{1, int64(n.in.c), int64(n.in.
 // [1, C, H, W].
 func (n *net) outputDims() []int64 {
 	l := n.layers[len(n.layers)-1]
-	if l.kind == opGemm {
+	if l.kind == opGemm || l.kind == opSoftmax {
 		return []int64{1, int64(l.out.c)}
 	}
 	return []int64{1, int64(l.out.c), int64(l.out.h), int64(l.out.w)}
@@ -109,6 +109,8 @@ func (n *net) graph() graph {
 			nd.op = "GlobalAveragePool"
 		case opFlatten:
 			nd.op, nd.attrs = "Flatten", []attr{iAttr("axis", 1)}
+		case opSoftmax:
+			nd.op, nd.attrs = "Softmax", []attr{iAttr("axis", -1)}
 		case opGemm:
 			nd.op, nd.attrs = "Gemm", []attr{iAttr("transB", 1)}
 			nd.inputs = append(nd.inputs, pre+"w", pre+"b")

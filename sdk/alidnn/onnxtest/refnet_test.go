@@ -27,6 +27,8 @@ const (
 	opHardSwish
 	opHardSigmoid
 	opScale
+	// Softmax of a classifier's logits (mbv3net_test.go).
+	opSoftmax
 )
 
 // shape is one image's activation shape; a Flatten's or Gemm's output is
@@ -124,6 +126,8 @@ func (n *net) forward(x []float64) [][]float64 {
 			y = mapSlice(in, l.hard)
 		case opScale:
 			y = scaleChannels(in, vals[l.in[1]])
+		case opSoftmax:
+			y = softmax64(in)
 		case opGemm:
 			y = make([]float64, l.out.c)
 			for o := range y {

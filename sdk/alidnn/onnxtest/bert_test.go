@@ -287,24 +287,8 @@ func bertEmbeddings() []node {
 // with the extended mask; the last writes the graph output.
 func bertLayer(p, x string, last bool) ([]node, string) {
 	n := func(s string) string { return p + s }
-	lin := func(in, wn, bn, out string) []node {
-		return []node{
-			{op: "MatMul", inputs: []string{in, n(wn)}, outputs: []string{n(out + "_mm")}},
-			{op: "Add", inputs: []string{n(out + "_mm"), n(bn)}, outputs: []string{n(out)}},
-		}
-	}
-	view := func(in, out, tail string) []node {
-		return []node{
-			{op: "Shape", inputs: []string{in}, outputs: []string{out + "_shape"}},
-			{op: "Slice", inputs: []string{out + "_shape", "lead_start", "lead_end"}, outputs: []string{out + "_lead"}},
-			{op: "Concat", inputs: []string{out + "_lead", tail}, outputs: []string{out + "_to"}, attrs: []attr{iAttr("axis", 0)}},
-			{op: "Reshape", inputs: []string{in, out + "_to"}, outputs: []string{out}},
-		}
-	}
-	heads := func(in, out string) []node {
-		return append(view(n(in), n(out+"_split"), "split"),
-			node{op: "Transpose", inputs: []string{n(out + "_split")}, outputs: []string{n(out)}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})
-	}
+	lin := func(in, wn, bn, out string) []node { return linearNodes(in, n(wn), n(bn), n(out)) }
+	heads := func(in, out string) []node { return headNodes(n(in), n(out)) }
 	var ns []node
 	ns = append(ns, lin(x, "wq", "bq", "q")...)
 	ns = append(ns, lin(x, "wk", "bk", "k")...)
@@ -320,7 +304,7 @@ func bertLayer(p, x string, last bool) ([]node, string) {
 		node{op: "Softmax", inputs: []string{n("masked")}, outputs: []string{n("probs")}, attrs: []attr{iAttr("axis", -1)}},
 		node{op: "MatMul", inputs: []string{n("probs"), n("vh")}, outputs: []string{n("ctx")}},
 		node{op: "Transpose", inputs: []string{n("ctx")}, outputs: []string{n("ctx_t")}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})
-	ns = append(ns, view(n("ctx_t"), n("ctx_m"), "merge")...)
+	ns = append(ns, viewNodes(n("ctx_t"), n("ctx_m"), "merge")...)
 	ns = append(ns, lin(n("ctx_m"), "wo", "bo", "attn")...)
 	out := n("out")
 	if last {

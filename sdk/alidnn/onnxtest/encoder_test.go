@@ -170,27 +170,7 @@ func encoderCases() []genCase {
 		}
 		return t
 	}
-	lin := func(x, wn, bn, out string) []node {
-		return []node{
-			{op: "MatMul", inputs: []string{x, wn}, outputs: []string{out + "_mm"}},
-			{op: "Add", inputs: []string{out + "_mm", bn}, outputs: []string{out}},
-		}
-	}
-	// view reshapes x to its first two dimensions followed by tail, as
-	// torch.onnx writes x.view(x.size()[:-1] + tail): Shape, Slice,
-	// Concat, Reshape.
-	view := func(x, out, tail string) []node {
-		return []node{
-			{op: "Shape", inputs: []string{x}, outputs: []string{out + "_shape"}},
-			{op: "Slice", inputs: []string{out + "_shape", "lead_start", "lead_end"}, outputs: []string{out + "_lead"}},
-			{op: "Concat", inputs: []string{out + "_lead", tail}, outputs: []string{out + "_to"}, attrs: []attr{iAttr("axis", 0)}},
-			{op: "Reshape", inputs: []string{x, out + "_to"}, outputs: []string{out}},
-		}
-	}
-	heads := func(x, out string) []node {
-		return append(view(x, out+"_split", "split"),
-			node{op: "Transpose", inputs: []string{out + "_split"}, outputs: []string{out}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})
-	}
+	lin, view, heads := linearNodes, viewNodes, headNodes
 	var nodes []node
 	nodes = append(nodes, lin("x", "wq", "bq", "q")...)
 	nodes = append(nodes, lin("x", "wk", "bk", "k")...)

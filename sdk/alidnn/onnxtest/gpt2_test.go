@@ -177,18 +177,7 @@ func conv1d(x, wn, bn, nf, out string) []node {
 }
 
 func gpt2Nodes() []node {
-	view := func(in, out, tail string) []node {
-		return []node{
-			{op: "Shape", inputs: []string{in}, outputs: []string{out + "_shape"}},
-			{op: "Slice", inputs: []string{out + "_shape", "lead_start", "lead_end"}, outputs: []string{out + "_lead"}},
-			{op: "Concat", inputs: []string{out + "_lead", tail}, outputs: []string{out + "_to"}, attrs: []attr{iAttr("axis", 0)}},
-			{op: "Reshape", inputs: []string{in, out + "_to"}, outputs: []string{out}},
-		}
-	}
-	heads := func(in, out string) []node {
-		return append(view(in, out+"_split", "split"),
-			node{op: "Transpose", inputs: []string{out + "_split"}, outputs: []string{out}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})
-	}
+	view, heads := viewNodes, headNodes
 	ns := []node{
 		// position_ids = arange(0, seq).unsqueeze(0)
 		{op: "Shape", inputs: []string{"input_ids"}, outputs: []string{"ids_shape"}},

@@ -87,12 +87,7 @@ func vitTimmCases() []genCase {
 // vitTimmLayer writes one timm Block reading x.
 func vitTimmLayer(p, x string) ([]node, string) {
 	n := func(s string) string { return p + s }
-	lin := func(in, wn, bn, out string) []node {
-		return []node{
-			{op: "MatMul", inputs: []string{in, n(wn)}, outputs: []string{n(out + "_mm")}},
-			{op: "Add", inputs: []string{n(out + "_mm"), n(bn)}, outputs: []string{n(out)}},
-		}
-	}
+	lin := func(in, wn, bn, out string) []node { return linearNodes(in, n(wn), n(bn), n(out)) }
 	ns := []node{{op: "LayerNormalization", inputs: []string{x, n("g1"), n("be1")}, outputs: []string{n("ln1")}, attrs: []attr{fAttr("epsilon", vitTimmEps)}}}
 	ns = append(ns, lin(n("ln1"), "wqkv", "bqkv", "qkv")...)
 	// B, N = x.shape; qkv.reshape(B, N, 3, heads, D).permute(2, 0, 3, 1, 4).

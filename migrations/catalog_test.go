@@ -4,11 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/jackc/tern/v2/migrate"
-
-	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/migrations"
 )
 
 // TestCategoriesMigrated: migration 014 puts the free-text categories
@@ -17,20 +12,9 @@ import (
 // then on the database refuses any other; down, the check goes and the
 // categories stay as mapped.
 func TestCategoriesMigrated(t *testing.T) {
-	pg := testenv.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connect(t, ctx, pg.URL)
-	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(migrations.FS()); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.MigrateTo(ctx, 13); err != nil {
-		t.Fatal(err)
-	}
+	conn, m := migratedTo(t, ctx, 13)
 	want := map[string]string{" ML ": "ml", "Video": "video", "crypto": "crypto", "": "other", "weird stuff": "other",
 		"OTHER": "other", "hpc\t": "hpc", "vision": "vision", "\vvideo\r\n": "video", "machine learning": "other"}
 	if _, err := conn.Exec(ctx, `insert into accounts (name, role) values ('acme', 'isv')`); err != nil {

@@ -191,20 +191,9 @@ func checkSchema(t *testing.T, ctx context.Context, conn *pgx.Conn) {
 // prices, effective from their creation, so that usage of the past is
 // priced as it was.
 func TestPricesMigrated(t *testing.T) {
-	pg := testenv.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connect(t, ctx, pg.URL)
-	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(migrations.FS()); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.MigrateTo(ctx, 10); err != nil {
-		t.Fatal(err)
-	}
+	conn, m := migratedTo(t, ctx, 10)
 	created := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 	if _, err := conn.Exec(ctx, `with a as (insert into accounts (name, role) values ('acme', 'isv') returning id)
 		insert into listings (owner_id, name, price_per_hour_micros, price_per_load_micros, created_at)
@@ -230,4 +219,22 @@ func TestPricesMigrated(t *testing.T) {
 		hour != 3600000 || load != 250 {
 		t.Fatalf("after down: %d per hour, %d per load, %v", hour, load, err)
 	}
+}
+
+// migratedTo is a new database migrated up to version, a connection to it
+// and its migrator, for a test of the migrations after it.
+func migratedTo(t *testing.T, ctx context.Context, version int32) (*pgx.Conn, *migrate.Migrator) {
+	t.Helper()
+	conn := connect(t, ctx, testenv.Postgres(t).URL)
+	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LoadMigrations(migrations.FS()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MigrateTo(ctx, version); err != nil {
+		t.Fatal(err)
+	}
+	return conn, m
 }

@@ -4,31 +4,15 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/jackc/tern/v2/migrate"
-
-	"github.com/fpga-faas/faas/internal/testenv"
-	"github.com/fpga-faas/faas/migrations"
 )
 
 // TestSpendMigrated: migration 013 keeps a tenant's alert at or below its
 // limit and amounts in range, gives listings no trial, allows trial_hour
 // lines, and goes down and up again.
 func TestSpendMigrated(t *testing.T) {
-	pg := testenv.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connect(t, ctx, pg.URL)
-	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(migrations.FS()); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.MigrateTo(ctx, 12); err != nil {
-		t.Fatal(err)
-	}
+	conn, m := migratedTo(t, ctx, 12)
 	var tenant, isv string
 	if err := conn.QueryRow(ctx, `insert into accounts (name, role) values ('alice', 'tenant') returning id::text`).Scan(&tenant); err != nil {
 		t.Fatal(err)

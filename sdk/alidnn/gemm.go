@@ -10,6 +10,11 @@ import (
 // each chunk of input blocks loads in one batch and computes while the next
 // loads, the epilogue runs and the tile is stored.
 func (e *emitter) gemm(l *layer) error {
+	if l.conv.groups > 1 {
+		if ok, err := e.depthwise(l); ok || err != nil {
+			return err
+		}
+	}
 	p, err := e.planGemm(l)
 	if err != nil {
 		return err

@@ -189,10 +189,17 @@ func (e *emitter) dwTile(p *dwPlan, o, ob, r0, t int, ys span) {
 	ld.PadY0, ld.PadY1, ld.PadX0, ld.PadX1 = uint8(ys.padB), uint8(ys.padE), uint8(xs.padB), uint8(xs.padE)
 	e.compute(ld, false)
 	n := uint32(t * cv.ow)
-	// The buffer may hold any bits: an integer multiply by zero clears it
-	// (fp32 0 × NaN would not).
-	e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UseImm: true, UopBegin: p.clear[ab], UopEnd: p.clear[ab] + 1, IterOut: 1, IterIn: n, DstIn: 1}, false)
+	first := e.dwFirstTap(p, o, ob, r0, t, ab)
+	if !first {
+		// The buffer may hold any bits: an integer multiply by zero
+		// clears it (fp32 0 × NaN would not).
+		e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UseImm: true, UopBegin: p.clear[ab], UopEnd: p.clear[ab] + 1, IterOut: 1, IterIn: n, DstIn: 1}, false)
+	}
 	for k := range p.taps {
+		if k == 0 && first {
+			e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.mul[ab], UopEnd: p.mul[ab] + 1, IterOut: 1, IterIn: n, DstIn: 1, FP32: true}, false)
+			continue
+		}
 		a := isa.Insn{Op: isa.OpALU, Alu: isa.AluAdd, UopBegin: p.add[ab] + uint32(2*k), UopEnd: p.add[ab] + uint32(2*k) + 1,
 			IterOut: uint32(t), IterIn: uint32(cv.ow), DstOut: uint32(cv.ow), DstIn: 1, SrcOut: uint32(cv.sh * p.wp), SrcIn: uint32(cv.sw), FP32: true}
 		e.compute(a, false)
@@ -202,6 +209,29 @@ func (e *emitter) dwTile(p *dwPlan, o, ob, r0, t int, ys span) {
 	se := p.storeEl
 	e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), SRAM: uint32(ab * p.n),
 		DRAM: p.out.addr + uint64(((o*p.blocks+ob)*cv.oh*cv.ow+r0*cv.ow)*se.size()*lanes), YSize: uint32(t), XSize: uint32(cv.ow), XStride: uint32(cv.ow)})
+}
+
+// dwFirstTap loads the first tap's pixels of a stride-1 tile straight into
+// its output buffer ab, a LOAD of its rows costing about what clearing the
+// buffer alone would, and reports whether it did: strided taps are not
+// rows of the input.
+func (e *emitter) dwFirstTap(p *dwPlan, o, ob, r0, t, ab int) bool {
+	cv := p.cv
+	if cv.sh != 1 || cv.sw != 1 {
+		return false
+	}
+	ys, err := spanOf(r0-cv.pt, t, cv.ih)
+	if err != nil {
+		return false
+	}
+	xs, err := spanOf(-cv.pl, cv.ow, cv.iw)
+	if err != nil {
+		return false
+	}
+	ld := load(isa.MemAcc, f32, ab*p.n, p.in.addr+uint64(((o*p.blocks+ob)*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*lanes*4), ys.real, xs.real, cv.iw)
+	ld.PadY0, ld.PadY1, ld.PadX0, ld.PadX1 = uint8(ys.padB), uint8(ys.padE), uint8(xs.padB), uint8(xs.padE)
+	e.compute(ld, false)
+	return true
 }
 
 // f32Bytes is v as little-endian fp32.

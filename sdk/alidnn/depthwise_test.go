@@ -11,12 +11,13 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// dwCase is a depthwise Conv + Clip(0, 6) of x [1, c, h, w] by a k×k
+// dwCase is a depthwise Conv + Clip(0, 6) of x [images, c, h, w] by a k×k
 // kernel.
 type dwCase struct {
 	name             string
 	c, h, w, k, s, d int
 	pads             [4]int // top, left, bottom, right
+	images           int    // the batch, 1 when 0
 	zero, wide       bool   // a zero weight; weights spanning 2^30
 	wantALU          bool
 }
@@ -38,6 +39,7 @@ func TestDepthwiseALU(t *testing.T) {
 		{name: "3x3 stride 2, 3 blocks, several tiles", c: 40, h: 45, w: 43, k: 3, s: 2, d: 1, pads: [4]int{1, 1, 1, 1}, wantALU: true},
 		{name: "5x5 tall, several tiles", c: 18, h: 40, w: 36, k: 5, s: 1, d: 1, pads: [4]int{2, 2, 2, 2}, wantALU: true},
 		{name: "dilated, asymmetric pads", c: 20, h: 9, w: 11, k: 3, s: 1, d: 2, pads: [4]int{2, 1, 0, 2}, wantALU: true},
+		{name: "two images", c: 24, h: 8, w: 7, k: 3, s: 1, d: 1, pads: [4]int{1, 1, 1, 1}, images: 2, wantALU: true},
 		{name: "a zero weight", c: 16, h: 6, w: 6, k: 3, s: 1, d: 1, pads: [4]int{1, 1, 1, 1}, zero: true},
 		{name: "weights over 2^30", c: 16, h: 6, w: 6, k: 3, s: 1, d: 1, pads: [4]int{1, 1, 1, 1}, wide: true},
 	} {
@@ -47,7 +49,8 @@ func TestDepthwiseALU(t *testing.T) {
 
 func runDepthwise(t *testing.T, dc dwCase) {
 	r := rand.New(rand.NewPCG(5, uint64(dc.c*dc.h)))
-	x := make([]float32, dc.c*dc.h*dc.w)
+	ni := max(dc.images, 1)
+	x := make([]float32, ni*dc.c*dc.h*dc.w)
 	for k := range x {
 		x[k] = float32(r.NormFloat64())
 	}
@@ -76,7 +79,7 @@ func runDepthwise(t *testing.T, dc dwCase) {
 	lo, hi := onnx.NewFloat32("lo", nil, []float32{0}), onnx.NewFloat32("hi", nil, []float32{6})
 	clip := &onnx.Node{OpType: "Clip", Inputs: []string{"c", "lo", "hi"}, Outputs: []string{"y"}}
 	m := &onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: &onnx.Graph{
-		Inputs: []onnx.ValueInfo{vinfo("x", 1, int64(dc.c), int64(dc.h), int64(dc.w))},
+		Inputs: []onnx.ValueInfo{vinfo("x", int64(ni), int64(dc.c), int64(dc.h), int64(dc.w))},
 		Initializers: []*onnx.Tensor{onnx.NewFloat32("w", []int64{int64(dc.c), 1, kk, kk}, w),
 			onnx.NewFloat32("b", []int64{int64(dc.c)}, b), lo, hi},
 		Nodes: []*onnx.Node{conv, clip}, Outputs: []onnx.ValueInfo{{Name: "y"}},
@@ -92,13 +95,14 @@ func runDepthwise(t *testing.T, dc dwCase) {
 	if gemm == dc.wantALU {
 		t.Errorf("fp32 GEMM instructions: %v, want %v", gemm, !dc.wantALU)
 	}
-	got := runProgram(t, local(t), p, onnx.NewFloat32("x", []int64{1, int64(dc.c), int64(dc.h), int64(dc.w)}, x))
+	got := runProgram(t, local(t), p, onnx.NewFloat32("x", []int64{int64(ni), int64(dc.c), int64(dc.h), int64(dc.w)}, x))
 	oh, ow := dc.out()
-	if len(got) != dc.c*oh*ow {
-		t.Fatalf("%d outputs, want %d", len(got), dc.c*oh*ow)
+	if len(got) != ni*dc.c*oh*ow {
+		t.Fatalf("%d outputs, want %d", len(got), ni*dc.c*oh*ow)
 	}
 	var worst float64
-	for c := range dc.c {
+	for ic := range ni * dc.c {
+		c := ic % dc.c
 		for i := range oh {
 			for j := range ow {
 				s, mag := float64(b[c]), math.Abs(float64(b[c]))
@@ -108,13 +112,13 @@ func runDepthwise(t *testing.T, dc dwCase) {
 						if y < 0 || y >= dc.h || xx < 0 || xx >= dc.w {
 							continue
 						}
-						v := float64(x[(c*dc.h+y)*dc.w+xx]) * float64(w[(c*dc.k+ki)*dc.k+kj])
+						v := float64(x[(ic*dc.h+y)*dc.w+xx]) * float64(w[(c*dc.k+ki)*dc.k+kj])
 						s, mag = s+v, mag+math.Abs(v)
 					}
 				}
 				want := min(max(s, 0), 6)
 				// fp32 summation's error bound, a few ulps of each term.
-				worst = max(worst, math.Abs(float64(got[(c*oh+i)*ow+j])-want)/(1e-6*mag+1e-30))
+				worst = max(worst, math.Abs(float64(got[(ic*oh+i)*ow+j])-want)/(1e-6*mag+1e-30))
 			}
 		}
 	}

@@ -33,20 +33,23 @@ const dwMaxRange = 1 << 24
 // dwPlan is how a depthwise layer runs on the ALU: tiles of th output rows
 // of the whole width, an input tile of tr rows of wp padded pixels at acc
 // row tin, accBufs output buffers of n rows, the ratio rows of the current
-// block at rat, and the epilogues.
+// block at rat (the ratios in the constant segment), and the epilogues.
 type dwPlan struct {
-	cv               *convSpec
-	in, out          *value
-	blocks           int
-	th, tr, wp, n    int
-	accBufs          int
-	tin, rat         int
-	eps              []*epilogue
-	u                *uopTable
-	clear, add, mul  []uint32 // [acc buffer]: the clear, and each tap's add and multiply
-	ratios           uint64
-	storeEl          elem
-	taps, tiles, cur int
+	cv            *convSpec
+	in, out       *value
+	blocks        int
+	th, tr, wp, n int
+	accBufs       int
+	tin, rat      int
+	eps           []*epilogue
+	u             *uopTable
+	// [acc buffer]: the clear, and the first tap's add and multiply
+	// micro-ops; tap k's are 2k further.
+	clear, add, mul []uint32
+	ratios          uint64
+	storeEl         elem
+	taps, tiles     int
+	cur             int // the block whose ratios the rows at rat hold, −1 none
 }
 
 // dwRatios returns the Horner rows of cv's weights, taps rows of 16 lanes

@@ -171,5 +171,8 @@ func (c *compiler) convNode(n *onnx.Node) error {
 	if ok, err := c.packedStem(n, x, wv, bi, spec, outShape); ok || err != nil {
 		return err
 	}
+	if ok, err := c.spaceToDepthStem(n, x, wv, bi, spec, outShape); ok || err != nil {
+		return err
+	}
 	return c.gemmNode(gemmParams{n: n, op: op, x: x, w: wv, bias: bi, spec: spec, outShape: outShape, outLay: convLayout(outShape), padded: padded})
 }

@@ -10,6 +10,11 @@ import (
 // each chunk of input blocks loads in one batch and computes while the next
 // loads, the epilogue runs and the tile is stored.
 func (e *emitter) gemm(l *layer) error {
+	if l.conv.groups > 1 {
+		if ok, err := e.depthwise(l); ok || err != nil {
+			return err
+		}
+	}
 	p, err := e.planGemm(l)
 	if err != nil {
 		return err
@@ -94,7 +99,17 @@ func (p *gemmPlan) chunkLoads(t gemmTile, kb0, kn, buf int) []isa.Insn {
 	ieb := p.ie.size() * lanes
 	ys, xs := t.ys, t.xs
 	var loads []isa.Insn
+	// Whole images of consecutive blocks without padding lie one after the
+	// other in both memories: one LOAD takes them all, paying the DDR
+	// latency once (a fully connected layer's 80 blocks of one pixel would
+	// otherwise pay it 80 times).
+	whole := !p.zx && ys.real == cv.ih && p.stride == cv.ih*xs.real && ys.padB+ys.padE+xs.padB+xs.padE == 0 && bl[kb0+kn-1]-bl[kb0] == kn-1
 	for i := range t.ni {
+		if whole {
+			loads = append(loads, load(isa.MemInp, p.ie, buf*p.inpCap+i*p.ist,
+				p.in.addr+uint64((((t.o0+i)*p.inBlocks+bl[kb0])*cv.ih*cv.iw+xs.y0)*ieb), kn*cv.ih, xs.real, cv.iw))
+			continue
+		}
 		for kb := range kn {
 			ld := load(isa.MemInp, p.ie, buf*p.inpCap+i*p.ist+kb*p.stride,
 				p.in.addr+uint64((((t.o0+i)*p.inBlocks+bl[kb0+kb])*cv.ih*cv.iw+ys.y0*cv.iw+xs.y0)*ieb), ys.real, xs.real, cv.iw)

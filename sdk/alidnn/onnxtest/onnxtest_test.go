@@ -11,7 +11,7 @@ import (
 	"github.com/fpga-faas/faas/sdk/alidnn/onnxtest"
 )
 
-func local(t *testing.T) *model.Local {
+func local(t testing.TB) *model.Local {
 	t.Helper()
 	dev, err := model.NewLocal(1 << 30)
 	if err != nil {

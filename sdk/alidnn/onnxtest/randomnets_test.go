@@ -88,43 +88,9 @@ func TestNetMobileNetV3Small(t *testing.T) { runRandomNet(t, mobilenetV3Small())
 // the simulator and compares its logits with the float64 reference's.
 func runRandomNet(t *testing.T, n *net) {
 	testenv.FullNetwork(t)
-	r := rand.New(rand.NewPCG(2, 24))
-	n.initWeights(r)
-	for _, l := range n.layers {
-		switch l.kind {
-		case opBN:
-			for c := range l.w {
-				l.w[c], l.b[c] = 0.5+r.Float64(), 0.2*r.Float64()-0.1
-				l.mean[c], l.vr[c] = 0.2*r.Float64()-0.1, 0.5+r.Float64()
-			}
-		case opGemm, opConv: // a convolution's bias where no BN follows
-			for c := range l.b {
-				l.b[c] = 0.1*r.Float64() - 0.05
-			}
-		}
-	}
-	// The exported weights are float32: the reference uses the same.
-	for _, l := range n.layers {
-		for _, v := range [][]float64{l.w, l.b, l.mean, l.vr} {
-			for k := range v {
-				v[k] = float64(float32(v[k]))
-			}
-		}
-	}
-	x := make([]float64, 3*224*224)
-	for k := range x {
-		x[k] = float64(float32(r.Float64()))
-	}
+	m, x := randomNet(t, n)
 	want := n.forward(x)
 	logits := want[len(want)-1]
-	b, err := encodeModel(n.name, 13, n.graph())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := onnx.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := alidnn.Compile(m)
 	if err != nil {
 		t.Fatal(err)
@@ -172,4 +138,46 @@ func runRandomNet(t *testing.T, n *net) {
 	}
 	t.Logf("%d layers, %.3f G MACs; modeled %.2f ms, host %v; worst error %.3g× the tolerance",
 		p.Layers, float64(p.MACs)/1e9, float64(res.Stats.DeviceNS())/1e6, res.HostTime, worst)
+}
+
+// randomNet gives n random weights and normalisation statistics, as
+// runRandomNet and the benchmarks use it, and returns its model and a
+// random input image.
+func randomNet(t testing.TB, n *net) (*onnx.Model, []float64) {
+	r := rand.New(rand.NewPCG(2, 24))
+	n.initWeights(r)
+	for _, l := range n.layers {
+		switch l.kind {
+		case opBN:
+			for c := range l.w {
+				l.w[c], l.b[c] = 0.5+r.Float64(), 0.2*r.Float64()-0.1
+				l.mean[c], l.vr[c] = 0.2*r.Float64()-0.1, 0.5+r.Float64()
+			}
+		case opGemm, opConv: // a convolution's bias where no BN follows
+			for c := range l.b {
+				l.b[c] = 0.1*r.Float64() - 0.05
+			}
+		}
+	}
+	// The exported weights are float32: the reference uses the same.
+	for _, l := range n.layers {
+		for _, v := range [][]float64{l.w, l.b, l.mean, l.vr} {
+			for k := range v {
+				v[k] = float64(float32(v[k]))
+			}
+		}
+	}
+	x := make([]float64, 3*224*224)
+	for k := range x {
+		x[k] = float64(float32(r.Float64()))
+	}
+	b, err := encodeModel(n.name, 13, n.graph())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := onnx.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, x
 }

@@ -6,7 +6,7 @@ import (
 
 // Cases of a network's first convolution on few channels, which the
 // compiler runs with adjacent pixels packed into the lanes (see
-// sdk/alidnn/stem.go): a ResNet-style 7×7 stride-2 stem on an image whose
+// sdk/alidnn/stem.go and s2d.go): a ResNet-style 7×7 stride-2 stem on an image whose
 // width needs right padding of the packing, and an MNIST-style 5×5 on one
 // channel, both with random weights so a misplaced tap shows.
 
@@ -79,5 +79,10 @@ func stemCases() []genCase {
 	return []genCase{
 		stemCase("conv_stem_7x7_stride2", stemGeom{c: 3, h: 30, w: 34, m: 32, k: 7, s: 2, p: 3}, false),
 		stemCase("conv_stem_5x5_one_channel_relu", stemGeom{c: 1, h: 28, w: 28, m: 16, k: 5, s: 1, p: 2}, true),
+		// Stride-2 stems packed space to depth (see sdk/alidnn/s2d.go):
+		// MobileNet's 3×3 on an odd width, and on four channels, which
+		// fill the 16 lanes.
+		stemCase("conv_stem_3x3_stride2_s2d_relu", stemGeom{c: 3, h: 30, w: 33, m: 32, k: 3, s: 2, p: 1}, true),
+		stemCase("conv_stem_3x3_stride2_s2d_four_channels", stemGeom{c: 4, h: 17, w: 20, m: 24, k: 3, s: 2, p: 1}, false),
 	}
 }

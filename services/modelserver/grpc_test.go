@@ -208,10 +208,11 @@ func TestGRPCInfer(t *testing.T) {
 }
 
 // TestGRPCConcurrent runs many gRPC clients at once on one connection:
-// their requests are coalesced into engine jobs, and every answer equals
-// a direct Session.Run of the same program, bit for bit.
+// their requests are coalesced into engine jobs (held for one another, as
+// in TestInferConcurrentBatched), and every answer equals a direct
+// Session.Run of the same program, bit for bit.
 func TestGRPCConcurrent(t *testing.T) {
-	s := serveGRPC(t, writeRepo(t, mnistConfig, "onnx"), Config{Pipeline: 1})
+	s := serveGRPC(t, writeRepo(t, mnistHeldConfig, "onnx"), Config{Pipeline: 1})
 	cases := mnistCases(t)
 	want := directScores(t, cases)
 	const clients = 16

@@ -102,11 +102,18 @@ func binaryScores(t testing.TB, h http.Header, b []byte) []float32 {
 	return f
 }
 
+// mnistHeldConfig is mnistConfig whose requests wait up to a second for
+// another to share their job.
+const mnistHeldConfig = `{"name": "mnist", "max_batch_size": 4,
+	"dynamic_batching": {"max_queue_delay_microseconds": 1000000, "preferred_batch_size": [2, 4]}}`
+
 // TestInferConcurrentBatched runs many clients at once: their requests are
 // coalesced into engine jobs, and every answer equals a direct Session.Run
-// of the same program on its own engine, bit for bit.
+// of the same program on its own engine, bit for bit. Requests wait up to
+// a second for a second one to share their job: without the delay, whether
+// two meet on a loaded machine is up to the scheduler.
 func TestInferConcurrentBatched(t *testing.T) {
-	s := serve(t, writeRepo(t, mnistConfig, "onnx"), Config{Pipeline: 1})
+	s := serve(t, writeRepo(t, mnistHeldConfig, "onnx"), Config{Pipeline: 1})
 	cases := mnistCases(t)
 	want := directScores(t, cases)
 	url := s.URL + "/v2/models/mnist/infer"

@@ -35,7 +35,7 @@ var kustomizations = map[string]expect{
 		external: []string{"Secret faas-node/faasd-node"},
 		asRoot:   []string{faasd},
 	},
-	"examples/inference":   {},
+	"examples/inference": {},
 	"examples/modelserver": {
 		external: []string{"Secret /modelserver-tokens"},
 	},

@@ -36,22 +36,16 @@ type bertWeights map[string][]float32
 func (w bertWeights) dims() map[string][]int64 {
 	d := map[string][]int64{"word": {bertV, bertH}, "pos": {bertP, bertH}, "type": {bertT, bertH}, "emb_g": {bertH}, "emb_b": {bertH},
 		"pool_w": {bertH, bertH}, "pool_b": {bertH}}
-	for l := range bertLayers {
-		p := fmt.Sprintf("l%d.", l)
-		for _, m := range []string{"q", "k", "v", "o"} {
-			d[p+"w"+m], d[p+"b"+m] = []int64{bertH, bertH}, []int64{bertH}
-		}
-		d[p+"w1"], d[p+"b1"], d[p+"w2"], d[p+"b2"] = []int64{bertH, bertF}, []int64{bertF}, []int64{bertF, bertH}, []int64{bertH}
-		d[p+"g1"], d[p+"be1"], d[p+"g2"], d[p+"be2"] = []int64{bertH}, []int64{bertH}, []int64{bertH}, []int64{bertH}
-	}
+	encoderLayerDims(d, bertLayers, bertH, bertF)
 	return d
 }
 
 func newBertWeights() bertWeights {
 	w := bertWeights{}
 	seed := 400.0
-	for _, name := range slices.Sorted(maps.Keys(w.dims())) {
-		dims := w.dims()[name]
+	all := w.dims()
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		dims := all[name]
 		scale, shift := float32(0.06), float32(0)
 		switch {
 		case name == "word" || name == "pos" || name == "type":

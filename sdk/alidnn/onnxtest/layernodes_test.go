@@ -1,5 +1,7 @@
 package onnxtest_test
 
+import "fmt"
+
 // The node sequences transformer layers are written with, as torch.onnx
 // writes them; the cases name their tensors.
 
@@ -28,4 +30,18 @@ func viewNodes(in, out, tail string) []node {
 func headNodes(in, out string) []node {
 	return append(viewNodes(in, out+"_split", "split"),
 		node{op: "Transpose", inputs: []string{out + "_split"}, outputs: []string{out}, attrs: []attr{isAttr("perm", 0, 2, 1, 3)}})
+}
+
+// encoderLayerDims adds the weights' shapes of layers encoder layers of
+// hidden size h and feed-forward size f to d, named lN.wq … lN.be2 as the
+// cases' layers read them.
+func encoderLayerDims(d map[string][]int64, layers int, h, f int64) {
+	for l := range layers {
+		p := fmt.Sprintf("l%d.", l)
+		for _, m := range []string{"q", "k", "v", "o"} {
+			d[p+"w"+m], d[p+"b"+m] = []int64{h, h}, []int64{h}
+		}
+		d[p+"w1"], d[p+"b1"], d[p+"w2"], d[p+"b2"] = []int64{h, f}, []int64{f}, []int64{f, h}, []int64{h}
+		d[p+"g1"], d[p+"be1"], d[p+"g2"], d[p+"be2"] = []int64{h}, []int64{h}, []int64{h}, []int64{h}
+	}
 }

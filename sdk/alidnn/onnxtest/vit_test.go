@@ -39,14 +39,7 @@ func vitDims() map[string][]int64 {
 	d := map[string][]int64{"patch_w": {vitH, vitC, vitPatch, vitPatch}, "patch_b": {vitH},
 		"cls": {1, 1, vitH}, "pos": {1, vitTokens, vitH}, "lnf_g": {vitH}, "lnf_b": {vitH},
 		"head_w": {vitClasses, vitH}, "head_b": {vitClasses}}
-	for l := range vitLayers {
-		p := fmt.Sprintf("l%d.", l)
-		for _, m := range []string{"q", "k", "v", "o"} {
-			d[p+"w"+m], d[p+"b"+m] = []int64{vitH, vitH}, []int64{vitH}
-		}
-		d[p+"w1"], d[p+"b1"], d[p+"w2"], d[p+"b2"] = []int64{vitH, vitF}, []int64{vitF}, []int64{vitF, vitH}, []int64{vitH}
-		d[p+"g1"], d[p+"be1"], d[p+"g2"], d[p+"be2"] = []int64{vitH}, []int64{vitH}, []int64{vitH}, []int64{vitH}
-	}
+	encoderLayerDims(d, vitLayers, vitH, vitF)
 	return d
 }
 

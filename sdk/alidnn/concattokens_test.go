@@ -1,7 +1,6 @@
 package alidnn_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -32,19 +31,7 @@ func TestConcatTokens(t *testing.T) {
 		Inputs:  []onnx.ValueInfo{vinfo("x", N, S, K)},
 		Outputs: []onnx.ValueInfo{vinfo("y", N, 2*S+3, H), vinfo("z", N, 2*S+3, H), vinfo("h", N, S, H)},
 	}
-	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	s, err := alidnn.Load(ctx, local(t), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(ctx, ramp("x", []int64{N, S, K}, 0.5))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runGraphResult(t, g, ramp("x", []int64{N, S, K}, 0.5))
 	y, _ := res.Outputs[0].Float32s()
 	z, _ := res.Outputs[1].Float32s()
 	h, _ := res.Outputs[2].Float32s()

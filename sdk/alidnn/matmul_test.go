@@ -156,6 +156,12 @@ func TestMatMulBroadcast(t *testing.T) {
 // first output.
 func runOutput(t *testing.T, p *alidnn.Program, ins ...*onnx.Tensor) *onnx.Tensor {
 	t.Helper()
+	return runResult(t, p, ins...).Outputs[0]
+}
+
+// runResult runs p once on a fresh in-process engine.
+func runResult(t *testing.T, p *alidnn.Program, ins ...*onnx.Tensor) *alidnn.Result {
+	t.Helper()
 	ctx := context.Background()
 	s, err := alidnn.Load(ctx, local(t), p)
 	if err != nil {
@@ -165,5 +171,16 @@ func runOutput(t *testing.T, p *alidnn.Program, ins ...*onnx.Tensor) *onnx.Tenso
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Outputs[0]
+	return res
+}
+
+// runGraphResult compiles g (opset 13) and runs it once on a fresh
+// in-process engine.
+func runGraphResult(t *testing.T, g *onnx.Graph, ins ...*onnx.Tensor) *alidnn.Result {
+	t.Helper()
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runResult(t, p, ins...)
 }

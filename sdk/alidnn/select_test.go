@@ -1,7 +1,6 @@
 package alidnn_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -37,19 +36,7 @@ func TestSplitGatherLeadingAxis(t *testing.T) {
 		Outputs: []onnx.ValueInfo{vinfo("qs", N, heads, S, D), vinfo("k", N, heads, S, D), vinfo("v", N, heads, S, D),
 			vinfo("vq", 2, N, heads, S, D), vinfo("qkv", N, S, 3*H), vinfo("k1", 1, N, heads, S, D)},
 	}
-	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	s, err := alidnn.Load(ctx, local(t), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(ctx, ramp("x", []int64{N, S, K}, 0.5))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runGraphResult(t, g, ramp("x", []int64{N, S, K}, 0.5))
 	out := make([][]float32, len(res.Outputs))
 	for k, o := range res.Outputs {
 		out[k], _ = o.Float32s()
@@ -128,19 +115,7 @@ func TestSplitTransposed(t *testing.T) {
 		Inputs:  []onnx.ValueInfo{vinfo("x", N, S, K)},
 		Outputs: []onnx.ValueInfo{vinfo("b", 3, N, H), vinfo("h", N, S, H)},
 	}
-	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	s, err := alidnn.Load(ctx, local(t), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(ctx, ramp("x", []int64{N, S, K}, 0.5))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runGraphResult(t, g, ramp("x", []int64{N, S, K}, 0.5))
 	b, _ := res.Outputs[0].Float32s()
 	h, _ := res.Outputs[1].Float32s()
 	for i := range 3 {

@@ -38,6 +38,7 @@ func TestCluster(t *testing.T) {
 		{"KubeletRestart", testKubeletRestart},
 		{"FaasdRestart", testFaasdRestart},
 		{"Unhealthy", testUnhealthy},
+		{"FirstPod", testFirstPod},
 	}
 	for _, s := range steps {
 		ok := t.Run(s.name, func(t *testing.T) {

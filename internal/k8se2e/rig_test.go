@@ -146,9 +146,15 @@ func (r *rig) run(t *testing.T, p *corev1.Pod) {
 	if err := r.c.API.CreatePod(r.ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	r.awaitRunning(t, p.Name)
+}
+
+// awaitRunning waits until pod name of default is Running.
+func (r *rig) awaitRunning(t *testing.T, name string) {
+	t.Helper()
 	var last *corev1.Pod
-	err := poll(r.ctx, waitTimeout, "pod "+p.Name+" Running", func() (bool, error) {
-		got, err := r.c.API.Pod(r.ctx, p.Namespace, p.Name)
+	err := poll(r.ctx, waitTimeout, "pod "+name+" Running", func() (bool, error) {
+		got, err := r.c.API.Pod(r.ctx, "default", name)
 		if err != nil {
 			return false, err
 		}

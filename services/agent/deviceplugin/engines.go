@@ -100,7 +100,7 @@ func (p *Plugin) awaitEngine(ctx context.Context, slot int) error {
 			delete(p.eng.loads, slot)
 			p.eng.mu.Unlock()
 			if l.err != nil {
-				return fmt.Errorf("slot %d: faasd could not load the AliDNN engine for %s: %w", slot, ResourceShare, l.err)
+				return fmt.Errorf("slot %d: faasd could not load the AliDNN engine for %s (its --share-image, as the account of --share-token-file, which must be subscribed to the image's listing): %w", slot, ResourceShare, l.err)
 			}
 			continue
 		case (rec.State == agentapi.Loaded || rec.State == agentapi.Busy) && rec.Role != nil && rec.Role.ID == alidnn.ID:

@@ -110,7 +110,7 @@ func (r *resource) PreStartContainer(ctx context.Context, req *pluginapi.PreStar
 		return &pluginapi.PreStartContainerResponse{}, nil
 	}
 	if err := r.p.preStart(ctx, r.kind, req.DevicesIds); err != nil {
-		r.p.log.Warn("devices not ready for a container", "resource", r.kind, "devices", req.DevicesIds, "err", err)
+		r.p.log.Warn("devices not ready for a container", "resource", r.kind.String(), "devices", req.DevicesIds, "err", err)
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
 	return &pluginapi.PreStartContainerResponse{}, nil

@@ -69,8 +69,12 @@ func (e *Engines) LoadEngine(ctx context.Context, i int) error {
 		if we == nil {
 			we = &agentapi.Error{Code: agentapi.CodeInternal, Message: "the load failed"}
 		}
-		return &apiError{agentapi.Error{Code: we.Code, Hint: we.Hint,
-			Message: fmt.Sprintf("loading %s onto slot %d as %s: %s", e.image, i, p.tenant, we.Message)}}
+		msg := fmt.Sprintf("loading %s onto slot %d as %s: %s", e.image, i, p.tenant, we.Message)
+		if we.Hint != "" {
+			// The kubelet shows only the message: the hint goes with it.
+			msg += " (" + we.Hint + ")"
+		}
+		return &apiError{agentapi.Error{Code: we.Code, Hint: we.Hint, Message: msg}}
 	}
 	return nil
 }

@@ -48,6 +48,20 @@ func TestUsersAddAndServe(t *testing.T) {
 	if _, err := add("isv1", "tenant", "", "--password-file", pwFile, "--if-absent"); err != nil {
 		t.Errorf("--if-absent on an existing account: %v", err)
 	}
+	tokFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokFile, []byte("faas_short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := add("shares", "tenant", "", "--password-file", pwFile, "--token-file", tokFile); !errors.Is(err, auth.ErrInvalid) {
+		t.Errorf("a malformed --token-file: %v", err)
+	}
+	const token = "faas_dev-only-shares-token-published-in-the-rep0"
+	if err := os.WriteFile(tokFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := add("shares", "tenant", "", "--password-file", pwFile, "--token-file", tokFile); err != nil || !strings.Contains(out, "with API token") {
+		t.Fatalf("users add --token-file: %q %v", out, err)
+	}
 	if _, err := add("x1", "boss", "pw\n"); !errors.Is(err, auth.ErrInvalid) {
 		t.Errorf("bad role: %v", err)
 	}
@@ -111,6 +125,16 @@ func TestUsersAddAndServe(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("token: %d", resp.StatusCode)
+	}
+	req, _ = http.NewRequest("GET", url+"/api/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /api/v1/me with the token of --token-file: %d", resp.StatusCode)
 	}
 	cancel()
 	select {

@@ -39,6 +39,7 @@ func TestCluster(t *testing.T) {
 		{"FaasdRestart", testFaasdRestart},
 		{"Unhealthy", testUnhealthy},
 		{"FirstPod", testFirstPod},
+		{"DevOverlay", testDevOverlay},
 	}
 	for _, s := range steps {
 		ok := t.Run(s.name, func(t *testing.T) {

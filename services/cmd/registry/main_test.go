@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -126,15 +127,12 @@ func TestUsersAddAndServe(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("token: %d", resp.StatusCode)
 	}
-	req, _ = http.NewRequest("GET", url+"/api/v1/me", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err = http.DefaultClient.Do(req)
+	rc, err := registryclient.New(url, registryclient.WithToken(token))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("GET /api/v1/me with the token of --token-file: %d", resp.StatusCode)
+	if me, err := rc.Me(ctx); err != nil || me.Name != "shares" {
+		t.Errorf("the token of --token-file: %+v, %v; want the shares account", me, err)
 	}
 	cancel()
 	select {

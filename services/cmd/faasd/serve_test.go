@@ -17,15 +17,7 @@ import (
 // http(s) base URL stops faasd before it touches a board or the registry.
 func TestServeRefusesBadMirror(t *testing.T) {
 	dir := t.TempDir()
-	k, err := sign.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := sign.MarshalPublicKey(k.Public())
-	trust := filepath.Join(dir, "platform.pub")
-	if err := os.WriteFile(trust, pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	trust := trustKey(t, dir)
 	t.Setenv("FAAS_NODE_TOKEN", "faas_node")
 	for _, m := range []string{"http://user:secret@127.0.0.1:65001", "127.0.0.1:65001", "http://127.0.0.1:65001/v2"} {
 		cmd := serveCommand()
@@ -79,15 +71,7 @@ func TestSimOverheat(t *testing.T) {
 // mistake stops faasd before it touches a board, naming the flag.
 func TestServeShareFlags(t *testing.T) {
 	dir := t.TempDir()
-	k, err := sign.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := sign.MarshalPublicKey(k.Public())
-	trust := filepath.Join(dir, "platform.pub")
-	if err := os.WriteFile(trust, pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	trust := trustKey(t, dir)
 	t.Setenv("FAAS_NODE_TOKEN", "faas_node")
 	t.Setenv("FAAS_SHARE_TOKEN", "")
 	base := []string{"--registry", "http://127.0.0.1:1", "--node-user", "node1", "--trust-key", trust,
@@ -112,4 +96,19 @@ func TestServeShareFlags(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
 		t.Errorf("state dir: %v, want none made", err)
 	}
+}
+
+// trustKey writes a platform public key into dir for --trust-key.
+func trustKey(t *testing.T, dir string) string {
+	t.Helper()
+	k, err := sign.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := sign.MarshalPublicKey(k.Public())
+	trust := filepath.Join(dir, "platform.pub")
+	if err := os.WriteFile(trust, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return trust
 }

@@ -66,4 +66,3 @@ func AgentToken() (string, error) {
 	}
 	return cmp.Or(l.Token, os.Getenv(AllocationEnv)), nil
 }
-

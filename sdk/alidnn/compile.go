@@ -374,6 +374,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.reduceMeanNode(n)
 	case "LayerNormalization":
 		return c.layerNormNode(n)
+	case "Gelu", "Swish", "Mish", "RMSNormalization", "CastLike":
+		return c.functionNode(n)
 	case "Pow":
 		return c.powNode(n)
 	case "Erf":

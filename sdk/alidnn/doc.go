@@ -54,7 +54,10 @@
 // to every lane: ReduceMean so (kept, read only by element-wise operators
 // that meet the full width), as the layer normalisation exporters
 // decompose and RMSNorm write it, and LayerNormalization (opset 17, over
-// the last axis) as that sequence (see layernorm.go). Concat moves each input
+// the last axis) as that sequence (see layernorm.go). Gelu (exact and
+// tanh), Swish, Mish and RMSNormalization (over the last axis) compile as
+// the sequences of their ONNX function bodies, CastLike as Cast (see
+// function.go). Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch

@@ -31,7 +31,9 @@
 // them — attention's Q·Kᵀ and attention·V (see matmul.go). Stacks of
 // matrices broadcast as numpy's: a constant B's stacks over A's, and over
 // a graph input's repeated as the runtime packs it; a computed A whose
-// matrices a constant B's stacks would repeat is refused. Max and average
+// matrices a constant B's stacks would repeat is refused. A vector operand
+// of a MatMul by a constant B is numpy's row or column (see matvec.go).
+// Max and average
 // pooling become POOL layers (global pooling of images beyond POOL's
 // 15-pixel window folds the pixels with the ALU, see gap.go); element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,

@@ -56,7 +56,10 @@
 // to every lane: ReduceMean so (kept, read only by element-wise operators
 // that meet the full width), as the layer normalisation exporters
 // decompose and RMSNorm write it, and LayerNormalization (opset 17, over
-// the last axis) as that sequence (see layernorm.go). Gelu (exact and
+// the last axis) as that sequence, its optional Mean and InvStdDev picked
+// from lane 0 by a MatMul (see layernorm.go); a graph input that such a
+// normalisation reads first is laid out as hidden states, its last axis on
+// the lanes, as a MatMul lays out one, not as an image. Gelu (exact and
 // tanh), Swish, Mish and RMSNormalization (over the last axis) compile as
 // the sequences of their ONNX function bodies, CastLike as Cast (see
 // function.go). Concat moves each input

@@ -124,6 +124,7 @@ func (c *compiler) rmsNormNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	hiddenLayout(x)
 	xn, y, p := n.Inputs[0], n.Outputs[0], n.Outputs[0]+"/rms/"
 	seq := []*onnx.Node{
 		{OpType: "Pow", Inputs: []string{xn, c.constScalar(p+"two", 2)}, Outputs: []string{p + "x2"}},
@@ -145,4 +146,14 @@ func (c *compiler) castLikeNode(n *onnx.Node) error {
 	m := &onnx.Node{Name: n.Name, OpType: "Cast", Inputs: n.Inputs[:1], Outputs: n.Outputs,
 		Attrs: []*onnx.Attribute{{Name: "to", Type: onnx.AttrInt, I: int64(like.typ)}}}
 	return c.node(m)
+}
+
+// hiddenLayout lays out a graph input that a normalisation over its last
+// axis reads first as a MatMul reads one (see matmulNode), that axis on the
+// lanes as a transformer's hidden states, rather than as an image of rank 3
+// or 4 with axis 1 on them, over which the lane mean could not run.
+func hiddenLayout(x *value) {
+	if r := x.root(); r.input && r.lay.shape == nil && eqInts(x.shape, r.shape) {
+		r.lay = matLayout(r.shape)
+	}
 }

@@ -163,14 +163,10 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 	if a != r-1 {
 		return fmt.Errorf("LayerNormalization of %s from axis %d: only over the last axis: %w", x, axis, ErrUnsupported)
 	}
-	for k := 1; k < len(n.Outputs); k++ {
-		if n.Outputs[k] != "" {
-			return fmt.Errorf("LayerNormalization's output %d (Mean, InvStdDev) %q: only Y: %w", k, n.Outputs[k], ErrUnsupported)
-		}
-	}
 	if _, err := c.needConst(n, 1, "Scale"); err != nil {
 		return err
 	}
+	hiddenLayout(x)
 	eps, err := n.Float("epsilon", 1e-5)
 	if err != nil {
 		return err
@@ -195,5 +191,34 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 	} else {
 		seq[len(seq)-1].Outputs[0] = y
 	}
-	return c.runSeq(n, seq, map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1})
+	uses := map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1}
+	seq = append(seq, c.layerNormStats(n, x.shape[r-1], uses)...)
+	return c.runSeq(n, seq, uses)
+}
+
+// layerNormStats writes LayerNormalization's optional outputs Mean and
+// InvStdDev, [..., 1]: the lane mean and the standard deviation are held
+// broadcast to every lane, so a MatMul by the column that picks lane 0
+// reduces them to the one value the graph declares (exact: one product by
+// 1 and sums of zeros).
+func (c *compiler) layerNormStats(n *onnx.Node, C int, uses map[string]int) []*onnx.Node {
+	p := n.Outputs[0] + "/ln/"
+	pick := p + "pick"
+	col := make([]float32, C)
+	col[0] = 1
+	c.vals[pick] = constFloat(pick, []int{C, 1}, col)
+	var seq []*onnx.Node
+	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
+		seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{p + "mean", pick}, Outputs: []string{n.Outputs[1]}})
+		uses[p+"mean"]++
+	}
+	if len(n.Outputs) > 2 && n.Outputs[2] != "" {
+		c.vals[p+"one"] = constFloat(p+"one", nil, []float32{1})
+		seq = append(seq,
+			&onnx.Node{OpType: "Div", Inputs: []string{p + "one", p + "std"}, Outputs: []string{p + "inv"}},
+			&onnx.Node{OpType: "MatMul", Inputs: []string{p + "inv", pick}, Outputs: []string{n.Outputs[2]}})
+		uses[p+"std"]++
+		uses[p+"inv"] = 1
+	}
+	return seq
 }

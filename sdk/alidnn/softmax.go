@@ -3,6 +3,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -106,7 +107,7 @@ func (c *compiler) runSeq(n *onnx.Node, seq []*onnx.Node, uses map[string]int) e
 	y := n.Outputs[0]
 	for _, m := range seq {
 		m.Name = n.Name
-		if o := m.Outputs[0]; o != y {
+		if o := m.Outputs[0]; strings.HasPrefix(o, y+"/") {
 			m.Name += "/" + o[len(y)+1:]
 		}
 		var err error

@@ -41,11 +41,11 @@ var params = map[string][]int{
 	"Clip":               {1, 2},
 	"LayerNormalization": {1, 2},
 	"RMSNormalization":   {1},
-	// Shapes, axes and positions: a deployed model writes them as constants.
+	// Shapes, axes and sizes: a deployed model writes them as constants.
+	// (Gather's indices stay inputs: token ids are.)
 	"Expand":    {1},
 	"Slice":     {1, 2, 3, 4},
 	"Split":     {1},
-	"Gather":    {1},
 	"Range":     {0, 1, 2},
 	"ReduceMax": {1}, "ReduceMean": {1}, "ReduceMin": {1}, "ReduceSum": {1},
 	// Pow's exponent: the engine raises to constant powers (see alidnn's pow.go).

@@ -1,0 +1,58 @@
+package alidnn_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// TestLayerNormStats runs LayerNormalization (opset 17) of a graph input
+// [2,3,40] — hidden states, the last axis on the lanes, not an image —
+// with its optional outputs Mean and InvStdDev [2,3,1], against float64.
+func TestLayerNormStats(t *testing.T) {
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", 2, 3, 40)},
+		Initializers: []*onnx.Tensor{ramp("g", []int64{40}, 0.2), ramp("b", []int64{40}, 0.05)},
+		Nodes: []*onnx.Node{{Name: "ln", OpType: "LayerNormalization", Inputs: []string{"x", "g", "b"}, Outputs: []string{"y", "mean", "inv"},
+			Attrs: []*onnx.Attribute{{Name: "epsilon", Type: onnx.AttrFloat, F: 0.01}}}},
+		Outputs: []onnx.ValueInfo{{Name: "y"}, {Name: "mean"}, {Name: "inv"}},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 17}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := ramp("x", []int64{2, 3, 40}, 0.3)
+	res := runResult(t, p, x)
+	xf, _ := x.Float32s()
+	gf, _ := ramp("g", []int64{40}, 0.2).Float32s()
+	bf, _ := ramp("b", []int64{40}, 0.05).Float32s()
+	var y, mean, inv []float64
+	for r := range 6 {
+		row := xf[r*40:][:40]
+		m, v := 0.0, 0.0
+		for _, e := range row {
+			m += float64(e) / 40
+		}
+		for _, e := range row {
+			v += (float64(e) - m) * (float64(e) - m) / 40
+		}
+		is := 1 / math.Sqrt(v+float64(float32(0.01)))
+		for k, e := range row {
+			y = append(y, (float64(e)-m)*is*float64(gf[k])+float64(bf[k]))
+		}
+		mean, inv = append(mean, m), append(inv, is)
+	}
+	for k, want := range [][]float64{y, mean, inv} {
+		out := res.Outputs[k]
+		if k > 0 && (len(out.Dims) != 3 || out.Dims[2] != 1) {
+			t.Errorf("output %d: dims %v, want [2 3 1]", k, out.Dims)
+		}
+		got, err := out.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkClose(t, got, want)
+	}
+}

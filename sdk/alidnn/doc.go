@@ -117,8 +117,9 @@
 // MatMul by a 0/1 selection matrix from the constant segment (see
 // where.go). Split and Gather along a leading axis (timm's qkv.unbind(0)
 // of [3, B, heads, N, D], Split → Squeeze) pick whole 16-lane elements
-// with a permute layer; one along the lanes that would move values is
-// refused (see select.go).
+// with a permute layer, as does a Slice of a computed tensor, one pick per
+// sliced axis (see slice.go); one along the lanes that would move values
+// is refused (see select.go).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at

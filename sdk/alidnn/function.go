@@ -115,7 +115,7 @@ func (c *compiler) rmsNormNode(n *onnx.Node) error {
 		return fmt.Errorf("RMSNormalization of %s: %w", x, err)
 	}
 	if a != len(x.shape)-1 {
-		return fmt.Errorf("RMSNormalization of %s from axis %d: only over the last axis: %w", x, axis, ErrUnsupported)
+		return c.normFromAxis(n, x, a)
 	}
 	if _, err := c.needConst(n, 1, "Scale"); err != nil {
 		return err

@@ -161,7 +161,7 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 		return err
 	}
 	if a != r-1 {
-		return fmt.Errorf("LayerNormalization of %s from axis %d: only over the last axis: %w", x, axis, ErrUnsupported)
+		return c.normFromAxis(n, x, a)
 	}
 	if _, err := c.needConst(n, 1, "Scale"); err != nil {
 		return err

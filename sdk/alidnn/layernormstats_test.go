@@ -56,3 +56,44 @@ func TestLayerNormStats(t *testing.T) {
 		checkClose(t, got, want)
 	}
 }
+
+// TestLayerNormFromAxis0 normalises a graph input [3,40] over both axes
+// (axis 0), as the same normalisation of the [1,120] view, against float64.
+func TestLayerNormFromAxis0(t *testing.T) {
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", 3, 40)},
+		Initializers: []*onnx.Tensor{ramp("g", []int64{3, 40}, 0.2)},
+		Nodes: []*onnx.Node{{Name: "ln", OpType: "LayerNormalization", Inputs: []string{"x", "g"}, Outputs: []string{"y", "mean"},
+			Attrs: []*onnx.Attribute{{Name: "axis", Type: onnx.AttrInt, I: 0}}}},
+		Outputs: []onnx.ValueInfo{{Name: "y"}, {Name: "mean"}},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 17}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := ramp("x", []int64{3, 40}, 0.3)
+	res := runResult(t, p, x)
+	xf, _ := x.Float32s()
+	gf, _ := ramp("g", []int64{3, 40}, 0.2).Float32s()
+	m, v := 0.0, 0.0
+	for _, e := range xf {
+		m += float64(e) / 120
+	}
+	for _, e := range xf {
+		v += (float64(e) - m) * (float64(e) - m) / 120
+	}
+	var y []float64
+	for k, e := range xf {
+		y = append(y, (float64(e)-m)/math.Sqrt(v+float64(float32(1e-5)))*float64(gf[k]))
+	}
+	if d := res.Outputs[1].Dims; len(d) != 2 || d[0] != 1 || d[1] != 1 {
+		t.Errorf("mean dims %v, want [1 1]", d)
+	}
+	for k, want := range [][]float64{y, {m}} {
+		got, err := res.Outputs[k].Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkClose(t, got, want)
+	}
+}

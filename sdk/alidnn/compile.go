@@ -370,8 +370,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
-	case "ReduceMean":
-		return c.reduceMeanNode(n)
+	case "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin":
+		return c.reduceNode(n)
 	case "LayerNormalization":
 		return c.layerNormNode(n)
 	case "Gelu", "Swish", "Mish", "RMSNormalization", "CastLike":

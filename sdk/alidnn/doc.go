@@ -64,7 +64,8 @@
 // the lanes, as a MatMul lays out one, not as an image. Gelu (exact and
 // tanh), Swish, Mish and RMSNormalization (over the last axis) compile as
 // the sequences of their ONNX function bodies, CastLike as Cast (see
-// function.go). Concat moves each input
+// function.go). ReduceSum, ReduceMax and ReduceMin run only as the identity
+// that empty axes with noop_with_empty_axes make them (see reduce.go). Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch

@@ -73,23 +73,8 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 // where the graph declares one, so everything that reads it must be
 // element-wise operators whose results meet a tensor of the full width
 // (see broadcastsSafely).
-func (c *compiler) reduceMeanNode(n *onnx.Node) error {
-	x, err := c.need(n, 0)
-	if err != nil {
-		return err
-	}
+func (c *compiler) reduceMeanNode(n *onnx.Node, x *value, axes []int64) error {
 	r := len(x.shape)
-	axes, err := n.Ints("axes")
-	if err != nil {
-		return err
-	}
-	if len(n.Inputs) > 1 && n.Inputs[1] != "" {
-		a, err := c.needConst(n, 1, "axes")
-		if err != nil {
-			return err
-		}
-		axes = a.ints()
-	}
 	keep, err := n.Int("keepdims", 1)
 	if err != nil {
 		return err

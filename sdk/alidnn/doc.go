@@ -110,7 +110,9 @@
 // condition (a view of a BOOL input or a comparison's result, such as a
 // padding mask [N,1,1,S] over the scores) and
 // a constant scalar k, t·p + k·(1 − p), or min(t, ±∞) for k = −∞; other
-// computed conditions are refused. An INT64 or BOOL input is laid out
+// computed conditions are refused. Where of two computed FLOAT tensors is
+// max(min(x, b), min(y, −b)), b +∞ where x is picked and −∞ elsewhere
+// (see wheretwo.go; exact but for NaN, which the ALU's min and max drop). An INT64 or BOOL input is laid out
 // with its leading axes outer, so that such a mask [N,S] broadcasts over
 // scores of any length. Split of a computed tensor along its last axis (GPT-2's fused
 // QKV) is a MatMul per part by a 0/1 selection matrix, and a Gemm of a

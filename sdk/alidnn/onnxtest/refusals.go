@@ -17,10 +17,10 @@ package onnxtest
 //   - zero-size tensors (the empty-set and zero-split tests);
 //   - a Gather of a computed tensor by indices known only at run time: the
 //     engine has no indirect load;
-//   - what the ALU, without compare or select, cannot do exactly for every
-//     value: comparisons of two computed FLOAT tensors and Where of two
-//     (infinities and NaN would give wrong answers), Pow by exponents that
-//     differ per element (e^(y·ln x) is wrong for negative x);
+//   - what the ALU, without compare, cannot do exactly for every value:
+//     comparisons of two computed FLOAT tensors (an arithmetic form would
+//     answer wrong for infinities), Pow by exponents that differ per
+//     element (e^(y·ln x) is wrong for negative x);
 //   - what would move values between the lanes: a broadcast along them
 //     (Expand of [3,1]), a Gather or Slice along them.
 //
@@ -374,6 +374,5 @@ var refusals = map[string]string{
 	"test_sub_uint32":                                            "input \"x\": element type UINT32",
 	"test_sub_uint64":                                            "input \"x\": element type UINT64",
 	"test_sub_uint8":                                             "multiply by a float constant on an integer tensor",
-	"test_where_example":                                         "Where of two computed tensors \"x\" [2 2] and \"y\" [2 2]",
 	"test_where_long_example":                                    "input 1 (\"x\") is INT64 from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition",
 }

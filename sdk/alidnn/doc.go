@@ -64,8 +64,10 @@
 // the lanes, as a MatMul lays out one, not as an image. Gelu (exact and
 // tanh), Swish, Mish and RMSNormalization (over the last axis) compile as
 // the sequences of their ONNX function bodies, CastLike as Cast (see
-// function.go). ReduceSum, ReduceMax and ReduceMin run only as the identity
-// that empty axes with noop_with_empty_axes make them (see reduce.go). Concat moves each input
+// function.go). ReduceSum, ReduceMax and ReduceMin follow ReduceMean's rule
+// (see reduce.go): the sum a MatMul by ones, the maximum and minimum
+// Softmax's rotations with the infinities put back (see lanemax.go); with
+// empty axes and noop_with_empty_axes all four are the identity. Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch

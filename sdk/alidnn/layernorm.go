@@ -68,35 +68,6 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	return nil
 }
 
-// reduceMeanNode compiles ReduceMean of a computed tensor over its last
-// axis, kept, as a MatMul by the mean matrix; its result holds C lanes
-// where the graph declares one, so everything that reads it must be
-// element-wise operators whose results meet a tensor of the full width
-// (see broadcastsSafely).
-func (c *compiler) reduceMeanNode(n *onnx.Node, x *value, axes []int64) error {
-	r := len(x.shape)
-	keep, err := n.Int("keepdims", 1)
-	if err != nil {
-		return err
-	}
-	last := len(axes) == 1 && r > 0
-	if last {
-		a, err := normAxis(int(axes[0]), r)
-		if err != nil {
-			return err
-		}
-		last = a == r-1
-	}
-	if !last || keep != 1 {
-		return fmt.Errorf("ReduceMean over axes %v (keepdims %d) of %s: only over the last axis, kept: %w", axes, keep, x, ErrUnsupported)
-	}
-	C := x.shape[r-1]
-	if !c.broadcastsSafely(n.Outputs[0], C) {
-		return fmt.Errorf("ReduceMean of %s over its last axis: only into element-wise operators that meet a tensor of %d values on that axis (a LayerNorm's), as the mean is held broadcast to them: %w", x, C, ErrUnsupported)
-	}
-	return c.laneReduce(n)
-}
-
 // broadcastsSafely reports whether the value name, whose last axis of 1
 // the engine holds broadcast to C, is read only by element-wise operators
 // (laneWise) whose results either meet a compiled operand of C values on

@@ -153,28 +153,19 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 }
 
 // layerNormStats writes LayerNormalization's optional outputs Mean and
-// InvStdDev, [..., 1]: the lane mean and the standard deviation are held
-// broadcast to every lane, so a MatMul by the column that picks lane 0
-// reduces them to the one value the graph declares (exact: one product by
-// 1 and sums of zeros).
+// InvStdDev, [..., 1], which the sequence holds broadcast to every lane:
+// pickLane0 reduces them to the one value the graph declares.
 func (c *compiler) layerNormStats(n *onnx.Node, C int, uses map[string]int) []*onnx.Node {
 	p := n.Outputs[0] + "/ln/"
-	pick := p + "pick"
-	col := make([]float32, C)
-	col[0] = 1
-	c.vals[pick] = constFloat(pick, []int{C, 1}, col)
 	var seq []*onnx.Node
 	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
-		seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{p + "mean", pick}, Outputs: []string{n.Outputs[1]}})
-		uses[p+"mean"]++
+		seq = append(seq, c.pickLane0(p+"mean", n.Outputs[1], C, uses)...)
 	}
 	if len(n.Outputs) > 2 && n.Outputs[2] != "" {
 		c.vals[p+"one"] = constFloat(p+"one", nil, []float32{1})
-		seq = append(seq,
-			&onnx.Node{OpType: "Div", Inputs: []string{p + "one", p + "std"}, Outputs: []string{p + "inv"}},
-			&onnx.Node{OpType: "MatMul", Inputs: []string{p + "inv", pick}, Outputs: []string{n.Outputs[2]}})
+		seq = append(seq, &onnx.Node{OpType: "Div", Inputs: []string{p + "one", p + "std"}, Outputs: []string{p + "inv"}})
 		uses[p+"std"]++
-		uses[p+"inv"] = 1
+		seq = append(seq, c.pickLane0(p+"inv", n.Outputs[2], C, uses)...)
 	}
 	return seq
 }

@@ -97,3 +97,36 @@ func TestLayerNormFromAxis0(t *testing.T) {
 		checkClose(t, got, want)
 	}
 }
+
+// TestLayerNormMeanNonFinite: LayerNormalization's Mean of rows holding
+// +∞ or NaN is +∞ or NaN, as in float64 — the pick of lane 0 multiplies
+// the other lanes, which hold the same mean, by 0 only once they are 0.
+func TestLayerNormMeanNonFinite(t *testing.T) {
+	xf := make([]float32, 3*20)
+	for k := range xf {
+		xf[k] = float32(k%7) - 3
+	}
+	xf[20+4] = float32(math.Inf(1))
+	xf[40+9] = float32(math.NaN())
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", 3, 20)},
+		Initializers: []*onnx.Tensor{ramp("g", []int64{20}, 0.2)},
+		Nodes:        []*onnx.Node{{Name: "ln", OpType: "LayerNormalization", Inputs: []string{"x", "g"}, Outputs: []string{"y", "mean"}}},
+		Outputs:      []onnx.ValueInfo{{Name: "y"}, {Name: "mean"}},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 17}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := runResult(t, p, onnx.NewFloat32("x", []int64{3, 20}, xf)).Outputs[1].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := 0.0
+	for _, v := range xf[:20] {
+		m += float64(v) / 20
+	}
+	if len(got) != 3 || math.Abs(float64(got[0])-m) > 1e-6 || !math.IsInf(float64(got[1]), 1) || !math.IsNaN(float64(got[2])) {
+		t.Errorf("means %v, want [%g +Inf NaN]", got, m)
+	}
+}

@@ -11,9 +11,9 @@ import (
 // and over the last axis, kept, as a lane reduction — ReduceMean and
 // ReduceSum a MatMul by the matrix of 1/C or of ones (see laneReduce),
 // ReduceMax and ReduceMin rotations (see laneExtreme). Its result holds C
-// lanes where the graph declares one, so everything that reads it must be
-// element-wise operators whose results meet a tensor of the full width
-// (see broadcastsSafely): no graph output, no other axes.
+// lanes where the graph declares one: as it is, for element-wise
+// operators whose results meet a tensor of the full width (see
+// broadcastsSafely), and reduced to one lane for any other reader.
 func (c *compiler) reduceNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -56,10 +56,21 @@ func (c *compiler) reduceNode(n *onnx.Node) error {
 	}
 	C := x.shape[r-1]
 	if !c.broadcastsSafely(n.Outputs[0], C) {
-		return fmt.Errorf("%s of %s over its last axis: only into element-wise operators that meet a tensor of %d values on that axis (a LayerNorm's), as the result is held broadcast to them: %w", n.OpType, x, C, ErrUnsupported)
+		return c.reducePicked(n, C)
 	}
 	if n.OpType == "ReduceMax" || n.OpType == "ReduceMin" {
 		return c.laneExtreme(n, x)
 	}
 	return c.laneReduce(n)
+}
+
+// reducePicked compiles a reduction over the last axis that something
+// other than full-width element-wise operators reads (a graph output, a
+// Reshape, a MatMul) as the broadcast reduction and pickLane0: the reduced
+// tensor the graph declares.
+func (c *compiler) reducePicked(n *onnx.Node, C int) error {
+	lanes := n.Outputs[0] + "/reduce/lanes"
+	m := &onnx.Node{Name: n.Name, OpType: n.OpType, Inputs: n.Inputs, Attrs: n.Attrs, Outputs: []string{lanes}}
+	uses := map[string]int{}
+	return c.runSeq(n, append([]*onnx.Node{m}, c.pickLane0(lanes, n.Outputs[0], C, uses)...), uses)
 }

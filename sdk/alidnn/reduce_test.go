@@ -41,8 +41,8 @@ func TestReduceNoop(t *testing.T) {
 
 // TestReduceRefused: reductions the engine does not map are refused naming
 // the node, the axes and the reason — by no axes without the no-op flag
-// (all of them), over another axis or several, and one over the last axis
-// that a graph output reads, which the engine would hold broadcast.
+// (all of them), over another axis or several, and over the last axis of
+// an image (its channels on the lanes).
 func TestReduceRefused(t *testing.T) {
 	for _, tc := range []struct {
 		op   string
@@ -50,7 +50,7 @@ func TestReduceRefused(t *testing.T) {
 		want string
 	}{
 		{"ReduceMean", nil, "only over the last axis"},
-		{"ReduceSum", []int64{-1}, "only into element-wise operators"},
+		{"ReduceSum", []int64{-1}, "laid out as 16 rows of 3 channels"},
 		{"ReduceMax", []int64{1}, "axes [1] (keepdims 1)"},
 		{"ReduceMin", []int64{0, 2}, "axes [0 2]"},
 	} {
@@ -58,5 +58,50 @@ func TestReduceRefused(t *testing.T) {
 		if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), `"red"`) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s over %v: %v, want ErrUnsupported naming \"red\" and %q", tc.op, tc.axes, err, tc.want)
 		}
+	}
+}
+
+// TestReducedOutputs returns the four reductions over the last axis of
+// hidden states [1,5,40] (a MatMul's) as graph outputs [1,5,1], and the
+// product of two of them, against float64.
+func TestReducedOutputs(t *testing.T) {
+	axes, _ := onnx.NewInt("axes", onnx.Int64, []int64{1}, []int64{-1})
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", 1, 5, 8)},
+		Initializers: []*onnx.Tensor{axes, ramp("w", []int64{8, 40}, 0.07)},
+		Nodes:        []*onnx.Node{{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"p"}}},
+	}
+	ops := []string{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}
+	for _, op := range ops {
+		g.Nodes = append(g.Nodes, &onnx.Node{Name: op, OpType: op, Inputs: []string{"p", "axes"}, Outputs: []string{op}})
+		g.Outputs = append(g.Outputs, onnx.ValueInfo{Name: op})
+	}
+	g.Nodes = append(g.Nodes, &onnx.Node{Name: "mul", OpType: "Mul", Inputs: []string{"ReduceMax", "ReduceMin"}, Outputs: []string{"prod"}})
+	g.Outputs = append(g.Outputs, onnx.ValueInfo{Name: "prod"})
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 18}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := ramp("x", []int64{1, 5, 8}, 0.3)
+	res := runResult(t, p, x)
+	want := make([][]float64, 5)
+	for _, row := range hidden(x) {
+		s, hi, lo := 0.0, math.Inf(-1), math.Inf(1)
+		for _, v := range row {
+			s, hi, lo = s+v, math.Max(hi, v), math.Min(lo, v)
+		}
+		for k, v := range []float64{s / 40, s, hi, lo, hi * lo} {
+			want[k] = append(want[k], v)
+		}
+	}
+	for k, out := range res.Outputs {
+		if len(out.Dims) != 3 || out.Dims[2] != 1 {
+			t.Errorf("output %d: dims %v, want [1 5 1]", k, out.Dims)
+		}
+		got, err := out.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkClose(t, got, want[k])
 	}
 }

@@ -140,6 +140,11 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	if commutes && eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
 		a, b = b, a
 	}
+	if spreadsLanes(a, b, shape) {
+		if b, err = c.spreadLanes(n, b, shape[len(shape)-1]); err != nil {
+			return err
+		}
+	}
 	if !eqInts(b.shape, shape) && (!b.input || b.lay.shape != nil || b.packed != nil) {
 		return c.broadcastOperand(n, op, a, b)
 	}

@@ -374,7 +374,7 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.reduceNode(n)
 	case "LayerNormalization":
 		return c.layerNormNode(n)
-	case "Gelu", "Swish", "Mish", "RMSNormalization", "CastLike":
+	case "Gelu", "Swish", "Mish", "RMSNormalization", "CastLike", "Reciprocal":
 		return c.functionNode(n)
 	case "Pow":
 		return c.powNode(n)

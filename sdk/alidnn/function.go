@@ -13,7 +13,7 @@ import (
 // path serves both (and the ONNX node tests' _expanded variants check it).
 
 // functionNode compiles Gelu, Swish, Mish and RMSNormalization as their
-// function bodies, and CastLike as Cast.
+// function bodies, CastLike as Cast and Reciprocal as the division of 1.
 func (c *compiler) functionNode(n *onnx.Node) error {
 	switch n.OpType {
 	case "Gelu":
@@ -26,6 +26,9 @@ func (c *compiler) functionNode(n *onnx.Node) error {
 		return c.rmsNormNode(n)
 	case "CastLike":
 		return c.castLikeNode(n)
+	case "Reciprocal":
+		one := c.constScalar(n.Outputs[0]+"/reciprocal/one", 1)
+		return c.runSeq(n, []*onnx.Node{{OpType: "Div", Inputs: []string{one, n.Inputs[0]}, Outputs: n.Outputs[:1]}}, nil)
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }

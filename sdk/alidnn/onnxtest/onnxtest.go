@@ -25,33 +25,6 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// params lists, per operator, the inputs that are parameters.
-var params = map[string][]int{
-	"Conv":               {1, 2},
-	"ConvInteger":        {1, 2, 3},
-	"QLinearConv":        {1, 2, 3, 4, 5, 6, 7, 8},
-	"Gemm":               {1, 2},
-	"MatMul":             {1},
-	"MatMulInteger":      {1, 2, 3},
-	"QLinearMatMul":      {1, 2, 3, 4, 5, 6, 7},
-	"BatchNormalization": {1, 2, 3, 4},
-	"QuantizeLinear":     {1, 2},
-	"DequantizeLinear":   {1, 2},
-	"Reshape":            {1},
-	"Clip":               {1, 2},
-	"LayerNormalization": {1, 2},
-	"RMSNormalization":   {1},
-	// Shapes, axes and sizes: a deployed model writes them as constants.
-	// (Gather's indices stay inputs: token ids are.)
-	"Expand":    {1},
-	"Slice":     {1, 2, 3, 4},
-	"Split":     {1},
-	"Range":     {0, 1, 2},
-	"ReduceMax": {1}, "ReduceMean": {1}, "ReduceMin": {1}, "ReduceSum": {1},
-	// Pow's exponent: the engine raises to constant powers (see alidnn's pow.go).
-	"Pow": {1},
-}
-
 // Result is the outcome of one folder.
 type Result struct {
 	Dir   string
@@ -117,7 +90,7 @@ func run(ctx context.Context, dev alidnn.Device, dir string, opts Options, r *Re
 		for k, t := range ins {
 			t.Name = graphIns[k]
 		}
-		bound, runtime := split(m.Graph, ins)
+		bound, runtime := split(dir, m.Graph, ins)
 		copts := append(shapesOf(runtime), alidnn.WithConstants(bound...))
 		var prog *alidnn.Program
 		if opts.Quantize {
@@ -174,26 +147,6 @@ func realInputs(g *onnx.Graph) []string {
 		}
 	}
 	return out
-}
-
-// split separates the parameter inputs from the runtime inputs.
-func split(g *onnx.Graph, ins []*onnx.Tensor) (bound, runtime []*onnx.Tensor) {
-	param := map[string]bool{}
-	for _, n := range g.Nodes {
-		for _, k := range params[n.OpType] {
-			if k < len(n.Inputs) {
-				param[n.Inputs[k]] = true
-			}
-		}
-	}
-	for _, t := range ins {
-		if param[t.Name] {
-			bound = append(bound, t)
-		} else {
-			runtime = append(runtime, t)
-		}
-	}
-	return bound, runtime
 }
 
 func readSet(dir, kind string) ([]*onnx.Tensor, error) {

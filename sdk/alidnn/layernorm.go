@@ -17,7 +17,8 @@ import (
 // are element-wise operators whose results meet a tensor of the full width
 // — the decomposition exporters write (ReduceMean, Sub, Pow 2, ReduceMean,
 // Add ε, Sqrt, Div, Mul, Add), and RMSNorm's — and LayerNormalization
-// (opset 17) becomes that sequence.
+// (opset 17) becomes that sequence (see reduce.go; other readers get the
+// reduced tensor, see picklane.go).
 
 // laneWise are the element-wise operators a mean broadcast over the lanes
 // may feed.

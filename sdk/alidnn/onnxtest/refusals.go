@@ -12,8 +12,8 @@ package onnxtest
 //     2-bit ones (which sdk/onnx does not read); int8 and uint8 graph
 //     inputs are quantised values, which reach arithmetic only through
 //     DequantizeLinear, and INT64/BOOL inputs only as embed.go's ids and
-//     masks (so Range's integer function body, Reduce* of BOOL, Pow of
-//     INT64 are refused too);
+//     masks (so Where and Pow of INT64, Reduce* of BOOL and Range's integer
+//     function body are refused too);
 //   - zero-size tensors (the empty-set and zero-split tests);
 //   - a Gather of a computed tensor by indices known only at run time: the
 //     engine has no indirect load;
@@ -21,15 +21,15 @@ package onnxtest
 //     comparisons of two computed FLOAT tensors (an arithmetic form would
 //     answer wrong for infinities), Pow by exponents that differ per
 //     element (e^(y·ln x) is wrong for negative x);
-//   - what would move values between the lanes: a broadcast along them
-//     (Expand of [3,1]), a Gather or Slice along them.
+//   - a Gather or Slice along the lanes, which would move values between
+//     them.
 //
-// Mappable, not done yet: reductions (ReduceMean, ReduceSum, ReduceMax,
-// ReduceMin) over axes other than the last — so the _expanded
-// RMSNormalization function bodies, and Softmax's over another axis; LayerNormalization and
-// RMSNormalization from an axis before the last where the lanes do not hold
-// the flattened view (an image-laid-out input, element-wise work on the
-// unflattened storage); DynamicQuantizeLinear; per-axis and blocked QuantizeLinear and
+// Mappable, not done yet: reductions over axes other than the last (so
+// the _expanded RMSNormalization bodies and Softmax's over axis 0 or 1);
+// LayerNormalization and RMSNormalization from an earlier axis where the
+// lanes do not hold the flattened view (an input laid out as an image,
+// element-wise work on the unflattened storage); Expand of a computed
+// tensor; DynamicQuantizeLinear; per-axis and blocked QuantizeLinear and
 // DequantizeLinear; QLinearMatMul of stacks with a zero point; a vector A
 // by stacks of B (test_matmul_1d_3d).
 var refusals = map[string]string{

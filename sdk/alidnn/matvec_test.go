@@ -52,3 +52,37 @@ func TestMatMulVectors(t *testing.T) {
 		})
 	}
 }
+
+// TestMatMulVectorByStacks multiplies a vector [20] by a constant stack
+// [3,20,4] (onnx's test_matmul_1d_3d in size): out [3,4], against float64.
+func TestMatMulVectorByStacks(t *testing.T) {
+	b := ramp("b", []int64{3, 20, 4}, 0.1)
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("a", 20)},
+		Initializers: []*onnx.Tensor{b},
+		Nodes:        []*onnx.Node{{Name: "mm", OpType: "MatMul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}}},
+		Outputs:      []onnx.ValueInfo{{Name: "y"}},
+	}
+	a := ramp("a", []int64{20}, 0.3)
+	res := runGraphResult(t, g, a)
+	if d := res.Outputs[0].Dims; len(d) != 2 || d[0] != 3 || d[1] != 4 {
+		t.Errorf("dims %v, want [3 4]", d)
+	}
+	got, err := res.Outputs[0].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	af, _ := a.Float32s()
+	bf, _ := b.Float32s()
+	var want []float64
+	for s := range 3 {
+		for j := range 4 {
+			v := 0.0
+			for k := range 20 {
+				v += float64(af[k]) * float64(bf[(s*20+k)*4+j])
+			}
+			want = append(want, v)
+		}
+	}
+	checkClose(t, got, want)
+}

@@ -406,6 +406,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.splitNode(n)
 	case "Slice":
 		return c.sliceNode(n)
+	case "Expand":
+		return c.expandNode(n)
 	case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
 		return c.compareNode(n)
 	}

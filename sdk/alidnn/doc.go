@@ -54,11 +54,11 @@
 // axis of a tensor holding it on the lanes is first spread to them by a
 // MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go);
 // another broadcast along the lanes (channels) or along part of the rows
-// is refused. A mean over the last axis, which the lanes hold, is a MatMul by the constant matrix of 1/C that broadcasts it
-// to every lane: ReduceMean so (kept; what is not an element-wise operator
-// meeting the full width reads lane 0, picked by a MatMul, see
-// picklane.go), as the layer normalisation exporters
-// decompose and RMSNorm write it, and LayerNormalization (opset 17, over
+// is refused. A mean over the last axis, which the lanes hold, is a MatMul
+// by the constant matrix of 1/C that broadcasts it to every lane:
+// ReduceMean so (kept; what is not an element-wise operator meeting the
+// full width reads lane 0, picked by a MatMul, see picklane.go), as the
+// layer normalisation exporters decompose and RMSNorm write it, and LayerNormalization (opset 17, over
 // the last axis) as that sequence, its optional Mean and InvStdDev picked
 // from lane 0 by a MatMul (see layernorm.go), and from an earlier axis as
 // the same over the last axis of the [outer, inner] view where the lanes

@@ -58,6 +58,9 @@ func (c *compiler) binary(n *onnx.Node) error {
 		if a.isConst {
 			return c.subtractFrom(n, a, b)
 		}
+		if !eqInts(b.shape, shape) && eqInts(a.shape, shape) {
+			return c.subtractBroadcast(n, a, b, shape)
+		}
 		nb, err := c.negate(b)
 		if err != nil {
 			return err
@@ -137,6 +140,11 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	if commutes && eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
 		a, b = b, a
 	}
+	if spreadsLanes(a, b, shape) {
+		if b, err = c.spreadLanes(n, b, shape[len(shape)-1]); err != nil {
+			return err
+		}
+	}
 	if !eqInts(b.shape, shape) && (!b.input || b.lay.shape != nil || b.packed != nil) {
 		return c.broadcastOperand(n, op, a, b)
 	}
@@ -182,6 +190,29 @@ func (c *compiler) negate(x *value) (*value, error) {
 	v := c.rename(l, x.typ)
 	v.uses = 1
 	return v, nil
+}
+
+// subtractBroadcast compiles a − b, b broadcast to a's shape, as
+// −(−a + b): b stays an Add operand that broadcasts as Add's do (a graph
+// input the runtime packs broadcast, a row per image), which its negation,
+// a tensor of b's shape, would not. Both negations are exact.
+func (c *compiler) subtractBroadcast(n *onnx.Node, a, b *value, shape []int) error {
+	na, err := c.negate(a)
+	if err != nil {
+		return err
+	}
+	if err := c.tensorOperands(n, "Add", na, b, shape); err != nil {
+		return err
+	}
+	l, err := c.open(c.vals[n.Outputs[0]])
+	if err != nil {
+		return err
+	}
+	if err := c.rowStep(l, sMulRow, fill(l.out.lay.c(), -1)); err != nil {
+		return err
+	}
+	c.set(n, 0, c.rename(l, a.typ))
+	return nil
 }
 
 // subtractFrom compiles the constant k minus the tensor x as −x + k.

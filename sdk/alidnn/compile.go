@@ -370,10 +370,12 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
-	case "ReduceMean":
-		return c.reduceMeanNode(n)
+	case "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin":
+		return c.reduceNode(n)
 	case "LayerNormalization":
 		return c.layerNormNode(n)
+	case "Gelu", "Swish", "Mish", "RMSNormalization", "CastLike", "Reciprocal":
+		return c.functionNode(n)
 	case "Pow":
 		return c.powNode(n)
 	case "Erf":
@@ -402,6 +404,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.whereNode(n)
 	case "Split":
 		return c.splitNode(n)
+	case "Slice":
+		return c.sliceNode(n)
+	case "Expand":
+		return c.expandNode(n)
 	case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
 		return c.compareNode(n)
 	}

@@ -31,7 +31,9 @@
 // them — attention's Q·Kᵀ and attention·V (see matmul.go). Stacks of
 // matrices broadcast as numpy's: a constant B's stacks over A's, and over
 // a graph input's repeated as the runtime packs it; a computed A whose
-// matrices a constant B's stacks would repeat is refused. Max and average
+// matrices a constant B's stacks would repeat is refused. A vector operand
+// of a MatMul by a constant B is numpy's row or column (see matvec.go).
+// Max and average
 // pooling become POOL layers (global pooling of images beyond POOL's
 // 15-pixel window folds the pixels with the ALU, see gap.go); element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,
@@ -48,13 +50,27 @@
 // broadcast over the other's rows and outer axes — a squeeze-and-excitation
 // gate [N,C,1,1] scaling its block's [N,C,H,W], an attention mask
 // [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
-// image (see broadcast.go); a broadcast along the lane axis (channels) or
-// along part of the rows is refused. A mean over the last axis, which the
-// lanes hold, is a MatMul by the constant matrix of 1/C that broadcasts it
-// to every lane: ReduceMean so (kept, read only by element-wise operators
-// that meet the full width), as the layer normalisation exporters
-// decompose and RMSNorm write it, and LayerNormalization (opset 17, over
-// the last axis) as that sequence (see layernorm.go). Concat moves each input
+// image (see broadcast.go); a [..., 1] operand broadcast along the last
+// axis of a tensor holding it on the lanes is first spread to them by a
+// MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go);
+// another broadcast along the lanes (channels) or along part of the rows
+// is refused. A mean over the last axis, which the lanes hold, is a MatMul
+// by the constant matrix of 1/C that broadcasts it to every lane:
+// ReduceMean so (kept; what is not an element-wise operator meeting the
+// full width reads lane 0, picked by a MatMul, see picklane.go), as the
+// layer normalisation exporters decompose and RMSNorm write it, and LayerNormalization (opset 17, over
+// the last axis) as that sequence, its optional Mean and InvStdDev picked
+// from lane 0 by a MatMul (see layernorm.go), and from an earlier axis as
+// the same over the last axis of the [outer, inner] view where the lanes
+// hold that view (see normaxis.go); a graph input that such a
+// normalisation reads first is laid out as hidden states, its last axis on
+// the lanes, as a MatMul lays out one, not as an image. Gelu (exact and
+// tanh), Swish, Mish and RMSNormalization (over the last axis) compile as
+// the sequences of their ONNX function bodies, CastLike as Cast (see
+// function.go). ReduceSum, ReduceMax and ReduceMin follow ReduceMean's rule
+// (see reduce.go): the sum a MatMul by ones, the maximum and minimum
+// Softmax's rotations with the infinities put back (see lanemax.go); with
+// empty axes and noop_with_empty_axes all four are the identity. Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch
@@ -99,7 +115,9 @@
 // condition (a view of a BOOL input or a comparison's result, such as a
 // padding mask [N,1,1,S] over the scores) and
 // a constant scalar k, t·p + k·(1 − p), or min(t, ±∞) for k = −∞; other
-// computed conditions are refused. An INT64 or BOOL input is laid out
+// computed conditions are refused. Where of two computed FLOAT tensors is
+// max(min(x, b), min(y, −b)), b +∞ where x is picked and −∞ elsewhere
+// (see wheretwo.go; exact but for NaN, which the ALU's min and max drop). An INT64 or BOOL input is laid out
 // with its leading axes outer, so that such a mask [N,S] broadcasts over
 // scores of any length. Split of a computed tensor along its last axis (GPT-2's fused
 // QKV) is a MatMul per part by a 0/1 selection matrix, and a Gemm of a
@@ -109,8 +127,9 @@
 // MatMul by a 0/1 selection matrix from the constant segment (see
 // where.go). Split and Gather along a leading axis (timm's qkv.unbind(0)
 // of [3, B, heads, N, D], Split → Squeeze) pick whole 16-lane elements
-// with a permute layer; one along the lanes that would move values is
-// refused (see select.go).
+// with a permute layer, as does a Slice of a computed tensor, one pick per
+// sliced axis (see slice.go); one along the lanes that would move values
+// is refused (see select.go).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at

@@ -17,7 +17,8 @@ import (
 // are element-wise operators whose results meet a tensor of the full width
 // — the decomposition exporters write (ReduceMean, Sub, Pow 2, ReduceMean,
 // Add ε, Sqrt, Div, Mul, Add), and RMSNorm's — and LayerNormalization
-// (opset 17) becomes that sequence.
+// (opset 17) becomes that sequence (see reduce.go; other readers get the
+// reduced tensor, see picklane.go).
 
 // laneWise are the element-wise operators a mean broadcast over the lanes
 // may feed.
@@ -66,50 +67,6 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	}
 	l.steps = append(l.steps, step{kind: sAddRow, fp: true, rowF: pad})
 	return nil
-}
-
-// reduceMeanNode compiles ReduceMean of a computed tensor over its last
-// axis, kept, as a MatMul by the mean matrix; its result holds C lanes
-// where the graph declares one, so everything that reads it must be
-// element-wise operators whose results meet a tensor of the full width
-// (see broadcastsSafely).
-func (c *compiler) reduceMeanNode(n *onnx.Node) error {
-	x, err := c.need(n, 0)
-	if err != nil {
-		return err
-	}
-	r := len(x.shape)
-	axes, err := n.Ints("axes")
-	if err != nil {
-		return err
-	}
-	if len(n.Inputs) > 1 && n.Inputs[1] != "" {
-		a, err := c.needConst(n, 1, "axes")
-		if err != nil {
-			return err
-		}
-		axes = a.ints()
-	}
-	keep, err := n.Int("keepdims", 1)
-	if err != nil {
-		return err
-	}
-	last := len(axes) == 1 && r > 0
-	if last {
-		a, err := normAxis(int(axes[0]), r)
-		if err != nil {
-			return err
-		}
-		last = a == r-1
-	}
-	if !last || keep != 1 {
-		return fmt.Errorf("ReduceMean over axes %v (keepdims %d) of %s: only over the last axis, kept: %w", axes, keep, x, ErrUnsupported)
-	}
-	C := x.shape[r-1]
-	if !c.broadcastsSafely(n.Outputs[0], C) {
-		return fmt.Errorf("ReduceMean of %s over its last axis: only into element-wise operators that meet a tensor of %d values on that axis (a LayerNorm's), as the mean is held broadcast to them: %w", x, C, ErrUnsupported)
-	}
-	return c.laneReduce(n)
 }
 
 // broadcastsSafely reports whether the value name, whose last axis of 1
@@ -161,16 +118,12 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 		return err
 	}
 	if a != r-1 {
-		return fmt.Errorf("LayerNormalization of %s from axis %d: only over the last axis: %w", x, axis, ErrUnsupported)
-	}
-	for k := 1; k < len(n.Outputs); k++ {
-		if n.Outputs[k] != "" {
-			return fmt.Errorf("LayerNormalization's output %d (Mean, InvStdDev) %q: only Y: %w", k, n.Outputs[k], ErrUnsupported)
-		}
+		return c.normFromAxis(n, x, a)
 	}
 	if _, err := c.needConst(n, 1, "Scale"); err != nil {
 		return err
 	}
+	hiddenLayout(x)
 	eps, err := n.Float("epsilon", 1e-5)
 	if err != nil {
 		return err
@@ -195,5 +148,25 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 	} else {
 		seq[len(seq)-1].Outputs[0] = y
 	}
-	return c.runSeq(n, seq, map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1})
+	uses := map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1}
+	seq = append(seq, c.layerNormStats(n, x.shape[r-1], uses)...)
+	return c.runSeq(n, seq, uses)
+}
+
+// layerNormStats writes LayerNormalization's optional outputs Mean and
+// InvStdDev, [..., 1], which the sequence holds broadcast to every lane:
+// pickLane0 reduces them to the one value the graph declares.
+func (c *compiler) layerNormStats(n *onnx.Node, C int, uses map[string]int) []*onnx.Node {
+	p := n.Outputs[0] + "/ln/"
+	var seq []*onnx.Node
+	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
+		seq = append(seq, c.pickLane0(p+"mean", n.Outputs[1], C, uses)...)
+	}
+	if len(n.Outputs) > 2 && n.Outputs[2] != "" {
+		c.vals[p+"one"] = constFloat(p+"one", nil, []float32{1})
+		seq = append(seq, &onnx.Node{OpType: "Div", Inputs: []string{p + "one", p + "std"}, Outputs: []string{p + "inv"}})
+		uses[p+"std"]++
+		seq = append(seq, c.pickLane0(p+"inv", n.Outputs[2], C, uses)...)
+	}
+	return seq
 }

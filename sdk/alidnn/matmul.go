@@ -53,6 +53,9 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 			return fmt.Errorf("Gemm of %v and %v: want matrices", a.shape, bv.shape)
 		}
 	}
+	if op == "MatMul" && (len(a.shape) == 1 || len(bv.shape) == 1) {
+		return c.matmulVectors(n, a, bv)
+	}
 	if len(a.shape) < 2 || len(bv.shape) < 2 {
 		return fmt.Errorf("%s of %v and %v: vectors: %w", op, a.shape, bv.shape, ErrUnsupported)
 	}

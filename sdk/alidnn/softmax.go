@@ -3,6 +3,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -57,9 +58,33 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	p := n.Outputs[0] + "/softmax/"
 	c.vals[p+"lo"] = constFloat(p+"lo", nil, []float32{-math.MaxFloat32})
 	xn := p + "x"
-	m := xn
 	seq := []*onnx.Node{{OpType: "Max", Inputs: []string{n.Inputs[0], p + "lo"}, Outputs: []string{xn}}}
 	uses := map[string]int{}
+	rots, m := c.laneMaxSeq(p, xn, C, uses)
+	seq = append(seq, rots...)
+	y := n.Outputs[0]
+	seq = append(seq,
+		&onnx.Node{OpType: "Sub", Inputs: []string{xn, m}, Outputs: []string{p + "d"}},
+		&onnx.Node{OpType: "Exp", Inputs: []string{p + "d"}, Outputs: []string{p + "e"}},
+		&onnx.Node{OpType: "ReduceSum", Inputs: []string{p + "e"}, Outputs: []string{p + "sum"}},
+		&onnx.Node{OpType: "Div", Inputs: []string{p + "e", p + "sum"}, Outputs: []string{y}})
+	uses[m], uses[p+"d"], uses[p+"e"], uses[p+"sum"] = 1, 1, 2, 1
+	if C > 1 {
+		uses[xn] = 3
+	} else {
+		uses[xn] = 1
+	}
+	return c.runSeq(n, seq, uses)
+}
+
+// laneMaxSeq writes the row maximum of in, C values on the lanes and
+// finite, into every lane of its row: ⌈log₂ C⌉ maxima of the running one
+// and itself rotated by 1, 2, 4, … lanes (a permutation MatMul). It
+// returns the nodes, named from p, and the maximum's name, counting the
+// reads of what they read in uses.
+func (c *compiler) laneMaxSeq(p, in string, C int, uses map[string]int) ([]*onnx.Node, string) {
+	var seq []*onnx.Node
+	m := in
 	for s := 1; s < C; s *= 2 {
 		rot := fmt.Sprintf("%srot%d", p, s)
 		w := make([]float32, C*C)
@@ -74,19 +99,7 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 		uses[rot], uses[m] = 1, 2
 		m = mx
 	}
-	y := n.Outputs[0]
-	seq = append(seq,
-		&onnx.Node{OpType: "Sub", Inputs: []string{xn, m}, Outputs: []string{p + "d"}},
-		&onnx.Node{OpType: "Exp", Inputs: []string{p + "d"}, Outputs: []string{p + "e"}},
-		&onnx.Node{OpType: "ReduceSum", Inputs: []string{p + "e"}, Outputs: []string{p + "sum"}},
-		&onnx.Node{OpType: "Div", Inputs: []string{p + "e", p + "sum"}, Outputs: []string{y}})
-	uses[m], uses[p+"d"], uses[p+"e"], uses[p+"sum"] = 1, 1, 2, 1
-	if C > 1 {
-		uses[xn] = 3
-	} else {
-		uses[xn] = 1
-	}
-	return c.runSeq(n, seq, uses)
+	return seq, m
 }
 
 // runSeq compiles the nodes seq standing for n — a ReduceMean or ReduceSum
@@ -106,7 +119,7 @@ func (c *compiler) runSeq(n *onnx.Node, seq []*onnx.Node, uses map[string]int) e
 	y := n.Outputs[0]
 	for _, m := range seq {
 		m.Name = n.Name
-		if o := m.Outputs[0]; o != y {
+		if o := m.Outputs[0]; strings.HasPrefix(o, y+"/") {
 			m.Name += "/" + o[len(y)+1:]
 		}
 		var err error

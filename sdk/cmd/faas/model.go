@@ -39,14 +39,18 @@ func engine() (*model.Local, error) {
 }
 
 func testCommand() *cobra.Command {
-	var int8 bool
+	var int8, known bool
 	cmd := &cobra.Command{
-		Use:   "test [--int8] DIR...",
+		Use:   "test [--int8] [--known-refusals] DIR...",
 		Short: "Run ONNX backend-test folders (model.onnx, test_data_set_*/) on the engine",
 		Long: `Runs each folder's data sets and prints one line per folder: PASS or FAIL
 with the worst error relative to the tolerance (fp32: 1e-5 + 1e-3·|want|;
 quantised outputs: 1). With --int8, fp32 models are quantised after training,
-calibrated on the folder's inputs, and compared by argmax.`,
+calibrated on the folder's inputs, and compared by argmax. With
+--known-refusals, the folders of onnx's node tests that the compiler is
+known to refuse (a list kept with the compiler's tests, by folder name)
+pass when refused with the listed reason and print REFUSED, and fail when
+they compile or are refused for another reason.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dev, err := engine()
@@ -59,15 +63,20 @@ calibrated on the folder's inputs, and compared by argmax.`,
 				Pass  bool    `json:"pass"`
 				Worst float64 `json:"worst"`
 				Error string  `json:"error,omitempty"`
+				// Refused is the listed reason of an expected refusal.
+				Refused string `json:"refused,omitempty"`
 			}
 			var lines []line
-			failed := 0
+			failed, refused := 0, 0
 			for _, dir := range args {
-				r := onnxtest.Run(cmd.Context(), dev, dir, onnxtest.Options{Quantize: int8})
+				r := onnxtest.Run(cmd.Context(), dev, dir, onnxtest.Options{Quantize: int8, KnownRefusals: known})
 				if !r.Pass {
 					failed++
 				}
-				l := line{Dir: dir, Pass: r.Pass, Worst: r.Worst}
+				if r.Refused != "" {
+					refused++
+				}
+				l := line{Dir: dir, Pass: r.Pass, Worst: r.Worst, Refused: r.Refused}
 				if r.Err != nil {
 					l.Error = r.Err.Error()
 				}
@@ -83,7 +92,11 @@ calibrated on the folder's inputs, and compared by argmax.`,
 					return err
 				}
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d of %d passed\n", len(args)-failed, len(args))
+				if known {
+					fmt.Fprintf(cmd.OutOrStdout(), "%d of %d passed, %d refused as listed, %d failed\n", len(args)-failed-refused, len(args), refused, failed)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%d of %d passed\n", len(args)-failed, len(args))
+				}
 			}
 			if failed > 0 {
 				return fmt.Errorf("%w: %d of %d folders", errFailed, failed, len(args))
@@ -92,6 +105,7 @@ calibrated on the folder's inputs, and compared by argmax.`,
 		},
 	}
 	cmd.Flags().BoolVar(&int8, "int8", false, "quantise fp32 models to int8 after training")
+	cmd.Flags().BoolVar(&known, "known-refusals", false, "expect onnx node tests the compiler is known to refuse to be refused with the listed reason")
 	return cmd
 }
 

@@ -22,8 +22,13 @@ type options struct {
 	consts map[string]*onnx.Tensor
 	int8   bool
 	ranges map[string]float32
-	batch  int
-	shapes map[string][]int
+	// bounds are the calibrated ranges of the tensors DynamicQuantizeLinear
+	// quantises; calibrating says this compilation is the run that
+	// measures them (see dynquant.go).
+	bounds      map[string]valueRange
+	calibrating bool
+	batch       int
+	shapes      map[string][]int
 }
 
 // ForBatch compiles the model for n samples a run, as TensorRT builds an
@@ -74,6 +79,18 @@ func WithShape(name string, dims ...int) Option {
 // (max |x| per value name); Quantize measures them.
 func withRanges(r map[string]float32) Option {
 	return func(o *options) { o.int8, o.ranges = true, r }
+}
+
+// withBounds fixes DynamicQuantizeLinear's scales and zero points from the
+// calibrated ranges (min and max per value name).
+func withBounds(b map[string]valueRange) Option {
+	return func(o *options) { o.bounds = b }
+}
+
+// forCalibration compiles the model for the run that measures the ranges:
+// DynamicQuantizeLinear passes its input through (see dynquant.go).
+func forCalibration() Option {
+	return func(o *options) { o.calibrating = true }
 }
 
 // compiler holds the state of one compilation.
@@ -305,7 +322,7 @@ func (c *compiler) perTensorInput(n *onnx.Node) int {
 
 // elementwise lists the operators that may run on a reshaped tensor's
 // storage.
-var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
+var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "DynamicQuantizeLinear": true, "Cast": true,
 	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true,
 	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true, "Pow": true, "Erf": true}
 
@@ -392,6 +409,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.cast(n)
 	case "QuantizeLinear":
 		return c.quantizeNode(n)
+	case "DynamicQuantizeLinear":
+		return c.dynamicQuantizeNode(n)
 	case "DequantizeLinear":
 		return c.dequantizeNode(n)
 	case "Softmax":

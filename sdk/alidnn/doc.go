@@ -140,7 +140,18 @@
 // and Integer operators, and the QDQ format, whose Conv, MatMul or Gemm of
 // DequantizeLinear'd int8 activations and weights (per tensor or per
 // output channel) becomes an int8 GEMM dequantising in its epilogue (see
-// qdq.go).
+// qdq.go). So do models onnxruntime's quantize_dynamic writes:
+// DynamicQuantizeLinear → MatMulInteger by int8 weights → Cast → Mul by the
+// scales. DynamicQuantizeLinear computes its uint8 scale and zero point
+// from the tensor's range at run time, but the engine's quantisation takes
+// them from the program, and finding a tensor's range on the engine would
+// cost a reduction over the whole tensor before every such MatMul; so the
+// range is calibrated instead, as Quantize calibrates: Calibrate runs the
+// model over sample inputs with DynamicQuantizeLinear passing its input
+// through, and compiles it with ONNX's scale and zero point for each
+// range measured (see dynquant.go; faas model test calibrates on the data
+// set's inputs). Compile refuses such a model. On inputs of another range
+// the int8 values saturate where onnxruntime would widen the scale.
 //
 // A Program is relocatable. Open loads it on an Engine — a slot through the
 // node agent (Agent) or the in-process simulator (NewLocal) — into one

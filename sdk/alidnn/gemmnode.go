@@ -53,6 +53,10 @@ func (c *compiler) gemmNode(g gemmParams) error {
 	l.out = out
 	l.macs = uint64(g.outLay.o() * spec.oh * spec.ow * spec.oc * spec.perOC())
 	switch {
+	case c.opts.calibrating && x.el() == f32 && (g.op == "ConvInteger" || g.op == "MatMulInteger"):
+		if err := c.calibrationGemm(&g, l); err != nil {
+			return err
+		}
 	case g.op == "ConvInteger" || g.op == "QLinearConv" || g.op == "MatMulInteger" || g.op == "QLinearMatMul":
 		return c.integerGemm(&g, l)
 	case c.opts.int8 && !c.keepFP32:

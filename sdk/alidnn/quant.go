@@ -104,13 +104,19 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	if typ != onnx.Uint8 && typ != onnx.Int8 {
 		return fmt.Errorf("QuantizeLinear to %v: %w", typ, ErrUnsupported)
 	}
-	zp := devZP(z0, typ)
+	c.set(n, 0, c.quantizeStep(l, s, devZP(z0, typ), typ))
+	return nil
+}
+
+// quantizeStep ends the open fp32 layer l with the quantisation to int8 at
+// the per-lane scales s and device zero point zp, and returns its output of
+// logical type typ.
+func (c *compiler) quantizeStep(l *layer, s []float32, zp int32, typ onnx.DataType) *value {
 	l.steps = append(l.steps, step{kind: sQuantize, fp: true, rowF: s, zp: zp})
 	l.accFP, l.acc8 = false, true
 	v := c.rename(l, typ)
 	v.q = quant{scale: s[0], zp: zp}
-	c.set(n, 0, v)
-	return nil
+	return v
 }
 
 func (c *compiler) dequantizeNode(n *onnx.Node) error {

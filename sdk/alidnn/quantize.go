@@ -3,7 +3,6 @@ package alidnn
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -14,11 +13,43 @@ import (
 // compiles again with int8 GEMM layers at those scales (symmetric per-tensor
 // activations, per-channel weights). Layers whose consumers need floats
 // (graph outputs, Softmax, element-wise sums of tensors, LRN) dequantise.
+// A dynamically quantised model's DynamicQuantizeLinear scales are
+// calibrated on the same run (see Calibrate).
 func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts ...Option) (*Program, error) {
-	if len(calib) == 0 {
-		return nil, fmt.Errorf("quantize: no calibration inputs")
+	r, err := measure(ctx, dev, m, calib, opts)
+	if err != nil {
+		return nil, fmt.Errorf("quantize: %w", err)
 	}
-	c := newCompiler(m, opts)
+	abs := make(map[string]float32, len(r))
+	for name, s := range r {
+		abs[name] = s.absMax()
+	}
+	return Compile(m, append(opts, withRanges(abs), withBounds(r))...)
+}
+
+// Calibrate compiles a dynamically quantised model, as onnxruntime's
+// quantize_dynamic writes one (DynamicQuantizeLinear → MatMulInteger), its
+// other layers as they are: it runs the model on dev over the calibration
+// inputs, each DynamicQuantizeLinear passing its input through, records the
+// range of each of their inputs, and compiles again with the scales and
+// zero points DynamicQuantizeLinear computes from those ranges fixed (the
+// engine takes quantisation parameters at compile time; see dynquant.go).
+func Calibrate(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts ...Option) (*Program, error) {
+	r, err := measure(ctx, dev, m, calib, opts)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	return Compile(m, append(opts, withBounds(r))...)
+}
+
+// measure compiles the model for calibration, runs it on dev over the
+// calibration inputs and returns the range, 0 included, of every graph
+// input and layer output the engine holds in fp32.
+func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (map[string]valueRange, error) {
+	if len(calib) == 0 {
+		return nil, fmt.Errorf("no calibration inputs")
+	}
+	c := newCompiler(m, append(opts, forCalibration()))
 	if err := c.build(); err != nil {
 		return nil, err
 	}
@@ -36,10 +67,10 @@ func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Te
 	if err != nil {
 		return nil, err
 	}
-	ranges := map[string]float32{}
+	ranges := map[string]valueRange{}
 	for k, in := range calib {
 		if _, err := s.Run(ctx, in...); err != nil {
-			return nil, fmt.Errorf("quantize: calibration input %d: %w", k, err)
+			return nil, fmt.Errorf("calibration input %d: %w", k, err)
 		}
 		for _, v := range probes {
 			if v.elem != f32 {
@@ -49,10 +80,12 @@ func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Te
 			if err := s.readAct(ctx, buf, v.addr&^actTag); err != nil {
 				return nil, err
 			}
+			r := ranges[v.name]
 			for _, f := range unpackF32(v.lay, buf) {
-				ranges[v.name] = max(ranges[v.name], float32(math.Abs(float64(f))))
+				r.lo, r.hi = min(r.lo, f), max(r.hi, f)
 			}
+			ranges[v.name] = r
 		}
 	}
-	return Compile(m, append(opts, withRanges(ranges))...)
+	return ranges, nil
 }

@@ -1,0 +1,27 @@
+package alidnn
+
+import "testing"
+
+// TestDynamicParams checks DynamicQuantizeLinear's scale and zero point
+// against ONNX's formula worked by hand: 0 is always in the range, the zero
+// point rounds half to even and saturates to uint8.
+func TestDynamicParams(t *testing.T) {
+	for _, c := range []struct {
+		r valueRange
+		s float32
+		z int64
+	}{
+		{valueRange{-1, 1}, 2.0 / 255, 127},          // −min/s is 127.49999 in float32
+		{valueRange{0, 5.1}, 0.02, 0},                // positives: min is 0
+		{valueRange{2, 5.1}, 0.02, 0},                // 0 is in the range
+		{valueRange{-5.1, -1}, 0.02, 255},            // negatives: max is 0
+		{valueRange{-1.53125, 14.40625}, 0.0625, 24}, // 24.5 exactly, to even
+		{valueRange{-1.59375, 14.34375}, 0.0625, 26}, // 25.5 exactly, to even
+		{valueRange{0, 0}, 1.0 / 255, 0},             // zeros: no division by zero
+	} {
+		s, z := dynamicParams(c.r)
+		if d := s/c.s - 1; d > 1e-6 || d < -1e-6 || z != c.z {
+			t.Errorf("range %v: scale %g, zero point %d; want %g, %d", c.r, s, z, c.s, c.z)
+		}
+	}
+}

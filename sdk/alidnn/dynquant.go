@@ -1,0 +1,114 @@
+package alidnn
+
+// DynamicQuantizeLinear, as onnxruntime's quantize_dynamic writes it before
+// each MatMulInteger: y = saturate(round(x / s) + z) in uint8, with s and z
+// computed at run time from x's minimum and maximum, 0 included. The
+// engine's quantisation reads its scale and zero point from the program
+// (AluQuantize's parameter row, the int8 GEMM's zero-point correction as
+// a bias row), so they are fixed at compile time: from x's range measured
+// on calibration inputs (Calibrate, Quantize), by ONNX's formula. On those
+// inputs the numbers are ONNX's, but for one approximation: the measuring
+// run passes every DynamicQuantizeLinear's input through unquantised, so a
+// later one's range is measured without the rounding of the ones before
+// it. On other inputs, values beyond the calibrated range saturate where
+// onnxruntime would widen the scale.
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// valueRange is a tensor's calibrated range, 0 included.
+type valueRange struct{ lo, hi float32 }
+
+func (s valueRange) absMax() float32 { return max(-s.lo, s.hi) }
+
+// dynamicParams are DynamicQuantizeLinear's scale and uint8 zero point
+// for a tensor of range r, in float32 as ONNX's reference computes them:
+// s = (max − min)/255 (1/255 for a range of zeros) and z = round(−min/s)
+// half to even, saturated to [0, 255].
+func dynamicParams(r valueRange) (float32, int64) {
+	lo, hi := min(r.lo, 0), max(r.hi, 0)
+	d := hi - lo
+	if d == 0 {
+		d = 1
+	}
+	s := d / 255
+	z := math.RoundToEven(float64(-lo / s))
+	return s, int64(min(max(z, 0), 255))
+}
+
+// dynamicQuantizeNode compiles DynamicQuantizeLinear as a QuantizeLinear at
+// the scale and zero point of its input's calibrated range, both outputs
+// constants; while calibrating, as its input passed through at scale 1 and
+// zero point 0 (see calibrationGemm). Without a calibration it is refused.
+func (c *compiler) dynamicQuantizeNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	if x.typ != onnx.Float {
+		return fmt.Errorf("DynamicQuantizeLinear of %v: want FLOAT", x.typ)
+	}
+	if c.opts.calibrating {
+		c.set(n, 0, &value{shape: x.shape, typ: onnx.Float, derived: derived{alias: x.root(), view: x.view, cols: x.cols}})
+		c.setDynamicParams(n, 1, 0)
+		return nil
+	}
+	if c.opts.bounds == nil {
+		return fmt.Errorf("DynamicQuantizeLinear of %s takes its scale from the tensor's range at run time, and the engine's quantisation takes it at compile time: compile with calibration inputs (alidnn.Calibrate; faas model test calibrates on the data set's inputs): %w", x, ErrUnsupported)
+	}
+	r, ok := c.opts.bounds[x.root().name]
+	if !ok {
+		return fmt.Errorf("DynamicQuantizeLinear of %s: no calibrated range for it: %w", x, ErrUnsupported)
+	}
+	if r := x.root(); r.input && r.lay.shape == nil && len(r.shape) != 4 {
+		// A graph input takes its first consumer's layout: here that of
+		// the matrix products (MatMulInteger) the result feeds.
+		r.lay = matLayout(r.shape)
+	}
+	l, err := c.open(x)
+	if err != nil {
+		return err
+	}
+	if !l.accFP {
+		return fmt.Errorf("DynamicQuantizeLinear of %s: accumulator not fp32: %w", x, ErrUnsupported)
+	}
+	s, z := dynamicParams(r)
+	c.set(n, 0, c.quantizeStep(l, fill(l.out.lay.c(), s), devZP(z, onnx.Uint8), onnx.Uint8))
+	c.setDynamicParams(n, s, z)
+	return nil
+}
+
+// setDynamicParams sets DynamicQuantizeLinear's optional scale and zero
+// point outputs to constants.
+func (c *compiler) setDynamicParams(n *onnx.Node, s float32, z int64) {
+	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
+		c.set(n, 1, constFloat("", nil, []float32{s}))
+	}
+	if len(n.Outputs) > 2 && n.Outputs[2] != "" {
+		c.set(n, 2, constInt("", onnx.Uint8, nil, []int64{z}))
+	}
+}
+
+// calibrationGemm compiles, in the calibrating run, an Integer operator
+// whose input is a DynamicQuantizeLinear passed through in fp32: an fp32
+// GEMM by the weights less their zero points, whose product by the scales
+// that follow is the fp32 operator's with the dequantised weights.
+func (c *compiler) calibrationGemm(g *gemmParams, l *layer) error {
+	_, _, _, zw, err := c.integerQuantParams(g)
+	if err != nil {
+		return err
+	}
+	perOC := g.spec.perOC()
+	wi := g.w.ints()
+	wf := make([]float32, len(wi))
+	for k, v := range wi {
+		wf[k] = float32(v - zw[(k/perOC)%g.spec.oc])
+	}
+	g.spec.fp, g.spec.wF = true, wf
+	l.accFP = true
+	return nil
+}

@@ -259,7 +259,9 @@ func bertCases() []genCase {
 		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs,
 			more: []dataSet{w.bertSet(lin, 1, 16, 2), w.bertSet(lin, 2, 9, 3), w.bertSet(lin, 2, 20, 4)}}
 	}
-	return []genCase{bertCase("bert_encoder", g, linear), bertCase("bert_encoder_dynamic_int8", quantizeDynamic(g), dynLinear)}
+	fp32 := bertCase("bert_encoder", g, linear)
+	fp32.int8 = true
+	return []genCase{fp32, bertCase("bert_encoder_dynamic_int8", quantizeDynamic(g), dynLinear)}
 }
 
 // bertEmbeddings writes BertEmbeddings and the extended attention mask.

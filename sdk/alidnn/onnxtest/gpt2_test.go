@@ -149,7 +149,7 @@ func gpt2Cases() []genCase {
 		scalar("c_cube", 0.044715), scalar("c_sqrt", float32(math.Sqrt(2/math.Pi))), scalar("one", 1))
 	sym := []string{"batch", "seq"}
 	first := w.set(1, 16, 1)
-	return []genCase{{name: "gpt2_decoder_block", opset: 17,
+	return []genCase{{name: "gpt2_decoder_block", opset: 17, int8: true,
 		g: graph{
 			nodes: gpt2Nodes(),
 			inits: inits,

@@ -195,7 +195,7 @@ func vitCase(w vitWeights, name string, sdpa bool, seed float64) genCase {
 		node{op: "Gather", inputs: []string{"last_hidden_state", "first"}, outputs: []string{"cls_out"}, attrs: []attr{iAttr("axis", 1)}},
 		node{op: "Gemm", inputs: []string{"cls_out", "head_w", "head_b"}, outputs: []string{"logits"}, attrs: []attr{fAttr("alpha", 1), fAttr("beta", 1), iAttr("transB", 1)}})
 	first := w.vitSet(2, seed)
-	return genCase{name: name, opset: 17,
+	return genCase{name: name, opset: 17, int8: true,
 		g: graph{
 			nodes:  nodes,
 			inits:  inits,

@@ -137,13 +137,19 @@
 // run on the engine itself; the lane means and sums of layer
 // normalisations and engine Softmax stay fp32 there (a per-tensor scale
 // loses a small row, a ViT's class token), and so do Softmax's row-maximum
-// rotations (a mask's −MaxFloat32 would set their scale). Pre-quantised models run in int8 too: QLinear
-// and Integer operators, and the QDQ format, whose Conv, MatMul or Gemm of
-// DequantizeLinear'd int8 activations and weights (per tensor or per
-// output channel) becomes an int8 GEMM dequantising in its epilogue (see
-// qdq.go). So do models onnxruntime's quantize_dynamic writes:
-// DynamicQuantizeLinear → MatMulInteger by int8 weights → Cast → Mul by the
-// scales. DynamicQuantizeLinear computes its uint8 scale and zero point
+// rotations (a mask's −MaxFloat32 would set their scale). Pre-quantised
+// models run in int8 too: QLinear and Integer operators (an input zero
+// point folded into the bias, or corrected per pixel where padding or
+// batched weights make it vary), and the QDQ format, whose Conv, MatMul
+// or Gemm of DequantizeLinear'd int8 activations and weights (per tensor
+// or per output channel) becomes an int8 GEMM dequantising in its
+// epilogue (see qdq.go). DequantizeLinear of a device tensor takes a zero
+// point per channel (subtracted exactly in the integer accumulator);
+// QuantizeLinear takes one for all channels, since the engine's
+// quantisation saturates with a single zero point. Models onnxruntime's
+// quantize_dynamic writes run in int8 too: DynamicQuantizeLinear →
+// MatMulInteger by int8 weights → Cast → Mul by the scales.
+// DynamicQuantizeLinear computes its uint8 scale and zero point
 // from the tensor's range at run time, but the engine's quantisation takes
 // them from the program, and finding a tensor's range on the engine would
 // cost a reduction over the whole tensor before every such MatMul; so the

@@ -72,6 +72,15 @@ func devZP(z int64, typ onnx.DataType) int32 {
 	return int32(z)
 }
 
+// deviceZP is a zero point of an int8, uint8 or int32 tensor in the
+// device's domain.
+func deviceZP(z int64, typ onnx.DataType) int64 {
+	if typ == onnx.Int32 {
+		return z
+	}
+	return int64(devZP(z, typ))
+}
+
 func uniformZP(z []int64) (int64, bool) {
 	for _, v := range z {
 		if v != z[0] {
@@ -99,7 +108,10 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	}
 	z0, ok := uniformZP(z)
 	if !ok {
-		return fmt.Errorf("per-channel zero points: %w", ErrUnsupported)
+		// The engine rounds, adds the instruction's one zero point and
+		// saturates to int8 in one step: a zero point per lane added
+		// after it would miss the values the saturation clipped.
+		return fmt.Errorf("QuantizeLinear of %s with a zero point per channel (the engine's quantisation takes one zero point for all lanes): %w", x, ErrUnsupported)
 	}
 	if typ != onnx.Uint8 && typ != onnx.Int8 {
 		return fmt.Errorf("QuantizeLinear to %v: %w", typ, ErrUnsupported)
@@ -138,18 +150,23 @@ func (c *compiler) dequantizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
-	z0, ok := uniformZP(z)
-	if !ok {
-		return fmt.Errorf("per-channel zero points: %w", ErrUnsupported)
-	}
 	if x.typ == onnx.Int32 {
 		typ = onnx.Int32
 	}
-	zp := devZP(z0, typ)
-	if typ == onnx.Int32 {
-		if z0 < -1<<15 || z0 >= 1<<15 {
-			return fmt.Errorf("int32 zero point %d: %w", z0, ErrUnsupported)
+	zp := int32(0)
+	if z0, ok := uniformZP(z); !ok {
+		// One zero point per channel (lane): subtracted exactly in the
+		// integer accumulator, the step's own zero point then 0.
+		corr := make([]int64, len(z))
+		for k, v := range z {
+			corr[k] = -deviceZP(v, typ)
 		}
+		l.steps = append(l.steps, step{kind: sAddRow, rowI: corr})
+	} else if typ != onnx.Int32 {
+		zp = devZP(z0, typ)
+	} else if z0 < -1<<15 || z0 >= 1<<15 {
+		return fmt.Errorf("int32 zero point %d: %w", z0, ErrUnsupported)
+	} else {
 		zp = int32(z0)
 	}
 	l.steps = append(l.steps, step{kind: sDequantize, rowF: s, zp: zp})

@@ -23,7 +23,7 @@ type options struct {
 	int8   bool
 	ranges map[string]float32
 	// bounds are the calibrated ranges of the tensors DynamicQuantizeLinear
-	// quantises; calibrating says this compilation is the run that
+	// quantises, by name; calibrating says this compilation is a run that
 	// measures them (see dynquant.go).
 	bounds      map[string]valueRange
 	calibrating bool
@@ -87,8 +87,9 @@ func withBounds(b map[string]valueRange) Option {
 	return func(o *options) { o.bounds = b }
 }
 
-// forCalibration compiles the model for the run that measures the ranges:
-// DynamicQuantizeLinear passes its input through (see dynquant.go).
+// forCalibration compiles the model for a run that measures the ranges:
+// DynamicQuantizeLinear without a range passes its input through (see
+// dynquant.go).
 func forCalibration() Option {
 	return func(o *options) { o.calibrating = true }
 }
@@ -112,6 +113,10 @@ type compiler struct {
 	// too (the lane means and sums of layer normalisations and Softmax;
 	// see laneReduce).
 	keepFP32 bool
+	// passed maps, while calibrating, the input of each DynamicQuantizeLinear
+	// passed through to the value whose range is its range (see
+	// dynquant.go).
+	passed map[string]string
 }
 
 // Compile translates an ONNX model into an engine program.

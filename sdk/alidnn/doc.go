@@ -154,11 +154,13 @@
 // them from the program, and finding a tensor's range on the engine would
 // cost a reduction over the whole tensor before every such MatMul; so the
 // range is calibrated instead, as Quantize calibrates: Calibrate runs the
-// model over sample inputs with DynamicQuantizeLinear passing its input
-// through, and compiles it with ONNX's scale and zero point for each
-// range measured (see dynquant.go; faas model test calibrates on the data
-// set's inputs). Compile refuses such a model. On inputs of another range
-// the int8 values saturate where onnxruntime would widen the scale.
+// model over sample inputs, once per level of DynamicQuantizeLinear (each
+// run quantising the levels before and measuring the next), and compiles
+// it with ONNX's scale and zero point for each range measured (see
+// dynquant.go; faas model test calibrates on the data set's inputs). On
+// those inputs the numbers are the quantised graph's; on inputs of another
+// range the int8 values saturate where onnxruntime would widen the scale.
+// Compile refuses such a model.
 //
 // A Program is relocatable. Open loads it on an Engine — a slot through the
 // node agent (Agent) or the in-process simulator (NewLocal) — into one

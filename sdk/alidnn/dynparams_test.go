@@ -1,6 +1,10 @@
 package alidnn
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
 
 // TestDynamicParams checks DynamicQuantizeLinear's scale and zero point
 // against ONNX's formula worked by hand: 0 is always in the range, the zero
@@ -22,6 +26,37 @@ func TestDynamicParams(t *testing.T) {
 		s, z := dynamicParams(c.r)
 		if d := s/c.s - 1; d > 1e-6 || d < -1e-6 || z != c.z {
 			t.Errorf("range %v: scale %g, zero point %d; want %g, %d", c.r, s, z, c.s, c.z)
+		}
+	}
+}
+
+// TestDynamicLevels: a DynamicQuantizeLinear's level is one more than the
+// highest upstream, through any operators; two reading one tensor share
+// its level.
+func TestDynamicLevels(t *testing.T) {
+	n := func(op string, in []string, out ...string) *onnx.Node {
+		return &onnx.Node{OpType: op, Inputs: in, Outputs: out}
+	}
+	g := &onnx.Graph{Nodes: []*onnx.Node{
+		n("DynamicQuantizeLinear", []string{"x"}, "xq", "xs", "xz"),
+		n("MatMulInteger", []string{"xq", "w", "xz"}, "a"),
+		n("Cast", []string{"a"}, "af"),
+		n("Relu", []string{"af"}, "r"),
+		n("DynamicQuantizeLinear", []string{"r"}, "rq", "rs", "rz"),
+		n("DynamicQuantizeLinear", []string{"x"}, "xq2", "xs2", "xz2"),
+		n("Add", []string{"x", "x"}, "u"), // downstream of no DynamicQuantizeLinear
+		n("DynamicQuantizeLinear", []string{"u"}, "uq", "us", "uz"),
+		n("Mul", []string{"rs", "u"}, "v"),
+		n("DynamicQuantizeLinear", []string{"v"}, "vq", "vs", "vz"),
+	}}
+	levels, depth := dynamicLevels(g)
+	want := map[string]int{"x": 0, "r": 1, "u": 0, "v": 2}
+	if depth != 3 || len(levels) != len(want) {
+		t.Fatalf("levels %v, depth %d; want %v, 3", levels, depth, want)
+	}
+	for in, l := range want {
+		if levels[in] != l {
+			t.Errorf("level of %s: %d, want %d", in, levels[in], l)
 		}
 	}
 }

@@ -6,12 +6,18 @@ package alidnn
 // engine's quantisation reads its scale and zero point from the program
 // (AluQuantize's parameter row, the int8 GEMM's zero-point correction as
 // a bias row), so they are fixed at compile time: from x's range measured
-// on calibration inputs (Calibrate, Quantize), by ONNX's formula. On those
-// inputs the numbers are ONNX's, but for one approximation: the measuring
-// run passes every DynamicQuantizeLinear's input through unquantised, so a
-// later one's range is measured without the rounding of the ones before
-// it. On other inputs, values beyond the calibrated range saturate where
-// onnxruntime would widen the scale.
+// on calibration inputs (Calibrate, Quantize), by ONNX's formula.
+//
+// The ranges are measured level by level: a run compiled with the ranges
+// known so far quantises those inputs and passes the others through
+// unquantised, and the ranges measured of the inputs whose every
+// DynamicQuantizeLinear upstream was quantised are the ones the quantised
+// model computes. One compile and run per level — a transformer layer has
+// four (the input, the attention's context, and the two of the MLP) — and
+// on the calibration inputs the scales are the ones onnxruntime computes
+// (up to the engine's fp32 arithmetic before them). On other inputs,
+// values beyond the calibrated range saturate where onnxruntime would
+// widen the scale.
 
 import (
 	"fmt"
@@ -42,8 +48,9 @@ func dynamicParams(r valueRange) (float32, int64) {
 
 // dynamicQuantizeNode compiles DynamicQuantizeLinear as a QuantizeLinear at
 // the scale and zero point of its input's calibrated range, both outputs
-// constants; while calibrating, as its input passed through at scale 1 and
-// zero point 0 (see calibrationGemm). Without a calibration it is refused.
+// constants; while calibrating, one whose range is not known yet as its
+// input passed through at scale 1 and zero point 0 (see calibrationGemm).
+// Without a calibration it is refused.
 func (c *compiler) dynamicQuantizeNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -52,16 +59,19 @@ func (c *compiler) dynamicQuantizeNode(n *onnx.Node) error {
 	if x.typ != onnx.Float {
 		return fmt.Errorf("DynamicQuantizeLinear of %v: want FLOAT", x.typ)
 	}
-	if c.opts.calibrating {
+	r, ok := c.opts.bounds[n.Inputs[0]]
+	switch {
+	case !ok && c.opts.calibrating:
+		if c.passed == nil {
+			c.passed = map[string]string{}
+		}
+		c.passed[n.Inputs[0]] = x.root().name
 		c.set(n, 0, &value{shape: x.shape, typ: onnx.Float, derived: derived{alias: x.root(), view: x.view, cols: x.cols}})
 		c.setDynamicParams(n, 1, 0)
 		return nil
-	}
-	if c.opts.bounds == nil {
-		return fmt.Errorf("DynamicQuantizeLinear of %s takes its scale from the tensor's range at run time, and the engine's quantisation takes it at compile time: compile with calibration inputs (alidnn.Calibrate; faas model test calibrates on the data set's inputs): %w", x, ErrUnsupported)
-	}
-	r, ok := c.opts.bounds[x.root().name]
-	if !ok {
+	case c.opts.bounds == nil:
+		return fmt.Errorf("DynamicQuantizeLinear of %s takes its scale from the tensor's range at run time, and the engine's quantisation takes it at compile time: compile with calibration inputs (alidnn.Calibrate or Quantize; faas model compile, run or test --int8): %w", x, ErrUnsupported)
+	case !ok:
 		return fmt.Errorf("DynamicQuantizeLinear of %s: no calibrated range for it: %w", x, ErrUnsupported)
 	}
 	if r := x.root(); r.input && r.lay.shape == nil && len(r.shape) != 4 {
@@ -111,4 +121,31 @@ func (c *compiler) calibrationGemm(g *gemmParams, l *layer) error {
 	g.spec.fp, g.spec.wF = true, wf
 	l.accFP = true
 	return nil
+}
+
+// dynamicLevels returns the level of each DynamicQuantizeLinear's input in
+// g, by name — 0 for one with no other upstream, else one more than the
+// highest level upstream — and the number of levels.
+func dynamicLevels(g *onnx.Graph) (map[string]int, int) {
+	up := map[string]int{} // a value's highest DynamicQuantizeLinear upstream, if any
+	levels, depth := map[string]int{}, 0
+	for _, n := range g.Nodes {
+		u := -1
+		for _, in := range n.Inputs {
+			if l, ok := up[in]; ok {
+				u = max(u, l)
+			}
+		}
+		if n.OpType == "DynamicQuantizeLinear" && len(n.Inputs) > 0 {
+			u++
+			levels[n.Inputs[0]] = u
+			depth = max(depth, u+1)
+		}
+		if u >= 0 {
+			for _, o := range n.Outputs {
+				up[o] = u
+			}
+		}
+	}
+	return levels, depth
 }

@@ -16,7 +16,7 @@ import (
 // A dynamically quantised model's DynamicQuantizeLinear scales are
 // calibrated on the same run (see Calibrate).
 func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts ...Option) (*Program, error) {
-	r, err := measure(ctx, dev, m, calib, opts)
+	r, bounds, err := measure(ctx, dev, m, calib, opts)
 	if err != nil {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
@@ -24,38 +24,67 @@ func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Te
 	for name, s := range r {
 		abs[name] = s.absMax()
 	}
-	return Compile(m, append(opts, withRanges(abs), withBounds(r))...)
+	return Compile(m, append(opts, withRanges(abs), withBounds(bounds))...)
 }
 
 // Calibrate compiles a dynamically quantised model, as onnxruntime's
 // quantize_dynamic writes one (DynamicQuantizeLinear → MatMulInteger), its
 // other layers as they are: it runs the model on dev over the calibration
-// inputs, each DynamicQuantizeLinear passing its input through, records the
-// range of each of their inputs, and compiles again with the scales and
-// zero points DynamicQuantizeLinear computes from those ranges fixed (the
-// engine takes quantisation parameters at compile time; see dynquant.go).
+// inputs, records the range of each DynamicQuantizeLinear's input, and
+// compiles it with the scales and zero points DynamicQuantizeLinear
+// computes from those ranges fixed (the engine takes quantisation
+// parameters at compile time; see dynquant.go, which also says why it runs
+// the model once per level of DynamicQuantizeLinear).
 func Calibrate(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts ...Option) (*Program, error) {
-	r, err := measure(ctx, dev, m, calib, opts)
+	_, bounds, err := measure(ctx, dev, m, calib, opts)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	return Compile(m, append(opts, withBounds(r))...)
+	return Compile(m, append(opts, withBounds(bounds))...)
 }
 
-// measure compiles the model for calibration, runs it on dev over the
-// calibration inputs and returns the range, 0 included, of every graph
-// input and layer output the engine holds in fp32.
-func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (map[string]valueRange, error) {
+// measure runs the model on dev over the calibration inputs once per level
+// of DynamicQuantizeLinear (at least once), and returns the ranges, 0
+// included, of every graph input and layer output the engine holds in fp32
+// in the last run, and of every DynamicQuantizeLinear's input by name.
+func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (ranges, bounds map[string]valueRange, err error) {
 	if len(calib) == 0 {
-		return nil, fmt.Errorf("no calibration inputs")
+		return nil, nil, fmt.Errorf("no calibration inputs")
 	}
-	c := newCompiler(m, append(opts, forCalibration()))
+	levels, depth := dynamicLevels(m.Graph)
+	bounds = map[string]valueRange{}
+	for lvl := 0; lvl < max(depth, 1); lvl++ {
+		var passed map[string]string
+		ranges, passed, err = measureOnce(ctx, dev, m, calib, append(opts, forCalibration(), withBounds(bounds)))
+		if err != nil {
+			return nil, nil, err
+		}
+		for in, l := range levels {
+			if l != lvl {
+				continue
+			}
+			r, ok := ranges[passed[in]]
+			if !ok {
+				return nil, nil, fmt.Errorf("DynamicQuantizeLinear of %q: its input is not a tensor the engine holds in fp32, to measure", in)
+			}
+			bounds[in] = r
+		}
+	}
+	return ranges, bounds, nil
+}
+
+// measureOnce compiles the model with opts, runs it on dev over the
+// calibration inputs and returns the range of every graph input and layer
+// output the engine holds in fp32, and the DynamicQuantizeLinear inputs the
+// compilation passed through (see compiler.passed).
+func measureOnce(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (map[string]valueRange, map[string]string, error) {
+	c := newCompiler(m, opts)
 	if err := c.build(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := c.emit()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Every layer output and graph input is a tensor to measure.
 	var probes []*value
@@ -65,12 +94,12 @@ func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Ten
 	}
 	s, err := Load(ctx, dev, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ranges := map[string]valueRange{}
 	for k, in := range calib {
 		if _, err := s.Run(ctx, in...); err != nil {
-			return nil, fmt.Errorf("calibration input %d: %w", k, err)
+			return nil, nil, fmt.Errorf("calibration input %d: %w", k, err)
 		}
 		for _, v := range probes {
 			if v.elem != f32 {
@@ -78,7 +107,7 @@ func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Ten
 			}
 			buf := make([]byte, v.lay.bytes(f32))
 			if err := s.readAct(ctx, buf, v.addr&^actTag); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			r := ranges[v.name]
 			for _, f := range unpackF32(v.lay, buf) {
@@ -87,5 +116,5 @@ func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Ten
 			ranges[v.name] = r
 		}
 	}
-	return ranges, nil
+	return ranges, c.passed, nil
 }

@@ -79,6 +79,10 @@ func (c *compiler) dynamicQuantizeNode(n *onnx.Node) error {
 		// the matrix products (MatMulInteger) the result feeds.
 		r.lay = matLayout(r.shape)
 	}
+	// A post-training-quantised producer (Quantize) dequantises first.
+	if err := c.settle(x, false); err != nil {
+		return err
+	}
 	l, err := c.open(x)
 	if err != nil {
 		return err

@@ -153,3 +153,32 @@ func dynamicLevels(g *onnx.Graph) (map[string]int, int) {
 	}
 	return levels, depth
 }
+
+// dequantisedTable returns, for Gather n of rows of the integer table data
+// by a graph input, the table dequantised and the DequantizeLinear that
+// does it, when that is n's only reader with a constant per-tensor scale
+// and zero point — as quantize_dynamic writes an embedding (its Gather of
+// int8 rows, dequantised for the float operators after it). Dequantising
+// element by element commutes with gathering rows, so the runtime gathers
+// rows of the float table, each value the float32 (q − z)·s that
+// DequantizeLinear computes, and the DequantizeLinear passes them through.
+func (c *compiler) dequantisedTable(n *onnx.Node, data *value) ([]float32, *onnx.Node) {
+	dq := c.consumer(n.Outputs[0])
+	if dq == nil || dq.OpType != "DequantizeLinear" || c.uses[n.Outputs[0]] != 1 || dq.Inputs[0] != n.Outputs[0] {
+		return nil, nil
+	}
+	sv, zv := c.vals[inputName(dq, 1)], c.vals[inputName(dq, 2)]
+	if sv == nil || !sv.isConst || sv.len() != 1 || zv != nil && (!zv.isConst || zv.len() != 1 || zv.typ != data.typ) {
+		return nil, nil
+	}
+	s, z := sv.floats()[0], int64(0)
+	if zv != nil {
+		z = zv.ints()[0]
+	}
+	q := data.ints()
+	table := make([]float32, len(q))
+	for k, v := range q {
+		table[k] = float32(v-z) * s
+	}
+	return table, dq
+}

@@ -182,3 +182,43 @@ func TestDynamicQuantizeLinearAfterQuantizedLayer(t *testing.T) {
 	}
 	t.Logf("off by ≤ %.3g of the largest output", worst/top)
 }
+
+// TestGatherQuantizedTable: a Gather of rows of an int8 table by INT64 ids
+// read only by DequantizeLinear, as quantize_dynamic writes an embedding,
+// gives exactly the float32 (q − z)·s of the rows the ids name; read by
+// anything else too (here a graph output), it is refused with its reason.
+func TestGatherQuantizedTable(t *testing.T) {
+	const rows, width = 7, 20
+	q := make([]int64, rows*width)
+	for k := range q {
+		q[k] = int64(k*37%255) - 127
+	}
+	ids := vinfo("ids", 2, 3)
+	ids.ElemType = onnx.Int64
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{ints64("table", onnx.Int8, []int64{rows, width}, q...),
+			onnx.NewFloat32("s", nil, []float32{0.0173}), ints64("z", onnx.Int8, nil, 3)},
+		Nodes: []*onnx.Node{
+			{OpType: "Gather", Name: "g", Inputs: []string{"table", "ids"}, Outputs: []string{"e_quantized"}},
+			{OpType: "DequantizeLinear", Inputs: []string{"e_quantized", "s", "z"}, Outputs: []string{"e"}},
+		},
+		Inputs:  []onnx.ValueInfo{ids},
+		Outputs: []onnx.ValueInfo{{Name: "e"}},
+	}
+	iv := []int64{6, 0, 3, -1, 2, 2}
+	res := runGraphResult(t, g, ints64("ids", onnx.Int64, []int64{2, 3}, iv...))
+	got, _ := res.Outputs[0].Float32s()
+	for i, id := range iv {
+		r := int((id + rows) % rows)
+		for j := range width {
+			if want := float32(q[r*width+j]-3) * 0.0173; got[i*width+j] != want {
+				t.Fatalf("id %d value %d: %g, want %g", id, j, got[i*width+j], want)
+			}
+		}
+	}
+	g.Outputs = append(g.Outputs, onnx.ValueInfo{Name: "e_quantized", ElemType: onnx.Int8})
+	_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+	if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), "only a per-tensor DequantizeLinear reads") {
+		t.Fatalf("compile with the int8 rows an output too: %v, want refused", err)
+	}
+}

@@ -136,6 +136,11 @@ func (c *compiler) dequantizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if x.gather != nil && x.gather.dq == n {
+		// Rows of a table dequantised already (see dequantisedTable).
+		c.set(n, 0, &value{shape: x.shape, typ: onnx.Float, derived: derived{alias: x}})
+		return nil
+	}
 	if x.input && x.lay.shape == nil {
 		x.lay = convLayout(x.shape)
 	}

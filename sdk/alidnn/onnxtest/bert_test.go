@@ -254,14 +254,20 @@ func bertCases() []genCase {
 		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, bertH}, params: []string{"batch", "seq", ""}},
 			{name: "pooler_output", typ: onnx.Float, dims: []int64{0, bertH}, params: []string{"batch", ""}}},
 	}
-	bertCase := func(name string, g graph, lin linearFunc) genCase {
+	bertCase := func(name string, w bertWeights, g graph, lin linearFunc) genCase {
 		first := w.bertSet(lin, 2, 16, 1)
 		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs,
 			more: []dataSet{w.bertSet(lin, 1, 16, 2), w.bertSet(lin, 2, 9, 3), w.bertSet(lin, 2, 20, 4)}}
 	}
-	fp32 := bertCase("bert_encoder", g, linear)
+	fp32 := bertCase("bert_encoder", w, g, linear)
 	fp32.int8 = true
-	return []genCase{fp32, bertCase("bert_encoder_dynamic_int8", quantizeDynamic(g), dynLinear)}
+	// The dynamically quantised graph gathers int8 embeddings: its
+	// reference, dequantised ones.
+	dw := maps.Clone(w)
+	for _, name := range []string{"word", "type", "pos"} {
+		dw[name] = dequantised(w[name])
+	}
+	return []genCase{fp32, bertCase("bert_encoder_dynamic_int8", dw, quantizeDynamic(g), dynLinear)}
 }
 
 // bertEmbeddings writes BertEmbeddings and the extended attention mask.

@@ -124,6 +124,7 @@ func (c *compiler) calibrationGemm(g *gemmParams, l *layer) error {
 	}
 	g.spec.fp, g.spec.wF = true, wf
 	l.accFP = true
+	g.bias = -1 // inputs 2 and 3 are zero points
 	return nil
 }
 

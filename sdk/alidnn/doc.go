@@ -150,8 +150,7 @@
 // quantize_dynamic writes run in int8 too: DynamicQuantizeLinear →
 // MatMulInteger by int8 weights → Cast → Mul by the scales (an embedding's
 // Gather of int8 rows → DequantizeLinear gathers rows of the dequantised
-// table).
-// DynamicQuantizeLinear computes its uint8 scale and zero point
+// table). DynamicQuantizeLinear computes its uint8 scale and zero point
 // from the tensor's range at run time, but the engine's quantisation takes
 // them from the program, and finding a tensor's range on the engine would
 // cost a reduction over the whole tensor before every such MatMul; so the

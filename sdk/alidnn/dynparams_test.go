@@ -60,3 +60,21 @@ func TestDynamicLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldDynamicQuantize: DynamicQuantizeLinear of a constant folds to
+// ONNX's example (onnx's test_dynamicquantizelinear input and outputs).
+func TestFoldDynamicQuantize(t *testing.T) {
+	c := &compiler{vals: map[string]*value{}, uses: map[string]int{}}
+	n := &onnx.Node{OpType: "DynamicQuantizeLinear", Inputs: []string{"x"}, Outputs: []string{"y", "s", "z"}}
+	c.foldDynamicQuantize(n, constFloat("x", []int{6}, []float32{0, 2, -3, -2.5, 1.34, 0.5}))
+	y, s, z := c.vals["y"].ints(), c.vals["s"].floats()[0], c.vals["z"].ints()[0]
+	want := []int64{153, 255, 0, 26, 221, 179}
+	for k := range want {
+		if y[k] != want[k] {
+			t.Fatalf("y %v, want %v", y, want)
+		}
+	}
+	if s != 0.019607844 || z != 153 {
+		t.Errorf("scale %v, zero point %d; want 0.019607844, 153", s, z)
+	}
+}

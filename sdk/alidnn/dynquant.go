@@ -59,6 +59,10 @@ func (c *compiler) dynamicQuantizeNode(n *onnx.Node) error {
 	if x.typ != onnx.Float {
 		return fmt.Errorf("DynamicQuantizeLinear of %v: want FLOAT", x.typ)
 	}
+	if x.isConst {
+		c.foldDynamicQuantize(n, x)
+		return nil
+	}
 	r, ok := c.opts.bounds[n.Inputs[0]]
 	switch {
 	case !ok && c.opts.calibrating:
@@ -94,6 +98,23 @@ func (c *compiler) dynamicQuantizeNode(n *onnx.Node) error {
 	c.set(n, 0, c.quantizeStep(l, fill(l.out.lay.c(), s), devZP(z, onnx.Uint8), onnx.Uint8))
 	c.setDynamicParams(n, s, z)
 	return nil
+}
+
+// foldDynamicQuantize evaluates DynamicQuantizeLinear of a constant, whose
+// range is known.
+func (c *compiler) foldDynamicQuantize(n *onnx.Node, x *value) {
+	var r valueRange
+	f := x.floats()
+	for _, v := range f {
+		r.lo, r.hi = min(r.lo, v), max(r.hi, v)
+	}
+	s, z := dynamicParams(r)
+	q := make([]int64, len(f))
+	for k, v := range f {
+		q[k] = min(max(int64(math.RoundToEven(float64(v/s)))+z, 0), 255)
+	}
+	c.set(n, 0, constInt("", onnx.Uint8, x.shape, q))
+	c.setDynamicParams(n, s, z)
 }
 
 // setDynamicParams sets DynamicQuantizeLinear's optional scale and zero

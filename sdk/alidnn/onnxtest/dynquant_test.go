@@ -187,10 +187,11 @@ func dynPatchConv(img []float32, N int, w, b []float32) []float64 {
 	return out
 }
 
-// TestDynamicInt8 holds bert_encoder_dynamic_int8 and vit_tiny_dynamic_int8,
-// calibrated on each data set's inputs as faas model test does, to the
-// issue's rule for int8 models against the fp32 model's float64 reference
-// (bert_encoder's and vit_tiny's outputs for the same inputs): every row
+// TestDynamicInt8 holds the dynamically quantised cases, calibrated on
+// each data set's inputs as faas model test does, to the rule for
+// int8 models against the fp32 model's float64 reference (bert_encoder's,
+// vit_tiny's and gpt2_decoder_block's outputs for the same inputs): every
+// row
 // of the embeddings (last_hidden_state, pooler_output) at a cosine
 // similarity of at least 0.99, the logits' top-1 equal on every image; and
 // to the cosine rule against the quantised graph's float64 reference. It
@@ -203,7 +204,7 @@ func TestDynamicInt8(t *testing.T) {
 	for _, c := range []struct {
 		name, fp32 string
 		sets       int
-	}{{"bert_encoder_dynamic_int8", "bert_encoder", 4}, {"vit_tiny_dynamic_int8", "vit_tiny", 3}} {
+	}{{"bert_encoder_dynamic_int8", "bert_encoder", 4}, {"vit_tiny_dynamic_int8", "vit_tiny", 3}, {"gpt2_decoder_block_dynamic_int8", "gpt2_decoder_block", 3}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "generated")
 			m, ins, qouts := readSets(t, filepath.Join(dir, c.name), c.sets)

@@ -18,8 +18,7 @@ import (
 // scales, Add of the bias.
 func dynLinearGraph(wq []int64, sw float32, wz int64, bias []float32) *onnx.Graph {
 	cast := []*onnx.Attribute{{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}}
-	w, _ := onnx.NewInt("w_quantized", onnx.Int8, []int64{20, 24}, wq)
-	z, _ := onnx.NewInt("w_zero_point", onnx.Int8, nil, []int64{wz})
+	w, z := ints64("w_quantized", onnx.Int8, []int64{20, 24}, wq...), ints64("w_zero_point", onnx.Int8, nil, wz)
 	g := &onnx.Graph{
 		Inputs:       []onnx.ValueInfo{vinfo("x", 2, 5, 20)},
 		Initializers: []*onnx.Tensor{w, z, onnx.NewFloat32("w_scale", nil, []float32{sw}), onnx.NewFloat32("b", []int64{24}, bias)},

@@ -26,10 +26,7 @@ func TestQuantizeLinearPerChannelZeroPoints(t *testing.T) {
 		for k := range z {
 			z[k] = 100 + c.zp*int64(k)
 		}
-		zt, err := onnx.NewInt("z", onnx.Uint8, []int64{20}, z)
-		if err != nil {
-			t.Fatal(err)
-		}
+		zt := ints64("z", onnx.Uint8, []int64{20}, z...)
 		g := &onnx.Graph{
 			Inputs:       []onnx.ValueInfo{vinfo("x", 1, 20, 3, 4)},
 			Initializers: []*onnx.Tensor{onnx.NewFloat32("s", []int64{20}, s), zt},
@@ -39,7 +36,7 @@ func TestQuantizeLinearPerChannelZeroPoints(t *testing.T) {
 			},
 			Outputs: []onnx.ValueInfo{{Name: "y"}},
 		}
-		_, err = alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+		_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
 		refused := errors.Is(err, alidnn.ErrUnsupported) && strings.Contains(err.Error(), "zero point per channel")
 		if refused != c.refuse || !c.refuse && err != nil {
 			t.Errorf("zero points %v: compile: %v (want refused: %v)", z[:3], err, c.refuse)

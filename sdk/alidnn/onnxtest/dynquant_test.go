@@ -253,9 +253,20 @@ func runCalibrated(t *testing.T, m *onnx.Model, ins []*onnx.Tensor) *alidnn.Resu
 // and by cosine against the quantised graph's reference quant.
 func checkDynamicOutput(t *testing.T, what string, got, want, quant *onnx.Tensor) {
 	t.Helper()
-	w, _ := want.Float32s()
-	g, _ := got.Float32s()
-	q, _ := quant.Float32s()
+	var w, g, q []float32
+	for _, p := range []struct {
+		to *[]float32
+		t  *onnx.Tensor
+	}{{&w, want}, {&g, got}, {&q, quant}} {
+		v, err := p.t.Float32s()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		*p.to = v
+	}
+	if len(g) != len(w) || len(q) != len(w) {
+		t.Fatalf("%s: %d values and the references' %d and %d", what, len(g), len(w), len(q))
+	}
 	n := int(want.Dims[len(want.Dims)-1])
 	logits := strings.HasSuffix(what, "logits")
 	worst, worstQ, worstGQ := 1.0, 1.0, 1.0

@@ -74,7 +74,7 @@ func (c *compiler) dynamicQuantizeNode(n *onnx.Node) error {
 		c.setDynamicParams(n, 1, 0)
 		return nil
 	case c.opts.bounds == nil:
-		return fmt.Errorf("DynamicQuantizeLinear of %s takes its scale from the tensor's range at run time, and the engine's quantisation takes it at compile time: compile with calibration inputs (alidnn.Calibrate or Quantize; faas model compile, run or test --int8): %w", x, ErrUnsupported)
+		return fmt.Errorf("DynamicQuantizeLinear of %s takes its scale from the tensor's range at run time, and the engine's quantisation takes it at compile time: compile with calibration inputs (alidnn.Calibrate or Quantize; faas model run and test calibrate on their inputs): %w", x, ErrUnsupported)
 	case !ok:
 		return fmt.Errorf("DynamicQuantizeLinear of %s: no calibrated range for it: %w", x, ErrUnsupported)
 	}

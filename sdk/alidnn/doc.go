@@ -158,7 +158,7 @@
 // model over sample inputs, once per level of DynamicQuantizeLinear (each
 // run quantising the levels before and measuring the next), and compiles
 // it with ONNX's scale and zero point for each range measured (see
-// dynquant.go; faas model test calibrates on the data set's inputs). On
+// dynquant.go; faas model test and run calibrate on their inputs). On
 // those inputs the numbers are the quantised graph's; on inputs of another
 // range the int8 values saturate where onnxruntime would widen the scale.
 // Compile refuses such a model.

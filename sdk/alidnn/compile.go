@@ -75,25 +75,6 @@ func WithShape(name string, dims ...int) Option {
 	}
 }
 
-// withRanges switches fp32 GEMM layers to int8 with the calibrated ranges
-// (max |x| per value name); Quantize measures them.
-func withRanges(r map[string]float32) Option {
-	return func(o *options) { o.int8, o.ranges = true, r }
-}
-
-// withBounds fixes DynamicQuantizeLinear's scales and zero points from the
-// calibrated ranges (min and max per value name).
-func withBounds(b map[string]valueRange) Option {
-	return func(o *options) { o.bounds = b }
-}
-
-// forCalibration compiles the model for a run that measures the ranges:
-// DynamicQuantizeLinear without a range passes its input through (see
-// dynquant.go).
-func forCalibration() Option {
-	return func(o *options) { o.calibrating = true }
-}
-
 // compiler holds the state of one compilation.
 type compiler struct {
 	opts    options

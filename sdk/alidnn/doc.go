@@ -144,13 +144,14 @@
 // or Gemm of DequantizeLinear'd int8 activations and weights (per tensor
 // or per output channel) becomes an int8 GEMM dequantising in its
 // epilogue (see qdq.go). DequantizeLinear of a device tensor takes a zero
-// point per channel (subtracted exactly in the integer accumulator);
-// QuantizeLinear takes one for all channels, since the engine's
-// quantisation saturates with a single zero point. Models onnxruntime's
-// quantize_dynamic writes run in int8 too: DynamicQuantizeLinear →
-// MatMulInteger by int8 weights → Cast → Mul by the scales (an embedding's
-// Gather of int8 rows → DequantizeLinear gathers rows of the dequantised
-// table). DynamicQuantizeLinear computes its uint8 scale and zero point
+// point per channel (subtracted exactly in the integer accumulator), and
+// so does QuantizeLinear: the engine's quantisation saturates with one
+// zero point for all lanes, so the rounded quotient is rebuilt in fp32
+// from two quantisations saturating at either end (see quantzp.go).
+// Models onnxruntime's quantize_dynamic writes run in int8 too:
+// DynamicQuantizeLinear → MatMulInteger by int8 weights → Cast → Mul by
+// the scales (an embedding's Gather of int8 rows → DequantizeLinear
+// gathers rows of the dequantised table). DynamicQuantizeLinear computes its uint8 scale and zero point
 // from the tensor's range at run time, but the engine's quantisation takes
 // them from the program, and finding a tensor's range on the engine would
 // cost a reduction over the whole tensor before every such MatMul; so the

@@ -95,26 +95,31 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if err := c.materialize(x); err != nil {
+		return err
+	}
+	s, z, typ, err := c.quantParams(n, 1, x.root().lay, true)
+	if err != nil {
+		return err
+	}
+	if typ != onnx.Uint8 && typ != onnx.Int8 {
+		return fmt.Errorf("QuantizeLinear to %v: %w", typ, ErrUnsupported)
+	}
+	z0, ok := uniformZP(z)
+	if !ok {
+		v, err := c.quantizePerChannelZP(x, s, z, typ)
+		if err != nil {
+			return err
+		}
+		c.set(n, 0, v)
+		return nil
+	}
 	l, err := c.open(x)
 	if err != nil {
 		return err
 	}
 	if !l.accFP {
 		return fmt.Errorf("QuantizeLinear of a non-float tensor %s: %w", x, ErrUnsupported)
-	}
-	s, z, typ, err := c.quantParams(n, 1, l.out.lay, true)
-	if err != nil {
-		return err
-	}
-	z0, ok := uniformZP(z)
-	if !ok {
-		// The engine rounds, adds the instruction's one zero point and
-		// saturates to int8 in one step: a zero point per lane added
-		// after it would miss the values the saturation clipped.
-		return fmt.Errorf("QuantizeLinear of %s with a zero point per channel (the engine's quantisation takes one zero point for all lanes): %w", x, ErrUnsupported)
-	}
-	if typ != onnx.Uint8 && typ != onnx.Int8 {
-		return fmt.Errorf("QuantizeLinear to %v: %w", typ, ErrUnsupported)
 	}
 	c.set(n, 0, c.quantizeStep(l, s, devZP(z0, typ), typ))
 	return nil

@@ -9,8 +9,9 @@ import (
 // Quantised operators beyond the QDQ fragments: QLinearMatMul of a uint8
 // activation with a zero point by int8 weights with one matrix per stack
 // (the weights' sums, which the zero point multiplies, differ between
-// stacks), and DequantizeLinear of a device tensor with one zero point
-// per channel, uint8 along axis 1 and int8 along axis −3.
+// stacks), DequantizeLinear of a device tensor with one zero point per
+// channel, uint8 along axis 1 and int8 along axis −3, and QuantizeLinear
+// with one per channel.
 
 func init() { caseFamilies = append(caseFamilies, qlinearCases) }
 
@@ -19,6 +20,39 @@ func qlinearCases() []genCase {
 		qlinearMatMulBatched(),
 		dequantizePerChannel("dequantizelinear_per_channel_zero_points", onnx.Uint8, 1),
 		dequantizePerChannel("dequantizelinear_per_channel_zero_points_int8", onnx.Int8, -3),
+		quantizePerChannel(),
+	}
+}
+
+// quantizePerChannel is QuantizeLinear of x [1,20,3,4] to uint8 with a
+// scale and a zero point per channel (axis 1, zero points spread over
+// 0…255, so that every channel saturates at some value and at a different
+// one): ONNX's arithmetic, x/s in float32 rounded half to even (exact ties
+// among the data) plus the zero point, saturated.
+func quantizePerChannel() genCase {
+	x := data(xDims, 11)
+	c := int(xDims[1])
+	inner := numel(xDims) / c
+	s, z := make([]float32, c), make([]int64, c)
+	for ch := range c {
+		s[ch] = 0.0625 * float32(1+ch%2)
+		z[ch] = int64(ch * 255 / (c - 1))
+	}
+	x[3], x[4] = 0.09375, 0.15625 // 1.5 and 2.5 steps of channel 0: ties, both rounded to 2
+	y := make([]int64, len(x))
+	for i, v := range x {
+		ch := i / inner
+		y[i] = min(max(int64(math.RoundToEven(float64(v/s[ch])))+z[ch], 0), 255)
+	}
+	return genCase{name: "quantizelinear_per_channel_zero_points", opset: 13,
+		g: graph{
+			nodes:   []node{{op: "QuantizeLinear", inputs: []string{"x", "s", "z"}, outputs: []string{"y"}, attrs: []attr{iAttr("axis", 1)}}},
+			inits:   []*onnx.Tensor{onnx.NewFloat32("s", []int64{int64(c)}, s), intTensor("z", onnx.Uint8, []int64{int64(c)}, z)},
+			inputs:  []valueInfo{fvi("x", xDims)},
+			outputs: []valueInfo{{name: "y", typ: onnx.Uint8, dims: xDims}},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xDims, x)},
+		outs: []*onnx.Tensor{intTensor("y", onnx.Uint8, xDims, y)},
 	}
 }
 

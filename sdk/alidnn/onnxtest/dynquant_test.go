@@ -17,14 +17,15 @@ import (
 // full range; activations uint8; MatMulConstBOnly): every MatMul by a
 // constant weight becomes DynamicQuantizeLinear of its input (one per
 // input, shared by the MatMuls that read it) → MatMulInteger by the int8
-// weights → Cast to FLOAT → Mul by the product of the two scales, and
-// every Gather of a weight table a Gather of the int8 table →
-// DequantizeLinear (GatherQuant), named as quantize_dynamic names them.
+// weights → Cast to FLOAT → Mul by the product of the two scales; every
+// Conv so with ConvInteger, its bias added after, reshaped to [1, −1, 1,
+// 1]; and every Gather of a weight table a Gather of the int8 table →
+// DequantizeLinear (GatherQuant); named as quantize_dynamic names them.
 // MatMuls of two computed tensors (attention) and Gemm (not in its
 // IntegerOps registry) stay fp32.
 
-// quantizeDynamic rewrites g's MatMuls by 2-D constant weights and Gathers
-// of constant tables so.
+// quantizeDynamic rewrites g's MatMuls by 2-D constant weights, Convs and
+// Gathers of constant tables so.
 func quantizeDynamic(g graph) graph {
 	inits := map[string]*onnx.Tensor{}
 	for _, t := range g.inits {

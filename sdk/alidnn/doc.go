@@ -155,11 +155,33 @@
 // fp32 model into an int8 one after training, calibrated on sample inputs
 // run on the engine itself; the lane means and sums of layer
 // normalisations and engine Softmax stay fp32 there (a per-tensor scale
-// loses a small row, a ViT's class token). Pre-quantised models run in int8 too: QLinear
-// and Integer operators, and the QDQ format, whose Conv, MatMul or Gemm of
-// DequantizeLinear'd int8 activations and weights (per tensor or per
-// output channel) becomes an int8 GEMM dequantising in its epilogue (see
-// qdq.go).
+// loses a small row, a ViT's class token), and so do Softmax's row-maximum
+// rotations (a mask's −MaxFloat32 would set their scale). Pre-quantised
+// models run in int8 too: QLinear and Integer operators (an input zero
+// point folded into the bias, or corrected per pixel where padding or
+// batched weights make it vary), and the QDQ format, whose Conv, MatMul
+// or Gemm of DequantizeLinear'd int8 activations and weights (per tensor
+// or per output channel) becomes an int8 GEMM dequantising in its
+// epilogue (see qdq.go). DequantizeLinear of a device tensor takes a zero
+// point per channel (subtracted exactly in the integer accumulator), and
+// so does QuantizeLinear: the engine's quantisation saturates with one
+// zero point for all lanes, so the rounded quotient is rebuilt in fp32
+// from two quantisations saturating at either end (see quantzp.go).
+// Models onnxruntime's quantize_dynamic writes run in int8 too:
+// DynamicQuantizeLinear → MatMulInteger by int8 weights → Cast → Mul by
+// the scales (an embedding's Gather of int8 rows → DequantizeLinear
+// gathers rows of the dequantised table). DynamicQuantizeLinear computes its uint8 scale and zero point
+// from the tensor's range at run time, but the engine's quantisation takes
+// them from the program, and finding a tensor's range on the engine would
+// cost a reduction over the whole tensor before every such MatMul; so the
+// range is calibrated instead, as Quantize calibrates: Calibrate runs the
+// model over sample inputs, once per level of DynamicQuantizeLinear (each
+// run quantising the levels before and measuring the next), and compiles
+// it with ONNX's scale and zero point for each range measured (see
+// dynquant.go; faas model test and run calibrate on their inputs). On
+// those inputs the numbers are the quantised graph's; on inputs of another
+// range the int8 values saturate where onnxruntime would widen the scale.
+// Compile refuses such a model.
 //
 // A Program is relocatable. Open loads it on an Engine — a slot through the
 // node agent (Agent) or the in-process simulator (NewLocal) — into one

@@ -74,7 +74,14 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	} else {
 		uses[xn] = 1
 	}
-	return c.runSeq(n, seq, uses)
+	// In int8 models the rotations stay fp32 too: a masked row's
+	// −MaxFloat32 sets a per-tensor int8 scale that rounds every other
+	// score to 0, leaving each lane its own maximum.
+	keep := c.keepFP32
+	c.keepFP32 = true
+	err = c.runSeq(n, seq, uses)
+	c.keepFP32 = keep
+	return err
 }
 
 // laneMaxSeq writes the row maximum of in, C values on the lanes and

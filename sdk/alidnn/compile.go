@@ -402,6 +402,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.whereNode(n)
 	case "Split":
 		return c.splitNode(n)
+	case "Slice":
+		return c.sliceNode(n)
 	case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
 		return c.compareNode(n)
 	}

@@ -109,8 +109,9 @@
 // MatMul by a 0/1 selection matrix from the constant segment (see
 // where.go). Split and Gather along a leading axis (timm's qkv.unbind(0)
 // of [3, B, heads, N, D], Split → Squeeze) pick whole 16-lane elements
-// with a permute layer; one along the lanes that would move values is
-// refused (see select.go).
+// with a permute layer, and so does Slice of a computed tensor along one
+// such axis (paddle2onnx's qkv[0]); one along the lanes that would move
+// values is refused (see select.go).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at
@@ -129,8 +130,14 @@
 // [N,H,D,S], a token flatten [N,C,L] → [N,L,C] — it runs on the engine
 // when the 16-lane blocks stay whole: DMA loads gather the blocks in the
 // new order, and the array swaps the last two axes after, when both are
-// multiples of 16 (see permute.go); one that would move values between
-// lanes otherwise is refused.
+// multiples of 16 (see permute.go). Heads whose width is no multiple of
+// 16 (PaddleOCR's SVTR: 8 heads of 15) straddle blocks: their split, a
+// Reshape of a matrix's lanes into groups, permuted, runs as a MatMul by a
+// 0/1 matrix moving each group to blocks of its own, then that gather, and
+// their merge as the gather into groups and a MatMul packing them back
+// (see reblock.go); the groups' zero padding lets Q·Kᵀ and attention·V
+// read them as B. One that would move values between lanes otherwise is
+// refused.
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs

@@ -3,6 +3,8 @@ package alidnn
 import (
 	"fmt"
 	"slices"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 // Split and Gather along a leading axis of a computed tensor — timm's
@@ -39,6 +41,49 @@ func (c *compiler) selectAxis(node string, x *value, axis int, idx []int, shape 
 	}
 	return nil, fmt.Errorf("%s of %s along axis %d moves values between the lanes of its 16-lane blocks (only picks along an axis other than the lanes run on the engine): %w",
 		node, x, axis, ErrUnsupported)
+}
+
+// sliceNode compiles Slice of a computed tensor along one axis other than
+// the lanes — PaddlePaddle's qkv[0], qkv[1], qkv[2] after permuting the
+// fused projection, which paddle2onnx writes as Slice → Squeeze — as a pick
+// of its indices (see selectAxis). A Slice cutting several axes is
+// refused.
+func (c *compiler) sliceNode(n *onnx.Node) error {
+	x, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	lo, step, shape, err := c.sliceBounds(n, x.shape)
+	if err != nil {
+		return err
+	}
+	axis := -1
+	for a := range shape {
+		if shape[a] == x.shape[a] && lo[a] == 0 && step[a] == 1 {
+			continue
+		}
+		if axis >= 0 {
+			return fmt.Errorf("Slice of the computed tensor %s along axes %d and %d (only along one axis): %w", x, axis, a, ErrUnsupported)
+		}
+		axis = a
+	}
+	if axis < 0 {
+		c.set(n, 0, aliasOf(x.root(), shape, x.typ))
+		return nil
+	}
+	if shape[axis] == 0 {
+		return fmt.Errorf("Slice of the computed tensor %s is empty along axis %d: %w", x, axis, ErrUnsupported)
+	}
+	idx := make([]int, shape[axis])
+	for k := range idx {
+		idx[k] = lo[axis] + k*step[axis]
+	}
+	y, err := c.selectAxis(fmt.Sprintf("Slice %q", n.Name), x, axis, idx, shape)
+	if err != nil {
+		return err
+	}
+	c.set(n, 0, y)
+	return nil
 }
 
 // selectMap returns, for every element of a tensor laid out as out, the
@@ -105,7 +150,7 @@ func reshapePermuted(x *value, shape []int, outputs map[string]bool) *value {
 	off := x.lay.offsets()
 	for _, lay := range []layout{matLayout(shape), convLayout(shape)} {
 		if lay.elems() == x.lay.elems() && slices.Equal(lay.offsets(), off) {
-			v := &value{shape: shape, typ: x.typ, device: device{lay: lay, layer: l, elem: x.elem}}
+			v := &value{shape: shape, typ: x.typ, device: device{lay: lay, layer: l, elem: x.elem, zeroPad: x.zeroPad}}
 			l.out = v
 			return v
 		}

@@ -300,14 +300,21 @@ func (c *compiler) floatOperand(v *value) (*value, error) {
 	return out, nil
 }
 
-// writtenAt is the position in c.layers of the layer that writes v, −1
-// for values no layer writes (graph inputs).
+// writtenAt is the position in c.layers of the last layer that writes v,
+// −1 for values no layer writes (graph inputs). A tensor several layers
+// write — an upsampling's phases (see phaseLayers) — has no layer of its
+// own: its writers are the layers whose output it is.
 func (c *compiler) writtenAt(v *value) int {
 	r := v.root()
-	if r.layer == nil {
-		return -1
+	if r.layer != nil {
+		return slices.Index(c.layers, r.layer)
 	}
-	return slices.Index(c.layers, r.layer)
+	for k := len(c.layers) - 1; k >= 0; k-- {
+		if c.layers[k].out == r {
+			return k
+		}
+	}
+	return -1
 }
 
 func mapIdx(v []float32, f func(int, float32) float32) []float32 {

@@ -256,9 +256,11 @@ func mapF(v []float32, f func(float32) float32) []float32 {
 // rowStep appends a per-channel constant add or multiply, in the
 // accumulator's domain.
 func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
-	if !l.accFP && l.ptq && kind == sMulRow {
+	if !l.accFP && l.ptq && (kind == sMulRow || !fitsAcc(row, l.accScale)) {
 		// A post-training-quantised layer's scales are per channel and
-		// positive: it multiplies in fp32.
+		// positive: it multiplies in fp32, and adds there what the int32
+		// accumulator cannot hold (the bias of a channel whose weights
+		// are all but zero, whose scale is as small).
 		if err := c.settle(l.out, false); err != nil {
 			return err
 		}
@@ -276,6 +278,18 @@ func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
 	}
 	l.steps = append(l.steps, step{kind: kind, rowI: ints})
 	return nil
+}
+
+// fitsAcc reports whether every value of row, in accumulator units of
+// scale, fits well inside an int32 accumulator: below 2³⁰, leaving the
+// sums it is added to room.
+func fitsAcc(row, scale []float32) bool {
+	for k, x := range row {
+		if k >= len(scale) || math.Abs(float64(x)/float64(scale[k])) >= 1<<30 {
+			return false
+		}
+	}
+	return true
 }
 
 // floatOperand returns a post-training-quantised operand of a sum of

@@ -52,6 +52,10 @@ type Runner struct {
 	eng      alidnn.Engine
 	opts     []alidnn.Option
 	sessions map[runKey]*alidnn.Session
+	// dev and calib quantise each program after training (see
+	// NewInt8Runner).
+	dev   alidnn.Device
+	calib Calibrator
 	// Stats add up the runs.
 	Stats RunStats
 }
@@ -73,6 +77,40 @@ func NewRunner(eng alidnn.Engine, opts ...alidnn.Option) *Runner {
 	return &Runner{eng: eng, opts: opts, sessions: map[runKey]*alidnn.Session{}}
 }
 
+// Calibrator returns the calibration inputs of model m at input dims.
+type Calibrator func(m *onnx.Model, dims []int64) ([]Input, error)
+
+// NewInt8Runner returns a Runner on eng whose programs are quantised to
+// int8 after training (alidnn.Quantize), calibrated with calib's inputs
+// on dev: a device of its own, not the one under eng, since calibration
+// loads programs over whatever its memory holds.
+func NewInt8Runner(eng alidnn.Engine, dev alidnn.Device, calib Calibrator, opts ...alidnn.Option) *Runner {
+	r := NewRunner(eng, opts...)
+	r.dev, r.calib = dev, calib
+	return r
+}
+
+// compile compiles m for input name of dims, or quantises it.
+func (r *Runner) compile(ctx context.Context, m *onnx.Model, name string, dims []int64) (*alidnn.Program, error) {
+	shape := make([]int, len(dims))
+	for i, d := range dims {
+		shape[i] = int(d)
+	}
+	opts := append([]alidnn.Option{alidnn.WithShape(name, shape...)}, r.opts...)
+	if r.calib == nil {
+		return alidnn.Compile(m, opts...)
+	}
+	ins, err := r.calib(m, dims)
+	if err != nil {
+		return nil, fmt.Errorf("calibration inputs: %w", err)
+	}
+	samples := make([][]*onnx.Tensor, len(ins))
+	for k, in := range ins {
+		samples[k] = []*onnx.Tensor{onnx.NewFloat32(name, in.Dims, in.V)}
+	}
+	return alidnn.Quantize(ctx, r.dev, m, samples, opts...)
+}
+
 // Run runs m on in (its one input, named as the graph names it) and
 // returns its first output.
 func (r *Runner) Run(ctx context.Context, m *onnx.Model, in Input) (*onnx.Tensor, error) {
@@ -84,11 +122,7 @@ func (r *Runner) Run(ctx context.Context, m *onnx.Model, in Input) (*onnx.Tensor
 	s, ok := r.sessions[k]
 	if !ok {
 		start := time.Now()
-		dims := make([]int, len(in.Dims))
-		for i, d := range in.Dims {
-			dims[i] = int(d)
-		}
-		p, err := alidnn.Compile(m, append([]alidnn.Option{alidnn.WithShape(name, dims...)}, r.opts...)...)
+		p, err := r.compile(ctx, m, name, in.Dims)
 		if err != nil {
 			return nil, fmt.Errorf("compiling for %s %v: %w", name, in.Dims, err)
 		}

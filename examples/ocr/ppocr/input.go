@@ -62,6 +62,19 @@ func Rec(line image.Image) (Input, error) {
 	return lineInput(line, w, (w+RecStep-1)/RecStep*RecStep), nil
 }
 
+// RecAt is Rec's input for a line at a given width: scaled to LineHeight
+// pixels high keeping its aspect, squeezed to width if wider, padded as
+// Rec pads if narrower — a calibration sample for the recogniser compiled
+// for that width.
+func RecAt(line image.Image, width int) (Input, error) {
+	b := line.Bounds()
+	if b.Dx() < 1 || b.Dy() < 1 || width < 1 {
+		return Input{}, fmt.Errorf("text line %v at width %d is empty", b, width)
+	}
+	w := min(width, max(1, int(math.Ceil(float64(b.Dx())*LineHeight/float64(b.Dy())))))
+	return lineInput(line, w, width), nil
+}
+
 // Cls is the direction classifier's input for a text line: scaled to
 // LineHeight pixels high keeping its aspect, at most ClsWidth wide, padded
 // to ClsWidth as Rec pads.

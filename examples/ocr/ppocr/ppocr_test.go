@@ -15,14 +15,21 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// setup reads the vendored models and returns a Runner on an in-process
-// engine.
-func setup(t *testing.T, opts ...alidnn.Option) (*ppocr.Models, *ppocr.Runner) {
+// models reads the vendored models.
+func models(t *testing.T) *ppocr.Models {
 	t.Helper()
 	m, err := ppocr.ReadModels(testenv.TestData(t, "ocr", "ppocrv4"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// setup reads the vendored models and returns a Runner on an in-process
+// engine.
+func setup(t *testing.T, opts ...alidnn.Option) (*ppocr.Models, *ppocr.Runner) {
+	t.Helper()
+	m := models(t)
 	sim, err := model.NewLocal(0)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +87,42 @@ func TestRead(t *testing.T) {
 			if g.Text != want[i] || g.Upside != tc.upside {
 				t.Errorf("%g px, upside %v: line %d at %v read %q (upside %v), want %q", tc.px, tc.upside, i, g.Box.Rectangle, g.Text, g.Upside, want[i])
 			}
+		}
+	}
+	t.Logf("%+v", r.Stats)
+}
+
+// TestReadInt8 reads a rendered page upside down with the three models
+// quantised to int8 after training, calibrated on other text (see
+// Calibration): every line found, turned and read as rendered.
+func TestReadInt8(t *testing.T) {
+	m := models(t)
+	sim, err := model.NewLocal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calib, err := model.NewLocal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ppocr.NewInt8Runner(alidnn.NewLocal(sim), calib, ppocr.Calibration(m))
+	t.Cleanup(func() {
+		r.Close(context.Background())
+		sim.Close()
+		calib.Close()
+	})
+	img := page(t, 28, true, "Total: 42.50 EUR", "invoice 2026-11-27")
+	got, err := ppocr.Read(context.Background(), r, m, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"invoice 2026-11-27", "Total: 42.50 EUR"}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines %+v, want %q", len(got), got, want)
+	}
+	for i, g := range got {
+		if g.Text != want[i] || !g.Upside {
+			t.Errorf("line %d at %v read %q (upside %v), want %q turned", i, g.Box.Rectangle, g.Text, g.Upside, want[i])
 		}
 	}
 	t.Logf("%+v", r.Stats)

@@ -1,21 +1,23 @@
 // Command ocr reads the text of an image with PaddleOCR's PP-OCR models on
-// the AliDNN engine simulated in this process, through the SDK: the DB
-// detector's text boxes, each line's direction (0° or 180°) from the
-// classifier, and its text from the SVTR recogniser decoded with the
-// dictionary (see package ppocr). Each model is compiled once per input
-// shape it meets; with -int8 each is quantised after training instead,
-// calibrated on rendered lines of other text.
+// an AliDNN slot, the way a tenant's program would: the DB detector's text
+// boxes, each line's direction (0° or 180°) from the classifier, and its
+// text from the SVTR recogniser decoded with the dictionary, all through
+// the SDK (package sdk/alidnn/ppocr). Each model is compiled once per input
+// shape it meets.
 //
 // Usage:
 //
-//	ocr [-models DIR] [-image FILE.png | -text "line|line" [-size PX] [-upside]] [-int8] [-json]
+//	ocr [-agent TARGET] [-slot N] [-models DIR] [-image FILE.png | -text "line|line" [-size PX] [-upside]] [-json]
+//	ocr -attach LISTING[:VERSION] [-registry URL] [...]
 //
 // Without -image it reads a page it renders itself with the Go fonts:
 // -text's lines (separated by |) at -size pixels, turned by 180° with
-// -upside. -models holds the models as testdata/ocr/ppocrv4 does (default
-// $FAAS_TESTDATA/ocr/ppocrv4, else testdata/ocr/ppocrv4).
+// -upside, and checks that every line reads as rendered. -models holds the
+// models as testdata/ocr/ppocrv4 does (default $FAAS_TESTDATA/ocr/ppocrv4,
+// else testdata/ocr/ppocrv4). The slot and the token are found as
+// examples/mnist finds them.
 //
-// Exit codes: 0 read (with -text: every line read as rendered); 1 a step
+// Exit codes: 0 read (a rendered page: every line as rendered); 1 a step
 // failed or a rendered line was misread; 2 bad usage.
 package main
 
@@ -28,34 +30,59 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
-	"github.com/fpga-faas/faas/examples/ocr/ppocr"
 	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
+	"github.com/fpga-faas/faas/sdk/faas"
 )
 
 func main() {
+	agent := flag.String("agent", "", "faasd: unix socket path, unix:///path or https://host:port (default $FAAS_AGENT or /run/faas/faasd.sock)")
+	slot := flag.Int("slot", 0, "slot loaded with the AliDNN engine")
+	attach := flag.String("attach", "", "attach an accelerator of the registry's pool running LISTING[:VERSION] instead of opening -slot")
+	registry := flag.String("registry", "", "with -attach: the registry (default $FAAS_REGISTRY or the one faas login stored)")
 	models := flag.String("models", defaultModels(), "folder of the PP-OCR models and dictionary")
 	imagePath := flag.String("image", "", "image to read (PNG or JPEG); default a rendered page")
 	text := flag.String("text", "Hello World 123|FPGA as a Service", "lines of the rendered page, separated by |")
 	size := flag.Float64("size", 24, "font size of the rendered page, in pixels")
 	upside := flag.Bool("upside", false, "turn the rendered page by 180°")
-	int8 := flag.Bool("int8", false, "quantise the models to int8 after training")
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	flag.Parse()
-	if flag.NArg() != 0 || *size < 6 || *size > 96 {
+	if flag.NArg() != 0 || *slot < 0 || *size < 6 || *size > 96 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	img, want, err := input(*imagePath, *text, *size, *upside)
-	if err == nil {
-		err = run(*models, img, want, *int8, *asJSON)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	err := func() error {
+		img, want, err := input(*imagePath, *text, *size, *upside)
+		if err != nil {
+			return err
+		}
+		m, err := ppocr.ReadModels(*models)
+		if err != nil {
+			return err
+		}
+		dev, where, closeDev, err := open(ctx, *agent, *slot, *attach, *registry)
+		if err != nil {
+			return err
+		}
+		defer closeDev()
+		out, err := read(ctx, alidnn.Agent(dev), m, img, want)
+		if err != nil {
+			return fmt.Errorf("on %s: %w", where, err)
+		}
+		return out.print(os.Stdout, where, *asJSON)
+	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ocr:", err)
+		if h := faas.Hint(err); h != "" {
+			fmt.Fprintln(os.Stderr, "hint:", h)
+		}
 		os.Exit(1)
 	}
 }
@@ -84,7 +111,7 @@ func input(path, text string, size float64, upside bool) (image.Image, []string,
 		w = max(w, int(float64(len(s))*size*0.7)+int(2*size))
 	}
 	img, err := ppocr.Render(w, y+int(size)/2, lines, upside, 8, 1)
-	if upside {
+	if upside { // the page's reading order, turned with it
 		for i, j := 0, len(want)-1; i < j; i, j = i+1, j-1 {
 			want[i], want[j] = want[j], want[i]
 		}
@@ -92,67 +119,62 @@ func input(path, text string, size float64, upside bool) (image.Image, []string,
 	return img, want, err
 }
 
-// run reads img on an in-process engine and prints what it read; with
-// want, a line read otherwise is an error.
-func run(models string, img image.Image, want []string, int8, asJSON bool) error {
-	m, err := ppocr.ReadModels(models)
-	if err != nil {
-		return err
-	}
-	sim, err := model.NewLocal(0)
-	if err != nil {
-		return err
-	}
-	defer sim.Close()
-	var r *ppocr.Runner
-	if int8 {
-		// Calibration loads programs on a simulated board of its own.
-		calib, err := model.NewLocal(0)
-		if err != nil {
-			return err
-		}
-		defer calib.Close()
-		r = ppocr.NewInt8Runner(alidnn.NewLocal(sim), calib, ppocr.Calibration(m))
-	} else {
-		r = ppocr.NewRunner(alidnn.NewLocal(sim))
-	}
-	ctx := context.Background()
+// outcome is what read found.
+type outcome struct {
+	Lines []ppocr.Result
+	Stats ppocr.RunStats
+	Wall  time.Duration
+	// Misread lists the lines of a rendered page read otherwise.
+	Misread []string
+}
+
+// read reads img on eng; with want (a rendered page's lines), a line read
+// otherwise is listed in the outcome's Misread.
+func read(ctx context.Context, eng alidnn.Engine, m *ppocr.Models, img image.Image, want []string) (*outcome, error) {
+	r := ppocr.NewRunner(eng)
 	defer r.Close(ctx)
 	start := time.Now()
 	res, err := ppocr.Read(ctx, r, m, img)
-	wall := time.Since(start)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var bad []string
+	out := &outcome{Lines: res, Stats: r.Stats, Wall: time.Since(start)}
+	if want == nil {
+		return out, nil
+	}
 	for k, l := range res {
-		if want != nil && (k >= len(want) || l.Text != want[k]) {
-			bad = append(bad, fmt.Sprintf("line %d read %q", k, l.Text))
+		if k >= len(want) || l.Text != want[k] {
+			out.Misread = append(out.Misread, fmt.Sprintf("line %d read %q", k, l.Text))
 		}
 	}
-	if want != nil && len(res) != len(want) {
-		bad = append(bad, fmt.Sprintf("%d lines found, %d rendered", len(res), len(want)))
+	if len(res) != len(want) {
+		out.Misread = append(out.Misread, fmt.Sprintf("%d lines found, %d rendered", len(res), len(want)))
 	}
+	return out, nil
+}
+
+// print writes the outcome, and fails if a rendered line was misread.
+func (o *outcome) print(f *os.File, where string, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(f)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"lines": res, "stats": r.Stats, "wall_ns": wall, "ok": len(bad) == 0}); err != nil {
+		if err := enc.Encode(map[string]any{"on": where, "lines": o.Lines, "stats": o.Stats, "wall_ns": o.Wall, "ok": len(o.Misread) == 0}); err != nil {
 			return err
 		}
 	} else {
-		for _, l := range res {
+		for _, l := range o.Lines {
 			turned := ""
 			if l.Upside {
 				turned = " (turned 180°)"
 			}
-			fmt.Printf("%v %q%s, score %.3f\n", l.Box.Rectangle, l.Text, turned, l.Score)
+			fmt.Fprintf(f, "%v %q%s, score %.3f\n", l.Box.Rectangle, l.Text, turned, l.Score)
 		}
-		s := r.Stats
-		fmt.Printf("%d runs of %d programs: compile %v, host %v, engine %.1f ms modelled; %v in all\n",
-			s.Runs, s.Compiles, s.Compile.Round(time.Millisecond), s.Host.Round(time.Millisecond), float64(s.DeviceNS)/1e6, wall.Round(time.Millisecond))
+		s := o.Stats
+		fmt.Fprintf(f, "%d runs of %d programs on %s: compile %v, host %v, engine %.1f ms modelled; %v in all\n",
+			s.Runs, s.Compiles, where, s.Compile.Round(time.Millisecond), s.Host.Round(time.Millisecond), float64(s.DeviceNS)/1e6, o.Wall.Round(time.Millisecond))
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("misread the rendered page: %s", strings.Join(bad, "; "))
+	if len(o.Misread) > 0 {
+		return fmt.Errorf("misread the rendered page: %s", strings.Join(o.Misread, "; "))
 	}
 	return nil
 }

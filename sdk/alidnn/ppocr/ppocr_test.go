@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
-	"github.com/fpga-faas/faas/examples/ocr/ppocr"
 	"github.com/fpga-faas/faas/internal/onnxref"
 	"github.com/fpga-faas/faas/internal/testenv"
 	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 

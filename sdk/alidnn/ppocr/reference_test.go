@@ -5,7 +5,7 @@ import (
 	"image/draw"
 	"testing"
 
-	"github.com/fpga-faas/faas/examples/ocr/ppocr"
+	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
 )
 
 // The engine's fp32 outputs of the three trained models against a

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fpga-faas/faas/examples/ocr/ppocr"
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
 )
 
 // TestDict: the dictionary and the blank and space around it make the

@@ -19,14 +19,13 @@ func open(ctx context.Context, agent string, slot int, listing, registry string)
 		info := a.Info()
 		return a.Device(), fmt.Sprintf("slot %d of node %s (attachment %s)", info.Slot, info.Node, info.ID), func() { a.Close() }, nil
 	}
-	// The registry API token faasd knows the tenant by: $FAAS_TOKEN, or
-	// the one `faas login` stored; on the unix socket faasd may know the
-	// caller by its uid instead.
-	l, err := faas.StoredLogin()
+	// The credential faasd knows the caller by (see faas.AgentToken); on
+	// faasd's own unix socket it may know the caller by its uid instead.
+	tok, err := faas.AgentToken()
 	if err != nil {
 		return nil, "", nil, err
 	}
-	c, err := faas.Dial(ctx, agent, faas.WithToken(l.Token), faas.WithUserAgent("examples/ocr"))
+	c, err := faas.Dial(ctx, agent, faas.WithToken(tok), faas.WithUserAgent("examples/ocr"))
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -143,7 +143,9 @@
 // fp32 model into an int8 one after training, calibrated on sample inputs
 // run on the engine itself; the lane means and sums of layer
 // normalisations and engine Softmax stay fp32 there (a per-tensor scale
-// loses a small row, a ViT's class token). Pre-quantised models run in int8 too: QLinear
+// loses a small row, a ViT's class token), and so do a layer's bias and
+// other per-channel additions its int32 accumulator cannot hold (a channel
+// of near-zero weights has as small a scale). Pre-quantised models run in int8 too: QLinear
 // and Integer operators, and the QDQ format, whose Conv, MatMul or Gemm of
 // DequantizeLinear'd int8 activations and weights (per tensor or per
 // output channel) becomes an int8 GEMM dequantising in its epilogue (see

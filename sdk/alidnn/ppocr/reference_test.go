@@ -3,6 +3,7 @@ package ppocr_test
 import (
 	"image"
 	"image/draw"
+	"math"
 	"testing"
 
 	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
@@ -77,6 +78,13 @@ func TestClsReference(t *testing.T) {
 		turned := want.V[1] > want.V[0]
 		if turned != upside || (got[1] > got[0]) != turned {
 			t.Errorf("upside %v: engine %v, reference %v", upside, got, want.V)
+		}
+		// The classifier is sure (the other class about 1e-7), so the
+		// absolute bound says little: the small probability, relatively.
+		for k, w := range want.V {
+			if rel := math.Abs(float64(got[k])-w) / w; rel > 1e-3 {
+				t.Errorf("upside %v: class %d %v, reference %v (%.2g relatively)", upside, k, got[k], w, rel)
+			}
 		}
 	}
 }

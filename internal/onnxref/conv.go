@@ -86,36 +86,52 @@ func conv(e *evaluator, n *onnx.Node) (Tensor, error) {
 	mg := M / g
 	for b := range N {
 		for m := range M {
-			c0 := m / mg * cg
-			var b0 float64
+			out := y.V[(b*M+m)*OH*OW : (b*M+m+1)*OH*OW]
 			if hasBias {
-				b0 = bias.V[m]
+				for k := range out {
+					out[k] = bias.V[m]
+				}
 			}
-			for oy := range OH {
-				for ox := range OW {
-					acc := b0
-					for c := range cg {
-						xc := x.V[((b*C+c0+c)*H)*W:]
-						wc := wt.V[((m*cg+c)*w.kh)*w.kw:]
-						for ky := range w.kh {
-							iy := oy*w.sh - w.pt + ky*w.dh
-							if iy < 0 || iy >= H {
-								continue
-							}
-							for kx := range w.kw {
-								ix := ox*w.sw - w.pl + kx*w.dw
-								if ix >= 0 && ix < W {
-									acc += xc[iy*W+ix] * wc[ky*w.kw+kx]
-								}
-							}
-						}
+			c0 := m / mg * cg
+			for c := range cg {
+				xc := x.V[(b*C+c0+c)*H*W : (b*C+c0+c+1)*H*W]
+				wc := wt.V[(m*cg+c)*w.kh*w.kw:]
+				for ky := range w.kh {
+					for kx := range w.kw {
+						w.accumulate(out, xc, wc[ky*w.kw+kx], ky, kx, H, W, OH, OW)
 					}
-					y.V[((b*M+m)*OH+oy)*OW+ox] = acc
 				}
 			}
 		}
 	}
 	return y, nil
+}
+
+// accumulate adds tap (ky, kx) of weight v over the input plane x [H, W]
+// to the output plane out [OH, OW], skipping the padding.
+func (w window) accumulate(out, x []float64, v float64, ky, kx, H, W, OH, OW int) {
+	// Output columns whose input column ox·sw − pl + kx·dw is inside.
+	off := kx*w.dw - w.pl
+	lo := 0
+	if off < 0 {
+		lo = (-off + w.sw - 1) / w.sw
+	}
+	hi := OW
+	if last := W - 1 - off; last < 0 {
+		hi = 0
+	} else {
+		hi = min(hi, last/w.sw+1)
+	}
+	for oy := range OH {
+		iy := oy*w.sh - w.pt + ky*w.dh
+		if iy < 0 || iy >= H {
+			continue
+		}
+		row, xr := out[oy*OW:(oy+1)*OW], x[iy*W:(iy+1)*W]
+		for ox := lo; ox < hi; ox++ {
+			row[ox] += v * xr[ox*w.sw+off]
+		}
+	}
 }
 
 // convTranspose scatters each input pixel times the kernel into the

@@ -177,12 +177,12 @@ func matMul(e *evaluator, n *onnx.Node) (Tensor, error) {
 	for s := range ia {
 		am, bm, ym := a.V[ia[s]*M*K:], b.V[ib[s]*K*N:], y.V[s*M*N:]
 		for i := range M {
-			for j := range N {
-				var acc float64
-				for k := range K {
-					acc += am[i*K+k] * bm[k*N+j]
+			row := ym[i*N : (i+1)*N]
+			for k := range K {
+				v, br := am[i*K+k], bm[k*N:(k+1)*N]
+				for j, bv := range br {
+					row[j] += v * bv
 				}
-				ym[i*N+j] = acc
 			}
 		}
 	}

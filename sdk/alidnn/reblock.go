@@ -11,13 +11,15 @@ import (
 // not a multiple of 16 — the fused QKV projection [N,S,3·H·D] of an
 // attention whose heads are 15 wide (PP-OCRv4's SVTR, 120 = 8 × 15) viewed
 // as [N,S,3,H,D] — leaves groups straddling 16-lane blocks, which no
-// permutation of whole blocks can split into heads. reblockGroups moves
+// permutation of whole blocks can split into heads. permuteGroups moves
 // the groups onto block boundaries first: a MatMul by a constant 0/1
 // matrix [C, G·⌈D/16⌉·16] copies group g's values to the lanes of its own
 // block(s), the rest of each block 0 — exact for finite values, each
 // output lane one product by 1 plus products by 0. Its output is the
-// split tensor laid out with the group axes outer, which the permutation
-// then gathers block by block.
+// split tensor laid out with the group axes outer (groupLayout), which the
+// permutation then gathers block by block. The heads' merge back,
+// [N,H,S,D] → [N,S,H,D] → [N,S,H·D], is the reverse (permuteUngroup): the
+// gather into groups, then the transposed 0/1 matrix packing them.
 
 // groupLayout is, for a view of shape xs of the matrix stack of shape rs
 // [..., M, C] that splits its lane axis into trailing axes ending in D

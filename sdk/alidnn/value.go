@@ -48,9 +48,10 @@ type device struct {
 	// gather is, for an input the runtime fills with rows of a constant
 	// table, the rule (see embed.go).
 	gather *rowGather
-	// zeroPad says the padding lanes of its last block hold zeros, as
-	// reblockGroups' copy writes them and permutations of whole blocks
-	// keep them: a MatMul may read it as Bᵀ with its rows on the lanes.
+	// zeroPad says the padding lanes of its lane axis hold zeros, as
+	// permuteGroups' copy writes them and permutations of whole blocks
+	// keep them: a MatMul may read it as B whose padding is zero rows or
+	// columns (see weightsOf).
 	zeroPad bool
 }
 

@@ -127,9 +127,9 @@
 // MatMul by a 0/1 selection matrix from the constant segment (see
 // where.go). Split and Gather along a leading axis (timm's qkv.unbind(0)
 // of [3, B, heads, N, D], Split → Squeeze) pick whole 16-lane elements
-// with a permute layer, as does a Slice of a computed tensor, one pick per
-// sliced axis (see slice.go); one along the lanes that would move values
-// is refused (see select.go).
+// with a permute layer, as does a Slice of a computed tensor (paddle2onnx's
+// qkv[0]), one pick per sliced axis (see slice.go); one along the lanes
+// that would move values is refused (see select.go).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at
@@ -148,15 +148,23 @@
 // [N,H,D,S], a token flatten [N,C,L] → [N,L,C] — it runs on the engine
 // when the 16-lane blocks stay whole: DMA loads gather the blocks in the
 // new order, and the array swaps the last two axes after, when both are
-// multiples of 16 (see permute.go); one that would move values between
-// lanes otherwise is refused.
+// multiples of 16 (see permute.go). Heads whose width is no multiple of
+// 16 (PaddleOCR's SVTR: 8 heads of 15) straddle blocks: their split, a
+// Reshape of a matrix's lanes into groups, permuted, runs as a MatMul by a
+// 0/1 matrix moving each group to blocks of its own, then that gather, and
+// their merge as the gather into groups and a MatMul packing them back
+// (see reblock.go); the groups' zero padding lets Q·Kᵀ and attention·V
+// read them as B. One that would move values between lanes otherwise is
+// refused.
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs
 // run on the engine itself; the lane means and sums of layer
 // normalisations and engine Softmax stay fp32 there (a per-tensor scale
 // loses a small row, a ViT's class token), and so do Softmax's row-maximum
-// rotations (a mask's −MaxFloat32 would set their scale). Pre-quantised
+// rotations (a mask's −MaxFloat32 would set their scale) and a layer's bias
+// and other per-channel additions its int32 accumulator cannot hold (a
+// channel of near-zero weights has as small a scale). Pre-quantised
 // models run in int8 too: QLinear and Integer operators (an input zero
 // point folded into the bias, or corrected per pixel where padding or
 // batched weights make it vary), and the QDQ format, whose Conv, MatMul

@@ -136,8 +136,7 @@ func (c *compiler) sliceInput(n *onnx.Node, k int, what string) ([]int64, error)
 	return v.ints(), nil
 }
 
-// foldSlice is Slice on constants, with ONNX's clamping of out-of-range
-// starts and ends (exporters write INT64_MAX for "to the end").
+// foldSlice is Slice on constants.
 func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -172,9 +171,10 @@ func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 	return constIndex(x, shape, idx), nil
 }
 
-// sliceBounds resolves a Slice of a tensor of shape xs (its starts, ends,
-// axes and steps constants) to the first index, the step and the length
-// along every axis, as numpy clamps them.
+// sliceBounds is where Slice of a tensor of shape xs starts along each
+// axis, its step there and its output's shape, with ONNX's clamping of
+// out-of-range starts and ends (exporters write INT64_MAX for "to the
+// end").
 func (c *compiler) sliceBounds(n *onnx.Node, xs []int) (lo, step, shape []int, err error) {
 	var in [4][]int64
 	for k, what := range []string{"starts", "ends", "axes", "steps"} {

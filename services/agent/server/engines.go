@@ -36,9 +36,16 @@ func (s *Server) Engines(image, token string) *Engines {
 // Image is the reference the engines load.
 func (e *Engines) Image() string { return e.image }
 
-// principal checks the token with the registry (cached, as every caller's
-// is) and remembers its account.
+// principal waits until the server serves (its loads run under Serve's
+// context, and the device plugin may ask before), then checks the token
+// with the registry (cached, as every caller's is) and remembers its
+// account.
 func (e *Engines) principal(ctx context.Context) (*principal, error) {
+	select {
+	case <-e.s.serving:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for faasd to serve: %w", ctx.Err())
+	}
 	acct, err := e.s.checkToken(ctx, e.token)
 	if err != nil {
 		return nil, fmt.Errorf("the account that loads engines for shares: %w", err)

@@ -302,6 +302,19 @@ func reduceMean(e *evaluator, n *onnx.Node) (Tensor, error) {
 	if err != nil {
 		return Tensor{}, err
 	}
+	if len(n.Inputs) > 1 && n.Inputs[1] != "" { // opset 18: axes as an input
+		a, err := e.need(n, 1)
+		if err != nil {
+			return Tensor{}, err
+		}
+		axes = axes[:0]
+		for _, v := range a.V {
+			axes = append(axes, int64(v))
+		}
+	}
+	if noop, err := n.Int("noop_with_empty_axes", 0); err != nil || noop != 0 && len(axes) == 0 {
+		return Tensor{}, fmt.Errorf("noop_with_empty_axes is not implemented (%v)", err)
+	}
 	keep, err := n.Int("keepdims", 1)
 	if err != nil {
 		return Tensor{}, err

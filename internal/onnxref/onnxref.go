@@ -73,6 +73,13 @@ func Run(g *onnx.Graph, opset int64, inputs map[string]Tensor) (map[string]Tenso
 		}
 		e.vals[t.Name] = v
 	}
+	for _, in := range g.Inputs {
+		// Values are float64 throughout: an integer input would meet
+		// float arithmetic where ONNX truncates or wraps.
+		if in.ElemType != onnx.Float && in.ElemType != onnx.Double && in.ElemType != 0 {
+			return nil, fmt.Errorf("input %q: element type %v: only float graphs are evaluated", in.Name, in.ElemType)
+		}
+	}
 	for name, t := range inputs {
 		if len(t.V) != size(t.Dims) {
 			return nil, fmt.Errorf("input %q: %d values for dims %v", name, len(t.V), t.Dims)

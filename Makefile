@@ -187,13 +187,14 @@ fuzz-smoke:
 # images, the tenant alice subscribe and `faas load` the AliDNN image, and
 # examples/mnist classify the MNIST reference digits on it through the SDK
 # (internal/demo), and the model server serve MNIST on the same accelerator,
-# curl classifying a digit through it. The services stay up until Ctrl-C; DEMO_NO_WAIT=1 stops
+# curl classifying a digit through it, and examples/ocr read a page it
+# renders on an accelerator attached from the pool. The services stay up until Ctrl-C; DEMO_NO_WAIT=1 stops
 # them and exits once the walk-through is done. Needs the PostgreSQL server
-# binaries (`make tools` installs them as root); the MNIST model comes from
-# $(TESTDATA).
+# binaries (`make tools` installs them as root); the MNIST and PP-OCR models
+# come from $(TESTDATA).
 DEMO_BIN ?= build/demo/bin
 DEMO_PKGS := ./services/cmd/registry ./services/cmd/faasd ./hdk/cmd/hdk ./sdk/cmd/faas \
-	./bitstreams/images/cmd/genbits ./internal/cmd/demo ./examples/mnist ./services/cmd/modelserver
+	./bitstreams/images/cmd/genbits ./internal/cmd/demo ./examples/mnist ./services/cmd/modelserver ./examples/ocr
 demo:
 	@if [ -z "$(FAAS_PG_BIN)" ] && [ ! -x "$(PG_BIN)/initdb" ] && ! command -v initdb >/dev/null 2>&1 && \
 		[ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

@@ -2,11 +2,13 @@ package ppocr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
@@ -47,11 +49,16 @@ func ReadModels(dir string) (*Models, error) {
 
 // Runner runs models on an engine, each compiled once per input shape
 // (the engine runs static shapes; the models leave H and W free) and kept
-// open in a session.
+// open in a session. When the engine's program area is full (a tenant's
+// window on a faasd slot holds about 1 MiB of programs), the session used
+// longest ago is closed to make room; its program is kept, to be loaded
+// again without compiling.
 type Runner struct {
 	eng      alidnn.Engine
 	opts     []alidnn.Option
 	sessions map[runKey]*alidnn.Session
+	programs map[runKey]*alidnn.Program
+	lastUse  map[runKey]int // Stats.Runs at the session's last run
 	// dev and calib quantise each program after training (see
 	// NewInt8Runner).
 	dev   alidnn.Device
@@ -74,7 +81,8 @@ type runKey struct {
 
 // NewRunner returns a Runner on eng compiling with opts.
 func NewRunner(eng alidnn.Engine, opts ...alidnn.Option) *Runner {
-	return &Runner{eng: eng, opts: opts, sessions: map[runKey]*alidnn.Session{}}
+	return &Runner{eng: eng, opts: opts, sessions: map[runKey]*alidnn.Session{}, programs: map[runKey]*alidnn.Program{},
+		lastUse: map[runKey]int{}}
 }
 
 // Calibrator returns the calibration inputs of model m at input dims.
@@ -119,30 +127,67 @@ func (r *Runner) Run(ctx context.Context, m *onnx.Model, in Input) (*onnx.Tensor
 	}
 	name := m.Graph.Inputs[0].Name
 	k := runKey{m, fmt.Sprint(in.Dims)}
-	s, ok := r.sessions[k]
-	if !ok {
-		start := time.Now()
-		p, err := r.compile(ctx, m, name, in.Dims)
-		if err != nil {
-			return nil, fmt.Errorf("compiling for %s %v: %w", name, in.Dims, err)
-		}
-		r.Stats.Compile += time.Since(start)
-		r.Stats.Compiles++
-		// One run at a time: a second lane of activations would only
-		// take device memory.
-		if s, err = alidnn.Open(ctx, r.eng, p, alidnn.WithBatch(1), alidnn.WithPipeline(1)); err != nil {
-			return nil, fmt.Errorf("loading the program for %s %v: %w", name, in.Dims, err)
-		}
-		r.sessions[k] = s
+	s, err := r.session(ctx, k, name, in.Dims)
+	if err != nil {
+		return nil, err
 	}
 	res, err := s.Run(ctx, onnx.NewFloat32(name, in.Dims, in.V))
 	if err != nil {
 		return nil, err
 	}
 	r.Stats.Runs++
+	r.lastUse[k] = r.Stats.Runs
 	r.Stats.Host += res.HostTime
 	r.Stats.DeviceNS += res.Stats.DeviceNS()
 	return res.Outputs[0], nil
+}
+
+// session returns the open session of k, compiling and loading its
+// program if need be, and closing the sessions used longest ago while
+// the engine has no room for it.
+func (r *Runner) session(ctx context.Context, k runKey, name string, dims []int64) (*alidnn.Session, error) {
+	if s, ok := r.sessions[k]; ok {
+		return s, nil
+	}
+	p, ok := r.programs[k]
+	if !ok {
+		start := time.Now()
+		var err error
+		if p, err = r.compile(ctx, k.m, name, dims); err != nil {
+			return nil, fmt.Errorf("compiling for %s %v: %w", name, dims, err)
+		}
+		r.Stats.Compile += time.Since(start)
+		r.Stats.Compiles++
+		r.programs[k] = p
+	}
+	for {
+		// One run at a time: a second lane of activations would only
+		// take device memory.
+		s, err := alidnn.Open(ctx, r.eng, p, alidnn.WithBatch(1), alidnn.WithPipeline(1))
+		if err == nil {
+			r.sessions[k] = s
+			return s, nil
+		}
+		if !errors.Is(err, faas.ErrQuota) || !r.evict(ctx) {
+			return nil, fmt.Errorf("loading the program for %s %v: %w", name, dims, err)
+		}
+	}
+}
+
+// evict closes the session used longest ago; false if none is open.
+func (r *Runner) evict(ctx context.Context) bool {
+	var oldest runKey
+	found := false
+	for k := range r.sessions {
+		if !found || r.lastUse[k] < r.lastUse[oldest] {
+			oldest, found = k, true
+		}
+	}
+	if found {
+		r.sessions[oldest].Close(ctx)
+		delete(r.sessions, oldest)
+	}
+	return found
 }
 
 // Close closes the Runner's sessions.

@@ -16,7 +16,7 @@ import (
 )
 
 // models reads the vendored models.
-func models(t *testing.T) *ppocr.Models {
+func models(t testing.TB) *ppocr.Models {
 	t.Helper()
 	m, err := ppocr.ReadModels(testenv.TestData(t, "ocr", "ppocrv4"))
 	if err != nil {
@@ -44,7 +44,7 @@ func setup(t *testing.T, opts ...alidnn.Option) (*ppocr.Models, *ppocr.Runner) {
 
 // page renders lines of text of size px, 16 px apart, on a 384-wide
 // image, upside down when upside, with noise of ±12 levels.
-func page(t *testing.T, px float64, upside bool, texts ...string) *image.RGBA {
+func page(t testing.TB, px float64, upside bool, texts ...string) *image.RGBA {
 	t.Helper()
 	var lines []ppocr.Line
 	y := 10
@@ -129,7 +129,7 @@ func TestReadInt8(t *testing.T) {
 }
 
 // reference runs model on in in float64 (internal/onnxref).
-func reference(t *testing.T, m *onnx.Model, in ppocr.Input) onnxref.Tensor {
+func reference(t testing.TB, m *onnx.Model, in ppocr.Input) onnxref.Tensor {
 	t.Helper()
 	dims := make([]int, len(in.Dims))
 	for k, d := range in.Dims {

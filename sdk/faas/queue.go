@@ -70,6 +70,9 @@ func (p *Program) Free(ctx context.Context) error {
 		return err
 	}
 	p.freed = true
+	if r := p.d.recorder(); r != nil {
+		r.RecordFreeProgram(p.handle)
+	}
 	return nil
 }
 

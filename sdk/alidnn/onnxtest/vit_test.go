@@ -20,7 +20,8 @@ import (
 // a residual; LayerNormalization, GELU MLP 64 → 128 → 64 with Erf, a
 // residual), the final LayerNormalization (last_hidden_state), and the
 // classifier, a Gemm (transB) of token 0 (Gather axis 1) to 10 logits.
-// Random weights; outputs from a float64 forward pass.
+// Random weights; outputs from a float64 forward pass. trained_vit_test.go
+// writes the same graph with trained weights.
 
 func init() { caseFamilies = append(caseFamilies, vitCases) }
 
@@ -157,14 +158,15 @@ func (w vitWeights) forward(lin linearFunc, patch patchFunc, img []float32, N in
 	for k, a := range x {
 		hidden[k] = float32(a)
 	}
-	logits := make([]float32, N*vitClasses)
+	classes := len(w["head_b"])
+	logits := make([]float32, N*classes)
 	for n := range N {
-		for o := range vitClasses {
+		for o := range classes {
 			v := float64(w["head_b"][o])
 			for i := range vitH {
 				v += x[n*vitTokens*vitH+i] * float64(w["head_w"][o*vitH+i])
 			}
-			logits[n*vitClasses+o] = float32(v)
+			logits[n*classes+o] = float32(v)
 		}
 	}
 	return hidden, logits
@@ -184,7 +186,7 @@ func (w vitWeights) vitSet(lin linearFunc, patch patchFunc, N int, seed float64)
 	return dataSet{
 		ins: []*onnx.Tensor{onnx.NewFloat32("pixel_values", dims, img)},
 		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), vitTokens, vitH}, hidden),
-			onnx.NewFloat32("logits", []int64{int64(N), vitClasses}, logits)},
+			onnx.NewFloat32("logits", []int64{int64(N), int64(len(w["head_b"]))}, logits)},
 	}
 }
 
@@ -211,10 +213,12 @@ func vitCase(w vitWeights, name string, sdpa bool, seed float64) genCase {
 	return genCase{name: name, opset: 17, int8: true, g: vitGraph(w, sdpa), ins: sets[0].ins, outs: sets[0].outs, more: sets[1:]}
 }
 
-// vitGraph is vitCase's graph.
+// vitGraph is vitCase's graph, its classes as many as w's head has.
 func vitGraph(w vitWeights, sdpa bool) graph {
 	var inits []*onnx.Tensor
 	dims := vitDims()
+	classes := int64(len(w["head_b"]))
+	dims["head_w"], dims["head_b"] = []int64{classes, vitH}, []int64{classes}
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
 		inits = append(inits, onnx.NewFloat32(name, dims[name], w[name]))
 	}
@@ -244,7 +248,7 @@ func vitGraph(w vitWeights, sdpa bool) graph {
 		inits:  inits,
 		inputs: []valueInfo{{name: "pixel_values", typ: onnx.Float, dims: []int64{0, vitC, vitImg, vitImg}, params: []string{"batch", "", "", ""}}},
 		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, vitTokens, vitH}, params: []string{"batch", "", ""}},
-			{name: "logits", typ: onnx.Float, dims: []int64{0, vitClasses}, params: []string{"batch", ""}}},
+			{name: "logits", typ: onnx.Float, dims: []int64{0, classes}, params: []string{"batch", ""}}},
 	}
 }
 

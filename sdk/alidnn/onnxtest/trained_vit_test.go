@@ -1,0 +1,124 @@
+package onnxtest_test
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// A generated case of the ViT of vit_test.go with trained weights
+// (trained_vit_tiny): vit_tiny's graph, as torch.onnx writes
+// HuggingFace's ViTForImageClassification, with a head for the six
+// classes of the synthetic images of synth_test.go (3×32×32, the ViT's
+// input), trained by vit_train_test.go. Its four data sets are held-out
+// images in batches of 2, 1, 3 and 2; their outputs come from
+// vitWeights.forward, the float64 reference of the graph, on the exported
+// float32 numbers.
+//
+// As for the CNNs (trained_test.go), training runs only with -update;
+// otherwise the weights are read back from the committed model.onnx.
+
+func init() { caseFamilies = append(caseFamilies, trainedViTCases) }
+
+const trainedViTFolder = "trained_vit_tiny"
+
+// trainedViTArch is vit_tiny's ViT with six classes.
+var trainedViTArch = vitArch{img: vitImg, patch: vitPatch, c: vitC, h: vitH, heads: vitHeads, f: vitF,
+	layers: vitLayers, classes: synthClasses, eps: vitEps}
+
+var trainedViTCfg = adamConfig{steps: 300, batch: 16, lr: 1e-3, seed: 3}
+
+// trainedViT is the trained ViT's weights: trained (with -update) or read
+// once per test binary.
+var trainedViT = sync.OnceValues(func() (vitWeights, error) {
+	a := trainedViTArch
+	if *update {
+		return a.fit(trainedViTCfg).weights(), nil
+	}
+	m, err := onnx.ReadModel(filepath.Join("testdata", "generated", trainedViTFolder, "model.onnx"))
+	if err != nil {
+		return nil, fmt.Errorf("%w (train and write it with -update)", err)
+	}
+	return a.readWeights(m)
+})
+
+// trainedViTBatches are the data sets' numbers of images.
+var trainedViTBatches = []int{2, 1, 3, 2}
+
+func trainedViTCases() []genCase {
+	c := genCase{name: trainedViTFolder, opset: 17, int8: true}
+	w, err := trainedViT()
+	if err != nil {
+		c.err = err
+		return []genCase{c}
+	}
+	c.g = vitGraph(w, false)
+	ds := newSynth(heldOutSeed)
+	for k, n := range trainedViTBatches {
+		xs, _ := ds.batch(n)
+		set := w.vitSetOf(xs)
+		if k == 0 {
+			c.ins, c.outs = set.ins, set.outs
+		} else {
+			c.more = append(c.more, set)
+		}
+	}
+	return []genCase{c}
+}
+
+// vitSetOf is the data set of the images xs, its outputs from the
+// reference.
+func (w vitWeights) vitSetOf(xs [][]float64) dataSet {
+	N := len(xs)
+	img := to32(slices.Concat(xs...))
+	hidden, logits := w.forward(linear, patchConv, img, N, vitEps)
+	return dataSet{
+		ins: []*onnx.Tensor{onnx.NewFloat32("pixel_values", []int64{int64(N), vitC, vitImg, vitImg}, img)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), vitTokens, vitH}, hidden),
+			onnx.NewFloat32("logits", []int64{int64(N), int64(len(w["head_b"]))}, logits)},
+	}
+}
+
+// weights are p rounded to float32, as the graph's initializers.
+func (p vitParams) weights() vitWeights {
+	w := vitWeights{}
+	for name, v := range p {
+		w[name] = to32(v)
+	}
+	return w
+}
+
+// roundTo32 rounds every parameter to float32, as the ONNX file stores
+// them.
+func (p vitParams) roundTo32() {
+	for _, v := range p {
+		for k := range v {
+			v[k] = float64(float32(v[k]))
+		}
+	}
+}
+
+// readWeights reads the ViT's parameters from m's initializers.
+func (a vitArch) readWeights(m *onnx.Model) (vitWeights, error) {
+	w := vitWeights{}
+	dims := a.dims()
+	for _, name := range slices.Sorted(maps.Keys(dims)) {
+		t := m.Graph.Initializer(name)
+		if t == nil {
+			return nil, fmt.Errorf("%s: no initializer %s", trainedViTFolder, name)
+		}
+		f, err := t.Float32s()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", trainedViTFolder, name, err)
+		}
+		if len(f) != numel(dims[name]) {
+			return nil, fmt.Errorf("%s: %s has %d values, want %d", trainedViTFolder, name, len(f), numel(dims[name]))
+		}
+		w[name] = f
+	}
+	return w, nil
+}

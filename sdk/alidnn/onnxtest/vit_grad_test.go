@@ -1,0 +1,77 @@
+package onnxtest_test
+
+import (
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestViTGradients compares the ViT trainer's gradients of the loss, with
+// respect to every parameter of a small ViT (2 heads of 3, 5 tokens, two
+// layers), with central differences. Biases, LayerNormalizations' scales
+// and shifts start random, not at their trained-from values 0 and 1, so
+// that every term of the backward pass is exercised.
+func TestViTGradients(t *testing.T) {
+	a := vitArch{img: 6, patch: 3, c: 2, h: 6, heads: 2, f: 10, layers: 2, classes: 4, eps: 1e-5}
+	r := rand.New(rand.NewPCG(11, 11))
+	p := a.initParams(r)
+	for name, d := range a.dims() {
+		if len(d) == 1 {
+			for k := range p[name] {
+				p[name][k] += r.Float64() - 0.5
+			}
+		}
+	}
+	img := make([]float64, a.pixels())
+	for k := range img {
+		img[k] = 4*r.Float64() - 2
+	}
+	const label = 2
+	loss := func() float64 {
+		l, _ := softmaxXent(a.forward(p, img).logits, label)
+		return l
+	}
+	_, dz := softmaxXent(a.forward(p, img).logits, label)
+	g := a.zeroParams()
+	a.backward(p, a.forward(p, img), dz, g)
+
+	const h = 1e-6
+	for _, name := range slices.Sorted(maps.Keys(p)) {
+		v := p[name]
+		for k := range v {
+			old := v[k]
+			v[k] = old + h
+			up := loss()
+			v[k] = old - h
+			down := loss()
+			v[k] = old
+			numeric := (up - down) / (2 * h)
+			if math.Abs(g[name][k]-numeric) > 1e-7+1e-5*math.Abs(numeric) {
+				t.Errorf("%s[%d]: gradient %.8g, central difference %.8g", name, k, g[name][k], numeric)
+			}
+		}
+	}
+}
+
+// TestViTTrainerForward checks that the trainer's forward pass is the
+// graph's reference (vitWeights.forward) on the same numbers: the logits
+// it trains are the ones the cases' outputs hold.
+func TestViTTrainerForward(t *testing.T) {
+	a := trainedViTArch
+	p := a.initParams(rand.New(rand.NewPCG(3, 3)))
+	p.roundTo32()
+	w := p.weights()
+	imgs, _ := newSynth(5).batch(2)
+	for _, img := range imgs {
+		x32 := to32(img)
+		_, want := w.forward(linear, patchConv, x32, 1, a.eps)
+		got := a.forward(p, from32(x32)).logits
+		for k := range want {
+			if math.Abs(got[k]-float64(want[k])) > 1e-5*(1+math.Abs(float64(want[k]))) {
+				t.Errorf("logit %d: trainer %.7g, reference %.7g", k, got[k], want[k])
+			}
+		}
+	}
+}

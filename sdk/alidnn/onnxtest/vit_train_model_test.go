@@ -1,0 +1,276 @@
+package onnxtest_test
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// The ViT of vit_test.go in float64 for the trainer, one image at a time:
+// a forward pass that keeps what vit_backprop_test.go's backward pass
+// needs. Its sizes are a vitArch, so that the gradient check runs a small
+// one whole; its parameters are named as vitDims names the graph's
+// initializers. The cases' reference outputs come from vitWeights.forward,
+// never from here; TestViTTrainerForward checks the two agree.
+//
+// As in refnet_test.go, every summed product is rounded explicitly
+// (float64(a*b)) and exponentials use exp, so that training writes the
+// same bits on any machine whose math.Erf does.
+
+// vitArch is a ViT's sizes.
+type vitArch struct {
+	img, patch, c   int // image side, patch side, channels
+	h, heads, f     int // hidden, heads, MLP
+	layers, classes int
+	eps             float32 // LayerNormalization's ε
+}
+
+func (a vitArch) grid() int   { return a.img / a.patch }
+func (a vitArch) tokens() int { return a.grid()*a.grid() + 1 }
+func (a vitArch) d() int      { return a.h / a.heads }
+func (a vitArch) pixels() int { return a.c * a.img * a.img }
+
+// dims are the parameters' shapes by name, as vitDims's.
+func (a vitArch) dims() map[string][]int64 {
+	h, c, p := int64(a.h), int64(a.c), int64(a.patch)
+	d := map[string][]int64{"patch_w": {h, c, p, p}, "patch_b": {h},
+		"cls": {1, 1, h}, "pos": {1, int64(a.tokens()), h}, "lnf_g": {h}, "lnf_b": {h},
+		"head_w": {int64(a.classes), h}, "head_b": {int64(a.classes)}}
+	encoderLayerDims(d, a.layers, h, int64(a.f))
+	return d
+}
+
+// vitParams are a ViT's parameters by name, in float64.
+type vitParams map[string][]float64
+
+func (a vitArch) zeroParams() vitParams {
+	p := vitParams{}
+	for name, d := range a.dims() {
+		p[name] = make([]float64, numel(d))
+	}
+	return p
+}
+
+// initParams draws weights uniformly at ±√(3 / fan-in) (variance 1/fan-in),
+// the class token and positions at ±0.1; LayerNormalizations start as the
+// identity and biases at 0.
+func (a vitArch) initParams(r *rand.Rand) vitParams {
+	p := a.zeroParams()
+	uniform := func(v []float64, lim float64) {
+		for k := range v {
+			v[k] = float64(lim * float64(2*r.Float64()-1))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p)) {
+		d := a.dims()[name]
+		switch m := layerParam(name); {
+		case name == "cls" || name == "pos":
+			uniform(p[name], 0.1)
+		case m == "g1" || m == "g2" || name == "lnf_g":
+			for k := range p[name] {
+				p[name][k] = 1
+			}
+		case len(d) == 1:
+		case name == "patch_w" || name == "head_w":
+			uniform(p[name], math.Sqrt(3/float64(numel(d)/int(d[0]))))
+		default: // MatMul weights [in, out]
+			uniform(p[name], math.Sqrt(3/float64(d[0])))
+		}
+	}
+	return p
+}
+
+// layerParam is a layer parameter's name without its layer prefix (wq of
+// l1.wq), or the name itself.
+func layerParam(name string) string {
+	for k := range name {
+		if name[k] == '.' {
+			return name[k+1:]
+		}
+	}
+	return name
+}
+
+// vitTape is what the forward pass of one image keeps for the backward.
+type vitTape struct {
+	patches []float64 // [grid², c·patch²], each patch in the Conv weights' order
+	layers  []vitLayerTape
+	final   lnTape
+	logits  []float64
+}
+
+type vitLayerTape struct {
+	x, res1  []float64 // the layer's input and the attention's residual sum [T, h]
+	ln1, ln2 lnTape
+	q, k, v  []float64 // [T, h]
+	probs    []float64 // [heads, T, T]
+	ctx      []float64 // [T, h], heads merged
+	ff, gelu []float64 // the MLP's [T, f] before and after GELU
+}
+
+// lnTape is a LayerNormalization's normalised rows, their 1/σ and output.
+type lnTape struct{ xhat, inv, y []float64 }
+
+// forward runs the ViT on one image img [c, img, img].
+func (a vitArch) forward(p vitParams, img []float64) *vitTape {
+	tp := &vitTape{patches: a.patchRows(img)}
+	T, h := a.tokens(), a.h
+	pe := linearT(tp.patches, p["patch_w"], p["patch_b"], a.c*a.patch*a.patch, h)
+	x := make([]float64, T*h)
+	for e := range h {
+		x[e] = p["cls"][e] + p["pos"][e]
+	}
+	for k := h; k < T*h; k++ {
+		x[k] = pe[k-h] + p["pos"][k]
+	}
+	for l := range a.layers {
+		var lt vitLayerTape
+		x, lt = a.layerForward(p, fmt.Sprintf("l%d.", l), x)
+		tp.layers = append(tp.layers, lt)
+	}
+	tp.final = layerNormFwd(x, p["lnf_g"], p["lnf_b"], h, a.eps)
+	tp.logits = linearT(tp.final.y[:h], p["head_w"], p["head_b"], h, a.classes)
+	return tp
+}
+
+// layerForward is one pre-norm layer on x [T, h]: its output and tape.
+func (a vitArch) layerForward(p vitParams, pre string, x []float64) ([]float64, vitLayerTape) {
+	h := a.h
+	lt := vitLayerTape{x: x}
+	lt.ln1 = layerNormFwd(x, p[pre+"g1"], p[pre+"be1"], h, a.eps)
+	lt.q = linear64(lt.ln1.y, p[pre+"wq"], p[pre+"bq"], h, h)
+	lt.k = linear64(lt.ln1.y, p[pre+"wk"], p[pre+"bk"], h, h)
+	lt.v = linear64(lt.ln1.y, p[pre+"wv"], p[pre+"bv"], h, h)
+	lt.ctx, lt.probs = a.attention(lt.q, lt.k, lt.v)
+	o := linear64(lt.ctx, p[pre+"wo"], p[pre+"bo"], h, h)
+	lt.res1 = make([]float64, len(x))
+	for k := range x {
+		lt.res1[k] = x[k] + o[k]
+	}
+	lt.ln2 = layerNormFwd(lt.res1, p[pre+"g2"], p[pre+"be2"], h, a.eps)
+	lt.ff = linear64(lt.ln2.y, p[pre+"w1"], p[pre+"b1"], h, a.f)
+	lt.gelu = make([]float64, len(lt.ff))
+	for k, v := range lt.ff {
+		lt.gelu[k] = float64(v * float64(0.5*(1+math.Erf(v/math.Sqrt2))))
+	}
+	f2 := linear64(lt.gelu, p[pre+"w2"], p[pre+"b2"], a.f, h)
+	out := make([]float64, len(x))
+	for k := range out {
+		out[k] = lt.res1[k] + f2[k]
+	}
+	return out, lt
+}
+
+// patchRows cuts img into the Conv's non-overlapping patches, one row
+// each, in raster order.
+func (a vitArch) patchRows(img []float64) []float64 {
+	g, ps := a.grid(), a.patch
+	row := a.c * ps * ps
+	out := make([]float64, g*g*row)
+	for t := range g * g {
+		py, px := t/g, t%g
+		for c := range a.c {
+			for i := range ps {
+				for j := range ps {
+					out[t*row+(c*ps+i)*ps+j] = img[(c*a.img+py*ps+i)*a.img+px*ps+j]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// attention is softmax(q·kᵀ/√D)·v per head, of q, k, v [T, h]: the context
+// [T, h] and the probabilities [heads, T, T].
+func (a vitArch) attention(q, k, v []float64) ([]float64, []float64) {
+	T, h, D := a.tokens(), a.h, a.d()
+	scale := 1 / math.Sqrt(float64(D))
+	ctx, probs := make([]float64, T*h), make([]float64, a.heads*T*T)
+	for hd := range a.heads {
+		for i := range T {
+			pr := probs[(hd*T+i)*T : (hd*T+i+1)*T]
+			m := math.Inf(-1)
+			for j := range T {
+				var s float64
+				for d := range D {
+					s += float64(q[i*h+hd*D+d] * k[j*h+hd*D+d])
+				}
+				pr[j] = float64(s * scale)
+				m = max(m, pr[j])
+			}
+			var sum float64
+			for j := range T {
+				pr[j] = exp(pr[j] - m)
+				sum += pr[j]
+			}
+			for j := range T {
+				pr[j] /= sum
+			}
+			for d := range D {
+				var c float64
+				for j := range T {
+					c += float64(pr[j] * v[j*h+hd*D+d])
+				}
+				ctx[i*h+hd*D+d] = c
+			}
+		}
+	}
+	return ctx, probs
+}
+
+// linear64 is x [rows, k] · w [k, n] + b, MatMul's layout.
+func linear64(x, w, b []float64, k, n int) []float64 {
+	rows := len(x) / k
+	y := make([]float64, rows*n)
+	for r := range rows {
+		for j := range n {
+			s := b[j]
+			for i := range k {
+				s += float64(x[r*k+i] * w[i*n+j])
+			}
+			y[r*n+j] = s
+		}
+	}
+	return y
+}
+
+// linearT is x [rows, k] · wᵀ + b for w [n, k], the layout of a Conv's
+// and a transB Gemm's weights.
+func linearT(x, w, b []float64, k, n int) []float64 {
+	rows := len(x) / k
+	y := make([]float64, rows*n)
+	for r := range rows {
+		for j := range n {
+			s := b[j]
+			for i := range k {
+				s += float64(x[r*k+i] * w[j*k+i])
+			}
+			y[r*n+j] = s
+		}
+	}
+	return y
+}
+
+// layerNormFwd normalises rows of n values of x, scaled by g, shifted by b.
+func layerNormFwd(x, g, b []float64, n int, eps float32) lnTape {
+	t := lnTape{xhat: make([]float64, len(x)), inv: make([]float64, len(x)/n), y: make([]float64, len(x))}
+	for r := range len(x) / n {
+		row := x[r*n : (r+1)*n]
+		var m, v float64
+		for _, a := range row {
+			m += a
+		}
+		m /= float64(n)
+		for _, a := range row {
+			v += float64((a - m) * (a - m))
+		}
+		t.inv[r] = 1 / math.Sqrt(v/float64(n)+float64(eps))
+		for k, a := range row {
+			xh := float64((a - m) * t.inv[r])
+			t.xhat[r*n+k], t.y[r*n+k] = xh, float64(xh*g[k])+b[k]
+		}
+	}
+	return t
+}

@@ -92,7 +92,24 @@ func (a vitArch) attentionBack(lt *vitLayerTape, dctx []float64) (dq, dk, dv []f
 // geluGrad is the derivative of x·Φ(x): Φ(x) + x·φ(x).
 func geluGrad(x float64) float64 {
 	phi := exp(-float64(x*x)/2) / math.Sqrt(2*math.Pi)
-	return float64(0.5*(1+math.Erf(x/math.Sqrt2))) + float64(x*phi)
+	return float64(0.5*(1+erf(float64(x/math.Sqrt2)))) + float64(x*phi)
+}
+
+// erf is the error function from correctly rounded operations only, as
+// exp is (math.Erf is fused into FMAs where the compiler may): by the
+// series of positive terms (2/√π)·e^(−x²)·Σ 2ⁿx²ⁿ⁺¹/(1·3·…·(2n+1)),
+// accurate to about 1e-14; beyond |x| = 6, erf is ±1 in float64.
+func erf(x float64) float64 {
+	if math.Abs(x) > 6 {
+		return math.Copysign(1, x)
+	}
+	x2 := float64(2 * float64(x*x))
+	s, t := x, x
+	for n := 1; t != 0 && (float64(n) < x2 || math.Abs(t) > 1e-17*math.Abs(s)); n++ {
+		t = float64(t*x2) / float64(2*n+1)
+		s += t
+	}
+	return float64(float64(2/math.SqrtPi) * float64(exp(-float64(x*x))*s))
 }
 
 // linearBack is the backward of y = x·w + b (x [rows, k], w [k, n]): it

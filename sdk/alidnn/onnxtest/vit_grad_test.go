@@ -75,3 +75,12 @@ func TestViTTrainerForward(t *testing.T) {
 		}
 	}
 }
+
+// TestViTTrainerErf checks the trainer's erf against math.Erf.
+func TestViTTrainerErf(t *testing.T) {
+	for x := -7.0; x <= 7; x += 0.01 {
+		if d := math.Abs(erf(x) - math.Erf(x)); d > 1e-13 {
+			t.Errorf("erf(%g) = %.17g, math.Erf %.17g", x, erf(x), math.Erf(x))
+		}
+	}
+}

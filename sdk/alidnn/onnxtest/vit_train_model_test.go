@@ -16,8 +16,8 @@ import (
 // never from here; TestViTTrainerForward checks the two agree.
 //
 // As in refnet_test.go, every summed product is rounded explicitly
-// (float64(a*b)) and exponentials use exp, so that training writes the
-// same bits on any machine whose math.Erf does.
+// (float64(a*b)) and exponentials use exp and erf, so that training writes
+// the same bits on any machine.
 
 // vitArch is a ViT's sizes.
 type vitArch struct {
@@ -153,7 +153,7 @@ func (a vitArch) layerForward(p vitParams, pre string, x []float64) ([]float64, 
 	lt.ff = linear64(lt.ln2.y, p[pre+"w1"], p[pre+"b1"], h, a.f)
 	lt.gelu = make([]float64, len(lt.ff))
 	for k, v := range lt.ff {
-		lt.gelu[k] = float64(v * float64(0.5*(1+math.Erf(v/math.Sqrt2))))
+		lt.gelu[k] = float64(v * float64(0.5*(1+erf(float64(v/math.Sqrt2)))))
 	}
 	f2 := linear64(lt.gelu, p[pre+"w2"], p[pre+"b2"], a.f, h)
 	out := make([]float64, len(x))

@@ -127,6 +127,12 @@ type linearFunc func(x []float64, w, b []float32, k, n int) []float64
 // last_hidden_state and pooler_output, tanh(dense(the first token)) with
 // the dense's weights [out, in] as nn.Linear holds them.
 func (w bertWeights) forward(lin linearFunc, ids, types, mask []int64, N, S int) ([]float32, []float32) {
+	x, pool := w.forward64(lin, ids, types, mask, N, S)
+	return to32(x), to32(pool)
+}
+
+// forward64 is forward before its outputs are rounded to float32.
+func (w bertWeights) forward64(lin linearFunc, ids, types, mask []int64, N, S int) ([]float64, []float64) {
 	x := make([]float64, N*S*bertH)
 	for n := range N {
 		for s := range S {
@@ -156,21 +162,17 @@ func (w bertWeights) forward(lin linearFunc, ids, types, mask []int64, N, S int)
 		}
 		x = layerNormEps(f2, w[p+"g2"], w[p+"be2"], bertH, bertEps)
 	}
-	out := make([]float32, len(x))
-	for k, a := range x {
-		out[k] = float32(a)
-	}
-	pool := make([]float32, N*bertH)
+	pool := make([]float64, N*bertH)
 	for n := range N {
 		for o := range bertH {
 			v := float64(w["pool_b"][o])
 			for i := range bertH {
 				v += x[n*S*bertH+i] * float64(w["pool_w"][o*bertH+i])
 			}
-			pool[n*bertH+o] = float32(math.Tanh(v))
+			pool[n*bertH+o] = math.Tanh(v)
 		}
 	}
-	return out, pool
+	return x, pool
 }
 
 func intTensor(name string, typ onnx.DataType, dims []int64, v []int64) *onnx.Tensor {
@@ -214,6 +216,25 @@ func (w bertWeights) bertSet(lin linearFunc, N, S int, seed int64) dataSet {
 
 func bertCases() []genCase {
 	w := newBertWeights()
+	g := bertGraph(w)
+	bertCase := func(name string, w bertWeights, g graph, lin linearFunc) genCase {
+		first := w.bertSet(lin, 2, 16, 1)
+		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs,
+			more: []dataSet{w.bertSet(lin, 1, 16, 2), w.bertSet(lin, 2, 9, 3), w.bertSet(lin, 2, 20, 4)}}
+	}
+	fp32 := bertCase("bert_encoder", w, g, linear)
+	fp32.int8 = true
+	// The dynamically quantised graph gathers int8 embeddings: its
+	// reference, dequantised ones.
+	dw := maps.Clone(w)
+	for _, name := range []string{"word", "type", "pos"} {
+		dw[name] = dequantised(w[name])
+	}
+	return []genCase{fp32, bertCase("bert_encoder_dynamic_int8", dw, quantizeDynamic(g), dynLinear)}
+}
+
+// bertGraph is bert_encoder's graph with the weights w.
+func bertGraph(w bertWeights) graph {
 	var inits []*onnx.Tensor
 	dims := w.dims()
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
@@ -243,7 +264,7 @@ func bertCases() []genCase {
 		node{op: "Gemm", inputs: []string{"cls", "pool_w", "pool_b"}, outputs: []string{"pool_lin"}, attrs: []attr{fAttr("alpha", 1), fAttr("beta", 1), iAttr("transB", 1)}},
 		node{op: "Tanh", inputs: []string{"pool_lin"}, outputs: []string{"pooler_output"}})
 	sym := []string{"batch", "seq"}
-	g := graph{
+	return graph{
 		nodes: nodes,
 		inits: inits,
 		inputs: []valueInfo{
@@ -254,20 +275,6 @@ func bertCases() []genCase {
 		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, bertH}, params: []string{"batch", "seq", ""}},
 			{name: "pooler_output", typ: onnx.Float, dims: []int64{0, bertH}, params: []string{"batch", ""}}},
 	}
-	bertCase := func(name string, w bertWeights, g graph, lin linearFunc) genCase {
-		first := w.bertSet(lin, 2, 16, 1)
-		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs,
-			more: []dataSet{w.bertSet(lin, 1, 16, 2), w.bertSet(lin, 2, 9, 3), w.bertSet(lin, 2, 20, 4)}}
-	}
-	fp32 := bertCase("bert_encoder", w, g, linear)
-	fp32.int8 = true
-	// The dynamically quantised graph gathers int8 embeddings: its
-	// reference, dequantised ones.
-	dw := maps.Clone(w)
-	for _, name := range []string{"word", "type", "pos"} {
-		dw[name] = dequantised(w[name])
-	}
-	return []genCase{fp32, bertCase("bert_encoder_dynamic_int8", dw, quantizeDynamic(g), dynLinear)}
 }
 
 // bertEmbeddings writes BertEmbeddings and the extended attention mask.

@@ -65,7 +65,7 @@ func TestInt8References(t *testing.T) {
 	for _, c := range []struct {
 		name         string
 		sets, logits int // data sets; the output holding the logits
-	}{{"vit_tiny", 3, 1}, {"vit_tiny_sdpa", 3, 1}, {"vit_tiny_timm", 3, 0}, {"trained_vit_tiny", 4, 1}, {"mbv3_small_paddle", 4, 0}} {
+	}{{"vit_tiny", 3, 1}, {"vit_tiny_sdpa", 3, 1}, {"vit_tiny_timm", 3, 0}, {"trained_vit_tiny", 4, 1}, {"trained_bert_tiny", 4, 0}, {"mbv3_small_paddle", 4, 0}} {
 		t.Run(c.name, func(t *testing.T) {
 			dev := local(t)
 			ctx := context.Background()

@@ -59,7 +59,7 @@ func TestTrainedViTHeldOut(t *testing.T) {
 	for k := range batches {
 		sets = append(sets, w.vitSetOf(testX[k*batch:(k+1)*batch]))
 	}
-	outFP, out8 := runViT(t, dev, fp, sets), runViT(t, dev, q8, sets)
+	outFP, out8 := runSets(t, dev, fp, sets), runSets(t, dev, q8, sets)
 
 	var worst, worstCos float64 = 0, 1
 	var agree, rightFP, right8 int
@@ -96,8 +96,8 @@ func TestTrainedViTHeldOut(t *testing.T) {
 	}
 }
 
-// runViT runs p on each data set's inputs: every set's outputs.
-func runViT(t *testing.T, dev alidnn.Device, p *alidnn.Program, sets []dataSet) [][][]float32 {
+// runSets runs p on each data set's inputs: every set's outputs.
+func runSets(t *testing.T, dev alidnn.Device, p *alidnn.Program, sets []dataSet) [][][]float32 {
 	t.Helper()
 	ctx := context.Background()
 	// A Load overwrites the device's previous program: one at a time.

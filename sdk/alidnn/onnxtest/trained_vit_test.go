@@ -43,7 +43,8 @@ var trainedViT = sync.OnceValues(func() (vitWeights, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (train and write it with -update)", err)
 	}
-	return a.readWeights(m)
+	w, err := readWeights(m, trainedViTFolder, a.dims())
+	return vitWeights(w), err
 })
 
 // trainedViTBatches are the data sets' numbers of images.
@@ -84,7 +85,7 @@ func (w vitWeights) vitSetOf(xs [][]float64) dataSet {
 }
 
 // weights are p rounded to float32, as the graph's initializers.
-func (p vitParams) weights() vitWeights {
+func (p tfParams) weights() vitWeights {
 	w := vitWeights{}
 	for name, v := range p {
 		w[name] = to32(v)
@@ -94,7 +95,7 @@ func (p vitParams) weights() vitWeights {
 
 // roundTo32 rounds every parameter to float32, as the ONNX file stores
 // them.
-func (p vitParams) roundTo32() {
+func (p tfParams) roundTo32() {
 	for _, v := range p {
 		for k := range v {
 			v[k] = float64(float32(v[k]))
@@ -102,21 +103,21 @@ func (p vitParams) roundTo32() {
 	}
 }
 
-// readWeights reads the ViT's parameters from m's initializers.
-func (a vitArch) readWeights(m *onnx.Model) (vitWeights, error) {
-	w := vitWeights{}
-	dims := a.dims()
+// readWeights reads the parameters of dims from m's initializers, those
+// of the folder's model.
+func readWeights(m *onnx.Model, folder string, dims map[string][]int64) (map[string][]float32, error) {
+	w := map[string][]float32{}
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
 		t := m.Graph.Initializer(name)
 		if t == nil {
-			return nil, fmt.Errorf("%s: no initializer %s", trainedViTFolder, name)
+			return nil, fmt.Errorf("%s: no initializer %s", folder, name)
 		}
 		f, err := t.Float32s()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", trainedViTFolder, name, err)
+			return nil, fmt.Errorf("%s: %s: %w", folder, name, err)
 		}
 		if len(f) != numel(dims[name]) {
-			return nil, fmt.Errorf("%s: %s has %d values, want %d", trainedViTFolder, name, len(f), numel(dims[name]))
+			return nil, fmt.Errorf("%s: %s has %d values, want %d", folder, name, len(f), numel(dims[name]))
 		}
 		w[name] = f
 	}

@@ -72,7 +72,7 @@ func TestTransformerReferences(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		sets int
-	}{{"bert_encoder", 4}, {"gpt2_decoder_block", 3}, {"vit_tiny", 3}, {"vit_tiny_sdpa", 3}, {"vit_tiny_timm", 3}, {"trained_vit_tiny", 4}} {
+	}{{"bert_encoder", 4}, {"gpt2_decoder_block", 3}, {"vit_tiny", 3}, {"vit_tiny_sdpa", 3}, {"vit_tiny_timm", 3}, {"trained_vit_tiny", 4}, {"trained_bert_tiny", 4}} {
 		for set := range c.sets {
 			t.Run(fmt.Sprintf("%s/%d", c.name, set), func(t *testing.T) {
 				got, want, err := runFolder(t, filepath.Join("testdata", "generated", c.name), set, nil)

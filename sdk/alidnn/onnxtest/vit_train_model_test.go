@@ -42,11 +42,8 @@ func (a vitArch) dims() map[string][]int64 {
 	return d
 }
 
-// vitParams are a ViT's parameters by name, in float64.
-type vitParams map[string][]float64
-
-func (a vitArch) zeroParams() vitParams {
-	p := vitParams{}
+func (a vitArch) zeroParams() tfParams {
+	p := tfParams{}
 	for name, d := range a.dims() {
 		p[name] = make([]float64, numel(d))
 	}
@@ -56,7 +53,7 @@ func (a vitArch) zeroParams() vitParams {
 // initParams draws weights uniformly at ±√(3 / fan-in) (variance 1/fan-in),
 // the class token and positions at ±0.1; LayerNormalizations start as the
 // identity and biases at 0.
-func (a vitArch) initParams(r *rand.Rand) vitParams {
+func (a vitArch) initParams(r *rand.Rand) tfParams {
 	p := a.zeroParams()
 	uniform := func(v []float64, lim float64) {
 		for k := range v {
@@ -110,11 +107,8 @@ type vitLayerTape struct {
 	ff, gelu []float64 // the MLP's [T, f] before and after GELU
 }
 
-// lnTape is a LayerNormalization's normalised rows, their 1/σ and output.
-type lnTape struct{ xhat, inv, y []float64 }
-
 // forward runs the ViT on one image img [c, img, img].
-func (a vitArch) forward(p vitParams, img []float64) *vitTape {
+func (a vitArch) forward(p tfParams, img []float64) *vitTape {
 	tp := &vitTape{patches: a.patchRows(img)}
 	T, h := a.tokens(), a.h
 	pe := linearT(tp.patches, p["patch_w"], p["patch_b"], a.c*a.patch*a.patch, h)
@@ -136,14 +130,14 @@ func (a vitArch) forward(p vitParams, img []float64) *vitTape {
 }
 
 // layerForward is one pre-norm layer on x [T, h]: its output and tape.
-func (a vitArch) layerForward(p vitParams, pre string, x []float64) ([]float64, vitLayerTape) {
+func (a vitArch) layerForward(p tfParams, pre string, x []float64) ([]float64, vitLayerTape) {
 	h := a.h
 	lt := vitLayerTape{x: x}
 	lt.ln1 = layerNormFwd(x, p[pre+"g1"], p[pre+"be1"], h, a.eps)
 	lt.q = linear64(lt.ln1.y, p[pre+"wq"], p[pre+"bq"], h, h)
 	lt.k = linear64(lt.ln1.y, p[pre+"wk"], p[pre+"bk"], h, h)
 	lt.v = linear64(lt.ln1.y, p[pre+"wv"], p[pre+"bv"], h, h)
-	lt.ctx, lt.probs = a.attention(lt.q, lt.k, lt.v)
+	lt.ctx, lt.probs = attention(lt.q, lt.k, lt.v, a.tokens(), h, a.heads, nil)
 	o := linear64(lt.ctx, p[pre+"wo"], p[pre+"bo"], h, h)
 	lt.res1 = make([]float64, len(x))
 	for k := range x {
@@ -151,10 +145,7 @@ func (a vitArch) layerForward(p vitParams, pre string, x []float64) ([]float64, 
 	}
 	lt.ln2 = layerNormFwd(lt.res1, p[pre+"g2"], p[pre+"be2"], h, a.eps)
 	lt.ff = linear64(lt.ln2.y, p[pre+"w1"], p[pre+"b1"], h, a.f)
-	lt.gelu = make([]float64, len(lt.ff))
-	for k, v := range lt.ff {
-		lt.gelu[k] = float64(v * float64(0.5*(1+erf(float64(v/math.Sqrt2)))))
-	}
+	lt.gelu = geluAll(lt.ff)
 	f2 := linear64(lt.gelu, p[pre+"w2"], p[pre+"b2"], a.f, h)
 	out := make([]float64, len(x))
 	for k := range out {
@@ -180,97 +171,4 @@ func (a vitArch) patchRows(img []float64) []float64 {
 		}
 	}
 	return out
-}
-
-// attention is softmax(q·kᵀ/√D)·v per head, of q, k, v [T, h]: the context
-// [T, h] and the probabilities [heads, T, T].
-func (a vitArch) attention(q, k, v []float64) ([]float64, []float64) {
-	T, h, D := a.tokens(), a.h, a.d()
-	scale := 1 / math.Sqrt(float64(D))
-	ctx, probs := make([]float64, T*h), make([]float64, a.heads*T*T)
-	for hd := range a.heads {
-		for i := range T {
-			pr := probs[(hd*T+i)*T : (hd*T+i+1)*T]
-			m := math.Inf(-1)
-			for j := range T {
-				var s float64
-				for d := range D {
-					s += float64(q[i*h+hd*D+d] * k[j*h+hd*D+d])
-				}
-				pr[j] = float64(s * scale)
-				m = max(m, pr[j])
-			}
-			var sum float64
-			for j := range T {
-				pr[j] = exp(pr[j] - m)
-				sum += pr[j]
-			}
-			for j := range T {
-				pr[j] /= sum
-			}
-			for d := range D {
-				var c float64
-				for j := range T {
-					c += float64(pr[j] * v[j*h+hd*D+d])
-				}
-				ctx[i*h+hd*D+d] = c
-			}
-		}
-	}
-	return ctx, probs
-}
-
-// linear64 is x [rows, k] · w [k, n] + b, MatMul's layout.
-func linear64(x, w, b []float64, k, n int) []float64 {
-	rows := len(x) / k
-	y := make([]float64, rows*n)
-	for r := range rows {
-		for j := range n {
-			s := b[j]
-			for i := range k {
-				s += float64(x[r*k+i] * w[i*n+j])
-			}
-			y[r*n+j] = s
-		}
-	}
-	return y
-}
-
-// linearT is x [rows, k] · wᵀ + b for w [n, k], the layout of a Conv's
-// and a transB Gemm's weights.
-func linearT(x, w, b []float64, k, n int) []float64 {
-	rows := len(x) / k
-	y := make([]float64, rows*n)
-	for r := range rows {
-		for j := range n {
-			s := b[j]
-			for i := range k {
-				s += float64(x[r*k+i] * w[j*k+i])
-			}
-			y[r*n+j] = s
-		}
-	}
-	return y
-}
-
-// layerNormFwd normalises rows of n values of x, scaled by g, shifted by b.
-func layerNormFwd(x, g, b []float64, n int, eps float32) lnTape {
-	t := lnTape{xhat: make([]float64, len(x)), inv: make([]float64, len(x)/n), y: make([]float64, len(x))}
-	for r := range len(x) / n {
-		row := x[r*n : (r+1)*n]
-		var m, v float64
-		for _, a := range row {
-			m += a
-		}
-		m /= float64(n)
-		for _, a := range row {
-			v += float64((a - m) * (a - m))
-		}
-		t.inv[r] = 1 / math.Sqrt(v/float64(n)+float64(eps))
-		for k, a := range row {
-			xh := float64((a - m) * t.inv[r])
-			t.xhat[r*n+k], t.y[r*n+k] = xh, float64(xh*g[k])+b[k]
-		}
-	}
-	return t
 }

@@ -5,11 +5,12 @@ import (
 	"math/rand/v2"
 )
 
-// The ViT's trainer: Adam on softmax cross-entropy over minibatches of
-// synthetic images (synth_test.go), deterministic for a fixed seed. Adam,
+// The transformers' trainer: Adam on softmax cross-entropy over
+// minibatches of synthetic examples (synth_test.go's images,
+// trained_bert_test.go's sequences), deterministic for a fixed seed. Adam,
 // not train_test.go's SGD with momentum: attention and LayerNormalization
-// scale their parameters' gradients very unevenly, and SGD needs many
-// more steps to train a transformer.
+// scale their parameters' gradients very unevenly, and SGD needs many more
+// steps to train a transformer.
 
 type adamConfig struct {
 	steps, batch int
@@ -22,31 +23,48 @@ type adamConfig struct {
 const adamB1, adamB2, adamEps = 0.9, 0.999, 1e-8
 
 // fit trains the ViT from scratch and rounds its parameters to float32.
-func (a vitArch) fit(cfg adamConfig) vitParams {
+func (a vitArch) fit(cfg adamConfig) tfParams {
 	p := a.initParams(rand.New(rand.NewPCG(cfg.seed, 1)))
 	ds := newSynth(cfg.seed)
-	g, m, v := a.zeroParams(), a.zeroParams(), a.zeroParams()
+	adamTrain(p, cfg, func(g tfParams) {
+		for range cfg.batch {
+			x, label := ds.next()
+			tp := a.forward(p, x)
+			a.backward(p, tp, xentGrad(tp.logits, label, cfg.batch), g)
+		}
+	})
+	p.roundTo32()
+	return p
+}
+
+// xentGrad is the gradient of a minibatch's mean cross-entropy loss with
+// respect to one example's logits z.
+func xentGrad(z []float64, label, batch int) []float64 {
+	_, dz := softmaxXent(z, label)
+	for k := range dz {
+		dz[k] /= float64(batch)
+	}
+	return dz
+}
+
+// adamTrain runs cfg.steps steps of Adam on p, each step's gradients
+// added up by minibatch.
+func adamTrain(p tfParams, cfg adamConfig, minibatch func(g tfParams)) {
+	g, m, v := tfParams{}, tfParams{}, tfParams{}
+	for name, w := range p {
+		g[name], m[name], v[name] = make([]float64, len(w)), make([]float64, len(w)), make([]float64, len(w))
+	}
 	b1t, b2t := 1.0, 1.0 // β₁ᵗ and β₂ᵗ, by products rather than math.Pow
 	for range cfg.steps {
 		for _, s := range g {
 			clear(s)
 		}
-		for range cfg.batch {
-			x, label := ds.next()
-			tp := a.forward(p, x)
-			_, dz := softmaxXent(tp.logits, label)
-			for k := range dz {
-				dz[k] /= float64(cfg.batch)
-			}
-			a.backward(p, tp, dz, g)
-		}
+		minibatch(g)
 		b1t, b2t = float64(b1t*adamB1), float64(b2t*adamB2)
 		for name, w := range p {
 			adam(w, g[name], m[name], v[name], cfg.lr, b1t, b2t)
 		}
 	}
-	p.roundTo32()
-	return p
 }
 
 // adam is one Adam step of the weights w with gradients g and moments m

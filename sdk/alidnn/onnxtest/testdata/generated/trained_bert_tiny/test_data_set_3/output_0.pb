@@ -1,0 +1,1 @@
+BlogitsJUV¹¿N²?\pf@×AÀ

@@ -31,7 +31,7 @@ func TestBertGradients(t *testing.T) {
 	}
 	tp := a.forward(p, s)
 	_, dz := softmaxXent(tp.logits, label)
-	g := a.zeroParams()
+	g := zeroParams(a.dims())
 	a.backward(p, s, tp, dz, g)
 
 	const h = 1e-6

@@ -33,18 +33,10 @@ func (a bertArch) dims() map[string][]int64 {
 	return d
 }
 
-func (a bertArch) zeroParams() tfParams {
-	p := tfParams{}
-	for name, d := range a.dims() {
-		p[name] = make([]float64, numel(d))
-	}
-	return p
-}
-
 // initParams draws the embedding tables at ±0.1 and weights at
 // ±√(3 / fan-in); LayerNormalizations start as the identity, biases at 0.
 func (a bertArch) initParams(r *rand.Rand) tfParams {
-	p := a.zeroParams()
+	p := zeroParams(a.dims())
 	for _, name := range slices.Sorted(maps.Keys(p)) {
 		d, lim := a.dims()[name], 0.0
 		switch m := layerParam(name); {

@@ -11,6 +11,15 @@ import "math"
 // tfParams are a transformer's parameters by name, in float64.
 type tfParams map[string][]float64
 
+// zeroParams are parameters of the shapes dims, all 0.
+func zeroParams(dims map[string][]int64) tfParams {
+	p := tfParams{}
+	for name, d := range dims {
+		p[name] = make([]float64, numel(d))
+	}
+	return p
+}
+
 // lnTape is a LayerNormalization's normalised rows, their 1/σ and output.
 type lnTape struct{ xhat, inv, y []float64 }
 

@@ -34,7 +34,7 @@ func TestViTGradients(t *testing.T) {
 		return l
 	}
 	_, dz := softmaxXent(a.forward(p, img).logits, label)
-	g := a.zeroParams()
+	g := zeroParams(a.dims())
 	a.backward(p, a.forward(p, img), dz, g)
 
 	const h = 1e-6

@@ -13,11 +13,9 @@ import (
 // needs. Its sizes are a vitArch, so that the gradient check runs a small
 // one whole; its parameters are named as vitDims names the graph's
 // initializers. The cases' reference outputs come from vitWeights.forward,
-// never from here; TestViTTrainerForward checks the two agree.
-//
-// As in refnet_test.go, every summed product is rounded explicitly
-// (float64(a*b)) and exponentials use exp and erf, so that training writes
-// the same bits on any machine.
+// never from here; TestViTTrainerForward checks the two agree. Its layers
+// are tflayers_test.go's, whose arithmetic gives the same bits on any
+// machine.
 
 // vitArch is a ViT's sizes.
 type vitArch struct {
@@ -29,7 +27,6 @@ type vitArch struct {
 
 func (a vitArch) grid() int   { return a.img / a.patch }
 func (a vitArch) tokens() int { return a.grid()*a.grid() + 1 }
-func (a vitArch) d() int      { return a.h / a.heads }
 func (a vitArch) pixels() int { return a.c * a.img * a.img }
 
 // dims are the parameters' shapes by name, as vitDims's.
@@ -42,19 +39,11 @@ func (a vitArch) dims() map[string][]int64 {
 	return d
 }
 
-func (a vitArch) zeroParams() tfParams {
-	p := tfParams{}
-	for name, d := range a.dims() {
-		p[name] = make([]float64, numel(d))
-	}
-	return p
-}
-
 // initParams draws weights uniformly at ±√(3 / fan-in) (variance 1/fan-in),
 // the class token and positions at ±0.1; LayerNormalizations start as the
 // identity and biases at 0.
 func (a vitArch) initParams(r *rand.Rand) tfParams {
-	p := a.zeroParams()
+	p := zeroParams(a.dims())
 	uniform := func(v []float64, lim float64) {
 		for k := range v {
 			v[k] = float64(lim * float64(2*r.Float64()-1))

@@ -11,8 +11,9 @@ import (
 // Generated cases of CNNs with trained weights, where constant weights
 // would hide numerical bugs: the ResNet-style and MobileNet-v2-style nets
 // of nets_test.go, trained on synthetic images (synth_test.go) by
-// train_test.go, with reference outputs from refnet_test.go. The ViT's
-// trained case is trained_vit_test.go's.
+// train_test.go, with reference outputs from refnet_test.go. The
+// transformers' trained cases are trained_vit_test.go's and
+// trained_bert_test.go's.
 //
 // Training takes seconds, so it runs only with -update; otherwise the
 // weights are read back from the committed folder's model.onnx, which the

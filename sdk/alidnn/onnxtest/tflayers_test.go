@@ -20,6 +20,25 @@ func zeroParams(dims map[string][]int64) tfParams {
 	return p
 }
 
+// weights are p rounded to float32, as the graph's initializers.
+func (p tfParams) weights() map[string][]float32 {
+	w := map[string][]float32{}
+	for name, v := range p {
+		w[name] = to32(v)
+	}
+	return w
+}
+
+// roundTo32 rounds every parameter to float32, as the ONNX file stores
+// them.
+func (p tfParams) roundTo32() {
+	for _, v := range p {
+		for k := range v {
+			v[k] = float64(float32(v[k]))
+		}
+	}
+}
+
 // lnTape is a LayerNormalization's normalised rows, their 1/σ and output.
 type lnTape struct{ xhat, inv, y []float64 }
 

@@ -84,25 +84,6 @@ func (w vitWeights) vitSetOf(xs [][]float64) dataSet {
 	}
 }
 
-// weights are p rounded to float32, as the graph's initializers.
-func (p tfParams) weights() vitWeights {
-	w := vitWeights{}
-	for name, v := range p {
-		w[name] = to32(v)
-	}
-	return w
-}
-
-// roundTo32 rounds every parameter to float32, as the ONNX file stores
-// them.
-func (p tfParams) roundTo32() {
-	for _, v := range p {
-		for k := range v {
-			v[k] = float64(float32(v[k]))
-		}
-	}
-}
-
 // readWeights reads the parameters of dims from m's initializers, those
 // of the folder's model.
 func readWeights(m *onnx.Model, folder string, dims map[string][]int64) (map[string][]float32, error) {

@@ -62,7 +62,7 @@ func TestViTTrainerForward(t *testing.T) {
 	a := trainedViTArch
 	p := a.initParams(rand.New(rand.NewPCG(3, 3)))
 	p.roundTo32()
-	w := p.weights()
+	w := vitWeights(p.weights())
 	imgs, _ := newSynth(5).batch(2)
 	for _, img := range imgs {
 		x32 := to32(img)

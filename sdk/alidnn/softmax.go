@@ -10,10 +10,10 @@ import (
 // Softmax over the last axis on the engine, which holds that axis on the
 // lanes: the ALU works lane by lane, so what crosses lanes is a MatMul by
 // a constant C×C matrix. The row maximum takes ⌈log₂ C⌉ steps, each the
-// maximum of the running one and itself rotated by 1, 2, 4, … lanes (a
-// permutation matrix, exact in fp32 for finite values: one product by 1
-// and sums of zeros), after which every lane holds the maximum of C
-// consecutive lanes — its row's, the padding lanes never entering; then
+// maximum of the running one and the lanes of a butterfly (see
+// butterfly: a 0/1 matrix with one 1 a column, exact in fp32 for finite
+// values: one product by 1 and sums of zeros), after which every lane
+// holds its row's maximum, the padding lanes never entering; then
 // e^(x − max), its row sum by the matrix of ones (see laneReduce), and the
 // quotient. A −Inf (a mask's) is first raised to −MaxFloat32, whose
 // product by the permutation's zeros is 0 where −Inf's would be NaN, and
@@ -62,11 +62,7 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	uses := map[string]int{}
 	for s := 1; s < C; s *= 2 {
 		rot := fmt.Sprintf("%srot%d", p, s)
-		w := make([]float32, C*C)
-		for j := range C {
-			w[(j+s)%C*C+j] = 1
-		}
-		c.vals[rot+"/w"] = constFloat(rot+"/w", []int{C, C}, w)
+		c.vals[rot+"/w"] = constFloat(rot+"/w", []int{C, C}, butterfly(C, s))
 		mx := fmt.Sprintf("%smax%d", p, s)
 		seq = append(seq,
 			&onnx.Node{OpType: "MatMul", Inputs: []string{m, rot + "/w"}, Outputs: []string{rot}},
@@ -87,6 +83,30 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 		uses[xn] = 1
 	}
 	return c.runSeq(n, seq, uses)
+}
+
+// butterfly is step s (1, 2, 4, …) of the row maximum over C lanes: the
+// C×C matrix that gives lane j the value of lane j XOR s, its partner in
+// the group of 2s lanes. Each lane holds the maximum of its group of s
+// before the step, so of its group of 2s after it. A partner beyond the
+// row is replaced by the first lane of the partner's group of s, which
+// holds that group's maximum, or by j itself when the whole group lies
+// beyond. The partners of a 16-lane block lie in one block (two at the
+// row's end), which is all the array multiplies (see blockLists): a
+// rotation's would span two.
+func butterfly(C, s int) []float32 {
+	w := make([]float32, C*C)
+	for j := range C {
+		p := j ^ s
+		if p >= C {
+			p &^= s - 1
+		}
+		if p >= C {
+			p = j
+		}
+		w[p*C+j] = 1
+	}
+	return w
 }
 
 // runSeq compiles the nodes seq standing for n — a ReduceMean or ReduceSum

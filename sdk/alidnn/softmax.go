@@ -9,11 +9,11 @@ import (
 
 // Softmax over the last axis on the engine, which holds that axis on the
 // lanes: the ALU works lane by lane, so what crosses lanes is a MatMul by
-// a constant C×C matrix. The row maximum takes ⌈log₂ C⌉ steps, each the
-// maximum of the running one and the lanes of a butterfly (see
-// butterfly: a 0/1 matrix with one 1 a column, exact in fp32 for finite
-// values: one product by 1 and sums of zeros), after which every lane
-// holds its row's maximum, the padding lanes never entering; then
+// constant matrices. The row maximum takes steps, each the maximum of the
+// running one and the lanes of a butterfly (see rowMax and butterfly: a
+// 0/1 matrix with one 1 a column, exact in fp32 for finite values: one
+// product by 1 and sums of zeros), after which every lane holds its
+// row's maximum, the padding lanes never entering; then
 // e^(x − max), its row sum by the matrix of ones (see laneReduce), and the
 // quotient. A −Inf (a mask's) is first raised to −MaxFloat32, whose
 // product by the permutation's zeros is 0 where −Inf's would be NaN, and
@@ -57,19 +57,9 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	p := n.Outputs[0] + "/softmax/"
 	c.vals[p+"lo"] = constFloat(p+"lo", nil, []float32{-math.MaxFloat32})
 	xn := p + "x"
-	m := xn
 	seq := []*onnx.Node{{OpType: "Max", Inputs: []string{n.Inputs[0], p + "lo"}, Outputs: []string{xn}}}
 	uses := map[string]int{}
-	for s := 1; s < C; s *= 2 {
-		rot := fmt.Sprintf("%srot%d", p, s)
-		c.vals[rot+"/w"] = constFloat(rot+"/w", []int{C, C}, butterfly(C, s))
-		mx := fmt.Sprintf("%smax%d", p, s)
-		seq = append(seq,
-			&onnx.Node{OpType: "MatMul", Inputs: []string{m, rot + "/w"}, Outputs: []string{rot}},
-			&onnx.Node{OpType: "Max", Inputs: []string{m, rot}, Outputs: []string{mx}})
-		uses[rot], uses[m] = 1, 2
-		m = mx
-	}
+	m := c.rowMax(p, xn, C, &seq, uses)
 	y := n.Outputs[0]
 	seq = append(seq,
 		&onnx.Node{OpType: "Sub", Inputs: []string{xn, m}, Outputs: []string{p + "d"}},
@@ -83,6 +73,49 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 		uses[xn] = 1
 	}
 	return c.runSeq(n, seq, uses)
+}
+
+// rowMax appends to seq the steps that leave the maximum of x's C lanes
+// in every lane, counting their reads in uses, and returns the value that
+// holds it. Within 16-lane blocks they are butterflies (s = 1 … 8), each
+// a full-width MatMul of one weight block a column. Over more than one
+// block, each block's maximum is then picked to a lane of its own (a
+// MatMul by the C×⌈C/16⌉ matrix with a 1 at the block's first lane), the
+// maximum of those ⌈C/16⌉ lanes taken by butterflies one block wide, and
+// broadcast back from lane 0: two full-width MatMuls where butterflies
+// across the blocks would take log₂ of them. All are products by 1 and
+// sums of zeros, exact.
+func (c *compiler) rowMax(p, x string, C int, seq *[]*onnx.Node, uses map[string]int) string {
+	steps := func(m, tag string, width, limit int) string {
+		for s := 1; s < width && s < limit; s *= 2 {
+			rot := fmt.Sprintf("%s%srot%d", p, tag, s)
+			c.vals[rot+"/w"] = constFloat(rot+"/w", []int{width, width}, butterfly(width, s))
+			mx := fmt.Sprintf("%s%smax%d", p, tag, s)
+			*seq = append(*seq,
+				&onnx.Node{OpType: "MatMul", Inputs: []string{m, rot + "/w"}, Outputs: []string{rot}},
+				&onnx.Node{OpType: "Max", Inputs: []string{m, rot}, Outputs: []string{mx}})
+			uses[rot], uses[m] = 1, 2
+			m = mx
+		}
+		return m
+	}
+	m := steps(x, "", C, lanes)
+	if C <= lanes {
+		return m
+	}
+	B := (C + lanes - 1) / lanes
+	pick := make([]float32, C*B)
+	for b := range B {
+		pick[b*lanes*B+b] = 1
+	}
+	c.vals[p+"blocks/w"] = constFloat(p+"blocks/w", []int{C, B}, pick)
+	*seq = append(*seq, &onnx.Node{OpType: "MatMul", Inputs: []string{m, p + "blocks/w"}, Outputs: []string{p + "blocks"}})
+	uses[m] = 1
+	mb := steps(p+"blocks", "blocks/", B, B)
+	c.vals[p+"rowmax/w"] = constFloat(p+"rowmax/w", []int{B, C}, append(fill(C, 1), make([]float32, (B-1)*C)...))
+	*seq = append(*seq, &onnx.Node{OpType: "MatMul", Inputs: []string{mb, p + "rowmax/w"}, Outputs: []string{p + "rowmax"}})
+	uses[mb] = 1
+	return p + "rowmax"
 }
 
 // butterfly is step s (1, 2, 4, …) of the row maximum over C lanes: the

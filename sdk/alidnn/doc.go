@@ -50,11 +50,13 @@
 // [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
 // image (see broadcast.go); a broadcast along the lane axis (channels) or
 // along part of the rows is refused. A mean over the last axis, which the
-// lanes hold, is a MatMul by the constant matrix of 1/C that broadcasts it
-// to every lane: ReduceMean so (kept, read only by element-wise operators
-// that meet the full width), as the layer normalisation exporters
-// decompose and RMSNorm write it, and LayerNormalization (opset 17, over
-// the last axis) as that sequence (see layernorm.go). Concat moves each input
+// lanes hold, is a MatMul by constants of 1/C that broadcasts it to every
+// lane (over more than two 16-lane blocks, two MatMuls, to lane 0 and back,
+// 32·C products a row, not C·C): ReduceMean so (kept, read only by
+// element-wise operators that meet the full width), as the layer
+// normalisation exporters decompose and RMSNorm write it, and
+// LayerNormalization (opset 17, over the last axis) as that sequence (see
+// layernorm.go). Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch
@@ -70,9 +72,10 @@
 // Unsqueeze, Cast, Range, Expand, Where, Trilu, comparisons, logic,
 // arithmetic and Pow) are folded at compile time. Softmax at the graph's
 // end runs on the host; one that other operators read (attention's) runs
-// on the engine over the last axis: the row maximum by ⌈log₂ C⌉ maxima
-// with the row rotated by a permutation MatMul, e^(x − max), the row sum
-// by a MatMul by ones, and the quotient (see softmax.go; a −Inf mask
+// on the engine over the last axis: the row maximum by maxima with
+// butterfly permutation MatMuls within 16-lane blocks, then across the
+// blocks' maxima picked to one lane each, e^(x − max), the row sum by a
+// MatMul by ones, and the quotient (see softmax.go; a −Inf mask
 // weighs 0, +Inf gives NaN).
 //
 // Transformers' integer inputs follow one rule (see embed.go), since the

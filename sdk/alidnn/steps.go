@@ -33,6 +33,11 @@ type plannedStep struct {
 	uops   []uint32
 	fill   int
 	fillU  uint32
+	// loaded says a tensor step's operand is already in its region: an
+	// earlier step of the epilogue reads the same tensor the same way
+	// (erf's polynomial multiplies by t four times), and no step writes
+	// an operand's region, so one load a tile serves both.
+	loaded bool
 }
 
 // scalarRow is a row of ob blocks of lanes fp32 lanes, all v.
@@ -76,9 +81,13 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 			ep.rows++
 			p.uop = u.addALU(base, p.reg)
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
-			p.reg = free
-			free += n
-			ep.tiles++
+			if q := ep.operand(s); q != nil {
+				p.reg, p.loaded = q.reg, true
+			} else {
+				p.reg = free
+				free += n
+				ep.tiles++
+			}
 			p.uop = u.addALU(base, p.reg)
 		case sSelf:
 			free = e.planSelf(&p, ep, u, ob, base, n, free)
@@ -112,6 +121,21 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 		return nil, fmt.Errorf("%d parameter rows: %w", param, ErrUnsupported)
 	}
 	return ep, nil
+}
+
+// operand returns the planned tensor step that loads s's operand, read
+// the same way, or nil.
+func (ep *epilogue) operand(s step) *plannedStep {
+	for k := range ep.steps {
+		q := &ep.steps[k]
+		switch q.kind {
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
+			if q.t == s.t && !q.loaded && (q.tlay == s.tlay || q.tlay != nil && s.tlay != nil && q.tlay.equal(*s.tlay)) {
+				return q
+			}
+		}
+	}
+	return nil
 }
 
 // planSelf places sSelf step p: its scratch tile, a row for each constant
@@ -210,7 +234,7 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1
-			if e.loadOperand(p, lay, t) {
+			if e.loadOperand(p, lay, t, !p.loaded) {
 				// One row per image, read by every row of the image's part.
 				alu.IterOut, alu.IterIn, alu.DstOut, alu.SrcOut, alu.SrcIn = uint32(t.nb), uint32(t.span), uint32(t.span), uint32(t.span), 0
 			}
@@ -238,16 +262,16 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 	}
 }
 
-// loadOperand loads the part of a tensor step's operand that tile t of an
-// output laid out as lay needs, and reports whether that is one row per
-// image broadcast over the tile's rows.
-func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef) bool {
+// loadOperand loads (if fetch) the part of a tensor step's operand that
+// tile t of an output laid out as lay needs, and reports whether that is
+// one row per image broadcast over the tile's rows.
+func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef, fetch bool) bool {
 	tl := lay
 	if p.tlay != nil {
 		tl = *p.tlay
 	}
 	bcast := tl.s() < lay.s()
-	for i := range t.nb {
+	for i := range t.nb * boolN(fetch) {
 		img := p.t.addr + uint64((tl.outerIndex(lay, t.o+i)*tl.cb()+t.ob)*tl.s()*lanes*4)
 		switch sc := t.sc; {
 		case bcast:

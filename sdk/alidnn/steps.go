@@ -52,6 +52,8 @@ func scalarRow(ob int, v float32) []byte {
 // plan lays out the steps of l for tiles of at most n acc rows starting at
 // acc row base, with free acc from row free.
 func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, error) {
+	// Rows may now be laid out anew: forget what they held.
+	clear(e.rowHolds)
 	ep := &epilogue{}
 	ob := l.out.lay.cb()
 	param := 0
@@ -173,6 +175,24 @@ func (e *emitter) planSelf(p *plannedStep, ep *epilogue, u *uopTable, ob, base, 
 	return free
 }
 
+// loadRow loads the constant row at src of the constant segment, of
+// elements el, into acc row reg, unless the row holds those bytes already:
+// a step's scalar is the same in every output block, and tiles of one
+// block each (an element-wise layer's) would otherwise load it before
+// every ALU pass. Only loads write an epilogue's rows, and plan, laying
+// them out, forgets what they held.
+func (e *emitter) loadRow(el elem, reg int, src uint64) {
+	key := string(append([]byte{byte(el)}, e.consts[src:src+lanes*4]...))
+	if e.rowHolds[reg] == key {
+		return
+	}
+	if e.rowHolds == nil {
+		e.rowHolds = map[int]string{}
+	}
+	e.rowHolds[reg] = key
+	e.compute(load(isa.MemAcc, el, reg, src, 1, 1, 1), false)
+}
+
 // runSelf emits sSelf step p on a tile of n rows of output block ob.
 func (e *emitter) runSelf(p plannedStep, ob, n int) {
 	// The scratch region may hold any bits: an integer multiply by zero
@@ -184,14 +204,14 @@ func (e *emitter) runSelf(p plannedStep, ob, n int) {
 	for k, c := range p.chain {
 		// Exp and log take no operand row.
 		if p.rows[k] >= 0 {
-			e.compute(load(isa.MemAcc, f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4), 1, 1, 1), false)
+			e.loadRow(f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4))
 		}
 		e.compute(isa.Insn{Op: isa.OpALU, Alu: c.op, UopBegin: p.uops[k], UopEnd: p.uops[k] + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
 	}
 	if p.rowF != nil {
 		// The tile, cleared as the scratch was, gets the row.
 		e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.fillU, UopEnd: p.fillU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}, false)
-		e.compute(load(isa.MemAcc, f32, p.fill, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
+		e.loadRow(f32, p.fill, p.table+uint64(ob*lanes*4))
 		e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluAdd, UopBegin: p.fillU, UopEnd: p.fillU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
 	}
 	for range max(p.combs, 1) {
@@ -229,7 +249,7 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			if p.fp {
 				el = f32
 			}
-			e.compute(load(isa.MemAcc, el, p.reg, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
+			e.loadRow(el, p.reg, p.table+uint64(ob*lanes*4))
 			alu.Alu = aluOf[p.kind]
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
 			alu.Alu = aluOf[p.kind]

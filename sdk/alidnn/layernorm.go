@@ -45,9 +45,10 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	// token beside its patches) to a few steps, and the variance of those
 	// to about 0, which the normalisation then divides by; a ViT's
 	// Softmax sums lose its class token's attention so too.
+	keep := c.keepFP32
 	c.keepFP32 = true
 	err = c.laneMatMuls(m, C, v)
-	c.keepFP32 = false
+	c.keepFP32 = keep
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,15 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	} else {
 		uses[xn] = 1
 	}
-	return c.runSeq(n, seq, uses)
+	// In int8 models the maximum's MatMuls stay fp32 too: int8 ones
+	// would quantise the running maximum before each, a pass and a load
+	// of the scores each that cost more than the fp32 products of a
+	// permutation's one block a column.
+	keep := c.keepFP32
+	c.keepFP32 = true
+	err = c.runSeq(n, seq, uses)
+	c.keepFP32 = keep
+	return err
 }
 
 // rowMax appends to seq the steps that leave the maximum of x's C lanes

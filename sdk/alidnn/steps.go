@@ -4,6 +4,7 @@ package alidnn
 // parameter SRAM, and emitted as ALU instructions for each tile.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -173,6 +174,48 @@ func (e *emitter) planSelf(p *plannedStep, ep *epilogue, u *uopTable, ob, base, 
 	}
 	p.uop = u.addALU(base, p.reg)
 	return free
+}
+
+// uniformSteps reports whether ep's steps act alike on each of the ob
+// output blocks, so that a tile may hold several blocks: every constant
+// row the same in each block, tensor operands laid out like the output,
+// no per-channel parameters.
+func (e *emitter) uniformSteps(ep *epilogue, ob int) bool {
+	same := func(table uint64) bool {
+		row := e.consts[table : table+lanes*4]
+		for b := 1; b < ob; b++ {
+			at := table + uint64(b*lanes*4)
+			if !bytes.Equal(row, e.consts[at:at+lanes*4]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, p := range ep.steps {
+		switch p.kind {
+		case sAddRow, sMulRow, sMinRow, sMaxRow:
+			if !same(p.table) {
+				return false
+			}
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
+			if p.tlay != nil {
+				return false
+			}
+		case sSelf:
+			for k, r := range p.rows {
+				if r >= 0 && !same(p.tables[k]) {
+					return false
+				}
+			}
+			if p.rowF != nil && !same(p.table) {
+				return false
+			}
+		case sRelu, sExp, sLog:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // loadRow loads the constant row at src of the constant segment, of

@@ -123,14 +123,16 @@ soak: tools
 
 # onnx-node-tests runs every ONNX backend node test of the test data, and
 # the project's own generated cases (sdk/alidnn/onnxtest/testdata/generated),
-# through the tenant CLI, as scripts would (`faas model test`).
+# through the tenant CLI, as scripts would (`faas model test`). The node tests
+# the compiler is known to refuse (sdk/alidnn/onnxtest/refusals.go) must be
+# refused with their listed reason (--known-refusals).
 onnx-node-tests:
 	$(GO) run ./sdk/cmd/faas model test sdk/alidnn/onnxtest/testdata/generated/*/
 	@if [ -z "$(TESTDATA)" ] || [ ! -d "$(TESTDATA)/onnx/node" ]; then \
 		msg="onnx-node-tests: $(TESTDATA)/onnx/node not found (FAAS_TESTDATA names another test data folder)"; \
 		if [ "$(CI)" = true ]; then echo "$$msg" >&2; exit 1; fi; echo "$$msg; skipped"; exit 0; \
 	fi; \
-	set -x; $(GO) run ./sdk/cmd/faas model test $(TESTDATA)/onnx/node/*/
+	set -x; $(GO) run ./sdk/cmd/faas model test --known-refusals $(TESTDATA)/onnx/node/*/
 
 lint:
 	@unformatted="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
@@ -185,13 +187,14 @@ fuzz-smoke:
 # images, the tenant alice subscribe and `faas load` the AliDNN image, and
 # examples/mnist classify the MNIST reference digits on it through the SDK
 # (internal/demo), and the model server serve MNIST on the same accelerator,
-# curl classifying a digit through it. The services stay up until Ctrl-C; DEMO_NO_WAIT=1 stops
+# curl classifying a digit through it, and examples/ocr read a page it
+# renders on an accelerator attached from the pool. The services stay up until Ctrl-C; DEMO_NO_WAIT=1 stops
 # them and exits once the walk-through is done. Needs the PostgreSQL server
-# binaries (`make tools` installs them as root); the MNIST model comes from
-# $(TESTDATA).
+# binaries (`make tools` installs them as root); the MNIST and PP-OCR models
+# come from $(TESTDATA).
 DEMO_BIN ?= build/demo/bin
 DEMO_PKGS := ./services/cmd/registry ./services/cmd/faasd ./hdk/cmd/hdk ./sdk/cmd/faas \
-	./bitstreams/images/cmd/genbits ./internal/cmd/demo ./examples/mnist ./services/cmd/modelserver
+	./bitstreams/images/cmd/genbits ./internal/cmd/demo ./examples/mnist ./services/cmd/modelserver ./examples/ocr
 demo:
 	@if [ -z "$(FAAS_PG_BIN)" ] && [ ! -x "$(PG_BIN)/initdb" ] && ! command -v initdb >/dev/null 2>&1 && \
 		[ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

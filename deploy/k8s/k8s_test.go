@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -272,4 +273,38 @@ func parsePrivate(t *testing.T, name string, b []byte) any {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return key
+}
+
+// TestDevShares: the dev overlay's faasd offers shares of empty chips
+// (--share-image), loading the engine with the token the registry's init
+// container gives the "shares" account: the same published token on both
+// sides, and one the registry accepts.
+func TestDevShares(t *testing.T) {
+	objs := renderDir(t, "overlays/dev")
+	c := find[*appsv1.DaemonSet](t, objs, "faas-node", "faasd").Spec.Template.Spec.Containers[0]
+	if i := slices.Index(c.Args, "--share-image"); i < 0 || i+1 == len(c.Args) || !strings.HasSuffix(c.Args[i+1], "/acme/alidnn:1.0.0") {
+		t.Errorf("dev: faasd args %q, want --share-image …/acme/alidnn:1.0.0", c.Args)
+	}
+	i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "FAAS_SHARE_TOKEN" })
+	if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.SecretKeyRef == nil {
+		t.Fatalf("dev: faasd has no FAAS_SHARE_TOKEN from a Secret: %+v", c.Env)
+	}
+	ref := c.Env[i].ValueFrom.SecretKeyRef
+	faasd := find[*corev1.Secret](t, objs, "faas-node", ref.Name)
+	reg := find[*corev1.Secret](t, objs, "faas", "faas-dev-shares")
+	tok := string(faasd.Data[ref.Key]) + faasd.StringData[ref.Key]
+	if want := string(reg.Data["token"]) + reg.StringData["token"]; tok == "" || tok != want {
+		t.Errorf("faasd's share token %q, the registry's init container's %q", tok, want)
+	}
+	// The registry's form of an API token (services/registry/auth), which
+	// its users add --token-file insists on.
+	if !regexp.MustCompile(`^faas_[A-Za-z0-9_-]{43}$`).MatchString(tok) {
+		t.Errorf("the dev share token %q is not of an API token's form", tok)
+	}
+	d := find[*appsv1.Deployment](t, objs, registryNamespace, registryName)
+	if !slices.ContainsFunc(d.Spec.Template.Spec.InitContainers, func(c corev1.Container) bool {
+		return slices.Contains(c.Args, "shares") && slices.Contains(c.Args, "--token-file")
+	}) {
+		t.Error("dev: no init container of the registry creates the shares account with its token")
+	}
 }

@@ -18,7 +18,8 @@
 // The agent is found like the faas command finds it: -agent, else
 // $FAAS_AGENT, else /run/faas/faasd.sock. The API token is $FAAS_TOKEN, else
 // the one `faas login` stored ($FAAS_CONFIG, else faas/config.json in the
-// user's configuration folder). -inputs holds test_data_set_*/input_0.pb and
+// user's configuration folder), else a Kubernetes pod's allocation
+// credential ($FAAS_ALLOCATION_TOKEN). -inputs holds test_data_set_*/input_0.pb and
 // output_0.pb (default: the model's folder).
 //
 // Exit codes: 0 every digit matched; 1 a digit differed or a step failed;

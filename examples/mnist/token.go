@@ -2,10 +2,9 @@ package main
 
 import "github.com/fpga-faas/faas/sdk/faas"
 
-// token is the registry API token faasd knows the tenant by: $FAAS_TOKEN,
-// or the one `faas login` stored. A program may run without one on the
-// unix socket, where faasd knows the caller by its uid.
-func token() (string, error) {
-	l, err := faas.StoredLogin()
-	return l.Token, err
-}
+// token is the credential faasd knows the caller by: $FAAS_TOKEN, or the
+// registry API token `faas login` stored, or in a Kubernetes pod the
+// allocation credential of its devices ($FAAS_ALLOCATION_TOKEN). A program
+// may run without one on faasd's own unix socket, where faasd knows the
+// caller by its uid.
+func token() (string, error) { return faas.AgentToken() }

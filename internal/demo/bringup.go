@@ -45,6 +45,7 @@ func (d *demo) bringUp(mnist string) (string, error) {
 		func(p *platform) error { return d.classify(p, mnist) },
 		func(p *platform) error { return d.attachFromPool(p, mnist) },
 		func(p *platform) error { return d.serveModels(p, mnist) },
+		d.readText,
 	}
 	for _, step := range steps {
 		if err := step(p); err != nil {

@@ -18,7 +18,7 @@ import (
 const Password = "demo password"
 
 // Binaries are the programs the demo runs, built into Config.Bin.
-var Binaries = []string{"registry", "faasd", "hdk", "faas", "genbits", "mnist", "modelserver"}
+var Binaries = []string{"registry", "faasd", "hdk", "faas", "genbits", "mnist", "modelserver", "ocr"}
 
 // Config configures Run.
 type Config struct {
@@ -60,7 +60,7 @@ type demo struct {
 	began    time.Time
 }
 
-const steps = 11
+const steps = 12
 
 // Run brings the platform up, walks through it and, with cfg.Wait, keeps
 // it up until ctx ends. Whatever happens, it stops what it started.

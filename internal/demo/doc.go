@@ -6,7 +6,9 @@
 // `faas load` and classifies the MNIST reference digits on it with the
 // examples/mnist program, through the SDK and the agent; and the model
 // server (services/modelserver) serves MNIST on the same accelerator, a
-// digit classified through it with curl.
+// digit classified through it with curl; and examples/ocr, on a host
+// without faasd, attaches an accelerator from the pool and reads a page it
+// renders with PP-OCR's models.
 //
 // The recipe — commands, flags, API calls and their order — is the
 // end-to-end test's (internal/e2e). Run prints each step as it goes; unless

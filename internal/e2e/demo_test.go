@@ -61,10 +61,11 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("make demo in a clone of %s: %v\n%s", root, err, text)
 	}
 	for _, want := range []string{
-		"[1/11] PostgreSQL", "[2/11] registry", "[3/11] acme publishes", "[4/11] the registry validates",
-		"[5/11] alice subscribes", "[6/11] alice: faas login, faas load alidnn-dual", "[7/11] faas status", "[8/11] examples/mnist",
-		"[9/11] faas trace replay", ": 0 differ", "[10/11] a CPU-only process", "of node demo-node (attachment ",
-		"[11/11] the model server", "$ curl -sS", "output Plus214_Output_0: digit 2", "  models    http://",
+		"[1/12] PostgreSQL", "[2/12] registry", "[3/12] acme publishes", "[4/12] the registry validates",
+		"[5/12] alice subscribes", "[6/12] alice: faas login, faas load alidnn-dual", "[7/12] faas status", "[8/12] examples/mnist",
+		"[9/12] faas trace replay", ": 0 differ", "[10/12] a CPU-only process", "of node demo-node (attachment ",
+		"[11/12] the model server", "$ curl -sS", "output Plus214_Output_0: digit 2", "  models    http://",
+		"[12/12] examples/ocr", `"FPGA as a Service" (turned 180°)`, `"Hello World 123" (turned 180°)`,
 		"demo complete", "the portal at http://", "  portal    http://",
 		// The model is the clone's own.
 		"-model " + filepath.Join(clone, "testdata", "onnx", "models", "mnist", "model.onnx") + " ",

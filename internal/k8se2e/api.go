@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,4 +127,26 @@ func (a *API) Gone(ctx context.Context, ns, name string) (bool, error) {
 		return true, nil
 	}
 	return false, err
+}
+
+// Create creates an object given as JSON-shaped map (a rendered manifest):
+// its collection's path is worked out from apiVersion and kind, for the
+// kinds the project's manifests use.
+func (a *API) Create(ctx context.Context, obj map[string]any) error {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	meta, _ := obj["metadata"].(map[string]any)
+	ns, _ := meta["namespace"].(string)
+	plural := strings.ToLower(kind) + "s"
+	if strings.HasSuffix(plural, "ys") {
+		plural = strings.TrimSuffix(plural, "ys") + "ies" // NetworkPolicy
+	}
+	path := "/apis/" + apiVersion
+	if !strings.Contains(apiVersion, "/") {
+		path = "/api/" + apiVersion
+	}
+	if ns != "" {
+		path += "/namespaces/" + ns
+	}
+	return a.do(ctx, "POST", path+"/"+plural, obj, nil)
 }

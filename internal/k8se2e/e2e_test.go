@@ -38,6 +38,8 @@ func TestCluster(t *testing.T) {
 		{"KubeletRestart", testKubeletRestart},
 		{"FaasdRestart", testFaasdRestart},
 		{"Unhealthy", testUnhealthy},
+		{"FirstPod", testFirstPod},
+		{"DevOverlay", testDevOverlay},
 	}
 	for _, s := range steps {
 		ok := t.Run(s.name, func(t *testing.T) {

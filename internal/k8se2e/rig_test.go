@@ -146,9 +146,15 @@ func (r *rig) run(t *testing.T, p *corev1.Pod) {
 	if err := r.c.API.CreatePod(r.ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	r.awaitRunning(t, p.Name)
+}
+
+// awaitRunning waits until pod name of default is Running.
+func (r *rig) awaitRunning(t *testing.T, name string) {
+	t.Helper()
 	var last *corev1.Pod
-	err := poll(r.ctx, waitTimeout, "pod "+p.Name+" Running", func() (bool, error) {
-		got, err := r.c.API.Pod(r.ctx, p.Namespace, p.Name)
+	err := poll(r.ctx, waitTimeout, "pod "+name+" Running", func() (bool, error) {
+		got, err := r.c.API.Pod(r.ctx, "default", name)
 		if err != nil {
 			return false, err
 		}
@@ -197,9 +203,22 @@ type CreatedMount struct {
 // created returns the last CreateContainer request of a pod.
 func (r *rig) created(t *testing.T, name string) Created {
 	t.Helper()
-	f, err := os.Open(r.c.Created)
+	last, err := r.lastCreated(func(c Created) bool { return c.Namespace == "default" && c.Pod == name })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if last == nil {
+		t.Fatalf("faas-cri recorded no container of pod %s", name)
+	}
+	return *last
+}
+
+// lastCreated returns the last CreateContainer request that match
+// accepts, or nil.
+func (r *rig) lastCreated(match func(Created) bool) (*Created, error) {
+	f, err := os.Open(r.c.Created)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var last *Created
@@ -208,16 +227,13 @@ func (r *rig) created(t *testing.T, name string) Created {
 	for sc.Scan() {
 		var c Created
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("%s: %v", r.c.Created, err)
+			return nil, fmt.Errorf("%s: %w", r.c.Created, err)
 		}
-		if c.Namespace == "default" && c.Pod == name {
+		if match(c) {
 			last = &c
 		}
 	}
-	if last == nil {
-		t.Fatalf("faas-cri recorded no container of pod %s", name)
-	}
-	return *last
+	return last, sc.Err()
 }
 
 // slotsOf is the FAAS_SLOTS the runtime was given for a pod's container.

@@ -147,7 +147,20 @@ func TestRepoTestDataSums(t *testing.T) {
 		want[name] = sum
 	}
 	seen := 0
-	err = filepath.WalkDir(filepath.Join(dir, "onnx"), func(path string, d fs.DirEntry, err error) error {
+	for _, root := range []string{"onnx", "ocr"} {
+		seen += checkSums(t, dir, root, want)
+	}
+	if seen != len(want) {
+		t.Errorf("%d files of SHA256SUMS found under onnx/ and ocr/, want %d", seen, len(want))
+	}
+}
+
+// checkSums checks every file under dir/root against want (sha256 by path
+// relative to dir) and returns how many it found listed.
+func checkSums(t *testing.T, dir, root string, want map[string]string) int {
+	t.Helper()
+	seen := 0
+	err := filepath.WalkDir(filepath.Join(dir, root), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -178,7 +191,5 @@ func TestRepoTestDataSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen != len(want) {
-		t.Errorf("%d files of SHA256SUMS found under onnx/, want %d", seen, len(want))
-	}
+	return seen
 }

@@ -35,6 +35,10 @@ type agentCode struct {
 	p *faas.Program
 }
 
+// Free releases the stream from the session's program area (see
+// codeFreer).
+func (c agentCode) Free(ctx context.Context) error { return c.p.Free(ctx) }
+
 func (c agentCode) Submit(ctx context.Context) (Job, error) {
 	j, err := c.q.Submit(ctx, c.p)
 	if err != nil {

@@ -58,6 +58,9 @@ func (c *compiler) binary(n *onnx.Node) error {
 		if a.isConst {
 			return c.subtractFrom(n, a, b)
 		}
+		if !eqInts(b.shape, shape) && eqInts(a.shape, shape) {
+			return c.subtractBroadcast(n, a, b, shape)
+		}
 		nb, err := c.negate(b)
 		if err != nil {
 			return err
@@ -137,6 +140,11 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	if commutes && eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
 		a, b = b, a
 	}
+	if spreadsLanes(a, b, shape) {
+		if b, err = c.spreadLanes(n, b, shape[len(shape)-1]); err != nil {
+			return err
+		}
+	}
 	if !eqInts(b.shape, shape) && (!b.input || b.lay.shape != nil || b.packed != nil) {
 		return c.broadcastOperand(n, op, a, b)
 	}
@@ -182,6 +190,29 @@ func (c *compiler) negate(x *value) (*value, error) {
 	v := c.rename(l, x.typ)
 	v.uses = 1
 	return v, nil
+}
+
+// subtractBroadcast compiles a − b, b broadcast to a's shape, as
+// −(−a + b): b stays an Add operand that broadcasts as Add's do (a graph
+// input the runtime packs broadcast, a row per image), which its negation,
+// a tensor of b's shape, would not. Both negations are exact.
+func (c *compiler) subtractBroadcast(n *onnx.Node, a, b *value, shape []int) error {
+	na, err := c.negate(a)
+	if err != nil {
+		return err
+	}
+	if err := c.tensorOperands(n, "Add", na, b, shape); err != nil {
+		return err
+	}
+	l, err := c.open(c.vals[n.Outputs[0]])
+	if err != nil {
+		return err
+	}
+	if err := c.rowStep(l, sMulRow, fill(l.out.lay.c(), -1)); err != nil {
+		return err
+	}
+	c.set(n, 0, c.rename(l, a.typ))
+	return nil
 }
 
 // subtractFrom compiles the constant k minus the tensor x as −x + k.
@@ -256,9 +287,11 @@ func mapF(v []float32, f func(float32) float32) []float32 {
 // rowStep appends a per-channel constant add or multiply, in the
 // accumulator's domain.
 func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
-	if !l.accFP && l.ptq && kind == sMulRow {
+	if !l.accFP && l.ptq && (kind == sMulRow || !fitsAcc(row, l.accScale)) {
 		// A post-training-quantised layer's scales are per channel and
-		// positive: it multiplies in fp32.
+		// positive: it multiplies in fp32, and adds there what the int32
+		// accumulator cannot hold (the bias of a channel whose weights
+		// are all but zero, whose scale is as small).
 		if err := c.settle(l.out, false); err != nil {
 			return err
 		}
@@ -276,6 +309,18 @@ func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
 	}
 	l.steps = append(l.steps, step{kind: kind, rowI: ints})
 	return nil
+}
+
+// fitsAcc reports whether every value of row, in accumulator units of
+// scale, fits well inside an int32 accumulator: below 2³⁰, leaving the
+// sums it is added to room.
+func fitsAcc(row, scale []float32) bool {
+	for k, x := range row {
+		if k >= len(scale) || math.Abs(float64(x)/float64(scale[k])) >= 1<<30 {
+			return false
+		}
+	}
+	return true
 }
 
 // floatOperand returns a post-training-quantised operand of a sum of
@@ -300,14 +345,21 @@ func (c *compiler) floatOperand(v *value) (*value, error) {
 	return out, nil
 }
 
-// writtenAt is the position in c.layers of the layer that writes v, −1
-// for values no layer writes (graph inputs).
+// writtenAt is the position in c.layers of the last layer that writes v,
+// −1 for values no layer writes (graph inputs). A tensor several layers
+// write — an upsampling's phases (see phaseLayers) — has no layer of its
+// own: its writers are the layers whose output it is.
 func (c *compiler) writtenAt(v *value) int {
 	r := v.root()
-	if r.layer == nil {
-		return -1
+	if r.layer != nil {
+		return slices.Index(c.layers, r.layer)
 	}
-	return slices.Index(c.layers, r.layer)
+	for k := len(c.layers) - 1; k >= 0; k-- {
+		if c.layers[k].out == r {
+			return k
+		}
+	}
+	return -1
 }
 
 func mapIdx(v []float32, f func(int, float32) float32) []float32 {

@@ -22,8 +22,13 @@ type options struct {
 	consts map[string]*onnx.Tensor
 	int8   bool
 	ranges map[string]float32
-	batch  int
-	shapes map[string][]int
+	// bounds are the calibrated ranges of the tensors DynamicQuantizeLinear
+	// quantises, by name; calibrating says this compilation is a run that
+	// measures them (see dynquant.go).
+	bounds      map[string]valueRange
+	calibrating bool
+	batch       int
+	shapes      map[string][]int
 }
 
 // ForBatch compiles the model for n samples a run, as TensorRT builds an
@@ -70,12 +75,6 @@ func WithShape(name string, dims ...int) Option {
 	}
 }
 
-// withRanges switches fp32 GEMM layers to int8 with the calibrated ranges
-// (max |x| per value name); Quantize measures them.
-func withRanges(r map[string]float32) Option {
-	return func(o *options) { o.int8, o.ranges = true, r }
-}
-
 // compiler holds the state of one compilation.
 type compiler struct {
 	opts    options
@@ -95,6 +94,10 @@ type compiler struct {
 	// too (the lane means and sums of layer normalisations and Softmax;
 	// see laneReduce).
 	keepFP32 bool
+	// passed maps, while calibrating, the input of each DynamicQuantizeLinear
+	// passed through to the value whose range is its range (see
+	// dynquant.go).
+	passed map[string]string
 }
 
 // Compile translates an ONNX model into an engine program.
@@ -305,7 +308,7 @@ func (c *compiler) perTensorInput(n *onnx.Node) int {
 
 // elementwise lists the operators that may run on a reshaped tensor's
 // storage.
-var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "Cast": true,
+var elementwise = map[string]bool{"Relu": true, "QuantizeLinear": true, "DequantizeLinear": true, "DynamicQuantizeLinear": true, "Cast": true,
 	"Clip": true, "LeakyRelu": true, "HardSigmoid": true, "HardSwish": true, "Sigmoid": true, "Tanh": true,
 	"Exp": true, "Log": true, "Sqrt": true, "Softplus": true, "Abs": true, "Neg": true, "Pow": true, "Erf": true}
 
@@ -370,10 +373,12 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return nil
 	case "Add", "Sub", "Mul", "Div":
 		return c.binary(n)
-	case "ReduceMean":
-		return c.reduceMeanNode(n)
+	case "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin":
+		return c.reduceNode(n)
 	case "LayerNormalization":
 		return c.layerNormNode(n)
+	case "Gelu", "Swish", "Mish", "RMSNormalization", "CastLike", "Reciprocal":
+		return c.functionNode(n)
 	case "Pow":
 		return c.powNode(n)
 	case "Erf":
@@ -392,6 +397,8 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.cast(n)
 	case "QuantizeLinear":
 		return c.quantizeNode(n)
+	case "DynamicQuantizeLinear":
+		return c.dynamicQuantizeNode(n)
 	case "DequantizeLinear":
 		return c.dequantizeNode(n)
 	case "Softmax":
@@ -402,6 +409,10 @@ func (c *compiler) dispatch(n *onnx.Node) error {
 		return c.whereNode(n)
 	case "Split":
 		return c.splitNode(n)
+	case "Slice":
+		return c.sliceNode(n)
+	case "Expand":
+		return c.expandNode(n)
 	case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
 		return c.compareNode(n)
 	}

@@ -31,7 +31,9 @@
 // them — attention's Q·Kᵀ and attention·V (see matmul.go). Stacks of
 // matrices broadcast as numpy's: a constant B's stacks over A's, and over
 // a graph input's repeated as the runtime packs it; a computed A whose
-// matrices a constant B's stacks would repeat is refused. Max and average
+// matrices a constant B's stacks would repeat is refused. A vector operand
+// of a MatMul by a constant B is numpy's row or column (see matvec.go).
+// Max and average
 // pooling become POOL layers (global pooling of images beyond POOL's
 // 15-pixel window folds the pixels with the ALU, see gap.go); element-wise operators that follow a layer (bias,
 // ReLU, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Exp, Log,
@@ -48,15 +50,28 @@
 // broadcast over the other's rows and outer axes — a squeeze-and-excitation
 // gate [N,C,1,1] scaling its block's [N,C,H,W], an attention mask
 // [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
-// image (see broadcast.go); a broadcast along the lane axis (channels) or
-// along part of the rows is refused. A mean over the last axis, which the
-// lanes hold, is a MatMul by constants of 1/C that broadcasts it to every
-// lane (over more than two 16-lane blocks, two MatMuls, to lane 0 and back,
-// 32·C products a row, not C·C): ReduceMean so (kept, read only by
-// element-wise operators that meet the full width), as the layer
-// normalisation exporters decompose and RMSNorm write it, and
-// LayerNormalization (opset 17, over the last axis) as that sequence (see
-// layernorm.go). Concat moves each input
+// image (see broadcast.go); a [..., 1] operand broadcast along the last
+// axis of a tensor holding it on the lanes is first spread to them by a
+// MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go);
+// another broadcast along the lanes (channels) or along part of the rows
+// is refused. A mean over the last axis, which the lanes hold, is a MatMul
+// by constants of 1/C that broadcasts it to every lane (over more than two
+// 16-lane blocks, two MatMuls, to lane 0 and back, 32·C products a row,
+// not C·C): ReduceMean so (kept; what is not an element-wise operator meeting the
+// full width reads lane 0, picked by a MatMul, see picklane.go), as the
+// layer normalisation exporters decompose and RMSNorm write it, and LayerNormalization (opset 17, over
+// the last axis) as that sequence, its optional Mean and InvStdDev picked
+// from lane 0 by a MatMul (see layernorm.go), and from an earlier axis as
+// the same over the last axis of the [outer, inner] view where the lanes
+// hold that view (see normaxis.go); a graph input that such a
+// normalisation reads first is laid out as hidden states, its last axis on
+// the lanes, as a MatMul lays out one, not as an image. Gelu (exact and
+// tanh), Swish, Mish and RMSNormalization (over the last axis) compile as
+// the sequences of their ONNX function bodies, CastLike as Cast (see
+// function.go). ReduceSum, ReduceMax and ReduceMin follow ReduceMean's rule
+// (see reduce.go): the sum a MatMul by ones, the maximum and minimum
+// Softmax's row-maximum steps with the infinities put back (see lanemax.go); with
+// empty axes and noop_with_empty_axes all four are the identity. Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch
@@ -102,7 +117,9 @@
 // condition (a view of a BOOL input or a comparison's result, such as a
 // padding mask [N,1,1,S] over the scores) and
 // a constant scalar k, t·p + k·(1 − p), or min(t, ±∞) for k = −∞; other
-// computed conditions are refused. An INT64 or BOOL input is laid out
+// computed conditions are refused. Where of two computed FLOAT tensors is
+// max(min(x, b), min(y, −b)), b +∞ where x is picked and −∞ elsewhere
+// (see wheretwo.go; exact but for NaN, which the ALU's min and max drop). An INT64 or BOOL input is laid out
 // with its leading axes outer, so that such a mask [N,S] broadcasts over
 // scores of any length. Split of a computed tensor along its last axis (GPT-2's fused
 // QKV) is a MatMul per part by a 0/1 selection matrix, and a Gemm of a
@@ -112,8 +129,9 @@
 // MatMul by a 0/1 selection matrix from the constant segment (see
 // where.go). Split and Gather along a leading axis (timm's qkv.unbind(0)
 // of [3, B, heads, N, D], Split → Squeeze) pick whole 16-lane elements
-// with a permute layer; one along the lanes that would move values is
-// refused (see select.go).
+// with a permute layer, as does a Slice of a computed tensor (paddle2onnx's
+// qkv[0]), one pick per sliced axis (see slice.go); one along the lanes
+// that would move values is refused (see select.go).
 //
 // The engine runs static shapes. Dimensions a model leaves free — the
 // symbolic batch and sequence length exporters write — are bound at
@@ -132,18 +150,48 @@
 // [N,H,D,S], a token flatten [N,C,L] → [N,L,C] — it runs on the engine
 // when the 16-lane blocks stay whole: DMA loads gather the blocks in the
 // new order, and the array swaps the last two axes after, when both are
-// multiples of 16 (see permute.go); one that would move values between
-// lanes otherwise is refused.
+// multiples of 16 (see permute.go). Heads whose width is no multiple of
+// 16 (PaddleOCR's SVTR: 8 heads of 15) straddle blocks: their split, a
+// Reshape of a matrix's lanes into groups, permuted, runs as a MatMul by a
+// 0/1 matrix moving each group to blocks of its own, then that gather, and
+// their merge as the gather into groups and a MatMul packing them back
+// (see reblock.go); the groups' zero padding lets Q·Kᵀ and attention·V
+// read them as B. One that would move values between lanes otherwise is
+// refused.
 //
 // fp32 models run in fp32 on the engine's fp32 datapath. Quantize turns an
 // fp32 model into an int8 one after training, calibrated on sample inputs
 // run on the engine itself; the lane means and sums of layer
 // normalisations and engine Softmax stay fp32 there (a per-tensor scale
-// loses a small row, a ViT's class token). Pre-quantised models run in int8 too: QLinear
-// and Integer operators, and the QDQ format, whose Conv, MatMul or Gemm of
-// DequantizeLinear'd int8 activations and weights (per tensor or per
-// output channel) becomes an int8 GEMM dequantising in its epilogue (see
-// qdq.go).
+// loses a small row, a ViT's class token), and so do Softmax's row-maximum
+// steps (a mask's −MaxFloat32 would set their scale) and a layer's bias
+// and other per-channel additions its int32 accumulator cannot hold (a
+// channel of near-zero weights has as small a scale). Pre-quantised
+// models run in int8 too: QLinear and Integer operators (an input zero
+// point folded into the bias, or corrected per pixel where padding or
+// batched weights make it vary), and the QDQ format, whose Conv, MatMul
+// or Gemm of DequantizeLinear'd int8 activations and weights (per tensor
+// or per output channel) becomes an int8 GEMM dequantising in its
+// epilogue (see qdq.go). DequantizeLinear of a device tensor takes a zero
+// point per channel (subtracted exactly in the integer accumulator), and
+// so does QuantizeLinear: the engine's quantisation saturates with one
+// zero point for all lanes, so the rounded quotient is rebuilt in fp32
+// from two quantisations saturating at either end (see quantzp.go).
+// Models onnxruntime's quantize_dynamic writes run in int8 too:
+// DynamicQuantizeLinear → MatMulInteger by int8 weights → Cast → Mul by
+// the scales (an embedding's Gather of int8 rows → DequantizeLinear
+// gathers rows of the dequantised table). DynamicQuantizeLinear computes its uint8 scale and zero point
+// from the tensor's range at run time, but the engine's quantisation takes
+// them from the program, and finding a tensor's range on the engine would
+// cost a reduction over the whole tensor before every such MatMul; so the
+// range is calibrated instead, as Quantize calibrates: Calibrate runs the
+// model over sample inputs, once per level of DynamicQuantizeLinear (each
+// run quantising the levels before and measuring the next), and compiles
+// it with ONNX's scale and zero point for each range measured (see
+// dynquant.go; faas model test and run calibrate on their inputs). On
+// those inputs the numbers are the quantised graph's; on inputs of another
+// range the int8 values saturate where onnxruntime would widen the scale.
+// Compile refuses such a model.
 //
 // A Program is relocatable. Open loads it on an Engine — a slot through the
 // node agent (Agent) or the in-process simulator (NewLocal) — into one

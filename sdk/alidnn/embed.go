@@ -39,6 +39,9 @@ type rowGather struct {
 	table       []float32
 	rows, width int
 	node        string
+	// dq is the DequantizeLinear folded into an integer table (see
+	// dequantisedTable), which then passes the rows through.
+	dq *onnx.Node
 }
 
 // GatherRows is the serialised rowGather: the table is Rows × Width fp32
@@ -113,8 +116,16 @@ func (c *compiler) gatherNode(n *onnx.Node) error {
 	if axis < 0 {
 		axis += int64(len(data.shape))
 	}
-	if axis != 0 || len(data.shape) < 1 || data.typ != onnx.Float {
-		return fmt.Errorf("Gather of %v %v along axis %d: only rows (axis 0) of a FLOAT table: %w", data.typ, data.shape, axis, ErrUnsupported)
+	var table []float32
+	var dq *onnx.Node
+	switch data.typ {
+	case onnx.Float:
+		table = data.floats()
+	case onnx.Int8, onnx.Uint8:
+		table, dq = c.dequantisedTable(n, data)
+	}
+	if axis != 0 || len(data.shape) < 1 || table == nil {
+		return fmt.Errorf("Gather of %v %v along axis %d: only rows (axis 0) of a FLOAT table, or of an INT8 or UINT8 one that only a per-tensor DequantizeLinear reads: %w", data.typ, data.shape, axis, ErrUnsupported)
 	}
 	r := ids.root()
 	if !r.input || r.packed != nil || r.bcast != nil || r.gather != nil || (r.typ != onnx.Int64 && r.typ != onnx.Int32) {
@@ -131,7 +142,7 @@ func (c *compiler) gatherNode(n *onnx.Node) error {
 	// Rows of the table on the lanes, as a MatMul's output lays out the
 	// hidden states the embeddings are added to.
 	v := &value{shape: shape, typ: onnx.Float, device: device{input: true, elem: f32, lay: matLayout(shape),
-		gather: &rowGather{from: r.name, table: data.floats(), rows: data.shape[0], width: width, node: n.Name}}}
+		gather: &rowGather{from: r.name, table: table, rows: data.shape[0], width: width, node: n.Name, dq: dq}}}
 	c.set(n, 0, v)
 	c.inputs = append(c.inputs, v)
 	return nil

@@ -41,6 +41,13 @@ type Code interface {
 	Submit(ctx context.Context) (Job, error)
 }
 
+// codeFreer is the optional capability of a Code whose stream can be
+// released from the engine's program area (a faasd session holds 1 MiB of
+// programs): Session.Close releases its streams when their Code has it.
+type codeFreer interface {
+	Free(ctx context.Context) error
+}
+
 // Job is a submitted run. *faas.Job satisfies it.
 type Job interface {
 	// Wait returns the engine's counters once the run has finished.

@@ -136,69 +136,17 @@ func (c *compiler) sliceInput(n *onnx.Node, k int, what string) ([]int64, error)
 	return v.ints(), nil
 }
 
-// foldSlice is Slice on constants, with ONNX's clamping of out-of-range
-// starts and ends (exporters write INT64_MAX for "to the end").
+// foldSlice is Slice on constants.
 func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 	x, err := c.need(n, 0)
 	if err != nil {
 		return nil, err
 	}
-	var in [4][]int64
-	for k, what := range []string{"starts", "ends", "axes", "steps"} {
-		if in[k], err = c.sliceInput(n, k+1, what); err != nil {
-			return nil, err
-		}
+	lo, step, shape, err := c.sliceBounds(n, x.shape)
+	if err != nil {
+		return nil, err
 	}
-	starts, ends, axes, steps := in[0], in[1], in[2], in[3]
 	r := len(x.shape)
-	if r == 0 {
-		return nil, fmt.Errorf("Slice of a scalar")
-	}
-	if len(ends) != len(starts) || axes != nil && len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
-		return nil, fmt.Errorf("Slice with %d starts, %d ends, %d axes and %d steps", len(starts), len(ends), len(axes), len(steps))
-	}
-	lo, step, shape := make([]int, r), make([]int, r), append([]int(nil), x.shape...)
-	for a := range r {
-		step[a] = 1
-	}
-	for k := range starts {
-		a := k
-		if axes != nil {
-			if a, err = normAxis(int(axes[k]), r); err != nil {
-				return nil, err
-			}
-		}
-		if a >= r {
-			return nil, fmt.Errorf("Slice of %v on %d axes", x.shape, len(starts))
-		}
-		st := int64(1)
-		if steps != nil {
-			st = steps[k]
-		}
-		if st == 0 {
-			return nil, fmt.Errorf("Slice step 0 on axis %d", a)
-		}
-		dim := int64(x.shape[a])
-		b, e := starts[k], ends[k]
-		if b < 0 {
-			b += dim
-		}
-		if e < 0 {
-			e += dim
-		}
-		if st > 0 {
-			b, e = min(max(b, 0), dim), min(max(e, 0), dim)
-		} else {
-			b, e = min(max(b, 0), dim-1), min(max(e, -1), dim-1)
-		}
-		cnt := int64(0)
-		if st > 0 && e > b {
-			cnt = (e - b + st - 1) / st
-		} else if st < 0 && e < b {
-			cnt = (b - e - st - 1) / -st
-		}
-		lo[a], step[a], shape[a] = int(b), int(st), int(cnt)
-	}
 	total := 1
 	for _, d := range shape {
 		total *= d
@@ -221,6 +169,70 @@ func (c *compiler) foldSlice(n *onnx.Node) (*value, error) {
 		}
 	}
 	return constIndex(x, shape, idx), nil
+}
+
+// sliceBounds is where Slice of a tensor of shape xs starts along each
+// axis, its step there and its output's shape, with ONNX's clamping of
+// out-of-range starts and ends (exporters write INT64_MAX for "to the
+// end").
+func (c *compiler) sliceBounds(n *onnx.Node, xs []int) (lo, step, shape []int, err error) {
+	var in [4][]int64
+	for k, what := range []string{"starts", "ends", "axes", "steps"} {
+		if in[k], err = c.sliceInput(n, k+1, what); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	starts, ends, axes, steps := in[0], in[1], in[2], in[3]
+	r := len(xs)
+	if r == 0 {
+		return nil, nil, nil, fmt.Errorf("Slice of a scalar")
+	}
+	if len(ends) != len(starts) || axes != nil && len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
+		return nil, nil, nil, fmt.Errorf("Slice with %d starts, %d ends, %d axes and %d steps", len(starts), len(ends), len(axes), len(steps))
+	}
+	lo, step, shape = make([]int, r), make([]int, r), append([]int(nil), xs...)
+	for a := range r {
+		step[a] = 1
+	}
+	for k := range starts {
+		a := k
+		if axes != nil {
+			if a, err = normAxis(int(axes[k]), r); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		if a >= r {
+			return nil, nil, nil, fmt.Errorf("Slice of %v on %d axes", xs, len(starts))
+		}
+		st := int64(1)
+		if steps != nil {
+			st = steps[k]
+		}
+		if st == 0 {
+			return nil, nil, nil, fmt.Errorf("Slice step 0 on axis %d", a)
+		}
+		dim := int64(xs[a])
+		b, e := starts[k], ends[k]
+		if b < 0 {
+			b += dim
+		}
+		if e < 0 {
+			e += dim
+		}
+		if st > 0 {
+			b, e = min(max(b, 0), dim), min(max(e, 0), dim)
+		} else {
+			b, e = min(max(b, 0), dim-1), min(max(e, -1), dim-1)
+		}
+		cnt := int64(0)
+		if st > 0 && e > b {
+			cnt = (e - b + st - 1) / st
+		} else if st < 0 && e < b {
+			cnt = (b - e - st - 1) / -st
+		}
+		lo[a], step[a], shape[a] = int(b), int(st), int(cnt)
+	}
+	return lo, step, shape, nil
 }
 
 // foldReduceProd is ReduceProd on constants: axes an attribute, or an

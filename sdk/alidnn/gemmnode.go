@@ -53,6 +53,10 @@ func (c *compiler) gemmNode(g gemmParams) error {
 	l.out = out
 	l.macs = uint64(g.outLay.o() * spec.oh * spec.ow * spec.oc * spec.perOC())
 	switch {
+	case c.opts.calibrating && x.el() == f32 && (g.op == "ConvInteger" || g.op == "MatMulInteger"):
+		if err := c.calibrationGemm(&g, l); err != nil {
+			return err
+		}
 	case g.op == "ConvInteger" || g.op == "QLinearConv" || g.op == "MatMulInteger" || g.op == "QLinearMatMul":
 		return c.integerGemm(&g, l)
 	case c.opts.int8 && !c.keepFP32:
@@ -168,9 +172,7 @@ func (c *compiler) integerGemm(g *gemmParams, l *layer) error {
 	}
 	c.layers = append(c.layers, l)
 	if zx != 0 {
-		if err := subtractInputZeroPoint(g, l, zx); err != nil {
-			return err
-		}
+		subtractInputZeroPoint(g, l, zx)
 	}
 	if g.op == "ConvInteger" || g.op == "MatMulInteger" {
 		out.typ = onnx.Int32
@@ -221,24 +223,22 @@ func (c *compiler) integerQuantParams(g *gemmParams) (sx float32, zx int64, sw [
 }
 
 // subtractInputZeroPoint subtracts zx × Σw: per pixel on the device when
-// the input is padded (padding is zx, not 0), else once per output channel
-// as a bias.
-func subtractInputZeroPoint(g *gemmParams, l *layer, zx int64) error {
+// the input is padded (padding is zx, not 0) or the weights are batched
+// (one matrix per stack, so Σw differs between stacks: the per-pixel
+// correction multiplies the ones image by the stack's own weights), else
+// once per output channel as a bias.
+func subtractInputZeroPoint(g *gemmParams, l *layer, zx int64) {
 	spec := g.spec
-	if g.padded {
+	if g.padded || spec.batched {
 		spec.zx = int32(zx)
-		return nil
+		return
 	}
 	perOC := spec.perOC()
 	corr := make([]int64, spec.oc)
 	for k, v := range spec.wI {
 		corr[(k/perOC)%spec.oc] -= zx * v
 	}
-	if spec.batched {
-		return fmt.Errorf("batched %s with an input zero point: %w", g.op, ErrUnsupported)
-	}
 	l.steps = append(l.steps, step{kind: sAddRow, rowI: corr})
-	return nil
 }
 
 // requantizeOutput adds a QLinear operator's integer bias and requantises

@@ -17,7 +17,8 @@ import (
 // are element-wise operators whose results meet a tensor of the full width
 // — the decomposition exporters write (ReduceMean, Sub, Pow 2, ReduceMean,
 // Add ε, Sqrt, Div, Mul, Add), and RMSNorm's — and LayerNormalization
-// (opset 17) becomes that sequence.
+// (opset 17) becomes that sequence (see reduce.go; other readers get the
+// reduced tensor, see picklane.go).
 
 // laneWise are the element-wise operators a mean broadcast over the lanes
 // may feed.
@@ -47,7 +48,7 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	// Softmax sums lose its class token's attention so too.
 	keep := c.keepFP32
 	c.keepFP32 = true
-	err = c.laneMatMuls(m, C, v)
+	err = c.laneMatMuls(m, x, v)
 	c.keepFP32 = keep
 	if err != nil {
 		return err
@@ -65,7 +66,7 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	return nil
 }
 
-// laneMatMuls writes the reduction of m's input over its C lanes, each
+// laneMatMuls writes the reduction of m's input x over its C lanes, each
 // weighed v, to m's output in every lane. Over one or two blocks of
 // lanes it is one MatMul by the C×C matrix of v. Over more, the array
 // would spend C·C products a row on it, as many as one of the
@@ -75,10 +76,13 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 // row's sum in lane 0 and zeros beside it, and by the 16×C matrix whose
 // first row is ones, which copies lane 0 to every lane — 32·C products a
 // row. The sums are the same, term for term; a row holding ±Inf or NaN
-// gives NaN (a zero times it), where the one MatMul gave ±Inf or NaN.
-func (c *compiler) laneMatMuls(m *onnx.Node, C int, v float32) error {
+// gives NaN (a zero times it), where the one MatMul gave ±Inf or NaN. An
+// x not laid out as matrices (a normalisation's view from an earlier axis)
+// keeps the one MatMul, whose result the layouts after it decide.
+func (c *compiler) laneMatMuls(m *onnx.Node, x *value, v float32) error {
+	C := x.shape[len(x.shape)-1]
 	w := m.Outputs[0] + "/lanes"
-	if C <= 2*lanes {
+	if C <= 2*lanes || !x.lay.equal(matLayout(x.shape)) {
 		c.vals[w] = constFloat(w, []int{C, C}, fill(C*C, v))
 		return c.matmulNode(&onnx.Node{OpType: "MatMul", Name: m.Name, Inputs: []string{m.Inputs[0], w}, Outputs: m.Outputs[:1]})
 	}
@@ -95,50 +99,6 @@ func (c *compiler) laneMatMuls(m *onnx.Node, C int, v float32) error {
 	b := m.Outputs[0] + "/broadcast"
 	c.vals[b] = constFloat(b, []int{lanes, C}, append(fill(C, 1), make([]float32, (lanes-1)*C)...))
 	return c.matmulNode(&onnx.Node{OpType: "MatMul", Name: m.Name, Inputs: []string{sum, b}, Outputs: m.Outputs[:1]})
-}
-
-// reduceMeanNode compiles ReduceMean of a computed tensor over its last
-// axis, kept, as a MatMul by the mean matrix; its result holds C lanes
-// where the graph declares one, so everything that reads it must be
-// element-wise operators whose results meet a tensor of the full width
-// (see broadcastsSafely).
-func (c *compiler) reduceMeanNode(n *onnx.Node) error {
-	x, err := c.need(n, 0)
-	if err != nil {
-		return err
-	}
-	r := len(x.shape)
-	axes, err := n.Ints("axes")
-	if err != nil {
-		return err
-	}
-	if len(n.Inputs) > 1 && n.Inputs[1] != "" {
-		a, err := c.needConst(n, 1, "axes")
-		if err != nil {
-			return err
-		}
-		axes = a.ints()
-	}
-	keep, err := n.Int("keepdims", 1)
-	if err != nil {
-		return err
-	}
-	last := len(axes) == 1 && r > 0
-	if last {
-		a, err := normAxis(int(axes[0]), r)
-		if err != nil {
-			return err
-		}
-		last = a == r-1
-	}
-	if !last || keep != 1 {
-		return fmt.Errorf("ReduceMean over axes %v (keepdims %d) of %s: only over the last axis, kept: %w", axes, keep, x, ErrUnsupported)
-	}
-	C := x.shape[r-1]
-	if !c.broadcastsSafely(n.Outputs[0], C) {
-		return fmt.Errorf("ReduceMean of %s over its last axis: only into element-wise operators that meet a tensor of %d values on that axis (a LayerNorm's), as the mean is held broadcast to them: %w", x, C, ErrUnsupported)
-	}
-	return c.laneReduce(n)
 }
 
 // broadcastsSafely reports whether the value name, whose last axis of 1
@@ -190,16 +150,12 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 		return err
 	}
 	if a != r-1 {
-		return fmt.Errorf("LayerNormalization of %s from axis %d: only over the last axis: %w", x, axis, ErrUnsupported)
-	}
-	for k := 1; k < len(n.Outputs); k++ {
-		if n.Outputs[k] != "" {
-			return fmt.Errorf("LayerNormalization's output %d (Mean, InvStdDev) %q: only Y: %w", k, n.Outputs[k], ErrUnsupported)
-		}
+		return c.normFromAxis(n, x, a)
 	}
 	if _, err := c.needConst(n, 1, "Scale"); err != nil {
 		return err
 	}
+	hiddenLayout(x)
 	eps, err := n.Float("epsilon", 1e-5)
 	if err != nil {
 		return err
@@ -224,5 +180,25 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 	} else {
 		seq[len(seq)-1].Outputs[0] = y
 	}
-	return c.runSeq(n, seq, map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1})
+	uses := map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1}
+	seq = append(seq, c.layerNormStats(n, x.shape[r-1], uses)...)
+	return c.runSeq(n, seq, uses)
+}
+
+// layerNormStats writes LayerNormalization's optional outputs Mean and
+// InvStdDev, [..., 1], which the sequence holds broadcast to every lane:
+// pickLane0 reduces them to the one value the graph declares.
+func (c *compiler) layerNormStats(n *onnx.Node, C int, uses map[string]int) []*onnx.Node {
+	p := n.Outputs[0] + "/ln/"
+	var seq []*onnx.Node
+	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
+		seq = append(seq, c.pickLane0(p+"mean", n.Outputs[1], C, uses)...)
+	}
+	if len(n.Outputs) > 2 && n.Outputs[2] != "" {
+		c.vals[p+"one"] = constFloat(p+"one", nil, []float32{1})
+		seq = append(seq, &onnx.Node{OpType: "Div", Inputs: []string{p + "one", p + "std"}, Outputs: []string{p + "inv"}})
+		uses[p+"std"]++
+		seq = append(seq, c.pickLane0(p+"inv", n.Outputs[2], C, uses)...)
+	}
+	return seq
 }

@@ -53,6 +53,9 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 			return fmt.Errorf("Gemm of %v and %v: want matrices", a.shape, bv.shape)
 		}
 	}
+	if op == "MatMul" && (len(a.shape) == 1 || len(bv.shape) == 1) {
+		return c.matmulVectors(n, a, bv)
+	}
 	if len(a.shape) < 2 || len(bv.shape) < 2 {
 		return fmt.Errorf("%s of %v and %v: vectors: %w", op, a.shape, bv.shape, ErrUnsupported)
 	}
@@ -351,14 +354,11 @@ func (c *compiler) weightsOf(n *onnx.Node, b *value, lead []int) (*value, error)
 		c.layers = c.layers[:len(c.layers)-1]
 		bt = l.in
 	} else if r := b.root(); r.lay.shape != nil && r.el() == f32 && r.lay.equal(transposedLayout(r.shape)) {
-		if K%lanes != 0 {
+		if K%lanes != 0 && !r.zeroPad {
 			return nil, fmt.Errorf("MatMul %q: B %s holds its %d rows on the lanes, whose padding would meet A's: %w", n.Name, b, K, ErrUnsupported)
 		}
 		bt = r
 	} else {
-		if N%lanes != 0 {
-			return nil, fmt.Errorf("MatMul %q: B %s is transposed on the array, which needs its %d columns in whole blocks of %d: %w", n.Name, b, N, lanes, ErrUnsupported)
-		}
 		r, err := c.deviceInput(b, matLayout(b.root().shape))
 		if err != nil {
 			return nil, err
@@ -366,16 +366,20 @@ func (c *compiler) weightsOf(n *onnx.Node, b *value, lead []int) (*value, error)
 		if r.el() != f32 || !r.lay.equal(matLayout(r.shape)) {
 			return nil, fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want fp32 matrices: %w", b, r.el(), r.lay, ErrUnsupported)
 		}
-		if K%lanes != 0 {
-			kp := (K + lanes - 1) / lanes * lanes
-			r = c.restack(r, bl, bl, kp, append(slices.Clone(bl), kp, N))
+		if N%lanes != 0 && !r.zeroPad {
+			return nil, fmt.Errorf("MatMul %q: B %s is transposed on the array, which needs its %d columns in whole blocks of %d: %w", n.Name, b, N, lanes, ErrUnsupported)
+		}
+		// Zero padding lanes are zero columns: B padded to whole blocks
+		// both ways transposes as it is.
+		if kp, np := (K+lanes-1)/lanes*lanes, (N+lanes-1)/lanes*lanes; kp != K || np != N {
+			r = c.restack(r, bl, bl, kp, append(slices.Clone(bl), kp, np))
 		}
 		if bt, err = c.transposeLast(r); err != nil {
 			return nil, err
 		}
 	}
 	np := (N + lanes - 1) / lanes * lanes
-	if np != N || !slices.Equal(bl, lead) {
+	if bt.lay.s() != np || !slices.Equal(bl, lead) {
 		bt = c.restack(bt, bl, lead, np, append(slices.Clone(lead), np, K))
 	}
 	return bt, nil

@@ -70,6 +70,12 @@ func (c *compiler) permuteTo(node string, x *value, perm, shape []int) (*value, 
 			return c.permuteLayer(r, shape, lay, src), nil
 		}
 	}
+	if v, ok, err := c.permuteGroups(node, r, x.shape, perm, shape); ok || err != nil {
+		return v, err
+	}
+	if v, ok, err := c.permuteUngroup(node, r, x.shape, perm, shape); ok || err != nil {
+		return v, err
+	}
 	return nil, fmt.Errorf("Transpose %q %v of the computed tensor %s moves values between the lanes of its 16-lane blocks (only permutations keeping the lane axis's blocks whole, or swapping the last two axes when both are multiples of %d, run on the engine): %w",
 		node, perm, x, lanes, ErrUnsupported)
 }
@@ -78,7 +84,8 @@ func (c *compiler) permuteTo(node string, x *value, perm, shape []int) (*value, 
 // element) into a new fp32 tensor of shape laid out as lay.
 func (c *compiler) permuteLayer(r *value, shape []int, lay layout, src []int) *value {
 	l := &layer{kind: lPermute, in: r, accFP: true, gather: src}
-	out := &value{shape: shape, typ: r.typ, device: device{lay: lay, layer: l, elem: f32}}
+	// Padding lanes are gathered from padding lanes (see gatherMap).
+	out := &value{shape: shape, typ: r.typ, device: device{lay: lay, layer: l, elem: f32, zeroPad: r.zeroPad}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	return out

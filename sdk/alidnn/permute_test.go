@@ -2,6 +2,7 @@ package alidnn_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -32,30 +33,63 @@ func headsGraph(t *testing.T, s, e int64, split []int64, perm ...int64) *onnx.Gr
 
 // TestPermuteRefused: Transposes of computed tensors that would move
 // values between the lanes of a 16-lane block are refused naming the node,
-// not compiled to wrong numbers: heads of 8 values (two to a block), split
-// into [N,H,S,D] or keys [N,H,D,S].
+// not compiled to wrong numbers: groups of 8 values split off the lanes
+// and their values moved to the leading axis, which no layout puts on the
+// lanes.
 func TestPermuteRefused(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		s, e  int64
-		split []int64
-		perm  []int64
-	}{
-		{"heads of 8", 5, 16, []int64{1, 5, 2, 8}, []int64{0, 2, 1, 3}},
-		{"keys of 8 values", 5, 16, []int64{1, 5, 2, 8}, []int64{0, 2, 3, 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := headsGraph(t, tc.s, tc.e, tc.split, tc.perm...)
-			_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
-			if !errors.Is(err, alidnn.ErrUnsupported) {
-				t.Fatalf("Compile: %v, want ErrUnsupported", err)
-			}
-			for _, w := range []string{`Transpose "t"`, "lanes"} {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %s", err, w)
+	g := headsGraph(t, 5, 16, []int64{1, 5, 2, 8}, 3, 0, 1, 2)
+	_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
+	if !errors.Is(err, alidnn.ErrUnsupported) {
+		t.Fatalf("Compile: %v, want ErrUnsupported", err)
+	}
+	for _, w := range []string{`Transpose "t"`, "lanes"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %s", err, w)
+		}
+	}
+}
+
+// TestPermuteGroups: heads of 8 values (two to a block) split off the
+// lanes keep their values once regrouped in blocks of their own (see
+// reblock.go), as [N,H,S,D], as keys [N,H,D,S] and as [N,D,S,H] (D on
+// the lanes of a channel layout), against the same
+// projection, transpose and Relu on the host.
+func TestPermuteGroups(t *testing.T) {
+	const S, E, H, D = 5, 16, 2, 8
+	for _, perm := range [][]int64{{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}} {
+		g := headsGraph(t, S, E, []int64{1, S, H, D}, perm...)
+		x := ramp("x", []int64{1, S, E}, 0.25)
+		xv, _ := x.Float32s()
+		wv, _ := g.Initializers[0].Float32s()
+		p := make([]float64, S*E)
+		for s := range S {
+			for j := range E {
+				for i := range E {
+					p[s*E+j] += float64(xv[s*E+i]) * float64(wv[i*E+j])
 				}
 			}
-		})
+		}
+		got := runGraph(t, g, x)
+		dims := []int{1, S, H, D}
+		out := make([]int, 4)
+		for k, a := range perm {
+			out[k] = dims[a]
+		}
+		for k := range got {
+			// k's index in the output, then in [1,S,H,D].
+			idx, r := make([]int, 4), k
+			for a := 3; a >= 0; a-- {
+				idx[a], r = r%out[a], r/out[a]
+			}
+			src := make([]int, 4)
+			for a, pa := range perm {
+				src[pa] = idx[a]
+			}
+			want := max(p[(src[1]*H+src[2])*D+src[3]], 0)
+			if math.Abs(float64(got[k])-want) > 1e-5+1e-5*math.Abs(want) {
+				t.Fatalf("perm %v: y%v = %v, want %v", perm, idx, got[k], want)
+			}
+		}
 	}
 }
 

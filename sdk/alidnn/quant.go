@@ -72,6 +72,15 @@ func devZP(z int64, typ onnx.DataType) int32 {
 	return int32(z)
 }
 
+// deviceZP is a zero point of an int8, uint8 or int32 tensor in the
+// device's domain.
+func deviceZP(z int64, typ onnx.DataType) int64 {
+	if typ == onnx.Int32 {
+		return z
+	}
+	return int64(devZP(z, typ))
+}
+
 func uniformZP(z []int64) (int64, bool) {
 	for _, v := range z {
 		if v != z[0] {
@@ -86,6 +95,25 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if err := c.materialize(x); err != nil {
+		return err
+	}
+	s, z, typ, err := c.quantParams(n, 1, x.root().lay, true)
+	if err != nil {
+		return err
+	}
+	if typ != onnx.Uint8 && typ != onnx.Int8 {
+		return fmt.Errorf("QuantizeLinear to %v: %w", typ, ErrUnsupported)
+	}
+	z0, ok := uniformZP(z)
+	if !ok {
+		v, err := c.quantizePerChannelZP(x, s, z, typ)
+		if err != nil {
+			return err
+		}
+		c.set(n, 0, v)
+		return nil
+	}
 	l, err := c.open(x)
 	if err != nil {
 		return err
@@ -93,30 +121,30 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	if !l.accFP {
 		return fmt.Errorf("QuantizeLinear of a non-float tensor %s: %w", x, ErrUnsupported)
 	}
-	s, z, typ, err := c.quantParams(n, 1, l.out.lay, true)
-	if err != nil {
-		return err
-	}
-	z0, ok := uniformZP(z)
-	if !ok {
-		return fmt.Errorf("per-channel zero points: %w", ErrUnsupported)
-	}
-	if typ != onnx.Uint8 && typ != onnx.Int8 {
-		return fmt.Errorf("QuantizeLinear to %v: %w", typ, ErrUnsupported)
-	}
-	zp := devZP(z0, typ)
+	c.set(n, 0, c.quantizeStep(l, s, devZP(z0, typ), typ))
+	return nil
+}
+
+// quantizeStep ends the open fp32 layer l with the quantisation to int8 at
+// the per-lane scales s and device zero point zp, and returns its output of
+// logical type typ.
+func (c *compiler) quantizeStep(l *layer, s []float32, zp int32, typ onnx.DataType) *value {
 	l.steps = append(l.steps, step{kind: sQuantize, fp: true, rowF: s, zp: zp})
 	l.accFP, l.acc8 = false, true
 	v := c.rename(l, typ)
 	v.q = quant{scale: s[0], zp: zp}
-	c.set(n, 0, v)
-	return nil
+	return v
 }
 
 func (c *compiler) dequantizeNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
 		return err
+	}
+	if x.gather != nil && x.gather.dq == n {
+		// Rows of a table dequantised already (see dequantisedTable).
+		c.set(n, 0, &value{shape: x.shape, typ: onnx.Float, derived: derived{alias: x}})
+		return nil
 	}
 	if x.input && x.lay.shape == nil {
 		x.lay = convLayout(x.shape)
@@ -132,18 +160,23 @@ func (c *compiler) dequantizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
-	z0, ok := uniformZP(z)
-	if !ok {
-		return fmt.Errorf("per-channel zero points: %w", ErrUnsupported)
-	}
 	if x.typ == onnx.Int32 {
 		typ = onnx.Int32
 	}
-	zp := devZP(z0, typ)
-	if typ == onnx.Int32 {
-		if z0 < -1<<15 || z0 >= 1<<15 {
-			return fmt.Errorf("int32 zero point %d: %w", z0, ErrUnsupported)
+	zp := int32(0)
+	if z0, ok := uniformZP(z); !ok {
+		// One zero point per channel (lane): subtracted exactly in the
+		// integer accumulator, the step's own zero point then 0.
+		corr := make([]int64, len(z))
+		for k, v := range z {
+			corr[k] = -deviceZP(v, typ)
 		}
+		l.steps = append(l.steps, step{kind: sAddRow, rowI: corr})
+	} else if typ != onnx.Int32 {
+		zp = devZP(z0, typ)
+	} else if z0 < -1<<15 || z0 >= 1<<15 {
+		return fmt.Errorf("int32 zero point %d: %w", z0, ErrUnsupported)
+	} else {
 		zp = int32(z0)
 	}
 	l.steps = append(l.steps, step{kind: sDequantize, rowF: s, zp: zp})

@@ -127,3 +127,57 @@ func TestQuantizedAveragePool(t *testing.T) {
 	}
 	t.Logf("%d integer POOL instructions; worst difference %.3g (largest output %.3g)", intPools, worst, scale)
 }
+
+// TestQuantizeNearZeroChannel quantises a 1×1 Conv one of whose output
+// channels has weights of 1e-12 (pruned, or folded away as PP-OCRv4's
+// reparameterised blocks leave some) and a bias of 2: in that channel's
+// accumulator units, 2 / (s_x · 1e-12/127), the bias overflows int32, so
+// the layer adds it in fp32. The output stays within 2% of a float64
+// evaluation of the model.
+func TestQuantizeNearZeroChannel(t *testing.T) {
+	const c, px = 16, 12
+	dims := []int64{1, c, 3, 4}
+	w := wave("w", []int64{c, c, 1, 1}, 0.5, 1)
+	wv, _ := w.Float32s()
+	for i := range c {
+		wv[3*c+i] = 1e-12
+	}
+	w = onnx.NewFloat32("w", []int64{c, c, 1, 1}, wv)
+	b := onnx.NewFloat32("b", []int64{c}, fillF(c, 2))
+	m := &onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", dims...)},
+		Initializers: []*onnx.Tensor{w, b},
+		Nodes:        []*onnx.Node{{OpType: "Conv", Inputs: []string{"x", "w", "b"}, Outputs: []string{"y"}}},
+		Outputs:      []onnx.ValueInfo{{Name: "y"}},
+	}}
+	x := wave("x", dims, 2, 6)
+	xv, _ := x.Float32s()
+	dev := local(t)
+	q8, err := alidnn.Quantize(context.Background(), dev, m, [][]*onnx.Tensor{{x}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runProgram(t, dev, q8, x)
+	var peak, worst float64
+	for o := range c {
+		for p := range px {
+			want := 2.0
+			for i := range c {
+				want += float64(wv[o*c+i]) * float64(xv[i*px+p])
+			}
+			peak = max(peak, math.Abs(want))
+			worst = max(worst, math.Abs(float64(got[o*px+p])-want))
+		}
+	}
+	if worst > 0.02*peak {
+		t.Errorf("int8 differs from float64 by up to %.3g, %.2g%% of the largest output %.3g; want ≤ 2%%", worst, 100*worst/peak, peak)
+	}
+}
+
+func fillF(n int, v float32) []float32 {
+	f := make([]float32, n)
+	for k := range f {
+		f[k] = v
+	}
+	return f
+}

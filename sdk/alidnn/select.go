@@ -105,7 +105,7 @@ func reshapePermuted(x *value, shape []int, outputs map[string]bool) *value {
 	off := x.lay.offsets()
 	for _, lay := range []layout{matLayout(shape), convLayout(shape)} {
 		if lay.elems() == x.lay.elems() && slices.Equal(lay.offsets(), off) {
-			v := &value{shape: shape, typ: x.typ, device: device{lay: lay, layer: l, elem: x.elem}}
+			v := &value{shape: shape, typ: x.typ, device: device{lay: lay, layer: l, elem: x.elem, zeroPad: x.zeroPad}}
 			l.out = v
 			return v
 		}

@@ -2,6 +2,7 @@ package alidnn_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/fpga-faas/faas/sdk/alidnn"
@@ -126,5 +127,41 @@ func TestSplitTransposed(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSliceRowsOfImage: Slice of a computed [1,20,6,2] with a step along
+// its rows (opset 13 inputs) picks them exactly; one along the lanes (its
+// 20 channels) is refused naming the node.
+func TestSliceRowsOfImage(t *testing.T) {
+	slice := func(starts, ends, axes, steps []int64) *onnx.Graph {
+		n := []int64{int64(len(starts))}
+		return &onnx.Graph{
+			Initializers: []*onnx.Tensor{ints64("starts", onnx.Int64, n, starts...), ints64("ends", onnx.Int64, n, ends...),
+				ints64("axes", onnx.Int64, n, axes...), ints64("steps", onnx.Int64, n, steps...)},
+			Nodes: []*onnx.Node{
+				{OpType: "Neg", Name: "neg", Inputs: []string{"x"}, Outputs: []string{"a"}},
+				{OpType: "Slice", Name: "cut", Inputs: []string{"a", "starts", "ends", "axes", "steps"}, Outputs: []string{"y"}},
+			},
+			Inputs:  []onnx.ValueInfo{vinfo("x", 1, 20, 6, 2)},
+			Outputs: []onnx.ValueInfo{{Name: "y"}},
+		}
+	}
+	x := ramp("x", []int64{1, 20, 6, 2}, 0.5)
+	xv, _ := x.Float32s()
+	got := runGraph(t, slice([]int64{1}, []int64{6}, []int64{2}, []int64{2}), x)
+	if len(got) != 20*3*2 {
+		t.Fatalf("%d values, want rows 1, 3, 5 of 20 channels", len(got))
+	}
+	for k, v := range got {
+		c, h, w := k/6, k/2%3, k%2
+		if want := -xv[(c*6+1+2*h)*2+w]; v != want {
+			t.Fatalf("y[0,%d,%d,%d] = %v, want %v", c, h, w, v, want)
+		}
+	}
+	// Along the channels, which the lanes hold, a slice would move values.
+	_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: slice([]int64{0}, []int64{10}, []int64{1}, []int64{1})})
+	if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), `Slice "cut"`) {
+		t.Errorf("Compile: %v, want ErrUnsupported naming Slice \"cut\"", err)
 	}
 }

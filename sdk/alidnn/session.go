@@ -166,7 +166,8 @@ func Open(ctx context.Context, eng Engine, p *Program, opts ...SessionOption) (*
 
 // Close fails the runs still waiting with ErrClosed, waits for the jobs on
 // the engine to end (however long the engine takes) and frees the
-// session's device memory.
+// session's device memory and, where the engine can, its streams' place
+// in the program area.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -186,7 +187,17 @@ func (s *Session) Close(ctx context.Context) error {
 		s.idle.Wait()
 	}
 	s.mu.Unlock()
-	return s.buf.Free(ctx)
+	// The streams first: the engine keeps a buffer a stream reaches.
+	s.codeMu.Lock()
+	var errs []error
+	for key, c := range s.code {
+		if f, ok := c.(codeFreer); ok {
+			errs = append(errs, f.Free(ctx))
+		}
+		delete(s.code, key)
+	}
+	s.codeMu.Unlock()
+	return errors.Join(append(errs, s.buf.Free(ctx))...)
 }
 
 func (s *Session) enqueue(r *request) error {

@@ -3,6 +3,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -10,7 +11,7 @@ import (
 // Softmax over the last axis on the engine, which holds that axis on the
 // lanes: the ALU works lane by lane, so what crosses lanes is a MatMul by
 // constant matrices. The row maximum takes steps, each the maximum of the
-// running one and the lanes of a butterfly (see rowMax and butterfly: a
+// running one and the lanes of a butterfly (see laneMaxSeq and butterfly: a
 // 0/1 matrix with one 1 a column, exact in fp32 for finite values: one
 // product by 1 and sums of zeros), after which every lane holds its
 // row's maximum, the padding lanes never entering; then
@@ -59,7 +60,8 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	xn := p + "x"
 	seq := []*onnx.Node{{OpType: "Max", Inputs: []string{n.Inputs[0], p + "lo"}, Outputs: []string{xn}}}
 	uses := map[string]int{}
-	m := c.rowMax(p, xn, C, &seq, uses)
+	rots, m := c.laneMaxSeq(p, xn, C, uses)
+	seq = append(seq, rots...)
 	y := n.Outputs[0]
 	seq = append(seq,
 		&onnx.Node{OpType: "Sub", Inputs: []string{xn, m}, Outputs: []string{p + "d"}},
@@ -72,10 +74,12 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	} else {
 		uses[xn] = 1
 	}
-	// In int8 models the maximum's MatMuls stay fp32 too: int8 ones
-	// would quantise the running maximum before each, a pass and a load
-	// of the scores each that cost more than the fp32 products of a
-	// permutation's one block a column.
+	// In int8 models the maximum's MatMuls stay fp32 too: a masked row's
+	// −MaxFloat32 would set a per-tensor int8 scale that rounds every
+	// other score to 0, leaving each lane its own maximum; and quantising
+	// the running maximum before each step costs a pass and a load of the
+	// scores, more than the fp32 products of a permutation's one block a
+	// column.
 	keep := c.keepFP32
 	c.keepFP32 = true
 	err = c.runSeq(n, seq, uses)
@@ -83,9 +87,10 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	return err
 }
 
-// rowMax appends to seq the steps that leave the maximum of x's C lanes
-// in every lane, counting their reads in uses, and returns the value that
-// holds it. Within 16-lane blocks they are butterflies (s = 1 … 8), each
+// laneMaxSeq writes the row maximum of in, C values on the lanes and
+// finite, into every lane of its row. It returns the nodes, named from p,
+// and the maximum's name, counting the reads of what they read in uses.
+// Within 16-lane blocks they are butterflies (s = 1 … 8), each
 // a full-width MatMul of one weight block a column. Over more than one
 // block, each block's maximum is then picked to a lane of its own (a
 // MatMul by the C×⌈C/16⌉ matrix with a 1 at the block's first lane), the
@@ -93,13 +98,14 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 // broadcast back from lane 0: two full-width MatMuls where butterflies
 // across the blocks would take log₂ of them. All are products by 1 and
 // sums of zeros, exact.
-func (c *compiler) rowMax(p, x string, C int, seq *[]*onnx.Node, uses map[string]int) string {
+func (c *compiler) laneMaxSeq(p, in string, C int, uses map[string]int) ([]*onnx.Node, string) {
+	var seq []*onnx.Node
 	steps := func(m, tag string, width, limit int) string {
 		for s := 1; s < width && s < limit; s *= 2 {
 			rot := fmt.Sprintf("%s%srot%d", p, tag, s)
 			c.vals[rot+"/w"] = constFloat(rot+"/w", []int{width, width}, butterfly(width, s))
 			mx := fmt.Sprintf("%s%smax%d", p, tag, s)
-			*seq = append(*seq,
+			seq = append(seq,
 				&onnx.Node{OpType: "MatMul", Inputs: []string{m, rot + "/w"}, Outputs: []string{rot}},
 				&onnx.Node{OpType: "Max", Inputs: []string{m, rot}, Outputs: []string{mx}})
 			uses[rot], uses[m] = 1, 2
@@ -107,9 +113,9 @@ func (c *compiler) rowMax(p, x string, C int, seq *[]*onnx.Node, uses map[string
 		}
 		return m
 	}
-	m := steps(x, "", C, lanes)
+	m := steps(in, "", C, lanes)
 	if C <= lanes {
-		return m
+		return seq, m
 	}
 	B := (C + lanes - 1) / lanes
 	pick := make([]float32, C*B)
@@ -117,13 +123,13 @@ func (c *compiler) rowMax(p, x string, C int, seq *[]*onnx.Node, uses map[string
 		pick[b*lanes*B+b] = 1
 	}
 	c.vals[p+"blocks/w"] = constFloat(p+"blocks/w", []int{C, B}, pick)
-	*seq = append(*seq, &onnx.Node{OpType: "MatMul", Inputs: []string{m, p + "blocks/w"}, Outputs: []string{p + "blocks"}})
+	seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{m, p + "blocks/w"}, Outputs: []string{p + "blocks"}})
 	uses[m] = 1
 	mb := steps(p+"blocks", "blocks/", B, B)
 	c.vals[p+"rowmax/w"] = constFloat(p+"rowmax/w", []int{B, C}, append(fill(C, 1), make([]float32, (B-1)*C)...))
-	*seq = append(*seq, &onnx.Node{OpType: "MatMul", Inputs: []string{mb, p + "rowmax/w"}, Outputs: []string{p + "rowmax"}})
+	seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{mb, p + "rowmax/w"}, Outputs: []string{p + "rowmax"}})
 	uses[mb] = 1
-	return p + "rowmax"
+	return seq, p + "rowmax"
 }
 
 // butterfly is step s (1, 2, 4, …) of the row maximum over C lanes: the
@@ -167,7 +173,7 @@ func (c *compiler) runSeq(n *onnx.Node, seq []*onnx.Node, uses map[string]int) e
 	y := n.Outputs[0]
 	for _, m := range seq {
 		m.Name = n.Name
-		if o := m.Outputs[0]; o != y {
+		if o := m.Outputs[0]; strings.HasPrefix(o, y+"/") {
 			m.Name += "/" + o[len(y)+1:]
 		}
 		var err error

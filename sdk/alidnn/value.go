@@ -48,6 +48,11 @@ type device struct {
 	// gather is, for an input the runtime fills with rows of a constant
 	// table, the rule (see embed.go).
 	gather *rowGather
+	// zeroPad says the padding lanes of its lane axis hold zeros, as
+	// permuteGroups' copy writes them and permutations of whole blocks
+	// keep them: a MatMul may read it as B whose padding is zero rows or
+	// columns (see weightsOf).
+	zeroPad bool
 }
 
 // derived is a value computed from others without a layer of its own.

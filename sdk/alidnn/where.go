@@ -29,7 +29,7 @@ func (c *compiler) whereNode(n *onnx.Node) error {
 		return err
 	}
 	if !x.isConst && !y.isConst {
-		return fmt.Errorf("Where of two computed tensors %s and %s: %w", x, y, ErrUnsupported)
+		return c.whereTwo(n, cond, x, y)
 	}
 	t, k, pickT, tName := x, y, true, n.Inputs[1]
 	if t.isConst {

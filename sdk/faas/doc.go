@@ -26,8 +26,10 @@
 //
 // On the unix socket faasd knows the caller by its uid. Loads and pulls need
 // a registry API token of the tenant (WithToken), sent as "Authorization:
-// Bearer faas_…"; on TCP every call needs it. The package does not read
-// tokens from the environment or from files: the faas command does.
+// Bearer faas_…"; on TCP every call needs it. Dial reads no token from the
+// environment or from files; AgentToken gives the default the faas command
+// sends: $FAAS_TOKEN, else what `faas login` stored, else, in a Kubernetes
+// container given devices, its allocation credential ($FAAS_ALLOCATION_TOKEN).
 //
 // # Errors
 //

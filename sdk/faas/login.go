@@ -1,6 +1,7 @@
 package faas
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,4 +48,21 @@ func StoredLogin() (Login, error) {
 		l.Registry = r
 	}
 	return l, nil
+}
+
+// AllocationEnv names the variable in which the Kubernetes device plugin
+// gives a container its allocation credential ("faasa_…"), which opens
+// sessions on the container's allocated slots or windows only.
+const AllocationEnv = "FAAS_ALLOCATION_TOKEN"
+
+// AgentToken returns the credential programs send faasd by default: the
+// stored login's token ($FAAS_TOKEN over what `faas login` stored), else
+// the container's allocation credential ($FAAS_ALLOCATION_TOKEN), so that
+// the faas command and SDK programs work unchanged in a pod given devices.
+func AgentToken() (string, error) {
+	l, err := StoredLogin()
+	if err != nil {
+		return "", err
+	}
+	return cmp.Or(l.Token, os.Getenv(AllocationEnv)), nil
 }

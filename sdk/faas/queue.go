@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,9 @@ type Program struct {
 	d      *Device
 	handle uint64
 	n      int
+
+	mu    sync.Mutex
+	freed bool
 }
 
 // Program checks insns and stores them on the device. A stream that reaches
@@ -52,6 +56,25 @@ func (d *Device) Program(ctx context.Context, insns []isa.Insn) (*Program, error
 
 // Len is the number of instructions.
 func (p *Program) Len() int { return p.n }
+
+// Free releases the program's place in the session's program area, and
+// with it the hold it has on the buffers it reaches. A program with jobs
+// queued or running cannot be freed (ErrInUse).
+func (p *Program) Free(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.freed {
+		return &Error{Code: agentapi.CodeBadHandle, Message: "program freed twice"}
+	}
+	if _, err := p.d.do(ctx, session.OpFree, session.U64s(p.handle)); err != nil {
+		return err
+	}
+	p.freed = true
+	if r := p.d.recorder(); r != nil {
+		r.RecordFreeProgram(p.handle)
+	}
+	return nil
+}
 
 // Queue is a device's job queue: jobs run in the order submitted, sharing
 // the engine with other tenants' sessions at job boundaries.

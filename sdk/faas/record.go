@@ -15,7 +15,8 @@ import (
 
 // Recorder is told, in order, what a session does that a replay needs:
 // buffers allocated and freed (by device address), bytes written to the
-// device and read back from it, programs stored, jobs submitted and ended.
+// device and read back from it, programs stored and freed, jobs submitted
+// and ended.
 // Package sdk/faas/tracefile writes it to a trace file that `faas trace
 // replay` re-runs. Calls come from the goroutines that use the Device,
 // one at a time for a given buffer or job; a Recorder serialises them.
@@ -26,6 +27,7 @@ type Recorder interface {
 	RecordWrite(addr uint64, off int64, p []byte)
 	RecordRead(addr uint64, off int64, p []byte)
 	RecordProgram(id uint64, insns []isa.Insn)
+	RecordFreeProgram(id uint64)
 	RecordSubmit(job, program uint64)
 	RecordDone(job uint64, st alidnn.Stats, failed bool)
 }

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,21 +26,38 @@ func checkTensor(t *testing.T, where string, x *Tensor) {
 	t.Helper()
 	var n int
 	var err error
-	switch x.DataType {
-	case Float, Double:
+	switch {
+	case x.DataType == Float || x.DataType == Double:
 		var v []float32
 		v, err = x.Float32s()
 		n = len(v)
-	default:
+	case x.DataType.integer():
 		var v []int64
 		v, err = x.Int64s()
 		n = len(v)
+	default:
+		// FLOAT16 and STRING decode, but neither accessor reads them: both
+		// must say so rather than return numbers.
+		_, ferr := x.Float32s()
+		_, ierr := x.Int64s()
+		if ferr == nil || ierr == nil {
+			t.Errorf("%s: %v read as numbers (Float32s: %v, Int64s: %v)", where, x.DataType, ferr, ierr)
+		}
+		return
 	}
 	if err != nil {
 		t.Errorf("%s: %v", where, err)
 	} else if int64(n) != product(x.Dims) || x.Len() != product(x.Dims) {
 		t.Errorf("%s: %d elements, Len %d, dims %v", where, n, x.Len(), x.Dims)
 	}
+}
+
+// unsupportedType reports whether err is ReadTensor's refusal of an element
+// type this package does not decode, which names the field and the type.
+func unsupportedType(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && strings.HasSuffix(e.Path, "data_type") &&
+		strings.HasPrefix(e.Detail, "DataType(") && strings.HasSuffix(e.Detail, ") is not supported")
 }
 
 func TestNodeTestData(t *testing.T) {
@@ -54,7 +72,9 @@ func TestNodeTestData(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(m.Graph.Nodes) != 1 || m.Opset("") == 0 {
+			// An _expanded folder holds the operator's function body.
+			expanded := strings.Contains(filepath.Base(dir), "_expanded")
+			if (len(m.Graph.Nodes) != 1 && !expanded) || m.Opset("") == 0 {
 				t.Errorf("%d nodes, opset %d; want one node of the default domain", len(m.Graph.Nodes), m.Opset(""))
 			}
 			for _, x := range m.Graph.Initializers {
@@ -66,6 +86,9 @@ func TestNodeTestData(t *testing.T) {
 			}
 			for _, p := range pbs {
 				x, err := ReadTensor(p)
+				if unsupportedType(err) {
+					continue // float8, 4-bit, 2-bit and bfloat16 tensors: refused by name
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -194,6 +217,9 @@ func TestModelsTestData(t *testing.T) {
 			pbs, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "test_data_set_*", "*.pb"))
 			for _, p := range pbs {
 				x, err := ReadTensor(p)
+				if unsupportedType(err) {
+					continue // float8, 4-bit, 2-bit and bfloat16 tensors: refused by name
+				}
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -134,10 +134,14 @@ func attention64(q, k, v []float64, N, S, heads, D int, bias func(n, i, j int) f
 	return ctx
 }
 
-// forward runs the encoder in float64: last_hidden_state and
-// pooler_output, tanh(dense(the first token)) with the dense's weights
-// [out, in] as nn.Linear holds them.
-func (w bertWeights) forward(ids, types, mask []int64, N, S int) ([]float32, []float32) {
+// linearFunc is nn.Linear in float64 as a case computes it: x [rows, k] ·
+// w [k, n] + b; linear, or dynLinear for a dynamically quantised graph.
+type linearFunc func(x []float64, w, b []float32, k, n int) []float64
+
+// forward runs the encoder in float64, its MatMuls' linear layers by lin:
+// last_hidden_state and pooler_output, tanh(dense(the first token)) with
+// the dense's weights [out, in] as nn.Linear holds them.
+func (w bertWeights) forward(lin linearFunc, ids, types, mask []int64, N, S int) ([]float32, []float32) {
 	x := make([]float64, N*S*bertH)
 	for n := range N {
 		for s := range S {
@@ -151,17 +155,17 @@ func (w bertWeights) forward(ids, types, mask []int64, N, S int) ([]float32, []f
 	bias := func(n, _, j int) float64 { return (1 - float64(mask[n*S+j])) * float64(bertMaskMin) }
 	for l := range bertLayers {
 		p := fmt.Sprintf("l%d.", l)
-		q, k, v := linear(x, w[p+"wq"], w[p+"bq"], bertH, bertH), linear(x, w[p+"wk"], w[p+"bk"], bertH, bertH), linear(x, w[p+"wv"], w[p+"bv"], bertH, bertH)
-		o := linear(attention64(q, k, v, N, S, bertHeads, bertD, bias), w[p+"wo"], w[p+"bo"], bertH, bertH)
+		q, k, v := lin(x, w[p+"wq"], w[p+"bq"], bertH, bertH), lin(x, w[p+"wk"], w[p+"bk"], bertH, bertH), lin(x, w[p+"wv"], w[p+"bv"], bertH, bertH)
+		o := lin(attention64(q, k, v, N, S, bertHeads, bertD, bias), w[p+"wo"], w[p+"bo"], bertH, bertH)
 		for k := range o {
 			o[k] += x[k]
 		}
 		l1 := layerNormEps(o, w[p+"g1"], w[p+"be1"], bertH, bertEps)
-		f := linear(l1, w[p+"w1"], w[p+"b1"], bertH, bertF)
+		f := lin(l1, w[p+"w1"], w[p+"b1"], bertH, bertF)
 		for k, a := range f {
 			f[k] = a * 0.5 * (1 + math.Erf(a/math.Sqrt2))
 		}
-		f2 := linear(f, w[p+"w2"], w[p+"b2"], bertF, bertH)
+		f2 := lin(f, w[p+"w2"], w[p+"b2"], bertF, bertH)
 		for k := range f2 {
 			f2[k] += l1[k]
 		}
@@ -194,8 +198,8 @@ func intTensor(name string, typ onnx.DataType, dims []int64, v []int64) *onnx.Te
 
 // bertSet is one data set: ids spread over the vocabulary, the second
 // segment's tokens of type 1, and every second sequence's last pad tokens
-// masked out.
-func (w bertWeights) bertSet(N, S int, seed int64) dataSet {
+// masked out; outputs from forward with lin.
+func (w bertWeights) bertSet(lin linearFunc, N, S int, seed int64) dataSet {
 	ids, types, mask := make([]int64, N*S), make([]int64, N*S), make([]int64, N*S)
 	for n := range N {
 		pad := 0
@@ -214,7 +218,7 @@ func (w bertWeights) bertSet(N, S int, seed int64) dataSet {
 		}
 	}
 	d := []int64{int64(N), int64(S)}
-	hidden, pool := w.forward(ids, types, mask, N, S)
+	hidden, pool := w.forward(lin, ids, types, mask, N, S)
 	return dataSet{
 		ins: []*onnx.Tensor{intTensor("input_ids", onnx.Int64, d, ids), intTensor("attention_mask", onnx.Int64, d, mask),
 			intTensor("token_type_ids", onnx.Int64, d, types)},
@@ -225,10 +229,21 @@ func (w bertWeights) bertSet(N, S int, seed int64) dataSet {
 
 func bertCases() []genCase {
 	w := newBertWeights(bertSmall)
-	first := w.bertSet(2, 16, 1)
-	return []genCase{{name: "bert_encoder", opset: 17, g: bertGraph(bertSmall, w),
-		ins: first.ins, outs: first.outs, more: []dataSet{w.bertSet(1, 16, 2), w.bertSet(2, 9, 3), w.bertSet(2, 20, 4)},
-	}}
+	g := bertGraph(bertSmall, w)
+	bertCase := func(name string, w bertWeights, g graph, lin linearFunc) genCase {
+		first := w.bertSet(lin, 2, 16, 1)
+		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs,
+			more: []dataSet{w.bertSet(lin, 1, 16, 2), w.bertSet(lin, 2, 9, 3), w.bertSet(lin, 2, 20, 4)}}
+	}
+	fp32 := bertCase("bert_encoder", w, g, linear)
+	fp32.int8 = true
+	// The dynamically quantised graph gathers int8 embeddings: its
+	// reference, dequantised ones.
+	dw := maps.Clone(w)
+	for _, name := range []string{"word", "type", "pos"} {
+		dw[name] = dequantised(w[name])
+	}
+	return []genCase{fp32, bertCase("bert_encoder_dynamic_int8", dw, quantizeDynamic(g), dynLinear)}
 }
 
 // bertGraph is the encoder of size s with weights w, batch and sequence

@@ -189,5 +189,36 @@ func upsampleCases() []genCase {
 		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x)},
 		outs: []*onnx.Tensor{onnx.NewFloat32("y", yd, mapF(nearestRef(x, 20, 3, 4, 2, func(y, in int) int { return y / 2 }), func(v float32) float32 { return max(v, 0) }))},
 	})
-	return cs
+	return append(cs, fpnAddCase(x, xd))
+}
+
+// fpnAddCase is a feature pyramid's top-down step as PP-OCR's DB detector
+// writes it (opset 11): the finer lateral map, computed first (a Relu of
+// its input), plus the coarser map upsampled by Resize (nearest,
+// asymmetric, floor). The sum joins the lateral's layer, which must then
+// run after the upsampling's phase layers that write the other operand.
+func fpnAddCase(x []float32, xd []int64) genCase {
+	ld := []int64{1, 20, 6, 8}
+	lat := data(ld, 65)
+	up := nearestRef(mapF(x, func(v float32) float32 { return max(v, 0) }), 20, 3, 4, 2, func(y, in int) int { return y / 2 })
+	sum := make([]float32, len(up))
+	for k := range sum {
+		sum[k] = max(lat[k], 0) + up[k]
+	}
+	attrs := []attr{sAttr("mode", "nearest"), sAttr("coordinate_transformation_mode", "asymmetric"), sAttr("nearest_mode", "floor")}
+	return genCase{name: "resize_nearest_add_lateral", opset: 11,
+		g: graph{
+			nodes: []node{
+				{op: "Relu", inputs: []string{"lat"}, outputs: []string{"l"}},
+				{op: "Relu", inputs: []string{"x"}, outputs: []string{"r"}},
+				{op: "Resize", inputs: []string{"r", "roi", "scales"}, outputs: []string{"u"}, attrs: attrs},
+				{op: "Add", inputs: []string{"l", "u"}, outputs: []string{"y"}},
+			},
+			inits:   []*onnx.Tensor{onnx.NewFloat32("roi", []int64{0}, nil), onnx.NewFloat32("scales", []int64{4}, []float32{1, 1, 2, 2})},
+			inputs:  []valueInfo{fvi("lat", ld), fvi("x", xd)},
+			outputs: []valueInfo{fvi("y", ld)},
+		},
+		ins:  []*onnx.Tensor{onnx.NewFloat32("lat", ld, lat), onnx.NewFloat32("x", xd, x)},
+		outs: []*onnx.Tensor{onnx.NewFloat32("y", ld, sum)},
+	}
 }

@@ -208,7 +208,7 @@ func encoderCases() []genCase {
 	first, second := set(1, 5, 170), set(2, 7, 171)
 	// 16 tokens fill the blocks the array transposes; 20 cross them.
 	more := []dataSet{second, set(1, 16, 172), set(2, 20, 173)}
-	return []genCase{{name: "transformer_encoder_block", opset: 17,
+	return []genCase{{name: "transformer_encoder_block", opset: 17, int8: true,
 		g: graph{
 			nodes: nodes,
 			inits: inits,

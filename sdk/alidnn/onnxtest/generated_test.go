@@ -30,8 +30,9 @@ type genCase struct {
 	more []dataSet
 	// err is the generator's failure, reported as the case runs.
 	err error
-	// int8 also runs the case post-training-quantised (compared by argmax,
-	// so only cases without ties along the last axis).
+	// int8 also runs the case post-training-quantised (held to the int8
+	// rule, see onnxtest: so only cases without ties along the last axis
+	// or with rows of cosine ≥ 0.99).
 	int8 bool
 }
 

@@ -148,17 +148,26 @@ func gpt2Cases() []genCase {
 		scalar("sqrt_d", 4), scalar("mask_min", -math.MaxFloat32), scalar("half", 0.5), scalar("three", 3),
 		scalar("c_cube", 0.044715), scalar("c_sqrt", float32(math.Sqrt(2/math.Pi))), scalar("one", 1))
 	sym := []string{"batch", "seq"}
-	first := w.set(1, 16, 1)
-	return []genCase{{name: "gpt2_decoder_block", opset: 17,
-		g: graph{
-			nodes: gpt2Nodes(),
-			inits: inits,
-			inputs: []valueInfo{{name: "input_ids", typ: onnx.Int64, dims: []int64{0, 0}, params: sym},
-				{name: "attention_mask", typ: onnx.Int64, dims: []int64{0, 0}, params: sym}},
-			outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, gptH}, params: []string{"batch", "seq", ""}}},
-		},
-		ins: first.ins, outs: first.outs, more: []dataSet{w.set(2, 16, 2), w.set(2, 7, 3)},
-	}}
+	g := graph{
+		nodes: gpt2Nodes(),
+		inits: inits,
+		inputs: []valueInfo{{name: "input_ids", typ: onnx.Int64, dims: []int64{0, 0}, params: sym},
+			{name: "attention_mask", typ: onnx.Int64, dims: []int64{0, 0}, params: sym}},
+		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, gptH}, params: []string{"batch", "seq", ""}}},
+	}
+	gptCase := func(name string, w gptWeights, g graph) genCase {
+		first := w.set(1, 16, 1)
+		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs, more: []dataSet{w.set(2, 16, 2), w.set(2, 7, 3)}}
+	}
+	fp32 := gptCase("gpt2_decoder_block", w, g)
+	fp32.int8 = true
+	// quantize_dynamic leaves Conv1D's Gemms fp32 (Gemm is not in its
+	// IntegerOps registry): it quantises the embeddings' Gathers only.
+	dw := maps.Clone(w)
+	for _, name := range []string{"wte", "wpe"} {
+		dw[name] = dequantised(w[name])
+	}
+	return []genCase{fp32, gptCase("gpt2_decoder_block_dynamic_int8", dw, quantizeDynamic(g))}
 }
 
 // conv1d writes HuggingFace's Conv1D as torch.onnx does: x.view(-1,

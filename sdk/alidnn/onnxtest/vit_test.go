@@ -86,9 +86,48 @@ func newVitWeights(s vitSize) vitWeights {
 	return w
 }
 
-// embed is the patch Conv, the class token and the position embedding:
-// [N, vitTokens, vitH].
-func (w vitWeights) embed(img []float32, N int) []float64 {
+// patchFunc is the patch Conv as a case computes it: [N, vitGrid², vitH]
+// from img [N, vitC, vitImg, vitImg], weights w [vitH, vitC, vitPatch,
+// vitPatch] and bias b; patchConv, or dynPatchConv for a dynamically
+// quantised graph.
+type patchFunc func(img []float32, N int, w, b []float32) []float64
+
+// patchSums is the patch Conv's sums of products without the bias, of the
+// image's values pix(i) by the weights' w(i), in float64.
+func patchSums(N int, pix, w func(int) float64) []float64 {
+	out := make([]float64, N*vitGrid*vitGrid*vitH)
+	for n := range N {
+		for t := range vitGrid * vitGrid {
+			py, px := t/vitGrid, t%vitGrid
+			for e := range vitH {
+				var s float64
+				for c := range vitC {
+					for i := range vitPatch {
+						for j := range vitPatch {
+							s += pix(((n*vitC+c)*vitImg+py*vitPatch+i)*vitImg+px*vitPatch+j) * w(((e*vitC+c)*vitPatch+i)*vitPatch+j)
+						}
+					}
+				}
+				out[(n*vitGrid*vitGrid+t)*vitH+e] = s
+			}
+		}
+	}
+	return out
+}
+
+// patchConv is the fp32 graph's patch Conv.
+func patchConv(img []float32, N int, w, b []float32) []float64 {
+	out := patchSums(N, func(i int) float64 { return float64(img[i]) }, func(i int) float64 { return float64(w[i]) })
+	for k := range out {
+		out[k] += float64(b[k%vitH])
+	}
+	return out
+}
+
+// embed is the patch Conv by patch, the class token and the position
+// embedding: [N, vitTokens, vitH].
+func (w vitWeights) embed(patch patchFunc, img []float32, N int) []float64 {
+	p := patch(img, N, w["patch_w"], w["patch_b"])
 	x := make([]float64, N*vitTokens*vitH)
 	for n := range N {
 		for t := range vitTokens {
@@ -97,17 +136,7 @@ func (w vitWeights) embed(img []float32, N int) []float64 {
 				if t == 0 {
 					v += float64(w["cls"][e])
 				} else {
-					py, px := (t-1)/vitGrid, (t-1)%vitGrid
-					s := float64(w["patch_b"][e])
-					for c := range vitC {
-						for i := range vitPatch {
-							for j := range vitPatch {
-								pix := img[((n*vitC+c)*vitImg+py*vitPatch+i)*vitImg+px*vitPatch+j]
-								s += float64(pix) * float64(w["patch_w"][((e*vitC+c)*vitPatch+i)*vitPatch+j])
-							}
-						}
-					}
-					v += s
+					v += p[(n*(vitTokens-1)+t-1)*vitH+e]
 				}
 				x[(n*vitTokens+t)*vitH+e] = v
 			}
@@ -116,25 +145,26 @@ func (w vitWeights) embed(img []float32, N int) []float64 {
 	return x
 }
 
-// forward runs the ViT in float64, its LayerNormalizations' ε eps:
+// forward runs the ViT in float64, its LayerNormalizations' ε eps, its
+// patch Conv by patch and its MatMuls' linear layers by lin:
 // last_hidden_state and the logits.
-func (w vitWeights) forward(img []float32, N int, eps float32) ([]float32, []float32) {
-	x := w.embed(img, N)
+func (w vitWeights) forward(lin linearFunc, patch patchFunc, img []float32, N int, eps float32) ([]float32, []float32) {
+	x := w.embed(patch, img, N)
 	none := func(_, _, _ int) float64 { return 0 }
 	for l := range vitLayers {
 		p := fmt.Sprintf("l%d.", l)
 		h := layerNormEps(x, w[p+"g1"], w[p+"be1"], vitH, eps)
-		q, k, v := linear(h, w[p+"wq"], w[p+"bq"], vitH, vitH), linear(h, w[p+"wk"], w[p+"bk"], vitH, vitH), linear(h, w[p+"wv"], w[p+"bv"], vitH, vitH)
-		o := linear(attention64(q, k, v, N, vitTokens, vitHeads, vitD, none), w[p+"wo"], w[p+"bo"], vitH, vitH)
+		q, k, v := lin(h, w[p+"wq"], w[p+"bq"], vitH, vitH), lin(h, w[p+"wk"], w[p+"bk"], vitH, vitH), lin(h, w[p+"wv"], w[p+"bv"], vitH, vitH)
+		o := lin(attention64(q, k, v, N, vitTokens, vitHeads, vitD, none), w[p+"wo"], w[p+"bo"], vitH, vitH)
 		for k := range o {
 			x[k] += o[k]
 		}
 		h = layerNormEps(x, w[p+"g2"], w[p+"be2"], vitH, eps)
-		f := linear(h, w[p+"w1"], w[p+"b1"], vitH, vitF)
+		f := lin(h, w[p+"w1"], w[p+"b1"], vitH, vitF)
 		for k, a := range f {
 			f[k] = a * 0.5 * (1 + math.Erf(a/math.Sqrt2))
 		}
-		f2 := linear(f, w[p+"w2"], w[p+"b2"], vitF, vitH)
+		f2 := lin(f, w[p+"w2"], w[p+"b2"], vitF, vitH)
 		for k := range f2 {
 			x[k] += f2[k]
 		}
@@ -163,10 +193,11 @@ func vitImages(N int, seed float64) ([]int64, []float32) {
 	return dims, mapF(data(dims, seed), func(v float32) float32 { return v * 0.4 })
 }
 
-// vitSet is one data set of N images.
-func (w vitWeights) vitSet(N int, seed float64) dataSet {
+// vitSet is one data set of N images, its outputs from forward with lin
+// and patch.
+func (w vitWeights) vitSet(lin linearFunc, patch patchFunc, N int, seed float64) dataSet {
 	dims, img := vitImages(N, seed)
-	hidden, logits := w.forward(img, N, vitEps)
+	hidden, logits := w.forward(lin, patch, img, N, vitEps)
 	return dataSet{
 		ins: []*onnx.Tensor{onnx.NewFloat32("pixel_values", dims, img)},
 		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), vitTokens, vitH}, hidden),
@@ -176,7 +207,15 @@ func (w vitWeights) vitSet(N int, seed float64) dataSet {
 
 func vitCases() []genCase {
 	w := newVitWeights(vitSmall)
-	return []genCase{vitCase(w, "vit_tiny", false, 1), vitCase(w, "vit_tiny_sdpa", true, 7)}
+	dyn := vitSets(w, dynLinear, dynPatchConv, 1)
+	return []genCase{vitCase(w, "vit_tiny", false, 1), vitCase(w, "vit_tiny_sdpa", true, 7),
+		{name: "vit_tiny_dynamic_int8", opset: 17, g: quantizeDynamic(vitGraph(vitSmall, w, false)), ins: dyn[0].ins, outs: dyn[0].outs, more: dyn[1:]}}
+}
+
+// vitSets are the data sets of 2, 1 and 3 images from seed on, their
+// outputs from forward with lin and patch.
+func vitSets(w vitWeights, lin linearFunc, patch patchFunc, seed float64) []dataSet {
+	return []dataSet{w.vitSet(lin, patch, 2, seed), w.vitSet(lin, patch, 1, seed+1), w.vitSet(lin, patch, 3, seed+2)}
 }
 
 // vitCase is the ViT with its attention as eager PyTorch writes it, or
@@ -185,10 +224,8 @@ func vitCases() []genCase {
 // √(1/√D), the scale computed from the query's Shape (folded). Its data
 // sets are of 2, 1 and 3 images from seed on.
 func vitCase(w vitWeights, name string, sdpa bool, seed float64) genCase {
-	first := w.vitSet(2, seed)
-	return genCase{name: name, opset: 17, g: vitGraph(vitSmall, w, sdpa),
-		ins: first.ins, outs: first.outs, more: []dataSet{w.vitSet(1, seed+1), w.vitSet(3, seed+2)},
-	}
+	sets := vitSets(w, linear, patchConv, seed)
+	return genCase{name: name, opset: 17, int8: true, g: vitGraph(vitSmall, w, sdpa), ins: sets[0].ins, outs: sets[0].outs, more: sets[1:]}
 }
 
 // vitGraph is the ViT of size s with weights w, batch symbolic, its

@@ -66,7 +66,7 @@ func vitTimmCases() []genCase {
 		node{op: "Gemm", inputs: []string{"cls_out", "head_w", "head_b"}, outputs: []string{"logits"}, attrs: []attr{fAttr("alpha", 1), fAttr("beta", 1), iAttr("transB", 1)}})
 	set := func(N int, seed float64) dataSet {
 		d, img := vitImages(N, seed)
-		_, logits := w.forward(img, N, vitTimmEps)
+		_, logits := w.forward(linear, patchConv, img, N, vitTimmEps)
 		return dataSet{ins: []*onnx.Tensor{onnx.NewFloat32("pixel_values", d, img)},
 			outs: []*onnx.Tensor{onnx.NewFloat32("logits", []int64{int64(N), vitClasses}, logits)}}
 	}

@@ -76,8 +76,5 @@ func writeConfig(c config) (string, error) {
 }
 
 // agentToken is the token the agent commands send: $FAAS_TOKEN, else the
-// stored login's.
-func agentToken() (string, error) {
-	l, err := client.StoredLogin()
-	return l.Token, err
-}
+// stored login's, else a pod's allocation credential.
+func agentToken() (string, error) { return client.AgentToken() }

@@ -31,7 +31,8 @@
 // https://host:port, by default $FAAS_AGENT or /run/faas/faasd.sock. They
 // send faasd the token of $FAAS_TOKEN, else the one `faas login` stored in
 // $FAAS_CONFIG or faas/config.json under the user's configuration directory
-// (~/.config on Linux), a file of mode 0600.
+// (~/.config on Linux), a file of mode 0600, else, in a Kubernetes pod given
+// devices, their allocation credential ($FAAS_ALLOCATION_TOKEN).
 //
 // Errors print "faas: MESSAGE" on standard error, then "hint: HINT" when
 // there is something to do about them. Exit codes:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -87,5 +88,53 @@ func writeTensor(t *testing.T, path string, x *onnx.Tensor) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestModelRunDynamicInt8 runs the BERT encoder as quantize_dynamic writes
+// it: faas model run calibrates its DynamicQuantizeLinear scales on the
+// inputs, and every last_hidden_state row meets the int8 rule (cosine ≥
+// 0.99) against the quantised graph's reference; faas model compile, which
+// has no inputs to calibrate on, refuses it naming DynamicQuantizeLinear.
+func TestModelRunDynamicInt8(t *testing.T) {
+	dir := filepath.Join("..", "..", "alidnn", "onnxtest", "testdata", "generated", "bert_encoder_dynamic_int8")
+	set := filepath.Join(dir, "test_data_set_0")
+	out := filepath.Join(t.TempDir(), "out.pb")
+	a := []string{"model", "run", filepath.Join(dir, "model.onnx"), "--output", out}
+	for k := range 3 {
+		a = append(a, "--input", filepath.Join(set, fmt.Sprintf("input_%d.pb", k)))
+	}
+	if _, stderr, code := run(t, "", a...); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	got, err := onnx.ReadTensor(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := onnx.ReadTensor(filepath.Join(set, "output_0.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := got.Float32s()
+	w, _ := want.Float32s()
+	if len(g) != len(w) || len(w) == 0 {
+		t.Fatalf("%d values, want %d", len(g), len(w))
+	}
+	const h = 64
+	for r := 0; r < len(w); r += h {
+		var gw, gg, ww float64
+		for k := r; k < r+h; k++ {
+			gw += float64(g[k]) * float64(w[k])
+			gg += float64(g[k]) * float64(g[k])
+			ww += float64(w[k]) * float64(w[k])
+		}
+		if c := gw / math.Sqrt(gg*ww); c < 0.99 {
+			t.Fatalf("row %d: cosine %.5f < 0.99", r/h, c)
+		}
+	}
+	prog := filepath.Join(t.TempDir(), "bert.prog")
+	_, stderr, code := run(t, "", "model", "compile", filepath.Join(dir, "model.onnx"), "-o", prog, "--shape", "batch=2", "--shape", "seq=16")
+	if code == 0 || !strings.Contains(stderr, "DynamicQuantizeLinear") {
+		t.Fatalf("compile: exit %d: %s; want refused naming DynamicQuantizeLinear", code, stderr)
 	}
 }

@@ -96,6 +96,8 @@ func Run(ctx context.Context, dev *faas.Device, t *tracefile.Trace) (*Report, er
 			err = p.access(ctx, i, r)
 		case tracefile.KindProgram:
 			err = p.program(ctx, r)
+		case tracefile.KindFreeProgram:
+			err = p.freeProgram(ctx, r)
 		case tracefile.KindSubmit:
 			err = p.submit(ctx, r)
 		case tracefile.KindDone:
@@ -149,6 +151,18 @@ func (p *player) free(ctx context.Context, r tracefile.Record) error {
 		return err
 	}
 	p.bufs = slices.Delete(p.bufs, k, k+1)
+	return nil
+}
+
+func (p *player) freeProgram(ctx context.Context, r tracefile.Record) error {
+	prog := p.progs[r.ID]
+	if prog == nil {
+		return fmt.Errorf("free of program %d, which the trace did not store", r.ID)
+	}
+	if err := prog.Free(ctx); err != nil {
+		return err
+	}
+	delete(p.progs, r.ID)
 	return nil
 }
 

@@ -23,6 +23,7 @@ func sample(t testing.TB) []byte {
 	w.RecordSubmit(1, 1)
 	w.RecordDone(1, alidnn.Stats{Cycles: 9, Insns: 1}, false)
 	w.RecordRead(0x1000, 8, []byte("output"))
+	w.RecordFreeProgram(1)
 	w.RecordFree(0x1000)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinds := []tracefile.Kind{tracefile.KindAlloc, tracefile.KindWrite, tracefile.KindProgram, tracefile.KindSubmit,
-		tracefile.KindDone, tracefile.KindRead, tracefile.KindFree}
+		tracefile.KindDone, tracefile.KindRead, tracefile.KindFreeProgram, tracefile.KindFree}
 	if len(tr.Records) != len(kinds) || tr.Header.RoleVersion != "1.0" {
 		t.Fatalf("read back %+v", tr)
 	}
@@ -47,6 +48,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if r := tr.Records[5]; string(r.Data) != "output" || r.Off != 8 || r.Addr != 0x1000 {
 		t.Errorf("read record %+v", r)
+	}
+	if r := tr.Records[6]; r.ID != 1 {
+		t.Errorf("program free record %+v, want program 1", r)
 	}
 	if r := tr.Records[4]; r.Stats.Cycles != 9 || r.Failed {
 		t.Errorf("done record %+v", r)

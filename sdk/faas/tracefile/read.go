@@ -154,6 +154,12 @@ func parseRecord(k Kind, p []byte) (Record, error) {
 		if r.Insns, err = session.DecodeProgram(rest); err != nil {
 			return r, fmt.Errorf("program %d: %v", r.ID, err)
 		}
+	case KindFreeProgram:
+		v, err := exact(1)
+		if err != nil {
+			return r, err
+		}
+		r.ID = v[0]
 	case KindSubmit:
 		v, err := exact(3)
 		if err != nil {

@@ -21,6 +21,7 @@
 //	write    addr u64, offset u64, bytes
 //	read     addr u64, offset u64, bytes (what the program read back)
 //	program  id u64, then the instructions as sdk/agentapi/session encodes them
+//	free-program  id u64 (kind 8: a stored program freed)
 //	submit   job u64, program u64, ns since the trace began u64
 //	done     job u64, ns u64, failed u8, then the engine's counters (cycles,
 //	         MACs, bytes loaded and stored, instructions: u64 each)
@@ -71,7 +72,10 @@ const (
 	KindProgram Kind = 5
 	KindSubmit  Kind = 6
 	KindDone    Kind = 7
-	kindTrailer Kind = 0xff
+	// KindFreeProgram: a stored program freed (its ID); traces before it
+	// never free one.
+	KindFreeProgram Kind = 8
+	kindTrailer     Kind = 0xff
 )
 
 // ErrFormat is wrapped by every error about a trace's contents.
@@ -165,6 +169,7 @@ func (t *Writer) RecordProgram(id uint64, insns []isa.Insn) {
 	}
 	t.record(KindProgram, b, id)
 }
+func (t *Writer) RecordFreeProgram(id uint64)      { t.record(KindFreeProgram, nil, id) }
 func (t *Writer) RecordSubmit(job, program uint64) { t.record(KindSubmit, nil, job, program, t.ns()) }
 func (t *Writer) RecordDone(job uint64, st alidnn.Stats, failed bool) {
 	f := []byte{0}

@@ -31,7 +31,9 @@
 //   - A chip with one share allocated makes its chip device and its board's
 //     device Unhealthy; its other shares stay Healthy.
 //   - Share devices are Healthy only while their chip holds a loaded AliDNN
-//     engine: a share is a window of an engine, not of an empty chip.
+//     engine: a share is a window of an engine, not of an empty chip —
+//     unless the plugin loads engines on demand (below), when the shares
+//     of empty chips are Healthy too.
 //
 // The kubelet may still act on a list it has not yet replaced, so Allocate
 // checks again: the first allocation of a chip wins and a conflicting one
@@ -75,6 +77,19 @@
 // ("faas.dev/chip=slot-3") come too, with a CDI spec written to
 // Config.CDIDir, for runtimes that resolve devices through CDI; faasd's
 // chips are reached through its socket, so the specs add no device nodes.
+//
+// # Engines on demand
+//
+// With Config.Engines (faasd --share-image) a fresh node runs share pods at
+// once: the kubelet may allocate the shares of an empty chip, Allocate
+// starts loading the AliDNN engine onto it, and PreStartContainer, which
+// the kubelet then calls before the container starts, waits for the load
+// (the kubelet gives up after 30 s and asks again; the load runs on). A
+// failed load fails PreStartContainer with its reason, which `kubectl
+// describe pod` shows; the kubelet's next try loads again. An engine so
+// loaded is cleared after Config.EngineIdle without a share allocated, and
+// before the container of a pod allocated its chip whole starts: that pod
+// would otherwise act as the account that loaded the engine.
 //
 // # Restarts
 //

@@ -17,7 +17,8 @@ import (
 func (p *Plugin) checkSlot(i int) chipState {
 	sl, _ := p.cfg.Slots.Slot(i)
 	rec := p.cfg.Slots.Record(i)
-	st := chipState{alidnn: rec.State == agentapi.Loaded && rec.Role != nil && rec.Role.ID == alidnn.ID}
+	st := chipState{alidnn: rec.State == agentapi.Loaded && rec.Role != nil && rec.Role.ID == alidnn.ID,
+		onDemand: p.cfg.Engines != nil && (rec.State == agentapi.Cleared || p.loading(i))}
 	se, err := sl.Chip.Sensors()
 	if err != nil {
 		st.reason = "board does not answer: " + err.Error()

@@ -48,6 +48,9 @@ type chipState struct {
 	healthy bool
 	reason  string // why not, for the log
 	alidnn  bool   // loaded with the AliDNN engine: shares may be offered
+	// onDemand: empty, or being loaded for shares, with Config.Engines
+	// set: shares may be offered, the engine loaded when one starts.
+	onDemand bool
 }
 
 // allocation is one container's devices of one resource.
@@ -311,7 +314,7 @@ func (inv *inventory) devices(k kind) []*pluginapi.Device {
 		}
 	case kindShare:
 		for s := range inv.nslots {
-			ok := inv.health[s].healthy && inv.health[s].alidnn && whole[s] < 0
+			ok := inv.health[s].healthy && (inv.health[s].alidnn || inv.health[s].onDemand) && whole[s] < 0
 			for n := range inv.shares {
 				out = append(out, &pluginapi.Device{ID: shareID(s, n), Health: health(ok)})
 			}
@@ -350,6 +353,14 @@ func (inv *inventory) owned(k kind, d string) bool {
 	defer inv.mu.Unlock()
 	_, ok := inv.owner[k][d]
 	return ok
+}
+
+// usage is, per slot, the kind holding it whole (-1: none) and its
+// allocated shares.
+func (inv *inventory) usage() (whole []kind, shares []int) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.usageLocked(nil)
 }
 
 // sharesBySlot is the number of shares allocated on each slot.

@@ -37,6 +37,8 @@ type fakeKubelet struct {
 	podsMu sync.Mutex
 	pods   map[string][]*podresources.ContainerDevices // by pod name
 	prSock string
+
+	preStart bool // the plugins must ask for PreStartContainer
 }
 
 // startKubelet serves Registration on dir/kubelet.sock and PodResources
@@ -202,7 +204,7 @@ func (k *fakeKubelet) connect(req *pluginapi.RegisterRequest) *endpoint {
 	if err != nil {
 		t.Fatalf("%s: GetDevicePluginOptions: %v", req.ResourceName, err)
 	}
-	if !opts.GetPreferredAllocationAvailable || opts.PreStartRequired {
+	if !opts.GetPreferredAllocationAvailable || opts.PreStartRequired != k.preStart {
 		t.Fatalf("%s: options %v", req.ResourceName, opts)
 	}
 	sctx, scancel := context.WithCancel(context.Background())
@@ -270,6 +272,18 @@ func (e *endpoint) prefer(avail, must []string, size int) ([]string, error) {
 		return nil, err
 	}
 	return resp.ContainerResponses[0].DeviceIDs, nil
+}
+
+// start calls PreStartContainer for a container of ids, as the kubelet
+// does before it starts one, when the plugin asks for it.
+func (e *endpoint) start(ids ...string) error {
+	if !e.k.preStart {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err := e.cli.PreStartContainer(ctx, &pluginapi.PreStartContainerRequest{DevicesIds: ids})
+	return err
 }
 
 // allocate allocates ids to pod's container and, when the plugin agrees,

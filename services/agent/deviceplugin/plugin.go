@@ -56,7 +56,17 @@ type Config struct {
 	// CoolDown is how far below its limit an overheated chip must cool
 	// before it is healthy again, in °C; 0: 5.
 	CoolDown float64
-	Logger   *slog.Logger
+	// Engines, if set, offers the shares of empty chips too: the kubelet
+	// may allocate them before the chip holds an AliDNN engine, and the
+	// plugin loads one (Engines.LoadEngine) before the container starts
+	// (PreStartContainer), so that a fresh node runs share pods at once.
+	// A chip allocated whole is cleared of such an engine before its
+	// container starts. Nil: shares only on chips a tenant loaded.
+	Engines Engines
+	// EngineIdle is how long an engine loaded for shares stays on its
+	// chip with no share allocated before it is cleared; 0: 5 min.
+	EngineIdle time.Duration
+	Logger     *slog.Logger
 }
 
 // DefaultPodResources is Config.PodResources' default.
@@ -73,6 +83,8 @@ type Plugin struct {
 	inv *inventory
 	res [numKinds]*resource
 	cdi bool // CDI specs written: responses name CDI devices
+	eng engines
+	ctx context.Context // Run's: on-demand loads outlive the request
 }
 
 // New returns a Plugin.
@@ -113,11 +125,15 @@ func New(cfg Config) (*Plugin, error) {
 	if cfg.CoolDown == 0 {
 		cfg.CoolDown = 5
 	}
+	if cfg.EngineIdle == 0 {
+		cfg.EngineIdle = 5 * time.Minute
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Plugin{cfg: cfg, log: log, inv: newInventory(cfg.Slots.Len(), cfg.SharesPerChip)}
+	p := &Plugin{cfg: cfg, log: log, inv: newInventory(cfg.Slots.Len(), cfg.SharesPerChip), ctx: context.Background(),
+		eng: engines{loads: map[int]*engineLoad{}, idle: map[int]time.Time{}}}
 	for k := range numKinds {
 		p.res[k] = &resource{p: p, kind: k, socket: filepath.Join(cfg.Dir, socketNames[k])}
 	}
@@ -129,6 +145,7 @@ var socketNames = [numKinds]string{"faasd-chip.sock", "faasd-board.sock", "faasd
 // Run serves the three resources and keeps them registered with the
 // kubelet until ctx ends.
 func (p *Plugin) Run(ctx context.Context) error {
+	p.ctx = ctx
 	// Allocate mounts the pod socket's directory: it must exist even
 	// before the agent serves there.
 	if err := os.MkdirAll(filepath.Dir(p.cfg.PodSocket), 0o755); err != nil {
@@ -266,7 +283,7 @@ func (p *Plugin) register(ctx context.Context, socket string, r *resource) error
 		Version:      pluginapi.Version,
 		Endpoint:     filepath.Base(r.socket),
 		ResourceName: r.kind.String(),
-		Options:      options,
+		Options:      p.options(),
 	}, grpc.WaitForReady(true))
 	if err != nil {
 		return fmt.Errorf("deviceplugin: registering %s: %w", r.kind, err)
@@ -274,4 +291,8 @@ func (p *Plugin) register(ctx context.Context, socket string, r *resource) error
 	return nil
 }
 
-var options = &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}
+// options are every resource's: PreStartContainer is needed only to load
+// and clear engines on demand.
+func (p *Plugin) options() *pluginapi.DevicePluginOptions {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true, PreStartRequired: p.cfg.Engines != nil}
+}

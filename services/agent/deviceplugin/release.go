@@ -133,6 +133,9 @@ func (p *Plugin) releaseLoop(ctx context.Context) {
 			if err := p.release(ctx); err != nil {
 				p.log.Debug("pod resources", "err", err)
 			}
+			if p.cfg.Engines != nil {
+				p.sweepEngines(ctx)
+			}
 		}
 	}
 }

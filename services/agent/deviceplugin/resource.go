@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/services/agent/server"
 )
 
@@ -35,7 +36,7 @@ type resource struct {
 }
 
 func (r *resource) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
-	return options, nil
+	return r.p.options(), nil
 }
 
 // ListAndWatch sends the resource's devices now and at every change of
@@ -100,7 +101,18 @@ func (r *resource) Allocate(ctx context.Context, req *pluginapi.AllocateRequest)
 	return out, nil
 }
 
-func (r *resource) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+// PreStartContainer loads the AliDNN engine on the chips of a container's
+// shares, and clears engines loaded for shares off its whole chips; the
+// kubelet calls it only when Config.Engines is set. Its error is what
+// `kubectl describe pod` shows, so it says what went wrong.
+func (r *resource) PreStartContainer(ctx context.Context, req *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	if r.p.cfg.Engines == nil {
+		return &pluginapi.PreStartContainerResponse{}, nil
+	}
+	if err := r.p.preStart(ctx, r.kind, req.DevicesIds); err != nil {
+		r.p.log.Warn("devices not ready for a container", "resource", r.kind.String(), "devices", req.DevicesIds, "err", err)
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
 	return &pluginapi.PreStartContainerResponse{}, nil
 }
 
@@ -137,6 +149,9 @@ func (p *Plugin) allocate(ctx context.Context, k kind, ids []string) (*pluginapi
 	if k == kindShare {
 		for s := range a.shares {
 			slotList = append(slotList, s)
+			if p.cfg.Engines != nil && p.cfg.Slots.Record(s).State == agentapi.Cleared {
+				p.startEngine(s) // early: the container waits for it in PreStartContainer
+			}
 		}
 		slices.Sort(slotList)
 	} else {

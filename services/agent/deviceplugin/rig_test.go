@@ -50,6 +50,10 @@ type rigOptions struct {
 	alidnn []int // slots loaded with AliDNN by tenant "alice"
 	poll   time.Duration
 	grace  time.Duration // ReleaseGrace; 0: 1 ns, PodResources is kept exact by the fake kubelet
+	// engines, if set, loads engines for shares on demand (Config.Engines);
+	// the slots start cleared, as faasd's reconcile leaves them.
+	engines func(*rig) deviceplugin.Engines
+	idle    time.Duration // EngineIdle
 }
 
 func newRig(t testing.TB, o rigOptions) *rig {
@@ -80,6 +84,11 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	if r.table, err = slots.Open(bs, filepath.Join(dir, "slots.json")); err != nil {
 		t.Fatal(err)
 	}
+	if o.engines != nil {
+		if _, err := r.table.Reconcile(context.Background(), func(string) bool { return false }); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, s := range o.alidnn {
 		r.loadAliDNN(s, "alice")
 	}
@@ -92,7 +101,11 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	}
 	r.cfg = deviceplugin.Config{Slots: r.table, Grants: r.grants, PodSocket: filepath.Join(dir, "pod", "faasd.sock"),
 		Dir: r.kubelet.dir, PodResources: r.kubelet.prSock, CDIDir: filepath.Join(dir, "cdi"),
-		Poll: o.poll, Watch: 20 * time.Millisecond, ReleaseGrace: o.grace, ReleaseEvery: 50 * time.Millisecond}
+		Poll: o.poll, Watch: 20 * time.Millisecond, ReleaseGrace: o.grace, ReleaseEvery: 50 * time.Millisecond, EngineIdle: o.idle}
+	if o.engines != nil {
+		r.cfg.Engines = o.engines(r)
+		r.kubelet.preStart = true
+	}
 	r.start()
 	return r
 }
@@ -124,23 +137,27 @@ func (r *rig) start() {
 // loaded by tenant, as a load would.
 func (r *rig) loadAliDNN(slot int, tenant string) {
 	r.t.Helper()
+	if err := r.programAliDNN(context.Background(), slot, tenant); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) programAliDNN(ctx context.Context, slot int, tenant string) error {
 	sl, err := r.table.Slot(slot)
 	if err != nil {
-		r.t.Fatal(err)
+		return err
 	}
 	bit, err := alidnn.Bitstream(sl.Chip.Part(), 64<<10)
 	if err != nil {
-		r.t.Fatal(err)
+		return err
 	}
-	if _, err := sl.Chip.Program(context.Background(), bytes.NewReader(bit), nil); err != nil {
-		r.t.Fatal(err)
+	if _, err := sl.Chip.Program(ctx, bytes.NewReader(bit), nil); err != nil {
+		return err
 	}
 	rec := slots.Record{State: agentapi.Loaded, Tenant: tenant, Group: []int{slot}, LoadedAt: time.Now(),
 		Role:  &agentapi.Role{ID: alidnn.ID, Version: "1.0", Name: alidnn.Name},
 		Image: &agentapi.Image{Ref: "example/acme/alidnn:1", Digest: "sha256:" + strings.Repeat("cd", 32)}}
-	if err := r.table.Set([]int{slot}, rec); err != nil {
-		r.t.Fatal(err)
-	}
+	return r.table.Set([]int{slot}, rec)
 }
 
 // serveAgent runs faasd's API over the rig's slots, with the pod socket

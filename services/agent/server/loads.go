@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -119,87 +120,121 @@ func (s *Server) startLoad(pull bool) handler {
 			badRequest(w, "image: want a reference of at most 512 bytes")
 			return
 		}
-		if p.token == "" {
-			writeWireError(w, http.StatusUnauthorized, agentapi.Error{Code: agentapi.CodeUnauthenticated,
-				Message: "loading needs your registry token: the node pulls as you", Hint: "run `faas login`"})
+		run, err := s.beginLoad(p, req, pull)
+		var ae *apiError
+		switch {
+		case errors.As(err, &ae) && ae.e.Code == agentapi.CodeBusy:
+			// 503, not busy's 409: the node, not the slot, is busy, and
+			// clients retry a load on 503.
+			writeWireError(w, http.StatusServiceUnavailable, ae.e)
+			return
+		case err != nil:
+			writeErrorFor(w, err, agentapi.CodeInternal, "")
 			return
 		}
-		if req.Slot != nil {
-			if _, err := s.cfg.Slots.Slot(*req.Slot); err != nil {
-				writeWireError(w, http.StatusNotFound, agentapi.Error{Code: agentapi.CodeNotFound, Message: err.Error(), Hint: "see `faas status` for the slots of this host"})
+		writeJSON(w, http.StatusAccepted, run.snapshot())
+	}
+}
+
+// beginLoad starts loading (or, with pull, only pulling) req.Image as p,
+// who must have sent a registry token; the load runs on after the request
+// that started it, and its run tells how it ends.
+func (s *Server) beginLoad(p *principal, req agentapi.LoadRequest, pull bool) (*loadRun, error) {
+	if p.token == "" {
+		return nil, agentErr(agentapi.CodeUnauthenticated, "loading needs your registry token: the node pulls as you", "run `faas login`")
+	}
+	if req.Slot != nil {
+		if _, err := s.cfg.Slots.Slot(*req.Slot); err != nil {
+			return nil, agentErr(agentapi.CodeNotFound, err.Error(), "see `faas status` for the slots of this host")
+		}
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return nil, agentErr(agentapi.CodeBusy, "the node is running as many loads as it allows", "retry in a moment")
+	}
+	kind := "load"
+	if pull {
+		kind = "pull"
+	}
+	l := agentapi.Load{ID: newID(), Kind: kind, Image: agentapi.Image{Ref: req.Image}, Tenant: p.tenant,
+		State: agentapi.LoadRunning, Started: time.Now().UTC()}
+	run := s.loads.add(l)
+	lreq := loader.Request{ID: l.ID, Image: req.Image, Slot: req.Slot, PullOnly: pull,
+		Tenant:   loader.Tenant{Name: p.tenant, ID: p.tenantID, Token: p.token},
+		Reserved: s.pool.claims,
+		Progress: func(ev agentapi.Event) { run.update(nil, &ev) },
+		Phase: func(name string, done *agentapi.PhaseTime) {
+			if done == nil {
+				run.update(func(l *agentapi.Load) { l.Phase = name }, &agentapi.Event{Phase: name})
 				return
 			}
+			run.update(func(l *agentapi.Load) { l.Phases = append(l.Phases, *done) }, nil)
+		},
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.sem }()
+		s.runLoad(p, lreq, run)
+	}()
+	return run, nil
+}
+
+// runLoad carries out a load begun by beginLoad and records how it ended.
+func (s *Server) runLoad(p *principal, lreq loader.Request, run *loadRun) {
+	// A load outlives the request that started it (--async), but
+	// not the agent: shutdown cancels it, and it rolls back.
+	ctx, cancel := context.WithTimeout(s.base, 10*time.Minute)
+	defer cancel()
+	if lreq.Slot != nil && !lreq.PullOnly {
+		// A tenant reloading its own slot (or board) ends the
+		// sessions there first; the loader refuses to load over
+		// anyone else's, so theirs are left alone.
+		var own []int
+		for _, i := range []int{*lreq.Slot, *lreq.Slot ^ 1} {
+			if i < s.cfg.Slots.Len() && p.tenant != "" && !s.pool.claims(i) {
+				if rec := s.cfg.Slots.Record(i); rec.State == agentapi.Loaded && rec.Tenant == p.tenant {
+					own = append(own, i)
+				}
+			}
+		}
+		s.hub.closeSlots(own)
+	}
+	res, err := s.cfg.Loader.Load(ctx, lreq)
+	if err == nil {
+		s.hub.closeSlots(res.Slots)
+	}
+	s.poke()
+	run.update(func(l *agentapi.Load) {
+		l.Finished = time.Now().UTC()
+		l.Phase = ""
+		if res.Image.Digest != "" {
+			l.Image = res.Image
+		}
+		l.Slots = res.Slots
+		l.State = agentapi.LoadDone
+		if err != nil {
+			l.State = agentapi.LoadFailed
+			l.Error = loaderWireError(err)
+		}
+	}, nil)
+	final := run.snapshot()
+	run.update(nil, &agentapi.Event{Load: &final})
+}
+
+// wait blocks until the load ends or ctx does, and returns it.
+func (r *loadRun) wait(ctx context.Context) (agentapi.Load, error) {
+	for {
+		_, done, changed := r.since(0)
+		if done {
+			return r.snapshot(), nil
 		}
 		select {
-		case s.sem <- struct{}{}:
-		default:
-			writeWireError(w, http.StatusServiceUnavailable, agentapi.Error{Code: agentapi.CodeBusy,
-				Message: "the node is running as many loads as it allows", Hint: "retry in a moment"})
-			return
+		case <-ctx.Done():
+			return agentapi.Load{}, ctx.Err()
+		case <-changed:
 		}
-		kind := "load"
-		if pull {
-			kind = "pull"
-		}
-		l := agentapi.Load{ID: newID(), Kind: kind, Image: agentapi.Image{Ref: req.Image}, Tenant: p.tenant,
-			State: agentapi.LoadRunning, Started: time.Now().UTC()}
-		run := s.loads.add(l)
-		lreq := loader.Request{ID: l.ID, Image: req.Image, Slot: req.Slot, PullOnly: pull,
-			Tenant:   loader.Tenant{Name: p.tenant, ID: p.tenantID, Token: p.token},
-			Reserved: s.pool.claims,
-			Progress: func(ev agentapi.Event) { run.update(nil, &ev) },
-			Phase: func(name string, done *agentapi.PhaseTime) {
-				if done == nil {
-					run.update(func(l *agentapi.Load) { l.Phase = name }, &agentapi.Event{Phase: name})
-					return
-				}
-				run.update(func(l *agentapi.Load) { l.Phases = append(l.Phases, *done) }, nil)
-			},
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() { <-s.sem }()
-			// A load outlives the request that started it (--async), but
-			// not the agent: shutdown cancels it, and it rolls back.
-			ctx, cancel := context.WithTimeout(s.base, 10*time.Minute)
-			defer cancel()
-			if lreq.Slot != nil && !pull {
-				// A tenant reloading its own slot (or board) ends the
-				// sessions there first; the loader refuses to load over
-				// anyone else's, so theirs are left alone.
-				var own []int
-				for _, i := range []int{*lreq.Slot, *lreq.Slot ^ 1} {
-					if i < s.cfg.Slots.Len() && p.tenant != "" && !s.pool.claims(i) {
-						if rec := s.cfg.Slots.Record(i); rec.State == agentapi.Loaded && rec.Tenant == p.tenant {
-							own = append(own, i)
-						}
-					}
-				}
-				s.hub.closeSlots(own)
-			}
-			res, err := s.cfg.Loader.Load(ctx, lreq)
-			if err == nil {
-				s.hub.closeSlots(res.Slots)
-			}
-			s.poke()
-			run.update(func(l *agentapi.Load) {
-				l.Finished = time.Now().UTC()
-				l.Phase = ""
-				if res.Image.Digest != "" {
-					l.Image = res.Image
-				}
-				l.Slots = res.Slots
-				l.State = agentapi.LoadDone
-				if err != nil {
-					l.State = agentapi.LoadFailed
-					l.Error = loaderWireError(err)
-				}
-			}, nil)
-			final := run.snapshot()
-			run.update(nil, &agentapi.Event{Load: &final})
-		}()
-		writeJSON(w, http.StatusAccepted, run.snapshot())
 	}
 }
 

@@ -2,25 +2,14 @@ package server_test
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/partial"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
-	"github.com/fpga-faas/faas/bitstreams/images"
-	"github.com/fpga-faas/faas/hdk/image"
-	"github.com/fpga-faas/faas/hdk/seal"
-	"github.com/fpga-faas/faas/hdk/sign"
+	"github.com/fpga-faas/faas/internal/publish"
 	"github.com/fpga-faas/faas/sdk/agentapi"
 	"github.com/fpga-faas/faas/sdk/faas"
 	"github.com/fpga-faas/faas/sdk/poolapi"
@@ -42,105 +31,19 @@ const poolTimeout = 2 * time.Minute
 // returns the listing's id and the image's digest.
 func publishAliDNN(t *testing.T, reg *registry) (listing, digest string) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := reg.srv.CreateUser(ctx, "acme", auth.RoleISV, password); err != nil {
-		t.Fatal(err)
-	}
-	key, err := sign.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := sign.MarshalPublicKey(key.Public())
-	reg.api(t, "acme", "POST", "/keys", map[string]string{"public_key": string(pub)}, nil)
-
-	dir := t.TempDir()
-	var src images.Source
-	for _, s := range images.Sources {
-		if s.Name == "alidnn" {
-			src = s
-		}
-	}
-	for _, b := range src.Bitstreams {
-		bit, err := b.Make(b.Part, images.SmallFrameBytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, b.File), bit, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	y, err := images.Manifest("alidnn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "image.yaml"), y, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := image.Load(filepath.Join(dir, "image.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := image.Build(ctx, m)
-	if err != nil {
+	if _, err := reg.srv.CreateUser(t.Context(), "acme", auth.RoleISV, password); err != nil {
 		t.Fatal(err)
 	}
 	recipient, err := os.ReadFile(filepath.Join(reg.platformDir, validation.RecipientPubFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	to, err := seal.ParsePublicKeyPEM(recipient)
+	img, err := publish.AliDNN(t.Context(), publish.ISV{URL: reg.url, User: "acme", Password: password, Recipient: recipient,
+		Validation: poolTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, keys, err := image.Seal(ctx, img, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	u, _ := url.Parse(reg.url)
-	ref, err := name.NewTag(u.Host+"/acme/alidnn:1.0.0", name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	isv := remote.WithAuth(&authn.Basic{Username: "acme", Password: password})
-	if err := remote.Write(ref, sealed, isv); err != nil {
-		t.Fatal(err)
-	}
-	var lines []map[string]string
-	for _, k := range keys {
-		wk, _ := k.Key.MarshalBinary()
-		lines = append(lines, map[string]string{"chip": k.Chip.String(), "layer": k.Layer.String(), "plaintext": k.Plaintext.String(),
-			"key_id": k.KeyID.String(), "wrapped_key": base64.StdEncoding.EncodeToString(wk)})
-	}
-	kj, _ := json.Marshal(lines)
-	desc, err := partial.Descriptor(sealed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := image.PushKeys(ctx, ref.Context(), *desc, kj, isv); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := sealed.Digest()
-	if err := sign.Sign(ctx, ref.Context().Digest(d.String()), key, sign.WithRemoteOptions(isv)); err != nil {
-		t.Fatal(err)
-	}
-
-	var l struct{ ID string }
-	reg.api(t, "acme", "POST", "/listings", map[string]any{"name": "alidnn", "repository": "acme/alidnn", "visibility": "public"}, &l)
-	reg.api(t, "acme", "POST", "/listings/"+l.ID+"/versions", map[string]string{"version": "1.0.0", "digest": d.String()}, nil)
-	reg.api(t, "acme", "POST", "/listings/"+l.ID+"/publish", nil, nil)
-	poll(t, "validation of acme/alidnn", func() bool {
-		var vs struct{ Items []struct{ State string } }
-		reg.api(t, "acme", "GET", "/listings/"+l.ID+"/versions", nil, &vs)
-		if len(vs.Items) == 1 && vs.Items[0].State != "pending" && vs.Items[0].State != "validating" {
-			if vs.Items[0].State != "available" {
-				t.Fatalf("validation of acme/alidnn ended %s", vs.Items[0].State)
-			}
-			return true
-		}
-		return false
-	})
-	return l.ID, d.String()
+	return img.Listing, img.Digest
 }
 
 // poll calls done until it reports true, failing the test after

@@ -145,8 +145,10 @@ type Server struct {
 	tokMu  sync.Mutex
 	tokens map[[32]byte]tokenEntry
 
-	base context.Context // lives as long as Serve; loads run under it
-	wg   sync.WaitGroup
+	base    context.Context // lives as long as Serve; loads run under it
+	serving chan struct{}   // closed once Serve has set base
+	started sync.Once
+	wg      sync.WaitGroup
 }
 
 type tokenEntry struct {
@@ -184,7 +186,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: log, loads: newLoadTable(256), sem: make(chan struct{}, cfg.MaxLoads),
+	s := &Server{cfg: cfg, log: log, loads: newLoadTable(256), sem: make(chan struct{}, cfg.MaxLoads), serving: make(chan struct{}),
 		ops: map[int]bool{0: true, os.Getuid(): true}, tokens: map[[32]byte]tokenEntry{}, base: context.Background()}
 	for _, u := range cfg.Operators {
 		s.ops[u] = true
@@ -270,9 +272,12 @@ type peer struct {
 
 // Serve listens on the socket (and TCP, if configured), runs the
 // heartbeat, and serves until ctx ends; then it stops accepting, waits for
-// running loads up to a minute, and returns.
+// running loads up to a minute, and returns. A Server serves once.
 func (s *Server) Serve(ctx context.Context) error {
-	s.base = ctx
+	s.started.Do(func() {
+		s.base = ctx
+		close(s.serving)
+	})
 	ul, err := listenUnix(s.cfg.Socket, s.cfg.SocketMode)
 	if err != nil {
 		return err

@@ -357,3 +357,33 @@ func TestSessionCancelAndTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionProgramFree: a session's program area (1 MiB) holds one
+// program of 40,000 instructions but not two; freeing the first makes room,
+// and a program freed twice is refused.
+func TestSessionProgramFree(t *testing.T) {
+	a := startSessAgent(t, sessOptions{})
+	d := openDevice(t, a.socket, "alice", 0)
+	ctx := context.Background()
+	insns := make([]isa.Insn, 40000)
+	for k := range insns {
+		insns[k] = isa.Insn{Op: isa.OpNop}
+	}
+	insns[len(insns)-1] = isa.Insn{Op: isa.OpFinish, JobID: 1}
+	p, err := d.Program(ctx, insns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Program(ctx, insns); !errors.Is(err, faas.ErrQuota) {
+		t.Fatalf("a second program of 640,000 bytes in the 1 MiB area: %v, want ErrQuota", err)
+	}
+	if err := p.Free(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Program(ctx, insns); err != nil {
+		t.Fatalf("the same program after the first was freed: %v", err)
+	}
+	if err := p.Free(ctx); !errors.Is(err, faas.ErrBadHandle) {
+		t.Errorf("a program freed twice: %v, want ErrBadHandle", err)
+	}
+}

@@ -53,6 +53,8 @@ type serveFlags struct {
 	devicePlugin                                                                            bool
 	pluginDir, podSocket, podResources, cdiDir                                              string
 	sharesPerChip                                                                           int
+	shareImage, shareTokenFile                                                              string
+	shareIdle                                                                               time.Duration
 }
 
 func serveCommand() *cobra.Command {
@@ -76,6 +78,15 @@ token (registry nodes enroll) read from --enrollment-token-file or
 $FAAS_ENROLLMENT_TOKEN.
 --trust-key names the platform's countersigning public key(s): the trust
 policy every image must satisfy.
+
+--device-plugin also serves the Kubernetes device plugin (faas.dev/chip,
+faas.dev/board, faas.dev/alidnn-share). Shares exist on chips holding a
+loaded AliDNN engine; with --share-image on empty chips too, so that share
+pods run on a fresh node: faasd loads the image onto a chip, as the account
+of --share-token-file (a dedicated account of the operator, subscribed to
+the image's listing, which the engine's time is billed to), before the first
+container of its shares starts, and clears it again after --share-idle
+without shares or when the chip is allocated whole.
 
 --registry-mirror sends the layer pulls (blob GETs by digest) to a registry
 mirror first, such as the local Dragonfly dfdaemon: tried in order, with
@@ -114,6 +125,9 @@ Exit codes: 0 stopped by a signal; 2 bad configuration or a start-up failure.`,
 	fl.StringVar(&f.podSocket, "pod-socket", "/run/faas/pods/faasd.sock", "with --device-plugin: the socket containers reach faasd on; its directory is mounted into them, so keep it apart from --socket")
 	fl.StringVar(&f.podResources, "pod-resources-socket", deviceplugin.DefaultPodResources, "the kubelet's PodResources socket, read to release the devices of ended pods")
 	fl.StringVar(&f.cdiDir, "cdi-spec-dir", "/var/run/cdi", "where the device plugin writes its CDI specs")
+	fl.StringVar(&f.shareImage, "share-image", "", "with --device-plugin: offer faas.dev/alidnn-share on empty chips too, loading this AliDNN image onto a chip before the first container of its shares starts (as the account of --share-token-file; cleared after --share-idle without shares)")
+	fl.StringVar(&f.shareTokenFile, "share-token-file", os.Getenv("FAAS_SHARE_TOKEN_FILE"), "file holding the registry API token of the account that loads --share-image, subscribed to its listing (else $FAAS_SHARE_TOKEN)")
+	fl.DurationVar(&f.shareIdle, "share-idle", 5*time.Minute, "how long an engine loaded for shares stays on its chip with no share allocated")
 	fl.StringVar(&f.listen, "listen", "", "also serve on TCP with TLS at this address (remote attach)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate for --listen")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS key for --listen")
@@ -152,6 +166,7 @@ type serveSettings struct {
 	mirrors           []*url.URL
 	tenants           map[int]string
 	shared            map[int][]string
+	shareToken        string // of the account that loads --share-image
 }
 
 func serve(cmd *cobra.Command, f serveFlags) error {
@@ -225,11 +240,14 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if err := configureListen(f, node.ID, &cfg); err != nil {
 		return err
 	}
-	plugin, err := newDevicePlugin(f, table, &cfg, log)
+	if f.devicePlugin {
+		cfg.Grants, cfg.PodSocket = server.NewGrants(), f.podSocket
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(cfg)
+	plugin, err := newDevicePlugin(f, st, table, srv, cfg.Grants, log)
 	if err != nil {
 		return err
 	}
@@ -286,6 +304,17 @@ func readServeSettings(f serveFlags) (*serveSettings, error) {
 	}
 	if st.shared, err = parseShares(f.shares); err != nil {
 		return nil, err
+	}
+	if err := checkPluginFlags(f); err != nil {
+		return nil, err
+	}
+	if f.shareImage != "" {
+		if st.shareToken, err = secret(f.shareTokenFile, "FAAS_SHARE_TOKEN"); err != nil {
+			return nil, err
+		}
+		if st.shareToken == "" {
+			return nil, errors.New("--share-image: no token of the account that loads it: set --share-token-file or $FAAS_SHARE_TOKEN")
+		}
 	}
 	return st, nil
 }
@@ -371,19 +400,36 @@ func configureListen(f serveFlags, nodeID string, cfg *server.Config) error {
 	return nil
 }
 
+// checkPluginFlags checks the device plugin's flags against each other.
+func checkPluginFlags(f serveFlags) error {
+	if !f.devicePlugin {
+		if f.shareImage != "" {
+			return errors.New("--share-image needs --device-plugin")
+		}
+		return nil
+	}
+	if filepath.Dir(f.podSocket) == filepath.Dir(f.socket) {
+		return fmt.Errorf("--pod-socket %s: its directory is mounted into containers, so it must not hold --socket %s", f.podSocket, f.socket)
+	}
+	if f.shareIdle <= 0 {
+		return fmt.Errorf("--share-idle %v: want a positive duration", f.shareIdle)
+	}
+	return nil
+}
+
 // newDevicePlugin makes the Kubernetes device plugin if --device-plugin
-// asks for it, and gives the server its grants.
-func newDevicePlugin(f serveFlags, table *slots.Table, cfg *server.Config, log *slog.Logger) (*deviceplugin.Plugin, error) {
+// asks for it, issuing credentials from grants, which srv checks.
+func newDevicePlugin(f serveFlags, st *serveSettings, table *slots.Table, srv *server.Server, grants *server.Grants, log *slog.Logger) (*deviceplugin.Plugin, error) {
 	if !f.devicePlugin {
 		return nil, nil
 	}
-	if filepath.Dir(f.podSocket) == filepath.Dir(f.socket) {
-		return nil, fmt.Errorf("--pod-socket %s: its directory is mounted into containers, so it must not hold --socket %s", f.podSocket, f.socket)
-	}
-	cfg.Grants, cfg.PodSocket = server.NewGrants(), f.podSocket
-	return deviceplugin.New(deviceplugin.Config{Slots: table, Grants: cfg.Grants, PodSocket: f.podSocket,
+	cfg := deviceplugin.Config{Slots: table, Grants: grants, PodSocket: f.podSocket,
 		Dir: f.pluginDir, SharesPerChip: f.sharesPerChip, PodResources: f.podResources, CDIDir: f.cdiDir,
-		Logger: log.With("component", "deviceplugin")})
+		EngineIdle: f.shareIdle, Logger: log.With("component", "deviceplugin")}
+	if f.shareImage != "" {
+		cfg.Engines = srv.Engines(f.shareImage, st.shareToken)
+	}
+	return deviceplugin.New(cfg)
 }
 
 // simOverheatC is the die temperature of --sim-overheat chips, in m°C:

@@ -17,15 +17,7 @@ import (
 // http(s) base URL stops faasd before it touches a board or the registry.
 func TestServeRefusesBadMirror(t *testing.T) {
 	dir := t.TempDir()
-	k, err := sign.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := sign.MarshalPublicKey(k.Public())
-	trust := filepath.Join(dir, "platform.pub")
-	if err := os.WriteFile(trust, pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	trust := trustKey(t, dir)
 	t.Setenv("FAAS_NODE_TOKEN", "faas_node")
 	for _, m := range []string{"http://user:secret@127.0.0.1:65001", "127.0.0.1:65001", "http://127.0.0.1:65001/v2"} {
 		cmd := serveCommand()
@@ -72,4 +64,51 @@ func TestSimOverheat(t *testing.T) {
 	if _, err := openBoardsForServe(serveCommand(), f); err == nil || !strings.Contains(err.Error(), "--sim-overheat 4") {
 		t.Errorf("--sim-overheat 4 on two boards: %v, want an error naming it", err)
 	}
+}
+
+// TestServeShareFlags: --share-image needs the device plugin and a token
+// of the account that loads it, and --share-idle must be positive; each
+// mistake stops faasd before it touches a board, naming the flag.
+func TestServeShareFlags(t *testing.T) {
+	dir := t.TempDir()
+	trust := trustKey(t, dir)
+	t.Setenv("FAAS_NODE_TOKEN", "faas_node")
+	t.Setenv("FAAS_SHARE_TOKEN", "")
+	base := []string{"--registry", "http://127.0.0.1:1", "--node-user", "node1", "--trust-key", trust,
+		"--state-dir", filepath.Join(dir, "state"), "--sim", "1"}
+	plugin := []string{"--device-plugin", "--pod-socket", filepath.Join(dir, "pods", "faasd.sock")}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--share-image", "r/acme/alidnn:1"}, "--share-image needs --device-plugin"},
+		{append(plugin, "--share-image", "r/acme/alidnn:1"), "--share-token-file or $FAAS_SHARE_TOKEN"},
+		{append(plugin, "--share-idle", "0s"), "--share-idle 0s"},
+	} {
+		cmd := serveCommand()
+		cmd.SetArgs(append(append([]string{}, base...), c.args...))
+		cmd.SetOut(new(nopWriter))
+		cmd.SetErr(new(nopWriter))
+		if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("serve %q: %v, want an error naming %q", c.args, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
+		t.Errorf("state dir: %v, want none made", err)
+	}
+}
+
+// trustKey writes a platform public key into dir for --trust-key.
+func trustKey(t *testing.T, dir string) string {
+	t.Helper()
+	k, err := sign.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := sign.MarshalPublicKey(k.Public())
+	trust := filepath.Join(dir, "platform.pub")
+	if err := os.WriteFile(trust, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return trust
 }

@@ -15,13 +15,11 @@ import (
 	"github.com/fpga-faas/faas/services/modelserver"
 )
 
-// What faasd's device plugin sets in a container it gives chips to
-// (services/agent/deviceplugin; not imported: commands of services read
-// the environment, not each other's packages).
-const (
-	envSlots           = "FAAS_SLOTS"
-	envAllocationToken = "FAAS_ALLOCATION_TOKEN"
-)
+// envSlots is what faasd's device plugin sets in a container it gives
+// chips to, beside faas.AllocationEnv (services/agent/deviceplugin; not
+// imported: commands of services read the environment, not each other's
+// packages).
+const envSlots = "FAAS_SLOTS"
 
 // maxAttachments bounds -attachments: each holds a chip of the pool and a
 // session with its buffers.
@@ -90,7 +88,7 @@ func (src engineSource) open() (engines []alidnn.Engine, openers []modelserver.E
 	if v := os.Getenv(envSlots); v != "" && !isSet("slots") {
 		slots = v
 	}
-	if v := os.Getenv(envAllocationToken); v != "" {
+	if v := os.Getenv(faas.AllocationEnv); v != "" {
 		token = v
 	}
 	for _, s := range strings.Split(slots, ",") {

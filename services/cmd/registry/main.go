@@ -260,7 +260,7 @@ func serveBoth(ctx context.Context, srv *server.Server, ln, mln net.Listener) er
 
 func usersAddCommand() *cobra.Command {
 	var cfg server.Config
-	var role, passwordFile string
+	var role, passwordFile, tokenFile string
 	var ifAbsent bool
 	cmd := &cobra.Command{
 		Use:   "add NAME --role ROLE",
@@ -284,6 +284,17 @@ func usersAddCommand() *cobra.Command {
 			if password == "" {
 				return errors.New("no password on stdin (or in --password-file)")
 			}
+			var token string
+			if tokenFile != "" {
+				b, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return err
+				}
+				token = strings.TrimSpace(string(b))
+				if err := auth.CheckTokenFormat(token); err != nil {
+					return fmt.Errorf("--token-file %s: %w", tokenFile, err)
+				}
+			}
 			// Open as serve does (same flags): it applies the migrations,
 			// so users add also bootstraps an empty database.
 			secretsFromEnv(&cfg)
@@ -301,6 +312,12 @@ func usersAddCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "created %s account %s (%s)\n", acct.Role, acct.Name, acct.ID)
+			if token != "" {
+				if err := srv.Accounts().ImportToken(cmd.Context(), acct.ID, "bootstrap", token); err != nil {
+					return fmt.Errorf("--token-file %s: %w", tokenFile, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "with API token \"bootstrap\" of --token-file\n")
+			}
 			return nil
 		},
 	}
@@ -310,6 +327,7 @@ func usersAddCommand() *cobra.Command {
 	f.StringVar(&passwordFile, "password-file", "", "read the password from the first line of this file instead of stdin (a mounted Secret)")
 	// For bootstrap steps that run at every start, such as the dev
 	// overlay's init container (deploy/k8s/overlays/dev).
+	f.StringVar(&tokenFile, "token-file", "", "also give the account this API token (faas_ and 43 base64url characters), read from the file: for bootstrap steps that must know a token before the registry runs, such as a development cluster's published one")
 	f.BoolVar(&ifAbsent, "if-absent", false, "an account of that name existing already is no error (its role and password are not changed)")
 	storeFlags(f, &cfg)
 	return cmd

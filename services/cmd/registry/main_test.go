@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/registryclient"
 	"github.com/fpga-faas/faas/services/registry/auth"
 )
 
@@ -47,6 +48,20 @@ func TestUsersAddAndServe(t *testing.T) {
 	}
 	if _, err := add("isv1", "tenant", "", "--password-file", pwFile, "--if-absent"); err != nil {
 		t.Errorf("--if-absent on an existing account: %v", err)
+	}
+	tokFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokFile, []byte("faas_short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := add("shares", "tenant", "", "--password-file", pwFile, "--token-file", tokFile); !errors.Is(err, auth.ErrInvalid) {
+		t.Errorf("a malformed --token-file: %v", err)
+	}
+	const token = "faas_dev-only-shares-token-published-in-the-rep0"
+	if err := os.WriteFile(tokFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := add("shares", "tenant", "", "--password-file", pwFile, "--token-file", tokFile); err != nil || !strings.Contains(out, "with API token") {
+		t.Fatalf("users add --token-file: %q %v", out, err)
 	}
 	if _, err := add("x1", "boss", "pw\n"); !errors.Is(err, auth.ErrInvalid) {
 		t.Errorf("bad role: %v", err)
@@ -111,6 +126,13 @@ func TestUsersAddAndServe(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("token: %d", resp.StatusCode)
+	}
+	rc, err := registryclient.New(url, registryclient.WithToken(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if me, err := rc.Me(ctx); err != nil || me.Name != "shares" {
+		t.Errorf("the token of --token-file: %+v, %v; want the shares account", me, err)
 	}
 	cancel()
 	select {

@@ -286,6 +286,40 @@ func (s *Store) IssueToken(ctx context.Context, accountID, name string) (string,
 	return secret, nil
 }
 
+// CheckTokenFormat reports whether secret looks like an API token.
+func CheckTokenFormat(secret string) error {
+	_, err := base64.RawURLEncoding.Strict().DecodeString(strings.TrimPrefix(secret, TokenPrefix))
+	if len(secret) != tokenLen || !strings.HasPrefix(secret, TokenPrefix) || err != nil {
+		return fmt.Errorf("%w: an API token is %q and %d base64url characters", ErrInvalid, TokenPrefix, tokenLen-len(TokenPrefix))
+	}
+	return nil
+}
+
+// ImportToken records secret, which the caller chose, as an API token named
+// name of the account with id accountID: for bootstrap steps that must
+// know a token before the registry runs, such as a development cluster's
+// published ones (deploy/k8s/overlays/dev). The secret must look like one
+// IssueToken makes.
+func (s *Store) ImportToken(ctx context.Context, accountID, name, secret string) error {
+	if err := CheckTokenFormat(secret); err != nil {
+		return err
+	}
+	if !uuidRE.MatchString(accountID) {
+		return fmt.Errorf("%w: account %q", ErrNotFound, accountID)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	tag, err := s.pool.Exec(ctx,
+		`insert into api_tokens (account_id, name, token_hash)
+		 select id, $2, $3 from accounts where id = $1::uuid`, accountID, name, sum[:])
+	if err != nil {
+		return fmt.Errorf("auth: import token: %w", meta.Unavailable(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: account %s", ErrNotFound, accountID)
+	}
+	return nil
+}
+
 // AuthenticateToken returns the account an API token secret belongs to, if
 // the token is well-formed, known, unrevoked and unexpired, and the account is
 // not disabled; otherwise ErrUnauthenticated. The secret is looked up by its

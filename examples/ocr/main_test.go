@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
+	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
+)
+
+// TestReadRendered runs the program's reading of its default page, upside
+// down, on an engine simulated in the process instead of a faasd slot:
+// both lines found in the page's order and read as rendered; and a page
+// the engine reads otherwise is reported, not passed.
+func TestReadRendered(t *testing.T) {
+	m, err := ppocr.ReadModels(testenv.TestData(t, "ocr", "ppocrv4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := model.NewLocal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	img, want, err := input("", "Hello World 123|FPGA as a Service", 24, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want[0] != "FPGA as a Service" {
+		t.Fatalf("upside-down page's lines %q, want them in its reading order", want)
+	}
+	out, err := read(context.Background(), alidnn.NewLocal(sim), m, img, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "out.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := out.print(f, "the simulator", false); err != nil {
+		t.Error(err)
+	}
+	wrong := []string{"FPGA as a Service", "Hello World 124"}
+	if out, err = read(context.Background(), alidnn.NewLocal(sim), m, img, wrong); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.print(f, "the simulator", true); err == nil || !strings.Contains(err.Error(), `line 1 read "Hello World 123"`) {
+		t.Errorf("print of a misread page: %v, want the line named", err)
+	}
+}

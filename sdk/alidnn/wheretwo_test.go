@@ -1,0 +1,101 @@
+package alidnn_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// TestWhereTwoComputed picks between two computed tensors (Abs(x) and
+// Neg(y), [4,16]) by a constant condition, infinities among the values,
+// against the picks written out.
+func TestWhereTwoComputed(t *testing.T) {
+	n := 64
+	xf, yf, cond := make([]float32, n), make([]float32, n), make([]int64, n)
+	for k := range n {
+		xf[k], yf[k] = float32(k)*0.25-3, float32(k%7)-2.5
+		cond[k] = int64(k % 3 % 2)
+	}
+	xf[5], yf[9], xf[10], yf[10] = float32(math.Inf(-1)), float32(math.Inf(1)), float32(math.Inf(1)), float32(math.Inf(-1))
+	condT, err := onnx.NewInt("c", onnx.Bool, []int64{4, 16}, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, n)
+	for k := range n {
+		want[k] = -float64(yf[k])
+		if cond[k] != 0 {
+			want[k] = math.Abs(float64(xf[k]))
+		}
+	}
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", 4, 16), vinfo("y", 4, 16)},
+		Initializers: []*onnx.Tensor{condT},
+		Nodes: []*onnx.Node{
+			{Name: "abs", OpType: "Abs", Inputs: []string{"x"}, Outputs: []string{"a"}},
+			{Name: "neg", OpType: "Neg", Inputs: []string{"y"}, Outputs: []string{"b"}},
+			{Name: "where", OpType: "Where", Inputs: []string{"c", "a", "b"}, Outputs: []string{"w"}},
+		},
+		Outputs: []onnx.ValueInfo{{Name: "w"}},
+	}
+	checkExact(t, runGraph(t, g, onnx.NewFloat32("x", []int64{4, 16}, xf), onnx.NewFloat32("y", []int64{4, 16}, yf)), want)
+}
+
+// TestWhereTwoByMask picks between attention scores s = a·w [2,4,16] and
+// −s by a padding mask [2,1,16], a BOOL graph input that broadcasts over
+// the rows, against float64.
+func TestWhereTwoByMask(t *testing.T) {
+	mask := make([]int64, 32)
+	for k := range mask {
+		mask[k] = int64(k % 5 % 2)
+	}
+	m, err := onnx.NewInt("m", onnx.Bool, []int64{2, 1, 16}, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv := vinfo("m", 2, 1, 16)
+	mv.ElemType = onnx.Bool
+	w := ramp("w", []int64{8, 16}, 0.1)
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{mv, vinfo("a", 2, 4, 8)},
+		Initializers: []*onnx.Tensor{w},
+		Nodes: []*onnx.Node{
+			{Name: "mm", OpType: "MatMul", Inputs: []string{"a", "w"}, Outputs: []string{"s"}},
+			{Name: "neg", OpType: "Neg", Inputs: []string{"s"}, Outputs: []string{"ns"}},
+			{Name: "where", OpType: "Where", Inputs: []string{"m", "s", "ns"}, Outputs: []string{"y"}},
+		},
+		Outputs: []onnx.ValueInfo{{Name: "y"}},
+	}
+	a := ramp("a", []int64{2, 4, 8}, 0.3)
+	got := runGraph(t, g, m, a)
+	af, _ := a.Float32s()
+	wf, _ := w.Float32s()
+	var want []float64
+	for row := range 8 {
+		for o := range 16 {
+			s := 0.0
+			for k := range 8 {
+				s += float64(af[row*8+k]) * float64(wf[k*16+o])
+			}
+			if mask[row/4*16+o] == 0 {
+				s = -s
+			}
+			want = append(want, s)
+		}
+	}
+	checkClose(t, got, want)
+}
+
+// checkExact fails unless got is want, value for value (infinities equal).
+func checkExact(t *testing.T, got []float32, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d values, want %d", len(got), len(want))
+	}
+	for k := range want {
+		if float64(got[k]) != want[k] {
+			t.Fatalf("value %d: %g, want %g", k, got[k], want[k])
+		}
+	}
+}

@@ -49,24 +49,29 @@ func (w window) out(h, wd int) (int, int) {
 	return (h+w.pt+w.pb-w.dh*(w.kh-1)-1)/w.sh + 1, (wd+w.pl+w.pr-w.dw*(w.kw-1)-1)/w.sw + 1
 }
 
-func conv(e *evaluator, n *onnx.Node) (Tensor, error) {
-	x, err := e.need(n, 0)
-	if err != nil {
-		return Tensor{}, err
+// convOperands reads a Conv's or ConvTranspose's input and weights, both
+// of rank 4, and its group count.
+func convOperands(e *evaluator, n *onnx.Node) (x, wt Tensor, g int, err error) {
+	if x, err = e.need(n, 0); err != nil {
+		return
 	}
-	wt, err := e.need(n, 1)
-	if err != nil {
-		return Tensor{}, err
+	if wt, err = e.need(n, 1); err != nil {
+		return
 	}
 	if len(x.Dims) != 4 || len(wt.Dims) != 4 {
-		return Tensor{}, fmt.Errorf("Conv of %v by %v (2-D only)", x.Dims, wt.Dims)
+		return x, wt, 0, fmt.Errorf("%s of %v by %v (2-D only)", n.OpType, x.Dims, wt.Dims)
 	}
 	g64, err := n.Int("group", 1)
+	return x, wt, int(g64), err
+}
+
+func conv(e *evaluator, n *onnx.Node) (Tensor, error) {
+	x, wt, g, err := convOperands(e, n)
 	if err != nil {
 		return Tensor{}, err
 	}
 	N, C, H, W := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
-	M, cg, g := wt.Dims[0], wt.Dims[1], int(g64)
+	M, cg := wt.Dims[0], wt.Dims[1]
 	if g < 1 || C != cg*g || M%g != 0 {
 		return Tensor{}, fmt.Errorf("Conv of %v by %v in %d groups", x.Dims, wt.Dims, g)
 	}
@@ -137,18 +142,7 @@ func (w window) accumulate(out, x []float64, v float64, ky, kx, H, W, OH, OW int
 // convTranspose scatters each input pixel times the kernel into the
 // output, stride apart (dilation 1).
 func convTranspose(e *evaluator, n *onnx.Node) (Tensor, error) {
-	x, err := e.need(n, 0)
-	if err != nil {
-		return Tensor{}, err
-	}
-	wt, err := e.need(n, 1)
-	if err != nil {
-		return Tensor{}, err
-	}
-	if len(x.Dims) != 4 || len(wt.Dims) != 4 {
-		return Tensor{}, fmt.Errorf("ConvTranspose of %v by %v (2-D only)", x.Dims, wt.Dims)
-	}
-	g64, err := n.Int("group", 1)
+	x, wt, g, err := convOperands(e, n)
 	if err != nil {
 		return Tensor{}, err
 	}
@@ -156,7 +150,7 @@ func convTranspose(e *evaluator, n *onnx.Node) (Tensor, error) {
 		return Tensor{}, fmt.Errorf("output_shape is not implemented (%v)", err)
 	}
 	N, C, H, W := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
-	g, mg := int(g64), wt.Dims[1]
+	mg := wt.Dims[1]
 	if g < 1 || wt.Dims[0] != C || C%g != 0 {
 		return Tensor{}, fmt.Errorf("ConvTranspose of %v by %v in %d groups", x.Dims, wt.Dims, g)
 	}

@@ -97,12 +97,7 @@ func transpose(e *evaluator, n *onnx.Node) (Tensor, error) {
 	if len(perm) != r {
 		return Tensor{}, fmt.Errorf("perm %v of %v", perm, x.Dims)
 	}
-	st := make([]int, r)
-	m := 1
-	for a := r - 1; a >= 0; a-- {
-		st[a] = m
-		m *= x.Dims[a]
-	}
+	st := rowMajor(x.Dims)
 	dims, pst := make([]int, r), make([]int, r)
 	for k, a := range perm {
 		if a < 0 || int(a) >= r {
@@ -110,15 +105,32 @@ func transpose(e *evaluator, n *onnx.Node) (Tensor, error) {
 		}
 		dims[k], pst[k] = x.Dims[a], st[a]
 	}
-	y := Tensor{Dims: dims, V: make([]float64, len(x.V))}
-	pos := make([]int, r)
+	return gather(x, dims, func(k, p int) int { return p * pst[k] }), nil
+}
+
+// rowMajor is the row-major strides of dims.
+func rowMajor(dims []int) []int {
+	st := make([]int, len(dims))
+	m := 1
+	for a := len(dims) - 1; a >= 0; a-- {
+		st[a] = m
+		m *= dims[a]
+	}
+	return st
+}
+
+// gather is the tensor of dims whose value at position pos is x's at
+// offset Σ at(k, pos[k]): a transpose, a slice, a nearest resize.
+func gather(x Tensor, dims []int, at func(k, p int) int) Tensor {
+	y := Tensor{Dims: dims, V: make([]float64, size(dims))}
+	pos := make([]int, len(dims))
 	for i := range y.V {
 		off := 0
 		for k, p := range pos {
-			off += p * pst[k]
+			off += at(k, p)
 		}
 		y.V[i] = x.V[off]
-		for k := r - 1; k >= 0; k-- {
+		for k := len(dims) - 1; k >= 0; k-- {
 			pos[k]++
 			if pos[k] < dims[k] {
 				break
@@ -126,7 +138,7 @@ func transpose(e *evaluator, n *onnx.Node) (Tensor, error) {
 			pos[k] = 0
 		}
 	}
-	return y, nil
+	return y
 }
 
 // slice is Slice with ONNX's clamping of starts and ends, steps of either
@@ -183,29 +195,8 @@ func slice(e *evaluator, n *onnx.Node) (Tensor, error) {
 		}
 		lo[a], step[a], dims[a] = int(b), int(st), int(cnt)
 	}
-	st := make([]int, r)
-	m := 1
-	for a := r - 1; a >= 0; a-- {
-		st[a] = m
-		m *= x.Dims[a]
-	}
-	y := Tensor{Dims: dims, V: make([]float64, size(dims))}
-	pos := make([]int, r)
-	for i := range y.V {
-		off := 0
-		for a, p := range pos {
-			off += (lo[a] + p*step[a]) * st[a]
-		}
-		y.V[i] = x.V[off]
-		for a := r - 1; a >= 0; a-- {
-			pos[a]++
-			if pos[a] < dims[a] {
-				break
-			}
-			pos[a] = 0
-		}
-	}
-	return y, nil
+	st := rowMajor(x.Dims)
+	return gather(x, dims, func(a, p int) int { return (lo[a] + p*step[a]) * st[a] }), nil
 }
 
 func squeeze(e *evaluator, n *onnx.Node) (Tensor, error) {
@@ -413,27 +404,6 @@ func resize(e *evaluator, n *onnx.Node) (Tensor, error) {
 	} else {
 		return Tensor{}, fmt.Errorf("Resize of %v without %d scales or sizes", x.Dims, r)
 	}
-	st := make([]int, r)
-	m := 1
-	for a := r - 1; a >= 0; a-- {
-		st[a] = m
-		m *= x.Dims[a]
-	}
-	y := Tensor{Dims: dims, V: make([]float64, size(dims))}
-	pos := make([]int, r)
-	for i := range y.V {
-		off := 0
-		for a, p := range pos {
-			off += min(int(math.Floor(float64(p)/scales[a])), x.Dims[a]-1) * st[a]
-		}
-		y.V[i] = x.V[off]
-		for a := r - 1; a >= 0; a-- {
-			pos[a]++
-			if pos[a] < dims[a] {
-				break
-			}
-			pos[a] = 0
-		}
-	}
-	return y, nil
+	st := rowMajor(x.Dims)
+	return gather(x, dims, func(a, p int) int { return min(int(math.Floor(float64(p)/scales[a])), x.Dims[a]-1) * st[a] }), nil
 }

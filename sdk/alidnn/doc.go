@@ -55,8 +55,9 @@
 // MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go);
 // another broadcast along the lanes (channels) or along part of the rows
 // is refused. A mean over the last axis, which the lanes hold, is a MatMul
-// by the constant matrix of 1/C that broadcasts it to every lane:
-// ReduceMean so (kept; what is not an element-wise operator meeting the
+// by constants of 1/C that broadcasts it to every lane (over more than two
+// 16-lane blocks, two MatMuls, to lane 0 and back, 32·C products a row,
+// not C·C): ReduceMean so (kept; what is not an element-wise operator meeting the
 // full width reads lane 0, picked by a MatMul, see picklane.go), as the
 // layer normalisation exporters decompose and RMSNorm write it, and LayerNormalization (opset 17, over
 // the last axis) as that sequence, its optional Mean and InvStdDev picked
@@ -69,7 +70,7 @@
 // the sequences of their ONNX function bodies, CastLike as Cast (see
 // function.go). ReduceSum, ReduceMax and ReduceMin follow ReduceMean's rule
 // (see reduce.go): the sum a MatMul by ones, the maximum and minimum
-// Softmax's rotations with the infinities put back (see lanemax.go); with
+// Softmax's row-maximum steps with the infinities put back (see lanemax.go); with
 // empty axes and noop_with_empty_axes all four are the identity. Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
@@ -86,9 +87,10 @@
 // Unsqueeze, Cast, Range, Expand, Where, Trilu, comparisons, logic,
 // arithmetic and Pow) are folded at compile time. Softmax at the graph's
 // end runs on the host; one that other operators read (attention's) runs
-// on the engine over the last axis: the row maximum by ⌈log₂ C⌉ maxima
-// with the row rotated by a permutation MatMul, e^(x − max), the row sum
-// by a MatMul by ones, and the quotient (see softmax.go; a −Inf mask
+// on the engine over the last axis: the row maximum by maxima with
+// butterfly permutation MatMuls within 16-lane blocks, then across the
+// blocks' maxima picked to one lane each, e^(x − max), the row sum by a
+// MatMul by ones, and the quotient (see softmax.go; a −Inf mask
 // weighs 0, +Inf gives NaN).
 //
 // Transformers' integer inputs follow one rule (see embed.go), since the
@@ -162,7 +164,7 @@
 // run on the engine itself; the lane means and sums of layer
 // normalisations and engine Softmax stay fp32 there (a per-tensor scale
 // loses a small row, a ViT's class token), and so do Softmax's row-maximum
-// rotations (a mask's −MaxFloat32 would set their scale) and a layer's bias
+// steps (a mask's −MaxFloat32 would set their scale) and a layer's bias
 // and other per-channel additions its int32 accumulator cannot hold (a
 // channel of near-zero weights has as small a scale). Pre-quantised
 // models run in int8 too: QLinear and Integer operators (an input zero

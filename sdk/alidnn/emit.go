@@ -49,6 +49,9 @@ type emitter struct {
 	lastCompute int  // index of the last compute instruction, −1 none
 	tileOpen    bool // the next compute instruction starts a tile
 	loadsBehind bool // no STORE since the load queue was last synchronised
+	// rowHolds is what the constant rows of the epilogues planned last
+	// hold, by acc row (see loadRow).
+	rowHolds map[int]string
 }
 
 func (e *emitter) blob(b []byte) uint64 {
@@ -232,6 +235,7 @@ func (l *layer) storeElem() elem {
 }
 
 func (e *emitter) layer(l *layer) error {
+	clear(e.rowHolds)
 	var err error
 	switch l.kind {
 	case lGemm:

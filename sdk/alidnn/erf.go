@@ -4,8 +4,8 @@ package alidnn
 // 7.1.26: erf(a) = 1 − (a₁t + a₂t² + a₃t³ + a₄t⁴ + a₅t⁵)·e^(−a²) with
 // t = 1/(1 + p·a), a = |x|, within 1.5e-7 of erf, and erf(−a) = −erf(a).
 // Its terms multiply tensors, which a step reads from device memory, so it
-// takes four element-wise layers: t, e^(−x²) and x's sign from x, then the
-// polynomial in t.
+// takes four element-wise layers: x's sign, then t and e^(−x²) from x, then
+// the polynomial in t.
 
 import (
 	"fmt"
@@ -33,28 +33,31 @@ func (c *compiler) erfNode(n *onnx.Node) error {
 		return err
 	}
 	name := n.Outputs[0]
+	s, err := c.derive(x, name+"/sign", []step{rowOf1(sMulRow, signScale), rowOf1(sMaxRow, -1), rowOf1(sMinRow, 1)})
+	if err != nil {
+		return err
+	}
+	// |x| = x·sign(x) (below 2⁻¹⁰⁰ as small, where t is 1 either way),
+	// and x² = x·x: a pass and a load each, where the scratch copies of
+	// max(x, −x) and x·x took four and three passes.
 	t, err := c.derive(x, name+"/t", []step{
-		{kind: sSelf, fp: true, chain: []selfOp{{isa.AluMul, -1}}, comb: isa.AluMax},
-		rowOf1(sMulRow, erfP), rowOf1(sAddRow, 1),
+		{kind: sMulTensor, fp: true, t: s}, rowOf1(sMulRow, erfP), rowOf1(sAddRow, 1),
 		{kind: sSelf, fp: true, comb: isa.AluDiv, rowF: []float32{1}},
 	})
 	if err != nil {
 		return err
 	}
-	e, err := c.derive(x, name+"/exp", []step{{kind: sSelf, fp: true, comb: isa.AluMul}, rowOf1(sMulRow, -1), {kind: sExp, fp: true}})
+	e, err := c.derive(x, name+"/exp", []step{{kind: sMulTensor, fp: true, t: x}, rowOf1(sMulRow, -1), {kind: sExp, fp: true}})
 	if err != nil {
 		return err
 	}
-	s, err := c.derive(x, name+"/sign", []step{rowOf1(sMulRow, signScale), rowOf1(sMaxRow, -1), rowOf1(sMinRow, 1)})
-	if err != nil {
-		return err
-	}
+	// The polynomial's coefficients negated, so that 1 − P·e is one add.
 	mulT := step{kind: sMulTensor, fp: true, t: t}
-	poly := []step{rowOf1(sMulRow, erfA[4])}
+	poly := []step{rowOf1(sMulRow, -erfA[4])}
 	for k := 3; k >= 0; k-- {
-		poly = append(poly, rowOf1(sAddRow, erfA[k]), mulT)
+		poly = append(poly, rowOf1(sAddRow, -erfA[k]), mulT)
 	}
-	poly = append(poly, step{kind: sMulTensor, fp: true, t: e}, rowOf1(sMulRow, -1), rowOf1(sAddRow, 1), step{kind: sMulTensor, fp: true, t: s})
+	poly = append(poly, step{kind: sMulTensor, fp: true, t: e}, rowOf1(sAddRow, 1), step{kind: sMulTensor, fp: true, t: s})
 	y, err := c.derive(t, name, poly)
 	if err != nil {
 		return err

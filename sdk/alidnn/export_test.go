@@ -6,3 +6,6 @@ func Pending(s *Session) int {
 	defer s.mu.Unlock()
 	return len(s.pending)
 }
+
+// Butterfly is step s of the engine Softmax's row maximum over C lanes.
+func Butterfly(C, s int) []float32 { return butterfly(C, s) }

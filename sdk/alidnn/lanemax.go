@@ -7,7 +7,7 @@ import (
 )
 
 // laneExtreme compiles ReduceMax (ReduceMin as −ReduceMax(−x)) of x over
-// its last axis, kept, into every lane of the row: the rotations of
+// its last axis, kept, into every lane of the row: the maximum steps of
 // laneMaxSeq over x clamped to ±MaxFloat32 (the permutation MatMul's
 // products by 0 would make infinities NaN), then the infinities put back,
 // exact for every value but NaN, which the ALU's min and max drop:

@@ -23,8 +23,12 @@ func (e *emitter) move(l *layer) error {
 	outCB := out.lay.cb()
 	budget := hw.AccSize
 	u := &uopTable{}
-	// Size the tile: the input rows, plus what the steps need.
+	// Size the tile: the input rows (of several blocks, see kb below, when
+	// they load straight into the accumulator), plus what the steps need.
 	n := min(S, hw.InpSize, budget)
+	if in.elem != i8 {
+		n = min(S*lay.cb(), budget)
+	}
 	var ep *epilogue
 	for {
 		var err error
@@ -51,12 +55,23 @@ func (e *emitter) move(l *layer) error {
 	if err := e.loadUops(u); err != nil {
 		return err
 	}
+	// A tile holds kb whole blocks when they are short (a transformer's
+	// [tokens, hidden] is 192 blocks of 128 rows at BERT-base) and lie
+	// one after the other in the input and the output: each load then
+	// pays the DDR latency once for them all.
+	kb := 1
+	if in.elem != i8 && l.rows == nil && out.lay.s() == S && e.uniformSteps(ep, outCB) {
+		kb = max(1, n/S)
+	}
 	eb := in.elem.size() * lanes
 	for o := range lay.o() {
-		for cb := range lay.cb() {
+		for cb := 0; cb < lay.cb(); cb += kb {
 			for r, m := 0, 0; r < S; r += m {
 				var dst int
 				m, dst = l.placeRows(r, min(n, S-r))
+				if kb > 1 { // then r = dst = 0 and m = S
+					m = min(kb, lay.cb()-cb) * S
+				}
 				e.beginTile()
 				src := in.addr + uint64(((o*lay.cb()+cb)*S+r)*eb)
 				if in.elem == i8 {

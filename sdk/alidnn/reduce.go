@@ -9,8 +9,8 @@ import (
 // reduceNode compiles ReduceMean, ReduceSum, ReduceMax and ReduceMin: as
 // the identity when their axes are empty and noop_with_empty_axes is set,
 // and over the last axis, kept, as a lane reduction — ReduceMean and
-// ReduceSum a MatMul by the matrix of 1/C or of ones (see laneReduce),
-// ReduceMax and ReduceMin rotations (see laneExtreme). Its result holds C
+// ReduceSum MatMuls by constants of 1/C or of ones (see laneReduce),
+// ReduceMax and ReduceMin permutation MatMuls (see laneExtreme). Its result holds C
 // lanes where the graph declares one: as it is, for element-wise
 // operators whose results meet a tensor of the full width (see
 // broadcastsSafely), and reduced to one lane for any other reader.

@@ -10,11 +10,11 @@ import (
 
 // Softmax over the last axis on the engine, which holds that axis on the
 // lanes: the ALU works lane by lane, so what crosses lanes is a MatMul by
-// a constant C×C matrix. The row maximum takes ⌈log₂ C⌉ steps, each the
-// maximum of the running one and itself rotated by 1, 2, 4, … lanes (a
-// permutation matrix, exact in fp32 for finite values: one product by 1
-// and sums of zeros), after which every lane holds the maximum of C
-// consecutive lanes — its row's, the padding lanes never entering; then
+// constant matrices. The row maximum takes steps, each the maximum of the
+// running one and the lanes of a butterfly (see laneMaxSeq and butterfly: a
+// 0/1 matrix with one 1 a column, exact in fp32 for finite values: one
+// product by 1 and sums of zeros), after which every lane holds its
+// row's maximum, the padding lanes never entering; then
 // e^(x − max), its row sum by the matrix of ones (see laneReduce), and the
 // quotient. A −Inf (a mask's) is first raised to −MaxFloat32, whose
 // product by the permutation's zeros is 0 where −Inf's would be NaN, and
@@ -74,9 +74,12 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	} else {
 		uses[xn] = 1
 	}
-	// In int8 models the rotations stay fp32 too: a masked row's
-	// −MaxFloat32 sets a per-tensor int8 scale that rounds every other
-	// score to 0, leaving each lane its own maximum.
+	// In int8 models the maximum's MatMuls stay fp32 too: a masked row's
+	// −MaxFloat32 would set a per-tensor int8 scale that rounds every
+	// other score to 0, leaving each lane its own maximum; and quantising
+	// the running maximum before each step costs a pass and a load of the
+	// scores, more than the fp32 products of a permutation's one block a
+	// column.
 	keep := c.keepFP32
 	c.keepFP32 = true
 	err = c.runSeq(n, seq, uses)
@@ -85,28 +88,72 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 }
 
 // laneMaxSeq writes the row maximum of in, C values on the lanes and
-// finite, into every lane of its row: ⌈log₂ C⌉ maxima of the running one
-// and itself rotated by 1, 2, 4, … lanes (a permutation MatMul). It
-// returns the nodes, named from p, and the maximum's name, counting the
-// reads of what they read in uses.
+// finite, into every lane of its row. It returns the nodes, named from p,
+// and the maximum's name, counting the reads of what they read in uses.
+// Within 16-lane blocks they are butterflies (s = 1 … 8), each
+// a full-width MatMul of one weight block a column. Over more than one
+// block, each block's maximum is then picked to a lane of its own (a
+// MatMul by the C×⌈C/16⌉ matrix with a 1 at the block's first lane), the
+// maximum of those ⌈C/16⌉ lanes taken by butterflies one block wide, and
+// broadcast back from lane 0: two full-width MatMuls where butterflies
+// across the blocks would take log₂ of them. All are products by 1 and
+// sums of zeros, exact.
 func (c *compiler) laneMaxSeq(p, in string, C int, uses map[string]int) ([]*onnx.Node, string) {
 	var seq []*onnx.Node
-	m := in
-	for s := 1; s < C; s *= 2 {
-		rot := fmt.Sprintf("%srot%d", p, s)
-		w := make([]float32, C*C)
-		for j := range C {
-			w[(j+s)%C*C+j] = 1
+	steps := func(m, tag string, width, limit int) string {
+		for s := 1; s < width && s < limit; s *= 2 {
+			rot := fmt.Sprintf("%s%srot%d", p, tag, s)
+			c.vals[rot+"/w"] = constFloat(rot+"/w", []int{width, width}, butterfly(width, s))
+			mx := fmt.Sprintf("%s%smax%d", p, tag, s)
+			seq = append(seq,
+				&onnx.Node{OpType: "MatMul", Inputs: []string{m, rot + "/w"}, Outputs: []string{rot}},
+				&onnx.Node{OpType: "Max", Inputs: []string{m, rot}, Outputs: []string{mx}})
+			uses[rot], uses[m] = 1, 2
+			m = mx
 		}
-		c.vals[rot+"/w"] = constFloat(rot+"/w", []int{C, C}, w)
-		mx := fmt.Sprintf("%smax%d", p, s)
-		seq = append(seq,
-			&onnx.Node{OpType: "MatMul", Inputs: []string{m, rot + "/w"}, Outputs: []string{rot}},
-			&onnx.Node{OpType: "Max", Inputs: []string{m, rot}, Outputs: []string{mx}})
-		uses[rot], uses[m] = 1, 2
-		m = mx
+		return m
 	}
-	return seq, m
+	m := steps(in, "", C, lanes)
+	if C <= lanes {
+		return seq, m
+	}
+	B := (C + lanes - 1) / lanes
+	pick := make([]float32, C*B)
+	for b := range B {
+		pick[b*lanes*B+b] = 1
+	}
+	c.vals[p+"blocks/w"] = constFloat(p+"blocks/w", []int{C, B}, pick)
+	seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{m, p + "blocks/w"}, Outputs: []string{p + "blocks"}})
+	uses[m] = 1
+	mb := steps(p+"blocks", "blocks/", B, B)
+	c.vals[p+"rowmax/w"] = constFloat(p+"rowmax/w", []int{B, C}, append(fill(C, 1), make([]float32, (B-1)*C)...))
+	seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{mb, p + "rowmax/w"}, Outputs: []string{p + "rowmax"}})
+	uses[mb] = 1
+	return seq, p + "rowmax"
+}
+
+// butterfly is step s (1, 2, 4, …) of the row maximum over C lanes: the
+// C×C matrix that gives lane j the value of lane j XOR s, its partner in
+// the group of 2s lanes. Each lane holds the maximum of its group of s
+// before the step, so of its group of 2s after it. A partner beyond the
+// row is replaced by the first lane of the partner's group of s, which
+// holds that group's maximum, or by j itself when the whole group lies
+// beyond. The partners of a 16-lane block lie in one block (two at the
+// row's end), which is all the array multiplies (see blockLists): a
+// rotation's would span two.
+func butterfly(C, s int) []float32 {
+	w := make([]float32, C*C)
+	for j := range C {
+		p := j ^ s
+		if p >= C {
+			p &^= s - 1
+		}
+		if p >= C {
+			p = j
+		}
+		w[p*C+j] = 1
+	}
+	return w
 }
 
 // runSeq compiles the nodes seq standing for n — a ReduceMean or ReduceSum

@@ -4,6 +4,7 @@ package alidnn
 // parameter SRAM, and emitted as ALU instructions for each tile.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -33,6 +34,11 @@ type plannedStep struct {
 	uops   []uint32
 	fill   int
 	fillU  uint32
+	// loaded says a tensor step's operand is already in its region: an
+	// earlier step of the epilogue reads the same tensor the same way
+	// (erf's polynomial multiplies by t four times), and no step writes
+	// an operand's region, so one load a tile serves both.
+	loaded bool
 }
 
 // scalarRow is a row of ob blocks of lanes fp32 lanes, all v.
@@ -47,6 +53,8 @@ func scalarRow(ob int, v float32) []byte {
 // plan lays out the steps of l for tiles of at most n acc rows starting at
 // acc row base, with free acc from row free.
 func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, error) {
+	// Rows may now be laid out anew: forget what they held.
+	clear(e.rowHolds)
 	ep := &epilogue{}
 	ob := l.out.lay.cb()
 	param := 0
@@ -76,9 +84,13 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 			ep.rows++
 			p.uop = u.addALU(base, p.reg)
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
-			p.reg = free
-			free += n
-			ep.tiles++
+			if q := ep.operand(s); q != nil {
+				p.reg, p.loaded = q.reg, true
+			} else {
+				p.reg = free
+				free += n
+				ep.tiles++
+			}
 			p.uop = u.addALU(base, p.reg)
 		case sSelf:
 			free = e.planSelf(&p, ep, u, ob, base, n, free)
@@ -112,6 +124,21 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 		return nil, fmt.Errorf("%d parameter rows: %w", param, ErrUnsupported)
 	}
 	return ep, nil
+}
+
+// operand returns the planned tensor step that loads s's operand, read
+// the same way, or nil.
+func (ep *epilogue) operand(s step) *plannedStep {
+	for k := range ep.steps {
+		q := &ep.steps[k]
+		switch q.kind {
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
+			if q.t == s.t && !q.loaded && (q.tlay == s.tlay || q.tlay != nil && s.tlay != nil && q.tlay.equal(*s.tlay)) {
+				return q
+			}
+		}
+	}
+	return nil
 }
 
 // planSelf places sSelf step p: its scratch tile, a row for each constant
@@ -149,6 +176,66 @@ func (e *emitter) planSelf(p *plannedStep, ep *epilogue, u *uopTable, ob, base, 
 	return free
 }
 
+// uniformSteps reports whether ep's steps act alike on each of the ob
+// output blocks, so that a tile may hold several blocks: every constant
+// row the same in each block, tensor operands laid out like the output,
+// no per-channel parameters.
+func (e *emitter) uniformSteps(ep *epilogue, ob int) bool {
+	same := func(table uint64) bool {
+		row := e.consts[table : table+lanes*4]
+		for b := 1; b < ob; b++ {
+			at := table + uint64(b*lanes*4)
+			if !bytes.Equal(row, e.consts[at:at+lanes*4]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, p := range ep.steps {
+		switch p.kind {
+		case sAddRow, sMulRow, sMinRow, sMaxRow:
+			if !same(p.table) {
+				return false
+			}
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
+			if p.tlay != nil {
+				return false
+			}
+		case sSelf:
+			for k, r := range p.rows {
+				if r >= 0 && !same(p.tables[k]) {
+					return false
+				}
+			}
+			if p.rowF != nil && !same(p.table) {
+				return false
+			}
+		case sRelu, sExp, sLog:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// loadRow loads the constant row at src of the constant segment, of
+// elements el, into acc row reg, unless the row holds those bytes already:
+// a step's scalar is the same in every output block, and tiles of one
+// block each (an element-wise layer's) would otherwise load it before
+// every ALU pass. Only loads write an epilogue's rows, and plan, laying
+// them out, forgets what they held.
+func (e *emitter) loadRow(el elem, reg int, src uint64) {
+	key := string(append([]byte{byte(el)}, e.consts[src:src+lanes*4]...))
+	if e.rowHolds[reg] == key {
+		return
+	}
+	if e.rowHolds == nil {
+		e.rowHolds = map[int]string{}
+	}
+	e.rowHolds[reg] = key
+	e.compute(load(isa.MemAcc, el, reg, src, 1, 1, 1), false)
+}
+
 // runSelf emits sSelf step p on a tile of n rows of output block ob.
 func (e *emitter) runSelf(p plannedStep, ob, n int) {
 	// The scratch region may hold any bits: an integer multiply by zero
@@ -160,14 +247,14 @@ func (e *emitter) runSelf(p plannedStep, ob, n int) {
 	for k, c := range p.chain {
 		// Exp and log take no operand row.
 		if p.rows[k] >= 0 {
-			e.compute(load(isa.MemAcc, f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4), 1, 1, 1), false)
+			e.loadRow(f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4))
 		}
 		e.compute(isa.Insn{Op: isa.OpALU, Alu: c.op, UopBegin: p.uops[k], UopEnd: p.uops[k] + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
 	}
 	if p.rowF != nil {
 		// The tile, cleared as the scratch was, gets the row.
 		e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.fillU, UopEnd: p.fillU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}, false)
-		e.compute(load(isa.MemAcc, f32, p.fill, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
+		e.loadRow(f32, p.fill, p.table+uint64(ob*lanes*4))
 		e.compute(isa.Insn{Op: isa.OpALU, Alu: isa.AluAdd, UopBegin: p.fillU, UopEnd: p.fillU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: true}, false)
 	}
 	for range max(p.combs, 1) {
@@ -205,12 +292,12 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			if p.fp {
 				el = f32
 			}
-			e.compute(load(isa.MemAcc, el, p.reg, p.table+uint64(ob*lanes*4), 1, 1, 1), false)
+			e.loadRow(el, p.reg, p.table+uint64(ob*lanes*4))
 			alu.Alu = aluOf[p.kind]
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1
-			if e.loadOperand(p, lay, t) {
+			if e.loadOperand(p, lay, t, !p.loaded) {
 				// One row per image, read by every row of the image's part.
 				alu.IterOut, alu.IterIn, alu.DstOut, alu.SrcOut, alu.SrcIn = uint32(t.nb), uint32(t.span), uint32(t.span), uint32(t.span), 0
 			}
@@ -238,16 +325,16 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 	}
 }
 
-// loadOperand loads the part of a tensor step's operand that tile t of an
-// output laid out as lay needs, and reports whether that is one row per
-// image broadcast over the tile's rows.
-func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef) bool {
+// loadOperand loads (if fetch) the part of a tensor step's operand that
+// tile t of an output laid out as lay needs, and reports whether that is
+// one row per image broadcast over the tile's rows.
+func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef, fetch bool) bool {
 	tl := lay
 	if p.tlay != nil {
 		tl = *p.tlay
 	}
 	bcast := tl.s() < lay.s()
-	for i := range t.nb {
+	for i := range t.nb * boolN(fetch) {
 		img := p.t.addr + uint64((tl.outerIndex(lay, t.o+i)*tl.cb()+t.ob)*tl.s()*lanes*4)
 		switch sc := t.sc; {
 		case bcast:

@@ -124,16 +124,24 @@ func (c *compiler) whereComputed(n *onnx.Node, cond, k *value, pickT bool, tName
 			&onnx.Node{OpType: "Mul", Inputs: []string{tName, p}, Outputs: []string{tmp("tp")}},
 			&onnx.Node{OpType: "Add", Inputs: []string{tmp("tp"), tmp("kq")}, Outputs: []string{out}})
 	}
+	return c.lowered(n, ops, tmp(""), c.run)
+}
+
+// lowered compiles ops, the nodes standing for n, one by one with step (a
+// node's whole compilation, or only its run): each named after n, and the
+// temporaries, named with prefix, counted as the ops read them — the
+// graph's own values keep their count.
+func (c *compiler) lowered(n *onnx.Node, ops []*onnx.Node, prefix string, step func(*onnx.Node) error) error {
 	for _, m := range ops {
 		m.Name = n.Name
 		for _, in := range m.Inputs {
-			if strings.HasPrefix(in, tmp("")) {
-				c.uses[in]++ // the graph's own values keep their count
+			if strings.HasPrefix(in, prefix) {
+				c.uses[in]++
 			}
 		}
 	}
 	for _, m := range ops {
-		if err := c.run(m); err != nil {
+		if err := step(m); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package alidnn
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -53,18 +52,5 @@ func (c *compiler) whereTwo(n *onnx.Node, cond, x, y *value) error {
 		&onnx.Node{OpType: "Min", Inputs: []string{n.Inputs[1], tmp("b")}, Outputs: []string{tmp("x")}},
 		&onnx.Node{OpType: "Min", Inputs: []string{n.Inputs[2], tmp("nb")}, Outputs: []string{tmp("y")}},
 		&onnx.Node{OpType: "Max", Inputs: []string{tmp("x"), tmp("y")}, Outputs: []string{out}})
-	for _, m := range ops {
-		m.Name = n.Name
-		for _, in := range m.Inputs {
-			if strings.HasPrefix(in, tmp("")) {
-				c.uses[in]++ // the graph's own values keep their count
-			}
-		}
-	}
-	for _, m := range ops {
-		if err := c.node(m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.lowered(n, ops, tmp(""), c.node)
 }

@@ -31,19 +31,34 @@ const (
 	bertMaskMin             float32 = -math.MaxFloat32 // torch.finfo(torch.float32).min
 )
 
+// bertSize is a BERT's dimensions: the generated case's (bertSmall) and
+// BERT-base's, which the benchmark builds (bertBase).
+type bertSize struct {
+	vocab, types, positions   int64
+	hidden, heads, ff, layers int64
+}
+
+var (
+	bertSmall = bertSize{bertV, bertT, bertP, bertH, bertHeads, bertF, bertLayers}
+	bertBase  = bertSize{30522, 2, 512, 768, 12, 3072, 12}
+)
+
+func (s bertSize) headDim() int64 { return s.hidden / s.heads }
+
 type bertWeights map[string][]float32
 
-func (w bertWeights) dims() map[string][]int64 {
-	d := map[string][]int64{"word": {bertV, bertH}, "pos": {bertP, bertH}, "type": {bertT, bertH}, "emb_g": {bertH}, "emb_b": {bertH},
-		"pool_w": {bertH, bertH}, "pool_b": {bertH}}
-	encoderLayerDims(d, bertLayers, bertH, bertF)
+func (s bertSize) dims() map[string][]int64 {
+	h := s.hidden
+	d := map[string][]int64{"word": {s.vocab, h}, "pos": {s.positions, h}, "type": {s.types, h}, "emb_g": {h}, "emb_b": {h},
+		"pool_w": {h, h}, "pool_b": {h}}
+	encoderLayerDims(d, int(s.layers), h, s.ff)
 	return d
 }
 
-func newBertWeights() bertWeights {
+func newBertWeights(s bertSize) bertWeights {
 	w := bertWeights{}
 	seed := 400.0
-	all := w.dims()
+	all := s.dims()
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		dims := all[name]
 		scale, shift := float32(0.06), float32(0)
@@ -215,8 +230,8 @@ func (w bertWeights) bertSet(lin linearFunc, N, S int, seed int64) dataSet {
 }
 
 func bertCases() []genCase {
-	w := newBertWeights()
-	g := bertGraph(w)
+	w := newBertWeights(bertSmall)
+	g := bertGraph(bertSmall, w)
 	bertCase := func(name string, w bertWeights, g graph, lin linearFunc) genCase {
 		first := w.bertSet(lin, 2, 16, 1)
 		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs,
@@ -233,29 +248,31 @@ func bertCases() []genCase {
 	return []genCase{fp32, bertCase("bert_encoder_dynamic_int8", dw, quantizeDynamic(g), dynLinear)}
 }
 
-// bertGraph is bert_encoder's graph with the weights w.
-func bertGraph(w bertWeights) graph {
+// bertGraph is the encoder of size s with weights w, batch and sequence
+// symbolic.
+func bertGraph(s bertSize, w bertWeights) graph {
 	var inits []*onnx.Tensor
-	dims := w.dims()
+	dims := s.dims()
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
 		inits = append(inits, onnx.NewFloat32(name, dims[name], w[name]))
 	}
-	positions := make([]int64, bertP)
+	positions := make([]int64, s.positions)
 	for k := range positions {
 		positions[k] = int64(k)
 	}
 	ints := func(name string, v ...int64) *onnx.Tensor {
 		return intTensor(name, onnx.Int64, []int64{int64(len(v))}, v)
 	}
-	inits = append(inits, intTensor("position_ids", onnx.Int64, []int64{1, bertP}, positions),
-		ints("split", bertHeads, bertD), ints("merge", bertH), ints("lead_start", 0), ints("lead_end", 2),
-		ints("one_i", 1), ints("zero_i", 0), intTensor("first", onnx.Int64, nil, []int64{0}), ints("axes_12", 1, 2), scalar("sqrt_d", 4), scalar("sqrt2", float32(math.Sqrt2)),
+	inits = append(inits, intTensor("position_ids", onnx.Int64, []int64{1, s.positions}, positions),
+		ints("split", s.heads, s.headDim()), ints("merge", s.hidden), ints("lead_start", 0), ints("lead_end", 2),
+		ints("one_i", 1), ints("zero_i", 0), intTensor("first", onnx.Int64, nil, []int64{0}), ints("axes_12", 1, 2),
+		scalar("sqrt_d", float32(math.Sqrt(float64(s.headDim())))), scalar("sqrt2", float32(math.Sqrt2)),
 		scalar("one", 1), scalar("half", 0.5), scalar("mask_min", bertMaskMin))
 	nodes := bertEmbeddings()
 	x := "emb"
-	for l := range bertLayers {
+	for l := range s.layers {
 		var ns []node
-		ns, x = bertLayer(fmt.Sprintf("l%d.", l), x, l == bertLayers-1)
+		ns, x = bertLayer(fmt.Sprintf("l%d.", l), x, l == s.layers-1)
 		nodes = append(nodes, ns...)
 	}
 	// BertPooler: hidden_states[:, 0] → Linear (Gemm, transB) → Tanh.
@@ -272,8 +289,8 @@ func bertGraph(w bertWeights) graph {
 			{name: "attention_mask", typ: onnx.Int64, dims: []int64{0, 0}, params: sym},
 			{name: "token_type_ids", typ: onnx.Int64, dims: []int64{0, 0}, params: sym},
 		},
-		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, bertH}, params: []string{"batch", "seq", ""}},
-			{name: "pooler_output", typ: onnx.Float, dims: []int64{0, bertH}, params: []string{"batch", ""}}},
+		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, s.hidden}, params: []string{"batch", "seq", ""}},
+			{name: "pooler_output", typ: onnx.Float, dims: []int64{0, s.hidden}, params: []string{"batch", ""}}},
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // BertForSequenceClassification has it (logits of a Linear of the
 // pooler_output), in float64 for the trainer, one sequence at a time:
 // forward and backward passes built of tflayers_test.go's layers. Its
-// parameters are named as bertWeights.dims names the graph's, the
+// parameters are named as bertSize.dims names the graph's, the
 // classifier's cls_w [classes, h] and cls_b. The cases' reference outputs
 // come from bertWeights.forward64, never from here;
 // TestBertTrainerForward checks the two agree.
@@ -25,11 +25,16 @@ type bertArch struct {
 	eps                     float32
 }
 
+// size is the graph builder's bertSize of the BERT.
+func (a bertArch) size() bertSize {
+	return bertSize{int64(a.vocab), int64(a.types), int64(a.positions), int64(a.h), int64(a.heads), int64(a.f), int64(a.layers)}
+}
+
+// dims are the parameters' shapes by name: the graph's initializers and
+// the classifier's.
 func (a bertArch) dims() map[string][]int64 {
-	h := int64(a.h)
-	d := map[string][]int64{"word": {int64(a.vocab), h}, "pos": {int64(a.positions), h}, "type": {int64(a.types), h},
-		"emb_g": {h}, "emb_b": {h}, "pool_w": {h, h}, "pool_b": {h}, "cls_w": {int64(a.classes), h}, "cls_b": {int64(a.classes)}}
-	encoderLayerDims(d, a.layers, h, int64(a.f))
+	d := a.size().dims()
+	d["cls_w"], d["cls_b"] = []int64{int64(a.classes), int64(a.h)}, []int64{int64(a.classes)}
 	return d
 }
 

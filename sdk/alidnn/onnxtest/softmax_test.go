@@ -8,8 +8,10 @@ import (
 
 // Softmax on the engine over the last axis, feeding a MatMul: 20 classes
 // (one partial block) of logits up to about ±150, beyond which e^x
-// overflows fp32 unless the row's maximum is subtracted first; and 5
-// (fewer than a block, three rotation steps); and 20 masked with −Inf.
+// overflows fp32 unless the row's maximum is subtracted first; 77 at twice
+// that scale (five blocks, the last partial: butterflies within the
+// blocks, then across the blocks' maxima; a wrong maximum overflows); 5
+// (fewer than a block, three butterfly steps); and 20 masked with −Inf.
 
 func init() { caseFamilies = append(caseFamilies, softmaxCases) }
 
@@ -85,5 +87,5 @@ func softmaxCases() []genCase {
 		ins:  []*onnx.Tensor{onnx.NewFloat32("x", xd, x), onnx.NewFloat32("mask", md, mask)},
 		outs: []*onnx.Tensor{onnx.NewFloat32("y", xd, mmRef(softmaxRef(l, 20), w2, 6, 1, 20, 8, func(int) int { return 0 }))},
 	}
-	return []genCase{sm("softmax_engine_large", 20, 2), sm("softmax_engine_short", 5, 0.3), masked}
+	return []genCase{sm("softmax_engine_large", 20, 2), sm("softmax_engine_wide", 77, 4), sm("softmax_engine_short", 5, 0.3), masked}
 }

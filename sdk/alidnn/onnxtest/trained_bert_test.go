@@ -75,7 +75,7 @@ func trainedBertCases() []genCase {
 // bertClassifierGraph is bert_encoder's graph with the classifier of w's
 // cls_w and cls_b after the pooler, the logits its only output.
 func bertClassifierGraph(w bertWeights) graph {
-	g := bertGraph(w)
+	g := bertGraph(bertSmall, w)
 	classes := int64(len(w["cls_b"]))
 	g.inits = append(g.inits, onnx.NewFloat32("cls_w", []int64{classes, bertH}, w["cls_w"]), onnx.NewFloat32("cls_b", []int64{classes}, w["cls_b"]))
 	g.nodes = append(g.nodes, node{op: "Gemm", inputs: []string{"pooler_output", "cls_w", "cls_b"}, outputs: []string{"logits"},

@@ -36,7 +36,7 @@ func TestTrainedViTHeldOut(t *testing.T) {
 
 	ctx := context.Background()
 	dev := local(t)
-	b, err := encodeModel(trainedViTFolder, 17, vitGraph(w, false))
+	b, err := encodeModel(trainedViTFolder, 17, vitGraph(trainedViTArch.size(), w, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func trainedViTCases() []genCase {
 		c.err = err
 		return []genCase{c}
 	}
-	c.g = vitGraph(w, false)
+	c.g = vitGraph(trainedViTArch.size(), w, false)
 	ds := newSynth(heldOutSeed)
 	for k, n := range trainedViTBatches {
 		xs, _ := ds.batch(n)

@@ -34,20 +34,37 @@ const (
 	vitEps                      float32 = 1e-12
 )
 
+// vitSize is a ViT's dimensions: the generated cases' (vitSmall) and
+// ViT-B/16's at 224, which the benchmark builds (vitBase).
+type vitSize struct {
+	img, patch, channels               int64
+	hidden, heads, ff, layers, classes int64
+}
+
+var (
+	vitSmall = vitSize{vitImg, vitPatch, vitC, vitH, vitHeads, vitF, vitLayers, vitClasses}
+	vitBase  = vitSize{224, 16, 3, 768, 12, 3072, 12, 1000}
+)
+
+func (s vitSize) grid() int64    { return s.img / s.patch }
+func (s vitSize) tokens() int64  { return s.grid()*s.grid() + 1 } // patches and the class token
+func (s vitSize) headDim() int64 { return s.hidden / s.heads }
+
 type vitWeights map[string][]float32
 
-func vitDims() map[string][]int64 {
-	d := map[string][]int64{"patch_w": {vitH, vitC, vitPatch, vitPatch}, "patch_b": {vitH},
-		"cls": {1, 1, vitH}, "pos": {1, vitTokens, vitH}, "lnf_g": {vitH}, "lnf_b": {vitH},
-		"head_w": {vitClasses, vitH}, "head_b": {vitClasses}}
-	encoderLayerDims(d, vitLayers, vitH, vitF)
+func (s vitSize) dims() map[string][]int64 {
+	h := s.hidden
+	d := map[string][]int64{"patch_w": {h, s.channels, s.patch, s.patch}, "patch_b": {h},
+		"cls": {1, 1, h}, "pos": {1, s.tokens(), h}, "lnf_g": {h}, "lnf_b": {h},
+		"head_w": {s.classes, h}, "head_b": {s.classes}}
+	encoderLayerDims(d, int(s.layers), h, s.ff)
 	return d
 }
 
-func newVitWeights() vitWeights {
+func newVitWeights(s vitSize) vitWeights {
 	w := vitWeights{}
 	seed := 600.0
-	dims := vitDims()
+	dims := s.dims()
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
 		scale, shift := float32(0.06), float32(0)
 		switch {
@@ -191,10 +208,10 @@ func (w vitWeights) vitSet(lin linearFunc, patch patchFunc, N int, seed float64)
 }
 
 func vitCases() []genCase {
-	w := newVitWeights()
+	w := newVitWeights(vitSmall)
 	dyn := vitSets(w, dynLinear, dynPatchConv, 1)
 	return []genCase{vitCase(w, "vit_tiny", false, 1), vitCase(w, "vit_tiny_sdpa", true, 7),
-		{name: "vit_tiny_dynamic_int8", opset: 17, g: quantizeDynamic(vitGraph(w, false)), ins: dyn[0].ins, outs: dyn[0].outs, more: dyn[1:]}}
+		{name: "vit_tiny_dynamic_int8", opset: 17, g: quantizeDynamic(vitGraph(vitSmall, w, false)), ins: dyn[0].ins, outs: dyn[0].outs, more: dyn[1:]}}
 }
 
 // vitSets are the data sets of 2, 1 and 3 images from seed on, their
@@ -210,31 +227,30 @@ func vitSets(w vitWeights, lin linearFunc, patch patchFunc, seed float64) []data
 // sets are of 2, 1 and 3 images from seed on.
 func vitCase(w vitWeights, name string, sdpa bool, seed float64) genCase {
 	sets := vitSets(w, linear, patchConv, seed)
-	return genCase{name: name, opset: 17, int8: true, g: vitGraph(w, sdpa), ins: sets[0].ins, outs: sets[0].outs, more: sets[1:]}
+	return genCase{name: name, opset: 17, int8: true, g: vitGraph(vitSmall, w, sdpa), ins: sets[0].ins, outs: sets[0].outs, more: sets[1:]}
 }
 
-// vitGraph is vitCase's graph, its classes as many as w's head has.
-func vitGraph(w vitWeights, sdpa bool) graph {
+// vitGraph is the ViT of size s with weights w, batch symbolic, its
+// attention as vitCase's sdpa says.
+func vitGraph(s vitSize, w vitWeights, sdpa bool) graph {
 	var inits []*onnx.Tensor
-	dims := vitDims()
-	classes := int64(len(w["head_b"]))
-	dims["head_w"], dims["head_b"] = []int64{classes, vitH}, []int64{classes}
+	dims := s.dims()
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
 		inits = append(inits, onnx.NewFloat32(name, dims[name], w[name]))
 	}
 	ints := func(name string, v ...int64) *onnx.Tensor {
 		return intTensor(name, onnx.Int64, []int64{int64(len(v))}, v)
 	}
-	inits = append(inits, ints("split", vitHeads, vitD), ints("merge", vitH), ints("lead_start", 0), ints("lead_end", 2),
+	inits = append(inits, ints("split", s.heads, s.headDim()), ints("merge", s.hidden), ints("lead_start", 0), ints("lead_end", 2),
 		ints("minus1", -1), ints("minus1x2", -1, -1), ints("minus1x3", -1, -1, -1), ints("ones3", 1, 1, 1), ints("zero_i", 0),
-		intTensor("first", onnx.Int64, nil, []int64{0}), scalar("sqrt_d", 4), scalar("sqrt2", float32(math.Sqrt2)),
-		scalar("one", 1), scalar("half", 0.5))
+		intTensor("first", onnx.Int64, nil, []int64{0}), scalar("sqrt_d", float32(math.Sqrt(float64(s.headDim())))),
+		scalar("sqrt2", float32(math.Sqrt2)), scalar("one", 1), scalar("half", 0.5))
 	if sdpa {
 		inits = append(inits, ints("last_start", -1), ints("last_end", math.MaxInt64))
 	}
-	nodes := vitEmbeddings()
+	nodes := vitEmbeddings(s)
 	x := "emb"
-	for l := range vitLayers {
+	for l := range s.layers {
 		var ns []node
 		ns, x = vitLayer(fmt.Sprintf("l%d.", l), x, sdpa)
 		nodes = append(nodes, ns...)
@@ -246,19 +262,19 @@ func vitGraph(w vitWeights, sdpa bool) graph {
 	return graph{
 		nodes:  nodes,
 		inits:  inits,
-		inputs: []valueInfo{{name: "pixel_values", typ: onnx.Float, dims: []int64{0, vitC, vitImg, vitImg}, params: []string{"batch", "", "", ""}}},
-		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, vitTokens, vitH}, params: []string{"batch", "", ""}},
-			{name: "logits", typ: onnx.Float, dims: []int64{0, classes}, params: []string{"batch", ""}}},
+		inputs: []valueInfo{{name: "pixel_values", typ: onnx.Float, dims: []int64{0, s.channels, s.img, s.img}, params: []string{"batch", "", "", ""}}},
+		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, s.tokens(), s.hidden}, params: []string{"batch", "", ""}},
+			{name: "logits", typ: onnx.Float, dims: []int64{0, s.classes}, params: []string{"batch", ""}}},
 	}
 }
 
 // vitEmbeddings writes ViTEmbeddings: the patch Conv flattened and
 // transposed to tokens, the class token expanded and concatenated in
-// front, and the position embedding added.
-func vitEmbeddings() []node {
+// front, and the position embedding added; s gives the patch size.
+func vitEmbeddings(s vitSize) []node {
 	return []node{
 		{op: "Conv", inputs: []string{"pixel_values", "patch_w", "patch_b"}, outputs: []string{"patches"},
-			attrs: []attr{isAttr("kernel_shape", vitPatch, vitPatch), isAttr("strides", vitPatch, vitPatch), isAttr("pads", 0, 0, 0, 0), isAttr("dilations", 1, 1), iAttr("group", 1)}},
+			attrs: []attr{isAttr("kernel_shape", s.patch, s.patch), isAttr("strides", s.patch, s.patch), isAttr("pads", 0, 0, 0, 0), isAttr("dilations", 1, 1), iAttr("group", 1)}},
 		// flatten(2): Shape → Slice [0:2] → Concat(−1) → Reshape.
 		{op: "Shape", inputs: []string{"patches"}, outputs: []string{"patches_shape"}},
 		{op: "Slice", inputs: []string{"patches_shape", "lead_start", "lead_end"}, outputs: []string{"patches_lead"}},

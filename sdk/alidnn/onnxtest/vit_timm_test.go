@@ -25,9 +25,9 @@ func init() { caseFamilies = append(caseFamilies, vitTimmCases) }
 const vitTimmEps float32 = 1e-6
 
 func vitTimmCases() []genCase {
-	w := newVitWeights()
+	w := newVitWeights(vitSmall)
 	var inits []*onnx.Tensor
-	dims := vitDims()
+	dims := vitSmall.dims()
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
 		m := name[strings.Index(name, ".")+1:]
 		if m == "wq" || m == "wk" || m == "wv" || m == "bq" || m == "bk" || m == "bv" {
@@ -53,7 +53,7 @@ func vitTimmCases() []genCase {
 		ints("minus1x3", -1, -1, -1), ints("ones3", 1, 1, 1), ints("zero_i", 0), ints("qkv_tail", 3, vitHeads, vitD), ints("hidden", vitH),
 		ints("thirds", 1, 1, 1), intTensor("first", onnx.Int64, nil, []int64{0}), intTensor("second", onnx.Int64, nil, []int64{1}),
 		scalar("scale", float32(1/math.Sqrt(vitD))), scalar("sqrt2", float32(math.Sqrt2)), scalar("one", 1), scalar("half", 0.5))
-	nodes := vitEmbeddings()
+	nodes := vitEmbeddings(vitSmall)
 	x := "emb"
 	for l := range vitLayers {
 		var ns []node

@@ -11,8 +11,7 @@ import (
 // The ViT of vit_test.go in float64 for the trainer, one image at a time:
 // a forward pass that keeps what vit_backprop_test.go's backward pass
 // needs. Its sizes are a vitArch, so that the gradient check runs a small
-// one whole; its parameters are named as vitDims names the graph's
-// initializers. The cases' reference outputs come from vitWeights.forward,
+// one whole; its parameters are named as the graph's initializers. The cases' reference outputs come from vitWeights.forward,
 // never from here; TestViTTrainerForward checks the two agree. Its layers
 // are tflayers_test.go's, whose arithmetic gives the same bits on any
 // machine.
@@ -29,15 +28,13 @@ func (a vitArch) grid() int   { return a.img / a.patch }
 func (a vitArch) tokens() int { return a.grid()*a.grid() + 1 }
 func (a vitArch) pixels() int { return a.c * a.img * a.img }
 
-// dims are the parameters' shapes by name, as vitDims's.
-func (a vitArch) dims() map[string][]int64 {
-	h, c, p := int64(a.h), int64(a.c), int64(a.patch)
-	d := map[string][]int64{"patch_w": {h, c, p, p}, "patch_b": {h},
-		"cls": {1, 1, h}, "pos": {1, int64(a.tokens()), h}, "lnf_g": {h}, "lnf_b": {h},
-		"head_w": {int64(a.classes), h}, "head_b": {int64(a.classes)}}
-	encoderLayerDims(d, a.layers, h, int64(a.f))
-	return d
+// size is the graph builder's vitSize of the ViT.
+func (a vitArch) size() vitSize {
+	return vitSize{int64(a.img), int64(a.patch), int64(a.c), int64(a.h), int64(a.heads), int64(a.f), int64(a.layers), int64(a.classes)}
 }
+
+// dims are the parameters' shapes by name, as the graph's initializers.
+func (a vitArch) dims() map[string][]int64 { return a.size().dims() }
 
 // initParams draws weights uniformly at ±√(3 / fan-in) (variance 1/fan-in),
 // the class token and positions at ±0.1; LayerNormalizations start as the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,10 +67,11 @@ func (e *chipEngines) count(m map[int]int, slot int) int {
 	return m[slot]
 }
 
-// engineRig is a rig whose plugin loads engines for shares on demand.
-func engineRig(t *testing.T, idle time.Duration) (*rig, *chipEngines, map[string]*endpoint) {
+// engineRig is a rig whose plugin loads engines for shares on demand,
+// slots alidnn loaded by tenant alice before it starts.
+func engineRig(t *testing.T, idle time.Duration, alidnn ...int) (*rig, *chipEngines, map[string]*endpoint) {
 	var eng *chipEngines
-	r := newRig(t, rigOptions{idle: idle, engines: func(r *rig) deviceplugin.Engines {
+	r := newRig(t, rigOptions{idle: idle, alidnn: alidnn, engines: func(r *rig) deviceplugin.Engines {
 		eng = newChipEngines(r)
 		return eng
 	}})
@@ -212,5 +214,22 @@ func TestChipClearsSharesEngine(t *testing.T) {
 	}
 	if n := eng.count(eng.clears, 3); n != 1 {
 		t.Errorf("%d clears of slot 3, want 1", n)
+	}
+}
+
+// TestSharesPreferEngines: with engines loaded on demand, the kubelet is
+// steered to the shares of a chip that holds an engine already (slot 2,
+// loaded by a tenant) rather than an empty one, which would cost a load.
+func TestSharesPreferEngines(t *testing.T) {
+	_, _, eps := engineRig(t, time.Hour, 2)
+	share := eps[deviceplugin.ResourceShare]
+	var all []string
+	for s := range 4 {
+		all = append(all, shares(fmt.Sprint("slot-", s))...)
+	}
+	share.await("every chip's shares offered", healthAll(all, pluginapi.Healthy))
+	got, err := share.prefer(all, nil, 1)
+	if err != nil || !slices.Equal(got, []string{"slot-2-share-0"}) {
+		t.Errorf("one share: %v (%v), want slot-2-share-0, on the chip with an engine", got, err)
 	}
 }

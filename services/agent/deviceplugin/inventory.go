@@ -363,6 +363,18 @@ func (inv *inventory) usage() (whole []kind, shares []int) {
 	return inv.usageLocked(nil)
 }
 
+// engines reports, per slot, whether the monitor last saw it hold an
+// AliDNN engine.
+func (inv *inventory) engines() []bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	out := make([]bool, inv.nslots)
+	for s, h := range inv.health {
+		out[s] = h.alidnn
+	}
+	return out
+}
+
 // sharesBySlot is the number of shares allocated on each slot.
 func (inv *inventory) sharesBySlot() []int {
 	inv.mu.Lock()

@@ -12,8 +12,9 @@ import (
 //     chips of a board together), then chips of boards already broken, so
 //     that whole boards stay free for faas.dev/board and two-chip images;
 //   - shares: on chips that already have shares allocated (packing, so
-//     that other chips stay free whole), then on chips that hold the rest
-//     of the request, fewest free shares first;
+//     that other chips stay free whole), then on chips holding an engine
+//     (with engines loaded on demand, an empty chip costs a load), then on
+//     chips that hold the rest of the request, fewest free shares first;
 //   - boards: in order.
 func (p *Plugin) prefer(k kind, avail, must []string, size int) ([]string, error) {
 	if size < len(must) || size > len(avail) {
@@ -87,7 +88,7 @@ func (p *Plugin) preferShares(rest, out []string, size int, take func(string)) {
 		ref, _ := p.inv.parse(kindShare, d)
 		bySlot[ref.slot] = append(bySlot[ref.slot], d)
 	}
-	used := p.inv.sharesBySlot()
+	used, engine := p.inv.sharesBySlot(), p.inv.engines()
 	for _, d := range out { // shares the request already holds count as used
 		ref, _ := p.inv.parse(kindShare, d)
 		used[ref.slot]++
@@ -101,6 +102,9 @@ func (p *Plugin) preferShares(rest, out []string, size int, take func(string)) {
 		a, b := order[i], order[j]
 		if (used[a] > 0) != (used[b] > 0) {
 			return used[a] > 0
+		}
+		if engine[a] != engine[b] {
+			return engine[a]
 		}
 		if fa, fb := len(bySlot[a]) >= need, len(bySlot[b]) >= need; fa != fb {
 			return fa

@@ -191,6 +191,34 @@ func feed(t *testing.T, s *sessions.Session, p sessions.Handle, depth int) *feed
 
 func (f *feeder) stop() { close(f.quit); <-f.done }
 
+// fairJobs is how many jobs a share is measured over: the scheduler
+// switches tenants at job boundaries, so a window of a few jobs (a fixed
+// time on a loaded machine, where each simulated job takes longer) moves a
+// share by whole jobs — 19% once for 25% over 500 ms. Over 200 jobs one is
+// half a percent.
+const fairJobs = 200
+
+// afterJobs waits until the engine has run n more jobs, and returns each
+// tenant's BusyNS then.
+func afterJobs(t *testing.T, e *sessions.Engine, n uint64) map[string]uint64 {
+	t.Helper()
+	jobs := func() (total uint64) {
+		for _, u := range e.Usage() {
+			total += u.Jobs
+		}
+		return total
+	}
+	start := jobs()
+	deadline := time.Now().Add(time.Minute)
+	for jobs()-start < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine ran %d jobs in a minute, want %d", jobs()-start, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return busy(e)
+}
+
 // busy returns each tenant's BusyNS.
 func busy(e *sessions.Engine) map[string]uint64 {
 	m := map[string]uint64{}
@@ -208,7 +236,7 @@ func shareOf(before, after map[string]uint64) float64 {
 
 func TestFairShare(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for about 2 s")
+		t.Skip("runs for seconds")
 	}
 	e, _ := newEngine(t, sessions.Config{Quotas: map[string]sessions.Quota{"a": {Share: 0.25}, "b": {Share: 0.75}}})
 	a, b := open(t, e, "a"), open(t, e, "b")
@@ -219,8 +247,7 @@ func TestFairShare(t *testing.T) {
 	fa, fb := feed(t, a, pa, 64), feed(t, b, pb, 64)
 	time.Sleep(50 * time.Millisecond)
 	u0 := busy(e)
-	time.Sleep(800 * time.Millisecond)
-	u1 := busy(e)
+	u1 := afterJobs(t, e, fairJobs)
 	if s := shareOf(u0, u1); s < 0.20 || s > 0.30 {
 		t.Errorf("both busy: a had %.1f%% of the engine, want 25 ± 5", 100*s)
 	}
@@ -238,8 +265,7 @@ func TestFairShare(t *testing.T) {
 	// from the start rather than b's alone until it catches up.
 	fb = feed(t, b, pb, 64)
 	u4 := busy(e)
-	time.Sleep(500 * time.Millisecond)
-	u5 := busy(e)
+	u5 := afterJobs(t, e, fairJobs)
 	if s := shareOf(u4, u5); s < 0.20 || s > 0.30 {
 		t.Errorf("after b's idle spell: a had %.1f%% of the engine, want 25 ± 5", 100*s)
 	}

@@ -70,7 +70,11 @@
 // function.go). ReduceSum, ReduceMax and ReduceMin follow ReduceMean's rule
 // (see reduce.go): the sum a MatMul by ones, the maximum and minimum
 // Softmax's rotations with the infinities put back (see lanemax.go); with
-// empty axes and noop_with_empty_axes all four are the identity. Concat moves each input
+// empty axes and noop_with_empty_axes all four are the identity. Over any
+// other axes, kept or not, each axis the lanes do not hold folds as
+// element-wise Add, Max or Min of its slices, picked whole (see
+// reduceaxes.go), before the last axis's lane reduction; one over an
+// image's channels, which its lanes hold, is refused. Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch

@@ -73,8 +73,11 @@
 // empty axes and noop_with_empty_axes all four are the identity. Over any
 // other axes, kept or not, each axis the lanes do not hold folds as
 // element-wise Add, Max or Min of its slices, picked whole (see
-// reduceaxes.go), before the last axis's lane reduction; one over an
-// image's channels, which its lanes hold, is refused. Concat moves each input
+// reduceaxes.go), before the last axis's lane reduction; a sum or mean
+// over an image's channels, which its lanes hold, is a 1×1 convolution by
+// ones, held on every channel as the lane reduction is where element-wise
+// operators meeting all channels read it (see reducechan.go), and a
+// maximum or minimum there is refused. Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch

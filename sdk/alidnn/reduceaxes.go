@@ -35,8 +35,8 @@ func (c *compiler) reduceAxes(n *onnx.Node, x *value, axes []int, keep bool) err
 	cur, shape := n.Inputs[0], slices.Clone(x.shape)
 	folded, L := 1, laneAxis(x)
 	for _, a := range axes {
-		if a == L && L != r-1 {
-			return fmt.Errorf("%s over axis %d of %s, which its layout holds on the lanes (as an image's channels): the engine reduces lanes only of a tensor's last axis: %w", n.OpType, a, x, ErrUnsupported)
+		if a == L && L != 1 && L != r-1 {
+			return fmt.Errorf("%s over axis %d of %s, which its layout holds on the lanes: the engine reduces lanes only of a tensor's last axis or an image's channels: %w", n.OpType, a, x, ErrUnsupported)
 		}
 		if a == L || shape[a] == 1 {
 			continue
@@ -57,6 +57,12 @@ func (c *compiler) reduceAxes(n *onnx.Node, x *value, axes []int, keep bool) err
 		cur = p + "mean"
 	}
 	lane := L == r-1 && slices.Contains(axes, L)
+	if L != r-1 && slices.Contains(axes, L) {
+		var err error
+		if cur, shape, err = c.reduceChanStep(n, x, cur, shape, keep); err != nil || cur == "" {
+			return err
+		}
+	}
 	switch {
 	case lane && keep:
 		// The last step is ReduceMean's own rule over the last axis,

@@ -109,16 +109,19 @@ func reduceAxesGraph(op string, dims []int64, axes []int64, keep int64, relu boo
 // TestReduceAxes reduces over every set of axes the layouts allow, kept
 // and not, as graph outputs, against float64: of hidden states [2,4,20]
 // (outer and row axes folded by picks, the last by the lanes' MatMul or
-// rotations) and of an image [2,3,5] (its rows, the last axis, folded by
-// picks too).
+// rotations) and of images [2,3,5] and [2,3,4,5] (their rows, the last
+// axis among them, folded by picks too; their channels, for sums and
+// means, by a 1×1 convolution).
 func TestReduceAxes(t *testing.T) {
 	for _, src := range []struct {
 		dims  []int64
 		relu  bool
 		axess [][]int64
+		sums  [][]int64 // for ReduceSum and ReduceMean only
 	}{
-		{[]int64{2, 4, 20}, false, [][]int64{{0}, {1}, {-1}, {0, 1}, {1, 2}, {0, 2}, {}}},
-		{[]int64{2, 3, 5}, true, [][]int64{{0}, {2}, {0, -1}}},
+		{[]int64{2, 4, 20}, false, [][]int64{{0}, {1}, {-1}, {0, 1}, {1, 2}, {0, 2}, {}}, nil},
+		{[]int64{2, 3, 5}, true, [][]int64{{0}, {2}, {0, -1}}, [][]int64{{1}, {1, 2}, {0, 1}, {}}},
+		{[]int64{2, 3, 4, 5}, true, [][]int64{{2, 3}, {3}}, [][]int64{{1}, {1, 2, 3}, {}}},
 	} {
 		x := randTensor("x", src.dims, 7)
 		xf, _ := x.Float32s()
@@ -134,7 +137,11 @@ func TestReduceAxes(t *testing.T) {
 			dims[k] = int(d)
 		}
 		for _, op := range []string{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"} {
-			for _, axes := range src.axess {
+			axess := src.axess
+			if op == "ReduceSum" || op == "ReduceMean" {
+				axess = append(slices.Clone(axess), src.sums...)
+			}
+			for _, axes := range axess {
 				for _, keep := range []int64{0, 1} {
 					norm := normAxes(axes, len(dims))
 					t.Run(fmt.Sprintf("%v/%s/%v/keep%d", src.dims, op, axes, keep), func(t *testing.T) {
@@ -182,13 +189,41 @@ func TestReduceAxesBroadcast(t *testing.T) {
 	}
 }
 
-// TestReduceAxesRefused: a reduction over the channels of an image, which
-// its layout holds on the lanes, is refused naming the node and the axis.
+// TestReduceAxesRefused: a maximum or minimum over the channels of an
+// image, which its layout holds on the lanes, is refused naming the node
+// and the axis.
 func TestReduceAxesRefused(t *testing.T) {
-	for _, axes := range [][]int64{{1}, {}, {0, 1}} {
-		_, err := alidnn.Compile(reduceAxesGraph("ReduceSum", []int64{2, 3, 5}, axes, 1, true))
-		if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), `"red"`) || !strings.Contains(err.Error(), "over axis 1") || !strings.Contains(err.Error(), "holds on the lanes") {
-			t.Errorf("ReduceSum over %v: %v, want ErrUnsupported naming \"red\", axis 1 and the lanes", axes, err)
+	for _, op := range []string{"ReduceMax", "ReduceMin"} {
+		for _, axes := range [][]int64{{1}, {}, {0, 1}} {
+			_, err := alidnn.Compile(reduceAxesGraph(op, []int64{2, 3, 5}, axes, 1, true))
+			if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), `"red"`) || !strings.Contains(err.Error(), "over axis 1") || !strings.Contains(err.Error(), "holds on the lanes") {
+				t.Errorf("%s over %v: %v, want ErrUnsupported naming \"red\", axis 1 and the lanes", op, axes, err)
+			}
 		}
 	}
+}
+
+// TestReduceChannelsBroadcast divides an image [2,3,5] by the root mean
+// square over its channels and rows (RMSNormalization's body over axis
+// 1), the mean held on every channel, against float64.
+func TestReduceChannelsBroadcast(t *testing.T) {
+	dims := []int64{2, 3, 5}
+	x := randTensor("x", dims, 5)
+	xf, _ := x.Float32s()
+	m := reduceAxesGraph("ReduceMean", dims, []int64{1, 2}, 1, true)
+	g := m.Graph
+	g.Nodes[0] = &onnx.Node{Name: "sq", OpType: "Mul", Inputs: []string{"x", "x"}, Outputs: []string{"r"}}
+	g.Nodes = append(g.Nodes, &onnx.Node{Name: "rms", OpType: "Sqrt", Inputs: []string{"y"}, Outputs: []string{"s"}},
+		&onnx.Node{Name: "div", OpType: "Div", Inputs: []string{"x", "s"}, Outputs: []string{"d"}})
+	g.Outputs = []onnx.ValueInfo{{Name: "d"}}
+	sq := make([]float32, len(xf))
+	for k, v := range xf {
+		sq[k] = v * v
+	}
+	ms, _ := refReduce(sq, []int{2, 3, 5}, "ReduceMean", []int{1, 2}, true)
+	want := make([]float64, len(xf))
+	for k, v := range xf {
+		want[k] = float64(v) / math.Sqrt(ms[k/15])
+	}
+	checkClose(t, runModel(t, m, x), want)
 }

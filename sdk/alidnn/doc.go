@@ -61,8 +61,9 @@
 // layer normalisation exporters decompose and RMSNorm write it, and LayerNormalization (opset 17, over
 // the last axis) as that sequence, its optional Mean and InvStdDev picked
 // from lane 0 by a MatMul (see layernorm.go), and from an earlier axis as
-// the same over the last axis of the [outer, inner] view where the lanes
-// hold that view (see normaxis.go); a graph input that such a
+// the same sequence with its means reduced over those axes of the stored
+// tensor, an image's too (see normaxes.go; a matrix's LayerNormalization
+// over the last axis of its [1, M·K] view, see normaxis.go); a graph input that such a
 // normalisation reads first is laid out as hidden states, its last axis on
 // the lanes, as a MatMul lays out one, not as an image. Gelu (exact and
 // tanh), Swish, Mish and RMSNormalization (over the last axis) compile as

@@ -85,7 +85,7 @@ func (c *compiler) broadcastsSafely(name string, C int) bool {
 // along the axis fromEnd axes from the end (1 the last), as numpy aligns
 // the shapes of an element-wise operator's operands.
 func (c *compiler) broadcastsSafelyAt(name string, fromEnd, C int) bool {
-	if c.outputs[name] {
+	if c.outputs[name] || c.reduced[name] {
 		return false
 	}
 	for _, m := range c.g.Nodes {

@@ -113,12 +113,7 @@ func lastAxisKept() []*onnx.Attribute {
 
 // aliasAs makes n's output the value cur viewed as shape, a Reshape.
 func (c *compiler) aliasAs(n *onnx.Node, cur string, shape []int) error {
-	s := n.Outputs[0] + "/reduce/shape"
-	dims := make([]int64, len(shape))
-	for k, d := range shape {
-		dims[k] = int64(d)
-	}
-	c.vals[s] = constInt(s, onnx.Int64, []int{len(dims)}, dims)
+	s := c.shapeConst(n.Outputs[0]+"/reduce/shape", shape)
 	return c.node(&onnx.Node{Name: n.Name, OpType: "Reshape", Inputs: []string{cur, s}, Outputs: n.Outputs[:1]})
 }
 

@@ -163,7 +163,7 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	if b.lay.shape == nil {
 		b.lay = l.out.lay
 	}
-	if !b.lay.equal(l.out.lay) {
+	if !b.lay.equal(l.out.lay) && !sameStorage(b.lay, l.out.lay) {
 		return fmt.Errorf("%s: operands %s and %s are laid out differently on the device: %w", op, a, b, ErrUnsupported)
 	}
 	if b.el() != f32 {

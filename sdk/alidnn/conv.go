@@ -5,6 +5,7 @@ package alidnn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -106,13 +107,40 @@ func (c *compiler) deviceInput(x *value, want layout) (*value, error) {
 	}
 	r := x.root()
 	if r.lay.shape == nil {
-		if r.input && (x == r || len(x.shape) == len(r.shape) && r.bcast == nil && r.packed == nil && c.dataReaders(r.name) == 1 && !c.outputs[r.name]) {
+		only := r.bcast == nil && r.packed == nil && c.dataReaders(r.name) == 1 && !c.outputs[r.name]
+		if r.input && (x == r || len(x.shape) == len(r.shape) && only) {
 			r.lay = want
+			return r, nil
+		}
+		if l, ok := storedAs(r.shape, want); r.input && only && ok {
+			r.lay = l
 			return r, nil
 		}
 		r.lay = convLayout(r.shape)
 	}
 	return r, nil
+}
+
+// storedAs returns a layout of shape that stores its row-major values
+// where want, the layout of a view of another shape (a Flatten), stores
+// them — the view's rows as the leading axes, its lanes the last — so
+// that a graph input read only through that view is packed as the view.
+func storedAs(shape []int, want layout) (layout, bool) {
+	r := len(shape)
+	if r < 2 {
+		return layout{}, false
+	}
+	rows := layout{shape: shape, lane: r - 1}
+	for a := range r - 1 {
+		rows.rows = append(rows.rows, a)
+	}
+	wo := want.offsets()
+	for _, l := range []layout{rows, matLayout(shape)} {
+		if l.elems() == want.elems() && slices.Equal(l.offsets(), wo) {
+			return l, true
+		}
+	}
+	return layout{}, false
 }
 
 func (c *compiler) convNode(n *onnx.Node) error {

@@ -52,7 +52,9 @@
 // [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
 // image (see broadcast.go); a [..., 1] operand broadcast along the last
 // axis of a tensor holding it on the lanes is first spread to them by a
-// MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go);
+// MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go),
+// whose rows, channels and outer axes then repeat as a Concat of copies
+// (see expandrepeat.go);
 // another broadcast along the lanes (channels) or along part of the rows
 // is refused. A mean over the last axis, which the lanes hold, is a MatMul
 // by the constant matrix of 1/C that broadcasts it to every lane:

@@ -28,10 +28,10 @@ package onnxtest
 // reduction along part of an image's rows (the _expanded RMSNormalization
 // bodies over the last axis of a rank-4 input); the _expanded
 // LayerNormalization bodies from an earlier axis of a rank-3/4 input, a
-// Flatten whose lanes would hold several of its axes; Expand of a
-// computed tensor along rows or outer axes; DynamicQuantizeLinear's
-// expanded body (a min and max over the whole of a vector, rotations over
-// its lanes, and Round); blocked QuantizeLinear and DequantizeLinear.
+// Flatten whose lanes would hold several of its axes;
+// DynamicQuantizeLinear's expanded body (a min and max over the whole of
+// a vector, rotations over its lanes, and Round); blocked QuantizeLinear
+// and DequantizeLinear.
 var refusals = map[string]string{
 	"test_add_int16":                                                     "input \"x\": element type INT16",
 	"test_add_int8":                                                      "Add of integer tensors",
@@ -131,7 +131,6 @@ var refusals = map[string]string{
 	"test_equal_uint32":                                                  "input \"x\": element type UINT32",
 	"test_equal_uint64":                                                  "input \"x\": element type UINT64",
 	"test_equal_uint8":                                                   "only of an INT64 or BOOL input with a constant scalar",
-	"test_expand_dim_changed":                                            "only the identity, or the last axis from 1 on the lanes",
 	"test_gather_0":                                                      "the engine gathers rows of a constant table only",
 	"test_gather_1":                                                      "the engine gathers rows of a constant table only",
 	"test_gather_2d_indices":                                             "the engine gathers rows of a constant table only",

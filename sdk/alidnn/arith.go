@@ -146,7 +146,12 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 		}
 	}
 	if !eqInts(b.shape, shape) && (!b.input || b.lay.shape != nil || b.packed != nil) {
-		return c.broadcastOperand(n, op, a, b)
+		if !c.repeatsRows(a, b) {
+			return c.broadcastOperand(n, op, a, b)
+		}
+		if b, err = c.repeatOperand(n, b, shape); err != nil {
+			return err
+		}
 	}
 	if !eqInts(b.shape, shape) {
 		b.bcast = b.shape

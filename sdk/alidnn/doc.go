@@ -55,8 +55,9 @@
 // MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go),
 // whose rows, channels and outer axes then repeat as a Concat of copies
 // (see expandrepeat.go);
-// another broadcast along the lanes (channels) or along part of the rows
-// is refused. A mean over the last axis, which the lanes hold, is a MatMul
+// one along part of the rows (a mean over an image's last axis) is
+// expanded to the full shape first (see broadcastrepeat.go); another
+// broadcast along the lanes (channels) is refused. A mean over the last axis, which the lanes hold, is a MatMul
 // by the constant matrix of 1/C that broadcasts it to every lane:
 // ReduceMean so (kept; what is not an element-wise operator meeting the
 // full width reads lane 0, picked by a MatMul, see picklane.go), as the

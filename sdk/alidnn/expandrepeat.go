@@ -12,7 +12,8 @@ const maxExpandCopies = 64
 
 // expandRepeat compiles Expand of x to shape where axes other than the
 // last grow from 1 or are added in front: the last axis, when it grows
-// too, spread along the lanes first (see spreadLanes); then each growing
+// too and the lanes hold it, spread along them first (see spreadLanes),
+// as a row of an image repeated as the others; then each growing
 // axis after x's first longer than 1 a Concat of copies along it, and the
 // added and leading unit axes together copies along axis 0 — T copies of
 // x stacked are, row-major, x broadcast over T leading indices — which
@@ -23,27 +24,31 @@ func (c *compiler) expandRepeat(n *onnx.Node, x *value, shape []int) error {
 	if rx == 0 {
 		return fmt.Errorf("Expand of the scalar %s to %v: %w", x, shape, ErrUnsupported)
 	}
-	cur := x
+	cur, last := x, rx-1 // last: the axes up to it repeat by copies
 	if x.shape[rx-1] == 1 && shape[k+rx-1] > 1 {
-		if x.typ != onnx.Float {
-			return fmt.Errorf("Expand of the %v tensor %s along its last axis: only FLOAT tensors are spread along the lanes: %w", x.typ, x, ErrUnsupported)
-		}
 		hiddenLayout(x)
-		if !lastOnLanes(x) {
-			return fmt.Errorf("Expand of %s to %v along its last axis, which its layout does not hold on the lanes: %w", x, shape, ErrUnsupported)
+		switch {
+		case lastOnLanes(x):
+			if x.typ != onnx.Float {
+				return fmt.Errorf("Expand of the %v tensor %s along its last axis: only FLOAT tensors are spread along the lanes: %w", x.typ, x, ErrUnsupported)
+			}
+			v, err := c.spreadLanes(n, x, shape[k+rx-1])
+			if err != nil {
+				return err
+			}
+			cur = v
+		case laneAxis(x) == rx-1:
+			return fmt.Errorf("Expand of %s to %v along its last axis, which its layout does not hold as it is: %w", x, shape, ErrUnsupported)
+		default: // a row of an image: copies too
+			last = rx
 		}
-		v, err := c.spreadLanes(n, x, shape[k+rx-1])
-		if err != nil {
-			return err
-		}
-		cur = v
 	}
 	lead := 0 // x's leading unit axes
 	for lead < rx-1 && x.shape[lead] == 1 {
 		lead++
 	}
 	copies := map[int]int{} // axis of x → copies along it
-	for a := lead + 1; a < rx-1; a++ {
+	for a := lead + 1; a < last; a++ {
 		if x.shape[a] == 1 && shape[k+a] > 1 {
 			copies[a] = shape[k+a]
 		}
@@ -62,7 +67,7 @@ func (c *compiler) expandRepeat(n *onnx.Node, x *value, shape []int) error {
 	name := cur.name
 	var seq []*onnx.Node
 	uses := map[string]int{}
-	for a := rx - 2; a >= 0; a-- {
+	for a := last - 1; a >= 0; a-- {
 		m := copies[a]
 		if m == 0 {
 			continue

@@ -93,12 +93,13 @@ func (c *compiler) reduceAxes(n *onnx.Node, x *value, axes []int, keep bool) err
 	return c.aliasAs(n, cur, out)
 }
 
-// laneAxis is the axis of x that the lanes hold: its layout's, or, for a
-// value not laid out yet as itself (a graph input no operator has read, an
-// alias), the last, as a pick or a MatMul lays it out (matLayout).
+// laneAxis is the axis of x that the lanes hold: its storage's, or, for a
+// value not laid out yet as itself (a graph input no operator has read, a
+// view of another shape), the last, as a pick or a MatMul lays it out
+// (matLayout).
 func laneAxis(x *value) int {
-	if x.alias == nil && x.lay.shape != nil && eqInts(x.lay.shape, x.shape) {
-		return x.lay.lane
+	if r := x.root(); x.view == nil && x.cols == nil && r.lay.shape != nil && eqInts(r.lay.shape, x.shape) {
+		return r.lay.lane
 	}
 	return len(x.shape) - 1
 }

@@ -112,8 +112,8 @@ func (c *compiler) deviceInput(x *value, want layout) (*value, error) {
 			r.lay = want
 			return r, nil
 		}
-		if l, ok := storedAs(r.shape, want); r.input && only && ok {
-			r.lay = l
+		if r.input && only {
+			r.lay = storedAs(r.shape, want)
 			return r, nil
 		}
 		r.lay = convLayout(r.shape)
@@ -121,26 +121,27 @@ func (c *compiler) deviceInput(x *value, want layout) (*value, error) {
 	return r, nil
 }
 
-// storedAs returns a layout of shape that stores its row-major values
-// where want, the layout of a view of another shape (a Flatten), stores
-// them — the view's rows as the leading axes, its lanes the last — so
-// that a graph input read only through that view is packed as the view.
-func storedAs(shape []int, want layout) (layout, bool) {
+// storedAs returns the layout a graph input of shape, read only through a
+// view of another shape (a Flatten) laid out as want, is packed by: one
+// of its own axes — the view's rows its leading axes, its lanes the last —
+// when that stores every value where want does, else want itself (the
+// view's lanes hold several of its axes), which the runtime packs by its
+// offsets in row-major order, the view's and the input's alike.
+func storedAs(shape []int, want layout) layout {
 	r := len(shape)
-	if r < 2 {
-		return layout{}, false
-	}
-	rows := layout{shape: shape, lane: r - 1}
-	for a := range r - 1 {
-		rows.rows = append(rows.rows, a)
-	}
-	wo := want.offsets()
-	for _, l := range []layout{rows, matLayout(shape)} {
-		if l.elems() == want.elems() && slices.Equal(l.offsets(), wo) {
-			return l, true
+	if r >= 2 {
+		rows := layout{shape: shape, lane: r - 1}
+		for a := range r - 1 {
+			rows.rows = append(rows.rows, a)
+		}
+		wo := want.offsets()
+		for _, l := range []layout{rows, matLayout(shape)} {
+			if l.elems() == want.elems() && slices.Equal(l.offsets(), wo) {
+				return l
+			}
 		}
 	}
-	return layout{}, false
+	return want
 }
 
 func (c *compiler) convNode(n *onnx.Node) error {

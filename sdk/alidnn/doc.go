@@ -69,9 +69,9 @@
 // over the last axis of its [1, M·K] view, see normaxis.go); a graph input that such a
 // normalisation reads first is laid out as hidden states, its last axis on
 // the lanes, as a MatMul lays out one, not as an image; one read only
-// through a Flatten to [leading, last] is packed as that matrix, which
-// element-wise operators then read as it is stored (see storedAs,
-// sameBlocks). Gelu (exact and
+// through a Flatten is packed as that matrix (by its own axes where they
+// store it so, see storedAs), which element-wise operators then read as
+// it is stored (see sameBlocks). Gelu (exact and
 // tanh), Swish, Mish and RMSNormalization (over the last axis) compile as
 // the sequences of their ONNX function bodies, CastLike as Cast (see
 // function.go). ReduceSum, ReduceMax and ReduceMin follow ReduceMean's rule

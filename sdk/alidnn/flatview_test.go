@@ -31,15 +31,26 @@ func flatGraph(dims []int64, axis int64) *onnx.Model {
 }
 
 // TestFlattenedInput runs element-wise operators and a lane mean on a
-// Flatten of a graph input to [leading, last] — the input packed as that
-// view, its last axis on the lanes (storedAs, sameBlocks) — against
-// float64, for a last axis of 5 and of 20 (two blocks).
+// Flatten of a graph input — the input packed as that view: by its own
+// axes when the view's lanes are its last axis (storedAs, sameBlocks), as
+// the view itself when they hold several — against float64.
 func TestFlattenedInput(t *testing.T) {
-	for _, dims := range [][]int64{{2, 3, 5}, {2, 3, 4, 20}} {
-		t.Run(fmt.Sprint(dims), func(t *testing.T) {
-			x := randTensor("x", dims, 9)
+	for _, tc := range []struct {
+		dims []int64
+		axis int64
+	}{
+		{[]int64{2, 3, 5}, 2},
+		{[]int64{2, 3, 4, 20}, 3},
+		{[]int64{2, 3, 5}, 1},
+		{[]int64{2, 3, 4, 5}, 2},
+	} {
+		t.Run(fmt.Sprint(tc.dims, tc.axis), func(t *testing.T) {
+			x := randTensor("x", tc.dims, 9)
 			xf, _ := x.Float32s()
-			K := int(dims[len(dims)-1])
+			K := 1
+			for _, d := range tc.dims[tc.axis:] {
+				K *= int(d)
+			}
 			want := make([]float64, len(xf))
 			for r := 0; r < len(xf)/K; r++ {
 				m := 0.0
@@ -50,15 +61,15 @@ func TestFlattenedInput(t *testing.T) {
 					want[r*K+k] = float64(v)*float64(v) - m
 				}
 			}
-			checkClose(t, runModel(t, flatGraph(dims, int64(len(dims)-1)), x), want)
+			checkClose(t, runModel(t, flatGraph(tc.dims, tc.axis), x), want)
 		})
 	}
 }
 
 // TestFlattenedInputRefused: a Flatten whose lanes would hold several of
-// the input's axes ([2,3,5] to [2,15]) is not the input's storage (an
-// image's, its channels on the lanes), and an element-wise operator on it
-// is refused, not run on the wrong values.
+// the input's axes ([2,3,5] to [2,15]), which an element-wise operator
+// reads first, finds the input laid out as an image (its channels on the
+// lanes), not as the view, and is refused, not run on the wrong values.
 func TestFlattenedInputRefused(t *testing.T) {
 	m := flatGraph([]int64{2, 3, 5}, 1)
 	g := m.Graph

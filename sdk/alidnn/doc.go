@@ -189,6 +189,8 @@
 // so does QuantizeLinear: the engine's quantisation saturates with one
 // zero point for all lanes, so the rounded quotient is rebuilt in fp32
 // from two quantisations saturating at either end (see quantzp.go).
+// DequantizeLinear by blocked scales (opset 21) is (x − zp)·scale by
+// constants of x's shape (see qblocked.go).
 // Models onnxruntime's quantize_dynamic writes run in int8 too:
 // DynamicQuantizeLinear → MatMulInteger by int8 weights → Cast → Mul by
 // the scales (an embedding's Gather of int8 rows → DequantizeLinear

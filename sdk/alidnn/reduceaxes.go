@@ -14,17 +14,17 @@ import (
 // every lane keeps its own values and the sum, maximum or minimum is
 // exact as the ALU's. The last axis, when it is reduced too, is then the
 // lane reduction of reduceNode, kept or picked to one lane (see
-// reducePicked), and a mean is the sum over the folded axes scaled before
-// it. A reduction that would need values moved between lanes — over the
-// channels of a tensor laid out as an image — is refused by the pick.
+// reducePicked), or, where the lanes hold an image's channels, a 1×1
+// convolution (see chanReduce); a mean is the sum over the folded axes
+// scaled before it. Lanes of another axis are refused.
 
 // maxFoldPicks bounds the slices folded per axis: each is a layer, and a
 // reduction over a long row axis (an image's pixels) belongs to the
 // pooling layers rather than to hundreds of picks.
 const maxFoldPicks = 64
 
-// reduceFoldOps is the element-wise operator combining the slices of a reduced
-// axis.
+// reduceFoldOps is the element-wise operator combining the slices of a
+// reduced axis.
 var reduceFoldOps = map[string]string{"ReduceSum": "Add", "ReduceMean": "Add", "ReduceMax": "Max", "ReduceMin": "Min"}
 
 // reduceAxes compiles n, a reduction of x over the normalised, sorted
@@ -119,8 +119,8 @@ func (c *compiler) aliasAs(n *onnx.Node, cur string, shape []int) error {
 }
 
 // foldAxis reduces the value cur along axis a, kept, as n's operator
-// (reduceFoldOps) over its slices picked from the device, and returns the name
-// of the result. p prefixes the names it makes.
+// (reduceFoldOps) over its slices picked from the device, and returns the
+// name of the result. p prefixes the names it makes.
 func (c *compiler) foldAxis(n *onnx.Node, cur string, a int, p string) (string, error) {
 	x := c.vals[cur]
 	d := x.shape[a]

@@ -17,8 +17,7 @@ import (
 // would need rotations across channels and are refused.
 
 // chanReduce reduces cur, [N,C,…] laid out as an image, over its axis 1
-// as n's operator into out, held on all C channels when held is set. It
-// returns the name of the result.
+// as n's operator into out, held on all C channels when held is set.
 func (c *compiler) chanReduce(n *onnx.Node, cur, out string, held bool) error {
 	x := c.vals[cur]
 	if n.OpType != "ReduceSum" && n.OpType != "ReduceMean" {

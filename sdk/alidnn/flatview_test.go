@@ -43,6 +43,7 @@ func TestFlattenedInput(t *testing.T) {
 		{[]int64{2, 3, 4, 20}, 3},
 		{[]int64{2, 3, 5}, 1},
 		{[]int64{2, 3, 4, 5}, 2},
+		{[]int64{2, 3, 4, 5}, 1},
 	} {
 		t.Run(fmt.Sprint(tc.dims, tc.axis), func(t *testing.T) {
 			x := randTensor("x", tc.dims, 9)
@@ -62,6 +63,20 @@ func TestFlattenedInput(t *testing.T) {
 				}
 			}
 			checkClose(t, runModel(t, flatGraph(tc.dims, tc.axis), x), want)
+			// The mean as a graph output too: picked from lane 0.
+			m := flatGraph(tc.dims, tc.axis)
+			m.Graph.Outputs = append(m.Graph.Outputs, onnx.ValueInfo{Name: "m"})
+			p, err := alidnn.Compile(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := runResult(t, p, x)
+			got, _ := res.Outputs[1].Float32s()
+			means := make([]float64, len(xf)/K)
+			for r := range means {
+				means[r] = float64(xf[r*K])*float64(xf[r*K]) - want[r*K]
+			}
+			checkClose(t, got, means)
 		})
 	}
 }

@@ -146,7 +146,12 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 		}
 	}
 	if !eqInts(b.shape, shape) && (!b.input || b.lay.shape != nil || b.packed != nil) {
-		return c.broadcastOperand(n, op, a, b)
+		if !c.repeatsRows(a, b) {
+			return c.broadcastOperand(n, op, a, b)
+		}
+		if b, err = c.repeatOperand(n, b, shape); err != nil {
+			return err
+		}
 	}
 	if !eqInts(b.shape, shape) {
 		b.bcast = b.shape
@@ -163,7 +168,7 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	if b.lay.shape == nil {
 		b.lay = l.out.lay
 	}
-	if !b.lay.equal(l.out.lay) {
+	if !b.lay.equal(l.out.lay) && !sameStorage(b.lay, l.out.lay) {
 		return fmt.Errorf("%s: operands %s and %s are laid out differently on the device: %w", op, a, b, ErrUnsupported)
 	}
 	if b.el() != f32 {

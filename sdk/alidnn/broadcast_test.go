@@ -86,14 +86,14 @@ func gateReference(xDims, zDims []int64, pool bool, x, z *onnx.Tensor) []float32
 
 // TestBroadcastRefused checks that operands the engine cannot broadcast
 // are refused naming the node and the reason: along the channels, which
-// sit on the lanes, and along some of the rows.
+// sit on the lanes. (One along some of the rows is expanded first, see
+// TestBroadcastPartialRows.)
 func TestBroadcastRefused(t *testing.T) {
 	for _, tc := range []struct {
 		zDims []int64
 		why   string
 	}{
 		{[]int64{1, 1, 3, 5}, "lanes"},
-		{[]int64{1, 20, 3, 1}, "rows but not all"},
 	} {
 		g := gateGraph([]int64{1, 20, 3, 5}, tc.zDims, false)
 		_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})

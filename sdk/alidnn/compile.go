@@ -94,6 +94,12 @@ type compiler struct {
 	// too (the lane means and sums of layer normalisations and Softmax;
 	// see laneReduce).
 	keepFP32 bool
+	// reduced names values that a sequence standing for one node reads
+	// through element-wise operators of its own into a graph output (a
+	// normalisation's statistics): a reduction writing one gives the
+	// tensor the graph declares, as for a graph output (see
+	// broadcastsSafelyAt).
+	reduced map[string]bool
 	// passed maps, while calibrating, the input of each DynamicQuantizeLinear
 	// passed through to the value whose range is its range (see
 	// dynquant.go).
@@ -113,7 +119,7 @@ func Compile(m *onnx.Model, opts ...Option) (*Program, error) {
 }
 
 func newCompiler(m *onnx.Model, opts []Option) *compiler {
-	c := &compiler{g: m.Graph, vals: map[string]*value{}, uses: map[string]int{}, outputs: map[string]bool{}, opsetVer: m.Opset("")}
+	c := &compiler{g: m.Graph, vals: map[string]*value{}, uses: map[string]int{}, outputs: map[string]bool{}, reduced: map[string]bool{}, opsetVer: m.Opset("")}
 	for _, o := range opts {
 		o(&c.opts)
 	}

@@ -5,6 +5,7 @@ package alidnn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -106,13 +107,41 @@ func (c *compiler) deviceInput(x *value, want layout) (*value, error) {
 	}
 	r := x.root()
 	if r.lay.shape == nil {
-		if r.input && (x == r || len(x.shape) == len(r.shape) && r.bcast == nil && r.packed == nil && c.dataReaders(r.name) == 1 && !c.outputs[r.name]) {
+		only := r.bcast == nil && r.packed == nil && c.dataReaders(r.name) == 1 && !c.outputs[r.name]
+		if r.input && (x == r || len(x.shape) == len(r.shape) && only) {
 			r.lay = want
+			return r, nil
+		}
+		if r.input && only {
+			r.lay = storedAs(r.shape, want)
 			return r, nil
 		}
 		r.lay = convLayout(r.shape)
 	}
 	return r, nil
+}
+
+// storedAs returns the layout a graph input of shape, read only through a
+// view of another shape (a Flatten) laid out as want, is packed by: one
+// of its own axes — the view's rows its leading axes, its lanes the last —
+// when that stores every value where want does, else want itself (the
+// view's lanes hold several of its axes), which the runtime packs by its
+// offsets in row-major order, the view's and the input's alike.
+func storedAs(shape []int, want layout) layout {
+	r := len(shape)
+	if r >= 2 {
+		rows := layout{shape: shape, lane: r - 1}
+		for a := range r - 1 {
+			rows.rows = append(rows.rows, a)
+		}
+		wo := want.offsets()
+		for _, l := range []layout{rows, matLayout(shape)} {
+			if l.elems() == want.elems() && slices.Equal(l.offsets(), wo) {
+				return l
+			}
+		}
+	}
+	return want
 }
 
 func (c *compiler) convNode(n *onnx.Node) error {

@@ -52,9 +52,12 @@
 // [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per
 // image (see broadcast.go); a [..., 1] operand broadcast along the last
 // axis of a tensor holding it on the lanes is first spread to them by a
-// MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go);
-// another broadcast along the lanes (channels) or along part of the rows
-// is refused. A mean over the last axis, which the lanes hold, is a MatMul
+// MatMul by ones, as is Expand of such a [..., 1] (see lanespread.go),
+// whose rows, channels and outer axes then repeat as a Concat of copies
+// (see expandrepeat.go); one along part of the rows (a mean over an
+// image's last axis) is expanded to the full shape first (see
+// broadcastrepeat.go); another broadcast along the lanes (channels) is
+// refused. A mean over the last axis, which the lanes hold, is a MatMul
 // by constants of 1/C that broadcasts it to every lane (over more than two
 // 16-lane blocks, two MatMuls, to lane 0 and back, 32·C products a row,
 // not C·C): ReduceMean so (kept; what is not an element-wise operator meeting the
@@ -62,16 +65,27 @@
 // layer normalisation exporters decompose and RMSNorm write it, and LayerNormalization (opset 17, over
 // the last axis) as that sequence, its optional Mean and InvStdDev picked
 // from lane 0 by a MatMul (see layernorm.go), and from an earlier axis as
-// the same over the last axis of the [outer, inner] view where the lanes
-// hold that view (see normaxis.go); a graph input that such a
+// the same sequence with its means reduced over those axes of the stored
+// tensor, an image's too (see normaxes.go; a matrix's LayerNormalization
+// over the last axis of its [1, M·K] view, see normaxis.go); a graph input that such a
 // normalisation reads first is laid out as hidden states, its last axis on
-// the lanes, as a MatMul lays out one, not as an image. Gelu (exact and
+// the lanes, as a MatMul lays out one, not as an image; one read only
+// through a Flatten is packed as that matrix (by its own axes where they
+// store it so, see storedAs), which element-wise operators then read as
+// it is stored (see sameBlocks). Gelu (exact and
 // tanh), Swish, Mish and RMSNormalization (over the last axis) compile as
 // the sequences of their ONNX function bodies, CastLike as Cast (see
 // function.go). ReduceSum, ReduceMax and ReduceMin follow ReduceMean's rule
 // (see reduce.go): the sum a MatMul by ones, the maximum and minimum
 // Softmax's row-maximum steps with the infinities put back (see lanemax.go); with
-// empty axes and noop_with_empty_axes all four are the identity. Concat moves each input
+// empty axes and noop_with_empty_axes all four are the identity. Over any
+// other axes, kept or not, each axis the lanes do not hold folds as
+// element-wise Add, Max or Min of its slices, picked whole (see
+// reduceaxes.go), before the last axis's lane reduction; a sum or mean
+// over an image's channels, which its lanes hold, is a 1×1 convolution by
+// ones, held on every channel as the lane reduction is where element-wise
+// operators meeting all channels read it (see reducechan.go), and a
+// maximum or minimum there is refused. Concat moves each input
 // into its place in the output, along any axis, a constant input from the
 // constant segment; hidden states [N,S,H] a MatMul wrote keep the hidden
 // axis on the lanes, so a ViT's class token concatenated before its patch
@@ -177,6 +191,8 @@
 // so does QuantizeLinear: the engine's quantisation saturates with one
 // zero point for all lanes, so the rounded quotient is rebuilt in fp32
 // from two quantisations saturating at either end (see quantzp.go).
+// DequantizeLinear by blocked scales (opset 21) is (x − zp)·scale by
+// constants of x's shape (see qblocked.go).
 // Models onnxruntime's quantize_dynamic writes run in int8 too:
 // DynamicQuantizeLinear → MatMulInteger by int8 weights → Cast → Mul by
 // the scales (an embedding's Gather of int8 rows → DequantizeLinear

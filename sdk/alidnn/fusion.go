@@ -6,6 +6,7 @@ package alidnn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -34,20 +35,44 @@ func (c *compiler) moveLayer(x *value) (*layer, error) {
 		return nil, err
 	}
 	r := x.root()
-	if x.alias != nil && !eqInts(x.shape, r.shape) {
-		return nil, fmt.Errorf("%s: element-wise operator after a reshape: %w", x, ErrUnsupported)
-	}
 	if err := c.materialize(r); err != nil {
 		return nil, err
+	}
+	lay := r.lay
+	if x.alias != nil && !eqInts(x.shape, r.shape) {
+		var ok bool
+		if lay, ok = sameBlocks(x.shape, r.lay); !ok {
+			return nil, fmt.Errorf("%s: element-wise operator after a reshape: %w", x, ErrUnsupported)
+		}
 	}
 	l := &layer{kind: lMove, in: r, accFP: r.el() == f32}
 	if r.el() == i8 {
 		l.acc8 = true
 	}
-	out := &value{shape: r.shape, typ: r.typ, q: r.q, device: device{lay: r.lay, layer: l}}
+	out := &value{shape: x.shape, typ: r.typ, q: r.q, device: device{lay: lay, layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	return l, nil
+}
+
+// sameBlocks returns the layout of a view of shape (a Flatten, a Reshape)
+// over a tensor laid out as l, when the view's own matrix or image layout
+// has l's outer, block and row counts and stores every value where l
+// does: a move layer then reads the tensor as the view, tile for tile.
+func sameBlocks(shape []int, l layout) (layout, bool) {
+	for _, v := range []layout{matLayout(shape), convLayout(shape)} {
+		if sameStorage(v, l) {
+			return v, true
+		}
+	}
+	return layout{}, false
+}
+
+// sameStorage reports whether layouts a and b, of tensors with the same
+// row-major values (one a view of the other), have the same outer, block
+// and row counts and store every value at the same place.
+func sameStorage(a, b layout) bool {
+	return a.o() == b.o() && a.cb() == b.cb() && a.s() == b.s() && a.c() == b.c() && slices.Equal(a.offsets(), b.offsets())
 }
 
 // rename makes the open layer's output a new value (the fused operator's

@@ -53,10 +53,10 @@ func (c *compiler) spreadLanes(n *onnx.Node, b *value, C int) (*value, error) {
 }
 
 // expandNode compiles Expand of a computed tensor by a constant shape: the
-// identity when nothing grows, and a spread along the lanes (spreadLanes)
-// when only the last axis, held on them, grows from 1. A graph input not
-// laid out yet is laid out so (see hiddenLayout). Other growth (repeating
-// rows or outer axes) is refused.
+// identity when nothing grows, a spread along the lanes (spreadLanes)
+// when only the last axis, held on them, grows from 1, and copies along
+// rows or outer axes otherwise (see expandRepeat). A graph input not
+// laid out yet is laid out so (see hiddenLayout).
 func (c *compiler) expandNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -87,5 +87,5 @@ func (c *compiler) expandNode(n *onnx.Node) error {
 		c.set(n, 0, &value{shape: shape, typ: x.typ, derived: derived{alias: v}})
 		return nil
 	}
-	return fmt.Errorf("Expand of %s to %v: only the identity, or the last axis from 1 on the lanes: %w", x, shape, ErrUnsupported)
+	return c.expandRepeat(n, x, shape)
 }

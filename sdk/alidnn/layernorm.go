@@ -109,7 +109,14 @@ func (c *compiler) laneMatMuls(m *onnx.Node, x *value, v float32) error {
 // the one compiled first saw the other not yet compiled and followed their
 // result.
 func (c *compiler) broadcastsSafely(name string, C int) bool {
-	if c.outputs[name] {
+	return c.broadcastsSafelyAt(name, 1, C)
+}
+
+// broadcastsSafelyAt is broadcastsSafely for a value held broadcast to C
+// along the axis fromEnd axes from the end (1 the last), as numpy aligns
+// the shapes of an element-wise operator's operands.
+func (c *compiler) broadcastsSafelyAt(name string, fromEnd, C int) bool {
+	if c.outputs[name] || c.reduced[name] {
 		return false
 	}
 	for _, m := range c.g.Nodes {
@@ -121,11 +128,11 @@ func (c *compiler) broadcastsSafely(name string, C int) bool {
 		}
 		meets := false
 		for _, in := range m.Inputs {
-			if v := c.vals[in]; in != name && v != nil && len(v.shape) > 0 && v.shape[len(v.shape)-1] == C && !v.isConst {
+			if v := c.vals[in]; in != name && v != nil && len(v.shape) >= fromEnd && v.shape[len(v.shape)-fromEnd] == C && !v.isConst {
 				meets = true
 			}
 		}
-		if !meets && !c.broadcastsSafely(m.Outputs[0], C) {
+		if !meets && !c.broadcastsSafelyAt(m.Outputs[0], fromEnd, C) {
 			return false
 		}
 	}

@@ -60,8 +60,10 @@ func (c *compiler) matmulNode(n *onnx.Node) error {
 		return fmt.Errorf("%s of %v and %v: vectors: %w", op, a.shape, bv.shape, ErrUnsupported)
 	}
 	// The FC layer after a Flatten/Reshape of an NCHW tensor is a
-	// convolution whose kernel covers the whole image.
-	if r := a.root(); r != a && len(r.shape) == 4 && len(a.shape) == 2 && transA == 0 && a.shape[0] == r.shape[0] {
+	// convolution whose kernel covers the whole image — unless the tensor
+	// is a graph input that element-wise operators read through the same
+	// view too: it is then packed as the matrix (see storedAs).
+	if r := a.root(); r != a && len(r.shape) == 4 && len(a.shape) == 2 && transA == 0 && a.shape[0] == r.shape[0] && !c.packedAsView(a) {
 		return c.fcConv(n, op, a, bv, transB != 0, alpha, beta, ci)
 	}
 	c.spreadInput(a, bv.shape)
@@ -230,6 +232,15 @@ func (c *compiler) gemmBias(n *onnx.Node, ci int, beta float32, outShape []int) 
 	}
 	c.set(n, 0, c.rename(l, y.typ))
 	return nil
+}
+
+// packedAsView reports whether a, a view of a graph input not laid out
+// yet that nothing else reads, is read by other operators than one
+// MatMul, so that the input is better packed as the view itself.
+func (c *compiler) packedAsView(a *value) bool {
+	r := a.root()
+	return r.input && r.lay.shape == nil && r.bcast == nil && r.packed == nil && !c.outputs[r.name] &&
+		c.dataReaders(r.name) == 1 && c.dataReaders(a.name) > 1
 }
 
 // fcConv compiles Gemm/MatMul(Flatten(x), B) with x an NCHW tensor as a

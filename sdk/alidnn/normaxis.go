@@ -7,11 +7,17 @@ import (
 )
 
 // normFromAxis compiles LayerNormalization or RMSNormalization n of x over
-// the axes from a, before the last, as the same normalisation over the last
-// axis of x viewed as [outer, inner] — ONNX defines them so, the normalised
-// axes flattened — its scale and bias viewed as [inner] and its outputs
-// viewed back: Y as x, Mean and InvStdDev as x's leading axes and ones.
+// the axes from a, before the last: of rank 3 or more, and RMSNormalization
+// of any rank, over those axes of x as it is stored (see normOverAxes),
+// whose lanes need not hold a flattened view; a LayerNormalization of a
+// matrix as the same normalisation over the last axis of x viewed as
+// [outer, inner] — ONNX defines them so, the normalised axes flattened —
+// its scale and bias viewed as [inner] and its outputs viewed back: Y as
+// x, Mean and InvStdDev as x's leading axes and ones.
 func (c *compiler) normFromAxis(n *onnx.Node, x *value, a int) error {
+	if len(x.shape) >= 3 || n.OpType == "RMSNormalization" {
+		return c.normOverAxes(n, x, a)
+	}
 	outer, inner := 1, 1
 	for k, d := range x.shape {
 		if k < a {

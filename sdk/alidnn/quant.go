@@ -146,6 +146,11 @@ func (c *compiler) dequantizeNode(n *onnx.Node) error {
 		c.set(n, 0, &value{shape: x.shape, typ: onnx.Float, derived: derived{alias: x}})
 		return nil
 	}
+	if block, err := n.Int("block_size", 0); err != nil {
+		return err
+	} else if block > 0 {
+		return c.blockedDequantize(n, x, int(block))
+	}
 	if x.input && x.lay.shape == nil {
 		x.lay = convLayout(x.shape)
 	}

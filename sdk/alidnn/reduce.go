@@ -2,18 +2,20 @@ package alidnn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 // reduceNode compiles ReduceMean, ReduceSum, ReduceMax and ReduceMin: as
 // the identity when their axes are empty and noop_with_empty_axes is set,
-// and over the last axis, kept, as a lane reduction — ReduceMean and
-// ReduceSum MatMuls by constants of 1/C or of ones (see laneReduce),
-// ReduceMax and ReduceMin permutation MatMuls (see laneExtreme). Its result holds C
-// lanes where the graph declares one: as it is, for element-wise
-// operators whose results meet a tensor of the full width (see
-// broadcastsSafely), and reduced to one lane for any other reader.
+// over other axes or not kept as reduceAxes folds them, and over the last
+// axis, kept, where the lanes hold it, as a lane reduction — ReduceMean
+// and ReduceSum MatMuls by constants of 1/C or of ones (see laneReduce),
+// ReduceMax and ReduceMin permutation MatMuls (see laneExtreme). Its
+// result holds C lanes where the graph declares one: as it is, for
+// element-wise operators whose results meet a tensor of the full width
+// (see broadcastsSafely), and reduced to one lane for any other reader.
 func (c *compiler) reduceNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -43,16 +45,15 @@ func (c *compiler) reduceNode(n *onnx.Node) error {
 		return err
 	}
 	r := len(x.shape)
-	last := len(axes) == 1 && r > 0
-	if last {
-		a, err := normAxis(int(axes[0]), r)
-		if err != nil {
-			return fmt.Errorf("%s of %s: %w", n.OpType, x, err)
-		}
-		last = a == r-1
+	norm, err := reduceAxesOf(axes, r)
+	if err != nil {
+		return fmt.Errorf("%s of %s: %w", n.OpType, x, err)
 	}
-	if !last || keep != 1 {
-		return fmt.Errorf("%s over axes %v (keepdims %d) of %s: only over the last axis, kept: %w", n.OpType, axes, keep, x, ErrUnsupported)
+	if r == 0 || !slices.Equal(norm, []int{r - 1}) || keep != 1 || laneAxis(x) != r-1 {
+		if r == 0 {
+			return fmt.Errorf("%s of the scalar %s: %w", n.OpType, x, ErrUnsupported)
+		}
+		return c.reduceAxes(n, x, norm, keep != 0)
 	}
 	C := x.shape[r-1]
 	if !c.broadcastsSafely(n.Outputs[0], C) {
@@ -73,4 +74,26 @@ func (c *compiler) reducePicked(n *onnx.Node, C int) error {
 	m := &onnx.Node{Name: n.Name, OpType: n.OpType, Inputs: n.Inputs, Attrs: n.Attrs, Outputs: []string{lanes}}
 	uses := map[string]int{}
 	return c.runSeq(n, append([]*onnx.Node{m}, c.pickLane0(lanes, n.Outputs[0], C, uses)...), uses)
+}
+
+// reduceAxesOf normalises a reduction's axes over rank r: sorted, without
+// repeats, all of them when none are given.
+func reduceAxesOf(axes []int64, r int) ([]int, error) {
+	var out []int
+	for _, a := range axes {
+		k, err := normAxis(int(a), r)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	if len(axes) == 0 {
+		for k := range r {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -41,18 +41,17 @@ func TestReduceNoop(t *testing.T) {
 
 // TestReduceRefused: reductions the engine does not map are refused naming
 // the node, the axes and the reason — by no axes without the no-op flag
-// (all of them), over another axis or several, and over the last axis of
-// an image (its channels on the lanes).
+// (all of them) and over axis 1 of an image [2,3,16], whose channels the
+// lanes hold, but for sums and means.
 func TestReduceRefused(t *testing.T) {
 	for _, tc := range []struct {
 		op   string
 		axes []int64
 		want string
 	}{
-		{"ReduceMean", nil, "only over the last axis"},
-		{"ReduceSum", []int64{-1}, "laid out as 16 rows of 3 channels"},
-		{"ReduceMax", []int64{1}, "axes [1] (keepdims 1)"},
-		{"ReduceMin", []int64{0, 2}, "axes [0 2]"},
+		{"ReduceMax", nil, "only sums and means of channels"},
+		{"ReduceMax", []int64{1}, "holds on the lanes"},
+		{"ReduceMin", []int64{0, 1}, "holds on the lanes"},
 	} {
 		_, err := alidnn.Compile(reduceGraph(tc.op, tc.axes, 0))
 		if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), `"red"`) || !strings.Contains(err.Error(), tc.want) {

@@ -157,7 +157,8 @@ func butterfly(C, s int) []float32 {
 }
 
 // runSeq compiles the nodes seq standing for n — a ReduceMean or ReduceSum
-// among them over the last axis (see laneReduce) — whose values are read
+// among them without axes over the last axis (see laneReduce), one with
+// axes as the graph's (see reduceNode) — whose values are read
 // uses times (n's input as often as seq reads it where n read it once), so
 // none takes a reader into its layer's epilogue that another reads before
 // it.
@@ -177,7 +178,7 @@ func (c *compiler) runSeq(n *onnx.Node, seq []*onnx.Node, uses map[string]int) e
 			m.Name += "/" + o[len(y)+1:]
 		}
 		var err error
-		if m.OpType == "ReduceMean" || m.OpType == "ReduceSum" {
+		if (m.OpType == "ReduceMean" || m.OpType == "ReduceSum") && m.Attr("axes") == nil {
 			err = c.laneReduce(m)
 		} else {
 			err = c.node(m)

@@ -101,7 +101,8 @@ $(ORAS_BIN):
 
 # test runs with -race when cgo works (it needs a C compiler, which tools
 # installs when root); otherwise it says so and runs without. The
-# whole-network simulations (TestNet…, see testenv.FullNetwork) skip under
+# whole-network simulations (TestNet…, see testenv.FullNetwork: the
+# transformer and CNN nets, PP-OCR's models and examples/ocr) skip under
 # -race and run in a second pass without it.
 test: tools
 	$(GO) vet ./...
@@ -109,7 +110,7 @@ test: tools
 	if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then race=; echo "test: cgo is off (no C compiler?): running without -race"; fi; \
 	set -x; \
 	$(if $(CI),CI=$(CI)) $(GO) test $$race -count=1 -timeout $(TEST_TIMEOUT) ./... && \
-	if [ -n "$$race" ]; then $(if $(CI),CI=$(CI)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestNet' ./sdk/alidnn/...; fi
+	if [ -n "$$race" ]; then $(if $(CI),CI=$(CI)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestNet' ./sdk/alidnn/... ./examples/...; fi
 	@$(MAKE) --no-print-directory onnx-node-tests
 
 # soak runs the accelerator pool's chaos soak (internal/e2e TestSoak) for

@@ -13,11 +13,12 @@ import (
 	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
 )
 
-// TestReadRendered runs the program's reading of its default page, upside
+// TestNetReadRendered runs the program's reading of its default page, upside
 // down, on an engine simulated in the process instead of a faasd slot:
 // both lines found in the page's order and read as rendered; and a page
 // the engine reads otherwise is reported, not passed.
-func TestReadRendered(t *testing.T) {
+func TestNetReadRendered(t *testing.T) {
+	testenv.FullNetwork(t)
 	m, err := ppocr.ReadModels(testenv.TestData(t, "ocr", "ppocrv4"))
 	if err != nil {
 		t.Fatal(err)

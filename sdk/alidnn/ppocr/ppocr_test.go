@@ -59,11 +59,12 @@ func page(t testing.TB, px float64, upside bool, texts ...string) *image.RGBA {
 	return img
 }
 
-// TestRead reads rendered pages end to end on the engine — detection,
+// TestNetRead reads rendered pages end to end on the engine — detection,
 // direction, recognition — at three sizes, upright and upside down with
 // light noise: every line is found, in reading order (the page's, so
 // reversed upside down), turned when upside down, and read as rendered.
-func TestRead(t *testing.T) {
+func TestNetRead(t *testing.T) {
+	testenv.FullNetwork(t)
 	m, r := setup(t)
 	texts := []string{"Hello World 123", "invoice 2026-11-27", "Total: 42.50 EUR", "jumps over 7 lazy dogs"}
 	for k, tc := range []struct {
@@ -92,10 +93,11 @@ func TestRead(t *testing.T) {
 	t.Logf("%+v", r.Stats)
 }
 
-// TestReadInt8 reads a rendered page upside down with the three models
+// TestNetReadInt8 reads a rendered page upside down with the three models
 // quantised to int8 after training, calibrated on other text (see
 // Calibration): every line found, turned and read as rendered.
-func TestReadInt8(t *testing.T) {
+func TestNetReadInt8(t *testing.T) {
+	testenv.FullNetwork(t)
 	m := models(t)
 	sim, err := model.NewLocal(0)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/fpga-faas/faas/internal/testenv"
+
 	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
 )
 
@@ -16,8 +18,9 @@ import (
 
 const refTol = 1e-4
 
-// TestDetReference: the detector's probability map of a two-line page.
-func TestDetReference(t *testing.T) {
+// TestNetDetReference: the detector's probability map of a two-line page.
+func TestNetDetReference(t *testing.T) {
+	testenv.FullNetwork(t)
 	m, r := setup(t)
 	img := page(t, 24, false, "Hello World 123", "Total: 42.50 EUR")
 	in := ppocr.Det(img)
@@ -65,9 +68,10 @@ func line(t *testing.T, text string, px float64, upside bool) *image.RGBA {
 	return out
 }
 
-// TestClsReference: the direction classifier on a line upright and upside
+// TestNetClsReference: the direction classifier on a line upright and upside
 // down.
-func TestClsReference(t *testing.T) {
+func TestNetClsReference(t *testing.T) {
+	testenv.FullNetwork(t)
 	m, r := setup(t)
 	for _, upside := range []bool{false, true} {
 		in, err := ppocr.Cls(line(t, "invoice 2026-11-27", 24, upside))
@@ -89,8 +93,9 @@ func TestClsReference(t *testing.T) {
 	}
 }
 
-// TestRecReference: the recogniser's CTC probabilities of a line.
-func TestRecReference(t *testing.T) {
+// TestNetRecReference: the recogniser's CTC probabilities of a line.
+func TestNetRecReference(t *testing.T) {
+	testenv.FullNetwork(t)
 	m, r := setup(t)
 	const text = "Hello World 123"
 	in, err := ppocr.Rec(line(t, text, 24, false))

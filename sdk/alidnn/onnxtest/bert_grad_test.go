@@ -1,10 +1,8 @@
 package onnxtest_test
 
 import (
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 )
 
@@ -16,13 +14,7 @@ func TestBertGradients(t *testing.T) {
 	a := bertArch{vocab: 12, types: 2, positions: 6, h: 6, heads: 2, f: 10, layers: 2, classes: 3, eps: 1e-5}
 	r := rand.New(rand.NewPCG(13, 13))
 	p := a.initParams(r)
-	for name, d := range a.dims() {
-		if len(d) == 1 {
-			for k := range p[name] {
-				p[name][k] += r.Float64() - 0.5
-			}
-		}
-	}
+	jitterVectors(p, a.dims(), r)
 	s := bertSeq{ids: []int{1, 5, 7, 5, 11, 3}, types: []int{0, 0, 0, 1, 1, 1}, keep: []bool{true, true, true, true, true, false}}
 	const label = 1
 	loss := func() float64 {
@@ -34,22 +26,7 @@ func TestBertGradients(t *testing.T) {
 	g := zeroParams(a.dims())
 	a.backward(p, s, tp, dz, g)
 
-	const h = 1e-6
-	for _, name := range slices.Sorted(maps.Keys(p)) {
-		v := p[name]
-		for k := range v {
-			old := v[k]
-			v[k] = old + h
-			up := loss()
-			v[k] = old - h
-			down := loss()
-			v[k] = old
-			numeric := (up - down) / (2 * h)
-			if math.Abs(g[name][k]-numeric) > 1e-7+1e-5*math.Abs(numeric) {
-				t.Errorf("%s[%d]: gradient %.8g, central difference %.8g", name, k, g[name][k], numeric)
-			}
-		}
-	}
+	checkGradients(t, p, g, loss)
 	// The masked token (id 3, nowhere else) is a key of no query, and the
 	// pooler reads only the first token: its embedding learns nothing.
 	for c := range a.h {

@@ -193,12 +193,7 @@ func encoderCases() []genCase {
 		node{op: "Add", inputs: []string{"x", "attn"}, outputs: []string{"res1"}},
 		node{op: "LayerNormalization", inputs: []string{"res1", "g1", "be1"}, outputs: []string{"ln1"}, attrs: []attr{fAttr("epsilon", 1e-5)}})
 	nodes = append(nodes, lin("ln1", "w1", "b1", "ff")...)
-	nodes = append(nodes,
-		node{op: "Div", inputs: []string{"ff", "sqrt2"}, outputs: []string{"ff_s"}},
-		node{op: "Erf", inputs: []string{"ff_s"}, outputs: []string{"ff_e"}},
-		node{op: "Add", inputs: []string{"ff_e", "one"}, outputs: []string{"ff_1"}},
-		node{op: "Mul", inputs: []string{"ff", "ff_1"}, outputs: []string{"ff_m"}},
-		node{op: "Mul", inputs: []string{"ff_m", "half"}, outputs: []string{"gelu"}})
+	nodes = append(nodes, geluErf(func(s string) string { return s })...)
 	nodes = append(nodes, lin("gelu", "w2", "b2", "ff2")...)
 	nodes = append(nodes,
 		node{op: "Add", inputs: []string{"ln1", "ff2"}, outputs: []string{"res2"}},
@@ -220,4 +215,17 @@ func encoderCases() []genCase {
 		},
 		ins: first.ins, outs: first.outs, more: more,
 	}}
+}
+
+// geluErf is exact GELU as torch.onnx writes it, x·(1 + erf(x/√2))/2, from
+// the value named n("ff") to n("gelu"); the constants "sqrt2", "one" and
+// "half" are the graph's.
+func geluErf(n func(string) string) []node {
+	return []node{
+		{op: "Div", inputs: []string{n("ff"), "sqrt2"}, outputs: []string{n("ff_s")}},
+		{op: "Erf", inputs: []string{n("ff_s")}, outputs: []string{n("ff_e")}},
+		{op: "Add", inputs: []string{n("ff_e"), "one"}, outputs: []string{n("ff_1")}},
+		{op: "Mul", inputs: []string{n("ff"), n("ff_1")}, outputs: []string{n("ff_m")}},
+		{op: "Mul", inputs: []string{n("ff_m"), "half"}, outputs: []string{n("gelu")}},
+	}
 }

@@ -1,10 +1,8 @@
 package onnxtest_test
 
 import (
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 )
 
@@ -17,13 +15,7 @@ func TestViTGradients(t *testing.T) {
 	a := vitArch{img: 6, patch: 3, c: 2, h: 6, heads: 2, f: 10, layers: 2, classes: 4, eps: 1e-5}
 	r := rand.New(rand.NewPCG(11, 11))
 	p := a.initParams(r)
-	for name, d := range a.dims() {
-		if len(d) == 1 {
-			for k := range p[name] {
-				p[name][k] += r.Float64() - 0.5
-			}
-		}
-	}
+	jitterVectors(p, a.dims(), r)
 	img := make([]float64, a.pixels())
 	for k := range img {
 		img[k] = 4*r.Float64() - 2
@@ -37,22 +29,7 @@ func TestViTGradients(t *testing.T) {
 	g := zeroParams(a.dims())
 	a.backward(p, a.forward(p, img), dz, g)
 
-	const h = 1e-6
-	for _, name := range slices.Sorted(maps.Keys(p)) {
-		v := p[name]
-		for k := range v {
-			old := v[k]
-			v[k] = old + h
-			up := loss()
-			v[k] = old - h
-			down := loss()
-			v[k] = old
-			numeric := (up - down) / (2 * h)
-			if math.Abs(g[name][k]-numeric) > 1e-7+1e-5*math.Abs(numeric) {
-				t.Errorf("%s[%d]: gradient %.8g, central difference %.8g", name, k, g[name][k], numeric)
-			}
-		}
-	}
+	checkGradients(t, p, g, loss)
 }
 
 // TestViTTrainerForward checks that the trainer's forward pass is the

@@ -118,12 +118,7 @@ func vitTimmLayer(p, x string) ([]node, string) {
 		node{op: "Add", inputs: []string{x, n("attn")}, outputs: []string{n("res1")}},
 		node{op: "LayerNormalization", inputs: []string{n("res1"), n("g2"), n("be2")}, outputs: []string{n("ln2")}, attrs: []attr{fAttr("epsilon", vitTimmEps)}})
 	ns = append(ns, lin(n("ln2"), "w1", "b1", "ff")...)
-	ns = append(ns,
-		node{op: "Div", inputs: []string{n("ff"), "sqrt2"}, outputs: []string{n("ff_s")}},
-		node{op: "Erf", inputs: []string{n("ff_s")}, outputs: []string{n("ff_e")}},
-		node{op: "Add", inputs: []string{n("ff_e"), "one"}, outputs: []string{n("ff_1")}},
-		node{op: "Mul", inputs: []string{n("ff"), n("ff_1")}, outputs: []string{n("ff_m")}},
-		node{op: "Mul", inputs: []string{n("ff_m"), "half"}, outputs: []string{n("gelu")}})
+	ns = append(ns, geluErf(n)...)
 	ns = append(ns, lin(n("gelu"), "w2", "b2", "ff2")...)
 	ns = append(ns, node{op: "Add", inputs: []string{n("res1"), n("ff2")}, outputs: []string{n("out")}})
 	return ns, n("out")

@@ -129,6 +129,7 @@ func (p *Plugin) awaitEngine(ctx context.Context, slot int) error {
 // handed out whole, so that a pod holding a chip never acts as the
 // account that loaded engines for shares.
 func (p *Plugin) freeEngines(ctx context.Context, slots []int) error {
+	cleared := false
 	for _, s := range slots {
 		if !p.cfg.Engines.Loaded(ctx, s) {
 			continue
@@ -136,9 +137,12 @@ func (p *Plugin) freeEngines(ctx context.Context, slots []int) error {
 		if err := p.cfg.Engines.ClearEngine(ctx, s); err != nil {
 			return fmt.Errorf("slot %d: clearing the AliDNN engine loaded for shares: %w", s, err)
 		}
+		cleared = true
 		p.log.Info("cleared the engine loaded for shares from a chip allocated whole", "slot", s)
 	}
-	p.checkAll()
+	if cleared {
+		p.checkAll() // the chip's shares are offered again at once, not at the next poll
+	}
 	return nil
 }
 

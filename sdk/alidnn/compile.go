@@ -3,6 +3,7 @@ package alidnn
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -29,6 +30,7 @@ type options struct {
 	calibrating bool
 	batch       int
 	shapes      map[string][]int
+	floatNodes  map[string]bool
 }
 
 // ForBatch compiles the model for n samples a run, as TensorRT builds an
@@ -73,6 +75,45 @@ func WithShape(name string, dims ...int) Option {
 		}
 		o.shapes[name] = dims
 	}
+}
+
+// WithFloatNodes keeps the named nodes' matrix products and convolutions
+// in fp32 when Quantize compiles the model to int8, as onnxruntime's
+// nodes_to_exclude and TensorRT's per-layer precision do: for the few
+// layers whose int8 error a model's result cannot absorb (a detector's
+// last layers, which draw the boxes). A name no node has is an error.
+// Without Quantize it changes nothing.
+func WithFloatNodes(names ...string) Option {
+	return func(o *options) {
+		if o.floatNodes == nil {
+			o.floatNodes = map[string]bool{}
+		}
+		for _, n := range names {
+			o.floatNodes[n] = true
+		}
+	}
+}
+
+// checkFloatNodes says which names of WithFloatNodes no node has.
+func (c *compiler) checkFloatNodes() error {
+	if len(c.opts.floatNodes) == 0 {
+		return nil
+	}
+	names := make(map[string]bool, len(c.g.Nodes))
+	for _, n := range c.g.Nodes {
+		names[n.Name] = true
+	}
+	var missing []string
+	for n := range c.opts.floatNodes {
+		if !names[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("WithFloatNodes: no node named %q in the graph", missing)
+	}
+	return nil
 }
 
 // compiler holds the state of one compilation.
@@ -146,6 +187,9 @@ func (c *compiler) build() error {
 				c.uses[in]++
 			}
 		}
+	}
+	if err := c.checkFloatNodes(); err != nil {
+		return err
 	}
 	for _, o := range g.Outputs {
 		c.uses[o.Name]++

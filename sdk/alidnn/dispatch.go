@@ -6,8 +6,18 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-// dispatch compiles n by its operator, inputs ready (see run).
+// dispatch compiles n by its operator, inputs ready (see run), in fp32
+// if WithFloatNodes names it.
 func (c *compiler) dispatch(n *onnx.Node) error {
+	if c.opts.floatNodes[n.Name] && !c.keepFP32 {
+		c.keepFP32 = true
+		defer func() { c.keepFP32 = false }()
+	}
+	return c.dispatchOp(n)
+}
+
+// dispatchOp compiles n by its operator.
+func (c *compiler) dispatchOp(n *onnx.Node) error {
 	switch n.OpType {
 	case "Identity", "Dropout":
 		return c.identityNode(n)

@@ -12,58 +12,101 @@ import (
 var calibTexts = []string{"Pack my box with five dozen", "liquor jugs: 0123456789", "WALTZ, NYMPH, FOR QUICK JIGS", "vex bud? (sphinx) #1 & 2%"}
 
 // Calibration returns the Calibrator of m's three models: for the
-// detector, a page of calibTexts at the input's size; for the classifier
+// detector, pages of calibTexts at the input's size (see detCalibration)
+// and its finest layers kept in fp32 (see detFloat); for the classifier
 // and the recogniser, each of calibTexts rendered at 16 to 34 px, cropped
 // to its ink and laid out at the input's width (upright and upside down
 // for the classifier).
 func Calibration(m *Models) Calibrator {
-	return func(model *onnx.Model, dims []int64) ([]Input, error) {
+	return func(model *onnx.Model, dims []int64) (Int8Plan, error) {
 		if len(dims) != 4 {
-			return nil, fmt.Errorf("input dims %v: want NCHW", dims)
+			return Int8Plan{}, fmt.Errorf("input dims %v: want NCHW", dims)
 		}
 		h, w := int(dims[2]), int(dims[3])
 		switch model {
 		case m.Det:
-			return detCalibration(h, w)
+			ins, err := detCalibration(h, w)
+			return Int8Plan{Inputs: ins, Float: detFloat(model)}, err
 		case m.Cls, m.Rec:
-			var ins []Input
-			for k, s := range calibTexts {
-				for _, upside := range []bool{false, true} {
-					if upside && model == m.Rec {
-						continue
-					}
-					line, err := renderLine(s, float64(16+6*k), upside)
-					if err != nil {
-						return nil, err
-					}
-					in, err := Cls(line)
-					if model == m.Rec {
-						in, err = RecAt(line, w)
-					}
-					if err != nil {
-						return nil, err
-					}
-					ins = append(ins, in)
-				}
-			}
-			return ins, nil
+			ins, err := lineCalibration(model == m.Rec, w)
+			return Int8Plan{Inputs: ins}, err
 		}
-		return nil, fmt.Errorf("no calibration for a model other than the detector, classifier and recogniser")
+		return Int8Plan{}, fmt.Errorf("no calibration for a model other than the detector, classifier and recogniser")
 	}
 }
 
-// detCalibration renders calibTexts at 20 px, as many lines as an h×w page
-// holds (at least one), and returns it as the detector's input.
+// lineCalibration returns calibTexts as the recogniser's inputs at width
+// w (rec), or as the classifier's, upright and upside down.
+func lineCalibration(rec bool, w int) ([]Input, error) {
+	var ins []Input
+	for k, s := range calibTexts {
+		for _, upside := range []bool{false, true} {
+			if upside && rec {
+				continue
+			}
+			line, err := renderLine(s, float64(16+6*k), upside)
+			if err != nil {
+				return nil, err
+			}
+			in, err := Cls(line)
+			if rec {
+				in, err = RecAt(line, w)
+			}
+			if err != nil {
+				return nil, err
+			}
+			ins = append(ins, in)
+		}
+	}
+	return ins, nil
+}
+
+// detFloat names the detector's convolutions that run before its
+// backbone reaches 1/16 of the page's resolution: the strides of its
+// convolutions, in graph order, multiplied until they reach 16. At 1/2 to
+// 1/8 the layers see the strokes themselves, and their int8 error moves
+// the edges of the probability map DB draws its boxes from — a box a few
+// pixels too tall or wide makes the recogniser read a stray character at
+// the line's end, as the int8 detector did at 20 and 32 px.
+func detFloat(m *onnx.Model) []string {
+	var names []string
+	scale := int64(1)
+	for _, n := range m.Graph.Nodes {
+		if n.OpType != "Conv" {
+			continue
+		}
+		for _, a := range n.Attrs {
+			if a.Name == "strides" && len(a.Ints) > 0 {
+				scale *= a.Ints[0]
+			}
+		}
+		if scale >= 16 {
+			break
+		}
+		names = append(names, n.Name)
+	}
+	return names
+}
+
+// detCalibration renders calibTexts on h×w pages, one page per text size
+// from 16 to 34 px (the sizes the recogniser is calibrated at), as many
+// lines as a page holds (at least one), and returns them as the
+// detector's inputs: activations grow with the size of the text, and a
+// range calibrated on small text only clips large text's.
 func detCalibration(h, w int) ([]Input, error) {
-	var lines []Line
-	for k, y := 0, 8; k < len(calibTexts) && (k == 0 || y+28 <= h); k, y = k+1, y+36 {
-		lines = append(lines, Line{Text: calibTexts[k], Size: 20, X: 8 + 12*k, Y: y})
+	var ins []Input
+	for k, px := range []float64{16, 22, 28, 34} {
+		var lines []Line
+		for i, y := 0, 8; i < len(calibTexts) && (i == 0 || y+int(px)+8 <= h); i, y = i+1, y+int(px)+16 {
+			lines = append(lines, Line{Text: calibTexts[(i+k)%len(calibTexts)], Size: px, X: 8 + 12*i, Y: y})
+		}
+		img, err := Render(w, h, lines, k%2 == 1, 8, uint64(7+k))
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, Det(img))
 	}
-	img, err := Render(w, h, lines, false, 8, 7)
-	if err != nil {
-		return nil, err
-	}
-	return []Input{Det(img)}, nil
+	return ins, nil
 }
 
 // renderLine renders text alone and crops it to its ink, grown by a

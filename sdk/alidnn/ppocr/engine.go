@@ -85,8 +85,16 @@ func NewRunner(eng alidnn.Engine, opts ...alidnn.Option) *Runner {
 		lastUse: map[runKey]int{}}
 }
 
-// Calibrator returns the calibration inputs of model m at input dims.
-type Calibrator func(m *onnx.Model, dims []int64) ([]Input, error)
+// Calibrator returns how model m is quantised at input dims.
+type Calibrator func(m *onnx.Model, dims []int64) (Int8Plan, error)
+
+// Int8Plan is how a model is quantised after training: the inputs its
+// ranges are calibrated on, and the nodes kept in fp32
+// (alidnn.WithFloatNodes).
+type Int8Plan struct {
+	Inputs []Input
+	Float  []string
+}
 
 // NewInt8Runner returns a Runner on eng whose programs are quantised to
 // int8 after training (alidnn.Quantize), calibrated with calib's inputs
@@ -108,13 +116,16 @@ func (r *Runner) compile(ctx context.Context, m *onnx.Model, name string, dims [
 	if r.calib == nil {
 		return alidnn.Compile(m, opts...)
 	}
-	ins, err := r.calib(m, dims)
+	plan, err := r.calib(m, dims)
 	if err != nil {
 		return nil, fmt.Errorf("calibration inputs: %w", err)
 	}
-	samples := make([][]*onnx.Tensor, len(ins))
-	for k, in := range ins {
+	samples := make([][]*onnx.Tensor, len(plan.Inputs))
+	for k, in := range plan.Inputs {
 		samples[k] = []*onnx.Tensor{onnx.NewFloat32(name, in.Dims, in.V)}
+	}
+	if len(plan.Float) > 0 {
+		opts = append(opts, alidnn.WithFloatNodes(plan.Float...))
 	}
 	return alidnn.Quantize(ctx, r.dev, m, samples, opts...)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
+	"strings"
 )
 
 // ClsThresh is how sure the classifier must be that a line is upside down
@@ -15,7 +16,7 @@ const ClsThresh = 0.9
 type Result struct {
 	Box    Box
 	Upside bool    // the classifier turned the line by 180°
-	Text   string  // the recogniser's decoded text
+	Text   string  // the recogniser's decoded text, spaces at its ends trimmed
 	Score  float64 // its mean character probability
 }
 
@@ -80,6 +81,10 @@ func readLine(ctx context.Context, r *Runner, m *Models, line *image.RGBA) (Resu
 		return res, fmt.Errorf("recogniser output %v: %v", p.Dims, err)
 	}
 	res.Text, res.Score, err = m.Dict.Decode(pv, int(p.Dims[1]))
+	// A box reaches past the line's ink by a margin (DB's unclip), where
+	// the recogniser now and then reads a space: no ink bounds it, so it
+	// is the margin, not a word break.
+	res.Text = strings.TrimSpace(res.Text)
 	return res, err
 }
 

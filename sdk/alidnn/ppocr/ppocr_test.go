@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
@@ -59,43 +60,32 @@ func page(t testing.TB, px float64, upside bool, texts ...string) *image.RGBA {
 	return img
 }
 
+// readPages are the pages TestNetRead and TestNetReadInt8 read: two lines
+// each, at four sizes, upright and upside down.
+var readPages = []struct {
+	px     float64
+	upside bool
+	lines  []string
+}{
+	{16, false, []string{"Hello World 123", "invoice 2026-11-27"}},
+	{24, true, []string{"invoice 2026-11-27", "Total: 42.50 EUR"}},
+	{32, false, []string{"Total: 42.50 EUR", "jumps over 7 lazy dogs"}},
+	{20, true, []string{"jumps over 7 lazy dogs", "Hello World 123"}},
+	{28, true, []string{"Total: 42.50 EUR", "invoice 2026-11-27"}},
+}
+
 // TestNetRead reads rendered pages end to end on the engine — detection,
-// direction, recognition — at three sizes, upright and upside down with
+// direction, recognition — at several sizes, upright and upside down with
 // light noise: every line is found, in reading order (the page's, so
 // reversed upside down), turned when upside down, and read as rendered.
 func TestNetRead(t *testing.T) {
 	testenv.FullNetwork(t)
 	m, r := setup(t)
-	texts := []string{"Hello World 123", "invoice 2026-11-27", "Total: 42.50 EUR", "jumps over 7 lazy dogs"}
-	for k, tc := range []struct {
-		px     float64
-		upside bool
-	}{{16, false}, {24, true}, {32, false}, {20, true}} {
-		want := []string{texts[k], texts[(k+1)%len(texts)]}
-		img := page(t, tc.px, tc.upside, want...)
-		got, err := ppocr.Read(context.Background(), r, m, img)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tc.upside {
-			want[0], want[1] = want[1], want[0]
-		}
-		if len(got) != len(want) {
-			t.Errorf("%g px, upside %v: %d lines %+v, want %q", tc.px, tc.upside, len(got), got, want)
-			continue
-		}
-		for i, g := range got {
-			if g.Text != want[i] || g.Upside != tc.upside {
-				t.Errorf("%g px, upside %v: line %d at %v read %q (upside %v), want %q", tc.px, tc.upside, i, g.Box.Rectangle, g.Text, g.Upside, want[i])
-			}
-		}
-	}
-	t.Logf("%+v", r.Stats)
+	readAll(t, r, m)
 }
 
-// TestNetReadInt8 reads a rendered page upside down with the three models
-// quantised to int8 after training, calibrated on other text (see
-// Calibration): every line found, turned and read as rendered.
+// TestNetReadInt8 reads the same pages with the three models quantised to
+// int8 after training, calibrated on other text (see Calibration).
 func TestNetReadInt8(t *testing.T) {
 	testenv.FullNetwork(t)
 	m := models(t)
@@ -113,18 +103,30 @@ func TestNetReadInt8(t *testing.T) {
 		sim.Close()
 		calib.Close()
 	})
-	img := page(t, 28, true, "Total: 42.50 EUR", "invoice 2026-11-27")
-	got, err := ppocr.Read(context.Background(), r, m, img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"invoice 2026-11-27", "Total: 42.50 EUR"}
-	if len(got) != len(want) {
-		t.Fatalf("%d lines %+v, want %q", len(got), got, want)
-	}
-	for i, g := range got {
-		if g.Text != want[i] || !g.Upside {
-			t.Errorf("line %d at %v read %q (upside %v), want %q turned", i, g.Box.Rectangle, g.Text, g.Upside, want[i])
+	readAll(t, r, m)
+}
+
+// readAll reads readPages with r.
+func readAll(t *testing.T, r *ppocr.Runner, m *ppocr.Models) {
+	t.Helper()
+	for _, pg := range readPages {
+		img := page(t, pg.px, pg.upside, pg.lines...)
+		got, err := ppocr.Read(context.Background(), r, m, img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(pg.lines)
+		if pg.upside {
+			slices.Reverse(want)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%g px, upside %v: %d lines %+v, want %q", pg.px, pg.upside, len(got), got, want)
+			continue
+		}
+		for i, g := range got {
+			if g.Text != want[i] || g.Upside != pg.upside {
+				t.Errorf("%g px, upside %v: line %d at %v read %q (upside %v), want %q", pg.px, pg.upside, i, g.Box.Rectangle, g.Text, g.Upside, want[i])
+			}
 		}
 	}
 	t.Logf("%+v", r.Stats)

@@ -106,7 +106,19 @@ func TestModelCompileAndRun(t *testing.T) {
 			t.Fatalf("logit %d: %g, want %g", k, g[k], w[k])
 		}
 	}
+	// --int8 with a node kept in fp32 (mnist's first convolution); a name
+	// no node has is refused, naming it.
+	onnxModel, in0 := filepath.Join(dir, "model.onnx"), filepath.Join(dir, "test_data_set_1", "input_0.pb")
+	if out, code := faas(t, "model", "run", onnxModel, "--input", in0, "--int8", "--float-node", "Convolution28"); code != 0 {
+		t.Fatalf("run --int8 --float-node Convolution28: exit %d: %s", code, out)
+	}
+	if out, code := faas(t, "model", "run", onnxModel, "--input", in0, "--int8", "--float-node", "Convolution29"); code != 2 || !strings.Contains(out, `no node named ["Convolution29"]`) {
+		t.Fatalf("run --float-node Convolution29: exit %d: %s", code, out)
+	}
 	// Usage errors exit 2.
+	if _, code := faas(t, "model", "run", onnxModel, "--input", in0, "--float-node", "Convolution28"); code != 2 {
+		t.Fatalf("run --float-node without --int8: exit %d, want 2", code)
+	}
 	if _, code := faas(t, "model", "run", prog); code != 2 {
 		t.Fatalf("run without --input: exit %d, want 2", code)
 	}

@@ -203,7 +203,10 @@ func parseShapes(flags []string) ([]alidnn.Option, error) {
 // for the shapes of the inputs (quantised after training on them when int8
 // is set; a dynamically quantised model's scales calibrated on them, as
 // faas model test does).
-func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool, inputs []*onnx.Tensor) (*alidnn.Program, error) {
+func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool, floatNodes []string, inputs []*onnx.Tensor) (*alidnn.Program, error) {
+	if len(floatNodes) > 0 && !int8 {
+		return nil, usageErrorf("--float-node applies with --int8")
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -222,8 +225,12 @@ func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool,
 		return nil, err
 	}
 	bind := inputShapes(m.Graph, inputs)
+	inputs = graphInputs(m.Graph, inputs)
 	switch {
 	case int8:
+		if len(floatNodes) > 0 {
+			bind = append(bind, alidnn.WithFloatNodes(floatNodes...))
+		}
 		return alidnn.Quantize(ctx, dev, m, [][]*onnx.Tensor{inputs}, bind...)
 	case slices.ContainsFunc(m.Graph.Nodes, func(n *onnx.Node) bool { return n.OpType == "DynamicQuantizeLinear" }):
 		return alidnn.Calibrate(ctx, dev, m, [][]*onnx.Tensor{inputs}, bind...)
@@ -232,9 +239,24 @@ func loadProgram(ctx context.Context, dev alidnn.Device, path string, int8 bool,
 }
 
 // inputShapes binds the graph's inputs to the shapes of the tensors,
-// matched by name, else by position as matchInputs does: the tensors fix
-// the dimensions the model leaves free.
+// matched as graphInputs matches them: the tensors fix the dimensions the
+// model leaves free.
 func inputShapes(g *onnx.Graph, ts []*onnx.Tensor) []alidnn.Option {
+	var opts []alidnn.Option
+	for _, t := range graphInputs(g, ts) {
+		dims := make([]int, len(t.Dims))
+		for j, d := range t.Dims {
+			dims[j] = int(d)
+		}
+		opts = append(opts, alidnn.WithShape(t.Name, dims...))
+	}
+	return opts
+}
+
+// graphInputs returns the tensors named for the graph inputs they are
+// matched to: by name, else by position as matchInputs does (a
+// TensorProto file names its tensor as its writer chose).
+func graphInputs(g *onnx.Graph, ts []*onnx.Tensor) []*onnx.Tensor {
 	var names []string
 	byName := map[string]bool{}
 	for _, in := range g.Inputs {
@@ -243,24 +265,22 @@ func inputShapes(g *onnx.Graph, ts []*onnx.Tensor) []alidnn.Option {
 			byName[in.Name] = true
 		}
 	}
-	var opts []alidnn.Option
+	out := make([]*onnx.Tensor, len(ts))
 	for k, t := range ts {
-		name := t.Name
-		if !byName[name] && k < len(names) {
-			name = names[k]
+		out[k] = t
+		if !byName[t.Name] && k < len(names) {
+			named := *t
+			named.Name = names[k]
+			out[k] = &named
 		}
-		dims := make([]int, len(t.Dims))
-		for j, d := range t.Dims {
-			dims[j] = int(d)
-		}
-		opts = append(opts, alidnn.WithShape(name, dims...))
 	}
-	return opts
+	return out
 }
 
 // runFlags are faas model run's flags.
 type runFlags struct {
 	ins, outs       []string
+	floatNodes      []string
 	int8            bool
 	profile, attach string
 	slot, runs      int
@@ -282,7 +302,8 @@ slot N of the faasd of --agent: a slot with the AliDNN engine that you
 loaded or that was shared with you (faas status lists them), or with
 --attach LISTING[:VERSION] on an accelerator from the registry's pool, on
 whichever node it lands (this host needs no faasd), detached at the end.
---int8 calibrates on the in-process engine either way, as does a model
+--int8 calibrates on the in-process engine either way (--float-node NAME
+keeps a node in fp32, as trtexec's --layerPrecisions does), as does a model
 dynamically quantised as onnxruntime's quantize_dynamic writes it
 (DynamicQuantizeLinear), whose scales are calibrated on the inputs.
 
@@ -295,6 +316,7 @@ FILE, a profile log that faas trace export turns into a Chrome trace.`,
 	cmd.Flags().StringArrayVar(&f.ins, "input", nil, "input tensor file (TensorProto), once per input")
 	cmd.Flags().StringArrayVar(&f.outs, "output", nil, "file to write an output tensor to, once per output")
 	cmd.Flags().BoolVar(&f.int8, "int8", false, "quantise an fp32 ONNX model to int8, calibrated on the inputs")
+	cmd.Flags().StringArrayVar(&f.floatNodes, "float-node", nil, "with --int8: keep this node (by name) in fp32, once per node")
 	cmd.Flags().IntVar(&f.slot, "slot", -1, "run on this AliDNN slot of faasd (--agent) instead of in process")
 	registryFlag(cmd)
 	cmd.Flags().StringVar(&f.attach, "attach", "", "run on an accelerator of the registry's pool running this listing (LISTING[:VERSION]) instead of in process")
@@ -328,7 +350,7 @@ func runModel(cmd *cobra.Command, f *runFlags, model string) error {
 	}
 	defer dev.Close()
 	start := time.Now()
-	p, err := loadProgram(ctx, dev, model, f.int8, tensors)
+	p, err := loadProgram(ctx, dev, model, f.int8, f.floatNodes, tensors)
 	if err != nil {
 		return err
 	}

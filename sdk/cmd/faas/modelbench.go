@@ -88,7 +88,7 @@ shapes (the same on every invocation). Progress goes to stderr unless --json.`,
 				return err
 			}
 			defer dev.Close()
-			p, err := loadProgram(ctx, dev, args[0], false, tensors)
+			p, err := loadProgram(ctx, dev, args[0], false, nil, tensors)
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,13 @@ func TestNetReadRendered(t *testing.T) {
 	if want[0] != "FPGA as a Service" {
 		t.Fatalf("upside-down page's lines %q, want them in its reading order", want)
 	}
-	out, err := read(context.Background(), alidnn.NewLocal(sim), m, img, want)
+	ctx := context.Background()
+	r, closeRunner, err := runner(alidnn.NewLocal(sim), m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRunner(ctx)
+	out, err := read(ctx, r, m, img, want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +54,44 @@ func TestNetReadRendered(t *testing.T) {
 		t.Error(err)
 	}
 	wrong := []string{"FPGA as a Service", "Hello World 124"}
-	if out, err = read(context.Background(), alidnn.NewLocal(sim), m, img, wrong); err != nil {
+	if out, err = read(ctx, r, m, img, wrong); err != nil {
 		t.Fatal(err)
 	}
 	if err := out.print(f, "the simulator", true); err == nil || !strings.Contains(err.Error(), `line 1 read "Hello World 123"`) {
 		t.Errorf("print of a misread page: %v, want the line named", err)
+	}
+}
+
+// TestNetReadRenderedInt8 reads the default page, upright and upside
+// down, with the models quantised to int8 (-int8).
+func TestNetReadRenderedInt8(t *testing.T) {
+	testenv.FullNetwork(t)
+	m, err := ppocr.ReadModels(testenv.TestData(t, "ocr", "ppocrv4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := model.NewLocal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	ctx := context.Background()
+	r, closeRunner, err := runner(alidnn.NewLocal(sim), m, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRunner(ctx)
+	for _, upside := range []bool{false, true} {
+		img, want, err := input("", "Hello World 123|FPGA as a Service", 24, upside)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := read(ctx, r, m, img, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Misread) > 0 {
+			t.Errorf("upside %v: %q", upside, out.Misread)
+		}
 	}
 }

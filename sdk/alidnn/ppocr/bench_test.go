@@ -30,6 +30,31 @@ func BenchmarkRead(b *testing.B) {
 	defer sim.Close()
 	r := ppocr.NewRunner(alidnn.NewLocal(sim))
 	defer r.Close(context.Background())
+	benchRead(b, r, m)
+}
+
+// BenchmarkReadInt8 is BenchmarkRead with the models quantised to int8
+// as Calibration plans it (the detector's finest layers in fp32).
+func BenchmarkReadInt8(b *testing.B) {
+	m := models(b)
+	sim, err := model.NewLocal(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Close()
+	calib, err := model.NewLocal(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer calib.Close()
+	r := ppocr.NewInt8Runner(alidnn.NewLocal(sim), calib, ppocr.Calibration(m))
+	defer r.Close(context.Background())
+	benchRead(b, r, m)
+}
+
+// benchRead reads benchLines' page b.N times with r, its programs
+// compiled first, and reports the modeled time per page.
+func benchRead(b *testing.B, r *ppocr.Runner, m *ppocr.Models) {
 	img := page(b, 24, false, benchLines...)
 	read := func() {
 		res, err := ppocr.Read(context.Background(), r, m, img)

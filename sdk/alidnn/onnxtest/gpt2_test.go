@@ -32,14 +32,7 @@ const (
 
 type gptWeights map[string][]float32
 
-func gptDims() map[string][]int64 {
-	return map[string][]int64{
-		"wte": {gptV, gptH}, "wpe": {gptP, gptH},
-		"ln1_g": {gptH}, "ln1_b": {gptH}, "ln2_g": {gptH}, "ln2_b": {gptH}, "lnf_g": {gptH}, "lnf_b": {gptH},
-		"attn_w": {gptH, 3 * gptH}, "attn_b": {3 * gptH}, "proj_w": {gptH, gptH}, "proj_b": {gptH},
-		"fc_w": {gptH, gptF}, "fc_b": {gptF}, "mproj_w": {gptF, gptH}, "mproj_b": {gptH},
-	}
-}
+func gptDims() map[string][]int64 { return gptDefault.dims() }
 
 func newGptWeights() gptWeights {
 	w := gptWeights{}
@@ -63,7 +56,8 @@ func newGptWeights() gptWeights {
 	return w
 }
 
-func (w gptWeights) forward(ids, mask []int64, N, S int) []float32 {
+// forward is the block's last_hidden_state [N, S, gptH] in float64.
+func (w gptWeights) forward(ids, mask []int64, N, S int) []float64 {
 	x := make([]float64, N*S*gptH)
 	for t := range N * S {
 		for e := range gptH {
@@ -100,12 +94,7 @@ func (w gptWeights) forward(ids, mask []int64, N, S int) []float32 {
 	for k := range m {
 		x[k] += m[k]
 	}
-	y := layerNormEps(x, w["lnf_g"], w["lnf_b"], gptH, gptEps)
-	out := make([]float32, len(y))
-	for k, z := range y {
-		out[k] = float32(z)
-	}
-	return out
+	return layerNormEps(x, w["lnf_g"], w["lnf_b"], gptH, gptEps)
 }
 
 func (w gptWeights) set(N, S int, seed int64) dataSet {
@@ -120,12 +109,30 @@ func (w gptWeights) set(N, S int, seed int64) dataSet {
 	d := []int64{int64(N), int64(S)}
 	return dataSet{
 		ins:  []*onnx.Tensor{intTensor("input_ids", onnx.Int64, d, ids), intTensor("attention_mask", onnx.Int64, d, mask)},
-		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), int64(S), gptH}, w.forward(ids, mask, N, S))},
+		outs: []*onnx.Tensor{onnx.NewFloat32("last_hidden_state", []int64{int64(N), int64(S), gptH}, to32(w.forward(ids, mask, N, S)))},
 	}
 }
 
 func gpt2Cases() []genCase {
 	w := newGptWeights()
+	g := gpt2Graph(w)
+	gptCase := func(name string, w gptWeights, g graph) genCase {
+		first := w.set(1, 16, 1)
+		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs, more: []dataSet{w.set(2, 16, 2), w.set(2, 7, 3)}}
+	}
+	fp32 := gptCase("gpt2_decoder_block", w, g)
+	fp32.int8 = true
+	// quantize_dynamic leaves Conv1D's Gemms fp32 (Gemm is not in its
+	// IntegerOps registry): it quantises the embeddings' Gathers only.
+	dw := maps.Clone(w)
+	for _, name := range []string{"wte", "wpe"} {
+		dw[name] = dequantised(w[name])
+	}
+	return []genCase{fp32, gptCase("gpt2_decoder_block_dynamic_int8", dw, quantizeDynamic(g))}
+}
+
+// gpt2Graph is the block's graph with the weights w.
+func gpt2Graph(w gptWeights) graph {
 	dims := gptDims()
 	var inits []*onnx.Tensor
 	for _, name := range slices.Sorted(maps.Keys(dims)) {
@@ -148,26 +155,13 @@ func gpt2Cases() []genCase {
 		scalar("sqrt_d", 4), scalar("mask_min", -math.MaxFloat32), scalar("half", 0.5), scalar("three", 3),
 		scalar("c_cube", 0.044715), scalar("c_sqrt", float32(math.Sqrt(2/math.Pi))), scalar("one", 1))
 	sym := []string{"batch", "seq"}
-	g := graph{
+	return graph{
 		nodes: gpt2Nodes(),
 		inits: inits,
 		inputs: []valueInfo{{name: "input_ids", typ: onnx.Int64, dims: []int64{0, 0}, params: sym},
 			{name: "attention_mask", typ: onnx.Int64, dims: []int64{0, 0}, params: sym}},
 		outputs: []valueInfo{{name: "last_hidden_state", typ: onnx.Float, dims: []int64{0, 0, gptH}, params: []string{"batch", "seq", ""}}},
 	}
-	gptCase := func(name string, w gptWeights, g graph) genCase {
-		first := w.set(1, 16, 1)
-		return genCase{name: name, opset: 17, g: g, ins: first.ins, outs: first.outs, more: []dataSet{w.set(2, 16, 2), w.set(2, 7, 3)}}
-	}
-	fp32 := gptCase("gpt2_decoder_block", w, g)
-	fp32.int8 = true
-	// quantize_dynamic leaves Conv1D's Gemms fp32 (Gemm is not in its
-	// IntegerOps registry): it quantises the embeddings' Gathers only.
-	dw := maps.Clone(w)
-	for _, name := range []string{"wte", "wpe"} {
-		dw[name] = dequantised(w[name])
-	}
-	return []genCase{fp32, gptCase("gpt2_decoder_block_dynamic_int8", dw, quantizeDynamic(g))}
 }
 
 // conv1d writes HuggingFace's Conv1D as torch.onnx does: x.view(-1,

@@ -47,6 +47,12 @@ type lnTape struct{ xhat, inv, y []float64 }
 // left out as a mask of finfo.min leaves them: the context [T, h] and the
 // probabilities [heads, T, T].
 func attention(q, k, v []float64, T, h, heads int, keep []bool) ([]float64, []float64) {
+	return maskedAttention(q, k, v, T, h, heads, func(_, j int) bool { return keep == nil || keep[j] })
+}
+
+// maskedAttention is attention with query i attending to key j only where
+// keep(i, j).
+func maskedAttention(q, k, v []float64, T, h, heads int, keep func(i, j int) bool) ([]float64, []float64) {
 	D := h / heads
 	scale := 1 / math.Sqrt(float64(D))
 	ctx, probs := make([]float64, T*h), make([]float64, heads*T*T)
@@ -55,7 +61,7 @@ func attention(q, k, v []float64, T, h, heads int, keep []bool) ([]float64, []fl
 			pr := probs[(hd*T+i)*T : (hd*T+i+1)*T]
 			m := math.Inf(-1)
 			for j := range T {
-				if keep != nil && !keep[j] {
+				if !keep(i, j) {
 					continue
 				}
 				var s float64
@@ -67,7 +73,7 @@ func attention(q, k, v []float64, T, h, heads int, keep []bool) ([]float64, []fl
 			}
 			var sum float64
 			for j := range T {
-				if keep != nil && !keep[j] {
+				if !keep(i, j) {
 					continue // e^(finfo.min) is 0
 				}
 				pr[j] = exp(pr[j] - m)

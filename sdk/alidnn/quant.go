@@ -95,6 +95,11 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if block, err := n.Int("block_size", 0); err != nil {
+		return err
+	} else if block > 0 {
+		return c.blockedQuantize(n, x, int(block))
+	}
 	if err := c.materialize(x); err != nil {
 		return err
 	}

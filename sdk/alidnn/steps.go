@@ -242,12 +242,12 @@ func (e *emitter) loadRow(el elem, reg int, src uint64) {
 // runSelf emits sSelf step p on a tile of n rows of output block ob.
 func (e *emitter) runSelf(p plannedStep, ob, n int) {
 	// The scratch region may hold any bits: an integer multiply by zero
-	// clears it (fp32 0 × NaN would not), an fp32 add copies.
+	// clears it (fp32 0 × NaN would not), an integer add copies.
 	cp := isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.copyU, UopEnd: p.copyU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}
 	e.compute(cp, false)
-	// Floor's copy adds the bits as integers, which keeps a −0 (an fp32
-	// +0 + −0 is +0, and ⌊−0⌋ is −0).
-	cp.Alu, cp.UseImm, cp.SrcIn, cp.FP32 = isa.AluAdd, false, 1, p.kind != sFloor
+	// The copy adds the bits as integers, which keeps a −0 (an fp32
+	// +0 + −0 is +0: 1/−0 would be +Inf, ⌊−0⌋ +0).
+	cp.Alu, cp.UseImm, cp.SrcIn = isa.AluAdd, false, 1
 	e.compute(cp, false)
 	for k, c := range p.chain {
 		// Exp, log and round take no operand row.

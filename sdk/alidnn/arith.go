@@ -414,6 +414,8 @@ func (c *compiler) cast(n *onnx.Node) error {
 		}
 		c.set(n, 0, c.rename(l, onnx.Float))
 		return nil
+	case (t == onnx.Uint8 || t == onnx.Int8) && x.typ == onnx.Float:
+		return c.castToInt8(n, x, t)
 	case t == onnx.Float && (x.typ == onnx.Int32 || x.typ == onnx.Int8 || x.typ == onnx.Uint8):
 		l, err := c.open(x)
 		if err != nil {

@@ -3,7 +3,8 @@ package alidnn
 // Comparisons of an integer input with a constant, and Not of a computed
 // BOOL, as fp32 arithmetic that gives exactly 0 and 1: a padding mask
 // exporters compute from the token ids (input_ids != pad), or invert.
-// Comparisons of FLOAT tensors are cmpfloat.go's.
+// Comparisons of FLOAT tensors are cmpfloat.go's, Equal of INT32 ones
+// cmpint.go's.
 
 import (
 	"fmt"
@@ -50,6 +51,12 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
+		if n.OpType == "Equal" && a.typ == onnx.Int32 && b.typ == onnx.Int32 && !(a.isConst && b.isConst) {
+			if err := c.equalInt32(n, a, b); err != nil {
+				return err
+			}
+			return c.typeBool(out)
+		}
 		if floatCompare(a, b) {
 			if err := c.compareFloat(n, a, b); err != nil {
 				return err
@@ -63,7 +70,7 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 			xName, x, k = n.Inputs[1], b, a
 		}
 		if !hostInt(x) || !k.isConst || k.len() != 1 {
-			return fmt.Errorf("%s of %v %s and %s: the engine compares FLOAT tensors, and integers only as an INT64 or BOOL input with a constant scalar: %w", n.OpType, x.typ, x, k, ErrUnsupported)
+			return fmt.Errorf("%s of %v %s and %s: the engine compares FLOAT tensors (INT32 ones by Equal), and integers only as an INT64 or BOOL input with a constant scalar: %w", n.OpType, x.typ, x, k, ErrUnsupported)
 		}
 		maskLayout(x.root())
 		kv := float64(k.floats()[0])

@@ -58,6 +58,25 @@ func TestPowTensor(t *testing.T) {
 		got := runGraph(t, g, onnx.NewFloat32("x", []int64{2, int64(n / 2)}, xf), onnx.NewFloat32("y", []int64{2, int64(n / 2)}, yf))
 		check(t, got, func(k int) float64 { return float64(yf[k]) })
 	})
+	t.Run("constant base", func(t *testing.T) {
+		// x a constant row of special bases, y computed per element.
+		row := xf[:16]
+		g := &onnx.Graph{
+			Inputs:       []onnx.ValueInfo{vinfo("y", int64(n/16), 16)},
+			Initializers: []*onnx.Tensor{onnx.NewFloat32("x", []int64{16}, row)},
+			Nodes:        []*onnx.Node{{Name: "pow", OpType: "Pow", Inputs: []string{"x", "y"}, Outputs: []string{"p"}}},
+			Outputs:      []onnx.ValueInfo{{Name: "p"}},
+		}
+		got := runGraph(t, g, onnx.NewFloat32("y", []int64{int64(n / 16), 16}, yf))
+		for k, v := range got {
+			x, y := float64(row[k%16]), float64(yf[k])
+			w := math.Pow(x, y)
+			if math.IsNaN(w) != math.IsNaN(float64(v)) || !math.IsNaN(w) && math.Abs(float64(v)-w) > 4e-6*math.Abs(w) ||
+				(w == 0 || math.IsInf(w, 0)) && math.Float64bits(float64(v)) != math.Float64bits(float64(float32(w))) {
+				t.Errorf("pow(%v, %v) = %v, want %v", x, y, v, w)
+			}
+		}
+	})
 	t.Run("broadcast", func(t *testing.T) {
 		row := []float32{3, -3, 2, -2, 0.5, 0, float32(inf), float32(-inf), float32(nan), 1, -1, 2.5, 6, -0.25, 7, 10}
 		g := &onnx.Graph{

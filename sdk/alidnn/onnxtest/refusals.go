@@ -22,9 +22,7 @@ package onnxtest
 //   - a Gather or Slice along the lanes, which would move values between
 //     them.
 //
-// Mappable, not done yet: comparisons of two INT32 tensors (Equal is
-// exact in int32 as 1 − clip(x − y, −1, 1)²; the compiler has no int32
-// element-wise path for them) and Pow of INT32 bases (integer powers).
+// Mappable, not done yet: Pow of INT32 bases (integer powers).
 var refusals = map[string]string{
 	"test_add_int16":                                   "input \"x\": element type INT16",
 	"test_add_int8":                                    "Add of integer tensors",
@@ -110,8 +108,6 @@ var refusals = map[string]string{
 	"test_div_uint32":                                  "input \"x\": element type UINT32",
 	"test_div_uint64":                                  "input \"x\": element type UINT64",
 	"test_div_uint8":                                   "Div of integer tensors",
-	"test_equal":                                       "integers only as an INT64 or BOOL input with a constant scalar",
-	"test_equal_bcast":                                 "integers only as an INT64 or BOOL input with a constant scalar",
 	"test_equal_int16":                                 "input \"x\": element type INT16",
 	"test_equal_int8":                                  "integers only as an INT64 or BOOL input with a constant scalar",
 	"test_equal_string":                                "input \"x\": element type STRING",

@@ -97,6 +97,19 @@ func (c *compiler) activation(n *onnx.Node) (func(float32) float32, error) {
 		return func(x float32) float32 { return -x }, nil
 	case "Erf":
 		return func(x float32) float32 { return float32(math.Erf(float64(x))) }, nil
+	case "Relu":
+		return func(x float32) float32 {
+			if x < 0 {
+				return 0
+			}
+			return x
+		}, nil
+	case "Round":
+		return func(x float32) float32 { return float32(math.RoundToEven(float64(x))) }, nil
+	case "Floor":
+		return func(x float32) float32 { return float32(math.Floor(float64(x))) }, nil
+	case "Ceil":
+		return func(x float32) float32 { return float32(math.Ceil(float64(x))) }, nil
 	}
 	return nil, fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }
@@ -117,16 +130,22 @@ func (c *compiler) foldActivation(n *onnx.Node) (*value, error) {
 	return constFloat("", x.shape, mapF(x.floats(), f)), nil
 }
 
-// foldIntSign is Neg or Abs of an integer constant, as exporters write
-// them over shapes (a slice of the last -n positions).
+// foldIntSign is Neg, Abs or Relu of an integer constant, as exporters
+// write them over shapes (a slice of the last -n positions), and Round,
+// Floor and Ceil, which keep an integer.
 func foldIntSign(op string, x *value) (*value, error) {
-	if op != "Neg" && op != "Abs" {
+	switch op {
+	case "Neg", "Abs", "Relu", "Round", "Floor", "Ceil":
+	default:
 		return nil, fmt.Errorf("%s of an integer constant: %w", op, ErrUnsupported)
 	}
 	r := make([]int64, x.len())
 	for k, v := range x.ints() {
-		if r[k] = v; op == "Neg" || v < 0 {
+		switch r[k] = v; {
+		case op == "Neg" || op == "Abs" && v < 0:
 			r[k] = -v
+		case op == "Relu" && v < 0:
+			r[k] = 0
 		}
 	}
 	return constInt("", x.typ, x.shape, r), nil
@@ -168,6 +187,11 @@ func (c *compiler) activationNode(n *onnx.Node) error {
 	}
 	c.set(n, 0, c.rename(l, x.typ))
 	return nil
+}
+
+// floorStep is ⌊x⌋ on the ALU's round and lt (see sFloor).
+func floorStep() step {
+	return step{kind: sFloor, fp: true, chain: []selfOp{{op: isa.AluRound}}, comb: isa.AluLt}
 }
 
 // activationSteps appends the steps of activation n to l; row appends a
@@ -237,6 +261,15 @@ func (c *compiler) activationSteps(n *onnx.Node, l *layer, row func(kind stepKin
 	case "Abs":
 		l.steps = append(l.steps, step{kind: sSelf, fp: true, chain: []selfOp{{isa.AluMul, -1}}, comb: isa.AluMax})
 	case "Neg":
+		row(sMulRow, -1)
+	case "Round":
+		l.steps = append(l.steps, step{kind: sRound, fp: true})
+	case "Floor":
+		l.steps = append(l.steps, floorStep())
+	case "Ceil":
+		// −⌊−x⌋: r + lt(r, x) would make ceil(−0.3) +0 (−0 + 0 is +0).
+		row(sMulRow, -1)
+		l.steps = append(l.steps, floorStep())
 		row(sMulRow, -1)
 	default:
 		return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)

@@ -120,9 +120,9 @@ func (c *compiler) constantOperand(n *onnx.Node, op string, a, b *value, shape [
 // otherwise); a commuting operator swaps them as suits. The operator joins
 // a's layer, which reads b.
 func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []int) error {
-	commutes := op != "Div"
+	swapped, commutes := swapOp[op]
 	if commutes && !eqInts(a.shape, shape) {
-		a, b = b, a
+		a, b, op = b, a, swapped
 	}
 	if !eqInts(a.shape, shape) {
 		return fmt.Errorf("%s broadcasts %s to %v (only its second operand may broadcast): %w", op, a, shape, ErrUnsupported)
@@ -138,7 +138,7 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	// after b's layer (exporters write a residual block's shortcut after
 	// its main path).
 	if commutes && eqInts(b.shape, shape) && c.writtenAt(b) > c.writtenAt(a) {
-		a, b = b, a
+		a, b, op = b, a, swapped
 	}
 	if spreadsLanes(a, b, shape) {
 		if b, err = c.spreadLanes(n, b, shape[len(shape)-1]); err != nil {
@@ -250,11 +250,17 @@ func (c *compiler) subtractFrom(n *onnx.Node, k, x *value) error {
 }
 
 // rowKinds are the steps of a binary operator with a per-channel constant
-// and with a tensor (a constant divisor multiplies by its reciprocal).
+// and with a tensor (a constant divisor multiplies by its reciprocal). Lt,
+// Gt and Eq are the engine's comparisons (see cmpfloat.go); Gt has no row
+// form.
 var rowKinds = map[string][2]stepKind{
 	"Add": {sAddRow, sAddTensor}, "Mul": {sMulRow, sMulTensor}, "Max": {sMaxRow, sMaxTensor}, "Min": {sMinRow, sMinTensor},
-	"Div": {sMulRow, sDivTensor},
+	"Div": {sMulRow, sDivTensor}, "Lt": {sLtRow, sLtTensor}, "Eq": {sEqRow, sEqTensor}, "Gt": {sLtRow, sGtTensor},
 }
+
+// swapOp is, for the operators whose operands may trade places, the
+// operator of b op a that equals a op b.
+var swapOp = map[string]string{"Add": "Add", "Mul": "Mul", "Max": "Max", "Min": "Min", "Eq": "Eq", "Lt": "Gt", "Gt": "Lt"}
 
 // sum compiles Sum, Max and Min as a chain of binary operators (constant
 // pairs folded), fused into one layer when the operands allow.
@@ -408,6 +414,8 @@ func (c *compiler) cast(n *onnx.Node) error {
 		}
 		c.set(n, 0, c.rename(l, onnx.Float))
 		return nil
+	case (t == onnx.Uint8 || t == onnx.Int8) && x.typ == onnx.Float:
+		return c.castToInt8(n, x, t)
 	case t == onnx.Float && (x.typ == onnx.Int32 || x.typ == onnx.Int8 || x.typ == onnx.Uint8):
 		l, err := c.open(x)
 		if err != nil {

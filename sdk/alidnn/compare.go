@@ -3,6 +3,8 @@ package alidnn
 // Comparisons of an integer input with a constant, and Not of a computed
 // BOOL, as fp32 arithmetic that gives exactly 0 and 1: a padding mask
 // exporters compute from the token ids (input_ids != pad), or invert.
+// Comparisons of FLOAT tensors are cmpfloat.go's, Equal of INT32 ones
+// cmpint.go's.
 
 import (
 	"fmt"
@@ -49,6 +51,18 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
+		if n.OpType == "Equal" && a.typ == onnx.Int32 && b.typ == onnx.Int32 && !(a.isConst && b.isConst) {
+			if err := c.equalInt32(n, a, b); err != nil {
+				return err
+			}
+			return c.typeBool(out)
+		}
+		if floatCompare(a, b) {
+			if err := c.compareFloat(n, a, b); err != nil {
+				return err
+			}
+			return c.typeBool(out)
+		}
 		op, xName, x, k := n.OpType, n.Inputs[0], a, b
 		if a.isConst {
 			// k op x is x op' k.
@@ -56,7 +70,7 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 			xName, x, k = n.Inputs[1], b, a
 		}
 		if !hostInt(x) || !k.isConst || k.len() != 1 {
-			return fmt.Errorf("%s of %v %s and %s: only of an INT64 or BOOL input with a constant scalar: %w", n.OpType, x.typ, x, k, ErrUnsupported)
+			return fmt.Errorf("%s of %v %s and %s: the engine compares FLOAT tensors (INT32 ones by Equal), and integers only as an INT64 or BOOL input with a constant scalar: %w", n.OpType, x.typ, x, k, ErrUnsupported)
 		}
 		maskLayout(x.root())
 		kv := float64(k.floats()[0])
@@ -90,6 +104,12 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 			return err
 		}
 	}
+	return c.typeBool(out)
+}
+
+// typeBool makes the computed out, 0 and 1 in fp32, a BOOL, which Cast,
+// Where and the graph's outputs read as such.
+func (c *compiler) typeBool(out string) error {
 	y := c.vals[out]
 	c.vals[out] = &value{name: out, shape: y.shape, typ: onnx.Bool, uses: c.uses[out], derived: derived{alias: y}}
 	return nil

@@ -57,7 +57,7 @@ func (c *compiler) dispatchOp(n *onnx.Node) error {
 		return c.erfNode(n)
 	case "Sum", "Max", "Min":
 		return c.sum(n)
-	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Softplus", "Abs", "Neg":
+	case "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Softplus", "Abs", "Neg", "Round", "Floor", "Ceil":
 		return c.activationNode(n)
 	case "LRN":
 		return c.lrnNode(n)
@@ -87,6 +87,8 @@ func (c *compiler) dispatchOp(n *onnx.Node) error {
 		return c.expandNode(n)
 	case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
 		return c.compareNode(n)
+	case "And", "Or", "Xor":
+		return c.logicNode(n)
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }

@@ -45,8 +45,12 @@
 // a tensor as the addition of its negation; Div by a constant as a
 // multiplication by the reciprocal, by a tensor on the ALU's div; Pow by
 // a constant, integer exponents up to 16 by multiplication, others as
-// e^(p·ln x), see pow.go; Erf, GELU's, as a polynomial in four layers, see
-// erf.go). Of two computed tensors, one may
+// e^(p·ln x), see pow.go, and by exponents per element with C's signs and
+// special values, see powtensor.go; Erf, GELU's, as a polynomial in four
+// layers, see erf.go; comparisons of FLOAT tensors and And/Or/Xor of
+// their results on the ALU's lt and eq, exact 0 and 1 for every value, see
+// cmpfloat.go; Round, Floor and Ceil on its round). Of two computed
+// tensors, one may
 // broadcast over the other's rows and outer axes — a squeeze-and-excitation
 // gate [N,C,1,1] scaling its block's [N,C,H,W], an attention mask
 // [1,1,1,S] added to scores [1,H,S,S] — read as one accumulator row per

@@ -81,7 +81,7 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 		return nil
 	}
 	switch n.OpType {
-	case "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
+	case "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor":
 		return nil
 	case "Gather":
 		if k == 1 {

@@ -199,6 +199,20 @@ const (
 	sLog // ln x, fp32 only
 	// sDivTensor divides by a tensor laid out like the output, fp32 only.
 	sDivTensor
+	// The comparisons give 1 or 0 (fp32 only): x < a per-channel
+	// constant, x = one, x < a tensor laid out like the output, x = one,
+	// and x > one, which negates the tile and its own copy of the operand
+	// (−x < −t) as the ALU has no gt; a NaN on either side gives 0.
+	sLtRow
+	sEqRow
+	sLtTensor
+	sEqTensor
+	sGtTensor
+	sRound // x rounded half to even to an integer, fp32 only
+	// sFloor is ⌊x⌋ = r − lt(x, r) with r = round(x): an sSelf whose
+	// chain is round and comb lt, the tile then negated and the scratch
+	// r added (each exact; −0 stays −0).
+	sFloor
 )
 
 // selfOp is one operation of an sSelf chain: the scratch copy op= a scalar.

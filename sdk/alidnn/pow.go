@@ -47,17 +47,18 @@ func (c *compiler) divideInto(n *onnx.Node, k, x *value) error {
 // powNode compiles Pow of a computed tensor by a scalar constant p: an
 // integer p by multiplying x by itself (its reciprocal for p < 0), any
 // other p as e^(p·ln x), which is NaN for negative x as numpy's power is.
+// Exponents per element are powTensor's.
 func (c *compiler) powNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
 		return err
 	}
-	pv, err := c.needConst(n, 1, "Pow's exponent")
+	pv, err := c.need(n, 1)
 	if err != nil {
 		return err
 	}
-	if pv.len() != 1 {
-		return fmt.Errorf("Pow by the exponents %s, one per element: %w", pv, ErrUnsupported)
+	if !pv.isConst || pv.len() != 1 {
+		return c.powTensor(n, x, pv)
 	}
 	p := float64(pv.floats()[0])
 	integer := p == math.Trunc(p)

@@ -95,6 +95,22 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if block, err := n.Int("block_size", 0); err != nil {
+		return err
+	} else if block > 0 {
+		return c.blockedQuantize(n, x, int(block))
+	}
+	sv, err := c.need(n, 1)
+	if err != nil {
+		return err
+	}
+	zv, err := c.in(n, 2)
+	if err != nil {
+		return err
+	}
+	if !sv.isConst || zv != nil && !zv.isConst {
+		return c.quantizeComputed(n, x, sv, zv)
+	}
 	if err := c.materialize(x); err != nil {
 		return err
 	}

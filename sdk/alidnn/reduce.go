@@ -49,6 +49,9 @@ func (c *compiler) reduceNode(n *onnx.Node) error {
 	if err != nil {
 		return fmt.Errorf("%s of %s: %w", n.OpType, x, err)
 	}
+	if r == 1 && laneAxis(x) == 0 {
+		return c.reduceVector(n, x, keep != 0)
+	}
 	if r == 0 || !slices.Equal(norm, []int{r - 1}) || keep != 1 || laneAxis(x) != r-1 {
 		if r == 0 {
 			return fmt.Errorf("%s of the scalar %s: %w", n.OpType, x, ErrUnsupported)
@@ -63,6 +66,29 @@ func (c *compiler) reduceNode(n *onnx.Node) error {
 		return c.laneExtreme(n, x)
 	}
 	return c.laneReduce(n)
+}
+
+// reduceVector compiles the reduction of a vector x [C] held on the lanes
+// as that of the matrix [1, C] over its last axis, kept, reshaped to [1]
+// or to a scalar: the lane reductions work on a tile's rows.
+func (c *compiler) reduceVector(n *onnx.Node, x *value, keep bool) error {
+	out := n.Outputs[0]
+	p := out + "/vector/"
+	c.vals[p+"row"] = constInt(p+"row", onnx.Int64, []int{2}, []int64{1, int64(x.shape[0])})
+	var shape []int64
+	if keep {
+		shape = []int64{1}
+	}
+	c.vals[p+"out"] = constInt(p+"out", onnx.Int64, []int{len(shape)}, shape)
+	uses := map[string]int{p + "m": 1, p + "r": 1}
+	seq := []*onnx.Node{
+		{OpType: "Reshape", Inputs: []string{n.Inputs[0], p + "row"}, Outputs: []string{p + "m"}},
+		{OpType: n.OpType, Inputs: []string{p + "m"}, Outputs: []string{p + "lanes"}, Attrs: []*onnx.Attribute{
+			{Name: "axes", Type: onnx.AttrInts, Ints: []int64{1}}, {Name: "keepdims", Type: onnx.AttrInt, I: 1}}},
+	}
+	seq = append(seq, c.pickLane0(p+"lanes", p+"r", x.shape[0], uses)...)
+	seq = append(seq, &onnx.Node{OpType: "Reshape", Inputs: []string{p + "r", p + "out"}, Outputs: []string{out}})
+	return c.runSeq(n, seq, uses)
 }
 
 // reducePicked compiles a reduction over the last axis that something

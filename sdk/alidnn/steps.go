@@ -61,7 +61,7 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 	for _, s := range l.steps {
 		p := plannedStep{step: s}
 		switch s.kind {
-		case sAddRow, sMulRow, sMinRow, sMaxRow:
+		case sAddRow, sMulRow, sMinRow, sMaxRow, sLtRow, sEqRow:
 			b := make([]byte, ob*lanes*4)
 			for k := range ob * lanes {
 				var w uint32
@@ -83,8 +83,8 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 			free++
 			ep.rows++
 			p.uop = u.addALU(base, p.reg)
-		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
-			if q := ep.operand(s); q != nil {
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor, sLtTensor, sEqTensor, sGtTensor:
+			if q := ep.operand(s); q != nil && s.kind != sGtTensor {
 				p.reg, p.loaded = q.reg, true
 			} else {
 				p.reg = free
@@ -92,9 +92,12 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 				ep.tiles++
 			}
 			p.uop = u.addALU(base, p.reg)
-		case sSelf:
+			if s.kind == sGtTensor {
+				p.copyU = u.addALU(p.reg, 0) // negates the operand's copy
+			}
+		case sSelf, sFloor:
 			free = e.planSelf(&p, ep, u, ob, base, n, free)
-		case sRelu, sExp, sLog:
+		case sRelu, sExp, sLog, sRound:
 			p.uop = u.addALU(base, 0)
 		case sRequant, sQuantize, sDequantize:
 			b := make([]byte, ob*lanes*8)
@@ -132,7 +135,7 @@ func (ep *epilogue) operand(s step) *plannedStep {
 	for k := range ep.steps {
 		q := &ep.steps[k]
 		switch q.kind {
-		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor, sLtTensor, sEqTensor:
 			if q.t == s.t && !q.loaded && (q.tlay == s.tlay || q.tlay != nil && s.tlay != nil && q.tlay.equal(*s.tlay)) {
 				return q
 			}
@@ -150,7 +153,7 @@ func (e *emitter) planSelf(p *plannedStep, ep *epilogue, u *uopTable, ob, base, 
 	ep.tiles++
 	p.copyU = u.addALU(p.reg, base)
 	for _, c := range p.chain {
-		if c.op == isa.AluExp || c.op == isa.AluLog {
+		if c.op.Unary() {
 			p.rows, p.tables = append(p.rows, -1), append(p.tables, 0)
 			p.uops = append(p.uops, u.addALU(p.reg, 0))
 			continue
@@ -193,15 +196,15 @@ func (e *emitter) uniformSteps(ep *epilogue, ob int) bool {
 	}
 	for _, p := range ep.steps {
 		switch p.kind {
-		case sAddRow, sMulRow, sMinRow, sMaxRow:
+		case sAddRow, sMulRow, sMinRow, sMaxRow, sLtRow, sEqRow:
 			if !same(p.table) {
 				return false
 			}
-		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor, sLtTensor, sEqTensor, sGtTensor:
 			if p.tlay != nil {
 				return false
 			}
-		case sSelf:
+		case sSelf, sFloor:
 			for k, r := range p.rows {
 				if r >= 0 && !same(p.tables[k]) {
 					return false
@@ -210,7 +213,7 @@ func (e *emitter) uniformSteps(ep *epilogue, ob int) bool {
 			if p.rowF != nil && !same(p.table) {
 				return false
 			}
-		case sRelu, sExp, sLog:
+		case sRelu, sExp, sLog, sRound:
 		default:
 			return false
 		}
@@ -239,13 +242,15 @@ func (e *emitter) loadRow(el elem, reg int, src uint64) {
 // runSelf emits sSelf step p on a tile of n rows of output block ob.
 func (e *emitter) runSelf(p plannedStep, ob, n int) {
 	// The scratch region may hold any bits: an integer multiply by zero
-	// clears it (fp32 0 × NaN would not), an fp32 add copies.
+	// clears it (fp32 0 × NaN would not), an integer add copies.
 	cp := isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.copyU, UopEnd: p.copyU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true}
 	e.compute(cp, false)
-	cp.Alu, cp.UseImm, cp.SrcIn, cp.FP32 = isa.AluAdd, false, 1, true
+	// The copy adds the bits as integers, which keeps a −0 (an fp32
+	// +0 + −0 is +0: 1/−0 would be +Inf, ⌊−0⌋ +0).
+	cp.Alu, cp.UseImm, cp.SrcIn = isa.AluAdd, false, 1
 	e.compute(cp, false)
 	for k, c := range p.chain {
-		// Exp and log take no operand row.
+		// Exp, log and round take no operand row.
 		if p.rows[k] >= 0 {
 			e.loadRow(f32, p.rows[k], p.tables[k]+uint64(ob*lanes*4))
 		}
@@ -287,24 +292,35 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 	for _, p := range ep.steps {
 		alu := isa.Insn{Op: isa.OpALU, UopBegin: p.uop, UopEnd: p.uop + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, FP32: p.fp}
 		switch p.kind {
-		case sAddRow, sMulRow, sMinRow, sMaxRow:
+		case sAddRow, sMulRow, sMinRow, sMaxRow, sLtRow, sEqRow:
 			el := i32
 			if p.fp {
 				el = f32
 			}
 			e.loadRow(el, p.reg, p.table+uint64(ob*lanes*4))
 			alu.Alu = aluOf[p.kind]
-		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor:
+		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor, sLtTensor, sEqTensor, sGtTensor:
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1
-			if e.loadOperand(p, lay, t, !p.loaded) {
+			bcast := e.loadOperand(p, lay, t, !p.loaded)
+			if bcast {
 				// One row per image, read by every row of the image's part.
 				alu.IterOut, alu.IterIn, alu.DstOut, alu.SrcOut, alu.SrcIn = uint32(t.nb), uint32(t.span), uint32(t.span), uint32(t.span), 0
+			}
+			if p.kind == sGtTensor {
+				e.negateOperands(p, t, n, bcast)
 			}
 		case sSelf:
 			e.runSelf(p, ob, n)
 			continue
-		case sRelu, sExp, sLog:
+		case sFloor:
+			e.runSelf(p, ob, n)
+			neg := isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.uop, UopEnd: p.uop + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true, Imm: bf16MinusOne, FP32: true}
+			e.compute(neg, false)
+			neg.Alu, neg.UseImm, neg.Imm, neg.SrcIn = isa.AluAdd, false, 0, 1
+			e.compute(neg, false)
+			continue
+		case sRelu, sExp, sLog, sRound:
 			alu.Alu = unaryOf[p.kind]
 		case sRequant, sQuantize, sDequantize:
 			el := i32
@@ -352,12 +368,30 @@ func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef, fetch bool) 
 }
 
 // unaryOf is the ALU operation of a step without a second operand.
-var unaryOf = map[stepKind]isa.AluOp{sRelu: isa.AluRelu, sExp: isa.AluExp, sLog: isa.AluLog}
+var unaryOf = map[stepKind]isa.AluOp{sRelu: isa.AluRelu, sExp: isa.AluExp, sLog: isa.AluLog, sRound: isa.AluRound}
 
 // aluOf is the ALU operation of a row or tensor step.
 var aluOf = map[stepKind]isa.AluOp{
 	sAddRow: isa.AluAdd, sMulRow: isa.AluMul, sMinRow: isa.AluMin, sMaxRow: isa.AluMax,
 	sAddTensor: isa.AluAdd, sMulTensor: isa.AluMul, sMinTensor: isa.AluMin, sMaxTensor: isa.AluMax, sDivTensor: isa.AluDiv,
+	sLtRow: isa.AluLt, sEqRow: isa.AluEq, sLtTensor: isa.AluLt, sEqTensor: isa.AluEq, sGtTensor: isa.AluLt,
+}
+
+// bf16MinusOne is −1.0 as an fp32 ALU immediate (bfloat16 0xbf80).
+const bf16MinusOne = -0x4080
+
+// negateOperands negates, before gt's lt, the tile and the copy of the
+// operand that step p loaded for tile t (n rows; one row per image when
+// bcast): x > y is −x < −y, exact for every value, NaN and ±Inf included.
+func (e *emitter) negateOperands(p plannedStep, t tileRef, n int, bcast bool) {
+	neg := isa.Insn{Op: isa.OpALU, Alu: isa.AluMul, UopBegin: p.copyU, UopEnd: p.copyU + 1, IterOut: 1, IterIn: uint32(n), DstIn: 1, UseImm: true, Imm: bf16MinusOne, FP32: true}
+	if bcast {
+		neg.IterOut, neg.IterIn, neg.DstOut, neg.DstIn = uint32(t.nb), 1, uint32(t.span), 0
+	}
+	e.compute(neg, false)
+	neg.UopBegin, neg.UopEnd = p.uop, p.uop+1
+	neg.IterOut, neg.IterIn, neg.DstOut, neg.DstIn = 1, uint32(n), 0, 1
+	e.compute(neg, false)
 }
 
 // storeElem is the type a layer stores its tiles as.

@@ -104,9 +104,13 @@ func TestAssembleErrors(t *testing.T) {
 		{"alu.log uop=0:1 iter=1,1 dst=0,0 fp32 imm=1", 1, 39, "log has no second operand"},
 		{"alu.exp uop=0:1 iter=1,1 dst=0,0 src=0,1 fp32", 1, 34, "src_in"},
 		{"alu.log uop=0:1 iter=1,1 dst=0,0 zp=1 fp32", 1, 34, `unknown operand "zp"`},
-		{"alu.dequantize uop=0:1 iter=1,1 dst=0,0 src=0,0 fp32", 1, 49, "only add, mul, min, max, relu, exp, log, div"},
+		{"alu.dequantize uop=0:1 iter=1,1 dst=0,0 src=0,0 fp32", 1, 49, "only add, mul, min, max, relu, exp, log, div, lt, eq, round"},
 		{"alu.div uop=0:1 iter=1,1 dst=0,0 src=0,0", 1, 0, "div has no int32 form; fp32 must be set"},
 		{"alu.div uop=0:1 iter=1,1 dst=0,0 fp32", 1, 1, `missing operand "src"`},
+		{"alu.lt uop=0:1 iter=1,1 dst=0,0 src=0,0", 1, 0, "lt has no int32 form; fp32 must be set"},
+		{"alu.eq uop=0:1 iter=1,1 dst=0,0 fp32", 1, 1, `missing operand "src"`},
+		{"alu.round uop=0:1 iter=1,1 dst=0,0 fp32 imm=1", 1, 41, "round has no second operand"},
+		{"alu.round uop=0:1 iter=1,1 dst=0,0", 1, 0, "round has no int32 form; fp32 must be set"},
 	}
 	for _, c := range cases {
 		_, err := Assemble(c.src)

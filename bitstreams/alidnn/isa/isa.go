@@ -94,7 +94,7 @@ func (d DType) String() string {
 // AluOp is the operation of an ALU instruction.
 type AluOp uint8
 
-// ALU operations. Values 13..15 are illegal.
+// ALU operations. All sixteen values of the 4-bit field are assigned.
 const (
 	AluAdd        AluOp = 0  // dst = dst + (src | imm), wrapping int32
 	AluMul        AluOp = 1  // dst = dst * (src | imm), low 32 bits
@@ -109,10 +109,13 @@ const (
 	AluExp        AluOp = 10 // dst = e^dst; fp32 only
 	AluLog        AluOp = 11 // dst = ln dst; fp32 only
 	AluDiv        AluOp = 12 // dst = dst / (src | imm); fp32 only
-	numAluOps           = 13
+	AluLt         AluOp = 13 // dst = 1.0 if dst < (src | imm) else 0.0; fp32 only
+	AluEq         AluOp = 14 // dst = 1.0 if dst == (src | imm) else 0.0; fp32 only
+	AluRound      AluOp = 15 // dst = dst rounded half to even to an integer; fp32 only
+	numAluOps           = 16
 )
 
-var aluNames = [...]string{"add", "mul", "min", "max", "shr", "clip", "relu", "requant", "quantize", "dequantize", "exp", "log", "div"}
+var aluNames = [...]string{"add", "mul", "min", "max", "shr", "clip", "relu", "requant", "quantize", "dequantize", "exp", "log", "div", "lt", "eq", "round"}
 
 func (a AluOp) String() string {
 	if a < numAluOps {
@@ -121,9 +124,9 @@ func (a AluOp) String() string {
 	return fmt.Sprintf("AluOp(%d)", uint8(a))
 }
 
-// Unary reports whether the operation reads only dst: relu, exp and log have
-// no second operand, so use_imm, imm and the src factors must be zero.
-func (a AluOp) Unary() bool { return a == AluRelu || a == AluExp || a == AluLog }
+// Unary reports whether the operation reads only dst: relu, exp, log and round
+// have no second operand, so use_imm, imm and the src factors must be zero.
+func (a AluOp) Unary() bool { return a == AluRelu || a == AluExp || a == AluLog || a == AluRound }
 
 // PoolKind selects max or average pooling.
 type PoolKind uint8

@@ -113,7 +113,7 @@ var aluFields = with(
 	u("src_out", 86, 11, func(i *Insn) *uint32 { return &i.SrcOut }, "src (acc or param) index factor, outer loop"),
 	u("src_in", 97, 11, func(i *Insn) *uint32 { return &i.SrcIn }, "src (acc or param) index factor, inner loop"),
 	s32("imm", 108, 16, func(i *Insn) *int32 { return &i.Imm }, "immediate, or zero point for requant/quantize/dequantize"),
-	bit("fp32", 124, fp32, "lanes are fp32 (add, mul, min, max, relu; required by exp, log, div); imm is bfloat16"),
+	bit("fp32", 124, fp32, "lanes are fp32 (add, mul, min, max, relu; required by exp, log, div, lt, eq, round); imm is bfloat16"),
 )
 
 var poolFields = with(
@@ -465,20 +465,20 @@ func checkALU(i *Insn, b func(bool) int64) error {
 	quant := i.Alu == AluRequant || i.Alu == AluQuantize || i.Alu == AluDequantize
 	switch i.Alu {
 	case AluAdd, AluMul, AluMin, AluMax, AluRelu:
-	case AluExp, AluLog, AluDiv:
+	case AluExp, AluLog, AluDiv, AluLt, AluEq, AluRound:
 		if !i.FP32 {
 			return ferr(op, "fp32", 0, "%s has no int32 form; fp32 must be set", i.Alu)
 		}
 	default:
 		if i.FP32 {
-			return ferr(op, "fp32", 1, "%s has no fp32 form (only add, mul, min, max, relu, exp, log, div)", i.Alu)
+			return ferr(op, "fp32", 1, "%s has no fp32 form (only add, mul, min, max, relu, exp, log, div, lt, eq, round)", i.Alu)
 		}
 	}
 	if i.PerChannel && !quant {
 		return ferr(op, "per_channel", 1, "only for requant, quantize and dequantize")
 	}
 	switch i.Alu {
-	case AluAdd, AluMul, AluMin, AluMax, AluShr, AluDiv:
+	case AluAdd, AluMul, AluMin, AluMax, AluShr, AluDiv, AluLt, AluEq:
 		if !i.UseImm && i.Imm != 0 {
 			return ferr(op, "imm", int64(i.Imm), "set without use_imm")
 		}
@@ -492,7 +492,7 @@ func checkALU(i *Insn, b func(bool) int64) error {
 		if i.Imm < 0 {
 			return ferr(op, "imm", int64(i.Imm), "clip bound must be non-negative")
 		}
-	case AluRelu, AluExp, AluLog:
+	case AluRelu, AluExp, AluLog, AluRound:
 		if i.UseImm {
 			return ferr(op, "use_imm", 1, "%s has no second operand", i.Alu)
 		}

@@ -350,9 +350,26 @@ func aluFP32(op isa.AluOp, d, s *[lanes]int32) {
 			a = float32(math.Log(float64(a)))
 		case isa.AluDiv:
 			a = a / b
+		case isa.AluLt:
+			a = mask(a < b)
+		case isa.AluEq:
+			a = mask(a == b)
+		case isa.AluRound:
+			// RoundToEven keeps ±0, ±Inf and NaN, and float64 holds every
+			// fp32 exactly, so the rounding is that of fp32.
+			a = float32(math.RoundToEven(float64(a)))
 		}
 		d[l] = int32(math.Float32bits(a))
 	}
+}
+
+// mask is an fp32 comparison's result: 1.0 for true, +0.0 for false (Go's <
+// and == are IEEE's, false for NaN and with -0 == +0).
+func mask(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // fmax and fmin return the other operand when one is NaN, and a (the

@@ -19,15 +19,7 @@ import (
 // the engine reads otherwise is reported, not passed.
 func TestNetReadRendered(t *testing.T) {
 	testenv.FullNetwork(t)
-	m, err := ppocr.ReadModels(testenv.TestData(t, "ocr", "ppocrv4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := model.NewLocal(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
+	m, sim := setup(t)
 	img, want, err := input("", "Hello World 123|FPGA as a Service", 24, true)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +28,7 @@ func TestNetReadRendered(t *testing.T) {
 		t.Fatalf("upside-down page's lines %q, want them in its reading order", want)
 	}
 	ctx := context.Background()
-	r, closeRunner, err := runner(alidnn.NewLocal(sim), m, false)
+	r, closeRunner, err := runner(sim, m, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,17 +58,9 @@ func TestNetReadRendered(t *testing.T) {
 // down, with the models quantised to int8 (-int8).
 func TestNetReadRenderedInt8(t *testing.T) {
 	testenv.FullNetwork(t)
-	m, err := ppocr.ReadModels(testenv.TestData(t, "ocr", "ppocrv4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := model.NewLocal(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
+	m, sim := setup(t)
 	ctx := context.Background()
-	r, closeRunner, err := runner(alidnn.NewLocal(sim), m, true)
+	r, closeRunner, err := runner(sim, m, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,4 +78,20 @@ func TestNetReadRenderedInt8(t *testing.T) {
 			t.Errorf("upside %v: %q", upside, out.Misread)
 		}
 	}
+}
+
+// setup reads the vendored models and returns an engine simulated in the
+// process, closed with the test.
+func setup(t *testing.T) (*ppocr.Models, alidnn.Engine) {
+	t.Helper()
+	m, err := ppocr.ReadModels(testenv.TestData(t, "ocr", "ppocrv4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := model.NewLocal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	return m, alidnn.NewLocal(sim)
 }

@@ -11,6 +11,9 @@ import (
 // loads, the epilogue runs and the tile is stored.
 func (e *emitter) gemm(l *layer) error {
 	if l.conv.groups > 1 {
+		if ok, err := e.dwUnit(l); ok || err != nil {
+			return err
+		}
 		if ok, err := e.depthwise(l); ok || err != nil {
 			return err
 		}

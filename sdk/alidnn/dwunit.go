@@ -8,9 +8,9 @@ package alidnn
 // A layer runs tile by tile as a GEMM layer does: the input rows of th
 // output rows of one channel block load into inp (padded by the LOAD)
 // through the load queue while the unit works on the previous tile; the
-// block's weights, and its bias when the epilogue starts by adding one,
-// sit in the top rows of param, loaded once per block; the epilogue's
-// other steps and the STORE follow.
+// block's weights, and its bias and clamp when the epilogue starts by
+// adding one and applying a ReLU or Clip, sit in the top rows of param,
+// loaded once per block; the epilogue's other steps and the STORE follow.
 
 import (
 	"encoding/binary"
@@ -22,16 +22,16 @@ import (
 // dwuPlan is how a depthwise layer runs on the unit: tiles of th output
 // rows of the whole width, their inputs tr×wp pixels in bufs inp buffers of
 // inpCap, accBufs output buffers of n rows, the weight rows (rows a block,
-// bias first when fused) at param row wrow, and the epilogues of the steps
-// the unit does not fuse.
+// the fused steps' rows first) at param row wrow, and the epilogues of the
+// steps the unit does not fuse.
 type dwuPlan struct {
 	cv             *convSpec
 	in, out        *value
-	rest           layer // l with the fused bias step removed
+	rest           layer // l without the steps the unit fuses
 	ie, storeEl    elem
 	blocks, taps   int
 	rows, wrow     int
-	bias           bool
+	bias, clamp    bool
 	weights        uint64 // blocks × rows param rows in the constant segment
 	th, tr, wp, n  int
 	bufs, inpCap   int
@@ -76,14 +76,8 @@ func (e *emitter) planDwUnit(l *layer) *dwuPlan {
 	if _, err := spanOf(-cv.pl, p.wp, cv.iw); err != nil || p.wp > 4095 {
 		return nil
 	}
-	var bias []byte
-	if len(l.steps) > 0 {
-		bias = dwBiasRow(l.steps[0], cv, p.blocks)
-	}
-	if bias != nil {
-		p.bias, p.rest.steps = true, l.steps[1:]
-	}
-	p.rows = p.taps + boolN(p.bias)
+	pre := p.fuse(l.steps)
+	p.rows = p.taps + len(pre)
 	p.wrow = hw.ParamSize - p.rows
 	if p.wrow < paramRowsOf(p.rest.steps) {
 		return nil
@@ -97,7 +91,7 @@ func (e *emitter) planDwUnit(l *layer) *dwuPlan {
 				continue
 			}
 			if p.planEpilogues(e) {
-				p.weights = e.blob(dwWeightRows(cv, p.blocks, p.rows, bias))
+				p.weights = e.blob(dwWeightRows(cv, p.blocks, p.rows, pre))
 				return p
 			}
 		}
@@ -135,16 +129,50 @@ func (p *dwuPlan) planEpilogues(e *emitter) bool {
 	return free+ep.rows+ep.tiles*p.n <= hw.AccSize
 }
 
-// dwBiasRow returns, as param lanes (low 32 bits) for blocks channel
-// blocks, the per-channel constant s adds when it is the addition of a
-// row in the accumulator's own form, which the unit then adds itself;
-// else nil.
-func dwBiasRow(s step, cv *convSpec, blocks int) []byte {
-	if s.kind != sAddRow || s.fp != cv.fp {
+// fuse takes the steps at the start of steps the unit does itself — the
+// addition of a bias row, then a ReLU or the max of a Clip and its min if
+// it has one — sets p.rest to the others and returns the fused steps'
+// param rows in the unit's order (bias, low, high). A Clip without a low
+// bound stays an ALU step: the unit's max with −∞ would turn a NaN into
+// −∞ where ALU min alone gives the bound.
+func (p *dwuPlan) fuse(steps []step) [][]byte {
+	var rows [][]byte
+	k := 0
+	if k < len(steps) && steps[k].kind == sAddRow {
+		if r := p.paramRow(steps[k]); r != nil {
+			rows, p.bias = append(rows, r), true
+			k++
+		}
+	}
+	if k < len(steps) && (steps[k].kind == sMaxRow || steps[k].kind == sRelu) {
+		lo := p.paramRow(steps[k])
+		hi, n := p.unbounded(), 1
+		if k+1 < len(steps) && steps[k+1].kind == sMinRow {
+			if r := p.paramRow(steps[k+1]); r != nil {
+				hi, n = r, 2
+			}
+		}
+		if lo != nil {
+			rows, p.clamp = append(rows, lo, hi), true
+			k += n
+		}
+	}
+	p.rest.steps = steps[k:]
+	return rows
+}
+
+// paramRow returns, as param lanes (low 32 bits) for p's channel blocks,
+// the per-channel constant of s (a row step, or ReLU's zero) when s works
+// in the accumulator's own form and the constant fits it; else nil.
+func (p *dwuPlan) paramRow(s step) []byte {
+	if s.fp != p.cv.fp {
 		return nil
 	}
-	b := make([]byte, blocks*lanes*8)
-	for k := range blocks * lanes {
+	b := make([]byte, p.blocks*lanes*8)
+	if s.kind == sRelu {
+		return b
+	}
+	for k := range p.blocks * lanes {
 		var w uint32
 		switch {
 		case s.fp && k < len(s.rowF):
@@ -160,15 +188,30 @@ func dwBiasRow(s step, cv *convSpec, blocks int) []byte {
 	return b
 }
 
+// unbounded is the high row of a clamp without a min: +∞ or the largest
+// int32, which min leaves every sum below (NaN is the low bound by then).
+func (p *dwuPlan) unbounded() []byte {
+	b := make([]byte, p.blocks*lanes*8)
+	v := uint32(math.MaxInt32)
+	if p.cv.fp {
+		v = math.Float32bits(float32(math.Inf(1)))
+	}
+	for k := range p.blocks * lanes {
+		binary.LittleEndian.PutUint32(b[8*k:], v)
+	}
+	return b
+}
+
 // dwWeightRows lays out cv's weights as the unit reads them: for each
-// channel block its rows param rows, the bias row first if there is one
-// (its lanes from bias), then a row per tap; lanes past the channels are 0.
-func dwWeightRows(cv *convSpec, blocks, rows int, bias []byte) []byte {
+// channel block its rows param rows, first the block's lanes of each of
+// pre (bias, clamp bounds), then a row per tap; lanes past the channels
+// are 0.
+func dwWeightRows(cv *convSpec, blocks, rows int, pre [][]byte) []byte {
 	b := make([]byte, blocks*rows*lanes*8)
-	off := boolN(bias != nil)
+	off := len(pre)
 	for ob := range blocks {
-		if bias != nil {
-			copy(b[ob*rows*lanes*8:], bias[ob*lanes*8:(ob+1)*lanes*8])
+		for k, r := range pre {
+			copy(b[(ob*rows+k)*lanes*8:], r[ob*lanes*8:(ob+1)*lanes*8])
 		}
 		for l := range lanes {
 			c := ob*lanes + l
@@ -233,7 +276,7 @@ func (e *emitter) dwUnitTile(p *dwuPlan, o, ob, r0, t int, ys span) {
 	e.loadBatch(ld)
 	kind := isa.Insn{Op: isa.OpPool, Pool: isa.PoolDepthwise, WinH: uint8(cv.kh), WinW: uint8(cv.kw), StrideH: uint8(cv.sh), StrideW: uint8(cv.sw),
 		GapH: uint8(cv.dh - 1), GapW: uint8(cv.dw - 1), PoolDst: uint32(ab * p.n), PoolSrc: uint32(buf * p.inpCap), Channels: 1,
-		InH: uint32(cv.inRows(t)), InW: uint32(p.wp), DwWgt: uint32(p.wrow), DwBias: p.bias, FP32: cv.fp}
+		InH: uint32(cv.inRows(t)), InW: uint32(p.wp), DwWgt: uint32(p.wrow), DwBias: p.bias, DwClamp: p.clamp, FP32: cv.fp}
 	e.compute(kind, true)
 	e.release()
 	e.runTile(p.eps[ab], p.out, tileRef{o: o, nb: 1, ob: ob, y0: r0, h: t, x0: 0, w: cv.ow, pitch: cv.ow, span: p.n})

@@ -225,10 +225,11 @@ type Insn struct {
 	InH, InW         uint32
 	// Depthwise only: the rows and columns skipped between window taps
 	// (dilation − 1), the param row of the first channel block's weights,
-	// and whether each block's rows start with a bias row.
-	GapH, GapW uint8
-	DwWgt      uint32
-	DwBias     bool
+	// whether each block's rows start with a bias row, and whether a low
+	// and a high row follow to clamp the sums (a fused ReLU or Clip).
+	GapH, GapW      uint8
+	DwWgt           uint32
+	DwBias, DwClamp bool
 
 	// FINISH.
 	JobID uint32

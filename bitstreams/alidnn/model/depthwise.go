@@ -25,7 +25,11 @@ func (e *engine) depthwise(in *isa.Insn) (uint64, *fault) {
 	if in.DwBias {
 		bias = 1
 	}
-	rows := taps + bias
+	pre := bias // rows before the taps
+	if in.DwClamp {
+		pre += 2
+	}
+	rows := pre + taps
 	wgt := uint64(in.DwWgt)
 	if srcEnd := src + inH*inW*ch; srcEnd > uint64(e.cfg.InpSize) {
 		return 0, faultf(alidnn.CauseSRAM, "depthwise input [%d,%d): inp holds %d", src, srcEnd, e.cfg.InpSize)
@@ -37,7 +41,7 @@ func (e *engine) depthwise(in *isa.Insn) (uint64, *fault) {
 		return 0, faultf(alidnn.CauseSRAM, "depthwise weights [%d,%d): param holds %d", wgt, wEnd, e.cfg.ParamSize)
 	}
 	if !in.FP32 {
-		if f := e.dwCheckInt8(wgt, ch, rows, bias); f != nil {
+		if f := e.dwCheckInt8(wgt, ch, rows, pre); f != nil {
 			return 0, f
 		}
 	}
@@ -72,7 +76,7 @@ func (e *engine) depthwise(in *isa.Insn) (uint64, *fault) {
 				for wy := range uint64(in.WinH) {
 					for wx := range uint64(in.WinW) {
 						px := src + ((oy*uint64(in.StrideH)+wy*dy)*inW+ox*uint64(in.StrideW)+wx*dx)*ch + c
-						w := e.prm[p+(bias+wy*uint64(in.WinW)+wx)*lanes:][:lanes]
+						w := e.prm[p+(pre+wy*uint64(in.WinW)+wx)*lanes:][:lanes]
 						if in.FP32 {
 							x := e.inpF[px*lanes:][:lanes]
 							for l := range lanes {
@@ -93,10 +97,19 @@ func (e *engine) depthwise(in *isa.Insn) (uint64, *fault) {
 						started = true
 					}
 				}
+				var lo, hi []uint64
+				if in.DwClamp {
+					lo, hi = e.prm[p+bias*lanes:][:lanes], e.prm[p+(bias+1)*lanes:][:lanes]
+				}
 				for l := range lanes {
-					if in.FP32 {
+					switch {
+					case in.FP32 && lo != nil:
+						out[l] = f32bits(fmin(fmax(sf[l], math.Float32frombits(uint32(lo[l]))), math.Float32frombits(uint32(hi[l]))))
+					case in.FP32:
 						out[l] = f32bits(sf[l])
-					} else {
+					case lo != nil:
+						out[l] = min(max(s[l], int32(uint32(lo[l]))), int32(uint32(hi[l])))
+					default:
 						out[l] = s[l]
 					}
 				}
@@ -114,11 +127,12 @@ func dwAdd(fp bool, a, b int32) int32 {
 	return a + b
 }
 
-// dwCheckInt8 faults if an int8 depthwise weight (not a bias) lies outside
-// −128..127: the unit's multipliers are 8 bits wide.
-func (e *engine) dwCheckInt8(wgt, ch, rows, bias uint64) *fault {
+// dwCheckInt8 faults if an int8 depthwise weight (not a bias or bound,
+// the first pre rows of a block) lies outside −128..127: the unit's
+// multipliers are 8 bits wide.
+func (e *engine) dwCheckInt8(wgt, ch, rows, pre uint64) *fault {
 	for c := range ch {
-		for t := bias; t < rows; t++ {
+		for t := pre; t < rows; t++ {
 			r := wgt + c*rows + t
 			for l, v := range e.prm[r*lanes:][:lanes] {
 				if w := int32(uint32(v)); w < math.MinInt8 || w > math.MaxInt8 {

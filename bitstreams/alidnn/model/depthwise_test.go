@@ -19,11 +19,12 @@ type dwCase struct {
 	gh, gw            int
 	pt, pb, pl, pr    int
 	bias, accum, fp32 bool
+	clamp             bool
 }
 
 func (c dwCase) String() string {
-	return fmt.Sprintf("%dx%dx%d_k%dx%d_s%d,%d_g%d,%d_p%d,%d,%d,%d_bias%v_acc%v_fp32%v",
-		c.h, c.w, c.ch, c.kh, c.kw, c.sh, c.sw, c.gh, c.gw, c.pt, c.pb, c.pl, c.pr, c.bias, c.accum, c.fp32)
+	return fmt.Sprintf("%dx%dx%d_k%dx%d_s%d,%d_g%d,%d_p%d,%d,%d,%d_bias%v_acc%v_fp32%v_clamp%v",
+		c.h, c.w, c.ch, c.kh, c.kw, c.sh, c.sw, c.gh, c.gw, c.pt, c.pb, c.pl, c.pr, c.bias, c.accum, c.fp32, c.clamp)
 }
 
 // dwData is a case's operands: the unpadded image (pixel-major, channel
@@ -38,7 +39,7 @@ type dwData struct {
 }
 
 func (c dwCase) data(rng *rand.Rand) dwData {
-	d := dwData{ih: c.h + c.pt + c.pb, iw: c.w + c.pl + c.pr, rows: c.kh*c.kw + boolN(c.bias)}
+	d := dwData{ih: c.h + c.pt + c.pb, iw: c.w + c.pl + c.pr, rows: c.pre() + c.kh*c.kw}
 	d.oh = (d.ih-((c.kh-1)*(c.gh+1)+1))/c.sh + 1
 	d.ow = (d.iw-((c.kw-1)*(c.gw+1)+1))/c.sw + 1
 	val := func(r int) float64 {
@@ -54,8 +55,20 @@ func (c dwCase) data(rng *rand.Rand) dwData {
 	d.prm = make([]float64, c.ch*d.rows*lanes)
 	for i := range d.prm {
 		d.prm[i] = val(128)
-		if c.bias && i/lanes%d.rows == 0 {
+		switch r := i / lanes % d.rows; {
+		case c.bias && r == 0:
 			d.prm[i] = val(1 << 20)
+		case c.clamp && r == boolN(c.bias):
+			// A low bound some sums fall under; the high one some exceed.
+			d.prm[i] = float64(float32(val(4) - 1))
+			if !c.fp32 {
+				d.prm[i] *= 300
+			}
+		case c.clamp && r == boolN(c.bias)+1:
+			d.prm[i] = float64(float32(d.prm[i-lanes] + math.Abs(val(4))))
+			if !c.fp32 {
+				d.prm[i] = d.prm[i-lanes] + math.Abs(val(128))*100
+			}
 		}
 	}
 	d.acc0 = make([]float64, d.oh*d.ow*c.ch*lanes)
@@ -64,6 +77,9 @@ func (c dwCase) data(rng *rand.Rand) dwData {
 	}
 	return d
 }
+
+// pre is the param rows before a block's taps: bias, low, high.
+func (c dwCase) pre() int { return boolN(c.bias) + 2*boolN(c.clamp) }
 
 func boolN(b bool) int {
 	if b {
@@ -115,8 +131,11 @@ func (c dwCase) reference(d dwData, round32 bool) []float64 {
 					for ky := range c.kh {
 						for kx := range c.kw {
 							x := px(oy*c.sh+ky*(c.gh+1), ox*c.sw+kx*(c.gw+1), cb, l)
-							add(rnd(x * w(boolN(c.bias)+ky*c.kw+kx)))
+							add(rnd(x * w(c.pre()+ky*c.kw+kx)))
 						}
+					}
+					if c.clamp {
+						s = math.Min(math.Max(s, w(boolN(c.bias))), w(boolN(c.bias)+1))
 					}
 					out[o] = s
 				}
@@ -139,6 +158,9 @@ func (c dwCase) program(d dwData, wgt, src, dst int) string {
 	}
 	if c.bias {
 		flags += " bias"
+	}
+	if c.clamp {
+		flags += " clamp"
 	}
 	s := fmt.Sprintf("load.param %s sram=%d dram=0x1000 y=1 x=%d stride=%d\n", dt, wgt, c.ch*d.rows, c.ch*d.rows)
 	idt := "int8"
@@ -197,6 +219,9 @@ func TestDepthwise(t *testing.T) {
 		{h: 8, w: 7, ch: 3, kh: 3, kw: 3, sh: 2, sw: 1, pt: 1, pb: 0, pl: 1, pr: 1, bias: true},
 		{h: 9, w: 10, ch: 2, kh: 7, kw: 7, sh: 2, sw: 2, gh: 0, gw: 1, pt: 3, pb: 3, pl: 3, pr: 3, bias: true, accum: true},
 		{h: 4, w: 4, ch: 1, kh: 1, kw: 1, sh: 1, sw: 1},
+		{h: 7, w: 7, ch: 2, kh: 3, kw: 3, sh: 1, sw: 1, pt: 1, pb: 1, pl: 1, pr: 1, bias: true, clamp: true, fp32: true},
+		{h: 6, w: 7, ch: 2, kh: 3, kw: 3, sh: 2, sw: 2, pt: 1, pb: 1, pl: 1, pr: 1, clamp: true, accum: true, fp32: true},
+		{h: 7, w: 6, ch: 3, kh: 3, kw: 3, sh: 1, sw: 1, pt: 1, pb: 1, pl: 1, pr: 1, bias: true, clamp: true},
 	}
 	for k, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
@@ -310,6 +335,30 @@ func TestDepthwiseCycles(t *testing.T) {
 		}
 		if got := e.cycles(&p[0]); got != c.want {
 			t.Errorf("%s: %d cycles, want %d", c.text, got, c.want)
+		}
+	}
+}
+
+// TestDepthwiseClampNaN: the fused clamp is the ALU's max then min, which
+// return the bound when the sum is NaN, so a NaN sum becomes the low bound.
+func TestDepthwiseClampNaN(t *testing.T) {
+	c := dwCase{h: 1, w: 1, ch: 1, kh: 1, kw: 1, sh: 1, sw: 1, clamp: true, fp32: true}
+	d := dwData{ih: 1, iw: 1, oh: 1, ow: 1, rows: 3}
+	d.x = make([]float64, lanes)
+	d.prm = make([]float64, 3*lanes)
+	d.acc0 = make([]float64, lanes)
+	for l := range lanes {
+		d.x[l] = math.NaN()
+		d.prm[l], d.prm[lanes+l], d.prm[2*lanes+l] = -1, 1, 2
+	}
+	e, dd := testEngine(t, 1), newMemDDR()
+	c.put(dd, d)
+	if _, pc, f := execText(t, e, dd, c.program(d, 0, 0, 0)); f != nil {
+		t.Fatalf("%v at %d", f, pc)
+	}
+	for l := range lanes {
+		if got := math.Float32frombits(uint32(e.acc[l])); got != -1 {
+			t.Fatalf("lane %d = %v, want the low bound -1", l, got)
 		}
 	}
 }

@@ -50,6 +50,9 @@ func dwUnitFits(cv *convSpec) bool {
 		return false
 	}
 	if !cv.fp {
+		if len(cv.wI) < cv.oc*cv.kh*cv.kw {
+			return false
+		}
 		for _, w := range cv.wI {
 			if w < math.MinInt8 || w > math.MaxInt8 {
 				return false
@@ -87,7 +90,7 @@ func (e *emitter) planDwUnit(l *layer) *dwuPlan {
 		p.inpCap = hw.InpSize / p.bufs
 		for th := cv.oh; th >= 1; th-- {
 			p.th, p.tr, p.n = th, cv.inRows(th), th*cv.ow
-			if p.tr*p.wp > p.inpCap || p.tr > 4095 {
+			if p.tr*p.wp > p.inpCap || p.tr > 4095 || !p.rowsPadded() {
 				continue
 			}
 			if p.planEpilogues(e) {
@@ -97,6 +100,18 @@ func (e *emitter) planDwUnit(l *layer) *dwuPlan {
 		}
 	}
 	return nil
+}
+
+// rowsPadded reports whether every tile's input rows need no more padding
+// than a LOAD gives (15 rows a side).
+func (p *dwuPlan) rowsPadded() bool {
+	cv := p.cv
+	for r0 := 0; r0 < cv.oh; r0 += p.th {
+		if _, err := spanOf(r0*cv.sh-cv.pt, cv.inRows(min(p.th, cv.oh-r0)), cv.ih); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // paramRowsOf is how many param rows the epilogue of steps takes (from row

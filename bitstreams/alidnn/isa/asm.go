@@ -21,7 +21,7 @@ import (
 //
 // A mnemonic is group[.variant]; operands are key=value (numbers in decimal
 // or 0x hex; pairs a,b; ranges begin:end) or bare words (the data type,
-// reset, per_channel, fp32, bias, clamp); dependency tokens follow ';'. See ISA.md.
+// reset, per_channel, fp32, bias, clamp, in_clamp); dependency tokens follow ';'. See ISA.md.
 
 type operand struct {
 	key    string
@@ -258,7 +258,7 @@ func (a *lineAsm) variant(group, variant string, hasVariant bool) *AsmError {
 	case OpPool:
 		a.i.Pool = PoolKind(v)
 		if a.i.Pool.Depthwise() {
-			a.ops, a.bare = dwOperands, []string{"fp32", "bias", "clamp"}
+			a.ops, a.bare = dwOperands, []string{"fp32", "bias", "clamp", "in_clamp"}
 			a.required = append(a.required, "wgt")
 		}
 	case OpNop:
@@ -336,6 +336,9 @@ func (a *lineAsm) bareOperand(w asmWord, key string) *AsmError {
 	case key == "clamp":
 		a.i.DwClamp = true
 		a.cols["clamp"] = w.col
+	case key == "in_clamp":
+		a.i.DwInClamp = true
+		a.cols["in_clamp"] = w.col
 	}
 	return nil
 }
@@ -463,6 +466,9 @@ func DisassembleInsn(i Insn) string {
 			}
 			if i.DwClamp {
 				w(" clamp")
+			}
+			if i.DwInClamp {
+				w(" in_clamp")
 			}
 		}
 		if i.FP32 {

@@ -225,11 +225,12 @@ type Insn struct {
 	InH, InW         uint32
 	// Depthwise only: the rows and columns skipped between window taps
 	// (dilation − 1), the param row of the first channel block's weights,
-	// whether each block's rows start with a bias row, and whether a low
-	// and a high row follow to clamp the sums (a fused ReLU or Clip).
-	GapH, GapW      uint8
-	DwWgt           uint32
-	DwBias, DwClamp bool
+	// whether each block's rows start with a bias row, whether a low and a
+	// high row follow to clamp the sums (a fused ReLU or Clip), and whether
+	// two more clamp each input as it is read (the producer's ReLU or Clip).
+	GapH, GapW                 uint8
+	DwWgt                      uint32
+	DwBias, DwClamp, DwInClamp bool
 
 	// FINISH.
 	JobID uint32

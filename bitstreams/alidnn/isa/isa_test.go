@@ -59,7 +59,7 @@ func samples() []Insn {
 		{Op: OpPool, Pool: PoolMax, WinH: 2, WinW: 3, StrideH: 1, StrideW: 2, PoolDst: 9, PoolSrc: 10, Channels: 4, InH: 4095, InW: 4095},
 		{Op: OpPool, Pool: PoolAvg, WinH: 15, WinW: 15, StrideH: 15, StrideW: 15, PoolDst: 65535, PoolSrc: 0, Channels: 4095, InH: 15, InW: 15},
 		{Op: OpPool, Pool: PoolDepthwise, FP32: true, DwBias: true, DwClamp: true, WinH: 3, WinW: 3, StrideH: 2, StrideW: 1, PoolDst: 7, PoolSrc: 3, Channels: 2, InH: 4095, InW: 4094, DwWgt: 100},
-		{Op: OpPool, Pool: PoolDepthwiseAcc, WinH: 5, WinW: 3, StrideH: 1, StrideW: 2, GapH: 1, GapW: 15, PoolDst: 0, PoolSrc: 1000, Channels: 1, InH: 4095, InW: 4095, DwWgt: 4095},
+		{Op: OpPool, Pool: PoolDepthwiseAcc, DwInClamp: true, WinH: 5, WinW: 3, StrideH: 1, StrideW: 2, GapH: 1, GapW: 15, PoolDst: 0, PoolSrc: 1000, Channels: 1, InH: 4095, InW: 4095, DwWgt: 4095},
 		{Op: OpFinish, JobID: 0xdeadbeef, PopPrev: true},
 		{Op: OpNop, NopQueue: QueueLoad, PushNext: true, PopNext: true},
 		{Op: OpNop, NopQueue: QueueCompute, PopPrev: true, PopNext: true, PushPrev: true, PushNext: true},
@@ -243,6 +243,7 @@ func TestInvalidCombinations(t *testing.T) {
 		{Insn{Op: OpPool, Pool: 4, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "pool_kind_1"},
 		{Insn{Op: OpPool, DwBias: true, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "bias"},
 		{Insn{Op: OpPool, Pool: PoolAvg, GapW: 1, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "gap_w"},
+		{Insn{Op: OpPool, Pool: PoolMax, DwInClamp: true, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "in_clamp"},
 		{Insn{Op: OpPool, Pool: PoolAvg, DwClamp: true, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "clamp"},
 		{Insn{Op: OpPool, Pool: PoolMax, DwWgt: 1, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "wgt"},
 		// A 3-tap window with one row skipped between taps spans 5 rows.
@@ -312,6 +313,8 @@ func TestGolden(t *testing.T) {
 		// (byte 14).
 		{"pool.dw win=3,3 stride=1,2 dst=0 src=64 ch=1 in=9,9 gap=1,2 wgt=0x123 bias fp32", "05332100004000070190000930122100"},
 		{"pool.dwacc win=1,1 stride=1,1 dst=0 src=0 ch=1 in=1,1 wgt=0 clamp", "851111000000000a0110000100000000"},
+		// in_clamp: bit 60, byte 7 bit 4.
+		{"pool.dw win=1,1 stride=1,1 dst=0 src=0 ch=1 in=1,1 wgt=0 in_clamp", "05111100000000120110000100000000"},
 	}
 	for _, c := range cases {
 		p, err := Assemble(c.asm)

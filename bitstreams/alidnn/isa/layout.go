@@ -145,6 +145,7 @@ var poolFields = with(
 	poolKindBit("pool_kind_1", 57, 1, "kind bit 1 (see pool_kind)"),
 	bit("bias", 58, func(i *Insn) *bool { return &i.DwBias }, "depthwise: each channel block's param rows start with a bias row"),
 	bit("clamp", 59, func(i *Insn) *bool { return &i.DwClamp }, "depthwise: clamp the sums to a low and a high row (after the bias row)"),
+	bit("in_clamp", 60, func(i *Insn) *bool { return &i.DwInClamp }, "depthwise: clamp each input to a low and a high row (after clamp's rows)"),
 	u("channels", 64, 12, func(i *Insn) *uint32 { return &i.Channels }, "channel blocks (acc rows per pixel)"),
 	u("in_h", 76, 12, func(i *Insn) *uint32 { return &i.InH }, "input tile height"),
 	u("in_w", 88, 12, func(i *Insn) *uint32 { return &i.InW }, "input tile width"),
@@ -470,7 +471,8 @@ func checkPool(i *Insn) error {
 		for _, p := range []struct {
 			name string
 			v    uint32
-		}{{"gap_h", uint32(i.GapH)}, {"gap_w", uint32(i.GapW)}, {"wgt", i.DwWgt}, {"bias", uint32(boolBit(i.DwBias))}, {"clamp", uint32(boolBit(i.DwClamp))}} {
+		}{{"gap_h", uint32(i.GapH)}, {"gap_w", uint32(i.GapW)}, {"wgt", i.DwWgt}, {"bias", uint32(boolBit(i.DwBias))}, {"clamp", uint32(boolBit(i.DwClamp))},
+			{"in_clamp", uint32(boolBit(i.DwInClamp))}} {
 			if p.v != 0 {
 				return ferr(op, p.name, int64(p.v), "only for the depthwise kind; must be zero for %s", i.Pool)
 			}

@@ -29,6 +29,9 @@ func (e *engine) depthwise(in *isa.Insn) (uint64, *fault) {
 	if in.DwClamp {
 		pre += 2
 	}
+	if in.DwInClamp {
+		pre += 2
+	}
 	rows := pre + taps
 	wgt := uint64(in.DwWgt)
 	if srcEnd := src + inH*inW*ch; srcEnd > uint64(e.cfg.InpSize) {
@@ -73,6 +76,10 @@ func (e *engine) depthwise(in *isa.Insn) (uint64, *fault) {
 					}
 					s[l], sf[l] = v, f32(v)
 				}
+				var ilo, ihi []uint64
+				if in.DwInClamp {
+					ilo, ihi = e.prm[p+(pre-2)*lanes:][:lanes], e.prm[p+(pre-1)*lanes:][:lanes]
+				}
 				for wy := range uint64(in.WinH) {
 					for wx := range uint64(in.WinW) {
 						px := src + ((oy*uint64(in.StrideH)+wy*dy)*inW+ox*uint64(in.StrideW)+wx*dx)*ch + c
@@ -80,8 +87,12 @@ func (e *engine) depthwise(in *isa.Insn) (uint64, *fault) {
 						if in.FP32 {
 							x := e.inpF[px*lanes:][:lanes]
 							for l := range lanes {
+								v := x[l]
+								if ilo != nil {
+									v = fmin(fmax(v, math.Float32frombits(uint32(ilo[l]))), math.Float32frombits(uint32(ihi[l])))
+								}
 								// The conversion keeps the product its own rounding (no FMA).
-								prod := float32(x[l] * math.Float32frombits(uint32(w[l])))
+								prod := float32(v * math.Float32frombits(uint32(w[l])))
 								if started {
 									sf[l] += prod
 								} else {
@@ -91,7 +102,11 @@ func (e *engine) depthwise(in *isa.Insn) (uint64, *fault) {
 						} else {
 							x := e.inp[px*lanes:][:lanes]
 							for l := range lanes {
-								s[l] += int32(x[l]) * int32(uint32(w[l]))
+								v := int32(x[l])
+								if ilo != nil {
+									v = min(max(v, int32(uint32(ilo[l]))), int32(uint32(ihi[l])))
+								}
+								s[l] += v * int32(uint32(w[l]))
 							}
 						}
 						started = true

@@ -19,12 +19,12 @@ type dwCase struct {
 	gh, gw            int
 	pt, pb, pl, pr    int
 	bias, accum, fp32 bool
-	clamp             bool
+	clamp, inClamp    bool
 }
 
 func (c dwCase) String() string {
-	return fmt.Sprintf("%dx%dx%d_k%dx%d_s%d,%d_g%d,%d_p%d,%d,%d,%d_bias%v_acc%v_fp32%v_clamp%v",
-		c.h, c.w, c.ch, c.kh, c.kw, c.sh, c.sw, c.gh, c.gw, c.pt, c.pb, c.pl, c.pr, c.bias, c.accum, c.fp32, c.clamp)
+	return fmt.Sprintf("%dx%dx%d_k%dx%d_s%d,%d_g%d,%d_p%d,%d,%d,%d_bias%v_acc%v_fp32%v_clamp%v,%v",
+		c.h, c.w, c.ch, c.kh, c.kw, c.sh, c.sw, c.gh, c.gw, c.pt, c.pb, c.pl, c.pr, c.bias, c.accum, c.fp32, c.clamp, c.inClamp)
 }
 
 // dwData is a case's operands: the unpadded image (pixel-major, channel
@@ -69,6 +69,17 @@ func (c dwCase) data(rng *rand.Rand) dwData {
 			if !c.fp32 {
 				d.prm[i] = d.prm[i-lanes] + math.Abs(val(128))*100
 			}
+		case c.inClamp && r == c.pre()-2:
+			// Input bounds some inputs (and, above 0, the padding) pass.
+			d.prm[i] = float64(float32(val(1) / 2))
+			if !c.fp32 {
+				d.prm[i] = val(64)
+			}
+		case c.inClamp && r == c.pre()-1:
+			d.prm[i] = float64(float32(d.prm[i-lanes] + math.Abs(val(1))))
+			if !c.fp32 {
+				d.prm[i] = d.prm[i-lanes] + math.Abs(val(64))
+			}
 		}
 	}
 	d.acc0 = make([]float64, d.oh*d.ow*c.ch*lanes)
@@ -78,8 +89,9 @@ func (c dwCase) data(rng *rand.Rand) dwData {
 	return d
 }
 
-// pre is the param rows before a block's taps: bias, low, high.
-func (c dwCase) pre() int { return boolN(c.bias) + 2*boolN(c.clamp) }
+// pre is the param rows before a block's taps: bias, low, high, input
+// low, input high.
+func (c dwCase) pre() int { return boolN(c.bias) + 2*boolN(c.clamp) + 2*boolN(c.inClamp) }
 
 func boolN(b bool) int {
 	if b {
@@ -131,6 +143,9 @@ func (c dwCase) reference(d dwData, round32 bool) []float64 {
 					for ky := range c.kh {
 						for kx := range c.kw {
 							x := px(oy*c.sh+ky*(c.gh+1), ox*c.sw+kx*(c.gw+1), cb, l)
+							if c.inClamp {
+								x = math.Min(math.Max(x, w(c.pre()-2)), w(c.pre()-1))
+							}
 							add(rnd(x * w(c.pre()+ky*c.kw+kx)))
 						}
 					}
@@ -161,6 +176,9 @@ func (c dwCase) program(d dwData, wgt, src, dst int) string {
 	}
 	if c.clamp {
 		flags += " clamp"
+	}
+	if c.inClamp {
+		flags += " in_clamp"
 	}
 	s := fmt.Sprintf("load.param %s sram=%d dram=0x1000 y=1 x=%d stride=%d\n", dt, wgt, c.ch*d.rows, c.ch*d.rows)
 	idt := "int8"
@@ -222,6 +240,9 @@ func TestDepthwise(t *testing.T) {
 		{h: 7, w: 7, ch: 2, kh: 3, kw: 3, sh: 1, sw: 1, pt: 1, pb: 1, pl: 1, pr: 1, bias: true, clamp: true, fp32: true},
 		{h: 6, w: 7, ch: 2, kh: 3, kw: 3, sh: 2, sw: 2, pt: 1, pb: 1, pl: 1, pr: 1, clamp: true, accum: true, fp32: true},
 		{h: 7, w: 6, ch: 3, kh: 3, kw: 3, sh: 1, sw: 1, pt: 1, pb: 1, pl: 1, pr: 1, bias: true, clamp: true},
+		{h: 7, w: 7, ch: 2, kh: 3, kw: 3, sh: 2, sw: 2, pt: 1, pb: 1, pl: 1, pr: 1, bias: true, clamp: true, inClamp: true, fp32: true},
+		{h: 6, w: 5, ch: 2, kh: 3, kw: 3, sh: 1, sw: 1, pt: 1, pb: 1, pl: 1, pr: 1, inClamp: true, fp32: true},
+		{h: 6, w: 5, ch: 3, kh: 5, kw: 5, sh: 1, sw: 1, pt: 2, pb: 2, pl: 2, pr: 2, bias: true, clamp: true, inClamp: true},
 	}
 	for k, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {

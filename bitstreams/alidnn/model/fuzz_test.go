@@ -34,7 +34,7 @@ load.inp fp32 sram=0 dram=0x41000 y=4 x=8 stride=8 pad=1,1,2,2 ; push_next
 pool.dw win=3,3 stride=1,1 dst=0 src=0 ch=2 in=6,6 wgt=0 bias fp32 ; pop_prev
 load.param int32 sram=0 dram=0x40000 y=1 x=9 stride=9
 load.inp int8 sram=0 dram=0x41000 y=5 x=5 stride=5 ; push_next
-pool.dwacc win=3,3 stride=2,2 dst=0 src=0 ch=1 in=5,5 wgt=0 ; pop_prev
+pool.dwacc win=3,3 stride=2,2 dst=0 src=0 ch=1 in=5,5 wgt=0 in_clamp ; pop_prev
 finish job=4`,
 		`nop.load ; push_next
 gemm fp32 uop=0:3 iter=2,2 dst=1,1 src=1,1 wgt=1,1 ; pop_prev push_prev

@@ -32,6 +32,7 @@ type dwuPlan struct {
 	blocks, taps   int
 	rows, wrow     int
 	bias, clamp    bool
+	inClamp        bool
 	weights        uint64 // blocks × rows param rows in the constant segment
 	th, tr, wp, n  int
 	bufs, inpCap   int
@@ -80,6 +81,13 @@ func (e *emitter) planDwUnit(l *layer) *dwuPlan {
 		return nil
 	}
 	pre := p.fuse(l.steps)
+	if len(l.inClamp) > 0 {
+		rows, err := p.inClampRows(l.inClamp)
+		if err != nil {
+			return nil
+		}
+		pre, p.inClamp = append(pre, rows...), true
+	}
 	p.rows = p.taps + len(pre)
 	p.wrow = hw.ParamSize - p.rows
 	if p.wrow < paramRowsOf(p.rest.steps) {
@@ -219,8 +227,8 @@ func (p *dwuPlan) unbounded() []byte {
 
 // dwWeightRows lays out cv's weights as the unit reads them: for each
 // channel block its rows param rows, first the block's lanes of each of
-// pre (bias, clamp bounds), then a row per tap; lanes past the channels
-// are 0.
+// pre (bias, clamp bounds, input clamp bounds), then a row per tap; lanes
+// past the channels are 0.
 func dwWeightRows(cv *convSpec, blocks, rows int, pre [][]byte) []byte {
 	b := make([]byte, blocks*rows*lanes*8)
 	off := len(pre)
@@ -291,7 +299,7 @@ func (e *emitter) dwUnitTile(p *dwuPlan, o, ob, r0, t int, ys span) {
 	e.loadBatch(ld)
 	kind := isa.Insn{Op: isa.OpPool, Pool: isa.PoolDepthwise, WinH: uint8(cv.kh), WinW: uint8(cv.kw), StrideH: uint8(cv.sh), StrideW: uint8(cv.sw),
 		GapH: uint8(cv.dh - 1), GapW: uint8(cv.dw - 1), PoolDst: uint32(ab * p.n), PoolSrc: uint32(buf * p.inpCap), Channels: 1,
-		InH: uint32(cv.inRows(t)), InW: uint32(p.wp), DwWgt: uint32(p.wrow), DwBias: p.bias, DwClamp: p.clamp, FP32: cv.fp}
+		InH: uint32(cv.inRows(t)), InW: uint32(p.wp), DwWgt: uint32(p.wrow), DwBias: p.bias, DwClamp: p.clamp, DwInClamp: p.inClamp, FP32: cv.fp}
 	e.compute(kind, true)
 	e.release()
 	e.runTile(p.eps[ab], p.out, tileRef{o: o, nb: 1, ob: ob, y0: r0, h: t, x0: 0, w: cv.ow, pitch: cv.ow, span: p.n})

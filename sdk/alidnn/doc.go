@@ -14,10 +14,11 @@
 // unit (POOL kind dw, see dwunit.go): a 3×3 window of 16 channels a cycle
 // in int8, a quarter of that in fp32, the input tiles double-buffered
 // through inp like a GEMM's, the weights in param, the bias and a ReLU or
-// Clip fused. That is 36 fp32 multiply-accumulates a cycle against the
-// array's 64, so MobileNet-v2 (7% of its multiply-accumulates depthwise)
-// runs at about 1.5× its bound (2.1× when the ALU ran them), ResNet-50 at
-// 1.1×. Kernels, strides or dilations past the unit's 15 fall back, in
+// Clip fused, and the ReLU or Clip of the layer writing its input applied
+// as it reads it when nothing else reads that tensor (see dwclamp.go).
+// That is 36 fp32 multiply-accumulates a cycle against the array's 64, so
+// MobileNet-v2 (7% of its multiply-accumulates depthwise) runs at about
+// 1.4× its bound (2.1× when the ALU ran them), ResNet-50 at 1.1×. Kernels, strides or dilations past the unit's 15 fall back, in
 // fp32, to the ALU's Horner form (see depthwise.go), else to the array.
 // ConvTranspose and Resize by an integer factor
 // (nearest, and bilinear over a copy with replicated edges) run as one

@@ -19,9 +19,10 @@ func (c *compiler) deferInputClamps() {
 	if c.opts.calibrating {
 		return
 	}
-	refs := map[*value]int{}
+	refs, writers := map[*value]int{}, map[*value]int{}
 	producer := map[*value]*layer{}
 	for _, l := range c.layers {
+		writers[l.out]++
 		if l.in != nil {
 			refs[l.in]++
 		}
@@ -38,7 +39,10 @@ func (c *compiler) deferInputClamps() {
 			continue
 		}
 		p := producer[l.in]
-		if p == nil || p == l || refs[l.in] != 1 || l.in.uses != 1 || c.outputs[l.in.name] || !p.accFP {
+		// One writer of the whole tensor, whose rows are the tensor's
+		// channels, and one reader.
+		if p == nil || p == l || writers[l.in] != 1 || p.outBlock != 0 || p.outOuter != 0 || p.rows != nil ||
+			refs[l.in] != 1 || l.in.uses != 1 || c.outputs[l.in.name] || !p.accFP {
 			continue
 		}
 		n := trailingClamp(p.steps)

@@ -1,6 +1,8 @@
 package alidnn
 
-// Depthwise convolutions on the ALU. A depthwise layer's output channel
+// Depthwise convolutions on the ALU, for fp32 layers the depthwise unit
+// cannot take (dwunit.go: a kernel side or stride past 15, a dilation past
+// 16, or an input row too wide for inp). A depthwise layer's output channel
 // sees only its own input channel, so on the array each 16×16 weight tile
 // is diagonal: a micro-op retires 16 useful multiply-accumulates of its 256,
 // and in fp32 a tap costs 4 cycles per output pixel and block. The ALU

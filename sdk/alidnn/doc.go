@@ -10,16 +10,16 @@
 // and a first convolution on few channels packs adjacent pixels into the
 // lanes (see stem.go; a stride-2 one 2×2 pixels, space to depth, see
 // s2d.go). A depthwise convolution would use one lane in 16 of the array
-// (its weight tiles are diagonal), so in fp32 it runs on the ALU instead,
-// which works one 16-lane vector a cycle in fp32 as in int32: each input
-// tile loads once into the accumulator and the taps fold in Horner form,
-// a shifted add and a multiplication by a per-channel weight ratio each,
-// 2 cycles a tap and 16 channels against the array's 4 (see depthwise.go;
-// weights with a zero or spanning more than 2²⁴ stay on the array). That
-// is 8 multiply-accumulates a cycle against the array's 64 in fp32, so
-// depthwise layers stay near 10× the array's bound for their
-// multiply-accumulates: MobileNet-v2 (7% of its multiply-accumulates
-// depthwise) runs at about 2.1× its bound, ResNet-50 at 1.1×.
+// (its weight tiles are diagonal), so it runs on the engine's depthwise
+// unit (POOL kind dw, see dwunit.go): a 3×3 window of 16 channels a cycle
+// in int8, a quarter of that in fp32, the input tiles double-buffered
+// through inp like a GEMM's, the weights in param, the bias and a ReLU or
+// Clip fused, and the ReLU or Clip of the layer writing its input applied
+// as it reads it when nothing else reads that tensor (see dwclamp.go).
+// That is 36 fp32 multiply-accumulates a cycle against the array's 64, so
+// MobileNet-v2 (7% of its multiply-accumulates depthwise) runs at about
+// 1.4× its bound (2.1× when the ALU ran them), ResNet-50 at 1.1×. Kernels, strides or dilations past the unit's 15 fall back, in
+// fp32, to the ALU's Horner form (see depthwise.go), else to the array.
 // ConvTranspose and Resize by an integer factor
 // (nearest, and bilinear over a copy with replicated edges) run as one
 // stride-1 convolution per output phase whose STOREs scatter every s-th

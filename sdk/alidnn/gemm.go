@@ -11,6 +11,14 @@ import (
 // loads, the epilogue runs and the tile is stored.
 func (e *emitter) gemm(l *layer) error {
 	if l.conv.groups > 1 {
+		if ok, err := e.dwUnit(l); ok || err != nil {
+			return err
+		}
+		if len(l.inClamp) > 0 {
+			// deferInputClamps planned l on the unit with the same
+			// emitter state; without it the producer's clamp is lost.
+			return fmt.Errorf("layer %s: the depthwise unit, planned to clamp its input, cannot run it", l.out)
+		}
 		if ok, err := e.depthwise(l); ok || err != nil {
 			return err
 		}

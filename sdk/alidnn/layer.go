@@ -60,6 +60,10 @@ type layer struct {
 	// ptq marks a post-training-quantised layer whose output form (int8 or
 	// fp32) its first consumer decides; see compiler.settle.
 	ptq bool
+	// inClamp are, for a depthwise layer on the depthwise unit, the ReLU
+	// or Clip steps of its input's producer that the unit applies to the
+	// input as it reads it (see deferInputClamps).
+	inClamp []step
 }
 
 // convSpec is a GEMM producer as a 2-D convolution on images of ih×iw

@@ -117,6 +117,7 @@ func (c *compiler) emit() (*Program, error) {
 		}
 	}
 	act := c.placeActivations()
+	c.deferInputClamps()
 	for _, l := range c.layers {
 		if err := e.layer(l); err != nil {
 			return nil, fmt.Errorf("layer %d (%s): %w", len(p.Insns), l.out.name, err)

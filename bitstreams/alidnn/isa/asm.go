@@ -14,13 +14,14 @@ import (
 //	gemm reset uop=0:8 iter=4,16 dst=16,1 src=0,1 wgt=1,0 ; pop_prev
 //	alu.requant uop=0:1 iter=1,16 dst=0,1 src=0,0 zp=-3 per_channel
 //	pool.max win=2,2 stride=2,2 dst=0 src=64 ch=1 in=4,4
+//	pool.dw win=3,3 stride=1,1 dst=0 src=0 ch=2 in=6,6 wgt=200 bias clamp fp32
 //	store.acc int8 sram=0 dram=0x2000 y=4 x=16 stride=16 ; pop_prev push_prev
 //	finish job=42
 //	nop.compute ; pop_next push_next
 //
 // A mnemonic is group[.variant]; operands are key=value (numbers in decimal
 // or 0x hex; pairs a,b; ranges begin:end) or bare words (the data type,
-// reset, per_channel); dependency tokens follow ';'. See ISA.md.
+// reset, per_channel, fp32, bias, clamp, in_clamp); dependency tokens follow ';'. See ISA.md.
 
 type operand struct {
 	key    string
@@ -55,6 +56,8 @@ var (
 		{"ch", []string{"channels"}, ""},
 		{"in", []string{"in_h", "in_w"}, ","},
 	}
+	dwOperands = append(append([]operand(nil), poolOperands...),
+		operand{"gap", []string{"gap_h", "gap_w"}, ","}, operand{"wgt", []string{"wgt"}, ""})
 	finishOperands = []operand{{"job", []string{"job_id"}, ""}}
 )
 
@@ -254,6 +257,10 @@ func (a *lineAsm) variant(group, variant string, hasVariant bool) *AsmError {
 		}
 	case OpPool:
 		a.i.Pool = PoolKind(v)
+		if a.i.Pool.Depthwise() {
+			a.ops, a.bare = dwOperands, []string{"fp32", "bias", "clamp", "in_clamp"}
+			a.required = append(a.required, "wgt")
+		}
 	case OpNop:
 		a.i.NopQueue = Queue(v)
 	}
@@ -323,6 +330,15 @@ func (a *lineAsm) bareOperand(w asmWord, key string) *AsmError {
 	case key == "fp32":
 		a.i.FP32 = true
 		a.cols["fp32"] = w.col
+	case key == "bias":
+		a.i.DwBias = true
+		a.cols["bias"] = w.col
+	case key == "clamp":
+		a.i.DwClamp = true
+		a.cols["clamp"] = w.col
+	case key == "in_clamp":
+		a.i.DwInClamp = true
+		a.cols["in_clamp"] = w.col
 	}
 	return nil
 }
@@ -440,6 +456,21 @@ func DisassembleInsn(i Insn) string {
 	case OpPool:
 		w("pool.%s win=%d,%d stride=%d,%d dst=%d src=%d ch=%d in=%d,%d",
 			i.Pool, i.WinH, i.WinW, i.StrideH, i.StrideW, i.PoolDst, i.PoolSrc, i.Channels, i.InH, i.InW)
+		if i.Pool.Depthwise() {
+			if i.GapH|i.GapW != 0 {
+				w(" gap=%d,%d", i.GapH, i.GapW)
+			}
+			w(" wgt=%d", i.DwWgt)
+			if i.DwBias {
+				w(" bias")
+			}
+			if i.DwClamp {
+				w(" clamp")
+			}
+			if i.DwInClamp {
+				w(" in_clamp")
+			}
+		}
 		if i.FP32 {
 			w(" fp32")
 		}

@@ -111,6 +111,12 @@ func TestAssembleErrors(t *testing.T) {
 		{"alu.eq uop=0:1 iter=1,1 dst=0,0 fp32", 1, 1, `missing operand "src"`},
 		{"alu.round uop=0:1 iter=1,1 dst=0,0 fp32 imm=1", 1, 41, "round has no second operand"},
 		{"alu.round uop=0:1 iter=1,1 dst=0,0", 1, 0, "round has no int32 form; fp32 must be set"},
+		{"pool.max win=1,1 stride=1,1 dst=0 src=1 ch=1 in=1,1 wgt=3", 1, 53, `unknown operand "wgt"`},
+		{"pool.avg win=1,1 stride=1,1 dst=0 src=1 ch=1 in=1,1 bias", 1, 53, `unknown operand "bias"`},
+		{"pool.max win=1,1 stride=1,1 dst=0 src=1 ch=1 in=1,1 clamp", 1, 53, `unknown operand "clamp"`},
+		{"pool.dw win=3,3 stride=1,1 dst=0 src=1 ch=1 in=3,3", 1, 1, `missing operand "wgt"`},
+		{"pool.dw win=3,3 stride=1,1 dst=0 src=1 ch=1 in=4,3 gap=1,0 wgt=0", 1, 45, "in_h"},
+		{"pool.dw win=3,3 stride=1,1 dst=0 src=1 ch=1 in=3,3 gap=16,0 wgt=0", 1, 52, "gap_h does not fit in 4 bits"},
 	}
 	for _, c := range cases {
 		_, err := Assemble(c.src)

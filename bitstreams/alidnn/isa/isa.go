@@ -34,7 +34,7 @@ const (
 	OpGEMM     Opcode = 2 // int8 x int8 -> int32 matrix multiply over micro-op loops
 	OpFinish   Opcode = 3 // end of job; raises the completion interrupt with JobID
 	OpALU      Opcode = 4 // vector ALU on the accumulator over micro-op loops
-	OpPool     Opcode = 5 // max/avg pooling on the accumulator
+	OpPool     Opcode = 5 // max/avg pooling on the accumulator; depthwise convolution of inp
 	OpNop      Opcode = 6 // carries dependency tokens for one queue
 	numOpcodes        = 7
 )
@@ -128,17 +128,22 @@ func (a AluOp) String() string {
 // have no second operand, so use_imm, imm and the src factors must be zero.
 func (a AluOp) Unary() bool { return a == AluRelu || a == AluExp || a == AluLog || a == AluRound }
 
-// PoolKind selects max or average pooling.
+// PoolKind selects max or average pooling, or the depthwise convolution.
 type PoolKind uint8
 
 // Pooling kinds.
 const (
-	PoolMax      PoolKind = 0
-	PoolAvg      PoolKind = 1
-	numPoolKinds          = 2
+	PoolMax          PoolKind = 0
+	PoolAvg          PoolKind = 1
+	PoolDepthwise    PoolKind = 2 // per-lane window × weights from param, input from inp
+	PoolDepthwiseAcc PoolKind = 3 // as PoolDepthwise, adding to what acc[dst] holds
+	numPoolKinds              = 4
 )
 
-var poolNames = [...]string{"max", "avg"}
+var poolNames = [...]string{"max", "avg", "dw", "dwacc"}
+
+// Depthwise reports whether the kind is a depthwise convolution.
+func (p PoolKind) Depthwise() bool { return p == PoolDepthwise || p == PoolDepthwiseAcc }
 
 func (p PoolKind) String() string {
 	if p < numPoolKinds {
@@ -213,14 +218,22 @@ type Insn struct {
 	Imm        int32 // 16-bit signed immediate; zero point for requant/quantize/dequantize
 
 	// POOL: window WinH x WinW with stride StrideH x StrideW over an
-	// InH x InW x Channels (channel blocks) tile at acc[PoolSrc], output at
-	// acc[PoolDst].
+	// InH x InW x Channels (channel blocks) tile at acc[PoolSrc] (inp for
+	// the depthwise kind), output at acc[PoolDst].
 	Pool             PoolKind
 	WinH, WinW       uint8
 	StrideH, StrideW uint8
 	PoolDst, PoolSrc uint32
 	Channels         uint32
 	InH, InW         uint32
+	// Depthwise only: the rows and columns skipped between window taps
+	// (dilation − 1), the param row of the first channel block's weights,
+	// whether each block's rows start with a bias row, whether a low and a
+	// high row follow to clamp the sums (a fused ReLU or Clip), and whether
+	// two more clamp each input as it is read (the producer's ReLU or Clip).
+	GapH, GapW                 uint8
+	DwWgt                      uint32
+	DwBias, DwClamp, DwInClamp bool
 
 	// FINISH.
 	JobID uint32

@@ -63,6 +63,8 @@ func samples() []Insn {
 		{Op: OpPool, Pool: PoolAvg, FP32: true, WinH: 3, WinW: 3, StrideH: 2, StrideW: 2, PoolDst: 1, PoolSrc: 100, Channels: 1, InH: 17, InW: 17},
 		{Op: OpPool, Pool: PoolMax, WinH: 2, WinW: 3, StrideH: 1, StrideW: 2, PoolDst: 9, PoolSrc: 10, Channels: 4, InH: 4095, InW: 4095},
 		{Op: OpPool, Pool: PoolAvg, WinH: 15, WinW: 15, StrideH: 15, StrideW: 15, PoolDst: 65535, PoolSrc: 0, Channels: 4095, InH: 15, InW: 15},
+		{Op: OpPool, Pool: PoolDepthwise, FP32: true, DwBias: true, DwClamp: true, WinH: 3, WinW: 3, StrideH: 2, StrideW: 1, PoolDst: 7, PoolSrc: 3, Channels: 2, InH: 4095, InW: 4094, DwWgt: 100},
+		{Op: OpPool, Pool: PoolDepthwiseAcc, DwInClamp: true, WinH: 5, WinW: 3, StrideH: 1, StrideW: 2, GapH: 1, GapW: 15, PoolDst: 0, PoolSrc: 1000, Channels: 1, InH: 4095, InW: 4095, DwWgt: 4095},
 		{Op: OpFinish, JobID: 0xdeadbeef, PopPrev: true},
 		{Op: OpNop, NopQueue: QueueLoad, PushNext: true, PopNext: true},
 		{Op: OpNop, NopQueue: QueueCompute, PopPrev: true, PopNext: true, PushPrev: true, PushNext: true},
@@ -252,6 +254,15 @@ func TestInvalidCombinations(t *testing.T) {
 		{Insn{Op: OpPool, WinH: 2, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "in_h"},
 		{Insn{Op: OpPool, WinH: 1, WinW: 1, StrideH: 1, StrideW: 0, Channels: 1, InH: 1, InW: 1}, "stride_w"},
 		{Insn{Op: OpNop, NopQueue: 3}, "queue"},
+		{Insn{Op: OpPool, Pool: 4, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "pool_kind_1"},
+		{Insn{Op: OpPool, DwBias: true, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "bias"},
+		{Insn{Op: OpPool, Pool: PoolAvg, GapW: 1, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "gap_w"},
+		{Insn{Op: OpPool, Pool: PoolMax, DwInClamp: true, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "in_clamp"},
+		{Insn{Op: OpPool, Pool: PoolAvg, DwClamp: true, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "clamp"},
+		{Insn{Op: OpPool, Pool: PoolMax, DwWgt: 1, WinH: 1, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 1}, "wgt"},
+		// A 3-tap window with one row skipped between taps spans 5 rows.
+		{Insn{Op: OpPool, Pool: PoolDepthwise, GapH: 1, WinH: 3, WinW: 1, StrideH: 1, StrideW: 1, Channels: 1, InH: 4, InW: 1}, "in_h"},
+		{Insn{Op: OpPool, Pool: PoolDepthwise, GapW: 2, WinH: 1, WinW: 2, StrideH: 1, StrideW: 1, Channels: 1, InH: 1, InW: 3}, "in_w"},
 	}
 	for _, c := range cases {
 		_, err := Encode(c.i)
@@ -311,6 +322,13 @@ func TestGolden(t *testing.T) {
 		{"gemm reset uop=0:8 iter=4,16 dst=16,1 src=0,1 wgt=1,0 ; pop_prev pop_next", "9a000001200020001008000002100000"},
 		{"alu.requant uop=0:1 iter=1,16 dst=0,1 src=0,1 zp=-3 per_channel", "84130004000100010008000002d0ff0f"},
 		{"pool.avg win=3,3 stride=2,2 dst=0 src=64 ch=2 in=7,7", "85332200004000000270000700000000"},
+		// byte 7: fp32 bit 56, pool_kind_1 bit 57, bias bit 58, clamp bit
+		// 59; wgt 0x123 at bit 100 (bytes 12–13), gap 1,2 at bits 112, 116
+		// (byte 14).
+		{"pool.dw win=3,3 stride=1,2 dst=0 src=64 ch=1 in=9,9 gap=1,2 wgt=0x123 bias fp32", "05332100004000070190000930122100"},
+		{"pool.dwacc win=1,1 stride=1,1 dst=0 src=0 ch=1 in=1,1 wgt=0 clamp", "851111000000000a0110000100000000"},
+		// in_clamp: bit 60, byte 7 bit 4.
+		{"pool.dw win=1,1 stride=1,1 dst=0 src=0 ch=1 in=1,1 wgt=0 in_clamp", "05111100000000120110000100000000"},
 	}
 	for _, c := range cases {
 		p, err := Assemble(c.asm)
@@ -467,7 +485,7 @@ func TestWordBits(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
-	for _, s := range []fmt.Stringer{Opcode(7), MemSpace(5), DType(3), AluOp(16), PoolKind(2), Queue(3)} {
+	for _, s := range []fmt.Stringer{Opcode(7), MemSpace(5), DType(3), AluOp(16), PoolKind(4), Queue(3)} {
 		if !strings.Contains(s.String(), "(") {
 			t.Errorf("%T out of range prints %q", s, s)
 		}

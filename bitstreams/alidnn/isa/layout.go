@@ -116,8 +116,25 @@ var aluFields = with(
 	bit("fp32", 124, fp32, "lanes are fp32 (add, mul, min, max, relu; required by exp, log, div, lt, eq, round); imm is bfloat16"),
 )
 
+// poolKindBit is one bit of a POOL's kind: the kind grew depthwise values
+// after its low bit's neighbours were taken, so its high bit lives at 57.
+func poolKindBit(name string, lo, k int, doc string) field {
+	return field{
+		Field: Field{Name: name, Lo: lo, Width: 1, Doc: doc},
+		// Bit 1 returns every higher bit too, so a kind beyond 3 fails
+		// its range check instead of encoding as another kind.
+		get: func(i *Insn) uint64 {
+			if k == 0 {
+				return uint64(i.Pool) & 1
+			}
+			return uint64(i.Pool) >> 1
+		},
+		set: func(i *Insn, v uint64) { i.Pool = i.Pool&^(1<<k) | PoolKind(v&1)<<k },
+	}
+}
+
 var poolFields = with(
-	u("pool_kind", 7, 1, func(i *Insn) *PoolKind { return &i.Pool }, "0 = max, 1 = avg"),
+	poolKindBit("pool_kind", 7, 0, "kind bit 0; kind = pool_kind + 2 × pool_kind_1: 0 = max, 1 = avg, 2 = dw, 3 = dwacc"),
 	u("win_h", 8, 4, func(i *Insn) *uint8 { return &i.WinH }, "window height"),
 	u("win_w", 12, 4, func(i *Insn) *uint8 { return &i.WinW }, "window width"),
 	u("stride_h", 16, 4, func(i *Insn) *uint8 { return &i.StrideH }, "vertical stride"),
@@ -125,9 +142,16 @@ var poolFields = with(
 	u("dst", 24, 16, func(i *Insn) *uint32 { return &i.PoolDst }, "acc base of the output tile"),
 	u("src", 40, 16, func(i *Insn) *uint32 { return &i.PoolSrc }, "acc base of the input tile"),
 	bit("fp32", 56, fp32, "lanes are fp32"),
+	poolKindBit("pool_kind_1", 57, 1, "kind bit 1 (see pool_kind)"),
+	bit("bias", 58, func(i *Insn) *bool { return &i.DwBias }, "depthwise: each channel block's param rows start with a bias row"),
+	bit("clamp", 59, func(i *Insn) *bool { return &i.DwClamp }, "depthwise: clamp the sums to a low and a high row (after the bias row)"),
+	bit("in_clamp", 60, func(i *Insn) *bool { return &i.DwInClamp }, "depthwise: clamp each input to a low and a high row (after clamp's rows)"),
 	u("channels", 64, 12, func(i *Insn) *uint32 { return &i.Channels }, "channel blocks (acc rows per pixel)"),
 	u("in_h", 76, 12, func(i *Insn) *uint32 { return &i.InH }, "input tile height"),
 	u("in_w", 88, 12, func(i *Insn) *uint32 { return &i.InW }, "input tile width"),
+	u("wgt", 100, 12, func(i *Insn) *uint32 { return &i.DwWgt }, "depthwise: param row of the first channel block"),
+	u("gap_h", 112, 4, func(i *Insn) *uint8 { return &i.GapH }, "depthwise: rows skipped between window taps (dilation − 1)"),
+	u("gap_w", 116, 4, func(i *Insn) *uint8 { return &i.GapW }, "depthwise: columns skipped between window taps (dilation − 1)"),
 )
 
 var finishFields = with(
@@ -440,9 +464,20 @@ func checkMemory(i *Insn) error {
 	return nil
 }
 
-// checkPool validates a POOL's window and input sizes.
+// checkPool validates a POOL's kind, window and input sizes.
 func checkPool(i *Insn) error {
 	op := i.Op
+	if !i.Pool.Depthwise() {
+		for _, p := range []struct {
+			name string
+			v    uint32
+		}{{"gap_h", uint32(i.GapH)}, {"gap_w", uint32(i.GapW)}, {"wgt", i.DwWgt}, {"bias", uint32(boolBit(i.DwBias))}, {"clamp", uint32(boolBit(i.DwClamp))},
+			{"in_clamp", uint32(boolBit(i.DwInClamp))}} {
+			if p.v != 0 {
+				return ferr(op, p.name, int64(p.v), "only for the depthwise kind; must be zero for %s", i.Pool)
+			}
+		}
+	}
 	for _, p := range []struct {
 		name string
 		v    uint32
@@ -451,13 +486,39 @@ func checkPool(i *Insn) error {
 			return ferr(op, p.name, 0, "must be at least 1")
 		}
 	}
-	if i.InH < uint32(i.WinH) {
-		return ferr(op, "in_h", int64(i.InH), "must be at least win_h (%d)", i.WinH)
+	if eh := i.SpanH(); i.InH < eh {
+		return ferr(op, "in_h", int64(i.InH), "must be at least the window's extent (%d)", eh)
 	}
-	if i.InW < uint32(i.WinW) {
-		return ferr(op, "in_w", int64(i.InW), "must be at least win_w (%d)", i.WinW)
+	if ew := i.SpanW(); i.InW < ew {
+		return ferr(op, "in_w", int64(i.InW), "must be at least the window's extent (%d)", ew)
 	}
 	return nil
+}
+
+// SpanH is the rows a POOL's window covers: (win_h − 1) × (gap_h + 1) + 1,
+// the window height for max and avg (whose gaps are zero).
+func (i Insn) SpanH() uint32 { return windowSpan(i.WinH, i.GapH) }
+
+// SpanW is the columns a POOL's window covers, as SpanH.
+func (i Insn) SpanW() uint32 { return windowSpan(i.WinW, i.GapW) }
+
+func windowSpan(win, gap uint8) uint32 {
+	if win == 0 {
+		return 0
+	}
+	return (uint32(win)-1)*(uint32(gap)+1) + 1
+}
+
+// PoolOut is the output tile of a POOL: (in − span) / stride + 1 each way.
+func (i Insn) PoolOut() (h, w uint32) {
+	return (i.InH-i.SpanH())/uint32(i.StrideH) + 1, (i.InW-i.SpanW())/uint32(i.StrideW) + 1
+}
+
+func boolBit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func checkALU(i *Insn, b func(bool) int64) error {

@@ -29,6 +29,13 @@ pool.max win=2,2 stride=1,1 dst=100 src=0 ch=1 in=4,5 fp32 ; push_next
 alu.add uop=0:1 iter=2,2 dst=1,2 src=0,1
 store.acc fp32 sram=100 dram=0x44000 y=2 x=3 stride=3 ; pop_prev
 finish job=2`,
+		`load.param fp32 sram=0 dram=0x40000 y=1 x=20 stride=20
+load.inp fp32 sram=0 dram=0x41000 y=4 x=8 stride=8 pad=1,1,2,2 ; push_next
+pool.dw win=3,3 stride=1,1 dst=0 src=0 ch=2 in=6,6 wgt=0 bias fp32 ; pop_prev
+load.param int32 sram=0 dram=0x40000 y=1 x=9 stride=9
+load.inp int8 sram=0 dram=0x41000 y=5 x=5 stride=5 ; push_next
+pool.dwacc win=3,3 stride=2,2 dst=0 src=0 ch=1 in=5,5 wgt=0 in_clamp ; pop_prev
+finish job=4`,
 		`nop.load ; push_next
 gemm fp32 uop=0:3 iter=2,2 dst=1,1 src=1,1 wgt=1,1 ; pop_prev push_prev
 nop.load ; pop_next

@@ -26,12 +26,15 @@
 //	GEMM         iter_out·iter_in·(uop_end−uop_begin), one 16×16 block per
 //	             cycle; ×Config.FP32Rate with fp32 (a reset is never scaled)
 //	ALU          iter_out·iter_in·(uop_end−uop_begin), one element per cycle
-//	POOL         out_h·out_w·channels·win_h·win_w
+//	POOL         out_h·out_w·channels·win_h·win_w (max, avg);
+//	             out_h·out_w·channels·⌈win_h·win_w / 9⌉ (dw, dwacc: 9
+//	             taps per pass), ×Config.FP32Rate with fp32
 //	FINISH, NOP  1
 //
 // A token is usable in the cycle its producer ends. CYCLES is the end of the
 // last instruction (or of the fetch); BUSY_* sum the durations of each
-// queue's instructions; MACS counts 256 per block of every non-reset GEMM;
+// queue's instructions; MACS counts 256 per block of every non-reset GEMM
+// and 16 per tap and output vector of a depthwise POOL;
 // LOAD_BYTES counts fetched instruction bytes and LOAD's DRAM bytes,
 // STORE_BYTES STORE's.
 //
@@ -49,7 +52,9 @@
 //     number) is the one Go's float64 → float32 conversion gives.
 //   - fp32 min/max (and relu, POOL max) return the destination when the
 //     operands compare equal, so max(−0, +0) is −0.
-//   - POOL checks tile ranges (CauseSRAM) before overlap (CauseIllegal).
+//   - POOL checks tile ranges (CauseSRAM) before overlap (CauseIllegal);
+//     a depthwise POOL checks inp, acc and param ranges, then its int8
+//     weights (CauseIllegal), before writing anything.
 //   - Bits 63:40 of a requant parameter and 63:32 of a scale are ignored.
 //   - Reserved bits of an ALU micro-op are CauseIllegal at the ALU.
 //   - A LOAD reads its whole tile from DRAM before writing SRAM, so a

@@ -240,6 +240,11 @@ func (e *engine) step(in *isa.Insn, d ddrPort, win int, c *counters) *fault {
 	case isa.OpALU:
 		return e.alu(in)
 	case isa.OpPool:
+		if in.Pool.Depthwise() {
+			n, f := e.depthwise(in)
+			c.macs += n
+			return f
+		}
 		return e.pool(in)
 	}
 	return nil // FINISH and NOP only move tokens
@@ -264,6 +269,9 @@ func (e *engine) cycles(in *isa.Insn) uint64 {
 	case isa.OpALU:
 		return loopCount(in)
 	case isa.OpPool:
+		if in.Pool.Depthwise() {
+			return e.dwCycles(in)
+		}
 		outH := (uint64(in.InH)-uint64(in.WinH))/uint64(in.StrideH) + 1
 		outW := (uint64(in.InW)-uint64(in.WinW))/uint64(in.StrideW) + 1
 		return outH * outW * uint64(in.Channels) * uint64(in.WinH) * uint64(in.WinW)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,6 +71,55 @@ func TestModelTestInt8(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "PASS mnist") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
+}
+
+// TestModelCompileInt8 compiles MNIST quantised on one calibration sample
+// into a program file and runs it on the other sample: the digit is the
+// reference's. Bad flags are usage errors.
+func TestModelCompileInt8(t *testing.T) {
+	dir := testenv.TestData(t, "onnx", "models", "mnist")
+	model := filepath.Join(dir, "model.onnx")
+	prog := filepath.Join(t.TempDir(), "mnist8.prog")
+	if out, code := faas(t, "model", "compile", model, "-o", prog, "--int8", "--calib", filepath.Join(dir, "test_data_set_0"), "--float-node", "Convolution28"); code != 0 {
+		t.Fatalf("compile --int8: exit %d: %s", code, out)
+	}
+	res := filepath.Join(t.TempDir(), "out.pb")
+	if out, code := faas(t, "model", "run", prog, "--input", filepath.Join(dir, "test_data_set_1", "input_0.pb"), "--output", res); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, out)
+	}
+	got, err := onnx.ReadTensor(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := onnx.ReadTensor(filepath.Join(dir, "test_data_set_1", "output_0.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := got.Float32s()
+	w, _ := want.Float32s()
+	if slices.Equal(g, w) || argmax(g) != argmax(w) {
+		t.Errorf("int8 logits %v, want fp32's top-1 of %v (and not its exact numbers)", g, w)
+	}
+	for _, args := range [][]string{
+		{"--int8"}, // no calibration sample
+		{"--float-node", "Convolution28"},
+		{"--int8", "--calib", t.TempDir()}, // no input_0.pb
+		{"--int8", "--calib", filepath.Join(dir, "test_data_set_0"), "--batch", "4"},
+	} {
+		if out, code := faas(t, append([]string{"model", "compile", model, "-o", prog}, args...)...); code != 2 {
+			t.Errorf("compile %q: exit %d, want 2: %s", args, code, out)
+		}
+	}
+}
+
+func argmax(v []float32) int {
+	k := 0
+	for i := range v {
+		if v[i] > v[k] {
+			k = i
+		}
+	}
+	return k
 }
 
 func TestModelCompileAndRun(t *testing.T) {

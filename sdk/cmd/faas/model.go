@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,70 +110,6 @@ they compile or are refused for another reason.`,
 	}
 	cmd.Flags().BoolVar(&int8, "int8", false, "quantise fp32 models to int8 after training")
 	cmd.Flags().BoolVar(&known, "known-refusals", false, "expect onnx node tests the compiler is known to refuse to be refused with the listed reason")
-	return cmd
-}
-
-func compileCommand() *cobra.Command {
-	var out string
-	var shapes []string
-	batch := 1
-	cmd := &cobra.Command{
-		Use:   "compile MODEL.onnx -o PROGRAM [--batch N] [--shape NAME=DIMS ...]",
-		Short: "Compile an ONNX model to an AliDNN program file",
-		Long: `Compiles MODEL.onnx for the AliDNN engine and writes the program file.
-
-With --batch N, the program holds N samples a run (the model's leading
-batch dimension of 1 becomes N): sessions coalesce up to N concurrent runs
-into one run of it, and fully connected layers load their weights once for
-all N.
-
-The engine runs static shapes. --shape binds the dimensions a model leaves
-free (the symbolic batch and sequence length exporters write) at compile
-time, as trtexec's --shapes does: --shape NAME=1x3x48x320 gives input NAME
-that shape, and --shape NAME=N, NAME a symbolic dimension (batch, seq),
-binds it in every input that has it, as onnxruntime's free-dimension
-overrides by name do. A binding of an input wins over a binding of its
-symbolic dimensions; repeated, the last one of a name wins. A free
-dimension left unbound is an error naming the input and the dimension, and
-so is a binding that contradicts a fixed one. faas model test binds the
-shapes of each data set's inputs, and run and bench those of --input.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return fmt.Errorf("-o PROGRAM is required")
-			}
-			if batch < 1 || batch > 256 {
-				return usageErrorf("--batch %d: want 1 to 256", batch)
-			}
-			bind, err := parseShapes(shapes)
-			if err != nil {
-				return err
-			}
-			m, err := onnx.ReadModel(args[0])
-			if err != nil {
-				return err
-			}
-			p, err := alidnn.Compile(m, append(bind, alidnn.ForBatch(batch))...)
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
-			}
-			p.Name = filepath.Base(args[0])
-			if err := p.WriteFile(out); err != nil {
-				return err
-			}
-			info := map[string]any{"program": out, "instructions": len(p.Insns), "layers": p.Layers,
-				"constant_bytes": len(p.Consts), "memory_bytes": p.MemSize(), "macs": p.MACs, "batch": max(p.Batch, 1)}
-			if jsonOutput(cmd) {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(info)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d layers, %d instructions, %d bytes of constants, %d bytes of device memory, %.3g G MACs per run\n",
-				out, p.Layers, len(p.Insns), len(p.Consts), p.MemSize(), float64(p.MACs)/1e9)
-			return nil
-		},
-	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "program file to write")
-	cmd.Flags().IntVar(&batch, "batch", batch, "samples a run holds (the model's batch dimension)")
-	cmd.Flags().StringArrayVar(&shapes, "shape", nil, "bind free dimensions: INPUT=1x3x48x320 or SYMBOL=N (repeatable)")
 	return cmd
 }
 

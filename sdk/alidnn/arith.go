@@ -393,7 +393,9 @@ func (c *compiler) cast(n *onnx.Node) error {
 		// 0 and 1 stay 0 and 1.
 		c.set(n, 0, &value{shape: x.shape, typ: t, derived: derived{alias: x.root()}})
 		return nil
-	case hostInt(x) && t == onnx.Float:
+	case (hostInt(x) || stagedFloat(x)) && t == onnx.Float:
+		// A DOUBLE input was rounded to fp32 as it was staged: that is the
+		// Cast (see boundary.go).
 		// Packed as fp32 already (see embed.go): a layer that only moves
 		// the values, so that the FLOAT result has storage of its own (an
 		// alias would read as its integer root), and the mask arithmetic
@@ -424,6 +426,8 @@ func (c *compiler) cast(n *onnx.Node) error {
 		l.accFP, l.acc8 = true, false
 		c.set(n, 0, c.rename(l, onnx.Float))
 		return nil
+	case t != onnx.Float && x.root().el() == f32 && (x.typ == onnx.Float || stagedFloat(x) || hostInt(x)):
+		return c.readBackCast(n, x, t)
 	}
 	return fmt.Errorf("Cast from %v to %v: %w", x.typ, t, ErrUnsupported)
 }

@@ -249,6 +249,9 @@ func (c *compiler) node(n *onnx.Node) error {
 			if err := checkHostInt(n, k, v); err != nil {
 				return err
 			}
+			if err := checkNarrow(n, k, v); err != nil {
+				return err
+			}
 		}
 	}
 	if allConst || shapeOnly[n.OpType] {

@@ -107,6 +107,22 @@
 // MatMul by ones, and the quotient (see softmax.go; a −Inf mask
 // weighs 0, +Inf gives NaN).
 //
+// Element types at the boundary follow one rule (see boundary.go): the
+// data path is fp32 and int8, so graph inputs of other types are converted
+// as the runtime stages them and outputs as the host reads them back, the
+// reformatting TensorRT and onnxruntime's execution providers do. FLOAT16,
+// BFLOAT16 and float8 inputs are staged as fp32 (exact) and read through
+// views, Cast and DequantizeLinear; a DOUBLE input only where every reader
+// is a Cast to FLOAT (the staging rounds as that Cast does); INT16, UINT16,
+// 4- and 2-bit integer inputs as exact fp32 values read as the INT64 inputs
+// below are, and by DequantizeLinear ((x − zero point) × scale in fp32, as
+// ONNX computes it). A Cast of an fp32 value to any other type whose
+// result is only a graph output is the host's conversion as it reads it
+// (ONNX's Cast: round to nearest even, float8's saturate, truncation of
+// floats to integers wrapping around the type); in the middle of the graph,
+// and arithmetic on a narrow float or integer input (ONNX rounds after each
+// operator, wraps integer sums), are refused.
+//
 // Transformers' integer inputs follow one rule (see embed.go), since the
 // engine computes in int8, int32 and fp32 and its LOADs read addresses
 // fixed in the instruction stream — it has no indirect load. An INT64 or

@@ -56,7 +56,7 @@ type GatherRows struct {
 // hostInt reports whether v is computed from an INT64 or BOOL graph input
 // the runtime packs as fp32 (see the rule above).
 func hostInt(v *value) bool {
-	return v != nil && !v.isConst && (v.typ == onnx.Int64 || v.typ == onnx.Bool)
+	return v != nil && !v.isConst && stagedInt(v.typ)
 }
 
 // maskLayout lays out an integer input not laid out yet with its leading
@@ -91,8 +91,12 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 		if k == 0 {
 			return nil
 		}
+	case "DequantizeLinear":
+		if k == 0 && v.typ != onnx.Int64 && v.typ != onnx.Bool {
+			return nil // see dequantizeStaged
+		}
 	}
-	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition: %w",
+	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (INT16, UINT16, 4- and 2-bit ones also as DequantizeLinear's input): %w",
 		k, v.name, v.typ, ErrUnsupported)
 }
 
@@ -250,13 +254,4 @@ func checkDerived(b *Binding, p *Program) error {
 		return nil
 	}
 	return fmt.Errorf("%q: ids %q are no input", b.Name, g.From)
-}
-
-// mapF32ToInt reads back integers held as fp32.
-func mapF32ToInt(f []float32) []int64 {
-	out := make([]int64, len(f))
-	for k, x := range f {
-		out[k] = int64(x)
-	}
-	return out
 }

@@ -36,6 +36,14 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 		v.elem = i32
 	case onnx.Int64, onnx.Bool:
 		v.elem = f32 // packed as fp32 (see embed.go)
+	case onnx.Int16, onnx.Uint16, onnx.Int4, onnx.Uint4, onnx.Int2, onnx.Uint2,
+		onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ:
+		v.elem = f32 // staged as exact fp32 values (see boundary.go)
+	case onnx.Double:
+		if err := c.doubleInput(in.Name); err != nil {
+			return err
+		}
+		v.elem = f32 // staged rounded to fp32: the Cast to FLOAT reading it
 	default:
 		return fmt.Errorf("input %q: element type %v: %w", in.Name, in.ElemType, ErrUnsupported)
 	}

@@ -55,6 +55,9 @@ type Binding struct {
 	Lay   Layout
 	Bcast []int // inputs: the input's own shape, broadcast on upload
 	Shift bool  // uint8 data is held as int8 shifted by −128
+	// NoSaturate is, for an output the host converts to float8, the
+	// Cast's saturate=0: out-of-range values become NaN or infinity.
+	NoSaturate bool `json:",omitempty"`
 
 	Host    string // "Softmax" or "Softmax-1": applied to Src on the host
 	Axis    int
@@ -163,7 +166,7 @@ func (c *compiler) emit() (*Program, error) {
 			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src}
 		} else {
 			b = outputBinding(p.bind(v), v)
-			b.Name, b.Shape, b.Type = v.name, v.shape, v.typ
+			b.Name, b.Shape, b.Type, b.NoSaturate = v.name, v.shape, v.typ, v.noSaturate
 		}
 		p.Outputs = append(p.Outputs, b)
 	}

@@ -158,6 +158,9 @@ func (c *compiler) dequantizeNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if l.accFP && (stagedFloat(x) || hostInt(x) && x.typ != onnx.Int64 && x.typ != onnx.Bool) {
+		return c.dequantizeStaged(n, l)
+	}
 	if l.accFP {
 		return fmt.Errorf("DequantizeLinear of a float tensor: %w", ErrUnsupported)
 	}

@@ -161,10 +161,7 @@ func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
 		bc = broadcastIndex(b.Shape, b.Bcast)
 	}
 	if el == f32 {
-		f, err := t.Float32s()
-		if t.DataType != onnx.Float && t.DataType != onnx.Double {
-			f, err = intAsFloat32(t) // an INT64 or BOOL input (see embed.go)
-		}
+		f, err := stagedFloats(t) // converted as boundary.go says
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInput, err)
 		}
@@ -194,7 +191,7 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		if b.ConstI != nil {
 			return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), b.ConstI)
 		}
-		return onnx.NewFloat32(b.Name, dims64(b.Shape), b.ConstF), nil
+		return typedTensor(b.Name, b.Type, dims64(b.Shape), b.ConstF, !b.NoSaturate)
 	}
 	if b.Host != "" {
 		src, err := s.output(ctx, k, *b.Src, host)
@@ -218,12 +215,8 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		return nil, err
 	}
 	if el == f32 {
-		f := unpackF32(lay, buf)
-		if b.Type != onnx.Float && b.Type != onnx.Double {
-			// An INT64 or BOOL value held as fp32 (see embed.go).
-			return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), mapF32ToInt(f))
-		}
-		return onnx.NewFloat32(b.Name, dims64(b.Shape), f), nil
+		// Converted to the output's type as boundary.go says.
+		return typedTensor(b.Name, b.Type, dims64(b.Shape), unpackF32(lay, buf), !b.NoSaturate)
 	}
 	iv := unpackInt(lay, el, buf)
 	if b.Shift {

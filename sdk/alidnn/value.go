@@ -72,6 +72,9 @@ type derived struct {
 	// self is a gate held back until the graph multiplies it by its
 	// input (see selfchain.go).
 	self *selfChain
+	// noSaturate is, for a Cast to float8 the host does as it reads the
+	// output (see boundary.go), the Cast's saturate=0.
+	noSaturate bool
 }
 
 // dequantised is the DequantizeLinear computing the value: a folded
@@ -119,7 +122,7 @@ func (v *value) root() *value {
 
 // isFloat reports whether v's logical type is a floating-point type.
 func (v *value) isFloat() bool {
-	return v.typ == onnx.Float || v.typ == onnx.Double || v.typ == onnx.Float16
+	return v.typ.IsFloat()
 }
 
 // floats returns a constant's values as float32, converting integers.
@@ -179,7 +182,18 @@ func fromTensor(t *onnx.Tensor) (*value, error) {
 			return nil, err
 		}
 		return constFloat(t.Name, shape, f), nil
-	case onnx.Int8, onnx.Uint8, onnx.Int16, onnx.Uint16, onnx.Int32, onnx.Int64, onnx.Uint32, onnx.Uint64, onnx.Bool:
+	case onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ:
+		// Exact in fp32; the type stays, so that what is folded from it
+		// is rounded to it (see foldRound).
+		f, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		v := constFloat(t.Name, shape, f)
+		v.typ = t.DataType
+		return v, nil
+	case onnx.Int8, onnx.Uint8, onnx.Int16, onnx.Uint16, onnx.Int32, onnx.Int64, onnx.Uint32, onnx.Uint64, onnx.Bool,
+		onnx.Int4, onnx.Uint4, onnx.Int2, onnx.Uint2:
 		i, err := t.Int64s()
 		if err != nil {
 			return nil, err

@@ -1,0 +1,160 @@
+package alidnn_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+func castTo(in, out string, to onnx.DataType, extra ...*onnx.Attribute) *onnx.Node {
+	return &onnx.Node{OpType: "Cast", Inputs: []string{in}, Outputs: []string{out},
+		Attrs: append([]*onnx.Attribute{attrInt("to", int64(to))}, extra...)}
+}
+
+func typed(v onnx.ValueInfo, t onnx.DataType) onnx.ValueInfo {
+	v.ElemType = t
+	return v
+}
+
+// TestReadBackCast computes x·3 on the engine and casts it at the end of
+// the graph to FLOAT16, float8 (saturating and not) and INT4: the host's
+// conversions give what ONNX's Cast gives for the fp32 product (round to
+// nearest even; float8 beyond 448 saturated or NaN; truncation toward zero
+// wrapped around INT4's range).
+func TestReadBackCast(t *testing.T) {
+	x := []float32{0.1, -1.7, 200, 1000, 5.5, -0.0001, 2.6, -3}
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{onnx.NewFloat32("three", nil, []float32{3})},
+		Nodes: []*onnx.Node{
+			{OpType: "Mul", Inputs: []string{"x", "three"}, Outputs: []string{"y"}},
+			castTo("y", "h", onnx.Float16), castTo("y", "f8", onnx.Float8E4M3FN),
+			castTo("y", "f8n", onnx.Float8E4M3FN, attrInt("saturate", 0)), castTo("y", "i4", onnx.Int4),
+		},
+		Inputs: []onnx.ValueInfo{vinfo("x", 8)},
+		Outputs: []onnx.ValueInfo{typed(vinfo("h", 8), onnx.Float16), typed(vinfo("f8", 8), onnx.Float8E4M3FN),
+			typed(vinfo("f8n", 8), onnx.Float8E4M3FN), typed(vinfo("i4", 8), onnx.Int4)},
+	}
+	res := runGraphResult(t, g, onnx.NewFloat32("x", []int64{8}, x))
+	y := make([]float32, len(x))
+	for k, v := range x {
+		y[k] = v * 3
+	}
+	for k, dt := range []onnx.DataType{onnx.Float16, onnx.Float8E4M3FN, onnx.Float8E4M3FN} {
+		want, err := onnx.NewFloat("", dt, []int64{8}, y, k != 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Outputs[k]
+		if got.DataType != dt || string(got.RawData()) != string(want.RawData()) {
+			gf, _ := got.Float32s()
+			wf, _ := want.Float32s()
+			t.Errorf("output %d: %v %v, want %v %v", k, got.DataType, gf, dt, wf)
+		}
+	}
+	f8n, _ := res.Outputs[2].Float32s()
+	if !math.IsNaN(float64(f8n[3])) { // 3000 is beyond E4M3FN's 448
+		t.Errorf("unsaturated 3000 is %v, want NaN", f8n[3])
+	}
+	i4, err := res.Outputs[3].Int64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.3 → 0; −5.1 → −5; 600 wraps to 600−38·16 = −8; 3000 to 3000−188·16 = −8;
+	// 16.5 → 16 → 0; −0.0003 → 0; 7.8 → 7; −9 → 7.
+	want := []int64{0, -5, -8, -8, 0, 0, 7, 7}
+	for k := range want {
+		if i4[k] != want[k] {
+			t.Errorf("INT4 %v", i4)
+			break
+		}
+	}
+}
+
+// TestBoundaryRefusals: a Cast to FLOAT16 read on by the engine would not
+// be rounded; arithmetic on a FLOAT16 input would round once instead of
+// after each operator; a DOUBLE input read by anything but a Cast to FLOAT
+// is not staged. Each is refused naming why.
+func TestBoundaryRefusals(t *testing.T) {
+	half := onnx.NewFloat32("half", nil, []float32{0.5})
+	for _, tc := range []struct {
+		name string
+		g    *onnx.Graph
+		want string
+	}{
+		{"cast in the middle", &onnx.Graph{
+			Initializers: []*onnx.Tensor{half},
+			Nodes:        []*onnx.Node{castTo("x", "h", onnx.Float16), castTo("h", "y", onnx.Float)},
+			Inputs:       []onnx.ValueInfo{vinfo("x", 4)}, Outputs: []onnx.ValueInfo{vinfo("y", 4)},
+		}, "Cast from FLOAT to FLOAT16 in the middle of the graph"},
+		{"arithmetic on FLOAT16", &onnx.Graph{
+			Initializers: []*onnx.Tensor{half},
+			Nodes:        []*onnx.Node{{OpType: "Mul", Inputs: []string{"x", "half"}, Outputs: []string{"y"}}},
+			Inputs:       []onnx.ValueInfo{typed(vinfo("x", 4), onnx.Float16)}, Outputs: []onnx.ValueInfo{typed(vinfo("y", 4), onnx.Float16)},
+		}, `input 0 ("x") is FLOAT16, which the engine holds as fp32`},
+		{"DOUBLE to FLOAT16", &onnx.Graph{
+			Nodes:  []*onnx.Node{castTo("x", "y", onnx.Float16)},
+			Inputs: []onnx.ValueInfo{typed(vinfo("x", 4), onnx.Double)}, Outputs: []onnx.ValueInfo{typed(vinfo("y", 4), onnx.Float16)},
+		}, `input "x": element type DOUBLE, read by Cast`},
+		{"arithmetic on INT16", &onnx.Graph{
+			Initializers: []*onnx.Tensor{ints64("one", onnx.Int16, nil, 1)},
+			Nodes:        []*onnx.Node{{OpType: "Add", Inputs: []string{"x", "one"}, Outputs: []string{"y"}}},
+			Inputs:       []onnx.ValueInfo{typed(vinfo("x", 4), onnx.Int16)}, Outputs: []onnx.ValueInfo{typed(vinfo("y", 4), onnx.Int16)},
+		}, `input 0 ("x") is INT16 from a graph input`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 21}}, Graph: tc.g})
+			if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestStagedInputs: FLOAT16 and INT4 inputs staged as fp32, cast to FLOAT
+// on the engine and multiplied there, and a DOUBLE input rounded to fp32 by
+// the Cast reading it (1 + 2⁻²⁵ + 2⁻⁴⁰ to 1, −1e300 to −∞).
+func TestStagedInputs(t *testing.T) {
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{onnx.NewFloat32("two", nil, []float32{2})},
+		Nodes: []*onnx.Node{
+			castTo("h", "hf", onnx.Float), castTo("i", "if", onnx.Float), castTo("d", "df", onnx.Float),
+			{OpType: "Mul", Inputs: []string{"hf", "two"}, Outputs: []string{"h2"}},
+			{OpType: "Mul", Inputs: []string{"if", "two"}, Outputs: []string{"i2"}},
+		},
+		Inputs:  []onnx.ValueInfo{typed(vinfo("h", 3), onnx.Float16), typed(vinfo("i", 3), onnx.Int4), typed(vinfo("d", 3), onnx.Double)},
+		Outputs: []onnx.ValueInfo{vinfo("h2", 3), vinfo("i2", 3), vinfo("df", 3)},
+	}
+	h, _ := onnx.NewFloat("h", onnx.Float16, []int64{3}, []float32{0.1, -65504, 3.5}, false)
+	i, _ := onnx.NewInt("i", onnx.Int4, []int64{3}, []int64{-8, 7, 1})
+	d, _ := onnx.NewRaw("d", onnx.Double, []int64{3}, f64raw(0.1, 1+1.0/(1<<25)+1.0/(1<<40), -1e300))
+	res := runGraphResult(t, g, h, i, d)
+	hv, _ := h.Float32s()
+	for k, want := range [][]float32{{hv[0] * 2, hv[1] * 2, 7}, {-16, 14, 2}, {0.1, 1, float32(math.Inf(-1))}} {
+		got, err := res.Outputs[k].Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range want {
+			if got[j] != want[j] {
+				t.Errorf("output %d: %v, want %v", k, got, want)
+				break
+			}
+		}
+	}
+}
+
+func f64raw(v ...float64) []byte {
+	b := make([]byte, 0, 8*len(v))
+	for _, x := range v {
+		u := math.Float64bits(x)
+		for range 8 {
+			b = append(b, byte(u))
+			u >>= 8
+		}
+	}
+	return b
+}

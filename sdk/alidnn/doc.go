@@ -119,7 +119,9 @@
 // ONNX computes it). A Cast of an fp32 value to any other type whose
 // result is only a graph output is the host's conversion as it reads it
 // (ONNX's Cast: round to nearest even, float8's saturate, truncation of
-// floats to integers wrapping around the type); in the middle of the graph,
+// floats to integers wrapping around the type), and so is a QuantizeLinear
+// to INT16, UINT16, 4-, 2-bit or float8 types (see hostquant.go: x / scale
+// in float32, rounded half to even, as ONNX); in the middle of the graph,
 // and arithmetic on a narrow float or integer input (ONNX rounds after each
 // operator, wraps integer sums), are refused.
 //

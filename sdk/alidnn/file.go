@@ -219,8 +219,16 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 		}
 		return nil
 	case b.Host != "":
-		if b.Src == nil || (b.Host != "Softmax" && b.Host != "Softmax-1") || b.Axis < 0 || b.Axis >= max(len(b.Shape), 1) {
+		if b.Src == nil || (b.Host != "Softmax" && b.Host != "Softmax-1" && b.Host != quantizeOp) || b.Axis < 0 || b.Axis >= max(len(b.Shape), 1) {
 			return fmt.Errorf("host operator %q on axis %d", b.Host, b.Axis)
+		}
+		if (b.Host == quantizeOp) != (b.Quant != nil) {
+			return fmt.Errorf("host operator %q with QuantizeLinear parameters %v", b.Host, b.Quant != nil)
+		}
+		if b.Quant != nil {
+			if err := b.Quant.check(b.Type, b.Shape); err != nil {
+				return err
+			}
 		}
 		if !eqInts(b.Src.Shape, b.Shape) {
 			return fmt.Errorf("host operator changes the shape %v to %v", b.Src.Shape, b.Shape)

@@ -81,6 +81,9 @@ func (c *compiler) graphOutput(name string) error {
 		if err := c.settle(v.host.src, false); err != nil {
 			return err
 		}
+		if v.host.quant != nil && v.host.src.root().el() != f32 {
+			return fmt.Errorf("graph output %q quantises %s, which the engine holds as %v, not fp32: %w", name, v.host.src, v.host.src.root().el(), ErrUnsupported)
+		}
 	}
 	if err := c.materialize(v); err != nil {
 		return fmt.Errorf("graph output %q: %w", name, err)

@@ -59,7 +59,8 @@ type Binding struct {
 	// Cast's saturate=0: out-of-range values become NaN or infinity.
 	NoSaturate bool `json:",omitempty"`
 
-	Host    string // "Softmax" or "Softmax-1": applied to Src on the host
+	Host    string // "Softmax", "Softmax-1" or "QuantizeLinear": applied to Src on the host
+	Quant   *HostQuant `json:",omitempty"` // QuantizeLinear's parameters
 	Axis    int
 	Src     *Binding  `json:",omitempty"`
 	ConstF  []float32 `json:",omitempty"`
@@ -163,7 +164,7 @@ func (c *compiler) emit() (*Program, error) {
 		var b Binding
 		if v.host != nil {
 			src := p.bind(v.host.src)
-			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src}
+			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src, Quant: v.host.quant}
 		} else {
 			b = outputBinding(p.bind(v), v)
 			b.Name, b.Shape, b.Type, b.NoSaturate = v.name, v.shape, v.typ, v.noSaturate

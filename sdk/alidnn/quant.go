@@ -98,6 +98,9 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	if err := c.materialize(x); err != nil {
 		return err
 	}
+	if typ := c.quantizedType(n); typ != onnx.Uint8 && typ != onnx.Int8 && n.Attr("block_size") == nil {
+		return c.hostQuantize(n, x, typ)
+	}
 	s, z, typ, err := c.quantParams(n, 1, x.root().lay, true)
 	if err != nil {
 		return err

@@ -202,6 +202,9 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		if err != nil {
 			return nil, err
 		}
+		if b.Quant != nil {
+			return b.Quant.apply(b.Name, b.Type, b.Shape, f)
+		}
 		softmax(f, b.Shape, b.Axis, b.Host == "Softmax-1")
 		return onnx.NewFloat32(b.Name, dims64(b.Shape), f), nil
 	}

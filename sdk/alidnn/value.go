@@ -155,6 +155,9 @@ type hostOp struct {
 	axis int
 	src  *value
 	pads []int // padOp: top, left, bottom, right
+	// quant is, for a QuantizeLinear the host does as it reads the
+	// output (see hostquant.go), its parameters.
+	quant *HostQuant
 }
 
 // aliasOf is a value of shape over src's storage.

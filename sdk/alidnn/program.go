@@ -59,7 +59,7 @@ type Binding struct {
 	// Cast's saturate=0: out-of-range values become NaN or infinity.
 	NoSaturate bool `json:",omitempty"`
 
-	Host    string // "Softmax", "Softmax-1" or "QuantizeLinear": applied to Src on the host
+	Host    string     // "Softmax", "Softmax-1" or "QuantizeLinear": applied to Src on the host
 	Quant   *HostQuant `json:",omitempty"` // QuantizeLinear's parameters
 	Axis    int
 	Src     *Binding  `json:",omitempty"`

@@ -38,6 +38,11 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if fp32Int(a) || fp32Int(b) {
+		if err := c.intArith(n, a, b); err != nil {
+			return err
+		}
+	}
 	op := n.OpType
 	if op == "Sum" {
 		op = "Add"

@@ -19,8 +19,8 @@ package alidnn
 //   - INT16, UINT16, INT4, UINT4, INT2 and UINT2 inputs are staged as exact
 //     fp32 values, and read like the INT64 and BOOL inputs of embed.go: views,
 //     Cast, comparisons with a constant, Gather's indices, Where's
-//     condition. Arithmetic on them is refused: ONNX's integer arithmetic
-//     wraps around and divides by truncation, which fp32 does not.
+//     condition, and as operands of integer arithmetic where intarith.go's
+//     rule makes it exact.
 //   - A Cast of an fp32 value to another type (FLOAT16, BFLOAT16, float8,
 //     DOUBLE, an integer type, BOOL) whose result is only a graph output is a
 //     read-back conversion: the host converts the engine's fp32 as ONNX's

@@ -122,8 +122,10 @@
 // floats to integers wrapping around the type), and so is a QuantizeLinear
 // to INT16, UINT16, 4-, 2-bit or float8 types (see hostquant.go: x / scale
 // in float32, rounded half to even, as ONNX); in the middle of the graph,
-// and arithmetic on a narrow float or integer input (ONNX rounds after each
-// operator, wraps integer sums), are refused.
+// and arithmetic on a narrow float input (ONNX rounds after each
+// operator), are refused. Add, Sub, Mul and Div of two integer inputs
+// run where fp32 is exact and the host wraps (and truncates) the result as
+// it reads it back (see intarith.go).
 //
 // Transformers' integer inputs follow one rule (see embed.go), since the
 // engine computes in int8, int32 and fp32 and its LOADs read addresses

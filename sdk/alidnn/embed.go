@@ -83,6 +83,10 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 	switch n.OpType {
 	case "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not":
 		return nil
+	case "Add", "Sub", "Mul", "Div":
+		if fp32Int(v) {
+			return nil // see intarith.go
+		}
 	case "Gather":
 		if k == 1 {
 			return nil

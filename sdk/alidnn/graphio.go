@@ -32,6 +32,9 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 		v.elem = f32
 	case onnx.Uint8, onnx.Int8:
 		v.elem = i8
+		if c.arithIntInput(in.Name) {
+			v.elem = f32 // exact integers for arithmetic (see intarith.go)
+		}
 	case onnx.Int32:
 		v.elem = i32
 	case onnx.Int64, onnx.Bool:

@@ -127,6 +127,11 @@
 // run where fp32 is exact and the host wraps (and truncates) the result as
 // it reads it back (see intarith.go).
 //
+// Zero-size tensors fold (see empty.go): an input bound to a shape with a
+// 0 is an empty constant, as are empty Slices and Split parts, and what
+// reads them folds (a ReduceSum over an empty axis is zeros, ReduceMax −∞,
+// ReduceMin +∞); empty outputs come back as empty tensors of their type.
+//
 // Transformers' integer inputs follow one rule (see embed.go), since the
 // engine computes in int8, int32 and fp32 and its LOADs read addresses
 // fixed in the instruction stream — it has no indirect load. An INT64 or

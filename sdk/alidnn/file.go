@@ -208,6 +208,16 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 	if depth > 2 {
 		return fmt.Errorf("host operators nest too deep")
 	}
+	if b.IsConst {
+		total, err := checkConstShape(b.Shape)
+		if err != nil {
+			return err
+		}
+		if len(b.ConstF)+len(b.ConstI) != total {
+			return fmt.Errorf("constant of %d values for shape %v", len(b.ConstF)+len(b.ConstI), b.Shape)
+		}
+		return nil
+	}
 	total, err := checkShape(b.Shape)
 	if err != nil {
 		return err

@@ -18,7 +18,10 @@ var folders = map[string]folder{
 	"Shape":            (*compiler).foldShape,
 	"Gather":           (*compiler).foldGather,
 	"Slice":            (*compiler).foldSlice,
-	"ReduceProd":       (*compiler).foldReduceProd,
+	"ReduceProd":       (*compiler).foldReduce,
+	"ReduceSum":        (*compiler).foldReduce,
+	"ReduceMax":        (*compiler).foldReduce,
+	"ReduceMin":        (*compiler).foldReduce,
 	"Transpose":        (*compiler).foldTranspose,
 	"Clip":             (*compiler).foldActivation,
 	"LeakyRelu":        (*compiler).foldActivation,
@@ -72,7 +75,7 @@ var folders = map[string]folder{
 func (c *compiler) fold(n *onnx.Node) (bool, error) {
 	f := folders[n.OpType]
 	if f == nil {
-		return false, nil
+		return c.foldEmpty(n)
 	}
 	v, err := f(c, n)
 	if err != nil {

@@ -26,6 +26,9 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 	if err != nil {
 		return err
 	}
+	if size(shape) == 0 {
+		return c.emptyInput(in, shape)
+	}
 	v := &value{name: in.Name, shape: shape, typ: in.ElemType, device: device{input: true}}
 	switch in.ElemType {
 	case onnx.Float:

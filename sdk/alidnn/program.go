@@ -159,6 +159,9 @@ func (c *compiler) emit() (*Program, error) {
 		}
 		p.Inputs = append(p.Inputs, b)
 	}
+	for _, v := range c.emptyInputs {
+		p.Inputs = append(p.Inputs, p.bind(v))
+	}
 	for _, o := range c.g.Outputs {
 		v := c.vals[o.Name]
 		var b Binding

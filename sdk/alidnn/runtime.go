@@ -151,6 +151,9 @@ func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
 	if t.DataType != b.Type {
 		return nil, fmt.Errorf("%w: input %q is %v, want %v", ErrInput, b.Name, t.DataType, b.Type)
 	}
+	if b.IsConst {
+		return nil, nil // an empty input, folded (see empty.go)
+	}
 	el, err := elemOf(b.Elem)
 	if err != nil {
 		return nil, err

@@ -274,6 +274,9 @@ func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
 	uploads := append(slices.Clone(s.prog.Inputs), s.prog.Derived...)
 	for k, r := range reqs {
 		for n, b := range uploads {
+			if len(r.packed[n]) == 0 {
+				continue // an empty input (see empty.go)
+			}
 			if err := s.buf.Write(ctx, r.packed[n], int64(s.lay.act(lane0+k)+b.Addr-s.prog.ActBase)); err != nil {
 				return fmt.Errorf("writing input %q: %w", b.Name, err)
 			}

@@ -22,7 +22,8 @@ func (c *compiler) sliceNode(n *onnx.Node) error {
 		return fmt.Errorf("Slice of %s: %w", x, err)
 	}
 	if slices.Contains(shape, 0) {
-		return fmt.Errorf("Slice of %s to the empty shape %v: %w", x, shape, ErrUnsupported)
+		c.set(n, 0, emptyValue(x.typ, shape))
+		return nil
 	}
 	v := x
 	for a := range shape {

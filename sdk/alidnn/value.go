@@ -125,6 +125,19 @@ func (v *value) isFloat() bool {
 	return v.typ.IsFloat()
 }
 
+// f64s returns a constant's values as float64, exact for its floats and
+// for integers up to 2⁵³.
+func (v *value) f64s() []float64 {
+	out := make([]float64, 0, max(len(v.f), len(v.i)))
+	for _, x := range v.f {
+		out = append(out, float64(x))
+	}
+	for _, x := range v.i {
+		out = append(out, float64(x))
+	}
+	return out
+}
+
 // floats returns a constant's values as float32, converting integers.
 func (v *value) floats() []float32 {
 	if v.f != nil {

@@ -148,7 +148,9 @@
 // runs on the host: the table stays in the program's constant segment and
 // the runtime copies the rows the ids name into a device tensor
 // (Program.Derived) as it packs the run; an id outside [−V, V) fails the
-// run with ErrInput naming the input, as onnxruntime fails it. A Gather
+// run with ErrInput naming the input, as onnxruntime fails it. So does a
+// Gather, along any axis, of a FLOAT graph input only it reads by such an
+// input (see gatherinput.go): the data stays on the host. A Gather
 // by constant ids (positions) folds. Where with a constant condition — a
 // causal mask sliced from a buffer, folded — and one computed operand t is
 // t·S + K on the engine (S 1 where t is picked, K the other operand

@@ -42,6 +42,10 @@ type rowGather struct {
 	// dq is the DequantizeLinear folded into an integer table (see
 	// dequantisedTable), which then passes the rows through.
 	dq *onnx.Node
+	// data is, for rows of a graph input rather than of a table, that
+	// input, of outer × rows × width values (see gatherinput.go).
+	data  string
+	outer int
 }
 
 // GatherRows is the serialised rowGather: the table is Rows × Width fp32
@@ -51,6 +55,10 @@ type GatherRows struct {
 	Node        string // the Gather, for errors
 	Table       uint64
 	Rows, Width int
+	// Data names the graph input the rows are of, [Outer, Rows, Width],
+	// instead of the table (see gatherinput.go).
+	Data  string `json:",omitempty"`
+	Outer int    `json:",omitempty"`
 }
 
 // hostInt reports whether v is computed from an INT64 or BOOL graph input
@@ -114,8 +122,11 @@ func (c *compiler) gatherNode(n *onnx.Node) error {
 	if !data.isConst && ids.isConst {
 		return c.gatherSelect(n, data, ids)
 	}
+	if !data.isConst && c.gathersInput(data, ids) {
+		return c.gatherInput(n, data, ids)
+	}
 	if !data.isConst {
-		return fmt.Errorf("Gather of the computed tensor %s by the computed %s: the engine gathers rows of a constant table only: %w", data, ids, ErrUnsupported)
+		return fmt.Errorf("Gather of the computed tensor %s by the computed %s: the engine gathers rows of a constant table only, or of a graph input only a Gather reads: %w", data, ids, ErrUnsupported)
 	}
 	axis, err := n.Int("axis", 0)
 	if err != nil {
@@ -158,6 +169,10 @@ func (c *compiler) gatherNode(n *onnx.Node) error {
 
 // bindGather places v's table in the constant segment and records the rule.
 func (e *emitter) bindGather(b *Binding, g *rowGather) {
+	if g.data != "" {
+		b.Gather = &GatherRows{From: g.from, Node: g.node, Rows: g.rows, Width: g.width, Data: g.data, Outer: g.outer}
+		return
+	}
 	raw := make([]byte, 4*len(g.table))
 	for k, f := range g.table {
 		binary.LittleEndian.PutUint32(raw[4*k:], math.Float32bits(f))
@@ -165,8 +180,9 @@ func (e *emitter) bindGather(b *Binding, g *rowGather) {
 	b.Gather = &GatherRows{From: g.from, Node: g.node, Table: e.blob(raw), Rows: g.rows, Width: g.width}
 }
 
-// packGathered packs the rows of b's table that the ids t name.
-func packGathered(b Binding, t *onnx.Tensor, consts []byte) ([]byte, error) {
+// packGathered packs the rows of b's table, or of the input data, that
+// the ids t name.
+func packGathered(b Binding, t *onnx.Tensor, consts []byte, data *onnx.Tensor) ([]byte, error) {
 	g := b.Gather
 	if b.Elem != "fp32" {
 		return nil, fmt.Errorf("Gather %q: rows stored as %s, the runtime writes fp32", g.Node, b.Elem)
@@ -181,6 +197,9 @@ func packGathered(b Binding, t *onnx.Tensor, consts []byte) ([]byte, error) {
 	total := 1
 	for _, d := range b.Shape {
 		total *= d
+	}
+	if g.Data != "" {
+		return packInputRows(b, t.Name, ids, data)
 	}
 	if g.Width < 1 || len(ids)*g.Width != total {
 		return nil, fmt.Errorf("%w: input %q has %d ids, Gather %q's output %v wants %d", ErrInput, t.Name, len(ids), g.Node, b.Shape, total/max(g.Width, 1))
@@ -234,6 +253,9 @@ func checkDerived(b *Binding, p *Program) error {
 	}
 	if p.Batch > 1 {
 		return fmt.Errorf("%q in a program of batch %d", b.Name, p.Batch)
+	}
+	if g.Data != "" {
+		return checkInputRows(b, p)
 	}
 	if err := checkBinding(b, p, 0); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/internal/atomicfile"
+	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 // A compiled program file is:
@@ -207,6 +208,12 @@ func readN(r io.Reader, n uint64) ([]byte, error) {
 func checkBinding(b *Binding, p *Program, depth int) error {
 	if depth > 2 {
 		return fmt.Errorf("host operators nest too deep")
+	}
+	if b.HostOnly {
+		if _, err := checkShape(b.Shape); err != nil || b.Type != onnx.Float {
+			return fmt.Errorf("host-only input %v %v", b.Type, b.Shape)
+		}
+		return nil
 	}
 	if b.IsConst {
 		total, err := checkConstShape(b.Shape)

@@ -66,6 +66,9 @@ type Binding struct {
 	ConstF  []float32 `json:",omitempty"`
 	ConstI  []int64   `json:",omitempty"`
 	IsConst bool      `json:",omitempty"`
+	// HostOnly says the runtime reads this input on the host only, not
+	// uploading it: a Gather's data (see gatherinput.go).
+	HostOnly bool `json:",omitempty"`
 	// Gather says the runtime fills this derived tensor with rows of a
 	// table in the constant segment, chosen by an input's ids (see
 	// embed.go).
@@ -152,6 +155,9 @@ func (c *compiler) emit() (*Program, error) {
 	}
 	for _, v := range c.inputs {
 		b := inputBinding(p.bind(v), v)
+		if v.hostOnly {
+			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, HostOnly: true}
+		}
 		if t := tables[v]; t != nil {
 			b.Gather = t.Gather
 			p.Derived = append(p.Derived, b)
@@ -198,7 +204,9 @@ func (c *compiler) placeActivations() uint64 {
 		if v.elem == 0 && v.typ == onnx.Float {
 			v.elem = f32
 		}
-		place(v)
+		if !v.hostOnly {
+			place(v)
+		}
 	}
 	for _, l := range c.layers {
 		if !l.out.placed {

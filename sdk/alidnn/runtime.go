@@ -118,7 +118,13 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 		if !ok {
 			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Gather.From)
 		}
-		data, err := packGathered(b, t, s.prog.Consts)
+		var rows *onnx.Tensor
+		if b.Gather.Data != "" {
+			if rows, ok = byName[b.Gather.Data]; !ok {
+				return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Gather.Data)
+			}
+		}
+		data, err := packGathered(b, t, s.prog.Consts, rows)
 		if err != nil {
 			return nil, err
 		}
@@ -151,8 +157,8 @@ func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
 	if t.DataType != b.Type {
 		return nil, fmt.Errorf("%w: input %q is %v, want %v", ErrInput, b.Name, t.DataType, b.Type)
 	}
-	if b.IsConst {
-		return nil, nil // an empty input, folded (see empty.go)
+	if b.IsConst || b.HostOnly {
+		return nil, nil // an empty input, folded (see empty.go), or a Gather's data (see gatherinput.go)
 	}
 	el, err := elemOf(b.Elem)
 	if err != nil {

@@ -48,6 +48,9 @@ type device struct {
 	// gather is, for an input the runtime fills with rows of a constant
 	// table, the rule (see embed.go).
 	gather *rowGather
+	// hostOnly says a graph input is read by the runtime only, as a
+	// Gather's data (see gatherinput.go): it has no device storage.
+	hostOnly bool
 	// zeroPad says the padding lanes of its lane axis hold zeros, as
 	// permuteGroups' copy writes them and permutations of whole blocks
 	// keep them: a MatMul may read it as B whose padding is zero rows or

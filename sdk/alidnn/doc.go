@@ -163,7 +163,9 @@
 // (see wheretwo.go; exact but for NaN, which the ALU's min and max drop). An INT64 or BOOL input is laid out
 // with its leading axes outer, so that such a mask [N,S] broadcasts over
 // scores of any length. Split of a computed tensor along its last axis (GPT-2's fused
-// QKV) is a MatMul per part by a 0/1 selection matrix, and a Gemm of a
+// QKV) is a MatMul per part by a 0/1 selection matrix, as is a Slice along
+// the last axis where the lanes hold it (any start, end and step; see
+// slice.go; exact for finite values, 0 × ∞ being NaN), and a Gemm of a
 // computed [..., S, K] flattened to [M, K] (HuggingFace's Conv1D) a MatMul
 // of the unflattened tensor; a Gather of a computed tensor by constant
 // indices along one of its last two axes (BERT's pooler, hidden[:, 0]) a

@@ -9,10 +9,11 @@ package alidnn
 // providers do at their boundaries. The rule, so that no conversion is ever
 // inexact where ONNX is exact:
 //
-//   - FLOAT16, BFLOAT16 and float8 inputs are staged as fp32 (every value of
-//     theirs is an fp32 value). The engine reads them only through views and
-//     Cast: arithmetic on them would round to their type after each
-//     operator in ONNX, and once at the end here.
+//   - FLOAT16, BFLOAT16, float8 and FLOAT4E2M1 inputs are staged as fp32
+//     (every value of theirs is an fp32 value). The engine reads them only
+//     through views, Cast and DequantizeLinear: arithmetic on them would
+//     round to their type after each operator in ONNX, and once at the end
+//     here.
 //   - A DOUBLE input is staged as fp32 only when every reader is a Cast to
 //     FLOAT: the staging conversion is then that Cast (round to nearest
 //     even, as ONNX says). Otherwise it is refused.

@@ -111,7 +111,7 @@
 // data path is fp32 and int8, so graph inputs of other types are converted
 // as the runtime stages them and outputs as the host reads them back, the
 // reformatting TensorRT and onnxruntime's execution providers do. FLOAT16,
-// BFLOAT16 and float8 inputs are staged as fp32 (exact) and read through
+// BFLOAT16, float8 and FLOAT4E2M1 inputs are staged as fp32 (exact) and read through
 // views, Cast and DequantizeLinear; a DOUBLE input only where every reader
 // is a Cast to FLOAT (the staging rounds as that Cast does); INT16, UINT16,
 // 4- and 2-bit integer inputs as exact fp32 values read as the INT64 inputs

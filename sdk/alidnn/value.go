@@ -201,7 +201,7 @@ func fromTensor(t *onnx.Tensor) (*value, error) {
 			return nil, err
 		}
 		return constFloat(t.Name, shape, f), nil
-	case onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ:
+	case onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1:
 		// Exact in fp32; the type stays, so that what is folded from it
 		// is rounded to it (see foldRound).
 		f, err := t.Float32s()

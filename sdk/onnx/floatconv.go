@@ -23,6 +23,10 @@ type minifloat struct {
 	// fn says the format has no infinities and its only NaNs are the
 	// patterns with all exponent and mantissa bits set (E4M3FN).
 	fn bool
+	// finite says every pattern is a finite value (FLOAT4E2M1): values
+	// beyond it saturate whatever the Cast says, and NaN becomes −0, as
+	// onnx's reference converts.
+	finite bool
 }
 
 var (
@@ -32,6 +36,7 @@ var (
 	fmtE4M3FNUZ = minifloat{ebits: 4, mbits: 3, bias: 8, uz: true}
 	fmtE5M2     = minifloat{ebits: 5, mbits: 2, bias: 15, inf: true}
 	fmtE5M2FNUZ = minifloat{ebits: 5, mbits: 2, bias: 16, uz: true}
+	fmtE2M1     = minifloat{ebits: 2, mbits: 1, bias: 1, finite: true}
 )
 
 // minifloatOf returns the format of a narrow floating-point type.
@@ -49,6 +54,8 @@ func minifloatOf(t DataType) (minifloat, bool) {
 		return fmtE5M2, true
 	case Float8E5M2FNUZ:
 		return fmtE5M2FNUZ, true
+	case Float4E2M1:
+		return fmtE2M1, true
 	}
 	return minifloat{}, false
 }
@@ -73,7 +80,7 @@ func (f minifloat) maxFinite() float64 {
 // has one NaN).
 func (f minifloat) nan(s uint32) uint32 {
 	switch {
-	case f.uz:
+	case f.uz, f.finite:
 		return f.signBit()
 	case f.fn:
 		return s | (f.signBit() - 1)
@@ -128,6 +135,7 @@ func sign(neg bool) int {
 // where the format has one and NaN where it has not. The FNUZ formats have
 // no negative zero: a negative value that rounds to zero is +0.
 func (f minifloat) encode(x float32, saturate bool) uint32 {
+	saturate = saturate || f.finite
 	var s uint32
 	if math.Signbit(float64(x)) {
 		s = f.signBit()

@@ -40,7 +40,8 @@ const (
 	Float8E5M2FNUZ DataType = 20
 	Uint4          DataType = 21
 	Int4           DataType = 22
-	// 23 (FLOAT4E2M1) and 24 (FLOAT8E8M0) are not read.
+	Float4E2M1     DataType = 23
+	// 24 (FLOAT8E8M0) is not read.
 	Uint2 DataType = 25
 	Int2  DataType = 26
 )
@@ -50,7 +51,7 @@ var typeNames = [...]string{
 	Int32: "INT32", Int64: "INT64", String: "STRING", Bool: "BOOL", Float16: "FLOAT16",
 	Double: "DOUBLE", Uint32: "UINT32", Uint64: "UINT64", Bfloat16: "BFLOAT16",
 	Float8E4M3FN: "FLOAT8E4M3FN", Float8E4M3FNUZ: "FLOAT8E4M3FNUZ", Float8E5M2: "FLOAT8E5M2",
-	Float8E5M2FNUZ: "FLOAT8E5M2FNUZ", Uint4: "UINT4", Int4: "INT4", Uint2: "UINT2", Int2: "INT2",
+	Float8E5M2FNUZ: "FLOAT8E5M2FNUZ", Uint4: "UINT4", Int4: "INT4", Float4E2M1: "FLOAT4E2M1", Uint2: "UINT2", Int2: "INT2",
 }
 
 // String returns onnx.proto's name of the type, e.g. FLOAT, or the number of
@@ -79,11 +80,12 @@ func (t DataType) Size() int {
 }
 
 // Bits returns the size in bits of an element, or 0 for STRING and unknown
-// types. The 4- and 2-bit types are packed in raw_data as ONNX packs them:
-// the first element in the lowest bits of a byte, a last byte padded.
+// types. The 4- and 2-bit types (FLOAT4E2M1 too) are packed in raw_data as
+// ONNX packs them: the first element in the lowest bits of a byte, a last
+// byte padded.
 func (t DataType) Bits() int {
 	switch t {
-	case Uint4, Int4:
+	case Uint4, Int4, Float4E2M1:
 		return 4
 	case Uint2, Int2:
 		return 2
@@ -128,7 +130,7 @@ func (t DataType) bounds() (lo int64, hi uint64) {
 		return 0, math.MaxUint32
 	case Uint64:
 		return 0, math.MaxUint64
-	case Uint4:
+	case Uint4, Float4E2M1:
 		return 0, 15
 	case Int4:
 		return -8, 7
@@ -229,10 +231,9 @@ func (t *Tensor) Float32s() ([]float32, error) {
 		return v, nil
 	}
 	if f, ok := minifloatOf(t.DataType); ok {
-		size := t.DataType.Size()
-		v := make([]float32, len(t.raw)/size)
+		v := make([]float32, t.Len())
 		for i := range v {
-			v[i] = f.decode(uint32(readLE(t.raw[size*i:], size)))
+			v[i] = f.decode(t.bitsAt(i))
 		}
 		return v, nil
 	}
@@ -261,6 +262,16 @@ func (t *Tensor) Float64s() ([]float64, error) {
 		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(t.raw[8*i:]))
 	}
 	return v, nil
+}
+
+// bitsAt is the bit pattern of element i of a narrow type's tensor.
+func (t *Tensor) bitsAt(i int) uint32 {
+	if bits := t.DataType.Bits(); bits < 8 {
+		pos := i * bits
+		return uint32(t.raw[pos/8]>>(pos%8)) & (1<<bits - 1)
+	}
+	size := t.DataType.Size()
+	return uint32(readLE(t.raw[size*i:], size))
 }
 
 func readLE(b []byte, size int) uint64 {
@@ -427,9 +438,18 @@ func NewFloat(name string, dt DataType, dims []int64, data []float32, saturate b
 		return nil, fmt.Errorf("onnx: tensor %q: %v is not a floating-point type", name, dt)
 	}
 	saturate = saturate && f.bits() == 8 // FLOAT16 and BFLOAT16 overflow to infinity
-	raw := make([]byte, 0, len(data)*dt.Size())
-	for _, x := range data {
-		raw = appendLE(raw, uint64(f.encode(x, saturate)), dt.Size())
+	raw := make([]byte, 0, dt.rawLen(n))
+	for i, x := range data {
+		b := f.encode(x, saturate)
+		if bits := dt.Bits(); bits < 8 {
+			pos := i * bits
+			if pos%8 == 0 {
+				raw = append(raw, 0)
+			}
+			raw[pos/8] |= byte(b) << (pos % 8)
+			continue
+		}
+		raw = appendLE(raw, uint64(b), dt.Size())
 	}
 	return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
 }

@@ -9,8 +9,8 @@ package onnxtest
 // Principled, the engine cannot have them:
 //   - element types without an exact path (see sdk/alidnn's boundary.go,
 //     which converts the others as inputs are staged and outputs read
-//     back): UINT32, UINT64 and STRING inputs, FLOAT4E2M1 and FLOAT8E8M0
-//     tensors (which sdk/onnx does not read), a DOUBLE input read by
+//     back): UINT32, UINT64 and STRING inputs, FLOAT8E8M0 tensors (which
+//     sdk/onnx does not read), a DOUBLE input read by
 //     anything but a Cast to FLOAT; integer arithmetic where fp32 is not
 //     exact (ONNX's wraps around and truncates: see sdk/alidnn's
 //     intarith.go, which runs Add and Sub of 8- and 16-bit inputs and Mul
@@ -35,15 +35,10 @@ var refusals = map[string]string{
 	"test_add_uint32":                                  "input \"x\": element type UINT32",
 	"test_add_uint64":                                  "input \"x\": element type UINT64",
 	"test_cast_DOUBLE_to_FLOAT16":                      "input \"input\": element type DOUBLE, read by Cast",
-	"test_cast_FLOAT16_to_FLOAT4E2M1":                  "tensor \"output\".data_type: DataType(23) is not supported",
-	"test_cast_FLOAT4E2M1_to_FLOAT":                    "tensor \"input\".data_type: DataType(23) is not supported",
-	"test_cast_FLOAT4E2M1_to_FLOAT16":                  "tensor \"input\".data_type: DataType(23) is not supported",
-	"test_cast_FLOAT_to_FLOAT4E2M1":                    "tensor \"output\".data_type: DataType(23) is not supported",
 	"test_cast_e8m0_FLOAT16_to_FLOAT8E8M0":             "tensor \"output\".data_type: DataType(24) is not supported",
 	"test_cast_e8m0_FLOAT8E8M0_to_FLOAT":               "tensor \"input\".data_type: DataType(24) is not supported",
 	"test_cast_e8m0_FLOAT8E8M0_to_FLOAT16":             "tensor \"input\".data_type: DataType(24) is not supported",
 	"test_cast_e8m0_FLOAT_to_FLOAT8E8M0":               "tensor \"output\".data_type: DataType(24) is not supported",
-	"test_dequantizelinear_float4e2m1":                 "tensor \"x\".data_type: DataType(23) is not supported",
 	"test_div_int16":                                   "Div of INT16 \"x\" [3 4 5] and \"y\" [3 4 5]: ONNX's 16-bit integer Div is not exact in fp32",
 	"test_div_int32_trunc":                             "Div of integer tensors",
 	"test_div_uint16":                                  "Div of UINT16 \"x\" [3 4 5] and \"y\" [3 4 5]: ONNX's 16-bit integer Div is not exact in fp32",
@@ -127,7 +122,6 @@ var refusals = map[string]string{
 	"test_pow_types_int64_int64":                       "input 0 (\"x\") is INT64 from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition",
 	"test_quantizelinear_blocked_asymmetric":           "per-axis quantisation along axis 1",
 	"test_quantizelinear_blocked_symmetric":            "per-axis quantisation along axis 1",
-	"test_quantizelinear_float4e2m1":                   "tensor \"y_zero_point\".data_type: DataType(23) is not supported",
 	"test_range_bfloat16_type_positive_delta_expanded": "operator Ceil",
 	"test_range_float16_type_positive_delta_expanded":  "operator Ceil",
 	"test_range_float_type_positive_delta_expanded":    "operator Ceil",

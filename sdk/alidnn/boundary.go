@@ -99,8 +99,15 @@ func (c *compiler) readBackCast(n *onnx.Node, x *value, t onnx.DataType) error {
 	if err != nil {
 		return err
 	}
+	mode, err := n.String("round_mode", "up")
+	if err != nil {
+		return err
+	}
+	if _, err := typedTensor("", t, nil, []float32{1}, true, mode); err != nil {
+		return fmt.Errorf("Cast to %v: %v: %w", t, err, ErrUnsupported)
+	}
 	v := &value{shape: x.shape, typ: t, derived: derived{alias: x.root()}}
-	v.noSaturate = sat == 0
+	v.noSaturate, v.roundMode = sat == 0, mode
 	if x.view != nil {
 		v.view = &transposeOf{src: x.view.src, perm: x.view.perm, node: x.view.node}
 	}
@@ -174,11 +181,14 @@ func signed(t onnx.DataType) bool {
 }
 
 // typedTensor converts fp32 values to a tensor of type t: a
-// floating-point type as Cast rounds (saturate for float8), an integer
-// type by castFloat.
-func typedTensor(name string, t onnx.DataType, dims []int64, f []float32, saturate bool) (*onnx.Tensor, error) {
+// floating-point type as Cast rounds (saturate for float8, round_mode for
+// FLOAT8E8M0, "" meaning "up"), an integer type by castFloat.
+func typedTensor(name string, t onnx.DataType, dims []int64, f []float32, saturate bool, roundMode string) (*onnx.Tensor, error) {
 	if t.IsFloat() {
-		return onnx.NewFloat(name, t, dims, f, saturate)
+		if roundMode == "" {
+			roundMode = "up"
+		}
+		return onnx.NewFloatRounded(name, t, dims, f, saturate, roundMode)
 	}
 	iv := make([]int64, len(f))
 	for k, x := range f {
@@ -188,12 +198,13 @@ func typedTensor(name string, t onnx.DataType, dims []int64, f []float32, satura
 }
 
 // roundTo rounds constant values to floating-point type t as a Cast to it
-// does: folded constants of a narrow type hold only its values.
-func roundTo(t onnx.DataType, f []float32, saturate bool) ([]float32, error) {
+// does (roundMode for FLOAT8E8M0): folded constants of a narrow type hold
+// only its values.
+func roundTo(t onnx.DataType, f []float32, saturate bool, roundMode string) ([]float32, error) {
 	if !narrowFloat(t) {
 		return f, nil
 	}
-	x, err := onnx.NewFloat("", t, []int64{int64(len(f))}, f, saturate)
+	x, err := onnx.NewFloatRounded("", t, []int64{int64(len(f))}, f, saturate, roundMode)
 	if err != nil {
 		return nil, err
 	}

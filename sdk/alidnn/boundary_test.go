@@ -33,10 +33,11 @@ func TestReadBackCast(t *testing.T) {
 			{OpType: "Mul", Inputs: []string{"x", "three"}, Outputs: []string{"y"}},
 			castTo("y", "h", onnx.Float16), castTo("y", "f8", onnx.Float8E4M3FN),
 			castTo("y", "f8n", onnx.Float8E4M3FN, attrInt("saturate", 0)), castTo("y", "i4", onnx.Int4),
+			castTo("y", "e8", onnx.Float8E8M0, &onnx.Attribute{Name: "round_mode", Type: onnx.AttrString, S: []byte("down")}),
 		},
 		Inputs: []onnx.ValueInfo{vinfo("x", 8)},
 		Outputs: []onnx.ValueInfo{typed(vinfo("h", 8), onnx.Float16), typed(vinfo("f8", 8), onnx.Float8E4M3FN),
-			typed(vinfo("f8n", 8), onnx.Float8E4M3FN), typed(vinfo("i4", 8), onnx.Int4)},
+			typed(vinfo("f8n", 8), onnx.Float8E4M3FN), typed(vinfo("i4", 8), onnx.Int4), typed(vinfo("e8", 8), onnx.Float8E8M0)},
 	}
 	res := runGraphResult(t, g, onnx.NewFloat32("x", []int64{8}, x))
 	y := make([]float32, len(x))
@@ -58,6 +59,15 @@ func TestReadBackCast(t *testing.T) {
 	f8n, _ := res.Outputs[2].Float32s()
 	if !math.IsNaN(float64(f8n[3])) { // 3000 is beyond E4M3FN's 448
 		t.Errorf("unsaturated 3000 is %v, want NaN", f8n[3])
+	}
+	// Rounded down to a power of two, the sign dropped: 0.3 → 0.25,
+	// −5.1 → 4, 600 → 512, 3000 → 2048, 16.5 → 16, −0.0003 → 2⁻¹², 7.8 → 4, −9 → 8.
+	e8, _ := res.Outputs[4].Float32s()
+	for k, want := range []float32{0.25, 4, 512, 2048, 16, 0x1p-12, 4, 8} {
+		if e8[k] != want {
+			t.Errorf("FLOAT8E8M0 rounded down: %v", e8)
+			break
+		}
 	}
 	i4, err := res.Outputs[3].Int64s()
 	if err != nil {

@@ -87,7 +87,7 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 	if narrowFloat(v.typ) && v.f != nil && n.OpType != "Cast" {
 		// ONNX computes in the narrow type: each operator rounds to it
 		// (beyond its range, to infinity).
-		if v.f, err = roundTo(v.typ, v.f, false); err != nil {
+		if v.f, err = roundTo(v.typ, v.f, false, "up"); err != nil {
 			return true, err
 		}
 	}
@@ -174,10 +174,11 @@ func (c *compiler) foldCast(n *onnx.Node) (*value, error) {
 	}
 	to, _ := n.Int("to", int64(onnx.Float))
 	sat, _ := n.Int("saturate", 1)
+	mode, _ := n.String("round_mode", "up")
 	v.typ = onnx.DataType(to)
 	switch {
 	case v.isFloat():
-		if v.f, err = roundTo(v.typ, v.floats(), sat != 0); err != nil {
+		if v.f, err = roundTo(v.typ, v.floats(), sat != 0, mode); err != nil {
 			return nil, err
 		}
 		v.i = nil

@@ -43,7 +43,7 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 	case onnx.Int64, onnx.Bool:
 		v.elem = f32 // packed as fp32 (see embed.go)
 	case onnx.Int16, onnx.Uint16, onnx.Int4, onnx.Uint4, onnx.Int2, onnx.Uint2,
-		onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1:
+		onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1, onnx.Float8E8M0:
 		v.elem = f32 // staged as exact fp32 values (see boundary.go)
 	case onnx.Double:
 		if err := c.doubleInput(in.Name); err != nil {

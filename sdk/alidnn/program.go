@@ -58,6 +58,9 @@ type Binding struct {
 	// NoSaturate is, for an output the host converts to float8, the
 	// Cast's saturate=0: out-of-range values become NaN or infinity.
 	NoSaturate bool `json:",omitempty"`
+	// RoundMode is, for an output the host converts to FLOAT8E8M0, the
+	// Cast's round_mode ("" for "up").
+	RoundMode string `json:",omitempty"`
 
 	Host    string     // "Softmax", "Softmax-1" or "QuantizeLinear": applied to Src on the host
 	Quant   *HostQuant `json:",omitempty"` // QuantizeLinear's parameters
@@ -176,7 +179,7 @@ func (c *compiler) emit() (*Program, error) {
 			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src, Quant: v.host.quant}
 		} else {
 			b = outputBinding(p.bind(v), v)
-			b.Name, b.Shape, b.Type, b.NoSaturate = v.name, v.shape, v.typ, v.noSaturate
+			b.Name, b.Shape, b.Type, b.NoSaturate, b.RoundMode = v.name, v.shape, v.typ, v.noSaturate, v.roundMode
 		}
 		p.Outputs = append(p.Outputs, b)
 	}

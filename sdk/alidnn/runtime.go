@@ -200,7 +200,7 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		if b.ConstI != nil {
 			return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), b.ConstI)
 		}
-		return typedTensor(b.Name, b.Type, dims64(b.Shape), b.ConstF, !b.NoSaturate)
+		return typedTensor(b.Name, b.Type, dims64(b.Shape), b.ConstF, !b.NoSaturate, b.RoundMode)
 	}
 	if b.Host != "" {
 		src, err := s.output(ctx, k, *b.Src, host)
@@ -228,7 +228,7 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 	}
 	if el == f32 {
 		// Converted to the output's type as boundary.go says.
-		return typedTensor(b.Name, b.Type, dims64(b.Shape), unpackF32(lay, buf), !b.NoSaturate)
+		return typedTensor(b.Name, b.Type, dims64(b.Shape), unpackF32(lay, buf), !b.NoSaturate, b.RoundMode)
 	}
 	iv := unpackInt(lay, el, buf)
 	if b.Shift {

@@ -75,9 +75,11 @@ type derived struct {
 	// self is a gate held back until the graph multiplies it by its
 	// input (see selfchain.go).
 	self *selfChain
-	// noSaturate is, for a Cast to float8 the host does as it reads the
-	// output (see boundary.go), the Cast's saturate=0.
+	// noSaturate and roundMode are, for a Cast to float8 the host does as
+	// it reads the output (see boundary.go), the Cast's saturate=0 and its
+	// round_mode for FLOAT8E8M0 ("" for "up").
 	noSaturate bool
+	roundMode  string
 }
 
 // dequantised is the DequantizeLinear computing the value: a folded
@@ -201,7 +203,7 @@ func fromTensor(t *onnx.Tensor) (*value, error) {
 			return nil, err
 		}
 		return constFloat(t.Name, shape, f), nil
-	case onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1:
+	case onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1, onnx.Float8E8M0:
 		// Exact in fp32; the type stays, so that what is folded from it
 		// is rounded to it (see foldRound).
 		f, err := t.Float32s()

@@ -26,7 +26,7 @@ type typedField struct {
 var typedFields = []typedField{
 	{"float_data", 4, []DataType{Float}},
 	{"int32_data", 5, []DataType{Int32, Int16, Int8, Uint16, Uint8, Bool, Float16, Bfloat16,
-		Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Uint4, Int4, Float4E2M1, Uint2, Int2}},
+		Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Float8E8M0, Uint4, Int4, Float4E2M1, Uint2, Int2}},
 	{"int64_data", 7, []DataType{Int64}},
 	{"double_data", 10, []DataType{Double}},
 	{"uint64_data", 11, []DataType{Uint32, Uint64}},

@@ -16,7 +16,7 @@
 // with every attribute type except sparse tensors (graph attributes are
 // decoded into [Graph], nested at most [MaxDepth] deep; TYPE_PROTO attributes
 // keep only their type); TensorProto of the numeric types (FLOAT16,
-// BFLOAT16, the four float8 types and FLOAT4E2M1 decoded exactly to float32
+// BFLOAT16, the five float8 types and FLOAT4E2M1 decoded exactly to float32
 // by Tensor.Float32s; INT4, UINT4, INT2, UINT2 and FLOAT4E2M1 packed as ONNX
 // packs them),
 // BOOL and STRING, with data in raw_data or in the typed repeated fields,
@@ -27,8 +27,8 @@
 //
 // Rejected with an error wrapping [ErrFormat]: external data (the data lives
 // in another file), segmented tensors, sparse initializers and sparse tensor
-// attributes, tensor types other than those of [DataType] (FLOAT8E8M0,
-// complex, ...), tensors of more than [MaxDims] dimensions or more than
+// attributes, tensor types other than those of [DataType] (complex,
+// ...), tensors of more than [MaxDims] dimensions or more than
 // [MaxElems] elements, data whose length does not match the dims, and inputs
 // larger than [MaxModelSize].
 //

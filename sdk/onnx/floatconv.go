@@ -7,6 +7,7 @@ package onnx
 // Cast's saturate attribute).
 
 import (
+	"fmt"
 	"math"
 )
 
@@ -177,4 +178,44 @@ func (f minifloat) encode(x float32, saturate bool) uint32 {
 	}
 	m := uint32(r/math.Ldexp(1, exp-1-f.mbits)) - 1<<f.mbits
 	return s | uint32(exp-1+f.bias)<<f.mbits | m
+}
+
+// FLOAT8E8M0 is an exponent alone: 2^(b−127), no sign, no zero, 0xFF NaN.
+
+// decodeE8M0 returns the value of b.
+func decodeE8M0(b byte) float32 {
+	switch b {
+	case 0xff:
+		return quietNaN(false)
+	case 0:
+		return math.Float32frombits(0x00400000) // 2⁻¹²⁷, an fp32 subnormal
+	}
+	return math.Float32frombits(uint32(b) << 23)
+}
+
+// encodeE8M0 converts x as onnx's reference does: x's fp32 exponent, its
+// sign ignored, NaN and infinities 0xFF; the mantissa rounds it "up" (any
+// fraction), "down" (none) or to "nearest" (a half or more, but an exact
+// half at exponent 0); saturate keeps 2¹²⁷ from rounding up to NaN.
+func encodeE8M0(x float32, saturate bool, roundMode string) (byte, error) {
+	f := math.Float32bits(x)
+	e := f >> 23 & 0xff
+	if e == 0xff {
+		return 0xff, nil
+	}
+	var up bool
+	switch roundMode {
+	case "up":
+		up = f&0x7fffff != 0
+	case "down":
+	case "nearest":
+		g, r, s := f&0x400000 != 0, f&0x200000 != 0, f&0x1fffff != 0
+		up = g && (r || s || e > 0)
+	default:
+		return 0, fmt.Errorf("FLOAT8E8M0 round_mode %q, want up, down or nearest", roundMode)
+	}
+	if up && !(saturate && e == 0xfe) {
+		e++
+	}
+	return byte(e), nil
 }

@@ -20,7 +20,7 @@ func TestCastNodeData(t *testing.T) {
 		name := filepath.Base(dir)
 		in, err := ReadTensor(filepath.Join(dir, "test_data_set_0", "input_0.pb"))
 		if err != nil {
-			continue // a type this package does not read (FLOAT8E8M0)
+			continue // a type this package does not read
 		}
 		want, err := ReadTensor(filepath.Join(dir, "test_data_set_0", "output_0.pb"))
 		if err != nil {
@@ -96,6 +96,28 @@ func TestMinifloatRoundTrip(t *testing.T) {
 			if got := f.encode(v, false); got != b && !(v == 0 && f.uz) {
 				t.Errorf("%v: %#x decodes to %v, which encodes to %#x", dt, b, v, got)
 			}
+		}
+	}
+}
+
+// TestE8M0Rounding converts values around powers of two in the three
+// round modes, saturated and not, as onnx's reference rounds them.
+func TestE8M0Rounding(t *testing.T) {
+	for _, tc := range []struct {
+		x          float32
+		mode       string
+		sat        bool
+		want       byte
+		wantErrNil bool
+	}{
+		{1, "up", true, 127, true}, {1.125, "up", true, 128, true}, {1.125, "down", true, 127, true},
+		{1.375, "nearest", true, 127, true}, {1.5, "nearest", true, 128, true}, {-3, "up", true, 129, true},
+		{0x1.8p127, "up", true, 254, true}, {0x1.8p127, "up", false, 255, true},
+		{float32(math.Inf(1)), "down", true, 255, true}, {0, "up", true, 0, true}, {1, "sideways", true, 0, false},
+	} {
+		got, err := encodeE8M0(tc.x, tc.sat, tc.mode)
+		if (err == nil) != tc.wantErrNil || err == nil && got != tc.want {
+			t.Errorf("%v %s saturate %v: %d (%v), want %d", tc.x, tc.mode, tc.sat, got, err, tc.want)
 		}
 	}
 }

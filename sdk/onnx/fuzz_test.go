@@ -76,6 +76,7 @@ func FuzzDecodeTensor(f *testing.F) {
 	f.Add([]byte(tensorPB("x", Int2, 5).bytes(tRawData, []byte{0xe4, 0x01})))
 	f.Add([]byte(tensorPB("x", Uint2, 4).ints(tInt32Data, true, 0xe4)))
 	f.Add([]byte(tensorPB("x", Float4E2M1, 3).bytes(tRawData, []byte{0x7f, 0x08})))
+	f.Add([]byte(tensorPB("x", Float8E8M0, 3).ints(tInt32Data, true, 0, 0x7f, 0xff)))
 	for _, b := range realFiles(f, "onnx/node/*/test_data_set_0/*.pb", "onnx/models/*/test_data_set_0/*.pb") {
 		f.Add(b)
 	}
@@ -91,6 +92,13 @@ func FuzzDecodeTensor(f *testing.F) {
 		}
 		// A narrow float's values are float32 values: encoding one gives
 		// back its bits (NaNs aside, whose payloads are not kept).
+		if x.DataType == Float8E8M0 && ferr == nil {
+			for k, v := range fs {
+				if b, _ := encodeE8M0(v, true, "down"); !math.IsNaN(float64(v)) && b != x.raw[k] {
+					t.Fatalf("element %d: %#x decodes to %v, which encodes to %#x", k, x.raw[k], v, b)
+				}
+			}
+		}
 		if mf, ok := minifloatOf(x.DataType); ok && ferr == nil {
 			for k, v := range fs {
 				if b := x.bitsAt(k); !math.IsNaN(float64(v)) && mf.encode(v, false) != b && !(v == 0 && mf.uz) {

@@ -41,9 +41,9 @@ const (
 	Uint4          DataType = 21
 	Int4           DataType = 22
 	Float4E2M1     DataType = 23
-	// 24 (FLOAT8E8M0) is not read.
-	Uint2 DataType = 25
-	Int2  DataType = 26
+	Float8E8M0     DataType = 24
+	Uint2          DataType = 25
+	Int2           DataType = 26
 )
 
 var typeNames = [...]string{
@@ -51,7 +51,7 @@ var typeNames = [...]string{
 	Int32: "INT32", Int64: "INT64", String: "STRING", Bool: "BOOL", Float16: "FLOAT16",
 	Double: "DOUBLE", Uint32: "UINT32", Uint64: "UINT64", Bfloat16: "BFLOAT16",
 	Float8E4M3FN: "FLOAT8E4M3FN", Float8E4M3FNUZ: "FLOAT8E4M3FNUZ", Float8E5M2: "FLOAT8E5M2",
-	Float8E5M2FNUZ: "FLOAT8E5M2FNUZ", Uint4: "UINT4", Int4: "INT4", Float4E2M1: "FLOAT4E2M1", Uint2: "UINT2", Int2: "INT2",
+	Float8E5M2FNUZ: "FLOAT8E5M2FNUZ", Uint4: "UINT4", Int4: "INT4", Float4E2M1: "FLOAT4E2M1", Float8E8M0: "FLOAT8E8M0", Uint2: "UINT2", Int2: "INT2",
 }
 
 // String returns onnx.proto's name of the type, e.g. FLOAT, or the number of
@@ -67,7 +67,7 @@ func (t DataType) String() string {
 // the types of fewer than 8 bits (see Bits) and unknown types.
 func (t DataType) Size() int {
 	switch t {
-	case Uint8, Int8, Bool, Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ:
+	case Uint8, Int8, Bool, Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Float8E8M0:
 		return 1
 	case Uint16, Int16, Float16, Bfloat16:
 		return 2
@@ -99,7 +99,7 @@ func (t DataType) rawLen(n int64) int64 { return (n*int64(t.Bits()) + 7) / 8 }
 // IsFloat reports whether t is a floating-point type this package decodes.
 func (t DataType) IsFloat() bool {
 	_, narrow := minifloatOf(t)
-	return t == Float || t == Double || narrow
+	return t == Float || t == Double || t == Float8E8M0 || narrow
 }
 
 // integer reports whether Int64s accepts tensors of type t.
@@ -140,7 +140,7 @@ func (t DataType) bounds() (lo int64, hi uint64) {
 		return -2, 1
 	case Bfloat16:
 		return 0, math.MaxUint16
-	case Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ:
+	case Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Float8E8M0:
 		return 0, math.MaxUint8
 	}
 	return math.MinInt64, math.MaxInt64
@@ -227,6 +227,13 @@ func (t *Tensor) Float32s() ([]float32, error) {
 		v := make([]float32, len(t.raw)/8)
 		for i := range v {
 			v[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(t.raw[8*i:])))
+		}
+		return v, nil
+	}
+	if t.DataType == Float8E8M0 {
+		v := make([]float32, len(t.raw))
+		for i, b := range t.raw {
+			v[i] = decodeE8M0(b)
 		}
 		return v, nil
 	}
@@ -414,8 +421,15 @@ func NewInt(name string, dt DataType, dims []int64, data []int64) (*Tensor, erro
 // DOUBLE, and to the narrow types rounded to nearest even, a value beyond
 // the type's largest finite one becoming that value (saturate, the Cast
 // default, for the float8 types only) or infinity or NaN (see minifloat's
-// encode). The length of data must be the product of dims.
+// encode); to FLOAT8E8M0 rounded up (see NewFloatRounded). The length of
+// data must be the product of dims.
 func NewFloat(name string, dt DataType, dims []int64, data []float32, saturate bool) (*Tensor, error) {
+	return NewFloatRounded(name, dt, dims, data, saturate, "up")
+}
+
+// NewFloatRounded is NewFloat with Cast's round_mode for FLOAT8E8M0 ("up",
+// "down" or "nearest"; see encodeE8M0), which the other types ignore.
+func NewFloatRounded(name string, dt DataType, dims []int64, data []float32, saturate bool, roundMode string) (*Tensor, error) {
 	n, err := elems(dims)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: tensor %q: %v", name, err)
@@ -430,6 +444,17 @@ func NewFloat(name string, dt DataType, dims []int64, data []float32, saturate b
 		raw := make([]byte, 0, 8*len(data))
 		for _, f := range data {
 			raw = binary.LittleEndian.AppendUint64(raw, math.Float64bits(float64(f)))
+		}
+		return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
+	}
+	if dt == Float8E8M0 {
+		raw := make([]byte, len(data))
+		for i, x := range data {
+			b, err := encodeE8M0(x, saturate, roundMode)
+			if err != nil {
+				return nil, fmt.Errorf("onnx: tensor %q: %v", name, err)
+			}
+			raw[i] = b
 		}
 		return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
 	}

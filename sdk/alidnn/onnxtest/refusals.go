@@ -9,8 +9,7 @@ package onnxtest
 // Principled, the engine cannot have them:
 //   - element types without an exact path (see sdk/alidnn's boundary.go,
 //     which converts the others as inputs are staged and outputs read
-//     back): UINT32, UINT64 and STRING inputs, FLOAT8E8M0 tensors (which
-//     sdk/onnx does not read), a DOUBLE input read by
+//     back): UINT32, UINT64 and STRING inputs, a DOUBLE input read by
 //     anything but a Cast to FLOAT; integer arithmetic where fp32 is not
 //     exact (ONNX's wraps around and truncates: see sdk/alidnn's
 //     intarith.go, which runs Add and Sub of 8- and 16-bit inputs and Mul
@@ -35,10 +34,6 @@ var refusals = map[string]string{
 	"test_add_uint32":                                  "input \"x\": element type UINT32",
 	"test_add_uint64":                                  "input \"x\": element type UINT64",
 	"test_cast_DOUBLE_to_FLOAT16":                      "input \"input\": element type DOUBLE, read by Cast",
-	"test_cast_e8m0_FLOAT16_to_FLOAT8E8M0":             "tensor \"output\".data_type: DataType(24) is not supported",
-	"test_cast_e8m0_FLOAT8E8M0_to_FLOAT":               "tensor \"input\".data_type: DataType(24) is not supported",
-	"test_cast_e8m0_FLOAT8E8M0_to_FLOAT16":             "tensor \"input\".data_type: DataType(24) is not supported",
-	"test_cast_e8m0_FLOAT_to_FLOAT8E8M0":               "tensor \"output\".data_type: DataType(24) is not supported",
 	"test_div_int16":                                   "Div of INT16 \"x\" [3 4 5] and \"y\" [3 4 5]: ONNX's 16-bit integer Div is not exact in fp32",
 	"test_div_int32_trunc":                             "Div of integer tensors",
 	"test_div_uint16":                                  "Div of UINT16 \"x\" [3 4 5] and \"y\" [3 4 5]: ONNX's 16-bit integer Div is not exact in fp32",

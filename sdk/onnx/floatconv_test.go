@@ -121,3 +121,22 @@ func TestE8M0Rounding(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNewFloat measures the host's read-back conversion of 2¹⁶ fp32
+// values to each narrow type (reported per value).
+func BenchmarkNewFloat(b *testing.B) {
+	f := make([]float32, 1<<16)
+	for k := range f {
+		f[k] = float32(k-len(f)/2) * 0.37
+	}
+	for _, dt := range []DataType{Float16, Bfloat16, Float8E4M3FN, Float4E2M1, Float8E8M0} {
+		b.Run(dt.String(), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := NewFloat("y", dt, []int64{int64(len(f))}, f, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(f)), "ns/value")
+		})
+	}
+}

@@ -249,3 +249,32 @@ func (c *compiler) dequantizeStaged(n *onnx.Node, l *layer) error {
 	c.set(n, 0, c.rename(l, typ))
 	return nil
 }
+
+// reduceStagedInt compiles ReduceMax or ReduceMin of an integer input
+// staged as exact fp32 values (a BOOL mask, say) as the reduction of its
+// Cast to FLOAT: a maximum or minimum of exact values is one of them, so
+// the result holds exact values of the input's type again.
+func (c *compiler) reduceStagedInt(n *onnx.Node, x *value) error {
+	if n.OpType != "ReduceMax" && n.OpType != "ReduceMin" {
+		return fmt.Errorf("%s of %v %s: %w", n.OpType, x.typ, x, ErrUnsupported)
+	}
+	if r := x.root(); r.input && r.lay.shape == nil {
+		// Laid out as a FLOAT input read by the reduction would be, not
+		// as a mask (see maskLayout).
+		r.lay = matLayout(r.shape)
+	}
+	f, r := n.Outputs[0]+"/float", n.Outputs[0]+"/reduced"
+	m := &onnx.Node{OpType: n.OpType, Inputs: append([]string{f}, n.Inputs[1:]...), Outputs: []string{r}, Attrs: n.Attrs}
+	cast := &onnx.Node{OpType: "Cast", Inputs: []string{n.Inputs[0]}, Outputs: []string{f},
+		Attrs: []*onnx.Attribute{{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}}}
+	// The reduction reads the cast more than once: it must not fuse into
+	// the cast's layer. Its result is the tensor the graph declares, which
+	// the alias below gives the input's type (see broadcastsSafelyAt).
+	c.reduced[r] = true
+	if err := c.runSeq(n, []*onnx.Node{cast, m}, map[string]int{f: 2, r: c.uses[n.Outputs[0]]}); err != nil {
+		return err
+	}
+	y := c.vals[r]
+	c.set(n, 0, &value{shape: y.shape, typ: x.typ, derived: derived{alias: y}})
+	return nil
+}

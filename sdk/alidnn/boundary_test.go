@@ -168,3 +168,33 @@ func f64raw(v ...float64) []byte {
 	}
 	return b
 }
+
+// TestReduceStagedInt: ReduceMax of a BOOL mask over its last axis (the
+// lanes) and ReduceMin of an INT16 input over its first run on the staged
+// fp32 values and come back in the inputs' types.
+func TestReduceStagedInt(t *testing.T) {
+	g := &onnx.Graph{
+		Nodes: []*onnx.Node{
+			{OpType: "ReduceMax", Inputs: []string{"m"}, Outputs: []string{"any"}, Attrs: []*onnx.Attribute{{Name: "axes", Type: onnx.AttrInts, Ints: []int64{1}}}},
+			{OpType: "ReduceMin", Inputs: []string{"i"}, Outputs: []string{"lo"}, Attrs: []*onnx.Attribute{{Name: "axes", Type: onnx.AttrInts, Ints: []int64{0}}, attrInt("keepdims", 0)}},
+		},
+		Inputs:  []onnx.ValueInfo{typed(vinfo("m", 3, 20), onnx.Bool), typed(vinfo("i", 2, 5), onnx.Int16)},
+		Outputs: []onnx.ValueInfo{typed(vinfo("any", 3, 1), onnx.Bool), typed(vinfo("lo", 5), onnx.Int16)},
+	}
+	m := make([]int64, 60)
+	m[5], m[59] = 1, 1 // rows 0 and 2 have a true
+	res := runGraphResult(t, g, ints64("m", onnx.Bool, []int64{3, 20}, m...),
+		ints64("i", onnx.Int16, []int64{2, 5}, -32768, 7, 0, 100, -1, 32767, -7, 0, 99, -2))
+	for k, want := range [][]int64{{1, 0, 1}, {-32768, -7, 0, 99, -2}} {
+		got, err := res.Outputs[k].Int64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range want {
+			if got[j] != want[j] {
+				t.Errorf("output %d (%v): %v, want %v", k, res.Outputs[k].DataType, got, want)
+				break
+			}
+		}
+	}
+}

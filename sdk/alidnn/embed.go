@@ -13,8 +13,9 @@ package alidnn
 //     FLOAT is a copy and the mask arithmetic exporters write after the
 //     Cast runs on the engine. Its readers are limited to views (Reshape,
 //     Unsqueeze…), Cast, comparisons with a constant (see compare.go),
-//     Gather's indices and Where's condition; as a graph output it is read
-//     back in its own type.
+//     Gather's indices, Where's condition, ReduceMax and ReduceMin (see
+//     boundary.go's reduceStagedInt); as a graph output it is read back in
+//     its own type.
 //   - Gather of rows of a constant table (axis 0) by an INT64 or INT32 graph
 //     input, the embeddings, runs on the host: the table is kept in the
 //     program's constant segment, and the runtime copies the rows the ids
@@ -107,8 +108,12 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 		if k == 0 && v.typ != onnx.Int64 && v.typ != onnx.Bool {
 			return nil // see dequantizeStaged
 		}
+	case "ReduceMax", "ReduceMin":
+		if k == 0 {
+			return nil // see reduceStagedInt
+		}
 	}
-	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (INT16, UINT16, 4- and 2-bit ones also as DequantizeLinear's input): %w",
+	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (and by ReduceMax and ReduceMin; INT16, UINT16, 4- and 2-bit ones also as DequantizeLinear's input): %w",
 		k, v.name, v.typ, ErrUnsupported)
 }
 

@@ -198,3 +198,25 @@ func TestReduceStagedInt(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereInts picks between two INT64 inputs by a BOOL input, values up
+// to ±2²⁴, and returns INT64.
+func TestWhereInts(t *testing.T) {
+	g := &onnx.Graph{
+		Nodes:   []*onnx.Node{{OpType: "Where", Inputs: []string{"c", "x", "y"}, Outputs: []string{"w"}}},
+		Inputs:  []onnx.ValueInfo{typed(vinfo("c", 2, 3), onnx.Bool), typed(vinfo("x", 2, 3), onnx.Int64), typed(vinfo("y", 2, 3), onnx.Int64)},
+		Outputs: []onnx.ValueInfo{typed(vinfo("w", 2, 3), onnx.Int64)},
+	}
+	res := runGraphResult(t, g, ints64("c", onnx.Bool, []int64{2, 3}, 1, 0, 1, 0, 0, 1),
+		ints64("x", onnx.Int64, []int64{2, 3}, 1<<24, 2, -3, 4, 5, -(1<<24)),
+		ints64("y", onnx.Int64, []int64{2, 3}, -1, 1<<23+1, 30, -40, 0, 60))
+	got, err := res.Outputs[0].Int64s()
+	if err != nil || res.Outputs[0].DataType != onnx.Int64 {
+		t.Fatalf("%v %v", res.Outputs[0].DataType, err)
+	}
+	for k, want := range []int64{1 << 24, 1<<23 + 1, -3, -40, 0, -(1 << 24)} {
+		if got[k] != want {
+			t.Fatalf("%v, want element %d = %d", got, k, want)
+		}
+	}
+}

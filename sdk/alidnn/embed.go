@@ -13,9 +13,9 @@ package alidnn
 //     FLOAT is a copy and the mask arithmetic exporters write after the
 //     Cast runs on the engine. Its readers are limited to views (Reshape,
 //     Unsqueeze…), Cast, comparisons with a constant (see compare.go),
-//     Gather's indices, Where's condition, ReduceMax and ReduceMin (see
-//     boundary.go's reduceStagedInt); as a graph output it is read back in
-//     its own type.
+//     Gather's indices, Where's condition or (INT64) operands (see
+//     wheretwo.go), ReduceMax and ReduceMin (see boundary.go's
+//     reduceStagedInt); as a graph output it is read back in its own type.
 //   - Gather of rows of a constant table (axis 0) by an INT64 or INT32 graph
 //     input, the embeddings, runs on the host: the table is kept in the
 //     program's constant segment, and the runtime copies the rows the ids
@@ -101,8 +101,8 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 			return nil
 		}
 	case "Where":
-		if k == 0 {
-			return nil
+		if k == 0 || v.typ == onnx.Int64 {
+			return nil // an INT64 operand: see wheretwo.go
 		}
 	case "DequantizeLinear":
 		if k == 0 && v.typ != onnx.Int64 && v.typ != onnx.Bool {

@@ -16,8 +16,8 @@ package onnxtest
 //     and Div of 8-bit ones, wrapped as the host reads them back), so
 //     INT32 Div and 16-bit Mul and Div; INT64 and BOOL inputs are read only
 //     as views, Cast, comparisons with a constant, Gather's indices, Where's
-//     condition, ReduceMax and ReduceMin (so Where and Pow of INT64 and
-//     Range's integer function body are refused too);
+//     condition or (INT64) operands, ReduceMax and ReduceMin (so Pow of
+//     INT64 and Range's integer function body are refused too);
 //   - a Gather of a computed tensor by indices known only at run time: the
 //     engine has no indirect load (the host gathers a graph input's rows as
 //     it stages them, see sdk/alidnn's gatherinput.go);
@@ -123,5 +123,4 @@ var refusals = map[string]string{
 	"test_range_int32_type_negative_delta_expanded":    "operator Ceil",
 	"test_sub_uint32":                                  "input \"x\": element type UINT32",
 	"test_sub_uint64":                                  "input \"x\": element type UINT64",
-	"test_where_long_example":                          "input 1 (\"x\") is INT64 from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition",
 }

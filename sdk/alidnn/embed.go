@@ -113,7 +113,7 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 			return nil // see reduceStagedInt
 		}
 	}
-	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (and by ReduceMax and ReduceMin; INT16, UINT16, 4- and 2-bit ones also as DequantizeLinear's input): %w",
+	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (INT64 ones also as Where's operands, all by ReduceMax and ReduceMin, INT16, UINT16, 4- and 2-bit ones as DequantizeLinear's input): %w",
 		k, v.name, v.typ, ErrUnsupported)
 }
 

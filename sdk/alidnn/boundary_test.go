@@ -1,6 +1,7 @@
 package alidnn_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -218,5 +219,40 @@ func TestWhereInts(t *testing.T) {
 		if got[k] != want {
 			t.Fatalf("%v, want element %d = %d", got, k, want)
 		}
+	}
+}
+
+// TestStagedForBatch: a program compiled for 2 samples with a FLOAT16 input
+// and a FLOAT16 output serves one-sample Runs, each converted and split
+// back in its type.
+func TestStagedForBatch(t *testing.T) {
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{onnx.NewFloat32("three", nil, []float32{3})},
+		Nodes: []*onnx.Node{castTo("h", "f", onnx.Float), {OpType: "Mul", Inputs: []string{"f", "three"}, Outputs: []string{"y"}},
+			castTo("y", "o", onnx.Float16)},
+		Inputs:  []onnx.ValueInfo{typed(onnx.ValueInfo{Name: "h", Dims: []onnx.Dim{{Param: "N"}, {Value: 3}}}, onnx.Float16)},
+		Outputs: []onnx.ValueInfo{typed(onnx.ValueInfo{Name: "o", Dims: []onnx.Dim{{Param: "N"}, {Value: 3}}}, onnx.Float16)},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g}, alidnn.ForBatch(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := alidnn.Open(ctx, alidnn.NewLocal(local(t)), p, alidnn.WithBatch(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	x := []float32{0.1, -2.5, 1000}
+	h, _ := onnx.NewFloat("h", onnx.Float16, []int64{1, 3}, x, false)
+	res, err := s.Run(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hv, _ := h.Float32s()
+	y := []float32{hv[0] * 3, hv[1] * 3, hv[2] * 3}
+	want, _ := onnx.NewFloat("o", onnx.Float16, []int64{1, 3}, y, false)
+	if o := res.Outputs[0]; o.DataType != onnx.Float16 || string(o.RawData()) != string(want.RawData()) {
+		t.Errorf("output %v %v % x, want % x", o.DataType, o.Dims, o.RawData(), want.RawData())
 	}
 }

@@ -94,7 +94,7 @@ func (c *compiler) graphOutput(name string) error {
 	if err := c.materialize(v); err != nil {
 		return fmt.Errorf("graph output %q: %w", name, err)
 	}
-	if v.isFloat() && v.host == nil && v.root().el() == i8 {
+	if (v.isFloat() || v.root().isFloat()) && v.host == nil && v.root().el() == i8 {
 		f, err := c.floatOutput(v)
 		if err != nil {
 			return fmt.Errorf("graph output %q: %w", name, err)

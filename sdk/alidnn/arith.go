@@ -431,7 +431,8 @@ func (c *compiler) cast(n *onnx.Node) error {
 		l.accFP, l.acc8 = true, false
 		c.set(n, 0, c.rename(l, onnx.Float))
 		return nil
-	case t != onnx.Float && x.root().el() == f32 && (x.typ == onnx.Float || stagedFloat(x) || hostInt(x)):
+	case t != onnx.Float && (x.typ == onnx.Float || x.root().el() == f32 && (stagedFloat(x) || hostInt(x))):
+		// A FLOAT x held as int8 is read dequantised (see graphOutput).
 		return c.readBackCast(n, x, t)
 	}
 	return fmt.Errorf("Cast from %v to %v: %w", x.typ, t, ErrUnsupported)

@@ -256,3 +256,40 @@ func TestStagedForBatch(t *testing.T) {
 		t.Errorf("output %v %v % x, want % x", o.DataType, o.Dims, o.RawData(), want.RawData())
 	}
 }
+
+// TestReadBackCastInt8: in a model quantised to int8, Casts to FLOAT16
+// and to INT8 ending the graph give the fp32 model's values (within a
+// quantisation step).
+func TestReadBackCastInt8(t *testing.T) {
+	w := ramp("w", []int64{16, 16, 1, 1}, 0.2)
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{w},
+		Nodes: []*onnx.Node{{OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"c"}},
+			{OpType: "Relu", Inputs: []string{"c"}, Outputs: []string{"r"}},
+			castTo("r", "h", onnx.Float16), castTo("r", "i", onnx.Int8)},
+		Inputs:  []onnx.ValueInfo{vinfo("x", 1, 16, 4, 4)},
+		Outputs: []onnx.ValueInfo{typed(vinfo("h", 1, 16, 4, 4), onnx.Float16), typed(vinfo("i", 1, 16, 4, 4), onnx.Int8)},
+	}
+	m := &onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g}
+	x := ramp("x", []int64{1, 16, 4, 4}, 0.5)
+	p, err := alidnn.Quantize(context.Background(), local(t), m, [][]*onnx.Tensor{{x}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runResult(t, p, x)
+	ref := runGraph(t, &onnx.Graph{Initializers: g.Initializers, Nodes: g.Nodes[:2], Inputs: g.Inputs, Outputs: []onnx.ValueInfo{vinfo("r", 1, 16, 4, 4)}}, x)
+	h, _ := res.Outputs[0].Float32s()
+	i, _ := res.Outputs[1].Int64s()
+	top := float32(0)
+	for _, v := range ref {
+		top = max(top, v)
+	}
+	for k, v := range ref {
+		if d := h[k] - v; d > top/100 || d < -top/100 {
+			t.Fatalf("FLOAT16 element %d: %v, want about %v (max %v)", k, h[k], v, top)
+		}
+		if d := float32(i[k]) - float32(int64(v)); d > top/100+1 || d < -top/100-1 {
+			t.Fatalf("INT8 element %d: %d, want about %v", k, i[k], v)
+		}
+	}
+}

@@ -8,8 +8,8 @@ package alidnn
 //
 //   - the operands are INT8, UINT8, INT16 or UINT16 graph inputs staged as
 //     exact fp32 values (an INT8 or UINT8 input is staged so only when
-//     every reader is such arithmetic; otherwise it is a quantised int8
-//     tensor), of the same type;
+//     every reader is such arithmetic or a comparison; otherwise it is a
+//     quantised int8 tensor), of the same type;
 //   - Add and Sub are exact in fp32 for 8- and 16-bit operands (|a ± b| <
 //     2¹⁸); Mul for 8-bit ones (|a·b| ≤ 2¹⁶; 16-bit products reach 2³²);
 //     Div for 8-bit ones: the engine's fp32 quotient is correctly rounded,
@@ -28,10 +28,13 @@ import (
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
-var intArithOps = []string{"Add", "Sub", "Mul", "Div"}
+// intArithOps are the readers for which an INT8 or UINT8 input is staged
+// as exact fp32 values: the arithmetic below, and comparisons, exact on
+// such values (see compare.go).
+var intArithOps = []string{"Add", "Sub", "Mul", "Div", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}
 
 // arithIntInput reports whether the INT8 or UINT8 graph input name is read
-// only by integer arithmetic, which stages it as fp32.
+// only by integer arithmetic and comparisons, which stages it as fp32.
 func (c *compiler) arithIntInput(name string) bool {
 	read := false
 	for _, n := range c.g.Nodes {

@@ -61,3 +61,34 @@ func TestEmptyInput(t *testing.T) {
 		t.Errorf("a non-empty x: %v, want ErrInput", err)
 	}
 }
+
+// TestEmptyInputForBatch: an input [N, 0] in a program compiled for 2
+// samples is checked per sample and folds; each Run gets its sample of the
+// folded output.
+func TestEmptyInputForBatch(t *testing.T) {
+	g := &onnx.Graph{
+		Nodes: []*onnx.Node{{OpType: "ReduceMin", Inputs: []string{"x"}, Outputs: []string{"m"}, Attrs: []*onnx.Attribute{{Name: "axes", Type: onnx.AttrInts, Ints: []int64{1}}}}},
+		Inputs:  []onnx.ValueInfo{{Name: "x", ElemType: onnx.Float, Dims: []onnx.Dim{{Param: "N"}, {Param: "k"}}}},
+		Outputs: []onnx.ValueInfo{{Name: "m", ElemType: onnx.Float, Dims: []onnx.Dim{{Param: "N"}, {Value: 1}}}},
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g}, alidnn.ForBatch(2), alidnn.WithShape("x", 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := alidnn.Open(ctx, alidnn.NewLocal(local(t)), p, alidnn.WithBatch(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	res, err := s.Run(ctx, onnx.NewFloat32("x", []int64{1, 0}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := res.Outputs[0].Float32s(); len(f) != 1 || !math.IsInf(float64(f[0]), 1) {
+		t.Errorf("min over nothing: %v %v, want [[+Inf]]", res.Outputs[0].Dims, f)
+	}
+	if _, err := s.Run(ctx, onnx.NewFloat32("x", []int64{1, 1}, []float32{3})); !errors.Is(err, alidnn.ErrInput) {
+		t.Errorf("a sample [1 1]: %v, want ErrInput", err)
+	}
+}

@@ -98,11 +98,13 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Name)
 		}
 		r.host[b.Name] = t
-		if s.batched() && !b.IsConst {
+		if s.batched() {
+			// Packed with the job's other samples; an empty input (see
+			// empty.go) is only checked.
 			if err := checkSample(b, t); err != nil {
 				return nil, err
 			}
-			continue // packed with the job's other samples
+			continue
 		}
 		data, err := packInput(b, t)
 		if err != nil {

@@ -307,6 +307,9 @@ func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
 func (s *Session) execSamples(ctx context.Context, slot int, reqs []*request) error {
 	lane := slot * s.batch
 	for _, b := range s.prog.Inputs {
+		if b.IsConst || b.HostOnly {
+			continue // nothing to upload (see empty.go, gatherinput.go); checked as the run was requested
+		}
 		ts := make([]*onnx.Tensor, len(reqs))
 		for k, r := range reqs {
 			ts[k] = r.host[b.Name]

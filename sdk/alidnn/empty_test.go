@@ -67,7 +67,7 @@ func TestEmptyInput(t *testing.T) {
 // folded output.
 func TestEmptyInputForBatch(t *testing.T) {
 	g := &onnx.Graph{
-		Nodes: []*onnx.Node{{OpType: "ReduceMin", Inputs: []string{"x"}, Outputs: []string{"m"}, Attrs: []*onnx.Attribute{{Name: "axes", Type: onnx.AttrInts, Ints: []int64{1}}}}},
+		Nodes:   []*onnx.Node{{OpType: "ReduceMin", Inputs: []string{"x"}, Outputs: []string{"m"}, Attrs: []*onnx.Attribute{{Name: "axes", Type: onnx.AttrInts, Ints: []int64{1}}}}},
 		Inputs:  []onnx.ValueInfo{{Name: "x", ElemType: onnx.Float, Dims: []onnx.Dim{{Param: "N"}, {Param: "k"}}}},
 		Outputs: []onnx.ValueInfo{{Name: "m", ElemType: onnx.Float, Dims: []onnx.Dim{{Param: "N"}, {Value: 1}}}},
 	}

@@ -293,3 +293,23 @@ func TestReadBackCastInt8(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereInt16 picks between two INT16 inputs, returning INT16.
+func TestWhereInt16(t *testing.T) {
+	g := &onnx.Graph{
+		Nodes:   []*onnx.Node{{OpType: "Where", Inputs: []string{"c", "x", "y"}, Outputs: []string{"w"}}},
+		Inputs:  []onnx.ValueInfo{typed(vinfo("c", 4), onnx.Bool), typed(vinfo("x", 4), onnx.Int16), typed(vinfo("y", 4), onnx.Int16)},
+		Outputs: []onnx.ValueInfo{typed(vinfo("w", 4), onnx.Int16)},
+	}
+	res := runGraphResult(t, g, ints64("c", onnx.Bool, []int64{4}, 0, 1, 1, 0),
+		ints64("x", onnx.Int16, []int64{4}, 1, -32768, 32767, 4), ints64("y", onnx.Int16, []int64{4}, -5, 6, 7, 32767))
+	got, err := res.Outputs[0].Int64s()
+	if err != nil || res.Outputs[0].DataType != onnx.Int16 {
+		t.Fatalf("%v %v", res.Outputs[0].DataType, err)
+	}
+	for k, want := range []int64{-5, -32768, 32767, 32767} {
+		if got[k] != want {
+			t.Fatalf("%v, want element %d = %d", got, k, want)
+		}
+	}
+}

@@ -142,7 +142,7 @@
 // engine after it), compared with a constant scalar (Equal, Less,
 // Greater and the OrEqual forms, and Not of the result: exact 0 and 1 by
 // clamped integer arithmetic, see compare.go), used as Gather's indices
-// or Where's condition, reduced by ReduceMax or ReduceMin (of its Cast to
+// or Where's condition or operands, reduced by ReduceMax or ReduceMin (of its Cast to
 // FLOAT, exact), read back as a graph output in its own type, and
 // is refused elsewhere. A Gather of rows of a constant FLOAT table (axis 0)
 // by an INT64 or INT32 graph input — the word and token-type embeddings —

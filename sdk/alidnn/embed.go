@@ -13,7 +13,7 @@ package alidnn
 //     FLOAT is a copy and the mask arithmetic exporters write after the
 //     Cast runs on the engine. Its readers are limited to views (Reshape,
 //     Unsqueeze…), Cast, comparisons with a constant (see compare.go),
-//     Gather's indices, Where's condition or (INT64) operands (see
+//     Gather's indices, Where's condition or operands (see
 //     wheretwo.go), ReduceMax and ReduceMin (see boundary.go's
 //     reduceStagedInt); as a graph output it is read back in its own type.
 //   - Gather of rows of a constant table (axis 0) by an INT64 or INT32 graph
@@ -101,9 +101,7 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 			return nil
 		}
 	case "Where":
-		if k == 0 || v.typ == onnx.Int64 {
-			return nil // an INT64 operand: see wheretwo.go
-		}
+		return nil // the condition, or an operand (see wheretwo.go's whereInts)
 	case "DequantizeLinear":
 		if k == 0 && v.typ != onnx.Int64 && v.typ != onnx.Bool {
 			return nil // see dequantizeStaged
@@ -113,7 +111,7 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 			return nil // see reduceStagedInt
 		}
 	}
-	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (INT64 ones also as Where's operands, all by ReduceMax and ReduceMin, INT16, UINT16, 4- and 2-bit ones as DequantizeLinear's input): %w",
+	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (also as Where's operands, by ReduceMax and ReduceMin, INT16, UINT16, 4- and 2-bit ones as DequantizeLinear's input): %w",
 		k, v.name, v.typ, ErrUnsupported)
 }
 

@@ -14,14 +14,14 @@ import (
 //
 // the ALU having no select: the picked operand meets +∞, the other −∞,
 // exact for every value, infinities included, but NaN, which the ALU's min
-// and max drop as in Relu (a picked NaN gives ±∞). Two INT64 operands
-// staged as exact fp32 values (see embed.go) are picked so from their Cast
-// to FLOAT, NaN-free, and the result is INT64 again.
+// and max drop as in Relu (a picked NaN gives ±∞). Two integer operands
+// of one type staged as exact fp32 values (see embed.go) are picked so
+// from their Casts to FLOAT, NaN-free, and the result is of their type.
 func (c *compiler) whereTwo(n *onnx.Node, cond, x, y *value) error {
 	out := n.Outputs[0]
 	tmp := func(s string) string { return out + "/where2_" + s }
-	if hostInt(x) && hostInt(y) && x.typ == onnx.Int64 && y.typ == onnx.Int64 {
-		return c.whereInts(n, tmp)
+	if hostInt(x) && hostInt(y) && x.typ == y.typ {
+		return c.whereInts(n, x.typ, tmp)
 	}
 	if x.typ != onnx.Float || y.typ != onnx.Float {
 		return fmt.Errorf("Where of %v %s and %v %s: only FLOAT operands: %w", x.typ, x, y.typ, y, ErrUnsupported)
@@ -60,9 +60,10 @@ func (c *compiler) whereTwo(n *onnx.Node, cond, x, y *value) error {
 	return c.lowered(n, ops, tmp(""), c.node)
 }
 
-// whereInts compiles Where of two INT64 operands as the Where of their
-// Casts to FLOAT (tmp names the intermediates), typed INT64 again.
-func (c *compiler) whereInts(n *onnx.Node, tmp func(string) string) error {
+// whereInts compiles Where of two integer operands of type typ as the
+// Where of their Casts to FLOAT (tmp names the intermediates), typed typ
+// again.
+func (c *compiler) whereInts(n *onnx.Node, typ onnx.DataType, tmp func(string) string) error {
 	toFloat := func(in, out string) *onnx.Node {
 		return &onnx.Node{OpType: "Cast", Inputs: []string{in}, Outputs: []string{out},
 			Attrs: []*onnx.Attribute{{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}}}
@@ -74,6 +75,6 @@ func (c *compiler) whereInts(n *onnx.Node, tmp func(string) string) error {
 		return err
 	}
 	y := c.vals[tmp("f")]
-	c.set(n, 0, &value{shape: y.shape, typ: onnx.Int64, derived: derived{alias: y}})
+	c.set(n, 0, &value{shape: y.shape, typ: typ, derived: derived{alias: y}})
 	return nil
 }

@@ -16,7 +16,7 @@ package onnxtest
 //     and Div of 8-bit ones, wrapped as the host reads them back), so
 //     INT32 Div and 16-bit Mul and Div; INT64 and BOOL inputs are read only
 //     as views, Cast, comparisons with a constant, Gather's indices, Where's
-//     condition or (INT64) operands, ReduceMax and ReduceMin (so Pow of
+//     condition or operands, ReduceMax and ReduceMin (so Pow of
 //     INT64 and Range's integer function body are refused too);
 //   - a Gather of a computed tensor by indices known only at run time: the
 //     engine has no indirect load (the host gathers a graph input's rows as

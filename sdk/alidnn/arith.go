@@ -38,6 +38,11 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if fp32Int(a) || fp32Int(b) {
+		if err := c.intArith(n, a, b); err != nil {
+			return err
+		}
+	}
 	op := n.OpType
 	if op == "Sum" {
 		op = "Add"
@@ -399,7 +404,9 @@ func (c *compiler) cast(n *onnx.Node) error {
 		// 0 and 1 stay 0 and 1.
 		c.set(n, 0, &value{shape: x.shape, typ: t, derived: derived{alias: x.root()}})
 		return nil
-	case hostInt(x) && t == onnx.Float:
+	case (hostInt(x) || stagedFloat(x)) && t == onnx.Float:
+		// A DOUBLE input was rounded to fp32 as it was staged: that is the
+		// Cast (see boundary.go).
 		// Packed as fp32 already (see embed.go): a layer that only moves
 		// the values, so that the FLOAT result has storage of its own (an
 		// alias would read as its integer root), and the mask arithmetic
@@ -432,6 +439,9 @@ func (c *compiler) cast(n *onnx.Node) error {
 		l.accFP, l.acc8 = true, false
 		c.set(n, 0, c.rename(l, onnx.Float))
 		return nil
+	case t != onnx.Float && (x.typ == onnx.Float || x.root().el() == f32 && (stagedFloat(x) || hostInt(x))):
+		// A FLOAT x held as int8 is read dequantised (see graphOutput).
+		return c.readBackCast(n, x, t)
 	}
 	return fmt.Errorf("Cast from %v to %v: %w", x.typ, t, ErrUnsupported)
 }

@@ -12,9 +12,14 @@ import (
 )
 
 // floatCompare reports whether compareNode's operands a and b are FLOAT,
-// one at least computed: the comparisons compareFloat compiles.
+// one at least computed, or two integer inputs of one type staged as exact
+// fp32 values (see intarith.go), which compare as those values do: the
+// comparisons compareFloat compiles.
 func floatCompare(a, b *value) bool {
-	return a.typ == onnx.Float && b.typ == onnx.Float && !(a.isConst && b.isConst)
+	if a.typ == onnx.Float && b.typ == onnx.Float {
+		return !(a.isConst && b.isConst)
+	}
+	return a.typ == b.typ && fp32Int(a) && fp32Int(b)
 }
 
 // compareFloat compiles Equal, Less, Greater, LessOrEqual and

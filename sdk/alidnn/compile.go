@@ -125,6 +125,9 @@ type compiler struct {
 	outputs map[string]bool
 	layers  []*layer
 	inputs  []*value
+	// emptyInputs are the graph inputs bound to a shape with a 0, folded
+	// as empty constants (see empty.go).
+	emptyInputs []*value
 
 	opsetVer int64
 	dims     map[string]int // WithShape's bindings of symbolic dimensions
@@ -291,6 +294,9 @@ func (c *compiler) node(n *onnx.Node) error {
 				return err
 			}
 			if err := checkHostInt(n, k, v); err != nil {
+				return err
+			}
+			if err := checkNarrow(n, k, v); err != nil {
 				return err
 			}
 		}

@@ -111,6 +111,31 @@
 // MatMul by ones, and the quotient (see softmax.go; a −Inf mask
 // weighs 0, +Inf gives NaN).
 //
+// Element types at the boundary follow one rule (see boundary.go): the
+// data path is fp32 and int8, so graph inputs of other types are converted
+// as the runtime stages them and outputs as the host reads them back, the
+// reformatting TensorRT and onnxruntime's execution providers do. FLOAT16,
+// BFLOAT16, float8 and FLOAT4E2M1 inputs are staged as fp32 (exact) and read through
+// views, Cast and DequantizeLinear; a DOUBLE input only where every reader
+// is a Cast to FLOAT (the staging rounds as that Cast does); INT16, UINT16,
+// 4- and 2-bit integer inputs as exact fp32 values read as the INT64 inputs
+// below are, and by DequantizeLinear ((x − zero point) × scale in fp32, as
+// ONNX computes it). A Cast of an fp32 value to any other type whose
+// result is only a graph output is the host's conversion as it reads it
+// (ONNX's Cast: round to nearest even, float8's saturate, truncation of
+// floats to integers wrapping around the type), and so is a QuantizeLinear
+// to INT16, UINT16, 4-, 2-bit or float8 types (see hostquant.go: x / scale
+// in float32, rounded half to even, as ONNX); in the middle of the graph,
+// and arithmetic on a narrow float input (ONNX rounds after each
+// operator), are refused. Add, Sub, Mul and Div of two integer inputs
+// run where fp32 is exact and the host wraps (and truncates) the result as
+// it reads it back (see intarith.go).
+//
+// Zero-size tensors fold (see empty.go): an input bound to a shape with a
+// 0 is an empty constant, as are empty Slices and Split parts, and what
+// reads them folds (a ReduceSum over an empty axis is zeros, ReduceMax −∞,
+// ReduceMin +∞); empty outputs come back as empty tensors of their type.
+//
 // Transformers' integer inputs follow one rule (see embed.go), since the
 // engine computes in int8, int32 and fp32 and its LOADs read addresses
 // fixed in the instruction stream — it has no indirect load. An INT64 or
@@ -121,13 +146,16 @@
 // engine after it), compared with a constant scalar (Equal, Less,
 // Greater and the OrEqual forms, and Not of the result: exact 0 and 1 by
 // clamped integer arithmetic, see compare.go), used as Gather's indices
-// or Where's condition, read back as a graph output in its own type, and
+// or Where's condition or operands, reduced by ReduceMax or ReduceMin (of its Cast to
+// FLOAT, exact), read back as a graph output in its own type, and
 // is refused elsewhere. A Gather of rows of a constant FLOAT table (axis 0)
 // by an INT64 or INT32 graph input — the word and token-type embeddings —
 // runs on the host: the table stays in the program's constant segment and
 // the runtime copies the rows the ids name into a device tensor
 // (Program.Derived) as it packs the run; an id outside [−V, V) fails the
-// run with ErrInput naming the input, as onnxruntime fails it. A Gather
+// run with ErrInput naming the input, as onnxruntime fails it. So does a
+// Gather, along any axis, of a FLOAT graph input only it reads by such an
+// input (see gatherinput.go): the data stays on the host. A Gather
 // by constant ids (positions) folds. Where with a constant condition — a
 // causal mask sliced from a buffer, folded — and one computed operand t is
 // t·S + K on the engine (S 1 where t is picked, K the other operand
@@ -140,7 +168,9 @@
 // (see wheretwo.go; exact but for NaN, which the ALU's min and max drop). An INT64 or BOOL input is laid out
 // with its leading axes outer, so that such a mask [N,S] broadcasts over
 // scores of any length. Split of a computed tensor along its last axis (GPT-2's fused
-// QKV) is a MatMul per part by a 0/1 selection matrix, and a Gemm of a
+// QKV) is a MatMul per part by a 0/1 selection matrix, as is a Slice along
+// the last axis where the lanes hold it (any start, end and step; see
+// slice.go; exact for finite values, 0 × ∞ being NaN), and a Gemm of a
 // computed [..., S, K] flattened to [M, K] (HuggingFace's Conv1D) a MatMul
 // of the unflattened tensor; a Gather of a computed tensor by constant
 // indices along one of its last two axes (BERT's pooler, hidden[:, 0]) a

@@ -13,8 +13,9 @@ package alidnn
 //     FLOAT is a copy and the mask arithmetic exporters write after the
 //     Cast runs on the engine. Its readers are limited to views (Reshape,
 //     Unsqueeze…), Cast, comparisons with a constant (see compare.go),
-//     Gather's indices and Where's condition; as a graph output it is read
-//     back in its own type.
+//     Gather's indices, Where's condition or operands (see
+//     wheretwo.go), ReduceMax and ReduceMin (see boundary.go's
+//     reduceStagedInt); as a graph output it is read back in its own type.
 //   - Gather of rows of a constant table (axis 0) by an INT64 or INT32 graph
 //     input, the embeddings, runs on the host: the table is kept in the
 //     program's constant segment, and the runtime copies the rows the ids
@@ -42,6 +43,10 @@ type rowGather struct {
 	// dq is the DequantizeLinear folded into an integer table (see
 	// dequantisedTable), which then passes the rows through.
 	dq *onnx.Node
+	// data is, for rows of a graph input rather than of a table, that
+	// input, of outer × rows × width values (see gatherinput.go).
+	data  string
+	outer int
 }
 
 // GatherRows is the serialised rowGather: the table is Rows × Width fp32
@@ -51,12 +56,16 @@ type GatherRows struct {
 	Node        string // the Gather, for errors
 	Table       uint64
 	Rows, Width int
+	// Data names the graph input the rows are of, [Outer, Rows, Width],
+	// instead of the table (see gatherinput.go).
+	Data  string `json:",omitempty"`
+	Outer int    `json:",omitempty"`
 }
 
 // hostInt reports whether v is computed from an INT64 or BOOL graph input
 // the runtime packs as fp32 (see the rule above).
 func hostInt(v *value) bool {
-	return v != nil && !v.isConst && (v.typ == onnx.Int64 || v.typ == onnx.Bool)
+	return v != nil && !v.isConst && stagedInt(v.typ)
 }
 
 // maskLayout lays out an integer input not laid out yet with its leading
@@ -83,16 +92,26 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 	switch n.OpType {
 	case "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor":
 		return nil
+	case "Add", "Sub", "Mul", "Div":
+		if fp32Int(v) {
+			return nil // see intarith.go
+		}
 	case "Gather":
 		if k == 1 {
 			return nil
 		}
 	case "Where":
+		return nil // the condition, or an operand (see wheretwo.go's whereInts)
+	case "DequantizeLinear":
+		if k == 0 && v.typ != onnx.Int64 && v.typ != onnx.Bool {
+			return nil // see dequantizeStaged
+		}
+	case "ReduceMax", "ReduceMin":
 		if k == 0 {
-			return nil
+			return nil // see reduceStagedInt
 		}
 	}
-	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition: %w",
+	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (also as Where's operands, by ReduceMax and ReduceMin, INT16, UINT16, 4- and 2-bit ones as DequantizeLinear's input): %w",
 		k, v.name, v.typ, ErrUnsupported)
 }
 
@@ -106,8 +125,11 @@ func (c *compiler) gatherNode(n *onnx.Node) error {
 	if !data.isConst && ids.isConst {
 		return c.gatherSelect(n, data, ids)
 	}
+	if !data.isConst && c.gathersInput(data, ids) {
+		return c.gatherInput(n, data, ids)
+	}
 	if !data.isConst {
-		return fmt.Errorf("Gather of the computed tensor %s by the computed %s: the engine gathers rows of a constant table only: %w", data, ids, ErrUnsupported)
+		return fmt.Errorf("Gather of the computed tensor %s by the computed %s: the engine gathers rows of a constant table only, or of a graph input only a Gather reads: %w", data, ids, ErrUnsupported)
 	}
 	axis, err := n.Int("axis", 0)
 	if err != nil {
@@ -150,6 +172,10 @@ func (c *compiler) gatherNode(n *onnx.Node) error {
 
 // bindGather places v's table in the constant segment and records the rule.
 func (e *emitter) bindGather(b *Binding, g *rowGather) {
+	if g.data != "" {
+		b.Gather = &GatherRows{From: g.from, Node: g.node, Rows: g.rows, Width: g.width, Data: g.data, Outer: g.outer}
+		return
+	}
 	raw := make([]byte, 4*len(g.table))
 	for k, f := range g.table {
 		binary.LittleEndian.PutUint32(raw[4*k:], math.Float32bits(f))
@@ -157,8 +183,9 @@ func (e *emitter) bindGather(b *Binding, g *rowGather) {
 	b.Gather = &GatherRows{From: g.from, Node: g.node, Table: e.blob(raw), Rows: g.rows, Width: g.width}
 }
 
-// packGathered packs the rows of b's table that the ids t name.
-func packGathered(b Binding, t *onnx.Tensor, consts []byte) ([]byte, error) {
+// packGathered packs the rows of b's table, or of the input data, that
+// the ids t name.
+func packGathered(b Binding, t *onnx.Tensor, consts []byte, data *onnx.Tensor) ([]byte, error) {
 	g := b.Gather
 	if b.Elem != "fp32" {
 		return nil, fmt.Errorf("Gather %q: rows stored as %s, the runtime writes fp32", g.Node, b.Elem)
@@ -173,6 +200,9 @@ func packGathered(b Binding, t *onnx.Tensor, consts []byte) ([]byte, error) {
 	total := 1
 	for _, d := range b.Shape {
 		total *= d
+	}
+	if g.Data != "" {
+		return packInputRows(b, t.Name, ids, data)
 	}
 	if g.Width < 1 || len(ids)*g.Width != total {
 		return nil, fmt.Errorf("%w: input %q has %d ids, Gather %q's output %v wants %d", ErrInput, t.Name, len(ids), g.Node, b.Shape, total/max(g.Width, 1))
@@ -227,6 +257,9 @@ func checkDerived(b *Binding, p *Program) error {
 	if p.Batch > 1 {
 		return fmt.Errorf("%q in a program of batch %d", b.Name, p.Batch)
 	}
+	if g.Data != "" {
+		return checkInputRows(b, p)
+	}
 	if err := checkBinding(b, p, 0); err != nil {
 		return err
 	}
@@ -250,13 +283,4 @@ func checkDerived(b *Binding, p *Program) error {
 		return nil
 	}
 	return fmt.Errorf("%q: ids %q are no input", b.Name, g.From)
-}
-
-// mapF32ToInt reads back integers held as fp32.
-func mapF32ToInt(f []float32) []int64 {
-	out := make([]int64, len(f))
-	for k, x := range f {
-		out[k] = int64(x)
-	}
-	return out
 }

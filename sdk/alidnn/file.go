@@ -13,6 +13,7 @@ import (
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
 	"github.com/fpga-faas/faas/internal/atomicfile"
+	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 // A compiled program file is:
@@ -208,6 +209,22 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 	if depth > 2 {
 		return fmt.Errorf("host operators nest too deep")
 	}
+	if b.HostOnly {
+		if _, err := checkShape(b.Shape); err != nil || b.Type != onnx.Float {
+			return fmt.Errorf("host-only input %v %v", b.Type, b.Shape)
+		}
+		return nil
+	}
+	if b.IsConst {
+		total, err := checkConstShape(b.Shape)
+		if err != nil {
+			return err
+		}
+		if len(b.ConstF)+len(b.ConstI) != total {
+			return fmt.Errorf("constant of %d values for shape %v", len(b.ConstF)+len(b.ConstI), b.Shape)
+		}
+		return nil
+	}
 	total, err := checkShape(b.Shape)
 	if err != nil {
 		return err
@@ -219,8 +236,16 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 		}
 		return nil
 	case b.Host != "":
-		if b.Src == nil || (b.Host != "Softmax" && b.Host != "Softmax-1") || b.Axis < 0 || b.Axis >= max(len(b.Shape), 1) {
+		if b.Src == nil || (b.Host != "Softmax" && b.Host != "Softmax-1" && b.Host != quantizeOp) || b.Axis < 0 || b.Axis >= max(len(b.Shape), 1) {
 			return fmt.Errorf("host operator %q on axis %d", b.Host, b.Axis)
+		}
+		if (b.Host == quantizeOp) != (b.Quant != nil) {
+			return fmt.Errorf("host operator %q with QuantizeLinear parameters %v", b.Host, b.Quant != nil)
+		}
+		if b.Quant != nil {
+			if err := b.Quant.check(b.Type, b.Shape); err != nil {
+				return err
+			}
 		}
 		if !eqInts(b.Src.Shape, b.Shape) {
 			return fmt.Errorf("host operator changes the shape %v to %v", b.Src.Shape, b.Shape)

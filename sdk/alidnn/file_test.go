@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -122,6 +123,25 @@ func FuzzReadProgram(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	// Programs with the bindings of the boundary: a read-back Cast to
+	// float8 without saturation, a host-only input gathered by the runtime,
+	// a host QuantizeLinear to INT4, an empty input.
+	for _, tc := range []struct {
+		dir    string
+		consts []int
+		opts   []alidnn.Option
+	}{
+		{"test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN", nil, nil},
+		{"test_gather_1", nil, nil},
+		{"test_quantizelinear_int4", []int{1, 2}, nil},
+		{"test_split_zero_size_splits_opset18", []int{1}, []alidnn.Option{alidnn.WithShape("input", 0)}},
+	} {
+		buf.Reset()
+		if _, err := nodeProgram(f, tc.dir, tc.consts, tc.opts...).WriteTo(&buf); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := alidnn.ReadProgram(bytes.NewReader(b))
 		if err != nil {
@@ -135,4 +155,27 @@ func FuzzReadProgram(f *testing.F) {
 			t.Fatalf("a program that was read cannot be written: %v", err)
 		}
 	})
+}
+
+// nodeProgram compiles onnx's node test dir with its inputs consts (by
+// index) bound to the first data set's values.
+func nodeProgram(f *testing.F, dir string, consts []int, opts ...alidnn.Option) *alidnn.Program {
+	f.Helper()
+	m, err := onnx.ReadModel(testenv.TestData(f, "onnx", "node", dir, "model.onnx"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, k := range consts {
+		x, err := onnx.ReadTensor(testenv.TestData(f, "onnx", "node", dir, "test_data_set_0", fmt.Sprintf("input_%d.pb", k)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		x.Name = m.Graph.Inputs[k].Name
+		opts = append(opts, alidnn.WithConstants(x))
+	}
+	p, err := alidnn.Compile(m, opts...)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return p
 }

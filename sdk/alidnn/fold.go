@@ -18,7 +18,10 @@ var folders = map[string]folder{
 	"Shape":            (*compiler).foldShape,
 	"Gather":           (*compiler).foldGather,
 	"Slice":            (*compiler).foldSlice,
-	"ReduceProd":       (*compiler).foldReduceProd,
+	"ReduceProd":       (*compiler).foldReduce,
+	"ReduceSum":        (*compiler).foldReduce,
+	"ReduceMax":        (*compiler).foldReduce,
+	"ReduceMin":        (*compiler).foldReduce,
 	"Transpose":        (*compiler).foldTranspose,
 	"Clip":             (*compiler).foldActivation,
 	"LeakyRelu":        (*compiler).foldActivation,
@@ -76,7 +79,7 @@ var folders = map[string]folder{
 func (c *compiler) fold(n *onnx.Node) (bool, error) {
 	f := folders[n.OpType]
 	if f == nil {
-		return false, nil
+		return c.foldEmpty(n)
 	}
 	v, err := f(c, n)
 	if err != nil {
@@ -84,6 +87,13 @@ func (c *compiler) fold(n *onnx.Node) (bool, error) {
 	}
 	if v == nil {
 		return false, nil
+	}
+	if narrowFloat(v.typ) && v.f != nil && n.OpType != "Cast" {
+		// ONNX computes in the narrow type: each operator rounds to it
+		// (beyond its range, to infinity).
+		if v.f, err = roundTo(v.typ, v.f, false, "up"); err != nil {
+			return true, err
+		}
 	}
 	c.set(n, 0, v)
 	v.isConst = true
@@ -167,10 +177,15 @@ func (c *compiler) foldCast(n *onnx.Node) (*value, error) {
 		return nil, err
 	}
 	to, _ := n.Int("to", int64(onnx.Float))
+	sat, _ := n.Int("saturate", 1)
+	mode, _ := n.String("round_mode", "up")
 	v.typ = onnx.DataType(to)
 	switch {
 	case v.isFloat():
-		v.f, v.i = v.floats(), nil
+		if v.f, err = roundTo(v.typ, v.floats(), sat != 0, mode); err != nil {
+			return nil, err
+		}
+		v.i = nil
 	case v.typ == onnx.Bool:
 		// Not a truncation: 0.5 is true.
 		b := make([]int64, v.len())
@@ -178,8 +193,14 @@ func (c *compiler) foldCast(n *onnx.Node) (*value, error) {
 			b[k] = boolInt(x != 0)
 		}
 		v.i, v.f = b, nil
+	case v.f != nil:
+		v.i = make([]int64, len(v.f))
+		for k, x := range v.f {
+			v.i[k] = castFloat(float64(x), v.typ)
+		}
+		v.f = nil
 	default:
-		v.i, v.f = v.ints(), nil
+		v.i = mapI(v.i, func(x int64) int64 { return castInt(x, v.typ) })
 	}
 	return v, nil
 }

@@ -235,85 +235,134 @@ func (c *compiler) sliceBounds(n *onnx.Node, xs []int) (lo, step, shape []int, e
 	return lo, step, shape, nil
 }
 
-// foldReduceProd is ReduceProd on constants: axes an attribute, or an
-// input since opset 18; no axes reduce all of them unless
-// noop_with_empty_axes.
-func (c *compiler) foldReduceProd(n *onnx.Node) (*value, error) {
+// foldReduce is ReduceProd, ReduceSum, ReduceMax or ReduceMin on
+// constants: axes an attribute, or an input (since opset 13 for ReduceSum,
+// 18 for the others); no axes reduce all of them unless
+// noop_with_empty_axes. Sums and products accumulate in float64 (exact for
+// integers up to 2⁵³), rounded once. Over an empty set a sum is 0, a
+// product 1, a maximum −∞ (the type's least integer) and a minimum +∞ (its
+// greatest), as onnx's reference gives them.
+func (c *compiler) foldReduce(n *onnx.Node) (*value, error) {
 	x, err := c.need(n, 0)
 	if err != nil {
 		return nil, err
 	}
-	axes, err := n.Ints("axes")
-	if err != nil {
+	red, shape, err := c.reducedAxes(n, x)
+	if err != nil || red == nil {
+		if err == nil {
+			v := *x
+			return &v, nil
+		}
 		return nil, err
 	}
+	outShape := make([]int, len(x.shape)) // the output indexed like x, reduced axes of size 1
+	for a, d := range x.shape {
+		outShape[a] = d
+		if red[a] {
+			outShape[a] = 1
+		}
+	}
+	to := broadcastIndex(x.shape, outShape) // x's element k goes to output to[k]
+	acc := make([]float64, size(outShape))
+	start, combine := reduction(n.OpType, x.typ)
+	for k := range acc {
+		acc[k] = start
+	}
+	vals := x.f64s()
+	for k, o := range to {
+		acc[o] = combine(acc[o], vals[k])
+	}
+	v := &value{shape: shape, typ: x.typ}
+	if x.f != nil {
+		v.f = make([]float32, len(acc))
+		for k, a := range acc {
+			v.f[k] = float32(a)
+		}
+		return v, nil
+	}
+	v.i = make([]int64, len(acc))
+	for k, a := range acc {
+		v.i[k] = castFloat(a, x.typ)
+	}
+	return v, nil
+}
+
+// reducedAxes returns which axes of x Reduce* n reduces and the output's
+// shape; nil axes for a reduction that is the identity.
+func (c *compiler) reducedAxes(n *onnx.Node, x *value) ([]bool, []int, error) {
+	axes, err := n.Ints("axes")
+	if err != nil {
+		return nil, nil, err
+	}
 	if av, err := c.in(n, 1); err != nil {
-		return nil, err
+		return nil, nil, err
 	} else if av != nil {
 		axes = av.ints()
 	}
 	keep, err := n.Int("keepdims", 1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	noop, err := n.Int("noop_with_empty_axes", 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := len(x.shape)
 	red := make([]bool, r)
 	for _, a := range axes {
 		k, err := normAxis(int(a), r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if k >= r {
-			return nil, fmt.Errorf("ReduceProd of a scalar along axis %d", a)
+			return nil, nil, fmt.Errorf("%s of a scalar along axis %d", n.OpType, a)
 		}
 		red[k] = true
 	}
 	if len(axes) == 0 {
 		if noop != 0 {
-			v := *x
-			return &v, nil
+			return nil, nil, nil
 		}
 		for a := range red {
 			red[a] = true
 		}
 	}
 	var shape []int
-	outShape := make([]int, r) // the output indexed like x, reduced axes of size 1
 	for a, d := range x.shape {
-		outShape[a] = d
-		if red[a] {
-			outShape[a] = 1
-			if keep != 0 {
-				shape = append(shape, 1)
+		if !red[a] {
+			shape = append(shape, d)
+		} else if keep != 0 {
+			shape = append(shape, 1)
+		}
+	}
+	return red, shape, nil
+}
+
+// reduction is the start value and the step of Reduce op on type t.
+func reduction(op string, t onnx.DataType) (float64, func(a, b float64) float64) {
+	switch op {
+	case "ReduceProd":
+		return 1, func(a, b float64) float64 { return a * b }
+	case "ReduceMax":
+		lo := math.Inf(-1)
+		if !t.IsFloat() {
+			lo = float64(math.MinInt64)
+			if t.Bits() <= 32 {
+				lo, _ = intRange(t)
 			}
-			continue
 		}
-		shape = append(shape, d)
-	}
-	to := broadcastIndex(x.shape, outShape) // x's element k goes to output to[k]
-	size := 1
-	for _, d := range outShape {
-		size *= d
-	}
-	if x.f != nil {
-		f := fill(size, 1)
-		for k, o := range to {
-			f[o] *= x.f[k]
+		return lo, math.Max
+	case "ReduceMin":
+		hi := math.Inf(1)
+		if !t.IsFloat() {
+			hi = float64(math.MaxInt64)
+			if t.Bits() <= 32 {
+				_, hi = intRange(t)
+			}
 		}
-		return &value{shape: shape, typ: x.typ, constant: constant{f: f}}, nil
+		return hi, math.Min
 	}
-	v := make([]int64, size)
-	for k := range v {
-		v[k] = 1
-	}
-	for k, o := range to {
-		v[o] *= x.i[k]
-	}
-	return &value{shape: shape, typ: x.typ, constant: constant{i: v}}, nil
+	return 0, func(a, b float64) float64 { return a + b }
 }
 
 // foldSize is the number of elements of its input, whose shape is known

@@ -26,16 +26,30 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 	if err != nil {
 		return err
 	}
+	if size(shape) == 0 {
+		return c.emptyInput(in, shape)
+	}
 	v := &value{name: in.Name, shape: shape, typ: in.ElemType, device: device{input: true}}
 	switch in.ElemType {
 	case onnx.Float:
 		v.elem = f32
 	case onnx.Uint8, onnx.Int8:
 		v.elem = i8
+		if c.arithIntInput(in.Name) {
+			v.elem = f32 // exact integers for arithmetic (see intarith.go)
+		}
 	case onnx.Int32:
 		v.elem = i32
 	case onnx.Int64, onnx.Bool:
 		v.elem = f32 // packed as fp32 (see embed.go)
+	case onnx.Int16, onnx.Uint16, onnx.Int4, onnx.Uint4, onnx.Int2, onnx.Uint2,
+		onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1, onnx.Float8E8M0:
+		v.elem = f32 // staged as exact fp32 values (see boundary.go)
+	case onnx.Double:
+		if err := c.doubleInput(in.Name); err != nil {
+			return err
+		}
+		v.elem = f32 // staged rounded to fp32: the Cast to FLOAT reading it
 	default:
 		return fmt.Errorf("input %q: element type %v: %w", in.Name, in.ElemType, ErrUnsupported)
 	}
@@ -73,11 +87,14 @@ func (c *compiler) graphOutput(name string) error {
 		if err := c.settle(v.host.src, false); err != nil {
 			return err
 		}
+		if v.host.quant != nil && v.host.src.root().el() != f32 {
+			return fmt.Errorf("graph output %q quantises %s, which the engine holds as %v, not fp32: %w", name, v.host.src, v.host.src.root().el(), ErrUnsupported)
+		}
 	}
 	if err := c.materialize(v); err != nil {
 		return fmt.Errorf("graph output %q: %w", name, err)
 	}
-	if v.isFloat() && v.host == nil && v.root().el() == i8 {
+	if (v.isFloat() || v.root().isFloat()) && v.host == nil && v.root().el() == i8 {
 		f, err := c.floatOutput(v)
 		if err != nil {
 			return fmt.Errorf("graph output %q: %w", name, err)

@@ -55,13 +55,23 @@ type Binding struct {
 	Lay   Layout
 	Bcast []int // inputs: the input's own shape, broadcast on upload
 	Shift bool  // uint8 data is held as int8 shifted by −128
+	// NoSaturate is, for an output the host converts to float8, the
+	// Cast's saturate=0: out-of-range values become NaN or infinity.
+	NoSaturate bool `json:",omitempty"`
+	// RoundMode is, for an output the host converts to FLOAT8E8M0, the
+	// Cast's round_mode ("" for "up").
+	RoundMode string `json:",omitempty"`
 
-	Host    string // "Softmax" or "Softmax-1": applied to Src on the host
+	Host    string     // "Softmax", "Softmax-1" or "QuantizeLinear": applied to Src on the host
+	Quant   *HostQuant `json:",omitempty"` // QuantizeLinear's parameters
 	Axis    int
 	Src     *Binding  `json:",omitempty"`
 	ConstF  []float32 `json:",omitempty"`
 	ConstI  []int64   `json:",omitempty"`
 	IsConst bool      `json:",omitempty"`
+	// HostOnly says the runtime reads this input on the host only, not
+	// uploading it: a Gather's data (see gatherinput.go).
+	HostOnly bool `json:",omitempty"`
 	// Gather says the runtime fills this derived tensor with rows of a
 	// table in the constant segment, chosen by an input's ids (see
 	// embed.go).
@@ -149,6 +159,9 @@ func (c *compiler) emit() (*Program, error) {
 	}
 	for _, v := range c.inputs {
 		b := inputBinding(p.bind(v), v)
+		if v.hostOnly {
+			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, HostOnly: true}
+		}
 		if t := tables[v]; t != nil {
 			b.Gather = t.Gather
 			p.Derived = append(p.Derived, b)
@@ -156,15 +169,18 @@ func (c *compiler) emit() (*Program, error) {
 		}
 		p.Inputs = append(p.Inputs, b)
 	}
+	for _, v := range c.emptyInputs {
+		p.Inputs = append(p.Inputs, p.bind(v))
+	}
 	for _, o := range c.g.Outputs {
 		v := c.vals[o.Name]
 		var b Binding
 		if v.host != nil {
 			src := p.bind(v.host.src)
-			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src}
+			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src, Quant: v.host.quant}
 		} else {
 			b = outputBinding(p.bind(v), v)
-			b.Name, b.Shape, b.Type = v.name, v.shape, v.typ
+			b.Name, b.Shape, b.Type, b.NoSaturate, b.RoundMode = v.name, v.shape, v.typ, v.noSaturate, v.roundMode
 		}
 		p.Outputs = append(p.Outputs, b)
 	}
@@ -192,7 +208,9 @@ func (c *compiler) placeActivations() uint64 {
 		if v.elem == 0 && v.typ == onnx.Float {
 			v.elem = f32
 		}
-		place(v)
+		if !v.hostOnly {
+			place(v)
+		}
 	}
 	for _, l := range c.layers {
 		if !l.out.placed {

@@ -114,6 +114,9 @@ func (c *compiler) quantizeNode(n *onnx.Node) error {
 	if err := c.materialize(x); err != nil {
 		return err
 	}
+	if typ := c.quantizedType(n); typ != onnx.Uint8 && typ != onnx.Int8 && n.Attr("block_size") == nil {
+		return c.hostQuantize(n, x, typ)
+	}
 	s, z, typ, err := c.quantParams(n, 1, x.root().lay, true)
 	if err != nil {
 		return err
@@ -173,6 +176,9 @@ func (c *compiler) dequantizeNode(n *onnx.Node) error {
 	l, err := c.open(x)
 	if err != nil {
 		return err
+	}
+	if l.accFP && (stagedFloat(x) || hostInt(x) && x.typ != onnx.Int64 && x.typ != onnx.Bool) {
+		return c.dequantizeStaged(n, l)
 	}
 	if l.accFP {
 		return fmt.Errorf("DequantizeLinear of a float tensor: %w", ErrUnsupported)

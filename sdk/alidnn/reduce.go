@@ -21,6 +21,9 @@ func (c *compiler) reduceNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if hostInt(x) {
+		return c.reduceStagedInt(n, x)
+	}
 	axes, err := n.Ints("axes")
 	if err != nil {
 		return err

@@ -98,11 +98,13 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Name)
 		}
 		r.host[b.Name] = t
-		if s.batched() && !b.IsConst {
+		if s.batched() {
+			// Packed with the job's other samples; an empty input (see
+			// empty.go) is only checked.
 			if err := checkSample(b, t); err != nil {
 				return nil, err
 			}
-			continue // packed with the job's other samples
+			continue
 		}
 		data, err := packInput(b, t)
 		if err != nil {
@@ -118,7 +120,13 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 		if !ok {
 			return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Gather.From)
 		}
-		data, err := packGathered(b, t, s.prog.Consts)
+		var rows *onnx.Tensor
+		if b.Gather.Data != "" {
+			if rows, ok = byName[b.Gather.Data]; !ok {
+				return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Gather.Data)
+			}
+		}
+		data, err := packGathered(b, t, s.prog.Consts, rows)
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +159,9 @@ func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
 	if t.DataType != b.Type {
 		return nil, fmt.Errorf("%w: input %q is %v, want %v", ErrInput, b.Name, t.DataType, b.Type)
 	}
+	if b.IsConst || b.HostOnly {
+		return nil, nil // an empty input, folded (see empty.go), or a Gather's data (see gatherinput.go)
+	}
 	el, err := elemOf(b.Elem)
 	if err != nil {
 		return nil, err
@@ -161,10 +172,7 @@ func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
 		bc = broadcastIndex(b.Shape, b.Bcast)
 	}
 	if el == f32 {
-		f, err := t.Float32s()
-		if t.DataType != onnx.Float && t.DataType != onnx.Double {
-			f, err = intAsFloat32(t) // an INT64 or BOOL input (see embed.go)
-		}
+		f, err := stagedFloats(t) // converted as boundary.go says
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInput, err)
 		}
@@ -194,7 +202,7 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		if b.ConstI != nil {
 			return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), b.ConstI)
 		}
-		return onnx.NewFloat32(b.Name, dims64(b.Shape), b.ConstF), nil
+		return typedTensor(b.Name, b.Type, dims64(b.Shape), b.ConstF, !b.NoSaturate, b.RoundMode)
 	}
 	if b.Host != "" {
 		src, err := s.output(ctx, k, *b.Src, host)
@@ -204,6 +212,9 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		f, err := src.Float32s()
 		if err != nil {
 			return nil, err
+		}
+		if b.Quant != nil {
+			return b.Quant.apply(b.Name, b.Type, b.Shape, f)
 		}
 		softmax(f, b.Shape, b.Axis, b.Host == "Softmax-1")
 		return onnx.NewFloat32(b.Name, dims64(b.Shape), f), nil
@@ -218,12 +229,8 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		return nil, err
 	}
 	if el == f32 {
-		f := unpackF32(lay, buf)
-		if b.Type != onnx.Float && b.Type != onnx.Double {
-			// An INT64 or BOOL value held as fp32 (see embed.go).
-			return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), mapF32ToInt(f))
-		}
-		return onnx.NewFloat32(b.Name, dims64(b.Shape), f), nil
+		// Converted to the output's type as boundary.go says.
+		return typedTensor(b.Name, b.Type, dims64(b.Shape), unpackF32(lay, buf), !b.NoSaturate, b.RoundMode)
 	}
 	iv := unpackInt(lay, el, buf)
 	if b.Shift {

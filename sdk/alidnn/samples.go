@@ -35,7 +35,7 @@ func stack(b Binding, samples []*onnx.Tensor) (*onnx.Tensor, error) {
 		total *= d
 	}
 	per := total / b.Shape[0]
-	if b.Type == onnx.Float {
+	if b.Type.IsFloat() {
 		f := make([]float32, total)
 		for k, s := range samples {
 			v, err := s.Float32s()
@@ -44,7 +44,9 @@ func stack(b Binding, samples []*onnx.Tensor) (*onnx.Tensor, error) {
 			}
 			copy(f[k*per:(k+1)*per], v)
 		}
-		return onnx.NewFloat32(b.Name, dims64(b.Shape), f), nil
+		// Exact for the narrow types; a DOUBLE sample is rounded to fp32
+		// here as staging would round it.
+		return onnx.NewFloat(b.Name, b.Type, dims64(b.Shape), f, true)
 	}
 	iv := make([]int64, total)
 	for k, s := range samples {
@@ -69,12 +71,14 @@ func sample(t *onnx.Tensor, k, batch int) (*onnx.Tensor, error) {
 	for _, d := range dims {
 		per *= int(d)
 	}
-	if t.DataType == onnx.Float {
+	if t.DataType.IsFloat() {
+		// Every output value is an fp32 value converted to the output's
+		// type, which converting again keeps.
 		f, err := t.Float32s()
 		if err != nil {
 			return nil, err
 		}
-		return onnx.NewFloat32(t.Name, dims, f[k*per:(k+1)*per]), nil
+		return onnx.NewFloat(t.Name, t.DataType, dims, f[k*per:(k+1)*per], true)
 	}
 	iv, err := t.Int64s()
 	if err != nil {

@@ -37,8 +37,8 @@ func (c *compiler) selectAxis(node string, x *value, axis int, idx []int, shape 
 			return c.permuteLayer(r, shape, lay, src), nil
 		}
 	}
-	return nil, fmt.Errorf("%s of %s along axis %d moves values between the lanes of its 16-lane blocks (only picks along an axis other than the lanes run on the engine): %w",
-		node, x, axis, ErrUnsupported)
+	return nil, fmt.Errorf("%s of %s along axis %d %w (only picks along an axis other than the lanes run on the engine): %w",
+		node, x, axis, errBetweenLanes, ErrUnsupported)
 }
 
 // selectMap returns, for every element of a tensor laid out as out, the

@@ -274,6 +274,9 @@ func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
 	uploads := append(slices.Clone(s.prog.Inputs), s.prog.Derived...)
 	for k, r := range reqs {
 		for n, b := range uploads {
+			if len(r.packed[n]) == 0 {
+				continue // an empty input (see empty.go)
+			}
 			if err := s.buf.Write(ctx, r.packed[n], int64(s.lay.act(lane0+k)+b.Addr-s.prog.ActBase)); err != nil {
 				return fmt.Errorf("writing input %q: %w", b.Name, err)
 			}
@@ -304,6 +307,9 @@ func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
 func (s *Session) execSamples(ctx context.Context, slot int, reqs []*request) error {
 	lane := slot * s.batch
 	for _, b := range s.prog.Inputs {
+		if b.IsConst || b.HostOnly {
+			continue // nothing to upload (see empty.go, gatherinput.go); checked as the run was requested
+		}
 		ts := make([]*onnx.Tensor, len(reqs))
 		for k, r := range reqs {
 			ts[k] = r.host[b.Name]

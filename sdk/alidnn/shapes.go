@@ -37,8 +37,8 @@ func (c *compiler) splitShapes() error {
 	for _, name := range slices.Sorted(maps.Keys(c.opts.shapes)) {
 		dims := c.opts.shapes[name]
 		for k, d := range dims {
-			if d <= 0 {
-				return fmt.Errorf("shape binding %s=%s: dimension %d is %d, want a positive size", name, dimsFlag(dims), k, d)
+			if d < 0 || d == 0 && !inputs[name] {
+				return fmt.Errorf("shape binding %s=%s: dimension %d is %d, want a positive size (0 only for an input's, see empty.go)", name, dimsFlag(dims), k, d)
 			}
 		}
 		switch {
@@ -99,7 +99,7 @@ func (c *compiler) inputDim(name string, dims []onnx.Dim, k int, bound []int) (i
 		}
 		return c.opts.batch, nil
 	}
-	if n <= 0 {
+	if n < 0 || n == 0 && bound == nil {
 		return 0, freeDim(name, dims, k)
 	}
 	return n, nil

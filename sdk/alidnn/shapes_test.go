@@ -103,8 +103,8 @@ func TestWithShapeErrors(t *testing.T) {
 			[]string{"sequence=3", "no input and no symbolic dimension", "inputs: x", "batch, seq"}},
 		{"symbolic with two sizes", []onnx.ValueInfo{x}, []alidnn.Option{alidnn.WithShape("seq", 3, 4)}, false,
 			[]string{"seq=3x4", "one size"}},
-		{"not positive", []onnx.ValueInfo{x}, []alidnn.Option{alidnn.WithShape("x", 2, 0, 16)}, false,
-			[]string{"x=2x0x16", "dimension 1 is 0"}},
+		{"negative", []onnx.ValueInfo{x}, []alidnn.Option{alidnn.WithShape("x", 2, -1, 16)}, false,
+			[]string{"dimension 1 is -1"}},
 		{"against the batch", []onnx.ValueInfo{x}, []alidnn.Option{alidnn.WithShape("x", 2, 3, 16), alidnn.ForBatch(4)}, false,
 			[]string{`input "x"`, "bound to 2", "batch to 4"}},
 	}

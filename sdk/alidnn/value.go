@@ -48,6 +48,9 @@ type device struct {
 	// gather is, for an input the runtime fills with rows of a constant
 	// table, the rule (see embed.go).
 	gather *rowGather
+	// hostOnly says a graph input is read by the runtime only, as a
+	// Gather's data (see gatherinput.go): it has no device storage.
+	hostOnly bool
 	// zeroPad says the padding lanes of its lane axis hold zeros, as
 	// permuteGroups' copy writes them and permutations of whole blocks
 	// keep them: a MatMul may read it as B whose padding is zero rows or
@@ -72,6 +75,11 @@ type derived struct {
 	// self is a gate held back until the graph multiplies it by its
 	// input (see selfchain.go).
 	self *selfChain
+	// noSaturate and roundMode are, for a Cast to float8 the host does as
+	// it reads the output (see boundary.go), the Cast's saturate=0 and its
+	// round_mode for FLOAT8E8M0 ("" for "up").
+	noSaturate bool
+	roundMode  string
 }
 
 // dequantised is the DequantizeLinear computing the value: a folded
@@ -119,7 +127,20 @@ func (v *value) root() *value {
 
 // isFloat reports whether v's logical type is a floating-point type.
 func (v *value) isFloat() bool {
-	return v.typ == onnx.Float || v.typ == onnx.Double || v.typ == onnx.Float16
+	return v.typ.IsFloat()
+}
+
+// f64s returns a constant's values as float64, exact for its floats and
+// for integers up to 2⁵³.
+func (v *value) f64s() []float64 {
+	out := make([]float64, 0, max(len(v.f), len(v.i)))
+	for _, x := range v.f {
+		out = append(out, float64(x))
+	}
+	for _, x := range v.i {
+		out = append(out, float64(x))
+	}
+	return out
 }
 
 // floats returns a constant's values as float32, converting integers.
@@ -152,6 +173,9 @@ type hostOp struct {
 	axis int
 	src  *value
 	pads []int // padOp: top, left, bottom, right
+	// quant is, for a QuantizeLinear the host does as it reads the
+	// output (see hostquant.go), its parameters.
+	quant *HostQuant
 }
 
 // aliasOf is a value of shape over src's storage.
@@ -179,7 +203,18 @@ func fromTensor(t *onnx.Tensor) (*value, error) {
 			return nil, err
 		}
 		return constFloat(t.Name, shape, f), nil
-	case onnx.Int8, onnx.Uint8, onnx.Int16, onnx.Uint16, onnx.Int32, onnx.Int64, onnx.Uint32, onnx.Uint64, onnx.Bool:
+	case onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1, onnx.Float8E8M0:
+		// Exact in fp32; the type stays, so that what is folded from it
+		// is rounded to it (see foldRound).
+		f, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		v := constFloat(t.Name, shape, f)
+		v.typ = t.DataType
+		return v, nil
+	case onnx.Int8, onnx.Uint8, onnx.Int16, onnx.Uint16, onnx.Int32, onnx.Int64, onnx.Uint32, onnx.Uint64, onnx.Bool,
+		onnx.Int4, onnx.Uint4, onnx.Int2, onnx.Uint2:
 		i, err := t.Int64s()
 		if err != nil {
 			return nil, err

@@ -157,6 +157,9 @@ func (c *compiler) splitNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if x.isConst {
+		return c.foldSplit(n, x)
+	}
 	r := len(x.shape)
 	axis, err := n.Int("axis", 0)
 	if err != nil {
@@ -183,7 +186,10 @@ func (c *compiler) splitNode(n *onnx.Node) error {
 			continue
 		}
 		if m == 0 {
-			return fmt.Errorf("Split's output %q is empty: %w", n.Outputs[k], ErrUnsupported)
+			shape := slices.Clone(x.shape)
+			shape[r-1] = 0
+			c.set(n, k, emptyValue(x.typ, shape))
+			continue
 		}
 		w := make([]float32, C*m)
 		for j := range m {
@@ -213,7 +219,10 @@ func (c *compiler) splitSelect(n *onnx.Node, x *value, axis int) error {
 			continue
 		}
 		if m == 0 {
-			return fmt.Errorf("Split's output %q is empty: %w", n.Outputs[k], ErrUnsupported)
+			shape := slices.Clone(x.shape)
+			shape[axis] = 0
+			c.set(n, k, emptyValue(x.typ, shape))
+			continue
 		}
 		idx := make([]int, m)
 		for j := range idx {

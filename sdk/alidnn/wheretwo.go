@@ -14,16 +14,21 @@ import (
 //
 // the ALU having no select: the picked operand meets +∞, the other −∞,
 // exact for every value, infinities included, but NaN, which the ALU's min
-// and max drop as in Relu (a picked NaN gives ±∞).
+// and max drop as in Relu (a picked NaN gives ±∞). Two integer operands
+// of one type staged as exact fp32 values (see embed.go) are picked so
+// from their Casts to FLOAT, NaN-free, and the result is of their type.
 func (c *compiler) whereTwo(n *onnx.Node, cond, x, y *value) error {
+	out := n.Outputs[0]
+	tmp := func(s string) string { return out + "/where2_" + s }
+	if hostInt(x) && hostInt(y) && x.typ == y.typ {
+		return c.whereInts(n, x.typ, tmp)
+	}
 	if x.typ != onnx.Float || y.typ != onnx.Float {
 		return fmt.Errorf("Where of %v %s and %v %s: only FLOAT operands: %w", x.typ, x, y.typ, y, ErrUnsupported)
 	}
 	if !cond.isConst && cond.typ != onnx.Bool {
 		return fmt.Errorf("Where with the computed condition %v %s: only a BOOL: %w", cond.typ, cond, ErrUnsupported)
 	}
-	out := n.Outputs[0]
-	tmp := func(s string) string { return out + "/where2_" + s }
 	inf := float32(math.Inf(1))
 	var ops []*onnx.Node
 	if cond.isConst {
@@ -53,4 +58,23 @@ func (c *compiler) whereTwo(n *onnx.Node, cond, x, y *value) error {
 		&onnx.Node{OpType: "Min", Inputs: []string{n.Inputs[2], tmp("nb")}, Outputs: []string{tmp("y")}},
 		&onnx.Node{OpType: "Max", Inputs: []string{tmp("x"), tmp("y")}, Outputs: []string{out}})
 	return c.lowered(n, ops, tmp(""), c.node)
+}
+
+// whereInts compiles Where of two integer operands of type typ as the
+// Where of their Casts to FLOAT (tmp names the intermediates), typed typ
+// again.
+func (c *compiler) whereInts(n *onnx.Node, typ onnx.DataType, tmp func(string) string) error {
+	toFloat := func(in, out string) *onnx.Node {
+		return &onnx.Node{OpType: "Cast", Inputs: []string{in}, Outputs: []string{out},
+			Attrs: []*onnx.Attribute{{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}}}
+	}
+	ops := []*onnx.Node{toFloat(n.Inputs[1], tmp("xf")), toFloat(n.Inputs[2], tmp("yf")),
+		{OpType: "Where", Inputs: []string{n.Inputs[0], tmp("xf"), tmp("yf")}, Outputs: []string{tmp("f")}}}
+	c.uses[tmp("f")] = c.uses[n.Outputs[0]]
+	if err := c.lowered(n, ops, tmp(""), c.node); err != nil {
+		return err
+	}
+	y := c.vals[tmp("f")]
+	c.set(n, 0, &value{shape: y.shape, typ: typ, derived: derived{alias: y}})
+	return nil
 }

@@ -4,6 +4,7 @@ package onnx
 // type and dims.
 
 import (
+	"math"
 	"slices"
 	"unsafe"
 
@@ -18,11 +19,14 @@ type typedField struct {
 }
 
 // typedFields lists where onnx.proto keeps the elements of each type when
-// not in raw_data: the narrow integer types and FLOAT16 (as its bits) are
-// widened to int32_data, UINT32 to uint64_data.
+// not in raw_data: the narrow integer types and the narrow floating-point
+// ones (as their bits) are widened to int32_data, the 4- and 2-bit types
+// packed first (a value of int32_data holds a byte of raw_data), UINT32 to
+// uint64_data.
 var typedFields = []typedField{
 	{"float_data", 4, []DataType{Float}},
-	{"int32_data", 5, []DataType{Int32, Int16, Int8, Uint16, Uint8, Bool, Float16}},
+	{"int32_data", 5, []DataType{Int32, Int16, Int8, Uint16, Uint8, Bool, Float16, Bfloat16,
+		Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Float8E8M0, Uint4, Int4, Float4E2M1, Uint2, Int2}},
 	{"int64_data", 7, []DataType{Int64}},
 	{"double_data", 10, []DataType{Double}},
 	{"uint64_data", 11, []DataType{Uint32, Uint64}},
@@ -73,14 +77,13 @@ func (d *decoder) tensor(r reader) (*Tensor, error) {
 	if len(t.strs) > 0 {
 		return t, errorf("string_data", "set in a %v tensor", t.DataType)
 	}
-	size := t.DataType.Size()
-	if size == 0 {
+	if t.DataType.Bits() == 0 {
 		return t, errorf("data_type", "%v is not supported", t.DataType)
 	}
 	if w.hasRaw {
-		return t, d.rawElements(t, &w, n, size)
+		return t, d.rawElements(t, &w, n)
 	}
-	return t, d.typedElements(t, &w, n, size)
+	return t, d.typedElements(t, &w, n)
 }
 
 // tensorProtoField decodes field f of a TensorProto into t or w.
@@ -155,16 +158,16 @@ func (w *tensorWire) checkStrings(t *Tensor, n int64) error {
 	return nil
 }
 
-// rawElements keeps raw_data as t's n elements of size bytes.
-func (d *decoder) rawElements(t *Tensor, w *tensorWire, n int64, size int) error {
+// rawElements keeps raw_data as t's n elements.
+func (d *decoder) rawElements(t *Tensor, w *tensorWire, n int64) error {
 	for i, tf := range typedFields {
 		if len(w.typed[i]) > 0 {
 			return errorf(tf.name, "set along with raw_data")
 		}
 	}
-	if int64(len(w.raw)) != n*int64(size) {
+	if want := t.DataType.rawLen(n); int64(len(w.raw)) != want {
 		return errorf("raw_data", "%d bytes for %d elements of %v (dims %v), want %d",
-			len(w.raw), n, t.DataType, t.Dims, n*int64(size))
+			len(w.raw), n, t.DataType, t.Dims, want)
 	}
 	if err := d.charge(len(w.raw)); err != nil {
 		return err
@@ -174,9 +177,8 @@ func (d *decoder) rawElements(t *Tensor, w *tensorWire, n int64, size int) error
 }
 
 // typedElements converts the typed field that holds t's type to its n
-// elements of size bytes, range-checked; the other typed fields must be
-// empty.
-func (d *decoder) typedElements(t *Tensor, w *tensorWire, n int64, size int) error {
+// elements, range-checked; the other typed fields must be empty.
+func (d *decoder) typedElements(t *Tensor, w *tensorWire, n int64) error {
 	held := -1 // the typed field that holds t's type
 	for i, tf := range typedFields {
 		if slices.Contains(tf.types, t.DataType) {
@@ -189,14 +191,18 @@ func (d *decoder) typedElements(t *Tensor, w *tensorWire, n int64, size int) err
 		return nil
 	}
 	tf, typed := typedFields[held], w.typed[held]
-	if int64(len(typed)) != n {
-		return errorf(tf.name, "%d values for %d elements (dims %v)", len(typed), n, t.Dims)
+	size, values := t.DataType.Size(), n
+	lo, hi := t.DataType.bounds()
+	if t.DataType.Bits() < 8 { // packed: a value per byte
+		size, values, lo, hi = 1, t.DataType.rawLen(n), 0, math.MaxUint8
 	}
-	if err := d.charge(int(n) * size); err != nil {
+	if int64(len(typed)) != values {
+		return errorf(tf.name, "%d values for %d elements (dims %v), want %d", len(typed), n, t.Dims, values)
+	}
+	if err := d.charge(int(values) * size); err != nil {
 		return err
 	}
-	t.raw = make([]byte, 0, int(n)*size)
-	lo, hi := t.DataType.bounds()
+	t.raw = make([]byte, 0, int(values)*size)
 	for j, v := range typed {
 		switch tf.num {
 		case 5: // int32 on the wire, sign-extended to 64 bits

@@ -15,15 +15,20 @@
 // GraphProto's nodes, initializers, inputs, outputs and value_info; NodeProto
 // with every attribute type except sparse tensors (graph attributes are
 // decoded into [Graph], nested at most [MaxDepth] deep; TYPE_PROTO attributes
-// keep only their type); TensorProto of the numeric types, BOOL and STRING,
-// with data in raw_data or in the typed repeated fields, packed or not.
+// keep only their type); TensorProto of the numeric types (FLOAT16,
+// BFLOAT16, the five float8 types and FLOAT4E2M1 decoded exactly to float32
+// by Tensor.Float32s; INT4, UINT4, INT2, UINT2 and FLOAT4E2M1 packed as ONNX
+// packs them),
+// BOOL and STRING, with data in raw_data or in the typed repeated fields,
+// packed or not. NewFloat encodes float32 values to the floating-point types
+// as ONNX's Cast rounds them.
 // Unknown fields are skipped, so models from newer ONNX versions decode as
 // long as they do not need what is missing.
 //
 // Rejected with an error wrapping [ErrFormat]: external data (the data lives
 // in another file), segmented tensors, sparse initializers and sparse tensor
-// attributes, tensor types other than those of [DataType] (BFLOAT16, FLOAT8,
-// INT4, complex, ...), tensors of more than [MaxDims] dimensions or more than
+// attributes, tensor types other than those of [DataType] (complex,
+// ...), tensors of more than [MaxDims] dimensions or more than
 // [MaxElems] elements, data whose length does not match the dims, and inputs
 // larger than [MaxModelSize].
 //

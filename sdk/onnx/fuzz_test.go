@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,6 +64,19 @@ func FuzzDecodeTensor(f *testing.F) {
 	}
 	f.Add([]byte(tensorPB("x", Uint8, 2).ints(tInt32Data, false, 0, 255)))
 	f.Add([]byte(tensorPB("x", String, 2).str(tStringData, "a").str(tStringData, "b")))
+	// The narrow and packed types, in raw_data and in int32_data.
+	f.Add([]byte(tensorPB("x", Float16, 2).ints(tInt32Data, true, 0x3c00, 0x7e00)))
+	f.Add([]byte(tensorPB("x", Bfloat16, 2).bytes(tRawData, le(2, 0x3f80, 0xff80))))
+	f.Add([]byte(tensorPB("x", Float8E4M3FN, 3).bytes(tRawData, []byte{0x7e, 0x7f, 0x80})))
+	f.Add([]byte(tensorPB("x", Float8E4M3FNUZ, 2).ints(tInt32Data, false, 0x80, 0x7f)))
+	f.Add([]byte(tensorPB("x", Float8E5M2, 2).bytes(tRawData, []byte{0x7c, 0x7e})))
+	f.Add([]byte(tensorPB("x", Float8E5M2FNUZ, 1).bytes(tRawData, []byte{0x80})))
+	f.Add([]byte(tensorPB("x", Int4, 3).bytes(tRawData, []byte{0x87, 0x0f})))
+	f.Add([]byte(tensorPB("x", Uint4, 3).ints(tInt32Data, true, 0xf1, 0x02)))
+	f.Add([]byte(tensorPB("x", Int2, 5).bytes(tRawData, []byte{0xe4, 0x01})))
+	f.Add([]byte(tensorPB("x", Uint2, 4).ints(tInt32Data, true, 0xe4)))
+	f.Add([]byte(tensorPB("x", Float4E2M1, 3).bytes(tRawData, []byte{0x7f, 0x08})))
+	f.Add([]byte(tensorPB("x", Float8E8M0, 3).ints(tInt32Data, true, 0, 0x7f, 0xff)))
 	for _, b := range realFiles(f, "onnx/node/*/test_data_set_0/*.pb", "onnx/models/*/test_data_set_0/*.pb") {
 		f.Add(b)
 	}
@@ -75,6 +89,22 @@ func FuzzDecodeTensor(f *testing.F) {
 		is, ierr := x.Int64s()
 		if ferr == nil && int64(len(fs)) != x.Len() || ierr == nil && int64(len(is)) != x.Len() {
 			t.Fatalf("%d floats, %d ints for Len %d", len(fs), len(is), x.Len())
+		}
+		// A narrow float's values are float32 values: encoding one gives
+		// back its bits (NaNs aside, whose payloads are not kept).
+		if x.DataType == Float8E8M0 && ferr == nil {
+			for k, v := range fs {
+				if b, _ := encodeE8M0(v, true, "down"); !math.IsNaN(float64(v)) && b != x.raw[k] {
+					t.Fatalf("element %d: %#x decodes to %v, which encodes to %#x", k, x.raw[k], v, b)
+				}
+			}
+		}
+		if mf, ok := minifloatOf(x.DataType); ok && ferr == nil {
+			for k, v := range fs {
+				if b := x.bitsAt(k); !math.IsNaN(float64(v)) && mf.encode(v, false) != b && !(v == 0 && mf.uz) {
+					t.Fatalf("element %d: %#x decodes to %v, which encodes to %#x", k, b, v, mf.encode(v, false))
+				}
+			}
 		}
 		// Encoding and decoding again gives the same tensor.
 		e, err := EncodeTensor(x)

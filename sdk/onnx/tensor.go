@@ -32,30 +32,44 @@ const (
 	Double  DataType = 11
 	Uint32  DataType = 12
 	Uint64  DataType = 13
+	// 14 and 15 are the complex types, which this package does not read.
+	Bfloat16       DataType = 16
+	Float8E4M3FN   DataType = 17
+	Float8E4M3FNUZ DataType = 18
+	Float8E5M2     DataType = 19
+	Float8E5M2FNUZ DataType = 20
+	Uint4          DataType = 21
+	Int4           DataType = 22
+	Float4E2M1     DataType = 23
+	Float8E8M0     DataType = 24
+	Uint2          DataType = 25
+	Int2           DataType = 26
 )
 
 var typeNames = [...]string{
 	Float: "FLOAT", Uint8: "UINT8", Int8: "INT8", Uint16: "UINT16", Int16: "INT16",
 	Int32: "INT32", Int64: "INT64", String: "STRING", Bool: "BOOL", Float16: "FLOAT16",
-	Double: "DOUBLE", Uint32: "UINT32", Uint64: "UINT64",
+	Double: "DOUBLE", Uint32: "UINT32", Uint64: "UINT64", Bfloat16: "BFLOAT16",
+	Float8E4M3FN: "FLOAT8E4M3FN", Float8E4M3FNUZ: "FLOAT8E4M3FNUZ", Float8E5M2: "FLOAT8E5M2",
+	Float8E5M2FNUZ: "FLOAT8E5M2FNUZ", Uint4: "UINT4", Int4: "INT4", Float4E2M1: "FLOAT4E2M1", Float8E8M0: "FLOAT8E8M0", Uint2: "UINT2", Int2: "INT2",
 }
 
 // String returns onnx.proto's name of the type, e.g. FLOAT, or the number of
 // a type this package does not know.
 func (t DataType) String() string {
-	if t > 0 && int(t) < len(typeNames) {
+	if t > 0 && int(t) < len(typeNames) && typeNames[t] != "" {
 		return typeNames[t]
 	}
 	return "DataType(" + strconv.Itoa(int(t)) + ")"
 }
 
-// Size returns the size in bytes of an element in raw_data, or 0 for STRING
-// and unknown types.
+// Size returns the size in bytes of an element in raw_data, or 0 for STRING,
+// the types of fewer than 8 bits (see Bits) and unknown types.
 func (t DataType) Size() int {
 	switch t {
-	case Uint8, Int8, Bool:
+	case Uint8, Int8, Bool, Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Float8E8M0:
 		return 1
-	case Uint16, Int16, Float16:
+	case Uint16, Int16, Float16, Bfloat16:
 		return 2
 	case Float, Int32, Uint32:
 		return 4
@@ -65,10 +79,33 @@ func (t DataType) Size() int {
 	return 0
 }
 
+// Bits returns the size in bits of an element, or 0 for STRING and unknown
+// types. The 4- and 2-bit types (FLOAT4E2M1 too) are packed in raw_data as
+// ONNX packs them: the first element in the lowest bits of a byte, a last
+// byte padded.
+func (t DataType) Bits() int {
+	switch t {
+	case Uint4, Int4, Float4E2M1:
+		return 4
+	case Uint2, Int2:
+		return 2
+	}
+	return 8 * t.Size()
+}
+
+// rawLen returns the bytes n elements of t take in raw_data.
+func (t DataType) rawLen(n int64) int64 { return (n*int64(t.Bits()) + 7) / 8 }
+
+// IsFloat reports whether t is a floating-point type this package decodes.
+func (t DataType) IsFloat() bool {
+	_, narrow := minifloatOf(t)
+	return t == Float || t == Double || t == Float8E8M0 || narrow
+}
+
 // integer reports whether Int64s accepts tensors of type t.
 func (t DataType) integer() bool {
 	switch t {
-	case Uint8, Int8, Uint16, Int16, Int32, Int64, Bool, Uint32, Uint64:
+	case Uint8, Int8, Uint16, Int16, Int32, Int64, Bool, Uint32, Uint64, Uint4, Int4, Uint2, Int2:
 		return true
 	}
 	return false
@@ -93,13 +130,26 @@ func (t DataType) bounds() (lo int64, hi uint64) {
 		return 0, math.MaxUint32
 	case Uint64:
 		return 0, math.MaxUint64
+	case Uint4, Float4E2M1:
+		return 0, 15
+	case Int4:
+		return -8, 7
+	case Uint2:
+		return 0, 3
+	case Int2:
+		return -2, 1
+	case Bfloat16:
+		return 0, math.MaxUint16
+	case Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Float8E8M0:
+		return 0, math.MaxUint8
 	}
 	return math.MinInt64, math.MaxInt64
 }
 
 // Tensor is a dense tensor. Its data is kept as onnx's raw_data would hold
 // it: elements in row-major order, little-endian, of DataType.Size() bytes
-// each; STRING tensors keep their strings.
+// each (packed for the 4- and 2-bit types, see Bits); STRING tensors keep
+// their strings.
 type Tensor struct {
 	Name     string
 	DataType DataType
@@ -150,17 +200,18 @@ func (t *Tensor) check() error {
 		}
 		return nil
 	}
-	size := t.DataType.Size()
-	if size == 0 {
+	if t.DataType.Bits() == 0 {
 		return fmt.Errorf("onnx: tensor %q: unsupported data type %v", t.Name, t.DataType)
 	}
-	if int64(len(t.raw)) != n*int64(size) {
+	if int64(len(t.raw)) != t.DataType.rawLen(n) {
 		return fmt.Errorf("onnx: tensor %q: %d bytes of data for %d elements of %v", t.Name, len(t.raw), n, t.DataType)
 	}
 	return nil
 }
 
-// Float32s returns the elements of a FLOAT or DOUBLE tensor as float32.
+// Float32s returns the elements of a tensor of a floating-point type as
+// float32: exactly for FLOAT and the narrow types (FLOAT16, BFLOAT16,
+// float8), rounded to nearest even for DOUBLE.
 func (t *Tensor) Float32s() ([]float32, error) {
 	if err := t.check(); err != nil {
 		return nil, err
@@ -179,7 +230,63 @@ func (t *Tensor) Float32s() ([]float32, error) {
 		}
 		return v, nil
 	}
-	return nil, fmt.Errorf("onnx: tensor %q: %v is not FLOAT or DOUBLE", t.Name, t.DataType)
+	if t.DataType == Float8E8M0 {
+		v := make([]float32, len(t.raw))
+		for i, b := range t.raw {
+			v[i] = decodeE8M0(b)
+		}
+		return v, nil
+	}
+	if f, ok := minifloatOf(t.DataType); ok {
+		v := make([]float32, t.Len())
+		for i := range v {
+			v[i] = f.decode(t.bitsAt(i))
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("onnx: tensor %q: %v is not a floating-point type", t.Name, t.DataType)
+}
+
+// Float64s returns the elements of a DOUBLE tensor, or of another
+// floating-point type's as Float32s does.
+func (t *Tensor) Float64s() ([]float64, error) {
+	if t.DataType != Double {
+		f, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		v := make([]float64, len(f))
+		for i, x := range f {
+			v[i] = float64(x)
+		}
+		return v, nil
+	}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	v := make([]float64, len(t.raw)/8)
+	for i := range v {
+		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(t.raw[8*i:]))
+	}
+	return v, nil
+}
+
+// bitsAt is the bit pattern of element i of a narrow type's tensor.
+func (t *Tensor) bitsAt(i int) uint32 {
+	if bits := t.DataType.Bits(); bits < 8 {
+		pos := i * bits
+		return uint32(t.raw[pos/8]>>(pos%8)) & (1<<bits - 1)
+	}
+	size := t.DataType.Size()
+	return uint32(readLE(t.raw[size*i:], size))
+}
+
+func readLE(b []byte, size int) uint64 {
+	var u uint64
+	for k := size - 1; k >= 0; k-- {
+		u = u<<8 | uint64(b[k])
+	}
+	return u
 }
 
 // Int64s returns the elements of a tensor of an integer type or BOOL (as 0
@@ -190,6 +297,9 @@ func (t *Tensor) Int64s() ([]int64, error) {
 	}
 	if !t.DataType.integer() {
 		return nil, fmt.Errorf("onnx: tensor %q: %v is not an integer type", t.Name, t.DataType)
+	}
+	if bits := t.DataType.Bits(); bits < 8 {
+		return t.unpack(bits), nil
 	}
 	size := t.DataType.Size()
 	v := make([]int64, len(t.raw)/size)
@@ -223,6 +333,23 @@ func (t *Tensor) Int64s() ([]int64, error) {
 		}
 	}
 	return v, nil
+}
+
+// unpack returns the elements of a 4- or 2-bit tensor, sign-extended for
+// INT4 and INT2.
+func (t *Tensor) unpack(bits int) []int64 {
+	v := make([]int64, t.Len())
+	lo, _ := t.DataType.bounds()
+	mask := byte(1<<bits - 1)
+	for i := range v {
+		pos := i * bits
+		u := int64(t.raw[pos/8] >> (pos % 8) & mask)
+		if lo < 0 && u >= 1<<(bits-1) {
+			u -= 1 << bits
+		}
+		v[i] = u
+	}
+	return v
 }
 
 // NewFloat32 returns a FLOAT tensor holding a copy of data. EncodeTensor and
@@ -270,12 +397,84 @@ func NewInt(name string, dt DataType, dims []int64, data []int64) (*Tensor, erro
 		return nil, fmt.Errorf("onnx: tensor %q: %d elements for dims %v", name, len(data), dims)
 	}
 	lo, hi := dt.bounds()
-	raw := make([]byte, 0, len(data)*dt.Size())
+	bits := dt.Bits()
+	raw := make([]byte, 0, dt.rawLen(n))
 	for i, v := range data {
 		if v < lo || (v > 0 && uint64(v) > hi) {
 			return nil, fmt.Errorf("onnx: tensor %q: element %d = %d out of %v range", name, i, v, dt)
 		}
+		if bits < 8 {
+			pos := i * bits
+			if pos%8 == 0 {
+				raw = append(raw, 0)
+			}
+			raw[pos/8] |= byte(v&(1<<bits-1)) << (pos % 8)
+			continue
+		}
 		raw = appendLE(raw, uint64(v), dt.Size())
+	}
+	return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
+}
+
+// NewFloat returns a tensor of floating-point type dt holding data
+// converted as ONNX's Cast from FLOAT converts: exactly to FLOAT, to
+// DOUBLE, and to the narrow types rounded to nearest even, a value beyond
+// the type's largest finite one becoming that value (saturate, the Cast
+// default, for the float8 types only) or infinity or NaN (see minifloat's
+// encode); to FLOAT8E8M0 rounded up (see NewFloatRounded). The length of
+// data must be the product of dims.
+func NewFloat(name string, dt DataType, dims []int64, data []float32, saturate bool) (*Tensor, error) {
+	return NewFloatRounded(name, dt, dims, data, saturate, "up")
+}
+
+// NewFloatRounded is NewFloat with Cast's round_mode for FLOAT8E8M0 ("up",
+// "down" or "nearest"; see encodeE8M0), which the other types ignore.
+func NewFloatRounded(name string, dt DataType, dims []int64, data []float32, saturate bool, roundMode string) (*Tensor, error) {
+	n, err := elems(dims)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: tensor %q: %v", name, err)
+	}
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("onnx: tensor %q: %d elements for dims %v", name, len(data), dims)
+	}
+	switch dt {
+	case Float:
+		return NewFloat32(name, dims, data), nil
+	case Double:
+		raw := make([]byte, 0, 8*len(data))
+		for _, f := range data {
+			raw = binary.LittleEndian.AppendUint64(raw, math.Float64bits(float64(f)))
+		}
+		return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
+	}
+	if dt == Float8E8M0 {
+		raw := make([]byte, len(data))
+		for i, x := range data {
+			b, err := encodeE8M0(x, saturate, roundMode)
+			if err != nil {
+				return nil, fmt.Errorf("onnx: tensor %q: %v", name, err)
+			}
+			raw[i] = b
+		}
+		return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
+	}
+	f, ok := minifloatOf(dt)
+	if !ok {
+		return nil, fmt.Errorf("onnx: tensor %q: %v is not a floating-point type", name, dt)
+	}
+	saturate = saturate && f.bits() == 8 // FLOAT16 and BFLOAT16 overflow to infinity
+	raw := make([]byte, 0, dt.rawLen(n))
+	for i, x := range data {
+		b := f.encode(x, saturate)
+		if bits := dt.Bits(); bits < 8 {
+			pos := i * bits
+			if pos%8 == 0 {
+				raw = append(raw, 0)
+			}
+			raw[pos/8] |= byte(b) << (pos % 8)
+			continue
+		}
+		raw = appendLE(raw, uint64(b), dt.Size())
 	}
 	return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
 }

@@ -31,7 +31,7 @@ func datatypeName(t onnx.DataType) string {
 
 // convertible reports whether tensors of type t can cross the protocol.
 func convertible(t onnx.DataType) bool {
-	return t == onnx.Float || (t.Size() > 0 && t != onnx.Float16 && t != onnx.Double)
+	return t == onnx.Float || (t.Size() > 0 && !t.IsFloat())
 }
 
 // maxNesting bounds how deeply "data" arrays nest: a tensor has at most

@@ -175,33 +175,24 @@ func readSet(dir, kind string) ([]*onnx.Tensor, error) {
 }
 
 // compare returns the worst error of got relative to the tolerance; int8
-// compares floating-point outputs by the int8 rule (see int8Error).
+// compares floating-point outputs by the int8 rule (see int8Error). The
+// element types must match. FLOAT and DOUBLE outputs are held to the fp32
+// tolerance; the narrow floating-point types (FLOAT16, BFLOAT16, float8),
+// which the host rounds as it reads them back, must be the same values
+// (NaN matching NaN); INT8 and UINT8 (quantised) outputs may be off by 1,
+// other integer types not at all.
 func compare(got, want *onnx.Tensor, int8 bool) (float64, error) {
 	if fmt.Sprint(got.Dims) != fmt.Sprint(want.Dims) {
 		return 0, fmt.Errorf("shape %v, want %v", got.Dims, want.Dims)
 	}
-	if want.DataType == onnx.Float || want.DataType == onnx.Double {
-		g, err := got.Float32s()
-		if err != nil {
-			return 0, err
-		}
-		w, err := want.Float32s()
-		if err != nil {
-			return 0, err
-		}
-		if int8 {
-			return int8Error(g, w, want.Dims), nil
-		}
-		worst := 0.0
-		for k := range w {
-			tol := 1e-5 + 1e-3*math.Abs(float64(w[k]))
-			e := math.Abs(float64(g[k])-float64(w[k])) / tol
-			if math.IsNaN(e) {
-				e = math.Inf(1)
-			}
-			worst = max(worst, e)
-		}
-		return worst, nil
+	if got.DataType != want.DataType {
+		return 0, fmt.Errorf("element type %v, want %v", got.DataType, want.DataType)
+	}
+	switch {
+	case want.DataType == onnx.Float || want.DataType == onnx.Double:
+		return compareFloat(got, want, int8)
+	case want.DataType.IsFloat():
+		return compareExact(got, want)
 	}
 	g, err := got.Int64s()
 	if err != nil {
@@ -217,9 +208,66 @@ func compare(got, want *onnx.Tensor, int8 bool) (float64, error) {
 		if d < 0 {
 			d = -d
 		}
+		if d != 0 && want.DataType != onnx.Int8 && want.DataType != onnx.Uint8 {
+			return 0, fmt.Errorf("element %d: %d, want %d", k, g[k], w[k])
+		}
 		worst = max(worst, float64(d))
 	}
 	return worst, nil
+}
+
+func compareFloat(got, want *onnx.Tensor, int8 bool) (float64, error) {
+	g, err := got.Float64s()
+	if err != nil {
+		return 0, err
+	}
+	w, err := want.Float64s()
+	if err != nil {
+		return 0, err
+	}
+	if int8 {
+		return int8Error(f32s(g), f32s(w), want.Dims), nil
+	}
+	worst := 0.0
+	for k := range w {
+		if g[k] == w[k] || math.IsNaN(g[k]) && math.IsNaN(w[k]) {
+			continue // equal infinities, and NaN for NaN, as onnx's backend compares
+		}
+		tol := 1e-5 + 1e-3*math.Abs(w[k])
+		e := math.Abs(g[k]-w[k]) / tol
+		if math.IsNaN(e) {
+			e = math.Inf(1)
+		}
+		worst = max(worst, e)
+	}
+	return worst, nil
+}
+
+func f32s(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for k, x := range v {
+		out[k] = float32(x)
+	}
+	return out
+}
+
+// compareExact wants every value of a narrow floating-point output.
+func compareExact(got, want *onnx.Tensor) (float64, error) {
+	g, err := got.Float32s()
+	if err != nil {
+		return 0, err
+	}
+	w, err := want.Float32s()
+	if err != nil {
+		return 0, err
+	}
+	for k := range w {
+		nan := math.IsNaN(float64(g[k])) && math.IsNaN(float64(w[k]))
+		if math.Float32bits(g[k]) != math.Float32bits(w[k]) && !nan {
+			return 0, fmt.Errorf("element %d: %v, want %v (%v)", k, g[k], w[k], want.DataType)
+		}
+	}
+	return 0, nil
 }
 
 // Line formats a result as the CLI prints it.

@@ -14,10 +14,18 @@ import (
 // the listed reason passes; passing, compiling or failing otherwise fails
 // naming the listed reason; an unlisted folder keeps its result.
 func TestExpectRefusal(t *testing.T) {
-	const name = "test_cast_FLOAT_to_DOUBLE"
+	// Any listed folder will do while the list has one whose reason has no
+	// quotes (the errors quote the reason with %q): the first by name, so
+	// that the test outlives each entry.
+	var name string
+	for n, r := range refusals {
+		if !strings.Contains(r, `"`) && (name == "" || n < name) {
+			name = n
+		}
+	}
 	reason := refusals[name]
 	if reason == "" {
-		t.Fatalf("%s is not listed", name)
+		t.Fatal("no listed folder with a reason without quotes")
 	}
 	for _, tc := range []struct {
 		what    string

@@ -26,6 +26,10 @@ import (
 // performance bound.
 const wait = 20 * time.Second
 
+// listDelay is how long after Allocate the fake kubelet lists a pod in
+// PodResources: two of the plugin's release ticks (ReleaseEvery 50 ms).
+const listDelay = 100 * time.Millisecond
+
 type fakeKubelet struct {
 	t    testing.TB
 	dir  string
@@ -298,6 +302,10 @@ func (e *endpoint) allocate(pod string, ids ...string) (*pluginapi.ContainerAllo
 	if len(resp.ContainerResponses) != 1 {
 		e.t.Fatalf("%s: %d container responses for one container", e.resource, len(resp.ContainerResponses))
 	}
+	// The kubelet lists the pod's devices some time after Allocate
+	// returns (it creates the container first): the plugin must not
+	// release an allocation in that window (see ReleaseGrace).
+	time.Sleep(listDelay)
 	// One entry per device, as the real kubelet lists them.
 	e.k.podsMu.Lock()
 	for _, id := range ids {

@@ -49,7 +49,12 @@ type rig struct {
 type rigOptions struct {
 	alidnn []int // slots loaded with AliDNN by tenant "alice"
 	poll   time.Duration
-	grace  time.Duration // ReleaseGrace; 0: 1 ns, PodResources is kept exact by the fake kubelet
+	// grace is ReleaseGrace; 0: 2 s. The fake kubelet lists a pod's
+	// devices in PodResources only once Allocate has returned, as the real
+	// one does, so an allocation younger than that window must not be
+	// released: under load a release tick fell between the two and freed a
+	// chip its pod held (TestOneChipThreeResources, once in a make test).
+	grace time.Duration
 	// engines, if set, loads engines for shares on demand (Config.Engines);
 	// the slots start cleared, as faasd's reconcile leaves them.
 	engines func(*rig) deviceplugin.Engines
@@ -97,7 +102,7 @@ func newRig(t testing.TB, o rigOptions) *rig {
 		o.poll = 50 * time.Millisecond
 	}
 	if o.grace == 0 {
-		o.grace = time.Nanosecond
+		o.grace = 2 * time.Second
 	}
 	r.cfg = deviceplugin.Config{Slots: r.table, Grants: r.grants, PodSocket: filepath.Join(dir, "pod", "faasd.sock"),
 		Dir: r.kubelet.dir, PodResources: r.kubelet.prSock, CDIDir: filepath.Join(dir, "cdi"),

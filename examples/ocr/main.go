@@ -7,17 +7,15 @@
 //
 // Usage:
 //
-//	ocr [-agent TARGET] [-slot N] [-models DIR] [-int8] [-image FILE.png | -text "line|line" [-size PX] [-upside]] [-json]
+//	ocr [-agent TARGET] [-slot N] [-models DIR] [-image FILE.png | -text "line|line" [-size PX] [-upside]] [-json]
 //	ocr -attach LISTING[:VERSION] [-registry URL] [...]
 //
 // Without -image it reads a page it renders itself with the Go fonts:
 // -text's lines (separated by |) at -size pixels, turned by 180° with
 // -upside, and checks that every line reads as rendered. -models holds the
 // models as testdata/ocr/ppocrv4 does (default $FAAS_TESTDATA/ocr/ppocrv4,
-// else testdata/ocr/ppocrv4). -int8 quantises the three models after
-// training, calibrated on an engine simulated in this process (see
-// ppocr.Calibration). The slot and the token are found as examples/mnist
-// finds them.
+// else testdata/ocr/ppocrv4). The slot and the token are found as
+// examples/mnist finds them.
 //
 // Exit codes: 0 read (a rendered page: every line as rendered); 1 a step
 // failed or a rendered line was misread; 2 bad usage.
@@ -37,7 +35,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fpga-faas/faas/bitstreams/alidnn/model"
 	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/alidnn/ppocr"
 	"github.com/fpga-faas/faas/sdk/faas"
@@ -54,7 +51,6 @@ func main() {
 	size := flag.Float64("size", 24, "font size of the rendered page, in pixels")
 	upside := flag.Bool("upside", false, "turn the rendered page by 180°")
 	asJSON := flag.Bool("json", false, "print one JSON object")
-	int8 := flag.Bool("int8", false, "quantise the models to int8 after training, calibrated in this process")
 	flag.Parse()
 	if flag.NArg() != 0 || *slot < 0 || *size < 6 || *size > 96 {
 		flag.Usage()
@@ -76,11 +72,8 @@ func main() {
 			return err
 		}
 		defer closeDev()
-		r, closeRunner, err := runner(alidnn.Agent(dev), m, *int8)
-		if err != nil {
-			return err
-		}
-		defer closeRunner(ctx)
+		r := ppocr.NewRunner(alidnn.Agent(dev))
+		defer r.Close(ctx)
 		out, err := read(ctx, r, m, img, want)
 		if err != nil {
 			return fmt.Errorf("on %s: %w", where, err)
@@ -135,25 +128,6 @@ type outcome struct {
 	Wall  time.Duration
 	// Misread lists the lines of a rendered page read otherwise.
 	Misread []string
-}
-
-// runner returns the Runner of the models on eng, in fp32 or quantised to
-// int8, calibrated on an engine simulated in this process, and the
-// function that closes them.
-func runner(eng alidnn.Engine, m *ppocr.Models, int8 bool) (*ppocr.Runner, func(context.Context), error) {
-	if !int8 {
-		r := ppocr.NewRunner(eng)
-		return r, func(ctx context.Context) { r.Close(ctx) }, nil
-	}
-	calib, err := model.NewLocal(0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the calibration engine: %w", err)
-	}
-	r := ppocr.NewInt8Runner(eng, calib, ppocr.Calibration(m))
-	return r, func(ctx context.Context) {
-		r.Close(ctx)
-		calib.Close()
-	}, nil
 }
 
 // read reads img with r; with want (a rendered page's lines), a line read

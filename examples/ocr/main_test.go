@@ -28,11 +28,8 @@ func TestNetReadRendered(t *testing.T) {
 		t.Fatalf("upside-down page's lines %q, want them in its reading order", want)
 	}
 	ctx := context.Background()
-	r, closeRunner, err := runner(sim, m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeRunner(ctx)
+	r := ppocr.NewRunner(sim)
+	defer r.Close(ctx)
 	out, err := read(ctx, r, m, img, want)
 	if err != nil {
 		t.Fatal(err)
@@ -51,32 +48,6 @@ func TestNetReadRendered(t *testing.T) {
 	}
 	if err := out.print(f, "the simulator", true); err == nil || !strings.Contains(err.Error(), `line 1 read "Hello World 123"`) {
 		t.Errorf("print of a misread page: %v, want the line named", err)
-	}
-}
-
-// TestNetReadRenderedInt8 reads the default page, upright and upside
-// down, with the models quantised to int8 (-int8).
-func TestNetReadRenderedInt8(t *testing.T) {
-	testenv.FullNetwork(t)
-	m, sim := setup(t)
-	ctx := context.Background()
-	r, closeRunner, err := runner(sim, m, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeRunner(ctx)
-	for _, upside := range []bool{false, true} {
-		img, want, err := input("", "Hello World 123|FPGA as a Service", 24, upside)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := read(ctx, r, m, img, want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(out.Misread) > 0 {
-			t.Errorf("upside %v: %q", upside, out.Misread)
-		}
 	}
 }
 

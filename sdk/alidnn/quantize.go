@@ -96,6 +96,7 @@ func measureOnce(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx
 	if err != nil {
 		return nil, nil, err
 	}
+	defer s.Close(ctx)
 	ranges := map[string]valueRange{}
 	for k, in := range calib {
 		if _, err := s.Run(ctx, in...); err != nil {

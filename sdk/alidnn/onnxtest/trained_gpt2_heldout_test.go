@@ -25,7 +25,7 @@ func TestTrainedGPT2HeldOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	trainAcc := w.copyAccuracy(newGPTCopyTask(trainedGPT2Cfg.seed).batch(128, S))
-	testX := newGPTCopyTask(heldOutSeed + 1).batch(128, S)
+	testX := newGPTCopyTask(heldOutSeed+1).batch(128, S)
 	testAcc := w.copyAccuracy(testX)
 	t.Logf("float64 reference: copy accuracy train %.3f, test %.3f (chance 1/90)", trainAcc, testAcc)
 	if testAcc < 0.9 {

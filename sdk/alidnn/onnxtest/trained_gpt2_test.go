@@ -121,7 +121,9 @@ type gptCopyTask struct{ r *rand.Rand }
 
 const gptCopyStart, gptCopySep, gptCopyFillers = 1, 2, 10
 
-func newGPTCopyTask(seed uint64) *gptCopyTask { return &gptCopyTask{rand.New(rand.NewPCG(seed, 0x9e72))} }
+func newGPTCopyTask(seed uint64) *gptCopyTask {
+	return &gptCopyTask{rand.New(rand.NewPCG(seed, 0x9e72))}
+}
 
 // next draws a sequence of S ≥ 4 tokens.
 func (c *gptCopyTask) next(S int) []int {

@@ -51,7 +51,7 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		if n.OpType == "Equal" && a.typ == onnx.Int32 && b.typ == onnx.Int32 && !(a.isConst && b.isConst) {
+		if n.OpType == "Equal" && (a.typ == onnx.Int32 || a.typ == onnx.Uint32) && a.typ == b.typ && !(a.isConst && b.isConst) {
 			if err := c.equalInt32(n, a, b); err != nil {
 				return err
 			}

@@ -11,7 +11,8 @@ package alidnn
 //     every reader is such arithmetic or a comparison; otherwise it is a
 //     quantised int8 tensor), of the same type;
 //   - Add and Sub are exact in fp32 for 8- and 16-bit operands (|a ± b| <
-//     2¹⁸); Mul for 8-bit ones (|a·b| ≤ 2¹⁶; 16-bit products reach 2³²);
+//     2¹⁸); Mul for 8-bit ones (|a·b| ≤ 2¹⁶; 16-bit products reach 2³², and
+//     run on int32 lanes instead: see intpath.go);
 //     Div for 8-bit ones: the engine's fp32 quotient is correctly rounded,
 //     and a/b lies at least 1/|b| ≥ 2⁻⁸ from the next integer, a relative
 //     gap of at least 2⁻¹⁶ against fp32's 2⁻²⁴, so truncating it gives

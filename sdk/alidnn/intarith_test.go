@@ -11,8 +11,9 @@ import (
 
 // TestIntArith runs ONNX's integer Add, Sub, Mul and Div on INT8 and
 // UINT8 inputs where they wrap around (127 + 1, 0 − 1, 200·2, −128·−1) and
-// truncate toward zero (−7/2, 7/−2), and INT16 Add and Sub; Mul of INT16
-// and arithmetic read on in the graph are refused.
+// truncate toward zero (−7/2, 7/−2), and INT16 Add and Sub; Mul of an
+// INT16 input staged as fp32 (read by an Add too, see intpath.go) and
+// arithmetic read on in the graph are refused.
 func TestIntArith(t *testing.T) {
 	run := func(typ onnx.DataType, op string, a, b []int64) []int64 {
 		t.Helper()
@@ -58,9 +59,10 @@ func TestIntArith(t *testing.T) {
 		want string
 	}{
 		{&onnx.Graph{
-			Nodes:   []*onnx.Node{{OpType: "Mul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}}},
+			Nodes: []*onnx.Node{{OpType: "Mul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}},
+				{OpType: "Add", Inputs: []string{"a", "b"}, Outputs: []string{"z"}}},
 			Inputs:  []onnx.ValueInfo{typed(vinfo("a", 3), onnx.Int16), typed(vinfo("b", 3), onnx.Int16)},
-			Outputs: []onnx.ValueInfo{typed(vinfo("y", 3), onnx.Int16)},
+			Outputs: []onnx.ValueInfo{typed(vinfo("y", 3), onnx.Int16), typed(vinfo("z", 3), onnx.Int16)},
 		}, "ONNX's 16-bit integer Mul is not exact in fp32"},
 		{&onnx.Graph{
 			Nodes: []*onnx.Node{{OpType: "Add", Inputs: []string{"a", "b"}, Outputs: []string{"s"}},

@@ -1,0 +1,78 @@
+package alidnn_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// TestInt32Arith runs ONNX's INT16 and UINT16 Mul and UINT32 Add, Sub,
+// Mul and Equal on the engine's int32 lanes where they wrap around
+// (−32768·−1, 65535·65535, 2³²−1 + 1, 0 − 1, 2³¹·2), and refuses what the
+// lanes cannot hold exactly.
+func TestInt32Arith(t *testing.T) {
+	for _, tc := range []struct {
+		typ, out   onnx.DataType
+		op         string
+		a, b, want []int64
+	}{
+		{onnx.Int16, onnx.Int16, "Mul", []int64{-32768, 32767, 300, -7, 181},
+			[]int64{-1, 32767, 300, 9, 181}, []int64{-32768, 1, 24464, -63, 32761}},
+		{onnx.Uint16, onnx.Uint16, "Mul", []int64{65535, 256, 65535, 3},
+			[]int64{65535, 256, 2, 0}, []int64{1, 0, 65534, 0}},
+		{onnx.Uint32, onnx.Uint32, "Add", []int64{1<<32 - 1, 1 << 31, 5, 1<<31 - 1},
+			[]int64{1, 1 << 31, 7, 1}, []int64{0, 0, 12, 1 << 31}},
+		{onnx.Uint32, onnx.Uint32, "Sub", []int64{0, 1 << 31, 7, 1<<32 - 1},
+			[]int64{1, 1<<32 - 1, 5, 1 << 31}, []int64{1<<32 - 1, 1<<31 + 1, 2, 1<<31 - 1}},
+		{onnx.Uint32, onnx.Uint32, "Mul", []int64{1<<32 - 1, 1 << 31, 65536, 3000000000},
+			[]int64{1<<32 - 1, 2, 65536, 3}, []int64{1, 0, 0, 9000000000 % (1 << 32)}},
+		{onnx.Uint32, onnx.Bool, "Equal", []int64{1<<32 - 1, 1 << 31, 0, 1<<24 + 1},
+			[]int64{1<<32 - 1, 0, 1 << 31, 1 << 24}, []int64{1, 0, 0, 0}},
+	} {
+		n := int64(len(tc.a))
+		g := &onnx.Graph{
+			Nodes:   []*onnx.Node{{OpType: tc.op, Inputs: []string{"a", "b"}, Outputs: []string{"y"}}},
+			Inputs:  []onnx.ValueInfo{typed(vinfo("a", n), tc.typ), typed(vinfo("b", n), tc.typ)},
+			Outputs: []onnx.ValueInfo{typed(vinfo("y", n), tc.out)},
+		}
+		res := runGraphResult(t, g, ints64("a", tc.typ, []int64{n}, tc.a...), ints64("b", tc.typ, []int64{n}, tc.b...))
+		if res.Outputs[0].DataType != tc.out {
+			t.Fatalf("%v %s: output %v", tc.typ, tc.op, res.Outputs[0].DataType)
+		}
+		got, err := res.Outputs[0].Int64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range tc.want {
+			if got[k] != tc.want[k] {
+				t.Errorf("%v %s %v, %v: %v, want %v", tc.typ, tc.op, tc.a, tc.b, got, tc.want)
+				break
+			}
+		}
+	}
+	two := func(op string, typ onnx.DataType, more ...*onnx.Node) *onnx.Graph {
+		return &onnx.Graph{
+			Nodes:   append([]*onnx.Node{{OpType: op, Inputs: []string{"a", "b"}, Outputs: []string{"y"}}}, more...),
+			Inputs:  []onnx.ValueInfo{typed(vinfo("a", 3), typ), typed(vinfo("b", 3), typ)},
+			Outputs: []onnx.ValueInfo{typed(vinfo("y", 3), typ)},
+		}
+	}
+	mid := two("Mul", onnx.Uint32, castTo("y", "z", onnx.Float))
+	mid.Outputs = []onnx.ValueInfo{vinfo("z", 3)}
+	for _, tc := range []struct {
+		g    *onnx.Graph
+		want string
+	}{
+		{two("Less", onnx.Uint32), `input "a": element type UINT32, read by Less`},
+		{two("Div", onnx.Uint32), `input "a": element type UINT32, read by Div`},
+		{mid, "in the middle of the graph: the host wraps the int32 result around UINT32"},
+	} {
+		_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 14}}, Graph: tc.g})
+		if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one naming %q", err, tc.want)
+		}
+	}
+}

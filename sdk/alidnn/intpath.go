@@ -14,7 +14,8 @@ package alidnn
 //   - the result is only a graph output, so that nothing reads the bits
 //     before the host wraps them to the type.
 //
-// Div stays on the fp32 path: the engine has no integer division.
+// Div stays on the fp32 path, exact for 8- and 16-bit operands (see
+// intarith.go): the engine has no integer division.
 // Comparisons other than Equal of UINT32 would need an unsigned compare,
 // which int32 arithmetic overflows.
 
@@ -144,4 +145,15 @@ func (c *compiler) int32Negate(x *value) (*value, error) {
 	v := c.rename(l, x.typ)
 	v.uses = 1
 	return v, nil
+}
+
+// int32Div refuses Div of two computed INT32 tensors by name: the engine
+// has no integer division, and the fp32 quotient of an INT32 dividend,
+// which fp32 holds exactly only up to 2²⁴, may truncate to the wrong
+// integer.
+func int32Div(n *onnx.Node, a, b *value) error {
+	if n.OpType != "Div" || a.typ != onnx.Int32 || b.typ != onnx.Int32 || a.isConst || b.isConst {
+		return nil
+	}
+	return fmt.Errorf("Div of INT32 %s and %s: the engine has no integer division, and an INT32 dividend is not exact in fp32: %w", a, b, ErrUnsupported)
 }

@@ -11,8 +11,8 @@ import (
 
 // TestInt32Arith runs ONNX's INT16 and UINT16 Mul and UINT32 Add, Sub,
 // Mul and Equal on the engine's int32 lanes where they wrap around
-// (−32768·−1, 65535·65535, 2³²−1 + 1, 0 − 1, 2³¹·2), and refuses what the
-// lanes cannot hold exactly.
+// (−32768·−1, 65535·65535, 2³²−1 + 1, 0 − 1, 2³¹·2), and refuses what
+// neither they nor fp32 hold exactly: UINT32 order and Div, INT32 Div.
 func TestInt32Arith(t *testing.T) {
 	for _, tc := range []struct {
 		typ, out   onnx.DataType
@@ -69,6 +69,7 @@ func TestInt32Arith(t *testing.T) {
 		{two("Less", onnx.Uint32), `input "a": element type UINT32, read by Less`},
 		{two("Div", onnx.Uint32), `input "a": element type UINT32, read by Div`},
 		{mid, "in the middle of the graph: the host wraps the int32 result around UINT32"},
+		{two("Div", onnx.Int32), `Div of INT32 "a" [3] and "b" [3]: the engine has no integer division`},
 	} {
 		_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 14}}, Graph: tc.g})
 		if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {

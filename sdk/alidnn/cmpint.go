@@ -1,7 +1,9 @@
 package alidnn
 
-// Equal of INT32 tensors, exact for every value: fp32 holds integers only
-// up to 2²⁴, so the difference is taken in int32 first.
+// Equal of INT32 tensors, and of UINT32 inputs staged as their int32 bit
+// patterns (see intpath.go), exact for every value: fp32 holds integers
+// only up to 2²⁴, so the difference is taken in wrapping int32 first,
+// zero exactly when the 32 bits agree.
 
 import (
 	"fmt"

@@ -3,8 +3,8 @@ package alidnn
 // Comparisons of an integer input with a constant, and Not of a computed
 // BOOL, as fp32 arithmetic that gives exactly 0 and 1: a padding mask
 // exporters compute from the token ids (input_ids != pad), or invert.
-// Comparisons of FLOAT tensors are cmpfloat.go's, Equal of INT32 ones
-// cmpint.go's.
+// Comparisons of FLOAT tensors are cmpfloat.go's, Equal of INT32 and
+// UINT32 ones cmpint.go's, the others of UINT32 ones cmpuint32.go's.
 
 import (
 	"fmt"
@@ -56,6 +56,9 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 				return err
 			}
 			return c.typeBool(out)
+		}
+		if n.OpType != "Equal" && a.typ == onnx.Uint32 && b.typ == onnx.Uint32 {
+			return c.orderUint32(n, a, b) // see cmpuint32.go
 		}
 		if floatCompare(a, b) {
 			if err := c.compareFloat(n, a, b); err != nil {

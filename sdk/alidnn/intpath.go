@@ -6,18 +6,16 @@ package alidnn
 //   - an INT16 or UINT16 graph input read only by Mul is staged as int32
 //     values: the ALU's int32 mul gives the low 32 bits of the product, of
 //     which the host's read-back wrap keeps the low 16, ONNX's product;
-//   - a UINT32 graph input read only by Add, Sub, Mul and Equal is staged
-//     as its int32 bit pattern: int32's wrapping add and low-32-bit mul
-//     are arithmetic modulo 2³², which is UINT32's, and the host reads the
-//     bits back as UINT32; Equal is cmpint.go's, a difference compared
-//     with 0;
+//   - a UINT32 graph input read only by Add, Sub, Mul and comparisons is
+//     staged as its int32 bit pattern: int32's wrapping add and
+//     low-32-bit mul are arithmetic modulo 2³², which is UINT32's, and the
+//     host reads the bits back as UINT32; Equal is cmpint.go's, a
+//     difference compared with 0, the others cmpuint32.go's;
 //   - the result is only a graph output, so that nothing reads the bits
 //     before the host wraps them to the type.
 //
 // Div stays on the fp32 path, exact for 8- and 16-bit operands (see
 // intarith.go): the engine has no integer division.
-// Comparisons other than Equal of UINT32 would need an unsigned compare,
-// which int32 arithmetic overflows.
 
 import (
 	"fmt"
@@ -33,7 +31,7 @@ func int32Readers(t onnx.DataType) []string {
 	case onnx.Int16, onnx.Uint16:
 		return []string{"Mul"}
 	case onnx.Uint32:
-		return []string{"Add", "Sub", "Mul", "Equal"}
+		return []string{"Add", "Sub", "Mul", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}
 	}
 	return nil
 }
@@ -65,7 +63,7 @@ func (c *compiler) uint32Input(name string) error {
 	}
 	for _, n := range c.g.Nodes {
 		if slices.Contains(n.Inputs, name) && !slices.Contains(int32Readers(onnx.Uint32), n.OpType) {
-			return fmt.Errorf("input %q: element type UINT32, read by %s %q: the engine computes UINT32 only as int32 bit patterns, by Add, Sub, Mul and Equal: %w",
+			return fmt.Errorf("input %q: element type UINT32, read by %s %q: the engine computes UINT32 only as int32 bit patterns, by Add, Sub, Mul and comparisons: %w",
 				name, n.OpType, n.Name, ErrUnsupported)
 		}
 	}

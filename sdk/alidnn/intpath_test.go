@@ -12,7 +12,7 @@ import (
 // TestInt32Arith runs ONNX's INT16 and UINT16 Mul and UINT32 Add, Sub,
 // Mul and Equal on the engine's int32 lanes where they wrap around
 // (−32768·−1, 65535·65535, 2³²−1 + 1, 0 − 1, 2³¹·2), and refuses what
-// neither they nor fp32 hold exactly: UINT32 order and Div, INT32 Div.
+// neither they nor fp32 hold exactly: UINT32 and INT32 Div, UINT32 Max.
 func TestInt32Arith(t *testing.T) {
 	for _, tc := range []struct {
 		typ, out   onnx.DataType
@@ -66,7 +66,7 @@ func TestInt32Arith(t *testing.T) {
 		g    *onnx.Graph
 		want string
 	}{
-		{two("Less", onnx.Uint32), `input "a": element type UINT32, read by Less`},
+		{two("Max", onnx.Uint32), `input "a": element type UINT32, read by Max`},
 		{two("Div", onnx.Uint32), `input "a": element type UINT32, read by Div`},
 		{mid, "in the middle of the graph: the host wraps the int32 result around UINT32"},
 		{two("Div", onnx.Int32), `Div of INT32 "a" [3] and "b" [3]: the engine has no integer division`},
@@ -74,6 +74,43 @@ func TestInt32Arith(t *testing.T) {
 		_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 14}}, Graph: tc.g})
 		if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want one naming %q", err, tc.want)
+		}
+	}
+}
+
+// TestUint32Order runs Less, LessOrEqual, Greater and GreaterOrEqual of
+// UINT32 inputs on pairs whose int32 difference overflows (0 against
+// 2³²−1, 2³¹ against 2³¹−1), that differ by 1 above fp32's 2²⁴, and
+// that are equal, against Go's unsigned comparison.
+func TestUint32Order(t *testing.T) {
+	a := []int64{0, 1<<32 - 1, 1 << 31, 1<<31 - 1, 1<<24 + 1, 1<<32 - 2, 3000000000, 1<<32 - 1, 1 << 31, 0, 7}
+	b := []int64{1<<32 - 1, 0, 1<<31 - 1, 1 << 31, 1 << 24, 1<<32 - 1, 3000000001, 1<<32 - 1, 1 << 31, 0, 1<<31 + 7}
+	cmp := map[string]func(x, y int64) bool{
+		"Less":           func(x, y int64) bool { return x < y },
+		"LessOrEqual":    func(x, y int64) bool { return x <= y },
+		"Greater":        func(x, y int64) bool { return x > y },
+		"GreaterOrEqual": func(x, y int64) bool { return x >= y },
+	}
+	n := int64(len(a))
+	for op, f := range cmp {
+		g := &onnx.Graph{
+			Nodes:   []*onnx.Node{{OpType: op, Inputs: []string{"a", "b"}, Outputs: []string{"y"}}},
+			Inputs:  []onnx.ValueInfo{typed(vinfo("a", n), onnx.Uint32), typed(vinfo("b", n), onnx.Uint32)},
+			Outputs: []onnx.ValueInfo{typed(vinfo("y", n), onnx.Bool)},
+		}
+		res := runGraphResult(t, g, ints64("a", onnx.Uint32, []int64{n}, a...), ints64("b", onnx.Uint32, []int64{n}, b...))
+		got, err := res.Outputs[0].Int64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range a {
+			want := int64(0)
+			if f(a[k], b[k]) {
+				want = 1
+			}
+			if got[k] != want {
+				t.Errorf("%s(%d, %d) = %d, want %d", op, a[k], b[k], got[k], want)
+			}
 		}
 	}
 }

@@ -70,7 +70,8 @@ func (c *compiler) equalInt32(n *onnx.Node, a, b *value) error {
 	}
 	C := max(l.out.lay.c(), 1)
 	if negB == nil {
-		l.steps = append(l.steps, step{kind: sAddRow, rowI: fillI(C, -b.ints()[0])})
+		// −k wraps for k = −2³¹ (and a UINT32 k ≥ 2³¹), as the difference does.
+		l.steps = append(l.steps, step{kind: sAddRow, rowI: fillI(C, castInt(-b.ints()[0], onnx.Int32))})
 	} else {
 		r := negB.root()
 		if !r.lay.equal(l.out.lay) && !sameStorage(r.lay, l.out.lay) {

@@ -114,3 +114,40 @@ func TestUint32Order(t *testing.T) {
 		}
 	}
 }
+
+// TestEqualInt32Constant compares UINT32 and INT32 inputs with constants
+// whose negation leaves int32 (4·10⁹, −2³¹): the difference wraps.
+func TestEqualInt32Constant(t *testing.T) {
+	for _, tc := range []struct {
+		typ  onnx.DataType
+		k    int64
+		x    []int64
+		want []int64
+	}{
+		{onnx.Uint32, 4000000000, []int64{4000000000, 5, 0, 1<<32 - 1}, []int64{1, 0, 0, 0}},
+		{onnx.Int32, -1 << 31, []int64{-1 << 31, 0, 1<<31 - 1, -1}, []int64{1, 0, 0, 0}},
+	} {
+		n := int64(len(tc.x))
+		k, err := onnx.NewInt("k", tc.typ, nil, []int64{tc.k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &onnx.Graph{
+			Nodes:        []*onnx.Node{{OpType: "Equal", Inputs: []string{"x", "k"}, Outputs: []string{"y"}}},
+			Inputs:       []onnx.ValueInfo{typed(vinfo("x", n), tc.typ)},
+			Outputs:      []onnx.ValueInfo{typed(vinfo("y", n), onnx.Bool)},
+			Initializers: []*onnx.Tensor{k},
+		}
+		res := runGraphResult(t, g, ints64("x", tc.typ, []int64{n}, tc.x...))
+		got, err := res.Outputs[0].Int64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tc.want {
+			if got[i] != tc.want[i] {
+				t.Errorf("%v Equal %v, %d: %v, want %v", tc.typ, tc.x, tc.k, got, tc.want)
+				break
+			}
+		}
+	}
+}

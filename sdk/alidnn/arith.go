@@ -38,6 +38,12 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if int32Int(a) || int32Int(b) {
+		return c.int32Arith(n, a, b)
+	}
+	if err := int32Div(n, a, b); err != nil {
+		return err
+	}
 	if fp32Int(a) || fp32Int(b) {
 		if err := c.intArith(n, a, b); err != nil {
 			return err

@@ -21,7 +21,10 @@ package alidnn
 //     fp32 values, and read like the INT64 and BOOL inputs of embed.go: views,
 //     Cast, comparisons with a constant, Gather's indices, Where's
 //     condition, and as operands of integer arithmetic where intarith.go's
-//     rule makes it exact.
+//     rule makes it exact. Read only by Mul, an INT16 or UINT16 input is
+//     staged as int32 values instead, and a UINT32 input read only by
+//     Add, Sub, Mul and comparisons as its int32 bit pattern (see
+//     intpath.go).
 //   - A Cast of an fp32 value to another type (FLOAT16, BFLOAT16, float8,
 //     DOUBLE, an integer type, BOOL) whose result is only a graph output is a
 //     read-back conversion: the host converts the engine's fp32 as ONNX's

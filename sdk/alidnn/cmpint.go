@@ -1,7 +1,9 @@
 package alidnn
 
-// Equal of INT32 tensors, exact for every value: fp32 holds integers only
-// up to 2²⁴, so the difference is taken in int32 first.
+// Equal of INT32 tensors, and of UINT32 inputs staged as their int32 bit
+// patterns (see intpath.go), exact for every value: fp32 holds integers
+// only up to 2²⁴, so the difference is taken in wrapping int32 first,
+// zero exactly when the 32 bits agree.
 
 import (
 	"fmt"
@@ -68,7 +70,8 @@ func (c *compiler) equalInt32(n *onnx.Node, a, b *value) error {
 	}
 	C := max(l.out.lay.c(), 1)
 	if negB == nil {
-		l.steps = append(l.steps, step{kind: sAddRow, rowI: fillI(C, -b.ints()[0])})
+		// −k wraps for k = −2³¹ (and a UINT32 k ≥ 2³¹), as the difference does.
+		l.steps = append(l.steps, step{kind: sAddRow, rowI: fillI(C, castInt(-b.ints()[0], onnx.Int32))})
 	} else {
 		r := negB.root()
 		if !r.lay.equal(l.out.lay) && !sameStorage(r.lay, l.out.lay) {

@@ -3,8 +3,8 @@ package alidnn
 // Comparisons of an integer input with a constant, and Not of a computed
 // BOOL, as fp32 arithmetic that gives exactly 0 and 1: a padding mask
 // exporters compute from the token ids (input_ids != pad), or invert.
-// Comparisons of FLOAT tensors are cmpfloat.go's, Equal of INT32 ones
-// cmpint.go's.
+// Comparisons of FLOAT tensors are cmpfloat.go's, Equal of INT32 and
+// UINT32 ones cmpint.go's, the others of UINT32 ones cmpuint32.go's.
 
 import (
 	"fmt"
@@ -51,11 +51,14 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
-		if n.OpType == "Equal" && a.typ == onnx.Int32 && b.typ == onnx.Int32 && !(a.isConst && b.isConst) {
+		if n.OpType == "Equal" && (a.typ == onnx.Int32 || a.typ == onnx.Uint32) && a.typ == b.typ && !(a.isConst && b.isConst) {
 			if err := c.equalInt32(n, a, b); err != nil {
 				return err
 			}
 			return c.typeBool(out)
+		}
+		if n.OpType != "Equal" && a.typ == onnx.Uint32 && b.typ == onnx.Uint32 {
+			return c.orderUint32(n, a, b) // see cmpuint32.go
 		}
 		if floatCompare(a, b) {
 			if err := c.compareFloat(n, a, b); err != nil {

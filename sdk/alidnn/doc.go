@@ -129,7 +129,9 @@
 // and arithmetic on a narrow float input (ONNX rounds after each
 // operator), are refused. Add, Sub, Mul and Div of two integer inputs
 // run where fp32 is exact and the host wraps (and truncates) the result as
-// it reads it back (see intarith.go).
+// it reads it back (see intarith.go); a 16-bit Mul and UINT32 Add, Sub,
+// Mul and comparisons run on int32 lanes, UINT32 inputs staged as their
+// bit patterns (see intpath.go and cmpuint32.go).
 //
 // Zero-size tensors fold (see empty.go): an input bound to a shape with a
 // 0 is an empty constant, as are empty Slices and Split parts, and what

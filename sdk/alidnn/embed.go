@@ -93,8 +93,8 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 	case "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor":
 		return nil
 	case "Add", "Sub", "Mul", "Div":
-		if fp32Int(v) {
-			return nil // see intarith.go
+		if fp32Int(v) || int32Int(v) {
+			return nil // see intarith.go and intpath.go
 		}
 	case "Gather":
 		if k == 1 {

@@ -40,9 +40,19 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 		}
 	case onnx.Int32:
 		v.elem = i32
+	case onnx.Uint32:
+		if err := c.uint32Input(in.Name); err != nil {
+			return err
+		}
+		v.elem = i32 // its bit pattern (see intpath.go)
 	case onnx.Int64, onnx.Bool:
 		v.elem = f32 // packed as fp32 (see embed.go)
-	case onnx.Int16, onnx.Uint16, onnx.Int4, onnx.Uint4, onnx.Int2, onnx.Uint2,
+	case onnx.Int16, onnx.Uint16:
+		v.elem = f32 // staged as exact fp32 values (see boundary.go)
+		if c.int32Input(in.Name, in.ElemType) {
+			v.elem = i32 // for int32 products (see intpath.go)
+		}
+	case onnx.Int4, onnx.Uint4, onnx.Int2, onnx.Uint2,
 		onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1, onnx.Float8E8M0:
 		v.elem = f32 // staged as exact fp32 values (see boundary.go)
 	case onnx.Double:

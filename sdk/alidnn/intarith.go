@@ -11,13 +11,16 @@ package alidnn
 //     every reader is such arithmetic or a comparison; otherwise it is a
 //     quantised int8 tensor), of the same type;
 //   - Add and Sub are exact in fp32 for 8- and 16-bit operands (|a ± b| <
-//     2¹⁸); Mul for 8-bit ones (|a·b| ≤ 2¹⁶; 16-bit products reach 2³²);
-//     Div for 8-bit ones: the engine's fp32 quotient is correctly rounded,
-//     and a/b lies at least 1/|b| ≥ 2⁻⁸ from the next integer, a relative
-//     gap of at least 2⁻¹⁶ against fp32's 2⁻²⁴, so truncating it gives
-//     ONNX's quotient (16-bit quotients may round onto the next integer;
-//     division by zero, which ONNX leaves undefined, gives what the
-//     read-back makes of ±Inf or NaN);
+//     2¹⁸); Mul for 8-bit ones (|a·b| ≤ 2¹⁶; 16-bit products reach 2³², and
+//     run on int32 lanes instead: see intpath.go);
+//     Div for 8- and 16-bit ones: the engine's fp32 quotient is correctly
+//     rounded, and a non-integer a/b lies at least 1/|b| from every
+//     integer, a gap relative to |a/b| of at least 1/|a| ≥ 2⁻¹⁶ against
+//     fp32's 2⁻²⁴, so it never rounds onto an integer and truncating it
+//     gives ONNX's quotient (checked for every pair of INT16 and of UINT16
+//     values; division by zero, which ONNX leaves undefined, gives what
+//     the read-back makes of ±Inf or NaN). An INT32 a is not exact in
+//     fp32, so INT32 Div is refused;
 //   - the result is only a graph output, so that nothing reads it before
 //     the host wraps or truncates it.
 
@@ -66,7 +69,7 @@ func (c *compiler) intArith(n *onnx.Node, a, b *value) error {
 	if !fp32Int(a) || !fp32Int(b) || a.typ != b.typ {
 		return fmt.Errorf("%s of %v %s and %v %s: integer arithmetic runs on two integer graph inputs of one type: %w", n.OpType, a.typ, a, b.typ, b, ErrUnsupported)
 	}
-	if bits := a.typ.Bits(); bits > 8 && (n.OpType == "Mul" || n.OpType == "Div") {
+	if bits := a.typ.Bits(); bits > 8 && n.OpType == "Mul" {
 		return fmt.Errorf("%s of %v %s and %s: ONNX's %d-bit integer %s is not exact in fp32: %w", n.OpType, a.typ, a, b, bits, n.OpType, ErrUnsupported)
 	}
 	if !c.outputs[n.Outputs[0]] || c.uses[n.Outputs[0]] != 1 {

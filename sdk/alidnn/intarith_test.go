@@ -11,8 +11,10 @@ import (
 
 // TestIntArith runs ONNX's integer Add, Sub, Mul and Div on INT8 and
 // UINT8 inputs where they wrap around (127 + 1, 0 − 1, 200·2, −128·−1) and
-// truncate toward zero (−7/2, 7/−2), and INT16 Add and Sub; Mul of INT16
-// and arithmetic read on in the graph are refused.
+// truncate toward zero (−7/2, 7/−2), INT16 Add, UINT16 Sub, and Div of
+// both (−32768/−1 wraps, 65535/65534 truncates); Mul of an INT16 input
+// staged as fp32 (read by an Add too, see intpath.go) and arithmetic read
+// on in the graph are refused.
 func TestIntArith(t *testing.T) {
 	run := func(typ onnx.DataType, op string, a, b []int64) []int64 {
 		t.Helper()
@@ -44,6 +46,10 @@ func TestIntArith(t *testing.T) {
 		{onnx.Uint8, "Div", []int64{255, 7, 0}, []int64{254, 8, 3}, []int64{1, 0, 0}},
 		{onnx.Int16, "Add", []int64{32767, -32768}, []int64{1, -1}, []int64{-32768, 32767}},
 		{onnx.Uint16, "Sub", []int64{0, 65535}, []int64{1, 65535}, []int64{65535, 0}},
+		{onnx.Int16, "Div", []int64{-32768, 32767, -32768, 32767, -32767, 7},
+			[]int64{-1, -2, 32767, 32767, 3, -2}, []int64{-32768, -16383, -1, 1, -10922, -3}},
+		{onnx.Uint16, "Div", []int64{65535, 65534, 65535, 65533, 65535},
+			[]int64{65534, 65535, 1, 3, 256}, []int64{1, 0, 65535, 21844, 255}},
 	} {
 		got := run(tc.typ, tc.op, tc.a, tc.b)
 		for k := range tc.want {
@@ -58,9 +64,10 @@ func TestIntArith(t *testing.T) {
 		want string
 	}{
 		{&onnx.Graph{
-			Nodes:   []*onnx.Node{{OpType: "Mul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}}},
+			Nodes: []*onnx.Node{{OpType: "Mul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}},
+				{OpType: "Add", Inputs: []string{"a", "b"}, Outputs: []string{"z"}}},
 			Inputs:  []onnx.ValueInfo{typed(vinfo("a", 3), onnx.Int16), typed(vinfo("b", 3), onnx.Int16)},
-			Outputs: []onnx.ValueInfo{typed(vinfo("y", 3), onnx.Int16)},
+			Outputs: []onnx.ValueInfo{typed(vinfo("y", 3), onnx.Int16), typed(vinfo("z", 3), onnx.Int16)},
 		}, "ONNX's 16-bit integer Mul is not exact in fp32"},
 		{&onnx.Graph{
 			Nodes: []*onnx.Node{{OpType: "Add", Inputs: []string{"a", "b"}, Outputs: []string{"s"}},

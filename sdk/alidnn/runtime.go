@@ -236,6 +236,11 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 	if b.Shift {
 		iv = mapI(iv, func(x int64) int64 { return x + 128 })
 	}
+	if b.Type != onnx.Bool {
+		// An int32 result of a narrower type, or a UINT32's bit pattern,
+		// wraps around the type's range (see intpath.go).
+		iv = mapI(iv, func(x int64) int64 { return castInt(x, b.Type) })
+	}
 	return onnx.NewInt(b.Name, b.Type, dims64(b.Shape), iv)
 }
 

@@ -164,7 +164,10 @@ func NewGrantID() string {
 func (gs *Grants) lookup(tok string) (*grantEntry, error) {
 	rest, _ := strings.CutPrefix(tok, GrantPrefix)
 	id, enc, ok := strings.Cut(rest, "_")
-	secret, err := base64.RawURLEncoding.DecodeString(enc)
+	// Strict: 43 characters carry 258 bits, and a lax decoder ignores the
+	// last two, so four spellings would name one secret; only the one
+	// issued is the credential.
+	secret, err := base64.RawURLEncoding.Strict().DecodeString(enc)
 	if !ok || err != nil || len(secret) != 32 {
 		return nil, agentErr(agentapi.CodeUnauthenticated, "malformed allocation credential", "use the credential as it was given: $FAAS_ALLOCATION_TOKEN in a pod, an attachment's from the registry")
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 )
 
+const b64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
 // FuzzGrantCredential: whatever a container sends as an allocation
 // credential, lookup answers without panicking, and accepts exactly the
 // credential issued.
@@ -16,6 +18,11 @@ func FuzzGrantCredential(f *testing.F) {
 	}
 	f.Add(tok)
 	f.Add(tok[:len(tok)-1] + "B")
+	// The other spellings of the secret's last two bits.
+	last := strings.IndexByte(b64url, tok[len(tok)-1])
+	for k := range 4 {
+		f.Add(tok[:len(tok)-1] + string(b64url[last&^3|k]))
+	}
 	f.Add(GrantPrefix)
 	f.Add(GrantPrefix + "0123456789abcdef_")
 	f.Add(GrantPrefix + "_" + strings.Repeat("A", 43))

@@ -103,13 +103,14 @@
 // exporters write in front of a Reshape and for a transformer's position
 // ids and masks: Shape, Size, Gather, Slice, ReduceProd, Concat, Squeeze,
 // Unsqueeze, Cast, Range, Expand, Where, Trilu, comparisons, logic,
-// arithmetic and Pow) are folded at compile time. Softmax at the graph's
-// end runs on the host; one that other operators read (attention's) runs
-// on the engine over the last axis: the row maximum by maxima with
-// butterfly permutation MatMuls within 16-lane blocks, then across the
-// blocks' maxima picked to one lane each, e^(x − max), the row sum by a
-// MatMul by ones, and the quotient (see softmax.go; a −Inf mask
-// weighs 0, +Inf gives NaN).
+// arithmetic and Pow, and a Loop whose trip count and body read only
+// constants, run at compile time, see loopfold.go) are folded at compile
+// time. Softmax at the graph's end runs on the host; one that other
+// operators read (attention's) runs on the engine over the last axis: the
+// row maximum by maxima with butterfly permutation MatMuls within 16-lane
+// blocks, then across the blocks' maxima picked to one lane each,
+// e^(x − max), the row sum by a MatMul by ones, and the quotient (see
+// softmax.go; a −Inf mask weighs 0, +Inf gives NaN).
 //
 // Element types at the boundary follow one rule (see boundary.go): the
 // data path is fp32 and int8, so graph inputs of other types are converted

@@ -125,8 +125,9 @@
 // result is only a graph output is the host's conversion as it reads it
 // (ONNX's Cast: round to nearest even, float8's saturate, truncation of
 // floats to integers wrapping around the type), and so is a QuantizeLinear
-// to INT16, UINT16, 4-, 2-bit or float8 types (see hostquant.go: x / scale
-// in float32, rounded half to even, as ONNX); in the middle of the graph,
+// to INT16, UINT16, 4-, 2-bit or float8 types, per tensor, axis or block
+// (see hostquant.go: x / scale in float32, rounded half to even, as
+// ONNX); in the middle of the graph,
 // and arithmetic on a narrow float input (ONNX rounds after each
 // operator), are refused. Add, Sub, Mul and Div of two integer inputs
 // run where fp32 is exact and the host wraps (and truncates) the result as

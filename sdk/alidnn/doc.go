@@ -118,9 +118,11 @@
 // reformatting TensorRT and onnxruntime's execution providers do. FLOAT16,
 // BFLOAT16, float8 and FLOAT4E2M1 inputs are staged as fp32 (exact) and read through
 // views, Cast and DequantizeLinear; a DOUBLE input only where every reader
-// is a Cast to FLOAT (the staging rounds as that Cast does); INT16, UINT16,
-// 4- and 2-bit integer inputs as exact fp32 values read as the INT64 inputs
-// below are, and by DequantizeLinear ((x − zero point) × scale in fp32, as
+// is a Cast to FLOAT (the staging rounds as that Cast does) or a Cast to a
+// narrower float type ending the graph (the host's, from the input's own
+// values, see hostcast.go); INT16, UINT16, 4- and 2-bit integer inputs as
+// exact fp32 values read as the INT64 inputs below are, and by
+// DequantizeLinear ((x − zero point) × scale in fp32, as
 // ONNX computes it). A Cast of an fp32 value to any other type whose
 // result is only a graph output is the host's conversion as it reads it
 // (ONNX's Cast: round to nearest even, float8's saturate, truncation of

@@ -403,6 +403,9 @@ func (c *compiler) cast(n *onnx.Node) error {
 	}
 	t := onnx.DataType(to)
 	switch {
+	case x.typ == onnx.Double && x.root().input && t != onnx.Float:
+		// Not through the fp32 staging, if any: see hostcast.go.
+		return c.hostCast(n, x, t)
 	case t == x.typ:
 		c.set(n, 0, &value{shape: x.shape, typ: x.typ, derived: derived{alias: x.root()}})
 		return nil

@@ -16,7 +16,9 @@ package alidnn
 //     here.
 //   - A DOUBLE input is staged as fp32 only when every reader is a Cast to
 //     FLOAT: the staging conversion is then that Cast (round to nearest
-//     even, as ONNX says). Otherwise it is refused.
+//     even, as ONNX says). A Cast of it to a narrower float type whose
+//     result is only a graph output is the host's, from the input's own
+//     values (see hostcast.go). Otherwise it is refused.
 //   - INT16, UINT16, INT4, UINT4, INT2 and UINT2 inputs are staged as exact
 //     fp32 values, and read like the INT64 and BOOL inputs of embed.go: views,
 //     Cast, comparisons with a constant, Gather's indices, Where's
@@ -67,26 +69,34 @@ func stagedInt(t onnx.DataType) bool {
 }
 
 // doubleInput checks that every reader of the DOUBLE graph input name is a
-// Cast to FLOAT, which staging it as fp32 then is.
-func (c *compiler) doubleInput(name string) error {
+// Cast to FLOAT, which staging it as fp32 then is, or a Cast the host does
+// from its values (see hostcast.go). It reports whether the input is the
+// host's only: then it is not staged.
+func (c *compiler) doubleInput(name string) (hostOnly bool, err error) {
+	staged, host := false, false
 	for _, n := range c.g.Nodes {
 		for _, in := range n.Inputs {
 			if in != name {
 				continue
 			}
 			to, _ := n.Int("to", 0)
-			if n.OpType != "Cast" || onnx.DataType(to) != onnx.Float {
-				return fmt.Errorf("input %q: element type DOUBLE, read by %s %q: the engine computes in fp32 and stages a DOUBLE input only for a Cast to FLOAT: %w",
+			switch {
+			case n.OpType == "Cast" && onnx.DataType(to) == onnx.Float:
+				staged = true
+			case c.hostCastOfDouble(n):
+				host = true
+			default:
+				return false, fmt.Errorf("input %q: element type DOUBLE, read by %s %q: the engine computes in fp32 and stages a DOUBLE input only for a Cast to FLOAT: %w",
 					name, n.OpType, n.Name, ErrUnsupported)
 			}
 		}
 	}
 	for _, o := range c.g.Outputs {
 		if o.Name == name {
-			return fmt.Errorf("input %q: element type DOUBLE, a graph output as it is: the engine computes in fp32: %w", name, ErrUnsupported)
+			return false, fmt.Errorf("input %q: element type DOUBLE, a graph output as it is: the engine computes in fp32: %w", name, ErrUnsupported)
 		}
 	}
-	return nil
+	return host && !staged, nil
 }
 
 // readBackCast compiles a Cast of the fp32 value x to type t as the host's

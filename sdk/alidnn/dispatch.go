@@ -89,6 +89,9 @@ func (c *compiler) dispatchOp(n *onnx.Node) error {
 		return c.compareNode(n)
 	case "And", "Or", "Xor":
 		return c.logicNode(n)
+	case "Loop":
+		// A constant Loop folds (see loopfold.go).
+		return fmt.Errorf("Loop over values known only at run time: the engine has no control flow: %w", ErrUnsupported)
 	}
 	return fmt.Errorf("operator %s: %w", n.OpType, ErrUnsupported)
 }

@@ -103,13 +103,14 @@
 // exporters write in front of a Reshape and for a transformer's position
 // ids and masks: Shape, Size, Gather, Slice, ReduceProd, Concat, Squeeze,
 // Unsqueeze, Cast, Range, Expand, Where, Trilu, comparisons, logic,
-// arithmetic and Pow) are folded at compile time. Softmax at the graph's
-// end runs on the host; one that other operators read (attention's) runs
-// on the engine over the last axis: the row maximum by maxima with
-// butterfly permutation MatMuls within 16-lane blocks, then across the
-// blocks' maxima picked to one lane each, e^(x − max), the row sum by a
-// MatMul by ones, and the quotient (see softmax.go; a −Inf mask
-// weighs 0, +Inf gives NaN).
+// arithmetic and Pow, and a Loop whose trip count and body read only
+// constants, run at compile time, see loopfold.go) are folded at compile
+// time. Softmax at the graph's end runs on the host; one that other
+// operators read (attention's) runs on the engine over the last axis: the
+// row maximum by maxima with butterfly permutation MatMuls within 16-lane
+// blocks, then across the blocks' maxima picked to one lane each,
+// e^(x − max), the row sum by a MatMul by ones, and the quotient (see
+// softmax.go; a −Inf mask weighs 0, +Inf gives NaN).
 //
 // Element types at the boundary follow one rule (see boundary.go): the
 // data path is fp32 and int8, so graph inputs of other types are converted
@@ -117,15 +118,18 @@
 // reformatting TensorRT and onnxruntime's execution providers do. FLOAT16,
 // BFLOAT16, float8 and FLOAT4E2M1 inputs are staged as fp32 (exact) and read through
 // views, Cast and DequantizeLinear; a DOUBLE input only where every reader
-// is a Cast to FLOAT (the staging rounds as that Cast does); INT16, UINT16,
-// 4- and 2-bit integer inputs as exact fp32 values read as the INT64 inputs
-// below are, and by DequantizeLinear ((x − zero point) × scale in fp32, as
+// is a Cast to FLOAT (the staging rounds as that Cast does) or a Cast to a
+// narrower float type ending the graph (the host's, from the input's own
+// values, see hostcast.go); INT16, UINT16, 4- and 2-bit integer inputs as
+// exact fp32 values read as the INT64 inputs below are, and by
+// DequantizeLinear ((x − zero point) × scale in fp32, as
 // ONNX computes it). A Cast of an fp32 value to any other type whose
 // result is only a graph output is the host's conversion as it reads it
 // (ONNX's Cast: round to nearest even, float8's saturate, truncation of
 // floats to integers wrapping around the type), and so is a QuantizeLinear
-// to INT16, UINT16, 4-, 2-bit or float8 types (see hostquant.go: x / scale
-// in float32, rounded half to even, as ONNX); in the middle of the graph,
+// to INT16, UINT16, 4-, 2-bit or float8 types, per tensor, axis or block
+// (see hostquant.go: x / scale in float32, rounded half to even, as
+// ONNX); in the middle of the graph,
 // and arithmetic on a narrow float input (ONNX rounds after each
 // operator), are refused. Add, Sub, Mul and Div of two integer inputs
 // run where fp32 is exact and the host wraps (and truncates) the result as

@@ -210,7 +210,7 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 		return fmt.Errorf("host operators nest too deep")
 	}
 	if b.HostOnly {
-		if _, err := checkShape(b.Shape); err != nil || b.Type != onnx.Float {
+		if _, err := checkShape(b.Shape); err != nil || b.Type != onnx.Float && b.Type != onnx.Double {
 			return fmt.Errorf("host-only input %v %v", b.Type, b.Shape)
 		}
 		return nil
@@ -235,6 +235,11 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 			return fmt.Errorf("constant of %d values for shape %v", len(b.ConstF)+len(b.ConstI), b.Shape)
 		}
 		return nil
+	case b.Host == castOp:
+		if b.Src == nil || !b.Src.HostOnly || b.Src.Type != onnx.Double || !narrowFloat(b.Type) || b.Quant != nil || !eqInts(b.Src.Shape, b.Shape) {
+			return fmt.Errorf("host Cast to %v of no DOUBLE input of shape %v", b.Type, b.Shape)
+		}
+		return checkBinding(b.Src, p, depth+1)
 	case b.Host != "":
 		if b.Src == nil || (b.Host != "Softmax" && b.Host != "Softmax-1" && b.Host != quantizeOp) || b.Axis < 0 || b.Axis >= max(len(b.Shape), 1) {
 			return fmt.Errorf("host operator %q on axis %d", b.Host, b.Axis)

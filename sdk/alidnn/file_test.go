@@ -125,7 +125,8 @@ func FuzzReadProgram(f *testing.F) {
 	f.Add(buf.Bytes())
 	// Programs with the bindings of the boundary: a read-back Cast to
 	// float8 without saturation, a host-only input gathered by the runtime,
-	// a host QuantizeLinear to INT4, an empty input.
+	// a host QuantizeLinear to INT4 and a blocked one to INT16, an empty
+	// input, a host Cast of a DOUBLE input.
 	for _, tc := range []struct {
 		dir    string
 		consts []int
@@ -134,6 +135,8 @@ func FuzzReadProgram(f *testing.F) {
 		{"test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN", nil, nil},
 		{"test_gather_1", nil, nil},
 		{"test_quantizelinear_int4", []int{1, 2}, nil},
+		{"test_quantizelinear_blocked_symmetric", []int{1}, nil},
+		{"test_cast_DOUBLE_to_FLOAT16", nil, nil},
 		{"test_split_zero_size_splits_opset18", []int{1}, []alidnn.Option{alidnn.WithShape("input", 0)}},
 	} {
 		buf.Reset()

@@ -108,7 +108,7 @@ func checkInputRows(b *Binding, p *Program) error {
 			ids = &p.Inputs[k]
 		}
 	}
-	if data == nil || !data.HostOnly || size(data.Shape) != g.Outer*g.Rows*g.Width {
+	if data == nil || !data.HostOnly || data.Type != onnx.Float || size(data.Shape) != g.Outer*g.Rows*g.Width {
 		return fmt.Errorf("%q: data %q is no host-only input of %d values", b.Name, g.Data, g.Outer*g.Rows*g.Width)
 	}
 	if ids == nil || ids.IsConst || ids.HostOnly || (ids.Type != onnx.Int64 && ids.Type != onnx.Int32) || size(ids.Shape)*g.Outer*g.Width != total {

@@ -56,10 +56,12 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 		onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1, onnx.Float8E8M0:
 		v.elem = f32 // staged as exact fp32 values (see boundary.go)
 	case onnx.Double:
-		if err := c.doubleInput(in.Name); err != nil {
+		host, err := c.doubleInput(in.Name)
+		if err != nil {
 			return err
 		}
 		v.elem = f32 // staged rounded to fp32: the Cast to FLOAT reading it
+		v.hostOnly = host
 	default:
 		return fmt.Errorf("input %q: element type %v: %w", in.Name, in.ElemType, ErrUnsupported)
 	}

@@ -62,7 +62,7 @@ type Binding struct {
 	// Cast's round_mode ("" for "up").
 	RoundMode string `json:",omitempty"`
 
-	Host    string     // "Softmax", "Softmax-1" or "QuantizeLinear": applied to Src on the host
+	Host    string     // "Softmax", "Softmax-1", "QuantizeLinear" or "Cast" (of a DOUBLE input): applied to Src on the host
 	Quant   *HostQuant `json:",omitempty"` // QuantizeLinear's parameters
 	Axis    int
 	Src     *Binding  `json:",omitempty"`
@@ -177,7 +177,12 @@ func (c *compiler) emit() (*Program, error) {
 		var b Binding
 		if v.host != nil {
 			src := p.bind(v.host.src)
-			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src, Quant: v.host.quant}
+			if v.host.op == castOp {
+				// The run's own input, which the host reads (see hostcast.go).
+				src = Binding{Name: v.host.src.name, Shape: v.host.src.shape, Type: onnx.Double, HostOnly: true}
+			}
+			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: v.host.op, Axis: v.host.axis, Src: &src, Quant: v.host.quant,
+				NoSaturate: v.noSaturate, RoundMode: v.roundMode}
 		} else {
 			b = outputBinding(p.bind(v), v)
 			b.Name, b.Shape, b.Type, b.NoSaturate, b.RoundMode = v.name, v.shape, v.typ, v.noSaturate, v.roundMode

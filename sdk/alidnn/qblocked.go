@@ -95,11 +95,13 @@ func (c *compiler) blockedQuantize(n *onnx.Node, x *value, block int) error {
 	if od != 0 && zt != out {
 		return fmt.Errorf("QuantizeLinear to %v with zero points of %v: %w", out, zt, ErrUnsupported)
 	}
-	if zt != onnx.Uint8 && zt != onnx.Int8 {
-		return fmt.Errorf("QuantizeLinear to %v: %w", zt, ErrUnsupported)
-	}
 	if err := c.materialize(x); err != nil {
 		return err
+	}
+	if zt != onnx.Uint8 && zt != onnx.Int8 {
+		// The engine writes int8 and uint8; other types are the host's
+		// as it reads a graph output.
+		return c.hostQuantizeBlocked(n, x, zt, block)
 	}
 	if x, err = c.floatOperand(x); err != nil {
 		return err

@@ -204,6 +204,9 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 		}
 		return typedTensor(b.Name, b.Type, dims64(b.Shape), b.ConstF, !b.NoSaturate, b.RoundMode)
 	}
+	if b.Host == castOp {
+		return hostCastOutput(b, host)
+	}
 	if b.Host != "" {
 		src, err := s.output(ctx, k, *b.Src, host)
 		if err != nil {

@@ -7,15 +7,17 @@
 //
 // Usage:
 //
-//	ocr [-agent TARGET] [-slot N] [-models DIR] [-image FILE.png | -text "line|line" [-size PX] [-upside]] [-json]
+//	ocr [-agent TARGET] [-slot N] [-models DIR] [-int8] [-image FILE.png | -text "line|line" [-size PX] [-upside]] [-json]
 //	ocr -attach LISTING[:VERSION] [-registry URL] [...]
 //
 // Without -image it reads a page it renders itself with the Go fonts:
 // -text's lines (separated by |) at -size pixels, turned by 180° with
 // -upside, and checks that every line reads as rendered. -models holds the
 // models as testdata/ocr/ppocrv4 does (default $FAAS_TESTDATA/ocr/ppocrv4,
-// else testdata/ocr/ppocrv4). The slot and the token are found as
-// examples/mnist finds them.
+// else testdata/ocr/ppocrv4). -int8 quantises the three models after
+// training, calibrated on the same accelerator on rendered text (see
+// ppocr.Calibration). The slot and the token are found as examples/mnist
+// finds them.
 //
 // Exit codes: 0 read (a rendered page: every line as rendered); 1 a step
 // failed or a rendered line was misread; 2 bad usage.
@@ -51,6 +53,7 @@ func main() {
 	size := flag.Float64("size", 24, "font size of the rendered page, in pixels")
 	upside := flag.Bool("upside", false, "turn the rendered page by 180°")
 	asJSON := flag.Bool("json", false, "print one JSON object")
+	int8 := flag.Bool("int8", false, "quantise the models to int8 after training, calibrated on the accelerator")
 	flag.Parse()
 	if flag.NArg() != 0 || *slot < 0 || *size < 6 || *size > 96 {
 		flag.Usage()
@@ -72,7 +75,13 @@ func main() {
 			return err
 		}
 		defer closeDev()
-		r := ppocr.NewRunner(alidnn.Agent(dev))
+		eng := alidnn.Agent(dev)
+		r := ppocr.NewRunner(eng)
+		if *int8 {
+			// faasd allocates per session: the calibration runs beside
+			// the programs on the same accelerator.
+			r = ppocr.NewInt8Runner(eng, eng, ppocr.Calibration(m))
+		}
 		defer r.Close(ctx)
 		out, err := read(ctx, r, m, img, want)
 		if err != nil {

@@ -51,6 +51,31 @@ func TestNetReadRendered(t *testing.T) {
 	}
 }
 
+// TestNetReadRenderedInt8 reads the default page, upright and upside
+// down, with the models quantised to int8 (-int8), calibrated on an engine
+// of its own (an in-process engine does not take memory back).
+func TestNetReadRenderedInt8(t *testing.T) {
+	testenv.FullNetwork(t)
+	m, sim := setup(t)
+	_, calib := setup(t)
+	ctx := context.Background()
+	r := ppocr.NewInt8Runner(sim, calib, ppocr.Calibration(m))
+	defer r.Close(ctx)
+	for _, upside := range []bool{false, true} {
+		img, want, err := input("", "Hello World 123|FPGA as a Service", 24, upside)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := read(ctx, r, m, img, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Misread) > 0 {
+			t.Errorf("upside %v: %q", upside, out.Misread)
+		}
+	}
+}
+
 // setup reads the vendored models and returns an engine simulated in the
 // process, closed with the test.
 func setup(t *testing.T) (*ppocr.Models, alidnn.Engine) {

@@ -66,6 +66,7 @@ func TestDemo(t *testing.T) {
 		"[9/12] faas trace replay", ": 0 differ", "[10/12] a CPU-only process", "of node demo-node (attachment ",
 		"[11/12] the model server", "$ curl -sS", "output Plus214_Output_0: digit 2", "  models    http://",
 		"[12/12] examples/ocr", `"FPGA as a Service" (turned 180°)`, `"Hello World 123" (turned 180°)`,
+		"-int8 -size 28", `"FPGA as a Service", score`, `"Hello World 123", score`,
 		"demo complete", "the portal at http://", "  portal    http://",
 		// The model is the clone's own.
 		"-model " + filepath.Join(clone, "testdata", "onnx", "models", "mnist", "model.onnx") + " ",

@@ -14,9 +14,22 @@ import (
 // activations, per-channel weights). Layers whose consumers need floats
 // (graph outputs, Softmax, element-wise sums of tensors, LRN) dequantise.
 // A dynamically quantised model's DynamicQuantizeLinear scales are
-// calibrated on the same run (see Calibrate).
+// calibrated on the same run (see Calibrate). The runs load programs from
+// the start of dev's window, over whatever it holds.
 func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts ...Option) (*Program, error) {
-	r, bounds, err := measure(ctx, dev, m, calib, opts)
+	return quantize(ctx, localFor(dev), m, calib, opts)
+}
+
+// QuantizeOn is Quantize calibrating on eng: an engine simulated in
+// the process, or a faasd slot or attachment (alidnn.Agent), as TensorRT
+// calibrates on the GPU it builds for. Its sessions are closed when done.
+func QuantizeOn(ctx context.Context, eng Engine, m *onnx.Model, calib [][]*onnx.Tensor, opts ...Option) (*Program, error) {
+	return quantize(ctx, func() Engine { return eng }, m, calib, opts)
+}
+
+// quantize is Quantize with each calibration run on an engine of engines.
+func quantize(ctx context.Context, engines func() Engine, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (*Program, error) {
+	r, bounds, err := measure(ctx, engines, m, calib, opts)
 	if err != nil {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
@@ -25,6 +38,12 @@ func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Te
 		abs[name] = s.absMax()
 	}
 	return Compile(m, append(opts, withRanges(abs), withBounds(bounds))...)
+}
+
+// localFor returns a fresh in-process Engine on dev for one calibration
+// run (see Load): each starts at the beginning of dev's window.
+func localFor(dev Device) func() Engine {
+	return func() Engine { return NewLocal(dev) }
 }
 
 // Calibrate compiles a dynamically quantised model, as onnxruntime's
@@ -36,18 +55,18 @@ func Quantize(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Te
 // parameters at compile time; see dynquant.go, which also says why it runs
 // the model once per level of DynamicQuantizeLinear).
 func Calibrate(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts ...Option) (*Program, error) {
-	_, bounds, err := measure(ctx, dev, m, calib, opts)
+	_, bounds, err := measure(ctx, localFor(dev), m, calib, opts)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	return Compile(m, append(opts, withBounds(bounds))...)
 }
 
-// measure runs the model on dev over the calibration inputs once per level
+// measure runs the model on engines over the calibration inputs once per level
 // of DynamicQuantizeLinear (at least once), and returns the ranges, 0
 // included, of every graph input and layer output the engine holds in fp32
 // in the last run, and of every DynamicQuantizeLinear's input by name.
-func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (ranges, bounds map[string]valueRange, err error) {
+func measure(ctx context.Context, engines func() Engine, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (ranges, bounds map[string]valueRange, err error) {
 	if len(calib) == 0 {
 		return nil, nil, fmt.Errorf("no calibration inputs")
 	}
@@ -55,7 +74,7 @@ func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Ten
 	bounds = map[string]valueRange{}
 	for lvl := 0; lvl < max(depth, 1); lvl++ {
 		var passed map[string]string
-		ranges, passed, err = measureOnce(ctx, dev, m, calib, append(opts, forCalibration(), withBounds(bounds)))
+		ranges, passed, err = measureOnce(ctx, engines(), m, calib, append(opts, forCalibration(), withBounds(bounds)))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -73,11 +92,11 @@ func measure(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Ten
 	return ranges, bounds, nil
 }
 
-// measureOnce compiles the model with opts, runs it on dev over the
+// measureOnce compiles the model with opts, runs it on eng over the
 // calibration inputs and returns the range of every graph input and layer
 // output the engine holds in fp32, and the DynamicQuantizeLinear inputs the
 // compilation passed through (see compiler.passed).
-func measureOnce(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (map[string]valueRange, map[string]string, error) {
+func measureOnce(ctx context.Context, eng Engine, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (map[string]valueRange, map[string]string, error) {
 	c := newCompiler(m, opts)
 	if err := c.build(); err != nil {
 		return nil, nil, err
@@ -92,7 +111,7 @@ func measureOnce(ctx context.Context, dev Device, m *onnx.Model, calib [][]*onnx
 	for _, l := range c.layers {
 		probes = append(probes, l.out)
 	}
-	s, err := Load(ctx, dev, p)
+	s, err := Open(ctx, eng, p, WithBatch(1), WithPipeline(1))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -47,7 +47,7 @@ func BenchmarkReadInt8(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer calib.Close()
-	r := ppocr.NewInt8Runner(alidnn.NewLocal(sim), calib, ppocr.Calibration(m))
+	r := ppocr.NewInt8Runner(alidnn.NewLocal(sim), alidnn.NewLocal(calib), ppocr.Calibration(m))
 	defer r.Close(context.Background())
 	benchRead(b, r, m)
 }

@@ -59,10 +59,10 @@ type Runner struct {
 	sessions map[runKey]*alidnn.Session
 	programs map[runKey]*alidnn.Program
 	lastUse  map[runKey]int // Stats.Runs at the session's last run
-	// dev and calib quantise each program after training (see
+	// calibOn and calib quantise each program after training (see
 	// NewInt8Runner).
-	dev   alidnn.Device
-	calib Calibrator
+	calibOn alidnn.Engine
+	calib   Calibrator
 	// Stats add up the runs.
 	Stats RunStats
 }
@@ -97,12 +97,14 @@ type Int8Plan struct {
 }
 
 // NewInt8Runner returns a Runner on eng whose programs are quantised to
-// int8 after training (alidnn.Quantize), calibrated with calib's inputs
-// on dev: a device of its own, not the one under eng, since calibration
-// loads programs over whatever its memory holds.
-func NewInt8Runner(eng alidnn.Engine, dev alidnn.Device, calib Calibrator, opts ...alidnn.Option) *Runner {
+// int8 after training (alidnn.QuantizeOn), calibrated with calib's inputs
+// on calibOn: eng itself when it allocates per session (a faasd slot or
+// attachment, alidnn.Agent: calibration then runs on the accelerator the
+// programs run on), or an engine of its own (an in-process engine hands
+// out memory it never takes back).
+func NewInt8Runner(eng, calibOn alidnn.Engine, calib Calibrator, opts ...alidnn.Option) *Runner {
 	r := NewRunner(eng, opts...)
-	r.dev, r.calib = dev, calib
+	r.calibOn, r.calib = calibOn, calib
 	return r
 }
 
@@ -127,7 +129,13 @@ func (r *Runner) compile(ctx context.Context, m *onnx.Model, name string, dims [
 	if len(plan.Float) > 0 {
 		opts = append(opts, alidnn.WithFloatNodes(plan.Float...))
 	}
-	return alidnn.Quantize(ctx, r.dev, m, samples, opts...)
+	for {
+		p, err := alidnn.QuantizeOn(ctx, r.calibOn, m, samples, opts...)
+		// Calibrating on eng needs program room as running does.
+		if err == nil || !errors.Is(err, faas.ErrQuota) || !r.evict(ctx) {
+			return p, err
+		}
+	}
 }
 
 // Run runs m on in (its one input, named as the graph names it) and

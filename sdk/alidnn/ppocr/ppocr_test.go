@@ -97,7 +97,7 @@ func TestNetReadInt8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := ppocr.NewInt8Runner(alidnn.NewLocal(sim), calib, ppocr.Calibration(m))
+	r := ppocr.NewInt8Runner(alidnn.NewLocal(sim), alidnn.NewLocal(calib), ppocr.Calibration(m))
 	t.Cleanup(func() {
 		r.Close(context.Background())
 		sim.Close()

@@ -163,19 +163,28 @@ func (e *emitter) depthwise(l *layer) (bool, error) {
 		return true, err
 	}
 	e.buffers(1, p.accBufs)
-	cv := p.cv
-	for o := range p.out.lay.o() {
-		for ob := range p.blocks {
-			for r0 := 0; r0 < cv.oh; r0 += p.th {
-				ys, err := spanOf(r0*cv.sh-cv.pt, cv.inRows(min(p.th, cv.oh-r0)), cv.ih)
+	return true, dwTiles(p.cv, p.out.lay.o(), p.blocks, p.th, func(o, ob, r0, t int, ys span) {
+		e.dwTile(p, o, ob, r0, t, ys)
+	})
+}
+
+// dwTiles calls tile for each tile of th output rows (t in the last) from
+// r0 of image o and channel block ob of a depthwise layer cv, with the
+// input rows ys it reads, in the order both depthwise paths emit them.
+func dwTiles(cv *convSpec, images, blocks, th int, tile func(o, ob, r0, t int, ys span)) error {
+	for o := range images {
+		for ob := range blocks {
+			for r0 := 0; r0 < cv.oh; r0 += th {
+				t := min(th, cv.oh-r0)
+				ys, err := spanOf(r0*cv.sh-cv.pt, cv.inRows(t), cv.ih)
 				if err != nil {
-					return true, err
+					return err
 				}
-				e.dwTile(p, o, ob, r0, min(p.th, cv.oh-r0), ys)
+				tile(o, ob, r0, t, ys)
 			}
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // dwTile emits the tile of t output rows from r0 of image o and block ob,

@@ -266,19 +266,9 @@ func (e *emitter) dwUnit(l *layer) (bool, error) {
 		return true, err
 	}
 	e.buffers(p.bufs, p.accBufs)
-	cv := p.cv
-	for o := range p.out.lay.o() {
-		for ob := range p.blocks {
-			for r0 := 0; r0 < cv.oh; r0 += p.th {
-				ys, err := spanOf(r0*cv.sh-cv.pt, cv.inRows(min(p.th, cv.oh-r0)), cv.ih)
-				if err != nil {
-					return true, err
-				}
-				e.dwUnitTile(p, o, ob, r0, min(p.th, cv.oh-r0), ys)
-			}
-		}
-	}
-	return true, nil
+	return true, dwTiles(p.cv, p.out.lay.o(), p.blocks, p.th, func(o, ob, r0, t int, ys span) {
+		e.dwUnitTile(p, o, ob, r0, t, ys)
+	})
 }
 
 // dwUnitTile emits the tile of t output rows from r0 of image o and block

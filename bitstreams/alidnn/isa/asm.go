@@ -181,7 +181,7 @@ func assembleLine(line string) (Insn, bool, *AsmError) {
 	op := a.i.Op
 	a.quant = op == OpALU && (a.i.Alu == AluRequant || a.i.Alu == AluQuantize || a.i.Alu == AluDequantize)
 	a.seen = map[string]bool{}
-	a.cols = map[string]int{"opcode": a.mn.col, "mem": a.mn.col, "alu_op": a.mn.col, "pool_kind": a.mn.col, "queue": a.mn.col}
+	a.cols = map[string]int{"opcode": a.mn.col, "mem": a.mn.col, "alu_op": a.mn.col, "alu_op_4": a.mn.col, "pool_kind": a.mn.col, "queue": a.mn.col}
 	for _, w := range words[1:] {
 		if err := a.operand(w); err != nil {
 			return Insn{}, false, err

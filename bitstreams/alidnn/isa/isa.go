@@ -94,7 +94,8 @@ func (d DType) String() string {
 // AluOp is the operation of an ALU instruction.
 type AluOp uint8
 
-// ALU operations. All sixteen values of the 4-bit field are assigned.
+// ALU operations: the 4-bit alu_op field and, for lut, its fifth bit
+// alu_op_4 (bit 125; every value of the four low bits was taken).
 const (
 	AluAdd        AluOp = 0  // dst = dst + (src | imm), wrapping int32
 	AluMul        AluOp = 1  // dst = dst * (src | imm), low 32 bits
@@ -112,10 +113,11 @@ const (
 	AluLt         AluOp = 13 // dst = 1.0 if dst < (src | imm) else 0.0; fp32 only
 	AluEq         AluOp = 14 // dst = 1.0 if dst == (src | imm) else 0.0; fp32 only
 	AluRound      AluOp = 15 // dst = dst rounded half to even to an integer; fp32 only
-	numAluOps           = 16
+	AluLut        AluOp = 16 // dst = int8 table entry of sat8(dst), the lane's table in param[src..src+31]
+	numAluOps           = 17
 )
 
-var aluNames = [...]string{"add", "mul", "min", "max", "shr", "clip", "relu", "requant", "quantize", "dequantize", "exp", "log", "div", "lt", "eq", "round"}
+var aluNames = [...]string{"add", "mul", "min", "max", "shr", "clip", "relu", "requant", "quantize", "dequantize", "exp", "log", "div", "lt", "eq", "round", "lut"}
 
 func (a AluOp) String() string {
 	if a < numAluOps {
@@ -127,6 +129,17 @@ func (a AluOp) String() string {
 // Unary reports whether the operation reads only dst: relu, exp, log and round
 // have no second operand, so use_imm, imm and the src factors must be zero.
 func (a AluOp) Unary() bool { return a == AluRelu || a == AluExp || a == AluLog || a == AluRound }
+
+// Param reports whether the operation's src indexes param rather than acc:
+// the quantisation parameters of requant, quantize and dequantize, and
+// lut's tables.
+func (a AluOp) Param() bool {
+	return a == AluRequant || a == AluQuantize || a == AluDequantize || a == AluLut
+}
+
+// LutRows is the number of param rows a lut table spans: 256 int8 entries a
+// lane, eight to a lane's 64 bits.
+const LutRows = 32
 
 // PoolKind selects max or average pooling, or the depthwise convolution.
 type PoolKind uint8

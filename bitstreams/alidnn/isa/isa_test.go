@@ -60,6 +60,7 @@ func samples() []Insn {
 		func() Insn { a := alu(AluEq, false, 0); a.FP32 = true; return a }(),
 		func() Insn { a := alu(AluEq, true, 0x3f80); a.FP32 = true; return a }(),
 		func() Insn { a := alu(AluRound, false, 0); a.FP32 = true; return a }(),
+		alu(AluLut, false, 0),
 		{Op: OpPool, Pool: PoolAvg, FP32: true, WinH: 3, WinW: 3, StrideH: 2, StrideW: 2, PoolDst: 1, PoolSrc: 100, Channels: 1, InH: 17, InW: 17},
 		{Op: OpPool, Pool: PoolMax, WinH: 2, WinW: 3, StrideH: 1, StrideW: 2, PoolDst: 9, PoolSrc: 10, Channels: 4, InH: 4095, InW: 4095},
 		{Op: OpPool, Pool: PoolAvg, WinH: 15, WinW: 15, StrideH: 15, StrideW: 15, PoolDst: 65535, PoolSrc: 0, Channels: 4095, InH: 15, InW: 15},
@@ -121,8 +122,9 @@ func TestRoundTripSamples(t *testing.T) {
 // (and minimum, if signed). The result must either round-trip or be rejected;
 // for the maximum, a rejection must name the field, and every field's maximum
 // must be accepted by at least one sample or rejected everywhere by name.
-// alu_op is exempt from naming: all sixteen operations are legal, so its
-// maximum (round) is rejected for the operand rules of round (fp32, src, imm).
+// alu_op and alu_op_4 are exempt from naming: alu_op's maximum (round) is
+// rejected for round's operand rules (fp32, src, imm), and alu_op_4 set
+// makes operations 17–31, illegal by alu_op, or lut, by its operand rules.
 func TestBoundaries(t *testing.T) {
 	for _, base := range samples() {
 		for _, f := range layouts[base.Op] {
@@ -140,7 +142,7 @@ func TestBoundaries(t *testing.T) {
 					var fe *FieldError
 					if !errors.As(err, &fe) {
 						t.Errorf("%s %s=%d: error %v is not a FieldError", base.Op, f.Name, v, err)
-					} else if k > 0 && fe.Field != f.Name && f.Name != "alu_op" {
+					} else if k > 0 && fe.Field != f.Name && f.Name != "alu_op" && f.Name != "alu_op_4" {
 						t.Errorf("%s %s=%#x rejected naming %s: %v", DisassembleInsn(base), f.Name, v, fe.Field, err)
 					}
 					continue
@@ -228,7 +230,12 @@ func TestInvalidCombinations(t *testing.T) {
 		{mod(a, func(i *Insn) { i.PerChannel = true }), "per_channel"},
 		{mod(a, func(i *Insn) { i.Alu = AluRequant; i.Imm = 128 }), "imm"},
 		{mod(a, func(i *Insn) { i.Alu = AluRequant; i.UseImm = true }), "use_imm"},
-		{mod(a, func(i *Insn) { i.Alu = 16 }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = 17 }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = 31 }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = AluLut; i.FP32 = true }), "fp32"},
+		{mod(a, func(i *Insn) { i.Alu = AluLut; i.UseImm = true }), "use_imm"},
+		{mod(a, func(i *Insn) { i.Alu = AluLut; i.Imm = 1 }), "imm"},
+		{mod(a, func(i *Insn) { i.Alu = AluLut; i.PerChannel = true }), "per_channel"},
 		{mod(a, func(i *Insn) { i.Alu = AluLt }), "fp32"},
 		{mod(a, func(i *Insn) { i.Alu = AluEq }), "fp32"},
 		{mod(a, func(i *Insn) { i.Alu = AluRound }), "fp32"},
@@ -239,7 +246,7 @@ func TestInvalidCombinations(t *testing.T) {
 		{mod(a, func(i *Insn) { i.Alu = AluDiv }), "fp32"},
 		{mod(a, func(i *Insn) { i.Alu = AluDiv; i.FP32 = true; i.Imm = 1 }), "imm"},
 		{mod(a, func(i *Insn) { i.Alu = AluDiv; i.FP32 = true; i.PerChannel = true }), "per_channel"},
-		{mod(a, func(i *Insn) { i.Alu = 255; i.FP32 = true }), "alu_op"},
+		{mod(a, func(i *Insn) { i.Alu = 255; i.FP32 = true }), "alu_op_4"},
 		{mod(a, func(i *Insn) { i.Alu = AluExp }), "fp32"},
 		{mod(a, func(i *Insn) { i.Alu = AluLog }), "fp32"},
 		{mod(a, func(i *Insn) { i.Alu = AluExp; i.FP32 = true; i.UseImm = true }), "use_imm"},
@@ -485,7 +492,7 @@ func TestWordBits(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
-	for _, s := range []fmt.Stringer{Opcode(7), MemSpace(5), DType(3), AluOp(16), PoolKind(4), Queue(3)} {
+	for _, s := range []fmt.Stringer{Opcode(7), MemSpace(5), DType(3), AluOp(17), PoolKind(4), Queue(3)} {
 		if !strings.Contains(s.String(), "(") {
 			t.Errorf("%T out of range prints %q", s, s)
 		}

@@ -101,7 +101,7 @@ var gemmFields = with(
 )
 
 var aluFields = with(
-	u("alu_op", 7, 4, func(i *Insn) *AluOp { return &i.Alu }, "ALU operation"),
+	aluOpBits("alu_op", 7, 4, 0, "ALU operation, bits 3:0 (alu_op_4 is bit 4)"),
 	bit("use_imm", 11, func(i *Insn) *bool { return &i.UseImm }, "second operand is imm"),
 	bit("per_channel", 12, func(i *Insn) *bool { return &i.PerChannel }, "one quantisation parameter per lane"),
 	u("uop_begin", 13, 13, func(i *Insn) *uint32 { return &i.UopBegin }, "first micro-op"),
@@ -114,7 +114,29 @@ var aluFields = with(
 	u("src_in", 97, 11, func(i *Insn) *uint32 { return &i.SrcIn }, "src (acc or param) index factor, inner loop"),
 	s32("imm", 108, 16, func(i *Insn) *int32 { return &i.Imm }, "immediate, or zero point for requant/quantize/dequantize"),
 	bit("fp32", 124, fp32, "lanes are fp32 (add, mul, min, max, relu; required by exp, log, div, lt, eq, round); imm is bfloat16"),
+	aluOpBits("alu_op_4", 125, 1, 4, "ALU operation, bit 4: 1 = lut (alu_op 16)"),
 )
+
+// aluOpBits is width bits of an ALU's operation from bit k: the operation
+// grew a fifth bit (lut) after every value of the first four was taken, so
+// bit 4 lives at 125.
+func aluOpBits(name string, lo, width, k int, doc string) field {
+	return field{
+		Field: Field{Name: name, Lo: lo, Width: width, Doc: doc},
+		// The top field returns every higher bit too, so an operation
+		// beyond 31 fails its range check instead of encoding as another.
+		get: func(i *Insn) uint64 {
+			if k == 0 {
+				return uint64(i.Alu) & mask(width)
+			}
+			return uint64(i.Alu) >> k
+		},
+		set: func(i *Insn, v uint64) {
+			m := AluOp(mask(width)) << k
+			i.Alu = i.Alu&^m | AluOp(v)<<k&m
+		},
+	}
+}
 
 // poolKindBit is one bit of a POOL's kind: the kind grew depthwise values
 // after its low bit's neighbours were taken, so its high bit lives at 57.
@@ -552,6 +574,13 @@ func checkALU(i *Insn, b func(bool) int64) error {
 		}
 		if i.Imm < 0 {
 			return ferr(op, "imm", int64(i.Imm), "clip bound must be non-negative")
+		}
+	case AluLut:
+		if i.UseImm {
+			return ferr(op, "use_imm", 1, "lut reads its table from param[src]")
+		}
+		if i.Imm != 0 {
+			return ferr(op, "imm", int64(i.Imm), "lut takes no immediate")
 		}
 	case AluRelu, AluExp, AluLog, AluRound:
 		if i.UseImm {

@@ -255,11 +255,14 @@ func (e *engine) alu(in *isa.Insn) *fault {
 	}
 	quant := in.Alu == isa.AluRequant || in.Alu == isa.AluQuantize || in.Alu == isa.AluDequantize
 	if !in.UseImm && !in.Alu.Unary() {
-		size, space := uint64(e.cfg.AccSize), "acc"
-		if quant {
+		size, space, span := uint64(e.cfg.AccSize), "acc", uint64(0)
+		if in.Alu.Param() {
 			size, space = uint64(e.cfg.ParamSize), "param"
 		}
-		if m := loopMax(maxSrc, in, in.SrcOut, in.SrcIn); m >= size {
+		if in.Alu == isa.AluLut {
+			span = isa.LutRows - 1
+		}
+		if m := loopMax(maxSrc, in, in.SrcOut, in.SrcIn) + span; m >= size {
 			return faultf(alidnn.CauseSRAM, "ALU source index %d: %s holds %d", m, space, size)
 		}
 	}
@@ -286,6 +289,10 @@ func (e *engine) alu(in *isa.Insn) *fault {
 					}
 					continue
 				}
+				if in.Alu == isa.AluLut {
+					lut(dst, e.prm[s:s+isa.LutRows*lanes])
+					continue
+				}
 				src := imm // a copy: dst may be src
 				if !in.UseImm && !in.Alu.Unary() {
 					src = *(*[lanes]int32)(e.acc[s : s+lanes])
@@ -299,6 +306,16 @@ func (e *engine) alu(in *isa.Insn) *fault {
 		}
 	}
 	return nil
+}
+
+// lut replaces each lane of d by the entry sat8(d) + 128 of the lane's
+// table in rows (isa.LutRows param rows, eight int8 entries to a lane's 64
+// bits, little-endian).
+func lut(d *[lanes]int32, rows []uint64) {
+	for l := range d {
+		e := uint(max(-128, min(127, d[l])) + 128)
+		d[l] = int32(int8(rows[(e/8)*lanes+uint(l)] >> (8 * (e % 8))))
+	}
 }
 
 // aluInt applies an integer ALU operation to one accumulator element.

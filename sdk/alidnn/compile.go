@@ -28,6 +28,9 @@ type options struct {
 	// measures them (see dynquant.go).
 	bounds      map[string]valueRange
 	calibrating bool
+	// chainInputs says the calibration run measures the inputs of
+	// activation chains (see measureChainInputs).
+	chainInputs bool
 	batch       int
 	shapes      map[string][]int
 	floatNodes  map[string]bool
@@ -138,6 +141,8 @@ type compiler struct {
 	// too (the lane means and sums of layer normalisations and Softmax;
 	// see laneReduce).
 	keepFP32 bool
+	// lutDone are the nodes of chains compiled as tables (see lutNode).
+	lutDone map[*onnx.Node]bool
 	// reduced names values that a sequence standing for one node reads
 	// through element-wise operators of its own into a graph output (a
 	// normalisation's statistics): a reduction writing one gives the
@@ -269,6 +274,9 @@ func (c *compiler) set(n *onnx.Node, k int, v *value) {
 func (c *compiler) node(n *onnx.Node) error {
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Errorf("operator domain %q: %w", n.Domain, ErrUnsupported)
+	}
+	if done, err := c.lutNode(n); done || err != nil {
+		return err
 	}
 	allConst := true
 	for k := range n.Inputs {

@@ -130,6 +130,8 @@ func paramRowsOf(steps []step) int {
 		switch s.kind {
 		case sRequant, sQuantize, sDequantize:
 			n++
+		case sLut:
+			n += isa.LutRows
 		}
 	}
 	return n

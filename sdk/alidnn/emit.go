@@ -52,6 +52,9 @@ type emitter struct {
 	// rowHolds is what the constant rows of the epilogues planned last
 	// hold, by acc row (see loadRow).
 	rowHolds map[int]string
+	// tableHolds is the lut table (its constant-segment offset) the param
+	// rows from a row hold, for the epilogues planned last (see loadTable).
+	tableHolds map[int]uint64
 }
 
 func (e *emitter) blob(b []byte) uint64 {
@@ -236,6 +239,7 @@ func (l *layer) storeElem() elem {
 
 func (e *emitter) layer(l *layer) error {
 	clear(e.rowHolds)
+	clear(e.tableHolds)
 	var err error
 	switch l.kind {
 	case lGemm:

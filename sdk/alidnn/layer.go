@@ -217,6 +217,9 @@ const (
 	// chain is round and comb lt, the tile then negated and the scratch
 	// r added (each exact; −0 stays −0).
 	sFloor
+	// sLut replaces each int8 value by its entry of lut, a function of one
+	// variable tabulated (see lutfuse.go).
+	sLut
 )
 
 // selfOp is one operation of an sSelf chain: the scratch copy op= a scalar.
@@ -241,4 +244,5 @@ type step struct {
 	chain []selfOp
 	comb  isa.AluOp
 	combs int
+	lut   []int8 // sLut's 256 entries, for inputs −128..127
 }

@@ -3,6 +3,7 @@ package alidnn
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -29,7 +30,7 @@ func QuantizeOn(ctx context.Context, eng Engine, m *onnx.Model, calib [][]*onnx.
 
 // quantize is Quantize with each calibration run on an engine of engines.
 func quantize(ctx context.Context, engines func() Engine, m *onnx.Model, calib [][]*onnx.Tensor, opts []Option) (*Program, error) {
-	r, bounds, err := measure(ctx, engines, m, calib, opts)
+	r, bounds, err := measure(ctx, engines, m, calib, append(slices.Clip(opts), measureChainInputs()))
 	if err != nil {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
@@ -149,6 +150,13 @@ func withRanges(r map[string]float32) Option {
 // calibrated ranges (min and max per value name).
 func withBounds(b map[string]valueRange) Option {
 	return func(o *options) { o.bounds = b }
+}
+
+// measureChainInputs ends, in the calibration run of a post-training
+// quantisation, the layers whose outputs start activation chains, so that
+// their ranges are measured for the chains' tables (see lutfuse.go).
+func measureChainInputs() Option {
+	return func(o *options) { o.chainInputs = true }
 }
 
 // forCalibration compiles the model for a run that measures the ranges:

@@ -55,6 +55,7 @@ func scalarRow(ob int, v float32) []byte {
 func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, error) {
 	// Rows may now be laid out anew: forget what they held.
 	clear(e.rowHolds)
+	clear(e.tableHolds)
 	ep := &epilogue{}
 	ob := l.out.lay.cb()
 	param := 0
@@ -119,6 +120,11 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 			p.table = e.blob(b)
 			p.reg = param
 			param++
+			p.uop = u.addALU(base, p.reg)
+		case sLut:
+			p.table = e.blob(lutRows(s.lut))
+			p.reg = param
+			param += isa.LutRows
 			p.uop = u.addALU(base, p.reg)
 		}
 		ep.steps = append(ep.steps, p)
@@ -213,7 +219,7 @@ func (e *emitter) uniformSteps(ep *epilogue, ob int) bool {
 			if p.rowF != nil && !same(p.table) {
 				return false
 			}
-		case sRelu, sExp, sLog, sRound:
+		case sRelu, sExp, sLog, sRound, sLut:
 		default:
 			return false
 		}
@@ -237,6 +243,32 @@ func (e *emitter) loadRow(el elem, reg int, src uint64) {
 	}
 	e.rowHolds[reg] = key
 	e.compute(load(isa.MemAcc, el, reg, src, 1, 1, 1), false)
+}
+
+// lutRows lays out a table the same in every lane, as ISA.md's lut reads
+// it: entry e is byte e mod 8 of each lane of row e/8.
+func lutRows(table []int8) []byte {
+	b := make([]byte, isa.LutRows*lanes*8)
+	for e, v := range table {
+		for l := range lanes {
+			b[((e/8)*lanes+l)*8+e%8] = byte(v)
+		}
+	}
+	return b
+}
+
+// loadTable loads the lut table at src of the constant segment into param
+// rows from reg, unless they hold it: it is the same for every tile, and
+// only a table's load writes its rows.
+func (e *emitter) loadTable(reg int, src uint64) {
+	if t, ok := e.tableHolds[reg]; ok && t == src {
+		return
+	}
+	if e.tableHolds == nil {
+		e.tableHolds = map[int]uint64{}
+	}
+	e.tableHolds[reg] = src
+	e.compute(load(isa.MemParam, i32, reg, src, 1, isa.LutRows, isa.LutRows), false)
 }
 
 // runSelf emits sSelf step p on a tile of n rows of output block ob.
@@ -336,6 +368,9 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			alu.PerChannel = true
 			alu.Imm = p.zp
 			alu.FP32 = false
+			case sLut:
+			e.loadTable(p.reg, p.table)
+			alu.Alu = isa.AluLut
 		}
 		e.compute(alu, false)
 	}

@@ -368,7 +368,7 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			alu.PerChannel = true
 			alu.Imm = p.zp
 			alu.FP32 = false
-			case sLut:
+		case sLut:
 			e.loadTable(p.reg, p.table)
 			alu.Alu = isa.AluLut
 		}

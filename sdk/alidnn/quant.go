@@ -285,8 +285,16 @@ func (c *compiler) quantizeTo(x *value) (*value, error) {
 	if !ok || r <= 0 {
 		return nil, fmt.Errorf("no calibrated range for %s", x)
 	}
-	l := &layer{kind: lMove, in: x, accFP: true}
 	s := r / 127
+	if l := x.layer; l != nil && l.out == x && l.accFP && !l.ptq && l.kind != lPermute && l.kind != lTranspose && c.int8Readers(x.name) {
+		// Every reader takes int8: the layer writing x quantises in its
+		// epilogue rather than a layer reading x back to do it.
+		v := c.quantizeStep(l, fill(x.lay.c(), s), 0, onnx.Int8)
+		v.name, v.uses = x.name, x.uses
+		c.vals[x.name] = v
+		return v, nil
+	}
+	l := &layer{kind: lMove, in: x, accFP: true}
 	l.steps = []step{{kind: sQuantize, fp: true, rowF: fill(x.lay.c(), s)}}
 	l.acc8 = true
 	out := &value{name: x.name + "/quantized", shape: x.shape, typ: onnx.Int8, uses: 1, q: quant{scale: s}, device: device{lay: x.lay, layer: l}}

@@ -21,6 +21,8 @@ func (c *compiler) dispatchOp(n *onnx.Node) error {
 	switch n.OpType {
 	case "Identity", "Dropout":
 		return c.identityNode(n)
+	case blockMaxOp:
+		return c.blockMaxNode(n)
 	case "Flatten", "Reshape", "Squeeze", "Unsqueeze":
 		return c.reshape(n)
 	case "Transpose":

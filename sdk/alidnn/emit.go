@@ -250,6 +250,8 @@ func (e *emitter) layer(l *layer) error {
 		err = e.permute(l)
 	case lPool:
 		err = e.pool(l)
+	case lBlockMax:
+		err = e.blockMax(l)
 	default:
 		err = e.move(l)
 	}

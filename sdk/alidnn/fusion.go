@@ -20,9 +20,7 @@ func (c *compiler) open(x *value) (*layer, error) {
 	if _, err := c.device(x); err != nil {
 		return nil, err
 	}
-	// Permute and transpose layers' tiles are not the output's rows in
-	// order, so they have no epilogue.
-	if l := x.layer; l != nil && l.out == x && x.uses == 1 && !c.outputs[x.name] && l.kind != lPermute && l.kind != lTranspose {
+	if l := x.layer; l != nil && l.out == x && x.uses == 1 && !c.outputs[x.name] && l.takesSteps() {
 		return l, nil
 	}
 	return c.moveLayer(x)

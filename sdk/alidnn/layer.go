@@ -20,6 +20,9 @@ const (
 	// lPermute gathers the input's 16-lane elements in another order
 	// (see permute.go).
 	lPermute
+	// lBlockMax takes the lane-wise maximum of each row's blocks (see
+	// blockmax.go).
+	lBlockMax
 )
 
 // layer is one pass over the output tensor, tile by tile: the producer fills
@@ -64,6 +67,13 @@ type layer struct {
 	// or Clip steps of its input's producer that the unit applies to the
 	// input as it reads it (see deferInputClamps).
 	inClamp []step
+}
+
+// takesSteps reports whether element-wise steps may extend l: permute and
+// transpose layers' tiles are not the output's rows in order, and a block
+// maximum's emitter runs none.
+func (l *layer) takesSteps() bool {
+	return l.kind != lPermute && l.kind != lTranspose && l.kind != lBlockMax
 }
 
 // convSpec is a GEMM producer as a 2-D convolution on images of ih×iw

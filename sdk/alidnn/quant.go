@@ -286,7 +286,7 @@ func (c *compiler) quantizeTo(x *value) (*value, error) {
 		return nil, fmt.Errorf("no calibrated range for %s", x)
 	}
 	s := r / 127
-	if l := x.layer; l != nil && l.out == x && l.accFP && !l.ptq && l.kind != lPermute && l.kind != lTranspose && c.int8Readers(x.name) {
+	if l := x.layer; l != nil && l.out == x && l.accFP && !l.ptq && l.takesSteps() && c.int8Readers(x.name) {
 		// Every reader takes int8: the layer writing x quantises in its
 		// epilogue rather than a layer reading x back to do it.
 		v := c.quantizeStep(l, fill(x.lay.c(), s), 0, onnx.Int8)

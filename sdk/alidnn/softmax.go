@@ -69,11 +69,7 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 		&onnx.Node{OpType: "ReduceSum", Inputs: []string{p + "e"}, Outputs: []string{p + "sum"}},
 		&onnx.Node{OpType: "Div", Inputs: []string{p + "e", p + "sum"}, Outputs: []string{y}})
 	uses[m], uses[p+"d"], uses[p+"e"], uses[p+"sum"] = 1, 1, 2, 1
-	if C > 1 {
-		uses[xn] = 3
-	} else {
-		uses[xn] = 1
-	}
+	uses[xn]++ // and the Sub; what the maximum's steps read of it, they counted
 	// In int8 models the maximum's MatMuls stay fp32 too: a masked row's
 	// −MaxFloat32 would set a per-tensor int8 scale that rounds every
 	// other score to 0, leaving each lane its own maximum; and quantising
@@ -90,18 +86,17 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 // laneMaxSeq writes the row maximum of in, C values on the lanes and
 // finite, into every lane of its row. It returns the nodes, named from p,
 // and the maximum's name, counting the reads of what they read in uses.
-// Within 16-lane blocks they are butterflies (s = 1 … 8), each
-// a full-width MatMul of one weight block a column. Over more than one
-// block, each block's maximum is then picked to a lane of its own (a
-// MatMul by the C×⌈C/16⌉ matrix with a 1 at the block's first lane), the
-// maximum of those ⌈C/16⌉ lanes taken by butterflies one block wide, and
-// broadcast back from lane 0: two full-width MatMuls where butterflies
-// across the blocks would take log₂ of them. All are products by 1 and
-// sums of zeros, exact.
+// Within 16-lane blocks they are butterflies (s = 1 … 8), each a MatMul of
+// one weight block a column. Over more than one block, the row's blocks
+// are first folded into one by the ALU's lane-wise maximum (see
+// blockmax.go), its 16 lanes then reduced by butterflies one block wide
+// and lane 0 broadcast to the row's C lanes by a MatMul: butterflies over
+// the full width would cost each a MatMul of the whole row. All are
+// maxima and products by 1 with sums of zeros, exact.
 func (c *compiler) laneMaxSeq(p, in string, C int, uses map[string]int) ([]*onnx.Node, string) {
 	var seq []*onnx.Node
-	steps := func(m, tag string, width, limit int) string {
-		for s := 1; s < width && s < limit; s *= 2 {
+	steps := func(m, tag string, width int) string {
+		for s := 1; s < width && s < lanes; s *= 2 {
 			rot := fmt.Sprintf("%s%srot%d", p, tag, s)
 			c.vals[rot+"/w"] = constFloat(rot+"/w", []int{width, width}, butterfly(width, s))
 			mx := fmt.Sprintf("%s%smax%d", p, tag, s)
@@ -113,20 +108,13 @@ func (c *compiler) laneMaxSeq(p, in string, C int, uses map[string]int) ([]*onnx
 		}
 		return m
 	}
-	m := steps(in, "", C, lanes)
 	if C <= lanes {
-		return seq, m
+		return seq, steps(in, "", C)
 	}
-	B := (C + lanes - 1) / lanes
-	pick := make([]float32, C*B)
-	for b := range B {
-		pick[b*lanes*B+b] = 1
-	}
-	c.vals[p+"blocks/w"] = constFloat(p+"blocks/w", []int{C, B}, pick)
-	seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{m, p + "blocks/w"}, Outputs: []string{p + "blocks"}})
-	uses[m] = 1
-	mb := steps(p+"blocks", "blocks/", B, B)
-	c.vals[p+"rowmax/w"] = constFloat(p+"rowmax/w", []int{B, C}, append(fill(C, 1), make([]float32, (B-1)*C)...))
+	seq = append(seq, &onnx.Node{OpType: blockMaxOp, Inputs: []string{in}, Outputs: []string{p + "blocks"}})
+	uses[in] = 1
+	mb := steps(p+"blocks", "blocks/", lanes)
+	c.vals[p+"rowmax/w"] = constFloat(p+"rowmax/w", []int{lanes, C}, append(fill(C, 1), make([]float32, (lanes-1)*C)...))
 	seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{mb, p + "rowmax/w"}, Outputs: []string{p + "rowmax"}})
 	uses[mb] = 1
 	return seq, p + "rowmax"

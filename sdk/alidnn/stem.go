@@ -30,12 +30,14 @@ func stemPacking(spec *convSpec) int {
 	return g
 }
 
-// packedStem compiles an fp32 convolution of x by the weights w, with the
+// packedStem compiles a convolution of x by the fp32 weights w, with the
 // geometry spec, as a packing convolution followed by the packed one, if
-// stemPacking finds it pays. It reports whether it did.
+// stemPacking finds it pays. It reports whether it did. In int8 models
+// both quantise as any GEMM: the packing's one-hot weights are exact in
+// int8 and its output has its input's range, so it copies the int8 pixels.
 func (c *compiler) packedStem(n *onnx.Node, x, w *value, biasIdx int, spec *convSpec, outShape []int) (bool, error) {
 	g := stemPacking(spec)
-	if g == 0 || c.opts.int8 || n.OpType != "Conv" || !w.isFloat() || x.typ != onnx.Float {
+	if g == 0 || n.OpType != "Conv" || !w.isFloat() || x.typ != onnx.Float {
 		return false, nil
 	}
 	C, kw := spec.ic, (spec.kw+g-1)/g

@@ -298,7 +298,8 @@ func (c *compiler) fcConv(n *onnx.Node, op string, a, bv *value, transB bool, al
 }
 
 // matmulComputed compiles MatMul(a, b) with b computed on the device, in
-// fp32: stacks of matrices whose leading axes broadcast as numpy's, of any
+// fp32 (int8 in a post-training-quantised model, see matmulComputedInt8):
+// stacks of matrices whose leading axes broadcast as numpy's, of any
 // inner and output dimensions. The array reads Bᵀ as weights, one matrix
 // per output stack (see weightsOf); an A whose stacks B's repeat is
 // gathered into one matrix per output stack too.
@@ -319,6 +320,13 @@ func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 		if !slices.Equal(v.shape, v.root().shape) {
 			return fmt.Errorf("MatMul operand %s after a reshape: %w", v, ErrUnsupported)
 		}
+	}
+	if c.opts.int8 && !c.keepFP32 {
+		if ok, err := c.matmulComputedInt8(n, a, b, lead, M, K, N); ok || err != nil {
+			return err
+		}
+	}
+	for _, v := range []*value{a, b} {
 		if err := c.settle(v, false); err != nil {
 			return err
 		}
@@ -336,15 +344,23 @@ func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 	if !slices.Equal(a.shape[:ra-2], lead) {
 		a = c.restack(a, a.shape[:ra-2], lead, M, append(slices.Clone(lead), M, K))
 	}
+	c.computedGemm(n, a, bt, lead, M, K, N, true)
+	return nil
+}
+
+// computedGemm appends the GEMM layer multiplying the M×K matrices of a by
+// the weights bt that weightsOf wrote, one matrix per stack of lead, in
+// fp32 or int8, and makes its output n's.
+func (c *compiler) computedGemm(n *onnx.Node, a, bt *value, lead []int, M, K, N int, fp bool) *layer {
 	batch := size(lead)
-	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, fp: true, batched: batch > 1, wT: bt}
+	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, fp: fp, batched: batch > 1, wT: bt}
 	shape := append(slices.Clone(lead), M, N)
-	l := &layer{kind: lGemm, in: a, conv: spec, accFP: true, macs: uint64(batch * M * N * K)}
+	l := &layer{kind: lGemm, in: a, conv: spec, accFP: fp, macs: uint64(batch * M * N * K)}
 	out := &value{shape: shape, typ: onnx.Float, device: device{lay: matLayout(shape), layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	c.set(n, 0, out)
-	return nil
+	return l
 }
 
 // weightsOf returns B as the array reads a MatMul's computed weights: Bᵀ,

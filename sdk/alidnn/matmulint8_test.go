@@ -1,0 +1,182 @@
+package alidnn_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// attentionGraph is one multi-head self-attention block as BERT's exporter
+// writes it, over S tokens of width 32 in 2 heads of 16: the projections,
+// the heads split by Reshape and Transpose, Q·Kᵀ of Kᵀ = Transpose(K),
+// scaled, Softmax, P·V and the heads merged.
+func attentionGraph(S int64) *onnx.Graph {
+	const dm, heads, d = 32, 2, 16
+	proj := func(x, w, out string) []*onnx.Node {
+		return []*onnx.Node{
+			{OpType: "MatMul", Name: out, Inputs: []string{x, w}, Outputs: []string{out}},
+			{OpType: "Reshape", Name: out + "4", Inputs: []string{out, "split"}, Outputs: []string{out + "4"}},
+			{OpType: "Transpose", Name: out + "h", Inputs: []string{out + "4"}, Outputs: []string{out + "h"},
+				Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 1, 3}}}},
+		}
+	}
+	var nodes []*onnx.Node
+	for _, p := range []string{"q", "k", "v"} {
+		nodes = append(nodes, proj("x", "w"+p, p)...)
+	}
+	nodes = append(nodes,
+		&onnx.Node{OpType: "Transpose", Name: "kt", Inputs: []string{"kh"}, Outputs: []string{"kt"},
+			Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 1, 3, 2}}}},
+		&onnx.Node{OpType: "MatMul", Name: "scores", Inputs: []string{"qh", "kt"}, Outputs: []string{"scores"}},
+		&onnx.Node{OpType: "Div", Name: "scaled", Inputs: []string{"scores", "sqrt_d"}, Outputs: []string{"scaled"}},
+		&onnx.Node{OpType: "Softmax", Name: "probs", Inputs: []string{"scaled"}, Outputs: []string{"probs"}, Attrs: []*onnx.Attribute{attrInt("axis", -1)}},
+		&onnx.Node{OpType: "MatMul", Name: "ctx", Inputs: []string{"probs", "vh"}, Outputs: []string{"ctx"}},
+		&onnx.Node{OpType: "Transpose", Name: "ctx_t", Inputs: []string{"ctx"}, Outputs: []string{"ctx_t"},
+			Attrs: []*onnx.Attribute{{Name: "perm", Type: onnx.AttrInts, Ints: []int64{0, 2, 1, 3}}}},
+		&onnx.Node{OpType: "Reshape", Name: "y", Inputs: []string{"ctx_t", "merge"}, Outputs: []string{"y"}})
+	return &onnx.Graph{
+		Initializers: []*onnx.Tensor{
+			wave("wq", []int64{dm, dm}, 0.3, 0.2), wave("wk", []int64{dm, dm}, 0.3, 1.7), wave("wv", []int64{dm, dm}, 0.3, 2.9),
+			onnx.NewFloat32("sqrt_d", nil, []float32{4}),
+			ints64("split", onnx.Int64, []int64{4}, 1, S, heads, d),
+			ints64("merge", onnx.Int64, []int64{3}, 1, S, dm),
+		},
+		Nodes:   nodes,
+		Inputs:  []onnx.ValueInfo{vinfo("x", 1, S, dm)},
+		Outputs: []onnx.ValueInfo{vinfo("y", 1, S, dm)},
+	}
+}
+
+// refAttention is attentionGraph's output for x in float64.
+func refAttention(g *onnx.Graph, x []float32, S int) []float64 {
+	const dm, heads, d = 32, 2, 16
+	w := map[string][]float32{}
+	for _, t := range g.Initializers {
+		if f, err := t.Float32s(); err == nil {
+			w[t.Name] = f
+		}
+	}
+	// proj[p][h][s][j] is projection p's head h, token s, lane j.
+	proj := func(wn string) [][][]float64 {
+		out := make([][][]float64, heads)
+		for h := range heads {
+			out[h] = make([][]float64, S)
+			for s := range S {
+				out[h][s] = make([]float64, d)
+				for j := range d {
+					for k := range dm {
+						out[h][s][j] += float64(x[s*dm+k]) * float64(w[wn][k*dm+h*d+j])
+					}
+				}
+			}
+		}
+		return out
+	}
+	q, k, v := proj("wq"), proj("wk"), proj("wv")
+	y := make([]float64, S*dm)
+	for h := range heads {
+		for s := range S {
+			p := make([]float64, S)
+			m := math.Inf(-1)
+			for t := range S {
+				for j := range d {
+					p[t] += q[h][s][j] * k[h][t][j]
+				}
+				p[t] /= 4
+				m = max(m, p[t])
+			}
+			var sum float64
+			for t := range p {
+				p[t] = math.Exp(p[t] - m)
+				sum += p[t]
+			}
+			for j := range d {
+				for t := range S {
+					y[s*dm+h*d+j] += p[t] / sum * v[h][t][j]
+				}
+			}
+		}
+	}
+	return y
+}
+
+// gemmBlocks counts the 16×16 block products of p's GEMMs (resets
+// excluded) in fp32 and in int8.
+func gemmBlocks(p *alidnn.Program) (fp32, int8 int) {
+	for _, in := range p.Insns {
+		if in.Op != isa.OpGEMM || in.Reset {
+			continue
+		}
+		n := int(in.IterOut) * int(in.IterIn) * int(in.UopEnd-in.UopBegin)
+		if in.FP32 {
+			fp32 += n
+		} else {
+			int8 += n
+		}
+	}
+	return fp32, int8
+}
+
+// TestAttentionInt8 quantises an attention block after training and checks
+// that its two MatMuls of computed tensors, Q·Kᵀ and P·V, run on the int8
+// array: the int8 block products are the projections' and both of
+// theirs, none left to fp32 (fp32 has four times the cost). Tokens fill
+// whole 16-lane blocks (K's transpose dropped for Kᵀ, V transposed on the
+// array) or not (ViT's 197: Kᵀ gathered with its rows on the lanes, V
+// padded).
+func TestAttentionInt8(t *testing.T) {
+	for _, S := range []int{32, 20} {
+		g := attentionGraph(int64(S))
+		m := &onnx.Model{Opsets: []onnx.Opset{{Version: 17}}, Graph: g}
+		x := wave("x", []int64{1, int64(S), 32}, 1, 0.4)
+		p8, err := alidnn.Quantize(context.Background(), local(t), m, [][]*onnx.Tensor{{x}})
+		if err != nil {
+			t.Fatalf("S=%d: %v", S, err)
+		}
+		tb := (S + 15) / 16
+		proj := 3 * S * 2 * 2        // rows × output blocks × input blocks
+		attn := 2 * (2 * S * tb * 1) // heads × rows × (Q·Kᵀ: tb×1, P·V: 1×tb)
+		f32, i8 := gemmBlocks(p8)
+		if i8 != proj+attn {
+			t.Errorf("S=%d: %d int8 block products (%d fp32), want the projections' %d and attention's %d", S, i8, f32, proj, attn)
+		}
+	}
+}
+
+// TestAttentionInt8Numbers runs the quantised attention block against the
+// float64 reference: per-tensor int8 operands of Q·Kᵀ and P·V (P at its
+// calibrated maximum / 127) keep the output within 2% of its largest
+// magnitude and its cosine similarity at 0.999.
+func TestAttentionInt8Numbers(t *testing.T) {
+	for _, S := range []int{32, 20} {
+		g := attentionGraph(int64(S))
+		m := &onnx.Model{Opsets: []onnx.Opset{{Version: 17}}, Graph: g}
+		x := wave("x", []int64{1, int64(S), 32}, 1, 0.4)
+		xf, err := x.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := local(t)
+		p8, err := alidnn.Quantize(context.Background(), dev, m, [][]*onnx.Tensor{{x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := runProgram(t, dev, p8, x)
+		want := refAttention(g, xf, S)
+		var dot, gg, ww, big, worst float64
+		for k, w := range want {
+			v := float64(got[k])
+			dot, gg, ww = dot+v*w, gg+v*v, ww+w*w
+			big, worst = max(big, math.Abs(w)), max(worst, math.Abs(v-w))
+		}
+		cos := dot / math.Sqrt(gg*ww)
+		t.Logf("S=%d: cosine %.5f, worst |int8 − ref| %.3g of the largest %.3g", S, cos, worst, big)
+		if cos < 0.999 || worst > 0.02*big {
+			t.Errorf("S=%d: cosine %.5f (want ≥ 0.999), worst |int8 − ref| %.3g beyond 2%% of the largest %.3g", S, cos, worst, big)
+		}
+	}
+}

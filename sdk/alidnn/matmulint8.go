@@ -4,9 +4,11 @@ package alidnn
 // attention's Q·Kᵀ and softmax(Q·Kᵀ)·V — as an int8 GEMM: four times the
 // fp32 array's rate. Both operands are quantised per tensor, symmetric, at
 // their calibrated ranges: A by the GEMM that produces it requantising
-// (settle) or by a quantisation step fused into its layer or a move; Bᵀ,
-// which weightsOf writes in fp32 (its gathers move 32-bit values through
-// the accumulator), by a move. The accumulator's scale is the product of the
+// (settle) or by a quantisation step fused into its layer or a move; B at
+// its range by a move before the array transposes it, or Bᵀ after the
+// gathers that make it (they move 32-bit values through the accumulator).
+// Bᵀ holds B's values and zeros, so B's range is its. The accumulator's
+// scale is the product of the
 // two, and like any post-training-quantised GEMM the output is left for
 // its consumer to settle: a Softmax, a sum or a head merge dequantises it.
 // Softmax's probabilities, in [0, 1], take their calibrated maximum / 127
@@ -50,7 +52,7 @@ func (c *compiler) matmulComputedInt8(n *onnx.Node, a, b *value, lead []int, M, 
 	if !a.lay.equal(matLayout(a.shape)) || a.el() != f32 && a.el() != i8 {
 		return false, fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want matrices: %w", a, a.el(), a.lay, ErrUnsupported)
 	}
-	bt, err := c.weightsOf(n, b, lead)
+	bt, err := c.weightsOf(n, b, lead, rb)
 	if err != nil {
 		return false, err
 	}
@@ -61,10 +63,6 @@ func (c *compiler) matmulComputedInt8(n *onnx.Node, a, b *value, lead []int, M, 
 		if a, err = c.quantizeOperand(a, ra); err != nil {
 			return false, err
 		}
-	}
-	// Bᵀ holds B's values and zeros: B's range.
-	if bt, err = c.quantizeOperand(bt, rb); err != nil {
-		return false, err
 	}
 	l := c.computedGemm(n, a, bt, lead, M, K, N, false)
 	l.accScale = fill(N, a.q.scale*bt.q.scale)

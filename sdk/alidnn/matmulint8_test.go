@@ -123,11 +123,12 @@ func gemmBlocks(p *alidnn.Program) (fp32, int8 int) {
 
 // TestAttentionInt8 quantises an attention block after training and checks
 // that its two MatMuls of computed tensors, Q·Kᵀ and P·V, run on the int8
-// array: the int8 block products are the projections' and both of
-// theirs, none left to fp32 (fp32 has four times the cost). Tokens fill
-// whole 16-lane blocks (K's transpose dropped for Kᵀ, V transposed on the
-// array) or not (ViT's 197: Kᵀ gathered with its rows on the lanes, V
-// padded).
+// array: the int8 block products are the projections', both of theirs
+// and V's transposition (each 16×16 tile times the identity, 16 block
+// products), none left to fp32 (fp32 has four times the cost). Tokens
+// fill whole 16-lane blocks (K's transpose dropped for Kᵀ, V transposed
+// on the array) or not (ViT's 197: Kᵀ gathered with its rows on the
+// lanes, V padded).
 func TestAttentionInt8(t *testing.T) {
 	for _, S := range []int{32, 20} {
 		g := attentionGraph(int64(S))
@@ -140,9 +141,10 @@ func TestAttentionInt8(t *testing.T) {
 		tb := (S + 15) / 16
 		proj := 3 * S * 2 * 2        // rows × output blocks × input blocks
 		attn := 2 * (2 * S * tb * 1) // heads × rows × (Q·Kᵀ: tb×1, P·V: 1×tb)
+		vt := 2 * tb * 16            // heads × V's tiles × 16
 		f32, i8 := gemmBlocks(p8)
-		if i8 != proj+attn {
-			t.Errorf("S=%d: %d int8 block products (%d fp32), want the projections' %d and attention's %d", S, i8, f32, proj, attn)
+		if i8 != proj+attn+vt {
+			t.Errorf("S=%d: %d int8 block products (%d fp32), want the projections' %d, attention's %d and V's transposition's %d", S, i8, f32, proj, attn, vt)
 		}
 	}
 }

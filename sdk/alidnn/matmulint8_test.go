@@ -182,3 +182,82 @@ func TestAttentionInt8Numbers(t *testing.T) {
 		}
 	}
 }
+
+// TestComputedMatMulInt8Broadcast quantises MatMuls of two tensors the
+// engine holds (graph inputs, or GEMM outputs that requantise or
+// dequantise for it) against float64, their stacks broadcast numpy's way:
+// A's matrices repeated (gathered in fp32, then quantised), B's repeated
+// (Bᵀ quantised after its fp32 gathers), and sizes that fill no 16-lane
+// block. The values are positive, so that no sum cancels to below the
+// quantisation's error.
+func TestComputedMatMulInt8Broadcast(t *testing.T) {
+	pos := func(name string, dims []int64, seed float64) (*onnx.Tensor, []float32) {
+		f, _ := wave(name, dims, 0.5, seed).Float32s()
+		for k := range f {
+			f[k] += 0.5
+		}
+		return onnx.NewFloat32(name, dims, f), f
+	}
+	for _, tc := range []struct {
+		as, bs []int64
+		proj   bool // A and B are x·W of the inputs
+		// fp32 are the fp32 block products: the transposes of a B whose
+		// stacks repeat (16 a tile), none of the product's.
+		fp32 int
+	}{
+		{as: []int64{2, 1, 16, 16}, bs: []int64{1, 2, 16, 16}, fp32: 2 * 16},
+		{as: []int64{3, 5, 7}, bs: []int64{2, 1, 7, 16}, fp32: 2 * 16},
+		{as: []int64{2, 20, 24}, bs: []int64{2, 24, 48}, proj: true},
+	} {
+		a, af := pos("a", tc.as, 0.5)
+		b, bf := pos("b", tc.bs, 2.5)
+		g := &onnx.Graph{
+			Nodes:   []*onnx.Node{{Name: "mm", OpType: "MatMul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}}},
+			Inputs:  []onnx.ValueInfo{vinfo("a", tc.as...), vinfo("b", tc.bs...)},
+			Outputs: []onnx.ValueInfo{{Name: "y"}},
+		}
+		if tc.proj {
+			K, N := tc.bs[len(tc.bs)-2], tc.bs[len(tc.bs)-1]
+			wa, waf := pos("wa", []int64{K, K}, 1.1)
+			wb, wbf := pos("wb", []int64{N, N}, 3.3)
+			g.Initializers = []*onnx.Tensor{wa, wb}
+			g.Nodes = []*onnx.Node{
+				{Name: "pa", OpType: "MatMul", Inputs: []string{"a", "wa"}, Outputs: []string{"pa"}},
+				{Name: "pb", OpType: "MatMul", Inputs: []string{"b", "wb"}, Outputs: []string{"pb"}},
+				{Name: "mm", OpType: "MatMul", Inputs: []string{"pa", "pb"}, Outputs: []string{"y"}},
+			}
+			f, _ := refMatMul(af, tc.as, waf, []int64{K, K})
+			af = mapF32(f)
+			f, _ = refMatMul(bf, tc.bs, wbf, []int64{N, N})
+			bf = mapF32(f)
+		}
+		m := &onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g}
+		dev := local(t)
+		p8, err := alidnn.Quantize(context.Background(), dev, m, [][]*onnx.Tensor{{a, b}})
+		if err != nil {
+			t.Fatalf("%v × %v: %v", tc.as, tc.bs, err)
+		}
+		if f32, _ := gemmBlocks(p8); f32 != tc.fp32 {
+			t.Errorf("%v × %v: %d fp32 block products, want %d", tc.as, tc.bs, f32, tc.fp32)
+		}
+		got := runProgram(t, dev, p8, a, b)
+		want, _ := refMatMul(af, tc.as, bf, tc.bs)
+		var big, worst float64
+		for k, w := range want {
+			big, worst = max(big, math.Abs(w)), max(worst, math.Abs(float64(got[k])-w))
+		}
+		t.Logf("%v × %v: worst |int8 − ref| %.3g of the largest %.3g", tc.as, tc.bs, worst, big)
+		if worst > 0.02*big {
+			t.Errorf("%v × %v: worst |int8 − ref| %.3g beyond 2%% of the largest %.3g", tc.as, tc.bs, worst, big)
+		}
+	}
+}
+
+// mapF32 rounds float64 values to float32.
+func mapF32(f []float64) []float32 {
+	out := make([]float32, len(f))
+	for k, v := range f {
+		out[k] = float32(v)
+	}
+	return out
+}

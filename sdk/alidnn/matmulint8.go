@@ -8,12 +8,11 @@ package alidnn
 // its range by a move before the array transposes it, or Bᵀ after the
 // gathers that make it (they move 32-bit values through the accumulator).
 // Bᵀ holds B's values and zeros, so B's range is its. The accumulator's
-// scale is the product of the
-// two, and like any post-training-quantised GEMM the output is left for
-// its consumer to settle: a Softmax, a sum or a head merge dequantises it.
-// Softmax's probabilities, in [0, 1], take their calibrated maximum / 127
-// as any tensor: a row's largest weights, which dominate its sum, keep
-// seven bits.
+// scale is the product of the two, and like any post-training-quantised
+// GEMM the output is left for its consumer to settle: a Softmax, a sum or
+// a head merge dequantises it. Softmax's probabilities, in [0, 1], take
+// their calibrated maximum / 127 as any tensor: a row's largest weights,
+// which dominate its sum, keep seven bits.
 
 import (
 	"fmt"

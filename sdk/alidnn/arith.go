@@ -317,6 +317,12 @@ func (c *compiler) rowStep(l *layer, kind stepKind, row []float32) error {
 		if err := c.settle(l.out, false); err != nil {
 			return err
 		}
+		if d := &l.steps[len(l.steps)-1]; kind == sMulRow && d.kind == sDequantize && len(d.rowF) == len(row) {
+			// The dequantisation just appended scales by the factors
+			// too (attention's 1/√d): one pass over the tile fewer.
+			d.rowF = mapIdx(d.rowF, func(k int, s float32) float32 { return s * row[k] })
+			return nil
+		}
 	}
 	if l.accFP {
 		l.steps = append(l.steps, step{kind: kind, fp: true, rowF: row})

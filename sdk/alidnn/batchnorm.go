@@ -44,8 +44,9 @@ func (c *compiler) batchNorm(n *onnx.Node) error {
 		a[i] = p[0][i] / float32(math.Sqrt(float64(p[3][i])+float64(eps)))
 		b[i] = p[1][i] - p[2][i]*a[i]
 	}
-	// Fold into the preceding convolution when it is ours alone.
-	if l := x.layer; l != nil && l.out == x && x.uses == 1 && !c.outputs[x.name] && l.kind == lGemm && !l.conv.batched && x.lay.lane == 1 && onlyAddRows(l) {
+	// Fold into the preceding convolution when it is ours alone and its
+	// weights are constants (not a MatMul's computed B).
+	if l := x.layer; l != nil && l.out == x && x.uses == 1 && !c.outputs[x.name] && l.kind == lGemm && !l.conv.batched && l.conv.wT == nil && x.lay.lane == 1 && onlyAddRows(l) {
 		folded, err := c.foldBN(l, a, b)
 		if err != nil {
 			return err
@@ -54,6 +55,11 @@ func (c *compiler) batchNorm(n *onnx.Node) error {
 			c.set(n, 0, c.rename(l, x.typ))
 			return nil
 		}
+	}
+	// The scale and shift run in fp32: a post-training-quantised GEMM
+	// dequantises.
+	if err := c.settle(x, false); err != nil {
+		return err
 	}
 	l, err := c.open(x)
 	if err != nil {

@@ -220,11 +220,14 @@
 // loses a small row, a ViT's class token), and so do Softmax's row-maximum
 // steps (a mask's −MaxFloat32 would set their scale) and a layer's bias
 // and other per-channel additions its int32 accumulator cannot hold (a
-// channel of near-zero weights has as small a scale). An activation
-// between two int8 GEMMs — GELU (erf or tanh), SiLU, HardSwish, any chain of
-// element-wise operators of one tensor and scalars — becomes one table
-// lookup (the ALU's lut), its 256 entries the chain folded on the values
-// an int8 input holds (see lutfuse.go). Pre-quantised
+// channel of near-zero weights has as small a scale). Attention's
+// MatMuls of two computed tensors, Q·Kᵀ and softmax·V, run on the int8
+// array too, both operands at their calibrated per-tensor scales (see
+// matmulint8.go). An activation between two int8 GEMMs — GELU (erf or
+// tanh), SiLU, HardSwish, any chain of element-wise operators of one tensor
+// and scalars — becomes one table lookup (the ALU's lut), its 256 entries
+// the chain folded on the values an int8 input holds (see lutfuse.go).
+// Pre-quantised
 // models run in int8 too: QLinear and Integer operators (an input zero
 // point folded into the bias, or corrected per pixel where padding or
 // batched weights make it vary), and the QDQ format, whose Conv, MatMul

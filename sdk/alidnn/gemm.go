@@ -142,7 +142,7 @@ func (p *gemmPlan) weightLoad(t gemmTile, kb0, kn, buf int) isa.Insn {
 		// Rows ob·16… of Bᵀ's lane blocks bl[kb0…], N rows (padded to
 		// whole blocks) apart.
 		rows := (cv.oc + lanes - 1) / lanes * lanes
-		src := cv.wT.addr + uint64(((t.o0*p.inBlocks+p.blocks[t.ob][kb0])*rows+t.ob*lanes)*lanes*4)
+		src := cv.wT.addr + uint64(((t.o0*p.inBlocks+p.blocks[t.ob][kb0])*rows+t.ob*lanes)*lanes*p.ie.size())
 		return load(isa.MemWgt, p.ie, buf*p.wgtCap, src, kn, 1, rows/lanes)
 	}
 	wsel := 0

@@ -298,7 +298,8 @@ func (c *compiler) fcConv(n *onnx.Node, op string, a, bv *value, transB bool, al
 }
 
 // matmulComputed compiles MatMul(a, b) with b computed on the device, in
-// fp32: stacks of matrices whose leading axes broadcast as numpy's, of any
+// fp32 (int8 in a post-training-quantised model, see matmulComputedInt8):
+// stacks of matrices whose leading axes broadcast as numpy's, of any
 // inner and output dimensions. The array reads Bᵀ as weights, one matrix
 // per output stack (see weightsOf); an A whose stacks B's repeat is
 // gathered into one matrix per output stack too.
@@ -319,6 +320,13 @@ func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 		if !slices.Equal(v.shape, v.root().shape) {
 			return fmt.Errorf("MatMul operand %s after a reshape: %w", v, ErrUnsupported)
 		}
+	}
+	if c.opts.int8 && !c.keepFP32 {
+		if ok, err := c.matmulComputedInt8(n, a, b, lead, M, K, N); ok || err != nil {
+			return err
+		}
+	}
+	for _, v := range []*value{a, b} {
 		if err := c.settle(v, false); err != nil {
 			return err
 		}
@@ -329,22 +337,30 @@ func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 	if a.el() != f32 || !a.lay.equal(matLayout(a.shape)) {
 		return fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want fp32 matrices: %w", a, a.el(), a.lay, ErrUnsupported)
 	}
-	bt, err := c.weightsOf(n, b, lead)
+	bt, err := c.weightsOf(n, b, lead, 0)
 	if err != nil {
 		return err
 	}
 	if !slices.Equal(a.shape[:ra-2], lead) {
 		a = c.restack(a, a.shape[:ra-2], lead, M, append(slices.Clone(lead), M, K))
 	}
+	c.computedGemm(n, a, bt, lead, M, K, N, true)
+	return nil
+}
+
+// computedGemm appends the GEMM layer multiplying the M×K matrices of a by
+// the weights bt that weightsOf wrote, one matrix per stack of lead, in
+// fp32 or int8, and makes its output n's.
+func (c *compiler) computedGemm(n *onnx.Node, a, bt *value, lead []int, M, K, N int, fp bool) *layer {
 	batch := size(lead)
-	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, fp: true, batched: batch > 1, wT: bt}
+	spec := &convSpec{kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, ih: M, iw: 1, oh: M, ow: 1, ic: K, oc: N, fp: fp, batched: batch > 1, wT: bt}
 	shape := append(slices.Clone(lead), M, N)
-	l := &layer{kind: lGemm, in: a, conv: spec, accFP: true, macs: uint64(batch * M * N * K)}
+	l := &layer{kind: lGemm, in: a, conv: spec, accFP: fp, macs: uint64(batch * M * N * K)}
 	out := &value{shape: shape, typ: onnx.Float, device: device{lay: matLayout(shape), layer: l}}
 	l.out = out
 	c.layers = append(c.layers, l)
 	c.set(n, 0, out)
-	return nil
+	return l
 }
 
 // weightsOf returns B as the array reads a MatMul's computed weights: Bᵀ,
@@ -355,8 +371,10 @@ func (c *compiler) matmulComputed(n *onnx.Node, a, b *value) error {
 // element-wise layer wrote in channel layout, a Transpose's gather)
 // already is Bᵀ. Other Bs (N on the lanes) are transposed on the array,
 // their K rows padded with zeros first, so the padding lanes of Bᵀ are
-// zeros whatever A's hold.
-func (c *compiler) weightsOf(n *onnx.Node, b *value, lead []int) (*value, error) {
+// zeros whatever A's hold. With a range q > 0, an int8 GEMM's, Bᵀ is
+// int8 at the symmetric scale of q: quantised before a transpose on the
+// array, which then runs at four times the rate, else after.
+func (c *compiler) weightsOf(n *onnx.Node, b *value, lead []int, q float32) (*value, error) {
 	rb := len(b.shape)
 	K, N := b.shape[rb-2], b.shape[rb-1]
 	bl := b.shape[:rb-2]
@@ -385,6 +403,13 @@ func (c *compiler) weightsOf(n *onnx.Node, b *value, lead []int) (*value, error)
 		if kp, np := (K+lanes-1)/lanes*lanes, (N+lanes-1)/lanes*lanes; kp != K || np != N {
 			r = c.restack(r, bl, bl, kp, append(slices.Clone(bl), kp, np))
 		}
+		// Restacking Bᵀ after the transpose gathers 32-bit values: B's
+		// stacks must be lead's to quantise before.
+		if q > 0 && slices.Equal(bl, lead) {
+			if r, err = c.quantizeOperand(r, q); err != nil {
+				return nil, err
+			}
+		}
 		if bt, err = c.transposeLast(r); err != nil {
 			return nil, err
 		}
@@ -392,6 +417,9 @@ func (c *compiler) weightsOf(n *onnx.Node, b *value, lead []int) (*value, error)
 	np := (N + lanes - 1) / lanes * lanes
 	if bt.lay.s() != np || !slices.Equal(bl, lead) {
 		bt = c.restack(bt, bl, lead, np, append(slices.Clone(lead), np, K))
+	}
+	if q > 0 && bt.el() == f32 {
+		return c.quantizeOperand(bt, q)
 	}
 	return bt, nil
 }
@@ -418,9 +446,9 @@ func (c *compiler) restack(v *value, vs, lead []int, rows int, shape []int) *val
 	return c.permuteLayer(v, shape, matLayout(shape), src)
 }
 
-// transposeLast returns b with its last two axes swapped, written by a
-// transpose layer: Bᵀ laid out as matrices, B's rows on the lanes. Both
-// axes must fill whole 16-lane blocks.
+// transposeLast returns b, fp32 or int8, with its last two axes swapped,
+// written by a transpose layer: Bᵀ laid out as matrices, B's rows on the
+// lanes. Both axes must fill whole 16-lane blocks.
 func (c *compiler) transposeLast(b *value) (*value, error) {
 	if !slices.Equal(b.shape, b.root().shape) {
 		return nil, fmt.Errorf("transposing %s after a reshape: %w", b, ErrUnsupported)
@@ -432,8 +460,9 @@ func (c *compiler) transposeLast(b *value) (*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.el() != f32 || !b.lay.equal(matLayout(b.shape)) {
-		return nil, fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want fp32 matrices: %w", b, b.el(), b.lay, ErrUnsupported)
+	el := b.el()
+	if el != f32 && (el != i8 || b.q.zp != 0) || !b.lay.equal(matLayout(b.shape)) {
+		return nil, fmt.Errorf("MatMul operand %s is %v laid out %+v on the device, want fp32 or symmetric int8 matrices: %w", b, el, b.lay, ErrUnsupported)
 	}
 	r := len(b.shape)
 	if r < 2 || b.shape[r-1]%lanes != 0 || b.shape[r-2]%lanes != 0 {
@@ -441,8 +470,8 @@ func (c *compiler) transposeLast(b *value) (*value, error) {
 	}
 	shape := slices.Clone(b.shape)
 	shape[r-2], shape[r-1] = shape[r-1], shape[r-2]
-	l := &layer{kind: lTranspose, in: b, accFP: true}
-	bt := &value{shape: shape, typ: onnx.Float, device: device{lay: matLayout(shape), layer: l, elem: f32}}
+	l := &layer{kind: lTranspose, in: b, accFP: el == f32, acc8: el == i8}
+	bt := &value{shape: shape, typ: onnx.Float, q: b.q, device: device{lay: matLayout(shape), layer: l, elem: el}}
 	l.out = bt
 	c.layers = append(c.layers, l)
 	return bt, nil
@@ -451,16 +480,21 @@ func (c *compiler) transposeLast(b *value) (*value, error) {
 // transpose emits a transpose layer: per outer index and 16-column block
 // of B, chunks of its 16-row tiles go to the weight SRAM, one GEMM against
 // the identity writes them transposed, and one STORE puts each tile's 16
-// rows into Bᵀ's row block.
+// rows into Bᵀ's row block. int8 tiles sum in int32 and store exactly.
 func (e *emitter) transpose(l *layer) error {
 	in, out := l.in, l.out
 	r := len(in.shape)
 	K, N := in.shape[r-2], in.shape[r-1]
 	KB, NB := K/lanes, N/lanes
 	outer := in.lay.o()
-	id := make([]byte, lanes*lanes*4)
+	el := l.storeElem()
+	one := []byte{1}
+	if el == f32 {
+		one = []byte{0, 0, 0x80, 0x3f} // fp32 1.0
+	}
+	id := make([]byte, lanes*lanes*el.size())
 	for k := range lanes {
-		copy(id[(k*lanes+k)*4:], []byte{0, 0, 0x80, 0x3f}) // fp32 1.0
+		copy(id[(k*lanes+k)*el.size():], one)
 	}
 	ident := e.blob(id)
 	u := &uopTable{}
@@ -469,20 +503,20 @@ func (e *emitter) transpose(l *layer) error {
 		return err
 	}
 	m := min(KB, hw.WgtSize, hw.AccSize/lanes)
-	const rowBytes = lanes * 4
+	rowBytes := lanes * el.size()
 	for o := range outer {
 		for nb := range NB {
 			for kb0 := 0; kb0 < KB; kb0 += m {
 				t := min(m, KB-kb0)
 				e.beginTile()
 				src := in.addr + uint64(((o*NB+nb)*K+kb0*lanes)*rowBytes)
-				e.loadBatch(load(isa.MemInp, f32, 0, ident, 1, lanes, lanes), load(isa.MemWgt, f32, 0, src, 1, t, t))
-				g := isa.Insn{Op: isa.OpGEMM, UopBegin: uop, UopEnd: uop + 1, IterOut: uint32(t), IterIn: lanes, DstOut: lanes, DstIn: 1, FP32: true, Reset: true}
+				e.loadBatch(load(isa.MemInp, el, 0, ident, 1, lanes, lanes), load(isa.MemWgt, el, 0, src, 1, t, t))
+				g := isa.Insn{Op: isa.OpGEMM, UopBegin: uop, UopEnd: uop + 1, IterOut: uint32(t), IterIn: lanes, DstOut: lanes, DstIn: 1, FP32: el == f32, Reset: true}
 				e.compute(g, true)
 				g.Reset, g.SrcIn, g.WgtOut = false, 1, 1
 				e.compute(g, false)
 				e.release()
-				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: isa.FP32,
+				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(el),
 					DRAM: out.addr + uint64(((o*KB+kb0)*N+nb*lanes)*rowBytes), YSize: uint32(t), XSize: lanes, XStride: uint32(N)})
 			}
 		}

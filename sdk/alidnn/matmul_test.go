@@ -184,3 +184,66 @@ func runGraphResult(t *testing.T, g *onnx.Graph, ins ...*onnx.Tensor) *alidnn.Re
 	}
 	return runResult(t, p, ins...)
 }
+
+// TestComputedMatMulBatchNorm normalises the product of two computed
+// matrices per column, in fp32 and quantised: the weights are computed on
+// the device, so the normalisation cannot be folded into them and runs in
+// the epilogue (folding scaled only the constant weights there are none
+// of, leaving the product unscaled). A negative scale checks the sign.
+func TestComputedMatMulBatchNorm(t *testing.T) {
+	const M, K, N = 5, 16, 16
+	a, b := wave("a", []int64{M, K}, 1, 0.3), wave("b", []int64{K, N}, 1, 1.9)
+	scale, shift := make([]float32, N), make([]float32, N)
+	for j := range N {
+		scale[j], shift[j] = float32(j%5)-2.5, float32(j)*0.1
+	}
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{onnx.NewFloat32("s", []int64{N}, scale), onnx.NewFloat32("sh", []int64{N}, shift),
+			onnx.NewFloat32("mean", []int64{N}, make([]float32, N)), onnx.NewFloat32("var", []int64{N}, fillF(N, 1))},
+		Nodes: []*onnx.Node{
+			{Name: "ra", OpType: "Relu", Inputs: []string{"a"}, Outputs: []string{"ar"}},
+			{Name: "rb", OpType: "Relu", Inputs: []string{"b"}, Outputs: []string{"br"}},
+			{Name: "mm", OpType: "MatMul", Inputs: []string{"ar", "br"}, Outputs: []string{"p"}},
+			{Name: "bn", OpType: "BatchNormalization", Inputs: []string{"p", "s", "sh", "mean", "var"}, Outputs: []string{"y"},
+				Attrs: []*onnx.Attribute{{Name: "epsilon", Type: onnx.AttrFloat, F: 0}}},
+		},
+		Inputs:  []onnx.ValueInfo{vinfo("a", M, K), vinfo("b", K, N)},
+		Outputs: []onnx.ValueInfo{vinfo("y", M, N)},
+	}
+	af, _ := a.Float32s()
+	bf, _ := b.Float32s()
+	want := make([]float64, M*N)
+	var big float64
+	for i := range M {
+		for j := range N {
+			var s float64
+			for k := range K {
+				s += float64(max(af[i*K+k], 0)) * float64(max(bf[k*N+j], 0))
+			}
+			want[i*N+j] = s*float64(scale[j]) + float64(shift[j])
+			big = max(big, math.Abs(want[i*N+j]))
+		}
+	}
+	m := &onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g}
+	dev := local(t)
+	p32, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p8, err := alidnn.Quantize(context.Background(), dev, m, [][]*onnx.Tensor{{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		p    *alidnn.Program
+		tol  float64 // of the largest |output|
+	}{{"fp32", p32, 1e-5}, {"int8", p8, 0.02}} {
+		got := runProgram(t, dev, c.p, a, b)
+		for k, w := range want {
+			if d := math.Abs(float64(got[k]) - w); d > c.tol*big {
+				t.Errorf("%s: y[%d] = %g, want %g", c.name, k, got[k], w)
+			}
+		}
+	}
+}

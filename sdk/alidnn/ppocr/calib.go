@@ -14,7 +14,7 @@ var calibTexts = []string{"Pack my box with five dozen", "liquor jugs: 012345678
 // Calibration returns the Calibrator of m's three models: for the
 // detector, pages of calibTexts at the input's size (see detCalibration)
 // and its finest layers kept in fp32 (see detFloat); for the classifier
-// and the recogniser, each of calibTexts rendered at 16 to 34 px, cropped
+// and the recogniser (its attention in fp32, see attentionMatMuls), each of calibTexts rendered at 16 to 34 px, cropped
 // to its ink and laid out at the input's width (upright and upside down
 // for the classifier).
 func Calibration(m *Models) Calibrator {
@@ -27,8 +27,11 @@ func Calibration(m *Models) Calibrator {
 		case m.Det:
 			ins, err := detCalibration(h, w)
 			return Int8Plan{Inputs: ins, Float: detFloat(model)}, err
-		case m.Cls, m.Rec:
-			ins, err := lineCalibration(model == m.Rec, w)
+		case m.Rec:
+			ins, err := lineCalibration(true, w)
+			return Int8Plan{Inputs: ins, Float: attentionMatMuls(model)}, err
+		case m.Cls:
+			ins, err := lineCalibration(false, w)
 			return Int8Plan{Inputs: ins}, err
 		}
 		return Int8Plan{}, fmt.Errorf("no calibration for a model other than the detector, classifier and recogniser")
@@ -84,6 +87,29 @@ func detFloat(m *onnx.Model) []string {
 			break
 		}
 		names = append(names, n.Name)
+	}
+	return names
+}
+
+// attentionMatMuls names the MatMuls of two computed tensors: the
+// recogniser's attention, Q·Kᵀ and softmax·V. In int8 their error over
+// the few tokens of a line makes the CTC decoder read a stray "." at a
+// line's end (20 px, upside down); in fp32 they cost the recogniser little.
+func attentionMatMuls(m *onnx.Model) []string {
+	consts := map[string]bool{}
+	for _, t := range m.Graph.Initializers {
+		consts[t.Name] = true
+	}
+	for _, n := range m.Graph.Nodes {
+		if n.OpType == "Constant" {
+			consts[n.Outputs[0]] = true
+		}
+	}
+	var names []string
+	for _, n := range m.Graph.Nodes {
+		if n.OpType == "MatMul" && len(n.Inputs) == 2 && !consts[n.Inputs[0]] && !consts[n.Inputs[1]] {
+			names = append(names, n.Name)
+		}
 	}
 	return names
 }

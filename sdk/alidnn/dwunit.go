@@ -143,6 +143,8 @@ func (p *dwuPlan) planEpilogues(e *emitter) bool {
 	p.u = &uopTable{}
 	p.eps = p.eps[:0]
 	free := p.accBufs * p.n
+	e.paramTop = p.wrow // the unit's weight rows
+	defer func() { e.paramTop = 0 }()
 	var ep *epilogue
 	for ab := range p.accBufs {
 		var err error

@@ -52,9 +52,15 @@ type emitter struct {
 	// rowHolds is what the constant rows of the epilogues planned last
 	// hold, by acc row (see loadRow).
 	rowHolds map[int]string
-	// tableHolds is the lut table (its constant-segment offset) the param
-	// rows from a row hold, for the epilogues planned last (see loadTable).
-	tableHolds map[int]uint64
+	// paramHolds is what the param rows from a row hold (a constant-
+	// segment offset), for the epilogues planned last (see loadParams).
+	paramHolds map[int]uint64
+	// placed are the parameter rows and tables placed in the constant
+	// segment, by their bytes (see constOnce).
+	placed map[string]uint64
+	// paramTop, when not 0, is the param row from which a layer keeps
+	// its own data (the depthwise unit's weights): epilogues stay below.
+	paramTop int
 }
 
 func (e *emitter) blob(b []byte) uint64 {
@@ -239,7 +245,7 @@ func (l *layer) storeElem() elem {
 
 func (e *emitter) layer(l *layer) error {
 	clear(e.rowHolds)
-	clear(e.tableHolds)
+	clear(e.paramHolds)
 	var err error
 	switch l.kind {
 	case lGemm:

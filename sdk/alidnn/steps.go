@@ -5,6 +5,7 @@ package alidnn
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -34,6 +35,9 @@ type plannedStep struct {
 	uops   []uint32
 	fill   int
 	fillU  uint32
+	// blockU are, for a parameter step whose rows for every output block
+	// load at once, the micro-op of each block (reading its row).
+	blockU []uint32
 	// loaded says a tensor step's operand is already in its region: an
 	// earlier step of the epilogue reads the same tensor the same way
 	// (erf's polynomial multiplies by t four times), and no step writes
@@ -55,10 +59,15 @@ func scalarRow(ob int, v float32) []byte {
 func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, error) {
 	// Rows may now be laid out anew: forget what they held.
 	clear(e.rowHolds)
-	clear(e.tableHolds)
+	clear(e.paramHolds)
 	ep := &epilogue{}
 	ob := l.out.lay.cb()
 	param := 0
+	// Each tile would load its block's parameter row, paying the DDR
+	// latency for 128 bytes; when every block's rows fit the param SRAM
+	// (below what the layer keeps there itself, see paramTop), they load
+	// once for the layer.
+	preload := paramRows(l.steps, ob) <= cmp.Or(e.paramTop, hw.ParamSize)
 	for _, s := range l.steps {
 		p := plannedStep{step: s}
 		switch s.kind {
@@ -117,12 +126,20 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 				binary.LittleEndian.PutUint32(b[8*k:], lo)
 				binary.LittleEndian.PutUint32(b[8*k+4:], hi)
 			}
-			p.table = e.blob(b)
+			p.table = e.constOnce(b)
 			p.reg = param
-			param++
-			p.uop = u.addALU(base, p.reg)
+			if !preload {
+				param++
+				p.uop = u.addALU(base, p.reg)
+				break
+			}
+			param += ob
+			p.blockU = make([]uint32, ob)
+			for k := range p.blockU {
+				p.blockU[k] = u.addALU(base, p.reg+k)
+			}
 		case sLut:
-			p.table = e.blob(lutRows(s.lut))
+			p.table = e.lutBlob(s.lut)
 			p.reg = param
 			param += isa.LutRows
 			p.uop = u.addALU(base, p.reg)
@@ -257,18 +274,52 @@ func lutRows(table []int8) []byte {
 	return b
 }
 
-// loadTable loads the lut table at src of the constant segment into param
-// rows from reg, unless they hold it: it is the same for every tile, and
-// only a table's load writes its rows.
-func (e *emitter) loadTable(reg int, src uint64) {
-	if t, ok := e.tableHolds[reg]; ok && t == src {
+// lutBlob places table's rows in the constant segment (see constOnce).
+func (e *emitter) lutBlob(table []int8) uint64 { return e.constOnce(lutRows(table)) }
+
+// constOnce places b in the constant segment once: each acc buffer's
+// epilogue plans its parameter rows and tables, and one copy lets
+// loadParams see them held.
+func (e *emitter) constOnce(b []byte) uint64 {
+	if at, ok := e.placed[string(b)]; ok {
+		return at
+	}
+	if e.placed == nil {
+		e.placed = map[string]uint64{}
+	}
+	at := e.blob(b)
+	e.placed[string(b)] = at
+	return at
+}
+
+// loadParams loads rows param rows of elements el from src of the
+// constant segment into param from row reg, unless they hold them: a
+// layer's parameter rows and tables are the same for every tile, and only
+// these loads write them.
+func (e *emitter) loadParams(el elem, reg int, src uint64, rows int) {
+	if t, ok := e.paramHolds[reg]; ok && t == src {
 		return
 	}
-	if e.tableHolds == nil {
-		e.tableHolds = map[int]uint64{}
+	if e.paramHolds == nil {
+		e.paramHolds = map[int]uint64{}
 	}
-	e.tableHolds[reg] = src
-	e.compute(load(isa.MemParam, i32, reg, src, 1, isa.LutRows, isa.LutRows), false)
+	e.paramHolds[reg] = src
+	e.compute(load(isa.MemParam, el, reg, src, 1, rows, rows), false)
+}
+
+// paramRows is the number of param rows steps take for ob output blocks
+// when every block's rows load at once.
+func paramRows(steps []step, ob int) int {
+	n := 0
+	for _, s := range steps {
+		switch s.kind {
+		case sRequant, sQuantize, sDequantize:
+			n += ob
+		case sLut:
+			n += isa.LutRows
+		}
+	}
+	return n
 }
 
 // runSelf emits sSelf step p on a tile of n rows of output block ob.
@@ -364,12 +415,17 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 					alu.Alu = isa.AluDequantize
 				}
 			}
-			e.compute(load(isa.MemParam, el, p.reg, p.table+uint64(ob*lanes*8), 1, 1, 1), false)
+			if p.blockU != nil {
+				e.loadParams(el, p.reg, p.table, len(p.blockU))
+				alu.UopBegin, alu.UopEnd = p.blockU[ob], p.blockU[ob]+1
+			} else {
+				e.compute(load(isa.MemParam, el, p.reg, p.table+uint64(ob*lanes*8), 1, 1, 1), false)
+			}
 			alu.PerChannel = true
 			alu.Imm = p.zp
 			alu.FP32 = false
 		case sLut:
-			e.loadTable(p.reg, p.table)
+			e.loadParams(i32, p.reg, p.table, isa.LutRows)
 			alu.Alu = isa.AluLut
 		}
 		e.compute(alu, false)

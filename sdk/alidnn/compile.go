@@ -141,6 +141,10 @@ type compiler struct {
 	// too (the lane means and sums of layer normalisations and Softmax;
 	// see laneReduce).
 	keepFP32 bool
+	// seq are the nodes a LayerNormalization stands for while they
+	// compile (see layerNormNode): the readers of its means besides the
+	// graph's (see blockReaders).
+	seq []*onnx.Node
 	// lutDone are the nodes of chains compiled as tables (see lutNode).
 	lutDone map[*onnx.Node]bool
 	// reduced names values that a sequence standing for one node reads
@@ -274,6 +278,9 @@ func (c *compiler) set(n *onnx.Node, k int, v *value) {
 func (c *compiler) node(n *onnx.Node) error {
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Errorf("operator domain %q: %w", n.Domain, ErrUnsupported)
+	}
+	if done, err := c.blockNode(n); done || err != nil {
+		return err
 	}
 	if done, err := c.lutNode(n); done || err != nil {
 		return err

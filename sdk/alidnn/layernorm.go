@@ -27,8 +27,10 @@ var laneWise = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": tru
 
 // laneReduce compiles m, a ReduceMean or ReduceSum of its input over the
 // last axis, as a MatMul by constants after which every lane of a row
-// holds the row's mean or sum. Its padding lanes, which the matrix leaves
-// 0, are made 1, so what divides by them (a LayerNorm's standard
+// holds the row's mean or sum: of one block of lanes where every reader
+// can read that for each block of the full width (see laneBlock), else of
+// all the row's lanes. The padding lanes of those, which the matrix
+// leaves 0, are made 1, so what divides by them (a LayerNorm's standard
 // deviation, a Softmax's sum) stays finite there, as a MatMul reading the
 // quotient needs (0 × Inf is NaN). It runs in fp32 in int8 models too.
 func (c *compiler) laneReduce(m *onnx.Node) error {
@@ -48,6 +50,11 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	// Softmax sums lose its class token's attention so too.
 	keep := c.keepFP32
 	c.keepFP32 = true
+	if C > 2*lanes && x.lay.equal(matLayout(x.shape)) && c.blockReaders(m.Outputs[0], x.shape) {
+		err = c.laneBlock(m, x, v)
+		c.keepFP32 = keep
+		return err
+	}
 	err = c.laneMatMuls(m, x, v)
 	c.keepFP32 = keep
 	if err != nil {
@@ -189,7 +196,11 @@ func (c *compiler) layerNormNode(n *onnx.Node) error {
 	}
 	uses := map[string]int{xn: 2, p + "d": 2, p + "mean": 1, p + "d2": 1, p + "var": 1, p + "vare": 1, p + "std": 1, p + "norm": 1, p + "scaled": 1}
 	seq = append(seq, c.layerNormStats(n, x.shape[r-1], uses)...)
-	return c.runSeq(n, seq, uses)
+	outer := c.seq
+	c.seq = seq
+	err = c.runSeq(n, seq, uses)
+	c.seq = outer
+	return err
 }
 
 // layerNormStats writes LayerNormalization's optional outputs Mean and

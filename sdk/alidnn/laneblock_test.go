@@ -1,0 +1,135 @@
+package alidnn_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
+)
+
+// TestLaneBlock runs normalisations of hidden states [2,5,72] (five
+// blocks of lanes, the last half padding; a MatMul's) read by a MatMul, which
+// multiplies the padding lanes by zeros: LayerNormalization and RMSNorm
+// as exporters write it (ReduceMean of x², ε, Sqrt, Div). Each mean is one
+// block of lanes that the element-wise operators after it read for every
+// block (see laneblock.go): the array multiplies one block column a
+// block of rows per mean, no copy of it to every lane by a second MatMul.
+// Against float64.
+func TestLaneBlock(t *testing.T) {
+	const S, C, D = 10, 72, 16
+	const eps = 0.01
+	axes, _ := onnx.NewInt("axes", onnx.Int64, []int64{1}, []int64{-1})
+	rms := []*onnx.Node{
+		{Name: "sq", OpType: "Mul", Inputs: []string{"h", "h"}, Outputs: []string{"x2"}},
+		{Name: "ms", OpType: "ReduceMean", Inputs: []string{"x2", "axes"}, Outputs: []string{"ms"}},
+		{Name: "eps", OpType: "Add", Inputs: []string{"ms", "eps"}, Outputs: []string{"mse"}},
+		{Name: "rms", OpType: "Sqrt", Inputs: []string{"mse"}, Outputs: []string{"rms"}},
+		{Name: "div", OpType: "Div", Inputs: []string{"h", "rms"}, Outputs: []string{"xn"}},
+		{Name: "g", OpType: "Mul", Inputs: []string{"xn", "g"}, Outputs: []string{"n"}},
+	}
+	ln := []*onnx.Node{{Name: "ln", OpType: "LayerNormalization", Inputs: []string{"h", "g", "b"}, Outputs: []string{"n"},
+		Attrs: []*onnx.Attribute{{Name: "epsilon", Type: onnx.AttrFloat, F: eps}}}}
+	x := ramp("x", []int64{2, 5, 8}, 0.3)
+	xf, _ := x.Float32s()
+	hf, _ := ramp("wh", []int64{8, C}, 0.07).Float32s()
+	gf, _ := ramp("g", []int64{C}, 0.2).Float32s()
+	bf, _ := ramp("b", []int64{C}, 0.05).Float32s()
+	wf, _ := ramp("w", []int64{C, D}, 0.1).Float32s()
+	for _, tc := range []struct {
+		name  string
+		nodes []*onnx.Node
+		norm  func(row []float64) []float64
+	}{
+		{"LayerNormalization", ln, func(row []float64) []float64 {
+			m, v := 0.0, 0.0
+			for _, e := range row {
+				m += e / C
+			}
+			for _, e := range row {
+				v += (e - m) * (e - m) / C
+			}
+			out := make([]float64, C)
+			for k, e := range row {
+				out[k] = (e-m)/math.Sqrt(v+float64(float32(eps)))*float64(gf[k]) + float64(bf[k])
+			}
+			return out
+		}},
+		{"RMSNorm", rms, func(row []float64) []float64 {
+			ms := 0.0
+			for _, e := range row {
+				ms += e * e / C
+			}
+			out := make([]float64, C)
+			for k, e := range row {
+				out[k] = e / math.Sqrt(ms+float64(float32(eps))) * float64(gf[k])
+			}
+			return out
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &onnx.Graph{
+				Inputs: []onnx.ValueInfo{vinfo("x", 2, 5, 8)},
+				Initializers: []*onnx.Tensor{axes, onnx.NewFloat32("eps", nil, []float32{eps}), ramp("wh", []int64{8, C}, 0.07),
+					ramp("g", []int64{C}, 0.2), ramp("b", []int64{C}, 0.05), ramp("w", []int64{C, D}, 0.1)},
+				Nodes: append(append([]*onnx.Node{{Name: "mh", OpType: "MatMul", Inputs: []string{"x", "wh"}, Outputs: []string{"h"}}}, tc.nodes...),
+					&onnx.Node{Name: "mm", OpType: "MatMul", Inputs: []string{"n", "w"}, Outputs: []string{"y"}}),
+				Outputs: []onnx.ValueInfo{{Name: "n"}, {Name: "y"}},
+			}
+			p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 18}}, Graph: g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Besides the MatMuls', five block products a row for h and
+			// five for y, the means' products: one block of weights for
+			// each of h's five blocks of lanes, a mean's rows; the copy to
+			// every lane would double them.
+			means := 2
+			if tc.name == "RMSNorm" {
+				means = 1
+			}
+			if got, want := fp32Products(p)-2*S*5, means*S*5; got != want {
+				t.Errorf("%d fp32 block products besides the MatMul's, want %d: the means are copied to every lane", got, want)
+			}
+			res := runResult(t, p, x)
+			var n, y []float64
+			for r := range S {
+				row := make([]float64, C)
+				for k := range row {
+					for i := range 8 {
+						row[k] += float64(xf[r*8+i]) * float64(hf[i*C+k])
+					}
+				}
+				nr := tc.norm(row)
+				n = append(n, nr...)
+				for j := range D {
+					s := 0.0
+					for k, e := range nr {
+						s += float64(float32(e)) * float64(wf[k*D+j])
+					}
+					y = append(y, s)
+				}
+			}
+			for k, want := range [][]float64{n, y} {
+				got, err := res.Outputs[k].Float32s()
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkCloseAbs(t, got, want)
+			}
+		})
+	}
+}
+
+// fp32Products counts the fp32 GEMM instructions' products of a row by a
+// block of weights.
+func fp32Products(p *alidnn.Program) int {
+	n := 0
+	for _, in := range p.Insns {
+		if in.Op == isa.OpGEMM && in.FP32 && !in.Reset {
+			n += int(in.IterOut * in.IterIn * (in.UopEnd - in.UopBegin))
+		}
+	}
+	return n
+}

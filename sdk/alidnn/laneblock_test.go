@@ -1,6 +1,7 @@
 package alidnn_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -132,4 +133,85 @@ func fp32Products(p *alidnn.Program) int {
 		}
 	}
 	return n
+}
+
+// TestLaneSpreadOps runs each element-wise operator of hidden states p
+// [1,6,40] and a computed m [1,6,1] broadcast along p's lanes, which reads
+// one block of m's spread for each of p's three (see spreadLanes), on
+// either side where the operator commutes, against the same fp32
+// arithmetic on p and m read back: exact.
+func TestLaneSpreadOps(t *testing.T) {
+	ops := map[string]func(a, b float32) float32{
+		"Add": func(a, b float32) float32 { return a + b }, "Sub": func(a, b float32) float32 { return a - b },
+		"Mul": func(a, b float32) float32 { return a * b }, "Div": func(a, b float32) float32 { return a / b },
+		"Max":     func(a, b float32) float32 { return max(a, b) },
+		"Min":     func(a, b float32) float32 { return min(a, b) },
+		"Greater": func(a, b float32) float32 { return b2f(a > b) }, "Less": func(a, b float32) float32 { return b2f(a < b) },
+		"Equal": func(a, b float32) float32 { return b2f(a == b) },
+	}
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", 1, 6, 8)},
+		Initializers: []*onnx.Tensor{ramp("w", []int64{8, 40}, 0.07), ramp("wm", []int64{8, 1}, 0.11)},
+		Nodes: []*onnx.Node{
+			{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"p"}},
+			{Name: "mmm", OpType: "MatMul", Inputs: []string{"x", "wm"}, Outputs: []string{"m"}},
+		},
+		Outputs: []onnx.ValueInfo{{Name: "p"}, {Name: "m"}},
+	}
+	type out struct {
+		op      string
+		swapped bool
+	}
+	var outs []out
+	for op := range ops {
+		for _, swapped := range []bool{false, true} {
+			if swapped && op != "Add" && op != "Mul" && op != "Max" && op != "Min" {
+				continue
+			}
+			in := []string{"p", "m"}
+			if swapped {
+				in = []string{"m", "p"}
+			}
+			name := fmt.Sprintf("%s%v", op, swapped)
+			g.Nodes = append(g.Nodes, &onnx.Node{Name: name, OpType: op, Inputs: in, Outputs: []string{name}})
+			if op == "Greater" || op == "Less" || op == "Equal" {
+				// A comparison's BOOL becomes FLOAT for the output.
+				g.Nodes = append(g.Nodes, &onnx.Node{Name: name + "/f", OpType: "Cast", Inputs: []string{name}, Outputs: []string{name + "/f"},
+					Attrs: []*onnx.Attribute{{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}}})
+				name += "/f"
+			}
+			g.Outputs = append(g.Outputs, onnx.ValueInfo{Name: name})
+			outs = append(outs, out{op, swapped})
+		}
+	}
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 18}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runResult(t, p, ramp("x", []int64{1, 6, 8}, 0.3))
+	pf, _ := res.Outputs[0].Float32s()
+	mf, _ := res.Outputs[1].Float32s()
+	for k, o := range outs {
+		got, err := res.Outputs[2+k].Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got {
+			a, b := pf[i], mf[i/40]
+			if o.swapped {
+				a, b = b, a
+			}
+			if want := ops[o.op](a, b); math.Float32bits(v) != math.Float32bits(want) {
+				t.Errorf("%s (swapped %v) value %d: %g, want %g", o.op, o.swapped, i, v, want)
+				break
+			}
+		}
+	}
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
 }

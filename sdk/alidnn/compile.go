@@ -141,10 +141,6 @@ type compiler struct {
 	// too (the lane means and sums of layer normalisations and Softmax;
 	// see laneReduce).
 	keepFP32 bool
-	// seq are the nodes a LayerNormalization stands for while they
-	// compile (see layerNormNode): the readers of its means besides the
-	// graph's (see blockReaders).
-	seq []*onnx.Node
 	// lutDone are the nodes of chains compiled as tables (see lutNode).
 	lutDone map[*onnx.Node]bool
 	// reduced names values that a sequence standing for one node reads

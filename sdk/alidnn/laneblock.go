@@ -13,59 +13,46 @@ import (
 // a second MatMul of 16×C, which cost a LayerNorm two fp32 MatMuls and
 // the load of a C-wide tensor. The element-wise operators between the
 // reduction and a tensor of the full width (a LayerNorm's ε and square
-// root) run on that one block, and where it meets the full tensor the ALU
-// reads the block for each block of C (see laneOperand). A reduction is
-// held so when every reader can read it so (see blockReaders); others
-// keep the copy to every lane (see laneMatMuls).
+// root, a Softmax's nothing) run on that one block, and where it meets the
+// full tensor the ALU reads the block for each block of C (see
+// laneOperand). A reader that cannot read a block (a graph output, a
+// Reshape, an operand of other lanes) gets the copy to every lane, made
+// as it comes (see unblock): the MatMuls of before.
 
-// blockReaders reports whether name, a reduction of a tensor of shape
-// over its last axis, is read only by element-wise operators (laneWise)
-// that can read it as one block: with constants that do not vary along
-// the last axis and other such blocks, their result a block too whose
-// readers are checked in turn; or with a computed tensor of shape laid
-// out as full (lane axis last), as an Add's or a Mul's operand or a Sub's
-// or a Div's second. Never by a graph output or a shape. The readers are
-// the graph's nodes and those of the sequence compiling (see
-// layerNormNode); a value no node reads (a sequence's the compiler does
-// not know) is not held so.
-func (c *compiler) blockReaders(name string, shape []int) bool {
-	if c.outputs[name] || c.reduced[name] {
-		return false
+// readsBlocks reports whether n, reading a block of lanes, can read its
+// blocks so (and which input is the full-width tensor, −1 for none): an
+// element-wise operator (laneWise) of blocks, constants that do not vary
+// along the last axis, and at most one computed tensor of the blocks'
+// shape laid out as theirs save the lanes, as an Add's or a Mul's
+// operand or a Sub's or a Div's first (x − mean, d / std). Without one,
+// its result is a block, which a graph output may not be.
+func (c *compiler) readsBlocks(n *onnx.Node) (int, bool) {
+	if !laneWise[n.OpType] || len(n.Outputs) != 1 {
+		return -1, false
 	}
-	read := false
-	for _, m := range slices.Concat(c.g.Nodes, c.seq) {
-		if !slices.Contains(m.Inputs, name) {
-			continue
+	full := -1
+	var shape []int
+	for _, in := range n.Inputs {
+		if v := c.vals[in]; v != nil && v.block != nil {
+			shape = v.shape
 		}
-		read = true
-		if !laneWise[m.OpType] || len(m.Outputs) != 1 {
-			return false
-		}
-		full := false
-		for k, in := range m.Inputs {
-			v := c.vals[in]
-			switch {
-			case in == name || v != nil && v.block != nil:
-			case v == nil:
-				return false // not compiled yet: another reduction's
-			case v.isConst:
-				if r := len(v.shape); r > 0 && v.shape[r-1] != 1 || !v.isFloat() {
-					return false
-				}
-			case eqInts(v.shape, shape) && c.spreadFits(v):
-				if full || !meetsBlock(m.OpType, k) {
-					return false
-				}
-				full = true
-			default:
-				return false
+	}
+	for k, in := range n.Inputs {
+		v := c.vals[in]
+		switch {
+		case v == nil || v.block != nil:
+		case v.isConst:
+			if r := len(v.shape); r > 0 && v.shape[r-1] != 1 || !v.isFloat() {
+				return -1, false
 			}
-		}
-		if !full && !c.blockReaders(m.Outputs[0], shape) {
-			return false
+		case full < 0 && eqInts(v.shape, shape) && c.spreadFits(v) && meetsBlock(n.OpType, k):
+			full = k
+		default:
+			return -1, false
 		}
 	}
-	return read
+	out := n.Outputs[0]
+	return full, full >= 0 || !c.outputs[out] && !c.reduced[out]
 }
 
 // meetsBlock reports whether operator op reads a full-width tensor as its
@@ -85,11 +72,14 @@ func (c *compiler) spreadFits(v *value) bool {
 
 // laneBlock compiles m, the reduction of x [..., C] over its lanes, each
 // lane weighed v, as one block of 16 lanes a row: a MatMul by the C×16
-// matrix all of v, whose 16 columns each give the row's sum of products,
-// the sum laneMatMuls' first column gives, term for term. The block has no
-// padding lanes: its value stands in all 16, finite wherever the row's is,
-// so what divides by it (a LayerNorm's standard deviation) stays so in the
-// full tensor's padding lanes too.
+// matrix all of v, 16·C products a row, where the one MatMul by the C×C
+// matrix of v would spend C·C, as many as one of a transformer's
+// projections (a LayerNorm's two means cost BERT-base a third of its
+// multiply-accumulates so). Each of the 16 columns gives the row's sum,
+// term for term the one MatMul's. The block has no padding lanes: its
+// value stands in all 16, finite wherever the row's is, so what divides
+// by it (a LayerNorm's standard deviation) stays so in the full tensor's
+// padding lanes too.
 func (c *compiler) laneBlock(m *onnx.Node, x *value, v float32) error {
 	C := x.shape[len(x.shape)-1]
 	out := m.Outputs[0]
@@ -106,26 +96,33 @@ func (c *compiler) laneBlock(m *onnx.Node, x *value, v float32) error {
 	return nil
 }
 
-// blockNode compiles n, an element-wise operator reading a block of lanes
-// (see blockReaders), and reports whether it did: on the blocks alone
-// when no full-width tensor meets them, its result a block; else as a
-// step of the full tensor's layer reading the block (see laneOperand).
+// blockNode compiles n when it reads a block of lanes, and reports
+// whether it did: on the blocks alone when no full-width tensor meets
+// them, its result a block; else as a step of the full tensor's layer
+// reading the block (see laneOperand). For a reader that cannot read them
+// so (see readsBlocks), the blocks it reads are copied to every lane
+// first, and n compiles as any node.
 func (c *compiler) blockNode(n *onnx.Node) (bool, error) {
-	if !laneWise[n.OpType] || !slices.ContainsFunc(n.Inputs, func(in string) bool { v := c.vals[in]; return v != nil && v.block != nil }) {
+	if !slices.ContainsFunc(n.Inputs, c.isBlock) {
+		return false, nil
+	}
+	full, ok := c.readsBlocks(n)
+	if !ok {
+		for _, in := range n.Inputs {
+			if c.isBlock(in) {
+				if err := c.unblock(in); err != nil {
+					return true, err
+				}
+			}
+		}
 		return false, nil
 	}
 	on := &onnx.Node{Name: n.Name, OpType: n.OpType, Attrs: n.Attrs, Inputs: slices.Clone(n.Inputs), Outputs: []string{n.Outputs[0] + "/block"}}
 	var shape []int
-	full := -1
 	for k, in := range n.Inputs {
-		v := c.vals[in]
-		switch {
-		case v == nil:
-		case v.block != nil:
-			on.Inputs[k] = v.block.name
-			shape = v.shape
-		case !v.isConst:
-			full = k
+		if c.isBlock(in) {
+			shape = c.vals[in].shape
+			on.Inputs[k] = c.vals[in].block.name
 		}
 	}
 	if full < 0 {
@@ -147,6 +144,32 @@ func (c *compiler) blockNode(n *onnx.Node) (bool, error) {
 		b, op = nb, "Add"
 	}
 	return true, c.laneOperand(n, op, a, b)
+}
+
+// isBlock reports whether the value name is held as a block of lanes.
+func (c *compiler) isBlock(name string) bool {
+	v := c.vals[name]
+	return v != nil && v.block != nil
+}
+
+// unblock replaces the block of lanes name [..., C] by its copy to every
+// lane, for a reader that needs the full width: a MatMul by the 16×C
+// matrix whose first row is ones, exact for finite values (a row holding
+// ±Inf or NaN gives NaN, a zero times it, where the one MatMul gave ±Inf
+// or NaN), and its padding lanes made 1, as laneReduce's.
+func (c *compiler) unblock(name string) error {
+	v := c.vals[name]
+	C := v.shape[len(v.shape)-1]
+	w := name + "/broadcast"
+	c.vals[w] = constFloat(w, []int{lanes, C}, append(fill(C, 1), make([]float32, (lanes-1)*C)...))
+	keep := c.keepFP32
+	c.keepFP32 = true
+	err := c.matmulNode(&onnx.Node{OpType: "MatMul", Name: w, Inputs: []string{v.block.name, w}, Outputs: []string{name}})
+	c.keepFP32 = keep
+	if err != nil {
+		return err
+	}
+	return c.padLanes(c.vals[name], w)
 }
 
 // laneOperand compiles a op b for a computed tensor a [..., C] holding C

@@ -184,6 +184,11 @@ func TestLaneSpreadOps(t *testing.T) {
 			outs = append(outs, out{op, swapped})
 		}
 	}
+	// And a Div in the epilogue of a MatMul (p's again) that only it reads.
+	g.Nodes = append(g.Nodes, &onnx.Node{Name: "mmq", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"q"}},
+		&onnx.Node{Name: "divq", OpType: "Div", Inputs: []string{"q", "m"}, Outputs: []string{"dq"}})
+	g.Outputs = append(g.Outputs, onnx.ValueInfo{Name: "dq"})
+	outs = append(outs, out{"Div", false})
 	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 18}}, Graph: g})
 	if err != nil {
 		t.Fatal(err)

@@ -13,9 +13,9 @@ import (
 // a second MatMul of 16×C, which cost a LayerNorm two fp32 MatMuls and
 // the load of a C-wide tensor. The element-wise operators between the
 // reduction and a tensor of the full width (a LayerNorm's ε and square
-// root, a Softmax's nothing) run on that one block, and where it meets the
-// full tensor the ALU reads the block for each block of C (see
-// laneOperand). A reader that cannot read a block (a graph output, a
+// root) run on that one block, and where it meets the full tensor (x −
+// mean, d / std, a Softmax's e / sum) the ALU reads the block for each
+// block of C (see laneOperand). A reader that cannot read a block (a graph output, a
 // Reshape, an operand of other lanes) gets the copy to every lane, made
 // as it comes (see unblock): the MatMuls of before.
 

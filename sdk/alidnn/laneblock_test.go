@@ -13,7 +13,8 @@ import (
 // TestLaneBlock runs normalisations of hidden states [2,5,72] (five
 // blocks of lanes, the last half padding; a MatMul's) read by a MatMul, which
 // multiplies the padding lanes by zeros: LayerNormalization and RMSNorm
-// as exporters write it (ReduceMean of x², ε, Sqrt, Div). Each mean is one
+// as exporters write it (ReduceMean of x², ε, Sqrt, Div), and Softmax,
+// whose sum is such a mean. Each mean is one
 // block of lanes that the element-wise operators after it read for every
 // block (see laneblock.go): the array multiplies one block column a
 // block of rows per mean, no copy of it to every lane by a second MatMul.
@@ -41,9 +42,10 @@ func TestLaneBlock(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		nodes []*onnx.Node
+		means int // lane means or sums; −1: not counted
 		norm  func(row []float64) []float64
 	}{
-		{"LayerNormalization", ln, func(row []float64) []float64 {
+		{"LayerNormalization", ln, 2, func(row []float64) []float64 {
 			m, v := 0.0, 0.0
 			for _, e := range row {
 				m += e / C
@@ -57,7 +59,7 @@ func TestLaneBlock(t *testing.T) {
 			}
 			return out
 		}},
-		{"RMSNorm", rms, func(row []float64) []float64 {
+		{"RMSNorm", rms, 1, func(row []float64) []float64 {
 			ms := 0.0
 			for _, e := range row {
 				ms += e * e / C
@@ -65,6 +67,22 @@ func TestLaneBlock(t *testing.T) {
 			out := make([]float64, C)
 			for k, e := range row {
 				out[k] = e / math.Sqrt(ms+float64(float32(eps))) * float64(gf[k])
+			}
+			return out
+		}},
+		// Its sum is a block too; the maximum's MatMuls are its own.
+		{"Softmax", []*onnx.Node{{Name: "sm", OpType: "Softmax", Inputs: []string{"h"}, Outputs: []string{"n"}}}, -1, func(row []float64) []float64 {
+			m, s := math.Inf(-1), 0.0
+			for _, e := range row {
+				m = max(m, e)
+			}
+			out := make([]float64, C)
+			for k, e := range row {
+				out[k] = math.Exp(e - m)
+				s += out[k]
+			}
+			for k := range out {
+				out[k] /= s
 			}
 			return out
 		}},
@@ -86,11 +104,7 @@ func TestLaneBlock(t *testing.T) {
 			// five for y, the means' products: one block of weights for
 			// each of h's five blocks of lanes, a mean's rows; the copy to
 			// every lane would double them.
-			means := 2
-			if tc.name == "RMSNorm" {
-				means = 1
-			}
-			if got, want := fp32Products(p)-2*S*5, means*S*5; got != want {
+			if got, want := fp32Products(p)-2*S*5, tc.means*S*5; tc.means >= 0 && got != want {
 				t.Errorf("%d fp32 block products besides the MatMul's, want %d: the means are copied to every lane", got, want)
 			}
 			res := runResult(t, p, x)

@@ -131,7 +131,7 @@ func TestLaneBlock(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkCloseAbs(t, got, want)
+				checkNear(t, got, want)
 			}
 		})
 	}
@@ -233,4 +233,73 @@ func b2f(b bool) float32 {
 		return 1
 	}
 	return 0
+}
+
+// TestLaneSpreadPadding reads by a MatMul, which multiplies the padding
+// lanes of its input by zeros, quotients and differences of hidden states
+// h [3,7,72] (the last block of lanes half padding) and a row mean m
+// [3,7,1] read other than element-wise (Reciprocal), so reduced to one
+// lane and spread again: the padding lanes must stay finite. Spread to
+// all 72 lanes, 1/m was 0 on the padding lanes, h's 0 over it NaN, and so
+// every product; the one block of lanes it is spread to has no padding.
+// Against float64 of the MatMul's input read back.
+func TestLaneSpreadPadding(t *testing.T) {
+	axes, _ := onnx.NewInt("axes", onnx.Int64, []int64{1}, []int64{-1})
+	for _, tc := range []struct {
+		name  string
+		nodes []*onnx.Node
+	}{
+		{"h/(1/m)", []*onnx.Node{{Name: "div", OpType: "Div", Inputs: []string{"h", "r"}, Outputs: []string{"n"}}}},
+		{"h−m", []*onnx.Node{{Name: "sub", OpType: "Sub", Inputs: []string{"h", "m"}, Outputs: []string{"n"}}}},
+		{"h/(1/m)−m", []*onnx.Node{{Name: "div", OpType: "Div", Inputs: []string{"h", "r"}, Outputs: []string{"q"}},
+			{Name: "sub", OpType: "Sub", Inputs: []string{"q", "m"}, Outputs: []string{"n"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &onnx.Graph{
+				Inputs:       []onnx.ValueInfo{vinfo("x", 3, 7, 8)},
+				Initializers: []*onnx.Tensor{axes, ramp("wh", []int64{8, 72}, 0.07), ramp("w", []int64{72, 16}, 0.1)},
+				Nodes: append([]*onnx.Node{
+					{Name: "mh", OpType: "MatMul", Inputs: []string{"x", "wh"}, Outputs: []string{"h"}},
+					{Name: "mean", OpType: "ReduceMean", Inputs: []string{"h", "axes"}, Outputs: []string{"m"}},
+					{Name: "rec", OpType: "Reciprocal", Inputs: []string{"m"}, Outputs: []string{"r"}},
+				}, append(tc.nodes, &onnx.Node{Name: "my", OpType: "MatMul", Inputs: []string{"n", "w"}, Outputs: []string{"y"}})...),
+				Outputs: []onnx.ValueInfo{{Name: "n"}, {Name: "y"}},
+			}
+			p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 18}}, Graph: g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := runResult(t, p, ramp("x", []int64{3, 7, 8}, 0.3))
+			nf, _ := res.Outputs[0].Float32s()
+			wf, _ := ramp("w", []int64{72, 16}, 0.1).Float32s()
+			var want []float64
+			for r := range 21 {
+				for j := range 16 {
+					s := 0.0
+					for k := range 72 {
+						s += float64(nf[r*72+k]) * float64(wf[k*16+j])
+					}
+					want = append(want, s)
+				}
+			}
+			got, err := res.Outputs[1].Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNear(t, got, want)
+		})
+	}
+}
+
+// checkNear is checkCloseAbs failing on NaN too, which compares false.
+func checkNear(t *testing.T, got []float32, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d values, want %d", len(got), len(want))
+	}
+	for k := range want {
+		if !(math.Abs(float64(got[k])-want[k]) <= 1e-5+1e-4*math.Abs(want[k])) {
+			t.Fatalf("value %d: %g, want %g", k, got[k], want[k])
+		}
+	}
 }

@@ -152,7 +152,15 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 		a, b, op = b, a, swapped
 	}
 	if spreadsLanes(a, b, shape) {
-		if b, err = c.spreadLanes(n, b, shape[len(shape)-1]); err != nil {
+		C := shape[len(shape)-1]
+		if C > lanes && c.spreadFits(a) {
+			// One block of lanes, which the ALU reads for each of a's.
+			if b, err = c.spreadLanes(n, b, lanes); err != nil {
+				return err
+			}
+			return c.laneOperand(n, op, a, b)
+		}
+		if b, err = c.spreadLanes(n, b, C); err != nil {
 			return err
 		}
 	}

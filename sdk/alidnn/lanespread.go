@@ -11,10 +11,12 @@ import (
 // computed operand [..., 1] that an element-wise operator broadcasts along
 // the lanes of a tensor [..., C] holding its last axis there — a reduced
 // mean or standard deviation, as the function bodies of the
-// normalisations write them — is first spread to [..., C] by a MatMul by
-// the row of C ones, exact; its padding lanes, which meet the ones'
-// zero padding, are zeroed first as in pickLane0, so that an infinity
-// there cannot make 0·∞ = NaN.
+// normalisations write them — is first spread to the 16 lanes of one
+// block by a MatMul by the row of 16 ones, exact, which the ALU reads for
+// every block of C (see laneOperand); to [..., C], by the row of C ones,
+// for what reads it otherwise (an Expand's result). Its padding lanes,
+// which meet the ones' zero padding, are zeroed first as in pickLane0, so
+// that an infinity there cannot make 0·∞ = NaN.
 
 // spreadsLanes reports whether b, of a's rank, broadcasts along the last
 // axis of a, whose storage holds that axis on the lanes.
@@ -33,7 +35,8 @@ func lastOnLanes(v *value) bool {
 	return !v.isConst && r.lay.shape != nil && eqInts(v.shape, r.shape) && r.lay.lane == len(v.shape)-1
 }
 
-// spreadLanes returns b [..., 1] spread to [..., C] for node n.
+// spreadLanes returns b [..., 1] spread to [..., C] (C = lanes: one
+// block) for node n.
 func (c *compiler) spreadLanes(n *onnx.Node, b *value, C int) (*value, error) {
 	p := n.Outputs[0] + "/spread/"
 	c.vals[p+"keep"] = constFloat(p+"keep", []int{1}, []float32{float32(math.NaN())})

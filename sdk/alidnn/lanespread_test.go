@@ -30,6 +30,13 @@ func TestLaneSpread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("PRODUCTS %d", fp32Products(p))
+	// The two spreads are one block product a row each, by one block of
+	// ones that the ALU reads for each of p's three blocks; spread to
+	// every lane, they were three (80 in all).
+	if got := fp32Products(p); got > 60 {
+		t.Errorf("%d fp32 block products, want 60: the spreads are copied to every lane", got)
+	}
 	x := ramp("x", []int64{1, 5, 8}, 0.3)
 	res := runResult(t, p, x)
 	want := make([][]float64, 3)

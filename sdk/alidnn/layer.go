@@ -250,9 +250,12 @@ type step struct {
 	t     *value
 	// tlay is, for a tensor operand broadcast to the output, the layout
 	// its storage is read by (see broadcastLayout).
-	tlay  *layout
-	chain []selfOp
-	comb  isa.AluOp
-	combs int
-	lut   []int8 // sLut's 256 entries, for inputs −128..127
+	tlay *layout
+	// spread says t is one block of lanes, each lane holding its row's
+	// value, read for every output block (see laneOperand).
+	spread bool
+	chain  []selfOp
+	comb   isa.AluOp
+	combs  int
+	lut    []int8 // sLut's 256 entries, for inputs −128..127
 }

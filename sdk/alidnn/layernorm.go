@@ -10,7 +10,7 @@ import (
 // Layer normalisation over the last axis, which a transformer's tensors
 // [N,S,C] hold on the lanes. The engine moves no value across lanes
 // outside the GEMM array, so a mean over the lanes is a MatMul by
-// constants (of 1/C, see laneMatMuls): every lane of a row gets the row's mean, the
+// constants (of 1/C, see laneReduce): every lane of a row gets the row's mean, the
 // mean broadcast to the row as the Sub, Add and Div after it read it (see
 // laneReduce). A
 // ReduceMean over the last axis compiles so when what reads its result
@@ -27,11 +27,22 @@ var laneWise = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": tru
 
 // laneReduce compiles m, a ReduceMean or ReduceSum of its input over the
 // last axis, as a MatMul by constants after which every lane of a row
-// holds the row's mean or sum. Its padding lanes, which the matrix leaves
-// 0, are made 1, so what divides by them (a LayerNorm's standard
-// deviation, a Softmax's sum) stays finite there, as a MatMul reading the
-// quotient needs (0 × Inf is NaN). It runs in fp32 in int8 models too.
+// holds the row's mean or sum: over one or two blocks of lanes, or an x
+// not laid out as matrices (a normalisation's view from an earlier axis,
+// whose result the layouts after it decide), one MatMul by the C×C
+// matrix of v; over more, one block of lanes (see laneBlock), copied to
+// every lane where a graph output or a normalisation's statistic needs
+// the tensor the graph declares (see unblock). The padding lanes of a
+// result on every lane, which the matrix leaves 0, are made 1, so what
+// divides by them (a LayerNorm's standard deviation, a Softmax's sum)
+// stays finite there, as a MatMul reading the quotient needs (0 × Inf is
+// NaN). It runs in fp32 in int8 models too.
 func (c *compiler) laneReduce(m *onnx.Node) error {
+	if c.isBlock(m.Inputs[0]) {
+		if err := c.unblock(m.Inputs[0]); err != nil {
+			return err
+		}
+	}
 	x, err := c.need(m, 0)
 	if err != nil {
 		return err
@@ -48,57 +59,39 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	// Softmax sums lose its class token's attention so too.
 	keep := c.keepFP32
 	c.keepFP32 = true
-	err = c.laneMatMuls(m, x, v)
-	c.keepFP32 = keep
-	if err != nil {
+	defer func() { c.keepFP32 = keep }()
+	out := m.Outputs[0]
+	if C > 2*lanes && x.lay.equal(matLayout(x.shape)) {
+		if err := c.laneBlock(m, x, v); err != nil {
+			return err
+		}
+		if c.outputs[out] || c.reduced[out] {
+			return c.unblock(out)
+		}
+		return nil
+	}
+	w := out + "/lanes"
+	c.vals[w] = constFloat(w, []int{C, C}, fill(C*C, v))
+	if err := c.matmulNode(&onnx.Node{OpType: "MatMul", Name: m.Name, Inputs: []string{m.Inputs[0], w}, Outputs: m.Outputs[:1]}); err != nil {
 		return err
 	}
-	y := c.vals[m.Outputs[0]]
+	return c.padLanes(c.vals[out], fmt.Sprintf("%s %q of %s", m.OpType, m.Name, x))
+}
+
+// padLanes makes 1 the padding lanes of y, a lane reduction on every lane
+// that its layer has just written (see laneReduce); what names it in
+// errors.
+func (c *compiler) padLanes(y *value, what string) error {
 	l := y.layer
 	if l == nil || l.out != y || y.lay.lane != len(y.shape)-1 {
-		return fmt.Errorf("%s %q of %s: the MatMul by constants does not hold the last axis on the lanes: %w", m.OpType, m.Name, x, ErrUnsupported)
+		return fmt.Errorf("%s: the MatMul by constants does not hold the last axis on the lanes: %w", what, ErrUnsupported)
 	}
 	pad := make([]float32, y.lay.cb()*lanes)
-	for k := C; k < len(pad); k++ {
+	for k := y.shape[len(y.shape)-1]; k < len(pad); k++ {
 		pad[k] = 1
 	}
 	l.steps = append(l.steps, step{kind: sAddRow, fp: true, rowF: pad})
 	return nil
-}
-
-// laneMatMuls writes the reduction of m's input x over its C lanes, each
-// weighed v, to m's output in every lane. Over one or two blocks of
-// lanes it is one MatMul by the C×C matrix of v. Over more, the array
-// would spend C·C products a row on it, as many as one of the
-// transformer's projections (a LayerNorm's two means cost BERT-base a
-// third of its multiply-accumulates so), so it is two MatMuls of one
-// block: by the C×16 matrix of v in its first column, which leaves the
-// row's sum in lane 0 and zeros beside it, and by the 16×C matrix whose
-// first row is ones, which copies lane 0 to every lane — 32·C products a
-// row. The sums are the same, term for term; a row holding ±Inf or NaN
-// gives NaN (a zero times it), where the one MatMul gave ±Inf or NaN. An
-// x not laid out as matrices (a normalisation's view from an earlier axis)
-// keeps the one MatMul, whose result the layouts after it decide.
-func (c *compiler) laneMatMuls(m *onnx.Node, x *value, v float32) error {
-	C := x.shape[len(x.shape)-1]
-	w := m.Outputs[0] + "/lanes"
-	if C <= 2*lanes || !x.lay.equal(matLayout(x.shape)) {
-		c.vals[w] = constFloat(w, []int{C, C}, fill(C*C, v))
-		return c.matmulNode(&onnx.Node{OpType: "MatMul", Name: m.Name, Inputs: []string{m.Inputs[0], w}, Outputs: m.Outputs[:1]})
-	}
-	col := make([]float32, C*lanes)
-	for k := range C {
-		col[k*lanes] = v
-	}
-	c.vals[w] = constFloat(w, []int{C, lanes}, col)
-	sum := m.Outputs[0] + "/lane0"
-	c.uses[sum] = 1
-	if err := c.matmulNode(&onnx.Node{OpType: "MatMul", Name: m.Name + "/lane0", Inputs: []string{m.Inputs[0], w}, Outputs: []string{sum}}); err != nil {
-		return err
-	}
-	b := m.Outputs[0] + "/broadcast"
-	c.vals[b] = constFloat(b, []int{lanes, C}, append(fill(C, 1), make([]float32, (lanes-1)*C)...))
-	return c.matmulNode(&onnx.Node{OpType: "MatMul", Name: m.Name, Inputs: []string{sum, b}, Outputs: m.Outputs[:1]})
 }
 
 // broadcastsSafely reports whether the value name, whose last axis of 1

@@ -224,7 +224,7 @@ func (e *emitter) uniformSteps(ep *epilogue, ob int) bool {
 				return false
 			}
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor, sLtTensor, sEqTensor, sGtTensor:
-			if p.tlay != nil {
+			if p.tlay != nil && !p.spread {
 				return false
 			}
 		case sSelf, sFloor:
@@ -367,6 +367,16 @@ type tileRef struct {
 	sc *scatter
 }
 
+// blocks is how many whole output blocks of s rows tile t holds, one
+// after the other: more than 1 for a move's tile of short blocks (see
+// move), whose one row of w elements starts a block.
+func (t tileRef) blocks(s int) int {
+	if t.sc == nil && t.h == 1 && t.x0 == 0 && t.w > s {
+		return t.w / s
+	}
+	return 1
+}
+
 // runTile emits the steps for tile t.
 func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 	lay := out.lay
@@ -385,6 +395,12 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 		case sAddTensor, sMulTensor, sMinTensor, sMaxTensor, sDivTensor, sLtTensor, sEqTensor, sGtTensor:
 			alu.Alu = aluOf[p.kind]
 			alu.SrcIn = 1
+			if p.spread {
+				if k := t.blocks(lay.s()); k > 1 {
+					// Each block of the tile reads the operand's rows.
+					alu.IterOut, alu.IterIn, alu.DstOut, alu.SrcOut = uint32(k), uint32(n/k), uint32(n/k), 0
+				}
+			}
 			bcast := e.loadOperand(p, lay, t, !p.loaded)
 			if bcast {
 				// One row per image, read by every row of the image's part.
@@ -441,8 +457,17 @@ func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef, fetch bool) 
 		tl = *p.tlay
 	}
 	bcast := tl.s() < lay.s()
+	// A spread operand is one block of lanes, which every output block
+	// reads; a tile of k whole blocks reads its rows k times.
+	ob, w, pitch := t.ob, t.w, t.pitch
+	if p.spread {
+		ob = 0
+		if k := t.blocks(lay.s()); k > 1 {
+			w, pitch = w/k, pitch/k
+		}
+	}
 	for i := range t.nb * boolN(fetch) {
-		img := p.t.addr + uint64((tl.outerIndex(lay, t.o+i)*tl.cb()+t.ob)*tl.s()*lanes*4)
+		img := p.t.addr + uint64((tl.outerIndex(lay, t.o+i)*tl.cb()+ob)*tl.s()*lanes*4)
 		switch sc := t.sc; {
 		case bcast:
 			e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img, 1, 1, 1), false)
@@ -452,7 +477,7 @@ func (e *emitter) loadOperand(p plannedStep, lay layout, t tileRef, fetch bool) 
 				e.compute(load(isa.MemAcc, f32, p.reg+i*t.span+y*t.w, img+uint64(px*lanes*4), t.w, 1, sc.step), false)
 			}
 		default:
-			e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img+uint64((t.y0*t.pitch+t.x0)*lanes*4), t.h, t.w, t.pitch), false)
+			e.compute(load(isa.MemAcc, f32, p.reg+i*t.span, img+uint64((t.y0*pitch+t.x0)*lanes*4), t.h, w, pitch), false)
 		}
 	}
 	return bcast

@@ -75,6 +75,11 @@ type derived struct {
 	// self is a gate held back until the graph multiplies it by its
 	// input (see selfchain.go).
 	self *selfChain
+	// block is, for a value [..., C] each row of which holds one value on
+	// its C lanes (a lane mean's or sum's), the tensor [..., 16] holding
+	// it on all 16 lanes of one block: element-wise operators read that
+	// block for every block of C (see laneblock.go).
+	block *value
 	// noSaturate and roundMode are, for a Cast to float8 the host does as
 	// it reads the output (see boundary.go), the Cast's saturate=0 and its
 	// round_mode for FLOAT8E8M0 ("" for "up").

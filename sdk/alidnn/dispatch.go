@@ -23,6 +23,8 @@ func (c *compiler) dispatchOp(n *onnx.Node) error {
 		return c.identityNode(n)
 	case blockMaxOp:
 		return c.blockMaxNode(n)
+	case laneBlockOp:
+		return c.laneBlockNode(n)
 	case "Flatten", "Reshape", "Squeeze", "Unsqueeze":
 		return c.reshape(n)
 	case "Transpose":

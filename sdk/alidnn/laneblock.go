@@ -96,6 +96,32 @@ func (c *compiler) laneBlock(m *onnx.Node, x *value, v float32) error {
 	return nil
 }
 
+// laneBlockOp is the compiler's own operator that declares its input,
+// one block of 16 lanes [..., 16] each holding its row's value (a row
+// maximum's butterflies leave one), the block of lanes of a tensor
+// [..., C], C its attribute "lanes". The dot keeps it apart from ONNX's
+// operator names.
+const laneBlockOp = "alidnn.LaneBlock"
+
+// laneBlockNode compiles a laneBlockOp node: no layer, a value.
+func (c *compiler) laneBlockNode(n *onnx.Node) error {
+	b, err := c.need(n, 0)
+	if err != nil {
+		return err
+	}
+	C, err := n.Int("lanes", 0)
+	if err != nil {
+		return err
+	}
+	r := len(b.shape)
+	if r < 2 || b.shape[r-1] != lanes || b.layer == nil || b.layer.out != b || !b.lay.equal(matLayout(b.shape)) {
+		return fmt.Errorf("block of lanes %s: %w", b, ErrUnsupported)
+	}
+	shape := append(slices.Clone(b.shape[:r-1]), int(C))
+	c.set(n, 0, &value{shape: shape, typ: b.typ, derived: derived{block: b}})
+	return nil
+}
+
 // blockNode compiles n when it reads a block of lanes, and reports
 // whether it did: on the blocks alone when no full-width tensor meets
 // them, its result a block; else as a step of the full tensor's layer

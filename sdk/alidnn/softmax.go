@@ -89,9 +89,10 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 // Within 16-lane blocks they are butterflies (s = 1 … 8), each a MatMul of
 // one weight block a column. Over more than one block, the row's blocks
 // are first folded into one by the ALU's lane-wise maximum (see
-// blockmax.go), its 16 lanes then reduced by butterflies one block wide
-// and lane 0 broadcast to the row's C lanes by a MatMul: butterflies over
-// the full width would cost each a MatMul of the whole row. All are
+// blockmax.go), its 16 lanes then reduced by butterflies one block wide,
+// and that block, each lane the row's maximum, read for every block of
+// the row's C lanes (a block of lanes, see laneblock.go): butterflies
+// over the full width would cost each a MatMul of the whole row. All are
 // maxima and products by 1 with sums of zeros, exact.
 func (c *compiler) laneMaxSeq(p, in string, C int, uses map[string]int) ([]*onnx.Node, string) {
 	var seq []*onnx.Node
@@ -114,8 +115,8 @@ func (c *compiler) laneMaxSeq(p, in string, C int, uses map[string]int) ([]*onnx
 	seq = append(seq, &onnx.Node{OpType: blockMaxOp, Inputs: []string{in}, Outputs: []string{p + "blocks"}})
 	uses[in] = 1
 	mb := steps(p+"blocks", "blocks/", lanes)
-	c.vals[p+"rowmax/w"] = constFloat(p+"rowmax/w", []int{lanes, C}, append(fill(C, 1), make([]float32, (lanes-1)*C)...))
-	seq = append(seq, &onnx.Node{OpType: "MatMul", Inputs: []string{mb, p + "rowmax/w"}, Outputs: []string{p + "rowmax"}})
+	seq = append(seq, &onnx.Node{OpType: laneBlockOp, Inputs: []string{mb}, Outputs: []string{p + "rowmax"},
+		Attrs: []*onnx.Attribute{{Name: "lanes", Type: onnx.AttrInt, I: int64(C)}}})
 	uses[mb] = 1
 	return seq, p + "rowmax"
 }

@@ -16,54 +16,42 @@ func (e *emitter) identity() uint64 {
 	return e.blob(b)
 }
 
+// move emits a move layer: tiles of the input loaded into the
+// accumulator (int8 through the array's identity), the steps, a STORE.
+// Tiles alternate between two acc buffers when the accumulator holds
+// them, so a tile's load and steps need not wait for the STORE of the one
+// before.
 func (e *emitter) move(l *layer) error {
 	in, out := l.in, l.out
 	lay := in.lay
 	S := lay.s()
 	outCB := out.lay.cb()
-	budget := hw.AccSize
-	u := &uopTable{}
-	// Size the tile: the input rows (of several blocks, see kb below, when
-	// they load straight into the accumulator), plus what the steps need.
-	n := min(S, hw.InpSize, budget)
-	if in.elem != i8 {
-		n = min(S*lay.cb(), budget)
-	}
-	var ep *epilogue
-	for {
-		var err error
-		u = &uopTable{}
-		ep, err = e.plan(l, u, 0, n, n)
-		if err != nil {
-			return err
-		}
-		if n+ep.rows+ep.tiles*n <= budget || n == 1 {
-			break
-		}
-		n = max(1, (budget-ep.rows)/(1+ep.tiles))
-	}
-	if n+ep.rows+ep.tiles*n > budget {
-		return fmt.Errorf("layer %s: epilogue does not fit the accumulator: %w", out, ErrUnsupported)
+	n, bufs, eps, u, err := e.moveTiles(l)
+	if err != nil {
+		return err
 	}
 	var id uint64
-	var reset, copyU uint32
+	var reset []uint32
 	if in.elem == i8 {
 		id = e.identity()
-		reset = u.addGemm(0, 0, 0)
-		copyU = reset
+		for ab := range bufs {
+			reset = append(reset, u.addGemm(ab*n, 0, 0))
+		}
 	}
 	if err := e.loadUops(u); err != nil {
 		return err
 	}
+	e.buffers(1, bufs)
 	// A tile holds kb whole blocks when they are short (a transformer's
 	// [tokens, hidden] is 192 blocks of 128 rows at BERT-base) and lie
 	// one after the other in the input and the output: each load then
 	// pays the DDR latency once for them all.
 	kb := 1
-	if in.elem != i8 && l.rows == nil && out.lay.s() == S && e.uniformSteps(ep, outCB) {
+	if in.elem != i8 && l.rows == nil && out.lay.s() == S && e.uniformSteps(eps[0], outCB) {
 		kb = max(1, n/S)
 	}
 	eb := in.elem.size() * lanes
+	tile := 0
 	for o := range lay.o() {
 		for cb := 0; cb < lay.cb(); cb += kb {
 			for r, m := 0, 0; r < S; r += m {
@@ -72,25 +60,81 @@ func (e *emitter) move(l *layer) error {
 				if kb > 1 { // then r = dst = 0 and m = S
 					m = min(kb, lay.cb()-cb) * S
 				}
+				ab := tile % bufs
+				tile++
+				base := ab * n
 				e.beginTile()
 				src := in.addr + uint64(((o*lay.cb()+cb)*S+r)*eb)
 				if in.elem == i8 {
 					e.loadBatch(load(isa.MemInp, i8, 0, src, 1, m, m), load(isa.MemWgt, i8, 0, id, 1, 1, 1))
-					g := isa.Insn{Op: isa.OpGEMM, UopBegin: reset, UopEnd: reset + 1, IterOut: 1, IterIn: uint32(m), DstIn: 1, SrcIn: 1, Reset: true}
+					g := isa.Insn{Op: isa.OpGEMM, UopBegin: reset[ab], UopEnd: reset[ab] + 1, IterOut: 1, IterIn: uint32(m), DstIn: 1, SrcIn: 1, Reset: true}
 					e.compute(g, true)
 					g.Reset = false
-					g.UopBegin, g.UopEnd = copyU, copyU+1
 					e.compute(g, false)
 					e.release()
 				} else {
-					e.compute(load(isa.MemAcc, in.elem, 0, src, 1, m, m), false)
+					e.compute(load(isa.MemAcc, in.elem, base, src, 1, m, m), false)
 				}
-				e.runSteps(ep, out, o, cb, r, m)
+				e.runSteps(eps[ab], out, o, cb, r, m)
 				se := l.storeElem()
-				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), DRAM: out.addr + uint64((((o+l.outOuter)*outCB+l.outBlock+cb)*out.lay.s()+dst)*se.size()*lanes),
+				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), SRAM: uint32(base),
+					DRAM: out.addr + uint64((((o+l.outOuter)*outCB+l.outBlock+cb)*out.lay.s()+dst)*se.size()*lanes),
 					YSize: 1, XSize: uint32(m), XStride: uint32(m)})
 			}
 		}
 	}
 	return nil
+}
+
+// moveTiles sizes a move layer's tiles, n acc rows (the input rows, of
+// several blocks when they load straight into the accumulator), and
+// plans the steps of each of its bufs acc buffers: two when the
+// accumulator holds them with tiles of at least half as many rows as one
+// buffer would have, else one.
+func (e *emitter) moveTiles(l *layer) (n, bufs int, eps []*epilogue, u *uopTable, err error) {
+	in := l.in
+	S := in.lay.s()
+	most := min(S, hw.InpSize, hw.AccSize)
+	if in.elem != i8 {
+		most = min(S*in.lay.cb(), hw.AccSize)
+	}
+	var single int
+	for bufs = 1; bufs <= 2; bufs++ {
+		n = most
+		for {
+			u, eps = &uopTable{}, nil
+			for ab := range bufs {
+				ep, err := e.plan(l, u, ab*n, n, bufs*n)
+				if err != nil {
+					return 0, 0, nil, nil, err
+				}
+				eps = append(eps, ep)
+			}
+			ep := eps[0]
+			if bufs*n+ep.rows+ep.tiles*n <= hw.AccSize || n == 1 {
+				break
+			}
+			n = max(1, (hw.AccSize-ep.rows)/(bufs+ep.tiles))
+		}
+		if bufs*n+eps[0].rows+eps[0].tiles*n > hw.AccSize {
+			if bufs == 1 {
+				return 0, 0, nil, nil, fmt.Errorf("layer %s: epilogue does not fit the accumulator: %w", l.out, ErrUnsupported)
+			}
+			break
+		}
+		if bufs == 1 {
+			single = n
+			continue
+		}
+		if 2*n >= single {
+			return n, 2, eps, u, nil
+		}
+	}
+	// One buffer: plan again, as the loop left the two buffers' plans.
+	n, u, eps = single, &uopTable{}, nil
+	ep, err := e.plan(l, u, 0, n, n)
+	if err != nil {
+		return 0, 0, nil, nil, err
+	}
+	return n, 1, []*epilogue{ep}, u, nil
 }

@@ -143,6 +143,9 @@ type compiler struct {
 	keepFP32 bool
 	// lutDone are the nodes of chains compiled as tables (see lutNode).
 	lutDone map[*onnx.Node]bool
+	// lateNorm are the Softmax outputs left unnormalised for the MatMul
+	// reading them, by name, with their row sums (see normalizesLater).
+	lateNorm map[string]*value
 	// reduced names values that a sequence standing for one node reads
 	// through element-wise operators of its own into a graph output (a
 	// normalisation's statistics): a reduction writing one gives the

@@ -37,7 +37,12 @@ func (c *compiler) dispatchOp(n *onnx.Node) error {
 		return c.convTransposeNode(n)
 	case "Resize", "Upsample":
 		return c.resizeNode(n)
-	case "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul":
+	case "MatMul":
+		if sum := c.lateNorm[n.Inputs[0]]; sum != nil {
+			return c.lateNormMatMul(n, sum)
+		}
+		return c.matmulFamily(n)
+	case "Gemm", "MatMulInteger", "QLinearMatMul":
 		return c.matmulFamily(n)
 	case "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool":
 		m, err := c.unpad(n)

@@ -56,9 +56,11 @@ func (c *compiler) laneReduce(m *onnx.Node) error {
 	// set by the largest rows rounds a row of small values (a ViT's class
 	// token beside its patches) to a few steps, and the variance of those
 	// to about 0, which the normalisation then divides by; a ViT's
-	// Softmax sums lose its class token's attention so too.
+	// Softmax sums lose its class token's attention so too. An int8 x (a
+	// Softmax's e^(x − max) at 1/127, see softmaxInt8) sums exactly in
+	// the int32 accumulator.
 	keep := c.keepFP32
-	c.keepFP32 = true
+	c.keepFP32 = x.el() != i8
 	defer func() { c.keepFP32 = keep }()
 	out := m.Outputs[0]
 	if C > 2*lanes && x.lay.equal(matLayout(x.shape)) {

@@ -3,6 +3,7 @@ package alidnn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -76,11 +77,100 @@ func (c *compiler) softmaxNode(n *onnx.Node) error {
 	// the running maximum before each step costs a pass and a load of the
 	// scores, more than the fp32 products of a permutation's one block a
 	// column.
+	pv := c.normalizesLater(n, x)
+	late := pv != nil
+	if late {
+		seq = seq[:len(seq)-2] // the sum after e's quantisation, the Div after the MatMul (see lateNorm)
+	}
 	keep := c.keepFP32
 	c.keepFP32 = true
 	err = c.runSeq(n, seq, uses)
 	c.keepFP32 = keep
-	return err
+	if err != nil || !late {
+		return err
+	}
+	if err := c.softmaxInt8(p+"e", pv); err != nil {
+		return err
+	}
+	if err := c.laneReduce(&onnx.Node{OpType: "ReduceSum", Name: n.Name + "/sum", Inputs: []string{p + "e"}, Outputs: []string{p + "sum"}}); err != nil {
+		return err
+	}
+	sum := c.vals[p+"sum"]
+	if sum.block == nil {
+		// The row sum is held on every lane (one block or two): the Div
+		// as before.
+		return c.node(&onnx.Node{OpType: "Div", Name: n.Name + "/div", Inputs: []string{p + "e", p + "sum"}, Outputs: []string{y}})
+	}
+	c.vals[y] = c.vals[p+"e"]
+	if c.lateNorm == nil {
+		c.lateNorm = map[string]*value{}
+	}
+	c.lateNorm[y] = sum.block
+	return nil
+}
+
+// softmaxInt8 quantises, in a post-training-quantised model, the
+// unnormalised Softmax e (e^(x − max), in [0, 1] with 1 in every row) in
+// its own layer at the scale 1/127, for the int8 MatMul by V and its row
+// sums, which the int32 accumulator then adds exactly: the normalisation
+// divides the product of the quantised e by their own sum. Elsewhere e
+// stays fp32, and where the MatMul pv stays fp32 (WithFloatNodes).
+func (c *compiler) softmaxInt8(name string, pv *onnx.Node) error {
+	e := c.vals[name]
+	l := e.layer
+	if !c.opts.int8 || c.keepFP32 || c.opts.floatNodes[pv.Name] || l == nil || l.out != e || !l.accFP || !l.takesSteps() {
+		return nil
+	}
+	v := c.quantizeStep(l, fill(e.lay.c(), 1.0/127), 0, onnx.Int8)
+	v.name, v.uses = e.name, e.uses
+	c.vals[name] = v
+	return nil
+}
+
+// normalizesLater returns the one MatMul reading Softmax n, as its A,
+// when the division of e^(x − max) by the row sums can follow it:
+// attention's softmax·V is (e·V) / sum, whose division runs over the
+// context's D lanes where the probabilities have the S keys' (FlashAttention
+// defers it so): one ALU pass of a GEMM's epilogue on [S, D] for a move
+// layer's load and pass on [S, S]. Only over more than two blocks of
+// lanes, where the sums are a block of lanes (see laneblock.go); nil
+// otherwise.
+func (c *compiler) normalizesLater(n *onnx.Node, x *value) *onnx.Node {
+	y := n.Outputs[0]
+	if x.shape[len(x.shape)-1] <= 2*lanes || c.outputs[y] || c.dataReaders(y) != 1 {
+		return nil
+	}
+	for _, m := range c.g.Nodes {
+		if slices.Contains(m.Inputs, y) {
+			if m.OpType == "MatMul" && len(m.Inputs) == 2 && m.Inputs[0] == y && m.Inputs[1] != y {
+				return m
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// lateNormMatMul compiles MatMul n whose A is a Softmax left unnormalised
+// (see normalizesLater): the product of e^(x − max), then its division by
+// the row sums, read as a block of lanes.
+func (c *compiler) lateNormMatMul(n *onnx.Node, sum *value) error {
+	y := n.Outputs[0]
+	raw := y + "/unnormalised"
+	c.uses[raw] = 1
+	m := &onnx.Node{OpType: n.OpType, Name: n.Name, Attrs: n.Attrs, Inputs: n.Inputs, Outputs: []string{raw}}
+	if err := c.matmulFamily(m); err != nil {
+		return err
+	}
+	prod := c.vals[raw]
+	// An int8 sum (see softmaxInt8) dequantises in its own layer.
+	if err := c.settle(sum, false); err != nil {
+		return err
+	}
+	s := y + "/sums"
+	c.vals[s] = &value{name: s, shape: prod.shape, typ: prod.typ, uses: 1, derived: derived{block: sum}}
+	c.uses[s] = 1
+	return c.node(&onnx.Node{OpType: "Div", Name: n.Name + "/normalise", Inputs: []string{raw, s}, Outputs: []string{y}})
 }
 
 // laneMaxSeq writes the row maximum of in, C values on the lanes and

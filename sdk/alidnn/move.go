@@ -78,7 +78,7 @@ func (e *emitter) move(l *layer) error {
 				e.runSteps(eps[ab], out, o, cb, r, m)
 				se := l.storeElem()
 				e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: dtypeOf(se), SRAM: uint32(base),
-					DRAM: out.addr + uint64((((o+l.outOuter)*outCB+l.outBlock+cb)*out.lay.s()+dst)*se.size()*lanes),
+					DRAM:  out.addr + uint64((((o+l.outOuter)*outCB+l.outBlock+cb)*out.lay.s()+dst)*se.size()*lanes),
 					YSize: 1, XSize: uint32(m), XStride: uint32(m)})
 			}
 		}

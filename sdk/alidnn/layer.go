@@ -227,6 +227,9 @@ const (
 	// chain is round and comb lt, the tile then negated and the scratch
 	// r added (each exact; −0 stays −0).
 	sFloor
+	// sSquare is x·x, fp32: the ALU multiplies the tile by itself, which
+	// an sSelf would first copy (a LayerNorm's variance, Pow 2).
+	sSquare
 	// sLut replaces each int8 value by its entry of lut, a function of one
 	// variable tabulated (see lutfuse.go).
 	sLut

@@ -186,8 +186,13 @@ func (e *emitter) permute(l *layer) error {
 	if slices.Contains(src, -1) {
 		zero = e.blob(make([]byte, eb))
 	}
-	for t0 := 0; t0 < len(src); t0 += hw.AccSize {
-		t1 := min(len(src), t0+hw.AccSize)
+	// Tiles alternate between the two halves of the accumulator, so a
+	// tile's loads need not wait for the STORE of the one before.
+	half := hw.AccSize / 2
+	e.buffers(1, 2)
+	for t0, k := 0, 0; t0 < len(src); t0, k = t0+half, k+1 {
+		t1 := min(len(src), t0+half)
+		base := k % 2 * half
 		e.beginTile()
 		for p := t0; p < t1; {
 			if src[p] < 0 {
@@ -197,7 +202,7 @@ func (e *emitter) permute(l *layer) error {
 				for p+z < t1 && z < 31 && src[p+z] < 0 {
 					z++
 				}
-				ld := load(isa.MemAcc, f32, p-t0, zero, 1, 1, 1)
+				ld := load(isa.MemAcc, f32, base+p-t0, zero, 1, 1, 1)
 				ld.PadX0 = uint8(min(z-1, 15))
 				ld.PadX1 = uint8(z - 1 - int(ld.PadX0))
 				e.compute(ld, false)
@@ -205,10 +210,10 @@ func (e *emitter) permute(l *layer) error {
 				continue
 			}
 			y, x, stride := gatherRun(src[p:t1])
-			e.compute(load(isa.MemAcc, f32, p-t0, l.in.addr+uint64(src[p]*eb), y, x, stride), false)
+			e.compute(load(isa.MemAcc, f32, base+p-t0, l.in.addr+uint64(src[p]*eb), y, x, stride), false)
 			p += y * x
 		}
-		e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: isa.FP32, DRAM: l.out.addr + uint64(t0*eb),
+		e.store(isa.Insn{Op: isa.OpStore, Mem: isa.MemAcc, DType: isa.FP32, SRAM: uint32(base), DRAM: l.out.addr + uint64(t0*eb),
 			YSize: 1, XSize: uint32(t1 - t0), XStride: uint32(t1 - t0)})
 	}
 	return nil

@@ -79,7 +79,9 @@ func (c *compiler) powNode(n *onnx.Node) error {
 		if err := c.opSteps(l, []selfOp{{op: isa.AluLog}, {isa.AluMul, float32(p)}, {op: isa.AluExp}}); err != nil {
 			return err
 		}
-	} else if m := int(math.Abs(p)); m > 1 {
+	} else if m := int(math.Abs(p)); m == 2 {
+		l.steps = append(l.steps, step{kind: sSquare, fp: true})
+	} else if m > 2 {
 		l.steps = append(l.steps, step{kind: sSelf, fp: true, comb: isa.AluMul, combs: m - 1})
 	}
 	if integer && p < 0 {

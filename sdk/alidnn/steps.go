@@ -109,6 +109,8 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 			free = e.planSelf(&p, ep, u, ob, base, n, free)
 		case sRelu, sExp, sLog, sRound:
 			p.uop = u.addALU(base, 0)
+		case sSquare:
+			p.uop = u.addALU(base, base)
 		case sRequant, sQuantize, sDequantize:
 			b := make([]byte, ob*lanes*8)
 			for k := range ob * lanes {
@@ -236,7 +238,7 @@ func (e *emitter) uniformSteps(ep *epilogue, ob int) bool {
 			if p.rowF != nil && !same(p.table) {
 				return false
 			}
-		case sRelu, sExp, sLog, sRound, sLut:
+		case sRelu, sExp, sLog, sRound, sLut, sSquare:
 		default:
 			return false
 		}
@@ -421,6 +423,8 @@ func (e *emitter) runTile(ep *epilogue, out *value, t tileRef) {
 			continue
 		case sRelu, sExp, sLog, sRound:
 			alu.Alu = unaryOf[p.kind]
+		case sSquare:
+			alu.Alu, alu.SrcIn = isa.AluMul, 1
 		case sRequant, sQuantize, sDequantize:
 			el := i32
 			alu.Alu = isa.AluRequant

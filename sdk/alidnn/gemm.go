@@ -47,23 +47,25 @@ type gemmTile struct {
 	ab         int
 }
 
-// gemmTiles emits p's tiles, images outermost, then output blocks, rows and
-// column strips.
+// gemmTiles emits p's tiles, images outermost, then rows, column strips
+// and output blocks: the output blocks of one place read the same input,
+// which a load buffer may still hold (see chunkLoads).
 func (e *emitter) gemmTiles(p *gemmPlan) error {
 	cv := p.cv
 	for o0 := 0; o0 < p.lay.o(); o0 += p.nb {
-		for ob := range p.outBlocks {
-			for r0 := 0; r0 < cv.oh; r0 += p.th {
-				t := gemmTile{o0: o0, ni: min(p.nb, p.lay.o()-o0), ob: ob, r0: r0, t: min(p.th, cv.oh-r0)}
-				var err error
-				if t.ys, err = spanOf(r0*cv.sh-cv.pt, cv.inRows(t.t), cv.ih); err != nil {
+		for r0 := 0; r0 < cv.oh; r0 += p.th {
+			t := gemmTile{o0: o0, ni: min(p.nb, p.lay.o()-o0), r0: r0, t: min(p.th, cv.oh-r0)}
+			var err error
+			if t.ys, err = spanOf(r0*cv.sh-cv.pt, cv.inRows(t.t), cv.ih); err != nil {
+				return fmt.Errorf("layer %s: %w", p.out, err)
+			}
+			for c0 := 0; c0 < cv.ow; c0 += p.tw {
+				t.c0, t.w = c0, min(p.tw, cv.ow-c0)
+				if t.xs, err = spanOf(c0*cv.sw-cv.pl, p.wp, cv.iw); err != nil {
 					return fmt.Errorf("layer %s: %w", p.out, err)
 				}
-				for c0 := 0; c0 < cv.ow; c0 += p.tw {
-					t.c0, t.w = c0, min(p.tw, cv.ow-c0)
-					if t.xs, err = spanOf(c0*cv.sw-cv.pl, p.wp, cv.iw); err != nil {
-						return fmt.Errorf("layer %s: %w", p.out, err)
-					}
+				for ob := range p.outBlocks {
+					t.ob = ob
 					t.ab = p.tiles % p.accBufs
 					p.tiles++
 					e.emitGemmTile(p, t)
@@ -106,6 +108,16 @@ func (p *gemmPlan) chunkLoads(t gemmTile, kb0, kn, buf int) []isa.Insn {
 	cv, bl := p.cv, p.blocks[t.ob]
 	ieb := p.ie.size() * lanes
 	ys, xs := t.ys, t.xs
+	// The buffer may hold this input already: the chunk of another output
+	// block at the same place and of the same input blocks.
+	held := fmt.Sprint(t.o0, t.ni, t.ys, t.xs, bl[kb0:kb0+kn])
+	if p.held == nil {
+		p.held = make([]string, p.bufs)
+	}
+	if p.held[buf] == held {
+		return []isa.Insn{p.weightLoad(t, kb0, kn, buf)}
+	}
+	p.held[buf] = held
 	var loads []isa.Insn
 	// Whole images of consecutive blocks without padding lie one after the
 	// other in both memories: one LOAD takes them all, paying the DDR

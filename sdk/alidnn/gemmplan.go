@@ -47,6 +47,8 @@ type gemmPlan struct {
 	storeEl elem
 
 	chunks, tiles int // emitted so far: they pick the load and acc buffer
+	// held is what input each load buffer holds (see chunkLoads).
+	held []string
 }
 
 // gemmUops are the micro-ops of a GEMM layer's tiles. They name SRAM

@@ -1,12 +1,11 @@
 package alidnn_test
 
 import (
-	"context"
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
-	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
@@ -61,16 +60,7 @@ func TestLutChains(t *testing.T) {
 				g.Outputs = append(g.Outputs, vinfo("h", 1, S, F))
 			}
 			m := &onnx.Model{Opsets: []onnx.Opset{{Version: tc.opset}}, Graph: g}
-			dev := local(t)
-			p32, err := alidnn.Compile(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := runProgram(t, dev, p32, x)
-			p8, err := alidnn.Quantize(context.Background(), dev, m, [][]*onnx.Tensor{{x}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p8, want, got := quantizedPair(t, m, x)
 			luts := 0
 			for _, in := range p8.Insns {
 				if in.Op == isa.OpALU && in.Alu == isa.AluLut {
@@ -80,16 +70,7 @@ func TestLutChains(t *testing.T) {
 			if (luts > 0) != tc.lut {
 				t.Errorf("%d lut instructions; want lut %v", luts, tc.lut)
 			}
-			got := runProgram(t, dev, p8, x)
-			var big, worst float64
-			for k := range want {
-				big = max(big, math.Abs(float64(want[k])))
-				worst = max(worst, math.Abs(float64(got[k]-want[k])))
-			}
-			t.Logf("%d luts; worst |int8 − fp32| %.3g of the largest %.3g", luts, worst, big)
-			if worst > 0.05*big {
-				t.Errorf("worst |int8 − fp32| %.3g beyond 5%% of the largest %.3g", worst, big)
-			}
+			checkWithin(t, fmt.Sprintf("%d luts", luts), got, want, 0.05)
 		})
 	}
 }

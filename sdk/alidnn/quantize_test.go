@@ -24,6 +24,38 @@ func wave(name string, dims []int64, amp, seed float64) *onnx.Tensor {
 	return onnx.NewFloat32(name, dims, f)
 }
 
+// quantizedPair compiles m in fp32 and quantised after training on x,
+// runs both on one engine and returns the int8 program with the fp32 and
+// the int8 program's first outputs.
+func quantizedPair(t *testing.T, m *onnx.Model, x *onnx.Tensor) (p8 *alidnn.Program, want, got []float32) {
+	t.Helper()
+	dev := local(t)
+	p32, err := alidnn.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = runProgram(t, dev, p32, x)
+	if p8, err = alidnn.Quantize(context.Background(), dev, m, [][]*onnx.Tensor{{x}}); err != nil {
+		t.Fatal(err)
+	}
+	return p8, want, runProgram(t, dev, p8, x)
+}
+
+// checkWithin fails t unless every value of got is within tol of want's
+// largest magnitude of want's; what names the comparison in the log.
+func checkWithin(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	var big, worst float64
+	for k := range want {
+		big = max(big, math.Abs(float64(want[k])))
+		worst = max(worst, math.Abs(float64(got[k]-want[k])))
+	}
+	t.Logf("%s: worst |int8 − fp32| %.3g of the largest %.3g", what, worst, big)
+	if worst > tol*big || math.IsNaN(worst) {
+		t.Errorf("%s: worst |int8 − fp32| %.3g beyond %g of the largest %.3g", what, worst, tol, big)
+	}
+}
+
 // TestQuantizeBatchNormAndSum quantises a residual block as exporters
 // write it: Conv → BatchNormalization (scales of both signs) → Relu, whose
 // output feeds the next Conv (so it is int8) and the Add after that

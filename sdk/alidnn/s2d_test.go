@@ -1,8 +1,7 @@
 package alidnn_test
 
 import (
-	"context"
-	"math"
+	"fmt"
 	"testing"
 
 	"github.com/fpga-faas/faas/bitstreams/alidnn/isa"
@@ -53,16 +52,7 @@ func TestPackedStemInt8(t *testing.T) {
 		Outputs: []onnx.ValueInfo{{Name: "y"}},
 	}}
 	x := wave("x", []int64{1, 3, img, img}, 1, 0.3)
-	dev := local(t)
-	p32, err := alidnn.Compile(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := runProgram(t, dev, p32, x)
-	p8, err := alidnn.Quantize(context.Background(), dev, m, [][]*onnx.Tensor{{x}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p8, want, got := quantizedPair(t, m, x)
 	blocks := 0
 	for _, in := range p8.Insns {
 		if in.Op == isa.OpGEMM && !in.Reset {
@@ -73,14 +63,5 @@ func TestPackedStemInt8(t *testing.T) {
 	if blocks*2 > unpacked {
 		t.Errorf("int8 stem runs %d GEMM blocks; unpacked it takes %d", blocks, unpacked)
 	}
-	got := runProgram(t, dev, p8, x)
-	var big, worst float64
-	for k := range want {
-		big = max(big, math.Abs(float64(want[k])))
-		worst = max(worst, math.Abs(float64(got[k]-want[k])))
-	}
-	t.Logf("%d GEMM blocks (unpacked %d); worst |int8 − fp32| %.3g of the largest %.3g", blocks, unpacked, worst, big)
-	if worst > 0.05*big {
-		t.Errorf("worst |int8 − fp32| %.3g beyond 5%% of the largest %.3g", worst, big)
-	}
+	checkWithin(t, fmt.Sprintf("%d GEMM blocks (unpacked %d)", blocks, unpacked), got, want, 0.05)
 }

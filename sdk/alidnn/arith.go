@@ -38,6 +38,9 @@ func (c *compiler) binary(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
+	if n.OpType == "Div" && (int32Int(a) || int32Int(b) || intDivInput(a) && intDivInput(b)) {
+		return c.intDiv(n, a, b) // see intdiv.go
+	}
 	if int32Int(a) || int32Int(b) {
 		return c.int32Arith(n, a, b)
 	}

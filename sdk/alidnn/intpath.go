@@ -6,16 +6,17 @@ package alidnn
 //   - an INT16 or UINT16 graph input read only by Mul is staged as int32
 //     values: the ALU's int32 mul gives the low 32 bits of the product, of
 //     which the host's read-back wrap keeps the low 16, ONNX's product;
-//   - a UINT32 graph input read only by Add, Sub, Mul and comparisons is
-//     staged as its int32 bit pattern: int32's wrapping add and
+//   - a UINT32 graph input read only by Add, Sub, Mul, Div and comparisons
+//     is staged as its int32 bit pattern: int32's wrapping add and
 //     low-32-bit mul are arithmetic modulo 2³², which is UINT32's, and the
 //     host reads the bits back as UINT32; Equal is cmpint.go's, a
-//     difference compared with 0, the others cmpuint32.go's;
+//     difference compared with 0, the others cmpuint32.go's, and Div
+//     intdiv.go's (as INT32 Div of two graph inputs);
 //   - the result is only a graph output, so that nothing reads the bits
 //     before the host wraps them to the type.
 //
-// Div stays on the fp32 path, exact for 8- and 16-bit operands (see
-// intarith.go): the engine has no integer division.
+// Div of 8- and 16-bit operands stays on the fp32 path, exact for them
+// (see intarith.go).
 
 import (
 	"fmt"
@@ -31,7 +32,7 @@ func int32Readers(t onnx.DataType) []string {
 	case onnx.Int16, onnx.Uint16:
 		return []string{"Mul"}
 	case onnx.Uint32:
-		return []string{"Add", "Sub", "Mul", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}
+		return []string{"Add", "Sub", "Mul", "Div", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}
 	}
 	return nil
 }
@@ -63,7 +64,7 @@ func (c *compiler) uint32Input(name string) error {
 	}
 	for _, n := range c.g.Nodes {
 		if slices.Contains(n.Inputs, name) && !slices.Contains(int32Readers(onnx.Uint32), n.OpType) {
-			return fmt.Errorf("input %q: element type UINT32, read by %s %q: the engine computes UINT32 only as int32 bit patterns, by Add, Sub, Mul and comparisons: %w",
+			return fmt.Errorf("input %q: element type UINT32, read by %s %q: the engine computes UINT32 only as int32 bit patterns, by Add, Sub, Mul, Div and comparisons: %w",
 				name, n.OpType, n.Name, ErrUnsupported)
 		}
 	}
@@ -146,12 +147,12 @@ func (c *compiler) int32Negate(x *value) (*value, error) {
 }
 
 // int32Div refuses Div of two computed INT32 tensors by name: the engine
-// has no integer division, and the fp32 quotient of an INT32 dividend,
-// which fp32 holds exactly only up to 2²⁴, may truncate to the wrong
-// integer.
+// divides integers exactly only as graph inputs (see intdiv.go), and the
+// fp32 quotient of an INT32 dividend, which fp32 holds exactly only up to
+// 2²⁴, may truncate to the wrong integer.
 func int32Div(n *onnx.Node, a, b *value) error {
 	if n.OpType != "Div" || a.typ != onnx.Int32 || b.typ != onnx.Int32 || a.isConst || b.isConst {
 		return nil
 	}
-	return fmt.Errorf("Div of INT32 %s and %s: the engine has no integer division, and an INT32 dividend is not exact in fp32: %w", a, b, ErrUnsupported)
+	return fmt.Errorf("Div of INT32 %s and %s: the engine divides integers only of two graph inputs, and an INT32 dividend is not exact in fp32: %w", a, b, ErrUnsupported)
 }

@@ -16,9 +16,8 @@ package onnxtest
 //     intarith.go, which runs Add, Sub and Div of 8- and 16-bit inputs and
 //     Mul of 8-bit ones in fp32, and intpath.go, which runs 16-bit Mul and
 //     UINT32 Add, Sub, Mul and comparisons on int32 lanes, wrapped as the
-//     host reads them back), so INT32 and UINT32 Div (the engine has no
-//     integer division, and a 32-bit dividend is not exact in fp32); INT64
-//     and BOOL inputs are read only as views, Cast, comparisons with a
+//     host reads them back, and intdiv.go INT32 and UINT32 Div of graph
+//     inputs); INT64 and BOOL inputs are read only as views, Cast, comparisons with a
 //     constant, Gather's indices, Where's condition or operands, ReduceMax
 //     and ReduceMin (so Pow of INT64 is refused too);
 //   - a Gather of a computed tensor by indices known only at run time: the
@@ -28,8 +27,6 @@ package onnxtest
 // Mappable, not done yet: Pow of INT32 bases (integer powers).
 var refusals = map[string]string{
 	"test_add_uint64":                    "input \"x\": element type UINT64",
-	"test_div_int32_trunc":               "Div of INT32 \"x\" [4] and \"y\" [4]: the engine has no integer division, and an INT32 dividend is not exact in fp32",
-	"test_div_uint32":                    "input \"x\": element type UINT32, read by Div",
 	"test_div_uint64":                    "input \"x\": element type UINT64",
 	"test_equal_string":                  "input \"x\": element type STRING",
 	"test_equal_string_broadcast":        "input \"x\": element type STRING",

@@ -67,7 +67,7 @@ func checkCloseAbs(t *testing.T, got []float32, want []float64) {
 		t.Fatalf("%d values, want %d", len(got), len(want))
 	}
 	for k := range want {
-		if math.Abs(float64(got[k])-want[k]) > 1e-5+1e-4*math.Abs(want[k]) {
+		if !(bothNaN(got[k], want[k]) || math.Abs(float64(got[k])-want[k]) <= 1e-5+1e-4*math.Abs(want[k])) {
 			t.Fatalf("value %d: %g, want %g", k, got[k], want[k])
 		}
 	}

@@ -159,7 +159,7 @@ func checkCloseRel(t *testing.T, got []float32, want []float64, tol float64) {
 		t.Fatalf("%d values, want %d", len(got), len(want))
 	}
 	for k := range want {
-		if math.Abs(float64(got[k])-want[k]) > tol+tol*math.Abs(want[k]) {
+		if !(bothNaN(got[k], want[k]) || math.Abs(float64(got[k])-want[k]) <= tol+tol*math.Abs(want[k])) {
 			t.Fatalf("value %d: %g, want %g", k, got[k], want[k])
 		}
 	}

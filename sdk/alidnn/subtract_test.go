@@ -52,6 +52,11 @@ func TestSubtractBroadcast(t *testing.T) {
 	})
 }
 
+// bothNaN reports whether got and want are both NaN: the closeness checks
+// fail a NaN against a number (the comparison with a NaN is false, which a
+// check written as |got − want| > tol would pass).
+func bothNaN(got float32, want float64) bool { return math.IsNaN(float64(got)) && math.IsNaN(want) }
+
 // checkClose fails unless got matches want within 1e-5 + 1e-5·|want|.
 func checkClose(t *testing.T, got []float32, want []float64) {
 	t.Helper()
@@ -59,7 +64,7 @@ func checkClose(t *testing.T, got []float32, want []float64) {
 		t.Fatalf("%d values, want %d", len(got), len(want))
 	}
 	for k := range want {
-		if math.Abs(float64(got[k])-want[k]) > 1e-5+1e-5*math.Abs(want[k]) {
+		if !(bothNaN(got[k], want[k]) || math.Abs(float64(got[k])-want[k]) <= 1e-5+1e-5*math.Abs(want[k])) {
 			t.Fatalf("value %d: %g, want %g", k, got[k], want[k])
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -295,6 +296,12 @@ func TestSessionForBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
+	// Runs share a job only when they queue while the engine is busy. With
+	// one P (go test -cpu 1) the scheduler runs the session's worker as soon
+	// as the first caller wakes it, and the in-process engine's run never
+	// blocks, so each caller would find the engine idle: the callers need
+	// threads of their own, as a server's requests have.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0))))
 	var shared atomic.Int64
 	var wg sync.WaitGroup
 	for g := range 12 {

@@ -99,6 +99,22 @@ func (c *compiler) doubleInput(name string) (hostOnly bool, err error) {
 	return host && !staged, nil
 }
 
+// hostCastAttrs reads Cast n's saturate and round_mode for the host's
+// conversion to t, checking that the host converts to t with them.
+func hostCastAttrs(n *onnx.Node, t onnx.DataType) (noSaturate bool, mode string, err error) {
+	sat, err := n.Int("saturate", 1)
+	if err != nil {
+		return false, "", err
+	}
+	if mode, err = n.String("round_mode", "up"); err != nil {
+		return false, "", err
+	}
+	if _, err := typedTensor("", t, nil, []float32{1}, true, mode); err != nil {
+		return false, "", fmt.Errorf("Cast to %v: %v: %w", t, err, ErrUnsupported)
+	}
+	return sat == 0, mode, nil
+}
+
 // readBackCast compiles a Cast of the fp32 value x to type t as the host's
 // conversion of the graph output it must be: an alias of x's storage of
 // type t, which the host converts as it reads it (see runtime.go's
@@ -108,19 +124,12 @@ func (c *compiler) readBackCast(n *onnx.Node, x *value, t onnx.DataType) error {
 		return fmt.Errorf("Cast from %v to %v in the middle of the graph: the engine computes in fp32 and converts to %v only as the host reads a graph output: %w",
 			x.typ, t, t, ErrUnsupported)
 	}
-	sat, err := n.Int("saturate", 1)
+	noSat, mode, err := hostCastAttrs(n, t)
 	if err != nil {
 		return err
-	}
-	mode, err := n.String("round_mode", "up")
-	if err != nil {
-		return err
-	}
-	if _, err := typedTensor("", t, nil, []float32{1}, true, mode); err != nil {
-		return fmt.Errorf("Cast to %v: %v: %w", t, err, ErrUnsupported)
 	}
 	v := &value{shape: x.shape, typ: t, derived: derived{alias: x.root()}}
-	v.noSaturate, v.roundMode = sat == 0, mode
+	v.noSaturate, v.roundMode = noSat, mode
 	if x.view != nil {
 		v.view = &transposeOf{src: x.view.src, perm: x.view.perm, node: x.view.node}
 	}

@@ -171,7 +171,13 @@ func Compile(m *onnx.Model, opts ...Option) (*Program, error) {
 }
 
 func newCompiler(m *onnx.Model, opts []Option) *compiler {
-	c := &compiler{g: m.Graph, vals: map[string]*value{}, uses: map[string]int{}, outputs: map[string]bool{}, reduced: map[string]bool{}, opsetVer: m.Opset("")}
+	return newGraphCompiler(m.Graph, m.Opset(""), opts)
+}
+
+// newGraphCompiler is newCompiler of graph g at opset ver: also a scratch
+// compiler folding a part of a graph (see chainTable).
+func newGraphCompiler(g *onnx.Graph, ver int64, opts []Option) *compiler {
+	c := &compiler{g: g, vals: map[string]*value{}, uses: map[string]int{}, outputs: map[string]bool{}, reduced: map[string]bool{}, opsetVer: ver}
 	for _, o := range opts {
 		o(&c.opts)
 	}

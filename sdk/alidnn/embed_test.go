@@ -116,14 +116,7 @@ func TestEmbeddingGather(t *testing.T) {
 	if len(p.Inputs) != 2 || len(p.Derived) != 1 || p.Derived[0].Gather == nil {
 		t.Fatalf("inputs %d, derived %d: want the two graph inputs and one gathered tensor", len(p.Inputs), len(p.Derived))
 	}
-	var buf bytes.Buffer
-	if _, err := p.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q, err := alidnn.ReadProgram(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := throughFile(t, p)
 	ctx := context.Background()
 	for _, prog := range []*alidnn.Program{p, q} {
 		s, err := alidnn.Load(ctx, local(t), prog)
@@ -156,7 +149,7 @@ func TestEmbeddingGather(t *testing.T) {
 	checkEmbedding(t, res, table)
 	// A table beyond the constants is refused as the file is read.
 	p.Derived[0].Gather.Rows = 1 << 40
-	buf.Reset()
+	var buf bytes.Buffer
 	if _, err := p.WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}

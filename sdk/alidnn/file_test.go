@@ -182,3 +182,29 @@ func nodeProgram(f *testing.F, dir string, consts []int, opts ...alidnn.Option) 
 	}
 	return p
 }
+
+// throughFile is p written to its file form and read back, as a tenant's
+// precompiled program reaches a runtime.
+func throughFile(t *testing.T, p *alidnn.Program) *alidnn.Program {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := p.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := alidnn.ReadProgram(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// compileThroughFile compiles g at opset and returns the program read back
+// from its file form (see throughFile).
+func compileThroughFile(t *testing.T, opset int64, g *onnx.Graph) *alidnn.Program {
+	t.Helper()
+	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: opset}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return throughFile(t, p)
+}

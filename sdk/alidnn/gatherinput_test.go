@@ -1,7 +1,6 @@
 package alidnn_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -24,17 +23,7 @@ func TestGatherInput(t *testing.T) {
 		Inputs:  []onnx.ValueInfo{vinfo("data", 2, 3, 4), typed(vinfo("ids", 2, 2), onnx.Int64)},
 		Outputs: []onnx.ValueInfo{vinfo("y", 2, 2, 2, 4)},
 	}
-	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := p.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if p, err = alidnn.ReadProgram(&buf); err != nil {
-		t.Fatal(err)
-	}
+	p := compileThroughFile(t, 13, g)
 	data := ramp("data", []int64{2, 3, 4}, 1)
 	df, _ := data.Float32s()
 	ids := []int64{2, 0, -1, 1}

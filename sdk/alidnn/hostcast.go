@@ -41,19 +41,12 @@ func (c *compiler) hostCast(n *onnx.Node, x *value, t onnx.DataType) error {
 	if x.root() != x || !c.hostCastOfDouble(n) {
 		return fmt.Errorf("Cast of the DOUBLE input %s to %v: %w", x, t, ErrUnsupported)
 	}
-	sat, err := n.Int("saturate", 1)
+	noSat, mode, err := hostCastAttrs(n, t)
 	if err != nil {
 		return err
-	}
-	mode, err := n.String("round_mode", "up")
-	if err != nil {
-		return err
-	}
-	if _, err := typedTensor("", t, nil, []float32{1}, true, mode); err != nil {
-		return fmt.Errorf("Cast to %v: %v: %w", t, err, ErrUnsupported)
 	}
 	v := &value{shape: x.shape, typ: t, derived: derived{host: &hostOp{op: castOp, src: x}}}
-	v.noSaturate, v.roundMode = sat == 0, mode
+	v.noSaturate, v.roundMode = noSat, mode
 	c.set(n, 0, v)
 	return nil
 }

@@ -1,7 +1,6 @@
 package alidnn_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math"
 	"strings"
@@ -44,17 +43,7 @@ func TestHostCastOfDouble(t *testing.T) {
 			g.Nodes = append(g.Nodes, cast("f", onnx.Float))
 			g.Outputs = append(g.Outputs, vinfo("f", 4))
 		}
-		p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 21}}, Graph: g})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if _, err := p.WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if p, err = alidnn.ReadProgram(&buf); err != nil {
-			t.Fatal(err)
-		}
+		p := compileThroughFile(t, 21, g)
 		res := runResult(t, p, in)
 		for k, want := range [][]float32{want16, wantB} {
 			got, err := res.Outputs[k].Float32s()

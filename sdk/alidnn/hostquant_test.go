@@ -1,7 +1,6 @@
 package alidnn_test
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -28,17 +27,7 @@ func TestHostQuantize(t *testing.T) {
 		Inputs:  []onnx.ValueInfo{vinfo("x", 2, 4)},
 		Outputs: []onnx.ValueInfo{typed(vinfo("q4", 2, 4), onnx.Int4), typed(vinfo("q16", 2, 4), onnx.Uint16)},
 	}
-	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 21}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := p.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if p, err = alidnn.ReadProgram(&buf); err != nil {
-		t.Fatal(err)
-	}
+	p := compileThroughFile(t, 21, g)
 	res := runResult(t, p, onnx.NewFloat32("x", []int64{2, 4}, x))
 	for k, want := range [][]int64{
 		// row 0 by 1 + 0: 2, 4, −20 → −8, 0; row 1 by 0.5 − 1: 1, 3, 5, 199 → 7.
@@ -59,7 +48,7 @@ func TestHostQuantize(t *testing.T) {
 	}
 	g.Nodes = append(g.Nodes, &onnx.Node{OpType: "DequantizeLinear", Inputs: []string{"q16", "s16", "z16"}, Outputs: []string{"d"}})
 	g.Outputs = []onnx.ValueInfo{g.Outputs[0], vinfo("d", 2, 4)}
-	_, err = alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 21}}, Graph: g})
+	_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 21}}, Graph: g})
 	if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), "QuantizeLinear to UINT16 in the middle of the graph") {
 		t.Fatalf("a QuantizeLinear to UINT16 read on: %v", err)
 	}
@@ -82,17 +71,7 @@ func TestHostQuantizeBlocked(t *testing.T) {
 		Inputs:  []onnx.ValueInfo{vinfo("x", 2, 4)},
 		Outputs: []onnx.ValueInfo{typed(vinfo("q", 2, 4), onnx.Int16)},
 	}
-	p, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 21}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := p.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if p, err = alidnn.ReadProgram(&buf); err != nil {
-		t.Fatal(err)
-	}
+	p := compileThroughFile(t, 21, g)
 	res := runResult(t, p, onnx.NewFloat32("x", []int64{2, 4}, x))
 	got, err := res.Outputs[0].Int64s()
 	if err != nil {

@@ -38,17 +38,18 @@ var intArithOps = []string{"Add", "Sub", "Mul", "Div", "Equal", "Less", "LessOrE
 
 // arithIntInput reports whether the INT8 or UINT8 graph input name is read
 // only by integer arithmetic and comparisons, which stages it as fp32.
-func (c *compiler) arithIntInput(name string) bool {
-	read := false
-	for _, n := range c.g.Nodes {
-		if slices.Contains(n.Inputs, name) {
-			if !slices.Contains(intArithOps, n.OpType) {
-				return false
-			}
-			read = true
+func (c *compiler) arithIntInput(name string) bool { return c.readOnlyBy(name, intArithOps) }
+
+// readOnlyBy reports whether the value name is read, and only by nodes of
+// the operators ops.
+func (c *compiler) readOnlyBy(name string, ops []string) bool {
+	rs := c.consumers(name)
+	for _, n := range rs {
+		if !slices.Contains(ops, n.OpType) {
+			return false
 		}
 	}
-	return read
+	return len(rs) > 0
 }
 
 // fp32Int reports whether v is an integer graph input (or a view of one)

@@ -41,19 +41,7 @@ func int32Readers(t onnx.DataType) []string {
 // by int32Readers(t), which stages it as int32 lanes.
 func (c *compiler) int32Input(name string, t onnx.DataType) bool {
 	ops := int32Readers(t)
-	if ops == nil {
-		return false
-	}
-	read := false
-	for _, n := range c.g.Nodes {
-		if slices.Contains(n.Inputs, name) {
-			if !slices.Contains(ops, n.OpType) {
-				return false
-			}
-			read = true
-		}
-	}
-	return read
+	return ops != nil && c.readOnlyBy(name, ops)
 }
 
 // uint32Input checks that the UINT32 graph input name is staged as int32

@@ -185,17 +185,6 @@ func (c *compiler) readsChain(n *onnx.Node, x string, made map[string]bool) bool
 	return reads
 }
 
-// consumers are the nodes reading the tensor name.
-func (c *compiler) consumers(name string) []*onnx.Node {
-	var out []*onnx.Node
-	for _, m := range c.g.Nodes {
-		if slices.Contains(m.Inputs, name) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // int8Readers reports whether every reader of name takes it as an int8
 // GEMM input: MatMul, Gemm or Conv of constant weights, in int8.
 func (c *compiler) int8Readers(name string) bool {
@@ -224,7 +213,7 @@ func (c *compiler) chainTable(ch lutChain, sx, sy float32) ([]int8, error) {
 	for k := range xs {
 		xs[k] = float32(k-128) * sx
 	}
-	sc := &compiler{g: c.g, vals: map[string]*value{}, uses: map[string]int{}, outputs: map[string]bool{}, reduced: map[string]bool{}, opsetVer: c.opsetVer}
+	sc := newGraphCompiler(c.g, c.opsetVer, nil)
 	sc.vals[ch.x] = constFloat(ch.x, []int{len(xs)}, xs)
 	for _, m := range ch.nodes {
 		for _, in := range m.Inputs {

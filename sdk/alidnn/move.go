@@ -93,48 +93,47 @@ func (e *emitter) move(l *layer) error {
 // buffer would have, else one.
 func (e *emitter) moveTiles(l *layer) (n, bufs int, eps []*epilogue, u *uopTable, err error) {
 	in := l.in
-	S := in.lay.s()
-	most := min(S, hw.InpSize, hw.AccSize)
+	most := min(in.lay.s(), hw.InpSize, hw.AccSize)
 	if in.elem != i8 {
-		most = min(S*in.lay.cb(), hw.AccSize)
+		most = min(in.lay.s()*in.lay.cb(), hw.AccSize)
 	}
-	var single int
-	for bufs = 1; bufs <= 2; bufs++ {
-		n = most
-		for {
-			u, eps = &uopTable{}, nil
-			for ab := range bufs {
-				ep, err := e.plan(l, u, ab*n, n, bufs*n)
-				if err != nil {
-					return 0, 0, nil, nil, err
-				}
-				eps = append(eps, ep)
-			}
-			ep := eps[0]
-			if bufs*n+ep.rows+ep.tiles*n <= hw.AccSize || n == 1 {
-				break
-			}
-			n = max(1, (hw.AccSize-ep.rows)/(bufs+ep.tiles))
-		}
-		if bufs*n+eps[0].rows+eps[0].tiles*n > hw.AccSize {
-			if bufs == 1 {
-				return 0, 0, nil, nil, fmt.Errorf("layer %s: epilogue does not fit the accumulator: %w", l.out, ErrUnsupported)
-			}
-			break
-		}
-		if bufs == 1 {
-			single = n
-			continue
-		}
-		if 2*n >= single {
-			return n, 2, eps, u, nil
-		}
-	}
-	// One buffer: plan again, as the loop left the two buffers' plans.
-	n, u, eps = single, &uopTable{}, nil
-	ep, err := e.plan(l, u, 0, n, n)
+	n1, eps1, u1, err := e.fitMove(l, most, 1)
 	if err != nil {
 		return 0, 0, nil, nil, err
 	}
-	return n, 1, []*epilogue{ep}, u, nil
+	if n1 == 0 {
+		return 0, 0, nil, nil, fmt.Errorf("layer %s: epilogue does not fit the accumulator: %w", l.out, ErrUnsupported)
+	}
+	n2, eps2, u2, err := e.fitMove(l, most, 2)
+	if err != nil {
+		return 0, 0, nil, nil, err
+	}
+	if n2 > 0 && 2*n2 >= n1 {
+		return n2, 2, eps2, u2, nil
+	}
+	return n1, 1, eps1, u1, nil
+}
+
+// fitMove plans bufs acc buffers of the largest tile of at most most rows
+// that the accumulator holds with the steps' rows and regions; n is 0 if
+// none does.
+func (e *emitter) fitMove(l *layer, most, bufs int) (n int, eps []*epilogue, u *uopTable, err error) {
+	for n = most; ; {
+		u, eps = &uopTable{}, nil
+		for ab := range bufs {
+			ep, err := e.plan(l, u, ab*n, n, bufs*n)
+			if err != nil {
+				return 0, nil, nil, err
+			}
+			eps = append(eps, ep)
+		}
+		need := bufs*n + eps[0].rows + eps[0].tiles*n
+		if need <= hw.AccSize {
+			return n, eps, u, nil
+		}
+		if n == 1 {
+			return 0, nil, nil, nil
+		}
+		n = max(1, (hw.AccSize-eps[0].rows)/(bufs+eps[0].tiles))
+	}
 }

@@ -2,6 +2,7 @@ package alidnn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -70,6 +71,17 @@ func (c *compiler) transposeData(n *onnx.Node, x *value, perm, shape []int) erro
 	}
 	c.set(n, 0, &value{shape: shape, typ: x.typ, q: r.q, derived: derived{alias: r, view: &transposeOf{src: r, perm: perm, node: n.Name}}})
 	return nil
+}
+
+// consumers are the nodes reading the tensor name.
+func (c *compiler) consumers(name string) []*onnx.Node {
+	var out []*onnx.Node
+	for _, m := range c.g.Nodes {
+		if slices.Contains(m.Inputs, name) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // dataReaders counts the nodes that read the data of the value name: all

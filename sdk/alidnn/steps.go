@@ -141,7 +141,7 @@ func (e *emitter) plan(l *layer, u *uopTable, base, n, free int) (*epilogue, err
 				p.blockU[k] = u.addALU(base, p.reg+k)
 			}
 		case sLut:
-			p.table = e.lutBlob(s.lut)
+			p.table = e.constOnce(lutRows(s.lut))
 			p.reg = param
 			param += isa.LutRows
 			p.uop = u.addALU(base, p.reg)
@@ -275,9 +275,6 @@ func lutRows(table []int8) []byte {
 	}
 	return b
 }
-
-// lutBlob places table's rows in the constant segment (see constOnce).
-func (e *emitter) lutBlob(table []int8) uint64 { return e.constOnce(lutRows(table)) }
 
 // constOnce places b in the constant segment once: each acc buffer's
 // epilogue plans its parameter rows and tables, and one copy lets

@@ -35,29 +35,41 @@ func (c *compiler) orderUint32(n *onnx.Node, a, b *value) error {
 			return err
 		}
 	}
+	y, err := c.ltUint32(a, b, orEqual)
+	if err != nil {
+		return fmt.Errorf("%s of UINT32 %s and %s: %w", n.OpType, a, b, err)
+	}
+	c.set(n, 0, y)
+	return c.typeBool(n.Outputs[0])
+}
+
+// ltUint32 returns a < b (a ≤ b if orEqual) of the int32 tensors a and b,
+// read as UINT32 bit patterns, by the rule above: 0 or 1 in fp32, computed
+// by a layer of its own that only the caller reads.
+func (c *compiler) ltUint32(a, b *value, orEqual bool) (*value, error) {
 	// −sa and sb, each a layer of its own.
 	nsa, err := c.topBit(a, -1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sb, err := c.topBit(b, 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nb, err := c.int32Negate(b)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l, err := c.moveLayer(a)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if l.accFP || l.acc8 {
-		return fmt.Errorf("%s of UINT32 %s: accumulator not int32: %w", n.OpType, a, ErrUnsupported)
+		return nil, fmt.Errorf("accumulator not int32: %w", ErrUnsupported)
 	}
 	for _, t := range []*value{nb, nsa, sb} {
 		if r := t.root(); !r.lay.equal(l.out.lay) && !sameStorage(r.lay, l.out.lay) {
-			return fmt.Errorf("%s: operands %s and %s are laid out differently on the device: %w", n.OpType, a, b, ErrUnsupported)
+			return nil, fmt.Errorf("operands laid out differently on the device: %w", ErrUnsupported)
 		}
 	}
 	C := max(l.out.lay.c(), 1)
@@ -74,8 +86,9 @@ func (c *compiler) orderUint32(n *onnx.Node, a, b *value) error {
 		step{kind: sMaxRow, fp: true, rowF: fill(C, 0)},
 		step{kind: sMinRow, fp: true, rowF: fill(C, 1)})
 	l.accFP, l.acc8 = true, false
-	c.set(n, 0, c.rename(l, onnx.Float))
-	return c.typeBool(n.Outputs[0])
+	y := c.rename(l, onnx.Float)
+	y.uses = 1
+	return y, nil
 }
 
 // topBit returns s times the top bit of the int32 input x (1 where it is

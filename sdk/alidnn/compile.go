@@ -284,6 +284,9 @@ func (c *compiler) node(n *onnx.Node) error {
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Errorf("operator domain %q: %w", n.Domain, ErrUnsupported)
 	}
+	if done, err := c.wideNode(n); done || err != nil {
+		return err
+	}
 	if done, err := c.blockNode(n); done || err != nil {
 		return err
 	}

@@ -250,6 +250,9 @@ func intAsFloat32(t *onnx.Tensor) ([]float32, error) {
 // device tensor of fp32 rows, its table inside the constant segment, its
 // ids an integer input of as many elements as it has rows.
 func checkDerived(b *Binding, p *Program) error {
+	if b.Word != nil && b.Gather == nil {
+		return checkWord(b, p)
+	}
 	g := b.Gather
 	if g == nil || b.IsConst || b.Host != "" || b.Bcast != nil || b.Elem != "fp32" || b.Type != onnx.Float {
 		return fmt.Errorf("%q: want fp32 rows of a Gather", b.Name)

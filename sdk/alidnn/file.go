@@ -174,8 +174,8 @@ func ReadProgram(r io.Reader) (*Program, error) {
 		}
 	}
 	for k := range p.Inputs {
-		if p.Inputs[k].Gather != nil {
-			return nil, bad("input %d: a Gather rule on a graph input", k)
+		if p.Inputs[k].Gather != nil || p.Inputs[k].Word != nil {
+			return nil, bad("input %d: a derived tensor's rule on a graph input", k)
 		}
 		if err := checkBinding(&p.Inputs[k], p, 0); err != nil {
 			return nil, bad("input %d: %v", k, err)
@@ -210,7 +210,7 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 		return fmt.Errorf("host operators nest too deep")
 	}
 	if b.HostOnly {
-		if _, err := checkShape(b.Shape); err != nil || b.Type != onnx.Float && b.Type != onnx.Double {
+		if _, err := checkShape(b.Shape); err != nil || b.Type != onnx.Float && b.Type != onnx.Double && b.Type != onnx.Uint64 {
 			return fmt.Errorf("host-only input %v %v", b.Type, b.Shape)
 		}
 		return nil
@@ -235,6 +235,14 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 			return fmt.Errorf("constant of %d values for shape %v", len(b.ConstF)+len(b.ConstI), b.Shape)
 		}
 		return nil
+	case b.Host == wordsOp:
+		if err := checkWords(b); err != nil {
+			return err
+		}
+		if err := checkBinding(b.Src, p, depth+1); err != nil {
+			return err
+		}
+		return checkBinding(b.High, p, depth+1)
 	case b.Host == castOp:
 		if b.Src == nil || !b.Src.HostOnly || b.Src.Type != onnx.Double || !narrowFloat(b.Type) || b.Quant != nil || !eqInts(b.Src.Shape, b.Shape) {
 			return fmt.Errorf("host Cast to %v of no DOUBLE input of shape %v", b.Type, b.Shape)

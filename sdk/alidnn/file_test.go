@@ -126,7 +126,7 @@ func FuzzReadProgram(f *testing.F) {
 	// Programs with the bindings of the boundary: a read-back Cast to
 	// float8 without saturation, a host-only input gathered by the runtime,
 	// a host QuantizeLinear to INT4 and a blocked one to INT16, an empty
-	// input, a host Cast of a DOUBLE input.
+	// input, a host Cast of a DOUBLE input, UINT64 words staged and joined.
 	for _, tc := range []struct {
 		dir    string
 		consts []int
@@ -137,6 +137,7 @@ func FuzzReadProgram(f *testing.F) {
 		{"test_quantizelinear_int4", []int{1, 2}, nil},
 		{"test_quantizelinear_blocked_symmetric", []int{1}, nil},
 		{"test_cast_DOUBLE_to_FLOAT16", nil, nil},
+		{"test_add_uint64", nil, nil},
 		{"test_split_zero_size_splits_opset18", []int{1}, []alidnn.Option{alidnn.WithShape("input", 0)}},
 	} {
 		buf.Reset()

@@ -47,6 +47,8 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 		v.elem = i32 // its bit pattern (see intpath.go)
 	case onnx.Int64, onnx.Bool:
 		v.elem = f32 // packed as fp32 (see embed.go)
+	case onnx.Uint64:
+		return c.wideInput(in.Name, shape) // as two words (see wide.go)
 	case onnx.Int16, onnx.Uint16:
 		v.elem = f32 // staged as exact fp32 values (see boundary.go)
 		if c.int32Input(in.Name, in.ElemType) {
@@ -85,6 +87,9 @@ func (c *compiler) graphOutput(name string) error {
 	}
 	if v.isConst {
 		return nil
+	}
+	if v.words != nil {
+		return c.wideOutput(v)
 	}
 	if v.cols != nil {
 		return fmt.Errorf("graph output %q flattens a transposed tensor: %w", name, ErrUnsupported)

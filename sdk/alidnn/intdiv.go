@@ -105,7 +105,7 @@ func (d divider) toInt() []step {
 }
 
 // layer computes from x, by steps, a value of type typ (fp32 if fp, else
-// int32) that only this division reads.
+// int32) that only the operator being built reads.
 func (d divider) layer(x *value, typ onnx.DataType, fp bool, steps ...step) (*value, error) {
 	l, err := d.c.moveLayer(x)
 	if err != nil {
@@ -116,7 +116,7 @@ func (d divider) layer(x *value, typ onnx.DataType, fp bool, steps ...step) (*va
 	}
 	for _, s := range steps {
 		if s.t != nil && !s.t.lay.equal(l.out.lay) && !sameStorage(s.t.lay, l.out.lay) {
-			return nil, fmt.Errorf("Div: operands %s and %s are laid out differently on the device: %w", x, s.t, ErrUnsupported)
+			return nil, fmt.Errorf("operands %s and %s are laid out differently on the device: %w", x, s.t, ErrUnsupported)
 		}
 	}
 	l.steps = append(l.steps, steps...)

@@ -76,6 +76,12 @@ type Binding struct {
 	// table in the constant segment, chosen by an input's ids (see
 	// embed.go).
 	Gather *GatherRows `json:",omitempty"`
+	// Word says the runtime fills this derived tensor with one 32-bit word
+	// of a 64-bit integer input (see wide.go).
+	Word *InputWord `json:",omitempty"`
+	// High is, for an output the host joins from two 32-bit words (Host
+	// "Words"), the high word's binding; Src is the low word's.
+	High *Binding `json:",omitempty"`
 }
 
 // Layout is a device layout in its serialised form.
@@ -167,6 +173,11 @@ func (c *compiler) emit() (*Program, error) {
 			p.Derived = append(p.Derived, b)
 			continue
 		}
+		if v.word != nil {
+			b.Word = v.word
+			p.Derived = append(p.Derived, b)
+			continue
+		}
 		p.Inputs = append(p.Inputs, b)
 	}
 	for _, v := range c.emptyInputs {
@@ -175,7 +186,10 @@ func (c *compiler) emit() (*Program, error) {
 	for _, o := range c.g.Outputs {
 		v := c.vals[o.Name]
 		var b Binding
-		if v.host != nil {
+		if v.words != nil {
+			lo, hi := p.bind(v.words[0]), p.bind(v.words[1])
+			b = Binding{Name: v.name, Shape: v.shape, Type: v.typ, Host: wordsOp, Src: &lo, High: &hi}
+		} else if v.host != nil {
 			src := p.bind(v.host.src)
 			if v.host.op == castOp {
 				// The run's own input, which the host reads (see hostcast.go).

@@ -113,6 +113,14 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 		r.packed = append(r.packed, data)
 	}
 	for _, b := range s.prog.Derived {
+		if b.Word != nil {
+			data, err := packWord(b, byName[b.Word.From])
+			if err != nil {
+				return nil, err
+			}
+			r.packed = append(r.packed, data)
+			continue
+		}
 		if b.Gather == nil {
 			return nil, fmt.Errorf("derived tensor %q without a rule", b.Name)
 		}
@@ -206,6 +214,17 @@ func (s *Session) output(ctx context.Context, k int, b Binding, host map[string]
 	}
 	if b.Host == castOp {
 		return hostCastOutput(b, host)
+	}
+	if b.Host == wordsOp {
+		lo, err := s.output(ctx, k, *b.Src, host)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := s.output(ctx, k, *b.High, host)
+		if err != nil {
+			return nil, err
+		}
+		return joinWords(b, lo, hi)
 	}
 	if b.Host != "" {
 		src, err := s.output(ctx, k, *b.Src, host)

@@ -49,8 +49,12 @@ type device struct {
 	// table, the rule (see embed.go).
 	gather *rowGather
 	// hostOnly says a graph input is read by the runtime only, as a
-	// Gather's data (see gatherinput.go): it has no device storage.
+	// Gather's data (see gatherinput.go) or as the source of its 32-bit
+	// words (see wide.go): it has no device storage.
 	hostOnly bool
+	// word is, for an input the runtime fills with one 32-bit word of a
+	// 64-bit integer input, which one (see wide.go).
+	word *InputWord
 	// zeroPad says the padding lanes of its lane axis hold zeros, as
 	// permuteGroups' copy writes them and permutations of whole blocks
 	// keep them: a MatMul may read it as B whose padding is zero rows or
@@ -80,6 +84,9 @@ type derived struct {
 	// it on all 16 lanes of one block: element-wise operators read that
 	// block for every block of C (see laneblock.go).
 	block *value
+	// words are, for a 64-bit integer, its low and high 32-bit words,
+	// int32 device tensors (see wide.go); it has no storage of its own.
+	words *[2]*value
 	// noSaturate and roundMode are, for a Cast to float8 the host does as
 	// it reads the output (see boundary.go), the Cast's saturate=0 and its
 	// round_mode for FLOAT8E8M0 ("" for "up").

@@ -26,7 +26,7 @@ package alidnn
 //     rule makes it exact. Read only by Mul, an INT16 or UINT16 input is
 //     staged as int32 values instead, and a UINT32 input read only by
 //     Add, Sub, Mul and comparisons as its int32 bit pattern (see
-//     intpath.go). A UINT64 input read only by Add, Sub, Mul and
+//     intpath.go). A UINT64 input read only by Add, Sub, Mul, Div and
 //     comparisons is staged as two such patterns, its low and high words,
 //     and a UINT64 result read back as two and joined (see wide.go).
 //   - A Cast of an fp32 value to another type (FLOAT16, BFLOAT16, float8,

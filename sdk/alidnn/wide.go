@@ -6,7 +6,7 @@ package alidnn
 // input's bits as it packs a run), and a 64-bit result is read back as two
 // and joined by the host. In between, widearith.go computes on the words
 // exactly — Add and Sub with their carry, Mul's low 64 bits, the
-// comparisons — as ONNX does, modulo 2⁶⁴. Only those operators read a
+// comparisons — as ONNX does, modulo 2⁶⁴, and widediv.go Div. Only those operators read a
 // 64-bit value; anything else is refused naming it.
 
 import (
@@ -29,7 +29,7 @@ type InputWord struct {
 }
 
 // wideReaders are the operators that read a 64-bit integer.
-var wideReaders = []string{"Add", "Sub", "Mul", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}
+var wideReaders = []string{"Add", "Sub", "Mul", "Div", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}
 
 // wideInput makes the value of the UINT64 graph input name: no device
 // storage of its own, its words two derived inputs.
@@ -39,7 +39,7 @@ func (c *compiler) wideInput(name string, shape []int) error {
 	}
 	for _, n := range c.consumers(name) {
 		if !slices.Contains(wideReaders, n.OpType) {
-			return fmt.Errorf("input %q: element type UINT64, read by %s %q: the engine computes 64-bit integers as two 32-bit words, by Add, Sub, Mul and comparisons: %w",
+			return fmt.Errorf("input %q: element type UINT64, read by %s %q: the engine computes 64-bit integers as two 32-bit words, by Add, Sub, Mul, Div and comparisons: %w",
 				name, n.OpType, n.Name, ErrUnsupported)
 		}
 	}
@@ -68,7 +68,7 @@ func (c *compiler) wideNode(n *onnx.Node) (bool, error) {
 		return false, nil
 	}
 	if !slices.Contains(wideReaders, n.OpType) || len(n.Inputs) != 2 {
-		return true, fmt.Errorf("%s %q of a 64-bit integer: the engine computes 64-bit integers only by Add, Sub, Mul and comparisons: %w", n.OpType, n.Name, ErrUnsupported)
+		return true, fmt.Errorf("%s %q of a 64-bit integer: the engine computes 64-bit integers only by Add, Sub, Mul, Div and comparisons: %w", n.OpType, n.Name, ErrUnsupported)
 	}
 	a, b, err := c.needPair(n)
 	if err != nil {
@@ -89,7 +89,7 @@ func (c *compiler) wideNode(n *onnx.Node) (bool, error) {
 	}
 	o := wideOps{divider{c: c, C: max(a.words[0].root().lay.c(), 1)}}
 	switch n.OpType {
-	case "Add", "Sub", "Mul":
+	case "Add", "Sub", "Mul", "Div":
 		y, err := o.arith(n.OpType, a, b)
 		if err != nil {
 			return true, err

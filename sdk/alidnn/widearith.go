@@ -37,13 +37,15 @@ func wideValue(typ onnx.DataType, lo, hi *value) *value {
 	return &value{shape: lo.shape, typ: typ, derived: derived{words: &[2]*value{lo, hi}}}
 }
 
-// arith returns Add, Sub or Mul (op) of a and b.
+// arith returns Add, Sub, Mul or Div (op) of a and b.
 func (o wideOps) arith(op string, a, b *value) (*value, error) {
 	switch op {
 	case "Add":
 		return o.add(a, b)
 	case "Sub":
 		return o.sub(a, b)
+	case "Div":
+		return o.div(a, b)
 	}
 	return o.mul(a, b)
 }

@@ -9,8 +9,8 @@ package onnxtest
 // Principled, the engine cannot have them:
 //   - element types without an exact path (see sdk/alidnn's boundary.go,
 //     which converts the others as inputs are staged and outputs read
-//     back): STRING inputs, UINT64 Div (UINT64 Add, Sub, Mul and
-//     comparisons run on two 32-bit words, see wide.go; a DOUBLE input is read only by a
+//     back): STRING inputs (UINT64 runs on two 32-bit words, see
+//     wide.go; a DOUBLE input is read only by a
 //     Cast to FLOAT, or by a Cast to a narrower float type ending the
 //     graph, which the host does); integer arithmetic where neither fp32
 //     nor the int32 lanes are exact (ONNX's wraps around and truncates: see
@@ -27,7 +27,6 @@ package onnxtest
 //
 // Mappable, not done yet: Pow of INT32 bases (integer powers).
 var refusals = map[string]string{
-	"test_div_uint64":              "input \"x\": element type UINT64",
 	"test_equal_string":            "input \"x\": element type STRING",
 	"test_equal_string_broadcast":  "input \"x\": element type STRING",
 	"test_pow_types_int32_float32": "Pow of the INT32 tensor \"x\" [3]: integer powers are not computed",

@@ -20,8 +20,9 @@ package alidnn
 //     output) is refused: ids are not strings. Shape and Size, which read
 //     only its shape, fold as for any input.
 //
-// A program compiled ForBatch interns a run's samples together, one
-// dictionary a run as ever.
+// Runs a session coalesces into one job (WithBatch) each have their lane
+// and their dictionary; a program compiled ForBatch interns the samples of
+// its run together, one dictionary a run as ever.
 
 import (
 	"bytes"

@@ -223,6 +223,22 @@ func TestEqualStringsRefused(t *testing.T) {
 	}
 
 	p := compileThroughFile(t, 19, equalStringsGraph(2, nil))
+	for _, bad := range []func(q *alidnn.Program){
+		func(q *alidnn.Program) { q.Strings = append(q.Strings, q.Strings[0]) },
+		func(q *alidnn.Program) { q.Inputs[0].Elem = "int8" },
+		func(q *alidnn.Program) { q.Outputs[0].Type = onnx.String },
+	} {
+		q := *p
+		q.Strings, q.Inputs, q.Outputs = slices.Clone(p.Strings), slices.Clone(p.Inputs), slices.Clone(p.Outputs)
+		bad(&q)
+		var buf bytes.Buffer
+		if _, err := q.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alidnn.ReadProgram(&buf); !errors.Is(err, alidnn.ErrProgram) {
+			t.Errorf("a program file with a duplicate string, a STRING input staged as int8 or a STRING output: %v, want ErrProgram", err)
+		}
+	}
 	s, err := alidnn.Load(context.Background(), local(t), p)
 	if err != nil {
 		t.Fatal(err)

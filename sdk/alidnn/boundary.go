@@ -29,6 +29,12 @@ package alidnn
 //     intpath.go). A UINT64 input read only by Add, Sub, Mul, Div and
 //     comparisons is staged as two such patterns, its low and high words,
 //     and a UINT64 result read back as two and joined (see wide.go).
+//   - A STRING input read only by Equal (with another STRING input or a
+//     STRING constant) is staged as exact fp32 ids: the host gives every
+//     distinct string of a run one integer below 2²⁴, in one dictionary
+//     the run's STRING inputs share, which starts from the graph's STRING
+//     constants' ids the compiler fixed (see intern.go). Read otherwise, or
+//     a graph output, it is refused.
 //   - A Cast of an fp32 value to another type (FLOAT16, BFLOAT16, float8,
 //     DOUBLE, an integer type, BOOL) whose result is only a graph output is a
 //     read-back conversion: the host converts the engine's fp32 as ONNX's

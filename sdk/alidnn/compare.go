@@ -51,6 +51,9 @@ func (c *compiler) compareNode(n *onnx.Node) error {
 		if err != nil {
 			return err
 		}
+		if a.typ == onnx.String {
+			return c.equalStrings(n, a, b) // see intern.go
+		}
 		if n.OpType == "Equal" && (a.typ == onnx.Int32 || a.typ == onnx.Uint32) && a.typ == b.typ && !(a.isConst && b.isConst) {
 			if err := c.equalInt32(n, a, b); err != nil {
 				return err

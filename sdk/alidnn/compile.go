@@ -131,6 +131,9 @@ type compiler struct {
 	// emptyInputs are the graph inputs bound to a shape with a 0, folded
 	// as empty constants (see empty.go).
 	emptyInputs []*value
+	// strs are the ids of the STRING constants Equal reads, the start of
+	// every run's dictionary (see intern.go).
+	strs *dict
 
 	opsetVer int64
 	dims     map[string]int // WithShape's bindings of symbolic dimensions
@@ -283,6 +286,9 @@ func (c *compiler) set(n *onnx.Node, k int, v *value) {
 func (c *compiler) node(n *onnx.Node) error {
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Errorf("operator domain %q: %w", n.Domain, ErrUnsupported)
+	}
+	if err := c.checkStrings(n); err != nil {
+		return err
 	}
 	if done, err := c.wideNode(n); done || err != nil {
 		return err

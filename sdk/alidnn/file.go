@@ -50,6 +50,7 @@ type fileHeader struct {
 	Inputs      []Binding
 	Outputs     []Binding
 	Derived     []Binding `json:",omitempty"`
+	Strings     [][]byte  `json:",omitempty"`
 }
 
 // WriteTo writes the program in its file form.
@@ -61,7 +62,7 @@ func (p *Program) WriteTo(w io.Writer) (int64, error) {
 	cs, is := sha256.Sum256(p.Consts), sha256.Sum256(insns)
 	h, err := json.Marshal(fileHeader{Name: p.Name, ConstBytes: uint64(len(p.Consts)), ConstSHA256: hex.EncodeToString(cs[:]),
 		Insns: len(p.Insns), InsnSHA256: hex.EncodeToString(is[:]), ActBase: p.ActBase, ActSize: p.ActSize,
-		Layers: p.Layers, MACs: p.MACs, Batch: p.Batch, Inputs: p.Inputs, Outputs: p.Outputs, Derived: p.Derived})
+		Layers: p.Layers, MACs: p.MACs, Batch: p.Batch, Inputs: p.Inputs, Outputs: p.Outputs, Derived: p.Derived, Strings: p.Strings})
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +160,7 @@ func ReadProgram(r io.Reader) (*Program, error) {
 			return nil, bad("instructions may hold %d tokens in the %s FIFO, beyond the engine's %d", n, isa.Fifo(f), isa.TokenDepth)
 		}
 	}
-	p := &Program{Insns: insns, Consts: consts, ActBase: h.ActBase, ActSize: h.ActSize, Inputs: h.Inputs, Outputs: h.Outputs, Derived: h.Derived,
+	p := &Program{Insns: insns, Consts: consts, ActBase: h.ActBase, ActSize: h.ActSize, Inputs: h.Inputs, Outputs: h.Outputs, Derived: h.Derived, Strings: h.Strings,
 		Layers: h.Layers, MACs: h.MACs, Name: h.Name, Batch: h.Batch}
 	if h.Batch < 0 || h.Batch > maxBatch {
 		return nil, bad("batch %d outside 0..%d", h.Batch, maxBatch)
@@ -190,6 +191,9 @@ func ReadProgram(r io.Reader) (*Program, error) {
 		if err := checkDerived(&p.Derived[k], p); err != nil {
 			return nil, bad("derived tensor %d: %v", k, err)
 		}
+	}
+	if err := checkFileStrings(p); err != nil {
+		return nil, bad("%v", err)
 	}
 	return p, nil
 }

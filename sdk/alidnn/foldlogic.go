@@ -61,6 +61,9 @@ func (c *compiler) foldCompare(n *onnx.Node) (*value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.typ == onnx.String {
+		return foldEqualStrings(a, b) // see intern.go
+	}
 	shape, err := foldedShape(a.shape, b.shape)
 	if err != nil {
 		return nil, err

@@ -57,6 +57,8 @@ func (c *compiler) graphInput(in onnx.ValueInfo) error {
 	case onnx.Int4, onnx.Uint4, onnx.Int2, onnx.Uint2,
 		onnx.Float16, onnx.Bfloat16, onnx.Float8E4M3FN, onnx.Float8E4M3FNUZ, onnx.Float8E5M2, onnx.Float8E5M2FNUZ, onnx.Float4E2M1, onnx.Float8E8M0:
 		v.elem = f32 // staged as exact fp32 values (see boundary.go)
+	case onnx.String:
+		v.elem = f32 // its strings' ids (see intern.go)
 	case onnx.Double:
 		host, err := c.doubleInput(in.Name)
 		if err != nil {
@@ -84,6 +86,9 @@ func (c *compiler) graphOutput(name string) error {
 		if v, err = c.undefer(v); err != nil {
 			return fmt.Errorf("graph output %q: %w", name, err)
 		}
+	}
+	if v.typ == onnx.String {
+		return fmt.Errorf("graph output %q is STRING: the engine holds strings only as ids for Equal (see intern.go): %w", name, ErrUnsupported)
 	}
 	if v.isConst {
 		return nil

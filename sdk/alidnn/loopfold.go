@@ -166,6 +166,9 @@ func (c *compiler) foldBodyNode(sub *compiler, n *onnx.Node) error {
 		}
 		sub.vals[in] = outer
 	}
+	if err := sub.checkStrings(n); err != nil {
+		return err
+	}
 	done, err := sub.fold(n)
 	if err != nil {
 		return err

@@ -23,6 +23,9 @@ type Program struct {
 	// it packs a run: the embedding rows a Gather picks by token ids (see
 	// embed.go). They are no inputs of the model's.
 	Derived []Binding
+	// Strings are the STRING constants Equal reads, string k having id k
+	// in every run's dictionary of its STRING inputs (see intern.go).
+	Strings [][]byte `json:",omitempty"`
 	Layers  int
 	MACs    uint64 // multiply-accumulates of the model's operators, one run
 	Name    string
@@ -149,6 +152,9 @@ func (c *compiler) emit() (*Program, error) {
 		p.Batch = c.opts.batch
 	}
 	p.Consts = e.consts
+	if c.strs != nil {
+		p.Strings = c.strs.strings()
+	}
 	p.ActBase = align(uint64(len(e.consts)), 4096)
 	p.ActSize = act
 	for k := range e.insns {

@@ -55,8 +55,9 @@ type Result struct {
 }
 
 // Run runs one inference. inputs are matched to the program's inputs by
-// name, each of the input's element type: FLOAT (onnx.NewFloat32), or for
-// token ids and masks INT64, INT32 or BOOL (onnx.NewInt); a tensor of
+// name, each of the input's element type: FLOAT (onnx.NewFloat32), for
+// token ids and masks INT64, INT32 or BOOL (onnx.NewInt), STRING
+// (onnx.NewString) for a model comparing strings; a tensor of
 // another type is refused with ErrInput, never converted. Outputs come
 // back in their graph types. Run may be called from many goroutines at
 // once: see Session.
@@ -92,6 +93,7 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 		byName[t.Name] = t
 	}
 	r := &request{ctx: ctx, host: map[string]*onnx.Tensor{}, done: make(chan struct{})}
+	d := newDict(s.prog.Strings)
 	for _, b := range s.prog.Inputs {
 		t, ok := byName[b.Name]
 		if !ok {
@@ -106,7 +108,7 @@ func (s *Session) request(ctx context.Context, inputs []*onnx.Tensor) (*request,
 			}
 			continue
 		}
-		data, err := packInput(b, t)
+		data, err := packInput(b, t, d)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +153,9 @@ func dims64(shape []int) []int64 {
 	return d
 }
 
-func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
+// packInput packs the input t for binding b, STRING ones as their ids in
+// the run's dictionary d.
+func packInput(b Binding, t *onnx.Tensor, d *dict) ([]byte, error) {
 	own := b.Shape
 	if b.Bcast != nil {
 		own = b.Bcast
@@ -178,6 +182,13 @@ func packInput(b Binding, t *onnx.Tensor) ([]byte, error) {
 	var bc []int
 	if b.Bcast != nil {
 		bc = broadcastIndex(b.Shape, b.Bcast)
+	}
+	if b.Type == onnx.String {
+		f, err := d.stage(t)
+		if err != nil {
+			return nil, err
+		}
+		return packF32(lay, f, bc), nil
 	}
 	if el == f32 {
 		f, err := stagedFloats(t) // converted as boundary.go says

@@ -35,6 +35,17 @@ func stack(b Binding, samples []*onnx.Tensor) (*onnx.Tensor, error) {
 		total *= d
 	}
 	per := total / b.Shape[0]
+	if b.Type == onnx.String {
+		ss := make([][]byte, total) // empty strings for missing samples
+		for k, s := range samples {
+			v, err := s.Strings()
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrInput, err)
+			}
+			copy(ss[k*per:(k+1)*per], v)
+		}
+		return onnx.NewString(b.Name, dims64(b.Shape), ss)
+	}
 	if b.Type.IsFloat() {
 		f := make([]float32, total)
 		for k, s := range samples {

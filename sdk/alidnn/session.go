@@ -306,6 +306,7 @@ func (s *Session) exec(ctx context.Context, slot int, reqs []*request) error {
 // in job slot slot's lane.
 func (s *Session) execSamples(ctx context.Context, slot int, reqs []*request) error {
 	lane := slot * s.batch
+	d := newDict(s.prog.Strings) // the run's, its samples' strings together
 	for _, b := range s.prog.Inputs {
 		if b.IsConst || b.HostOnly {
 			continue // nothing to upload (see empty.go, gatherinput.go); checked as the run was requested
@@ -318,7 +319,7 @@ func (s *Session) execSamples(ctx context.Context, slot int, reqs []*request) er
 		if err != nil {
 			return err
 		}
-		data, err := packInput(b, t)
+		data, err := packInput(b, t, d)
 		if err != nil {
 			return err
 		}

@@ -26,11 +26,12 @@ type value struct {
 }
 
 // constant is a value known at compile time: f for floating-point types,
-// i for integer types.
+// i for integer types, s for STRING (read only by Equal, see intern.go).
 type constant struct {
 	isConst bool
 	f       []float32
 	i       []int64
+	s       [][]byte
 }
 
 // device is a tensor in device memory: in the activation segment, or, for a
@@ -232,6 +233,12 @@ func fromTensor(t *onnx.Tensor) (*value, error) {
 			return nil, err
 		}
 		return constInt(t.Name, t.DataType, shape, i), nil
+	case onnx.String:
+		s, err := t.Strings()
+		if err != nil {
+			return nil, err
+		}
+		return &value{name: t.Name, shape: shape, typ: onnx.String, constant: constant{isConst: true, s: s}}, nil
 	}
 	return nil, fmt.Errorf("tensor %q: data type %v is not supported", t.Name, t.DataType)
 }

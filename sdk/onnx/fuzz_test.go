@@ -87,8 +87,9 @@ func FuzzDecodeTensor(f *testing.F) {
 		}
 		fs, ferr := x.Float32s()
 		is, ierr := x.Int64s()
-		if ferr == nil && int64(len(fs)) != x.Len() || ierr == nil && int64(len(is)) != x.Len() {
-			t.Fatalf("%d floats, %d ints for Len %d", len(fs), len(is), x.Len())
+		ss, serr := x.Strings()
+		if ferr == nil && int64(len(fs)) != x.Len() || ierr == nil && int64(len(is)) != x.Len() || serr == nil && int64(len(ss)) != x.Len() {
+			t.Fatalf("%d floats, %d ints, %d strings for Len %d", len(fs), len(is), len(ss), x.Len())
 		}
 		// A narrow float's values are float32 values: encoding one gives
 		// back its bits (NaNs aside, whose payloads are not kept).

@@ -416,6 +416,36 @@ func NewInt(name string, dt DataType, dims []int64, data []int64) (*Tensor, erro
 	return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
 }
 
+// NewString returns a STRING tensor holding a copy of data, whose length
+// must be the product of dims. Strings are bytes, as onnx's string_data
+// holds them: UTF-8 is not required.
+func NewString(name string, dims []int64, data [][]byte) (*Tensor, error) {
+	n, err := elems(dims)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: tensor %q: %v", name, err)
+	}
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("onnx: tensor %q: %d elements for dims %v", name, len(data), dims)
+	}
+	strs := make([][]byte, len(data))
+	for i, s := range data {
+		strs[i] = append([]byte{}, s...)
+	}
+	return &Tensor{Name: name, DataType: String, Dims: append([]int64{}, dims...), strs: strs}, nil
+}
+
+// Strings returns the elements of a STRING tensor, not copies: the caller
+// must not change them.
+func (t *Tensor) Strings() ([][]byte, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if t.DataType != String {
+		return nil, fmt.Errorf("onnx: tensor %q: %v is not STRING", t.Name, t.DataType)
+	}
+	return t.strs, nil
+}
+
 // NewFloat returns a tensor of floating-point type dt holding data
 // converted as ONNX's Cast from FLOAT converts: exactly to FLOAT, to
 // DOUBLE, and to the narrow types rounded to nearest even, a value beyond

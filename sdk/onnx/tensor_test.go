@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"os"
@@ -285,6 +286,40 @@ func TestNewIntErrors(t *testing.T) {
 	}
 	if err := WriteTensor(filepath.Join(t.TempDir(), "x.pb"), NewFloat32("x", []int64{2}, nil)); err == nil {
 		t.Error("WriteTensor of 0 values for dims [2]: no error")
+	}
+}
+
+// TestNewString checks that a STRING tensor keeps its bytes (empty, NUL
+// and invalid UTF-8 ones too) through encoding, owns a copy of them, and
+// that wrong lengths and other types' accessors are refused.
+func TestNewString(t *testing.T) {
+	data := [][]byte{[]byte("a"), []byte("a\x00"), {}, {0xff, 0xfe}}
+	x, err := NewString("s", []int64{2, 2}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[0][0] = 'b'
+	b, err := EncodeTensor(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := DecodeTensor(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := y.Strings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]byte{[]byte("a"), []byte("a\x00"), {}, {0xff, 0xfe}}
+	if y.DataType != String || !slices.Equal(y.Dims, x.Dims) || !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Errorf("decoded %v %v %q, want %q", y.DataType, y.Dims, got, want)
+	}
+	if _, err := NewString("s", []int64{3}, data); err == nil {
+		t.Error("NewString of 4 strings for dims [3]: no error")
+	}
+	if _, err := NewFloat32("f", []int64{1}, []float32{1}).Strings(); err == nil {
+		t.Error("Strings of a FLOAT tensor: no error")
 	}
 }
 

@@ -205,8 +205,8 @@ func (d divider) estimate(fa, fb *value) (*value, error) {
 	return d.roundInt32(fa, fpT(sDivTensor, fb))
 }
 
-// roundInt32 returns round(v'), v' the fp32 v after the steps pre, as
-// int32 (modulo 2³²) for |v'| < 2³⁷: −h, h = round(v'/2¹⁶), then h·2¹⁶
+// roundInt32 returns round(v'), v' the fp32 value the steps pre compute
+// from v, as int32 (modulo 2³²) for |v'| < 2³⁷: −h, h = round(v'/2¹⁶), then h·2¹⁶
 // in int32, then l = round(2¹⁶·(v'/2¹⁶ − h)) added to it (step 1's
 // pieces, each below 2²² and exact).
 func (d divider) roundInt32(v *value, pre ...step) (*value, error) {

@@ -134,7 +134,7 @@ func reduceExp(k int64) int64 {
 // uniform reports whether the constant v has one value, repeated.
 func uniform(v *value) bool {
 	if v.i != nil {
-		return !slices.ContainsFunc(v.i, func(k int64) bool { return k != v.i[0] })
+		return len(v.i) > 0 && !slices.ContainsFunc(v.i, func(k int64) bool { return k != v.i[0] })
 	}
 	return len(v.f) > 0 && !slices.ContainsFunc(v.f, func(f float32) bool { return f != v.f[0] })
 }
@@ -281,12 +281,15 @@ func (d divider) powBy(x *value, k int64) (*value, error) {
 	p, s := (*value)(nil), x
 	for j := 0; ; j++ {
 		var err error
-		if k>>j&1 != 0 && p == nil {
+		switch {
+		case k>>j&1 == 0:
+		case p == nil:
 			p = s
-		} else if k>>j&1 != 0 {
-			if p, err = d.layer(s, onnx.Int32, false, intT(sMulTensor, p)); err != nil {
-				return nil, err
-			}
+		default:
+			p, err = d.layer(s, onnx.Int32, false, intT(sMulTensor, p))
+		}
+		if err != nil {
+			return nil, err
 		}
 		if k>>(j+1) == 0 {
 			break

@@ -135,9 +135,13 @@
 // run where fp32 is exact and the host wraps (and truncates) the result as
 // it reads it back (see intarith.go); a 16-bit Mul and UINT32 Add, Sub,
 // Mul and comparisons run on int32 lanes, UINT32 inputs staged as their
-// bit patterns (see intpath.go and cmpuint32.go). A STRING input read only
-// by Equal is staged as the ids the host gives its strings, one dictionary
-// a run, so that Equal of ids is Equal of strings (see intern.go).
+// bit patterns (see intpath.go and cmpuint32.go), and so does Pow of an
+// INT32 input, wrapped squares picked by the exponent's bits (see
+// intpow.go). A UINT64 input is staged as its two 32-bit words, on which
+// Add, Sub, Mul, Div and comparisons run exactly (see wide.go). A STRING
+// input read only by Equal is staged as the ids the host gives its
+// strings, one dictionary a run, so that Equal of ids is Equal of strings
+// (see intern.go).
 //
 // Zero-size tensors fold (see empty.go): an input bound to a shape with a
 // 0 is an empty constant, as are empty Slices and Split parts, and what

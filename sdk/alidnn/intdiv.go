@@ -200,10 +200,17 @@ func (d divider) quotient(a, b *value) (*value, error) {
 	return d.layer(r2, a.typ, false, last...)
 }
 
-// estimate returns step 1's q₁ = round(fa / fb) in int32: −h, then h·2¹⁶
-// in int32, then l added to it.
+// estimate returns step 1's q₁ = round(fa / fb) in int32.
 func (d divider) estimate(fa, fb *value) (*value, error) {
-	nh, err := d.layer(fa, onnx.Float, true, fpT(sDivTensor, fb), d.fpRow(sMulRow, 1.0/(1<<16)), step{kind: sRound, fp: true}, d.fpRow(sMulRow, -1))
+	return d.roundInt32(fa, fpT(sDivTensor, fb))
+}
+
+// roundInt32 returns round(v'), v' the fp32 value the steps pre compute
+// from v, as int32 (modulo 2³²) for |v'| < 2³⁷: −h, h = round(v'/2¹⁶), then h·2¹⁶
+// in int32, then l = round(2¹⁶·(v'/2¹⁶ − h)) added to it (step 1's
+// pieces, each below 2²² and exact).
+func (d divider) roundInt32(v *value, pre ...step) (*value, error) {
+	nh, err := d.layer(v, onnx.Float, true, append(pre[:len(pre):len(pre)], d.fpRow(sMulRow, 1.0/(1<<16)), step{kind: sRound, fp: true}, d.fpRow(sMulRow, -1))...)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +218,8 @@ func (d divider) estimate(fa, fb *value) (*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := []step{fpT(sDivTensor, fb), d.fpRow(sMulRow, 1.0/(1<<16)), fpT(sAddTensor, nh), d.fpRow(sMulRow, 1<<16), {kind: sRound, fp: true}}
-	return d.layer(fa, onnx.Int32, false, append(append(l, d.toInt()...), intT(sAddTensor, hi))...)
+	l := append(pre[:len(pre):len(pre)], d.fpRow(sMulRow, 1.0/(1<<16)), fpT(sAddTensor, nh), d.fpRow(sMulRow, 1<<16), step{kind: sRound, fp: true})
+	return d.layer(v, onnx.Int32, false, append(append(l, d.toInt()...), intT(sAddTensor, hi))...)
 }
 
 // bigDivisor returns the steps that replace the UINT32 quotient q in the

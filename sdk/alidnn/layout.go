@@ -201,6 +201,15 @@ func packF32(l layout, vals []float32, bcast []int) []byte {
 	return b
 }
 
+// packConst lays out a constant tensor a layer reads whole: as int32
+// lanes if it is held so (an integer Pow's exponents), else as fp32.
+func packConst(v *value) []byte {
+	if v.elem == i32 {
+		return packInt(v.lay, i32, v.i, nil)
+	}
+	return packF32(v.lay, v.f, nil)
+}
+
 // packInt lays integer values out as e lanes (i8 or i32), values already in
 // range.
 func packInt(l layout, e elem, vals []int64, bcast []int) []byte {

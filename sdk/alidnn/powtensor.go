@@ -29,7 +29,7 @@ import (
 // and max returns its other operand for a NaN. e is exp's and log's
 // rounding of |x|^y (within a few fp32 ulps of y·ln|x|, relative); the
 // rest is exact. An INT32 or INT64 y is cast to FLOAT first (exact below
-// 2²⁴); an integer x is refused.
+// 2²⁴); an INT32 x is intpow.go's, other integers are refused.
 func (c *compiler) powTensor(n *onnx.Node, x, y *value) error {
 	if x.typ != onnx.Float {
 		return fmt.Errorf("Pow of the %v tensor %s: integer powers are not computed: %w", x.typ, x, ErrUnsupported)

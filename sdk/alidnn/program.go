@@ -121,11 +121,11 @@ func (c *compiler) emit() (*Program, error) {
 	for _, l := range c.layers {
 		for _, s := range l.steps {
 			if s.t != nil && s.t.isConst {
-				s.t.addr = e.blob(packF32(s.t.lay, s.t.f, nil))
+				s.t.addr = e.blob(packConst(s.t))
 			}
 		}
 		if in := l.in; in != nil && in.isConst && !in.placed {
-			in.addr, in.placed = e.blob(packF32(in.lay, in.f, nil)), true
+			in.addr, in.placed = e.blob(packConst(in)), true
 		}
 	}
 	tables := map[*value]*Binding{}

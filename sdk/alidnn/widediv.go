@@ -156,11 +156,11 @@ func (o wideOps) fromFloat(v *value) (*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	lo, err := o.int32Of(r)
+	lo, err := o.roundInt32(r)
 	if err != nil {
 		return nil, err
 	}
-	hw, err := o.int32Of(h)
+	hw, err := o.roundInt32(h)
 	if err != nil {
 		return nil, err
 	}
@@ -170,23 +170,4 @@ func (o wideOps) fromFloat(v *value) (*value, error) {
 		return nil, err
 	}
 	return wideValue(onnx.Uint64, lo, hi), nil
-}
-
-// int32Of returns v modulo 2³² as int32 bits, v an fp32 integer of
-// magnitude at most 2³²: v = p·2¹⁶ + l with p = round(v/2¹⁶) and l exact,
-// both within the 1.5·2²³ trick's range.
-func (o wideOps) int32Of(v *value) (*value, error) {
-	p, err := o.layer(v, onnx.Float, true, o.fpRow(sMulRow, 0x1p-16), step{kind: sRound, fp: true})
-	if err != nil {
-		return nil, err
-	}
-	l, err := o.layer(p, onnx.Float, true, o.fpRow(sMulRow, -0x1p16), fpT(sAddTensor, v))
-	if err != nil {
-		return nil, err
-	}
-	hp, err := o.layer(p, onnx.Int32, false, append(o.toInt(), o.intRow(sMulRow, 1<<16))...)
-	if err != nil {
-		return nil, err
-	}
-	return o.layer(l, onnx.Uint32, false, append(o.toInt(), intT(sAddTensor, hp))...)
 }

@@ -110,8 +110,12 @@ func checkHostInt(n *onnx.Node, k int, v *value) error {
 		if k == 0 {
 			return nil // see reduceStagedInt
 		}
+	case "Pow":
+		if v.typ == onnx.Int64 {
+			return nil // see widepow.go
+		}
 	}
-	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (also as Where's operands, by ReduceMax and ReduceMin, INT16, UINT16, 4- and 2-bit ones as DequantizeLinear's input): %w",
+	return fmt.Errorf("input %d (%q) is %v from a graph input, which the engine reads only through a Cast to FLOAT, a comparison with a constant, as Gather's indices or as Where's condition (also as Where's operands, by ReduceMax and ReduceMin, INT64 ones by Pow, INT16, UINT16, 4- and 2-bit ones as DequantizeLinear's input): %w",
 		k, v.name, v.typ, ErrUnsupported)
 }
 

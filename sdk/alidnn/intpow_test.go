@@ -20,10 +20,10 @@ func powBases(r *rand.Rand) []int64 {
 	return b
 }
 
-// wantPow is x^y modulo 2³² for an integer y ≥ 0, and for y < 0
+// wantPow is x^y modulo 2³² (2^bits) for an integer y ≥ 0, and for y < 0
 // onnxruntime's truncated C pow: 1 for x = 1, ±1 by y's parity for x = −1,
 // 0 for any other x (for x = 0, where C's is +Inf, intpow.go's choice).
-func wantPow(x int64, y *big.Int) int64 {
+func wantPow(x int64, y *big.Int, bits uint) int64 {
 	if y.Sign() < 0 {
 		switch {
 		case x == 1, x == -1 && y.Bit(0) == 0:
@@ -33,22 +33,26 @@ func wantPow(x int64, y *big.Int) int64 {
 		}
 		return 0
 	}
+	if bits == 64 {
+		m := new(big.Int).Lsh(big.NewInt(1), 64)
+		return int64(new(big.Int).Exp(new(big.Int).Mod(big.NewInt(x), m), y, m).Uint64())
+	}
 	m := new(big.Int).Lsh(big.NewInt(1), 32)
 	p := new(big.Int).Exp(new(big.Int).Mod(big.NewInt(x), m), y, m)
 	return int64(int32(uint32(p.Uint64())))
 }
 
-// runPow runs Pow of the INT32 input x by y, a graph input or, if
-// constant, an initializer, and returns the powers.
-func runPow(t *testing.T, x []int64, y *onnx.Tensor, constant bool) []int64 {
+// runPow runs Pow of the input x of type typ (INT32 or INT64) by y, a
+// graph input or, if constant, an initializer, and returns the powers.
+func runPow(t *testing.T, typ onnx.DataType, x []int64, y *onnx.Tensor, constant bool) []int64 {
 	t.Helper()
 	n := int64(len(x))
 	g := &onnx.Graph{
 		Nodes:   []*onnx.Node{{OpType: "Pow", Inputs: []string{"x", "y"}, Outputs: []string{"p"}}},
-		Inputs:  []onnx.ValueInfo{typed(vinfo("x", n), onnx.Int32)},
-		Outputs: []onnx.ValueInfo{typed(vinfo("p", n), onnx.Int32)},
+		Inputs:  []onnx.ValueInfo{typed(vinfo("x", n), typ)},
+		Outputs: []onnx.ValueInfo{typed(vinfo("p", n), typ)},
 	}
-	ins := []*onnx.Tensor{ints64("x", onnx.Int32, []int64{n}, x...)}
+	ins := []*onnx.Tensor{ints64("x", typ, []int64{n}, x...)}
 	if constant {
 		g.Initializers = []*onnx.Tensor{y}
 	} else {
@@ -97,10 +101,10 @@ func TestIntPow(t *testing.T) {
 		e := int64(int32(r.Uint32())) >> r.IntN(32)
 		x, y = append(x, int64(int32(r.Uint32()))>>r.IntN(32)), append(y, e)
 	}
-	got := runPow(t, x, ints64("y", onnx.Int32, []int64{int64(len(y))}, y...), false)
+	got := runPow(t, onnx.Int32, x, ints64("y", onnx.Int32, []int64{int64(len(y))}, y...), false)
 	want, ys := make([]int64, len(x)), make([]string, len(x))
 	for k := range x {
-		want[k], ys[k] = wantPow(x[k], big.NewInt(y[k])), big.NewInt(y[k]).String()
+		want[k], ys[k] = wantPow(x[k], big.NewInt(y[k]), 32), big.NewInt(y[k]).String()
 	}
 	checkPows(t, "INT32", x, ys, got, want)
 }
@@ -127,26 +131,30 @@ func TestIntPowFloat(t *testing.T) {
 	for range 1000 {
 		x, y = append(x, int64(r.IntN(200))-20), append(y, float32(r.IntN(64))/8)
 	}
-	got := runPow(t, x, onnx.NewFloat32("y", []int64{int64(len(y))}, y), false)
-	checkFloatPows(t, "FLOAT", x, y, got)
+	got := runPow(t, onnx.Int32, x, onnx.NewFloat32("y", []int64{int64(len(y))}, y), false)
+	checkFloatPows(t, "FLOAT", x, y, got, 32)
 }
 
 // checkFloatPows checks x^y for FLOAT exponents: exact at integers, within
-// intpow.go's bound elsewhere.
-func checkFloatPows(t *testing.T, what string, x []int64, y []float32, got []int64) {
+// intpow.go's bound elsewhere; of INT64 bases (bits 64) modulo 2⁶⁴ and
+// saturated at 2⁶³ − 2⁴⁰ (widepow.go).
+func checkFloatPows(t *testing.T, what string, x []int64, y []float32, got []int64, bits uint) {
 	t.Helper()
+	top := float64(1<<31 - 128)
+	if bits == 64 {
+		top = 0x1p63 - 0x1p40
+	}
 	want, ys := make([]int64, len(x)), make([]string, len(x))
 	for k := range x {
 		f := float64(y[k])
 		ys[k] = big.NewFloat(f).String()
 		if f == math.Trunc(f) {
 			e, _ := big.NewFloat(f).Int(nil)
-			want[k] = wantPow(x[k], e)
+			want[k] = wantPow(x[k], e, bits)
 			continue
 		}
 		// The fp32 power is within tol of x^y, relatively, truncated
-		// and saturated at 2³¹ − 128; 0 for negative x.
-		const top = 1<<31 - 128
+		// and saturated at top; 0 for negative x.
 		want[k] = got[k]
 		w := math.Pow(float64(x[k]), f)
 		tol := math.Ldexp(1+math.Abs(f)*(1+math.Abs(math.Log(float64(x[k])))), -23)
@@ -172,10 +180,10 @@ func TestIntPowConst(t *testing.T) {
 	x := powBases(r)
 	n := []int64{int64(len(x))}
 	for _, e := range []int64{0, 1, 2, 3, 5, 31, 32, 33, 1 << 30, 1<<31 - 1, 1<<40 + 3, -1, -2, -1<<40 - 1} {
-		got := runPow(t, x, ints64("y", onnx.Int64, nil, e), true)
+		got := runPow(t, onnx.Int32, x, ints64("y", onnx.Int64, nil, e), true)
 		want, ys := make([]int64, len(x)), make([]string, len(x))
 		for k := range x {
-			want[k], ys[k] = wantPow(x[k], big.NewInt(e)), big.NewInt(e).String()
+			want[k], ys[k] = wantPow(x[k], big.NewInt(e), 32), big.NewInt(e).String()
 		}
 		checkPows(t, "INT64 constant", x, ys, got, want)
 	}
@@ -184,20 +192,20 @@ func TestIntPowConst(t *testing.T) {
 		for k := range y {
 			y[k] = f
 		}
-		checkFloatPows(t, "FLOAT constant", x, y, runPow(t, x, onnx.NewFloat32("y", nil, []float32{f}), true))
+		checkFloatPows(t, "FLOAT constant", x, y, runPow(t, onnx.Int32, x, onnx.NewFloat32("y", nil, []float32{f}), true), 32)
 	}
 	// One exponent per element.
 	ye, yf := make([]int64, len(x)), make([]float32, len(x))
 	for k := range x {
 		ye[k], yf[k] = int64(k)*0x9E3779B9%(1<<33)-1<<32, float32(k%9)*0.75-2
 	}
-	got := runPow(t, x, ints64("y", onnx.Int64, n, ye...), true)
+	got := runPow(t, onnx.Int32, x, ints64("y", onnx.Int64, n, ye...), true)
 	want, ys := make([]int64, len(x)), make([]string, len(x))
 	for k := range x {
-		want[k], ys[k] = wantPow(x[k], big.NewInt(ye[k])), big.NewInt(ye[k]).String()
+		want[k], ys[k] = wantPow(x[k], big.NewInt(ye[k]), 32), big.NewInt(ye[k]).String()
 	}
 	checkPows(t, "INT64 constants", x, ys, got, want)
-	checkFloatPows(t, "FLOAT constants", x, yf, runPow(t, x, onnx.NewFloat32("y", n, yf), true))
+	checkFloatPows(t, "FLOAT constants", x, yf, runPow(t, onnx.Int32, x, onnx.NewFloat32("y", n, yf), true), 32)
 }
 
 // TestIntPowComputed raises INT32 inputs to a FLOAT exponent computed on
@@ -224,5 +232,5 @@ func TestIntPowComputed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFloatPows(t, "computed FLOAT", x, e, got)
+	checkFloatPows(t, "computed FLOAT", x, e, got, 32)
 }

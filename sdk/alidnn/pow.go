@@ -47,7 +47,8 @@ func (c *compiler) divideInto(n *onnx.Node, k, x *value) error {
 // powNode compiles Pow of a computed tensor by a scalar constant p: an
 // integer p by multiplying x by itself (its reciprocal for p < 0), any
 // other p as e^(p·ln x), which is NaN for negative x as numpy's power is.
-// Exponents per element are powTensor's, an INT32 x intpow.go's.
+// Exponents per element are powTensor's, an INT32 x intpow.go's, an INT64
+// one widepow.go's.
 func (c *compiler) powNode(n *onnx.Node) error {
 	x, err := c.need(n, 0)
 	if err != nil {
@@ -57,8 +58,11 @@ func (c *compiler) powNode(n *onnx.Node) error {
 	if err != nil {
 		return err
 	}
-	if x.typ == onnx.Int32 {
+	switch x.typ {
+	case onnx.Int32:
 		return c.intPow(n, x, pv) // see intpow.go
+	case onnx.Int64:
+		return c.widePow(n, x, pv) // see widepow.go
 	}
 	if !pv.isConst || pv.len() != 1 {
 		return c.powTensor(n, x, pv)

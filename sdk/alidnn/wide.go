@@ -79,6 +79,8 @@ func (c *compiler) wideNode(n *onnx.Node) (bool, error) {
 		return true, fmt.Errorf("%s of %v %s and %v %s: 64-bit integer operators read two 64-bit graph inputs or results of one type: %w", n.OpType, a.typ, a, b.typ, b, ErrUnsupported)
 	case !eqInts(a.shape, b.shape):
 		return true, fmt.Errorf("%s of %v %s and %s: 64-bit integer operators do not broadcast: %w", n.OpType, a.typ, a, b, ErrUnsupported)
+	case a.typ == onnx.Int64 && n.OpType != "Add" && n.OpType != "Sub" && n.OpType != "Mul" && n.OpType != "Equal":
+		return true, fmt.Errorf("%s of INT64 %s and %s: the words compute it as UINT64 only: %w", n.OpType, a, b, ErrUnsupported)
 	}
 	for _, w := range [][2]*value{*a.words, *b.words} {
 		for _, x := range w {
@@ -163,7 +165,7 @@ func joinWords(b Binding, lo, hi *onnx.Tensor) (*onnx.Tensor, error) {
 // checkWords validates an output joined from two words, read from a
 // program file.
 func checkWords(b *Binding) error {
-	if b.Type != onnx.Uint64 || b.Src == nil || b.High == nil {
+	if b.Type != onnx.Uint64 && b.Type != onnx.Int64 || b.Src == nil || b.High == nil {
 		return fmt.Errorf("%v output %q joined from words %v and %v", b.Type, b.Name, b.Src != nil, b.High != nil)
 	}
 	for _, w := range []*Binding{b.Src, b.High} {

@@ -57,7 +57,8 @@ type Result struct {
 // Run runs one inference. inputs are matched to the program's inputs by
 // name, each of the input's element type: FLOAT (onnx.NewFloat32), for
 // token ids and masks INT64, INT32 or BOOL (onnx.NewInt), STRING
-// (onnx.NewString) for a model comparing strings; a tensor of
+// (onnx.NewString) for a model comparing strings, any other type the
+// graph declares (onnx.NewRaw holds every value of UINT64); a tensor of
 // another type is refused with ErrInput, never converted. Outputs come
 // back in their graph types. Run may be called from many goroutines at
 // once: see Session.

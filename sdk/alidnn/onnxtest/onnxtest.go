@@ -36,10 +36,6 @@ type Result struct {
 	Worst float64 // the largest error relative to its tolerance (≤ 1 passes)
 	Err   error   // compile or run failure
 	Sets  int
-	// Refused is the listed reason when Options.KnownRefusals is set and the
-	// folder is one of onnx's node tests the compiler refuses (see
-	// refusals.go), and it was refused so: that counts as a pass.
-	Refused string
 }
 
 // Options configures Run.
@@ -48,9 +44,6 @@ type Options struct {
 	// calibrated on the folder's own inputs; outputs are then compared by
 	// the int8 rule (see int8Error).
 	Quantize bool
-	// KnownRefusals expects the folders that refusals.go lists (by name)
-	// to be refused with the reason listed, and fails them otherwise.
-	KnownRefusals bool
 }
 
 // Run runs every data set of the folder dir on dev.
@@ -58,9 +51,6 @@ func Run(ctx context.Context, dev alidnn.Device, dir string, opts Options) Resul
 	r := Result{Dir: dir}
 	r.Err = run(ctx, dev, dir, opts, &r)
 	r.Pass = r.Err == nil && r.Worst <= 1 && r.Sets > 0
-	if opts.KnownRefusals {
-		expectRefusal(&r)
-	}
 	return r
 }
 
@@ -274,8 +264,6 @@ func compareExact(got, want *onnx.Tensor) (float64, error) {
 func (r Result) Line() string {
 	name := filepath.Base(strings.TrimRight(r.Dir, "/"))
 	switch {
-	case r.Refused != "":
-		return fmt.Sprintf("REFUSED %s (listed): %v", name, r.Err)
 	case r.Err != nil:
 		return fmt.Sprintf("FAIL %s: %v", name, r.Err)
 	case !r.Pass:

@@ -22,8 +22,7 @@ func local(t testing.TB) *model.Local {
 }
 
 // TestNodeTests runs every ONNX backend node test of the test data
-// (testdata/onnx/node): each passes, or is one the compiler is known to
-// refuse (refused.go's list) and is refused with the listed reason.
+// (testdata/onnx/node): each must pass.
 func TestNodeTests(t *testing.T) {
 	root := testenv.TestData(t, "onnx", "node")
 	dirs, err := os.ReadDir(root)
@@ -33,7 +32,7 @@ func TestNodeTests(t *testing.T) {
 	dev := local(t)
 	for _, d := range dirs {
 		t.Run(d.Name(), func(t *testing.T) {
-			r := onnxtest.Run(context.Background(), dev, filepath.Join(root, d.Name()), onnxtest.Options{KnownRefusals: true})
+			r := onnxtest.Run(context.Background(), dev, filepath.Join(root, d.Name()), onnxtest.Options{})
 			if !r.Pass {
 				t.Error(r.Line())
 			}

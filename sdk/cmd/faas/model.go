@@ -39,9 +39,9 @@ func engine() (*model.Local, error) {
 }
 
 func testCommand() *cobra.Command {
-	var int8, known bool
+	var int8 bool
 	cmd := &cobra.Command{
-		Use:   "test [--int8] [--known-refusals] DIR...",
+		Use:   "test [--int8] DIR...",
 		Short: "Run ONNX backend-test folders (model.onnx, test_data_set_*/) on the engine",
 		Long: `Runs each folder's data sets and prints one line per folder: PASS or FAIL
 with the worst error relative to the tolerance (fp32: 1e-5 + 1e-3·|want|;
@@ -50,11 +50,8 @@ calibrated on the folder's inputs, and held to the int8 rule: per output,
 every row's (last axis) top-1 equal to the reference's, or every row's cosine
 similarity to it at least 0.99. Models dynamically quantised as onnxruntime's
 quantize_dynamic writes them (DynamicQuantizeLinear) have their scales
-calibrated on the folder's inputs too, and are held to the int8 rule. With
---known-refusals, the folders of onnx's node tests that the compiler is
-known to refuse (a list kept with the compiler's tests, by folder name)
-pass when refused with the listed reason and print REFUSED, and fail when
-they compile or are refused for another reason.`,
+calibrated on the folder's inputs too, and are held to the int8 rule. A
+model the compiler refuses fails with its reason.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dev, err := engine()
@@ -67,20 +64,15 @@ they compile or are refused for another reason.`,
 				Pass  bool    `json:"pass"`
 				Worst float64 `json:"worst"`
 				Error string  `json:"error,omitempty"`
-				// Refused is the listed reason of an expected refusal.
-				Refused string `json:"refused,omitempty"`
 			}
 			var lines []line
-			failed, refused := 0, 0
+			failed := 0
 			for _, dir := range args {
-				r := onnxtest.Run(cmd.Context(), dev, dir, onnxtest.Options{Quantize: int8, KnownRefusals: known})
+				r := onnxtest.Run(cmd.Context(), dev, dir, onnxtest.Options{Quantize: int8})
 				if !r.Pass {
 					failed++
 				}
-				if r.Refused != "" {
-					refused++
-				}
-				l := line{Dir: dir, Pass: r.Pass, Worst: r.Worst, Refused: r.Refused}
+				l := line{Dir: dir, Pass: r.Pass, Worst: r.Worst}
 				if r.Err != nil {
 					l.Error = r.Err.Error()
 				}
@@ -96,11 +88,7 @@ they compile or are refused for another reason.`,
 					return err
 				}
 			} else {
-				if known {
-					fmt.Fprintf(cmd.OutOrStdout(), "%d of %d passed, %d refused as listed, %d failed\n", len(args)-failed-refused, len(args), refused, failed)
-				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%d of %d passed\n", len(args)-failed, len(args))
-				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%d of %d passed\n", len(args)-failed, len(args))
 			}
 			if failed > 0 {
 				return fmt.Errorf("%w: %d of %d folders", errFailed, failed, len(args))
@@ -109,7 +97,6 @@ they compile or are refused for another reason.`,
 		},
 	}
 	cmd.Flags().BoolVar(&int8, "int8", false, "quantise fp32 models to int8 after training")
-	cmd.Flags().BoolVar(&known, "known-refusals", false, "expect onnx node tests the compiler is known to refuse to be refused with the listed reason")
 	return cmd
 }
 

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fpga-faas/faas/sdk/alidnn"
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -138,12 +137,7 @@ func TestEqualStringsCoalesced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			g := &gated{Engine: alidnn.NewLocal(local(t)), entered: make(chan struct{}), release: make(chan struct{})}
-			s, err := alidnn.Open(ctx, g, tc.p, alidnn.WithBatch(4), alidnn.WithPipeline(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close(ctx)
+			s, g := gatedSession(t, tc.p)
 			type out struct {
 				n   int
 				res *alidnn.Result
@@ -156,19 +150,7 @@ func TestEqualStringsCoalesced(t *testing.T) {
 			}
 			// The first run holds the engine while the others queue: they
 			// go as one job.
-			go run(0)
-			<-g.entered
-			for n := 1; n <= 3; n++ {
-				go run(n)
-			}
-			deadline := time.Now().Add(time.Minute)
-			for alidnn.Pending(s) < 3 {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d runs waiting, want 3", alidnn.Pending(s))
-				}
-				time.Sleep(time.Millisecond)
-			}
-			close(g.release)
+			holdAndQueue(t, s, g, 3, run)
 			shared := 0
 			for range 4 {
 				o := <-results

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -66,6 +67,24 @@ func runPow(t *testing.T, typ onnx.DataType, x []int64, y *onnx.Tensor, constant
 	return got
 }
 
+// cross pairs every base with every exponent.
+func cross[E any](bases []int64, exps []E) (x []int64, y []E) {
+	for _, b := range bases {
+		for _, e := range exps {
+			x, y = append(x, b), append(y, e)
+		}
+	}
+	return x, y
+}
+
+// wantPows is wantPow of each pair of x and y, and y's values printed.
+func wantPows(x, y []int64, bits uint) (want []int64, ys []string) {
+	for k := range x {
+		want, ys = append(want, wantPow(x[k], big.NewInt(y[k]), bits)), append(ys, big.NewInt(y[k]).String())
+	}
+	return want, ys
+}
+
 // checkPows compares got with want, reporting the first few differences.
 func checkPows(t *testing.T, what string, x []int64, y []string, got, want []int64) {
 	t.Helper()
@@ -91,21 +110,13 @@ func TestIntPow(t *testing.T) {
 	for e := range int64(41) {
 		exps = append(exps, e)
 	}
-	var x, y []int64
-	for _, b := range powBases(r) {
-		for _, e := range exps {
-			x, y = append(x, b), append(y, e)
-		}
-	}
+	x, y := cross(powBases(r), exps)
 	for range 4000 {
 		e := int64(int32(r.Uint32())) >> r.IntN(32)
 		x, y = append(x, int64(int32(r.Uint32()))>>r.IntN(32)), append(y, e)
 	}
 	got := runPow(t, onnx.Int32, x, ints64("y", onnx.Int32, []int64{int64(len(y))}, y...), false)
-	want, ys := make([]int64, len(x)), make([]string, len(x))
-	for k := range x {
-		want[k], ys[k] = wantPow(x[k], big.NewInt(y[k]), 32), big.NewInt(y[k]).String()
-	}
+	want, ys := wantPows(x, y, 32)
 	checkPows(t, "INT32", x, ys, got, want)
 }
 
@@ -121,13 +132,7 @@ func TestIntPowFloat(t *testing.T) {
 		exps = append(exps, float32(int64(1)<<k+int64(r.IntN(1<<(k-23)))<<(k-23)))
 	}
 	fracs := []float32{0.5, 1.5, 2.5, -0.5, -2.5, 0.25, 3.7, 10.1, 30.5, 1e-3}
-	var x []int64
-	var y []float32
-	for _, b := range powBases(r) {
-		for _, e := range append(exps, fracs...) {
-			x, y = append(x, b), append(y, e)
-		}
-	}
+	x, y := cross(powBases(r), append(exps, fracs...))
 	for range 1000 {
 		x, y = append(x, int64(r.IntN(200))-20), append(y, float32(r.IntN(64))/8)
 	}
@@ -181,10 +186,7 @@ func TestIntPowConst(t *testing.T) {
 	n := []int64{int64(len(x))}
 	for _, e := range []int64{0, 1, 2, 3, 5, 31, 32, 33, 1 << 30, 1<<31 - 1, 1<<40 + 3, -1, -2, -1<<40 - 1} {
 		got := runPow(t, onnx.Int32, x, ints64("y", onnx.Int64, nil, e), true)
-		want, ys := make([]int64, len(x)), make([]string, len(x))
-		for k := range x {
-			want[k], ys[k] = wantPow(x[k], big.NewInt(e), 32), big.NewInt(e).String()
-		}
+		want, ys := wantPows(x, slices.Repeat([]int64{e}, len(x)), 32)
 		checkPows(t, "INT64 constant", x, ys, got, want)
 	}
 	for _, f := range []float32{7, 1 << 31, 3e38, -5, -1e10, 2.5, -0.5} {
@@ -200,10 +202,7 @@ func TestIntPowConst(t *testing.T) {
 		ye[k], yf[k] = int64(k)*0x9E3779B9%(1<<33)-1<<32, float32(k%9)*0.75-2
 	}
 	got := runPow(t, onnx.Int32, x, ints64("y", onnx.Int64, n, ye...), true)
-	want, ys := make([]int64, len(x)), make([]string, len(x))
-	for k := range x {
-		want[k], ys[k] = wantPow(x[k], big.NewInt(ye[k]), 32), big.NewInt(ye[k]).String()
-	}
+	want, ys := wantPows(x, ye, 32)
 	checkPows(t, "INT64 constants", x, ys, got, want)
 	checkFloatPows(t, "FLOAT constants", x, yf, runPow(t, onnx.Int32, x, onnx.NewFloat32("y", n, yf), true), 32)
 }

@@ -116,6 +116,40 @@ func (c gatedCode) Submit(ctx context.Context) (alidnn.Job, error) {
 	return c.Code.Submit(ctx)
 }
 
+// gatedSession opens p with batches of 4 and one job slot on an engine
+// whose first job waits at a gate (see holdAndQueue).
+func gatedSession(t *testing.T, p *alidnn.Program) (*alidnn.Session, *gated) {
+	t.Helper()
+	ctx := context.Background()
+	g := &gated{Engine: alidnn.NewLocal(local(t)), entered: make(chan struct{}), release: make(chan struct{})}
+	s, err := alidnn.Open(ctx, g, p, alidnn.WithBatch(4), alidnn.WithPipeline(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(ctx) })
+	return s, g
+}
+
+// holdAndQueue starts run(0), which holds the engine at g's gate, then
+// runs 1 to n, and opens the gate once all n wait: they go as jobs of the
+// session's batch.
+func holdAndQueue(t *testing.T, s *alidnn.Session, g *gated, n int, run func(int)) {
+	t.Helper()
+	go run(0)
+	<-g.entered
+	for k := 1; k <= n; k++ {
+		go run(k)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for alidnn.Pending(s) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs waiting, want %d", alidnn.Pending(s), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(g.release)
+}
+
 // TestSessionCoalesces checks that runs waiting for a busy engine go as
 // one job, each with its own lane: with one job slot and batches of 4, a
 // first run holds the slot while 5 more arrive; they run as a job of 4 and
@@ -123,12 +157,7 @@ func (c gatedCode) Submit(ctx context.Context) (alidnn.Job, error) {
 func TestSessionCoalesces(t *testing.T) {
 	m := loadMNIST(t)
 	ctx := context.Background()
-	g := &gated{Engine: alidnn.NewLocal(local(t)), entered: make(chan struct{}), release: make(chan struct{})}
-	s, err := alidnn.Open(ctx, g, m.prog, alidnn.WithBatch(4), alidnn.WithPipeline(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s, g := gatedSession(t, m.prog)
 	type out struct {
 		n   int
 		res *alidnn.Result
@@ -139,19 +168,7 @@ func TestSessionCoalesces(t *testing.T) {
 		res, err := s.Run(ctx, m.ins[n%2])
 		results <- out{n, res, err}
 	}
-	go run(0)
-	<-g.entered
-	for n := 1; n <= 5; n++ {
-		go run(n)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for alidnn.Pending(s) < 5 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runs waiting, want 5", alidnn.Pending(s))
-		}
-		time.Sleep(time.Millisecond)
-	}
-	close(g.release)
+	holdAndQueue(t, s, g, 5, run)
 	count := map[int]int{}
 	for range 6 {
 		o := <-results

@@ -1,8 +1,8 @@
 package alidnn_test
 
 import (
-	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -29,20 +29,12 @@ func TestWidePow(t *testing.T) {
 	for e := range int64(71) {
 		exps = append(exps, e)
 	}
-	var x, y []int64
-	for _, b := range widePowBases(r) {
-		for _, e := range exps {
-			x, y = append(x, b), append(y, e)
-		}
-	}
+	x, y := cross(widePowBases(r), exps)
 	for range 500 {
 		x, y = append(x, int64(r.Int32N(1<<25))-1<<24), append(y, (int64(r.Int32N(1<<25))-1<<24)>>r.IntN(25))
 	}
 	got := runPow(t, onnx.Int64, x, ints64("y", onnx.Int64, []int64{int64(len(y))}, y...), false)
-	want, ys := make([]int64, len(x)), make([]string, len(x))
-	for k := range x {
-		want[k], ys[k] = wantPow(x[k], big.NewInt(y[k]), 64), big.NewInt(y[k]).String()
-	}
+	want, ys := wantPows(x, y, 64)
 	checkPows(t, "INT64", x, ys, got, want)
 }
 
@@ -55,13 +47,7 @@ func TestWidePowFloat(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 6))
 	exps := []float32{0, 1, 2, 5, 31, 32, 33, 62, 63, 64, 65, 1 << 24, 1<<25 + 4, 1 << 30, 1<<31 - 128, -1, -2, -1 << 24,
 		0.5, 1.5, 2.5, -0.5, 3.7, 10.1, 1e-3}
-	var x []int64
-	var y []float32
-	for _, b := range widePowBases(r) {
-		for _, e := range exps {
-			x, y = append(x, b), append(y, e)
-		}
-	}
+	x, y := cross(widePowBases(r), exps)
 	for range 300 {
 		x, y = append(x, int64(r.IntN(200))-20), append(y, float32(r.IntN(64))/8)
 	}
@@ -76,10 +62,7 @@ func TestWidePowFloat(t *testing.T) {
 	x = widePowBases(r)
 	for _, e := range []int64{0, 1, 2, 3, 5, 62, 63, 64, 65, 1 << 40, 1<<62 + 3, 1<<63 - 1, -1, -2, -1<<40 - 1} {
 		got := runPow(t, onnx.Int64, x, ints64("y", onnx.Int64, nil, e), true)
-		want, ys := make([]int64, len(x)), make([]string, len(x))
-		for k := range x {
-			want[k], ys[k] = wantPow(x[k], big.NewInt(e), 64), big.NewInt(e).String()
-		}
+		want, ys := wantPows(x, slices.Repeat([]int64{e}, len(x)), 64)
 		checkPows(t, "INT64 constant", x, ys, got, want)
 	}
 	for _, f := range []float32{7, 2.5, -5, 1e20, 3e38, -1e20} {
@@ -95,10 +78,7 @@ func TestWidePowFloat(t *testing.T) {
 	}
 	n := []int64{int64(len(x))}
 	got := runPow(t, onnx.Int64, x, ints64("y", onnx.Int64, n, ye...), true)
-	want, ys := make([]int64, len(x)), make([]string, len(x))
-	for k := range x {
-		want[k], ys[k] = wantPow(x[k], big.NewInt(ye[k]), 64), big.NewInt(ye[k]).String()
-	}
+	want, ys := wantPows(x, ye, 64)
 	checkPows(t, "INT64 constants", x, ys, got, want)
 	checkFloatPows(t, "FLOAT constants", x, yf, runPow(t, onnx.Int64, x, onnx.NewFloat32("y", n, yf), true), 64)
 }

@@ -138,7 +138,8 @@
 // bit patterns (see intpath.go and cmpuint32.go), and so does Pow of an
 // INT32 input, wrapped squares picked by the exponent's bits (see
 // intpow.go). A UINT64 input is staged as its two 32-bit words, on which
-// Add, Sub, Mul, Div and comparisons run exactly (see wide.go). A STRING
+// Add, Sub, Mul, Div and comparisons run exactly (see wide.go), and Pow of
+// an INT64 input is computed on two words too (see widepow.go). A STRING
 // input read only by Equal is staged as the ids the host gives its
 // strings, one dictionary a run, so that Equal of ids is Equal of strings
 // (see intern.go).

@@ -416,6 +416,40 @@ func NewInt(name string, dt DataType, dims []int64, data []int64) (*Tensor, erro
 	return &Tensor{Name: name, DataType: dt, Dims: append([]int64{}, dims...), raw: raw}, nil
 }
 
+// NewUint64 returns a UINT64 tensor holding data, whose length must be the
+// product of dims: every uint64 is a UINT64 value, where NewInt's int64s
+// stop at 2⁶³ − 1.
+func NewUint64(name string, dims []int64, data []uint64) (*Tensor, error) {
+	n, err := elems(dims)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: tensor %q: %v", name, err)
+	}
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("onnx: tensor %q: %d elements for dims %v", name, len(data), dims)
+	}
+	raw := make([]byte, 0, 8*len(data))
+	for _, v := range data {
+		raw = binary.LittleEndian.AppendUint64(raw, v)
+	}
+	return &Tensor{Name: name, DataType: Uint64, Dims: append([]int64{}, dims...), raw: raw}, nil
+}
+
+// Uint64s returns the elements of a UINT64 tensor, all of its range, where
+// Int64s refuses those beyond int64's.
+func (t *Tensor) Uint64s() ([]uint64, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if t.DataType != Uint64 {
+		return nil, fmt.Errorf("onnx: tensor %q: %v is not UINT64", t.Name, t.DataType)
+	}
+	v := make([]uint64, len(t.raw)/8)
+	for i := range v {
+		v[i] = binary.LittleEndian.Uint64(t.raw[8*i:])
+	}
+	return v, nil
+}
+
 // NewString returns a STRING tensor holding a copy of data, whose length
 // must be the product of dims. Strings are bytes, as onnx's string_data
 // holds them: UTF-8 is not required.

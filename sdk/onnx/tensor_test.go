@@ -353,3 +353,26 @@ func TestNewRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestUint64 round-trips UINT64 values of its whole range, which Int64s
+// refuses beyond 2⁶³ − 1, and refuses other types and wrong lengths.
+func TestUint64(t *testing.T) {
+	v := []uint64{0, 1, math.MaxInt64, math.MaxInt64 + 1, math.MaxUint64}
+	x, err := NewUint64("u", []int64{5}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := x.Uint64s()
+	if err != nil || !slices.Equal(got, v) {
+		t.Fatalf("Uint64s = %v, %v, want %v", got, err, v)
+	}
+	if _, err := x.Int64s(); err == nil {
+		t.Error("Int64s of 2⁶⁴ − 1: no error")
+	}
+	if _, err := NewUint64("u", []int64{4}, v); err == nil {
+		t.Error("5 values for 4 elements: no error")
+	}
+	if _, err := NewFloat32("f", []int64{1}, []float32{1}).Uint64s(); err == nil {
+		t.Error("Uint64s of FLOAT: no error")
+	}
+}

@@ -3,7 +3,6 @@ package modelserver
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -126,12 +125,6 @@ func contentsTensor(spec tensorSpec, c *inferencepb.InferTensorContents) (*onnx.
 		}
 	case onnx.Uint64:
 		n = len(c.GetUint64Contents())
-		for i, v := range c.GetUint64Contents() {
-			if v > math.MaxInt64 {
-				return nil, fmt.Errorf("%w: input %q: element %d = %d overflows int64", ErrBadRequest, spec.Name, i, v)
-			}
-			ints = append(ints, int64(v))
-		}
 	default:
 		return nil, fmt.Errorf("%w: input %q: %s has no typed contents here", ErrBadRequest, spec.Name, datatypeName(spec.Type))
 	}
@@ -143,8 +136,11 @@ func contentsTensor(spec tensorSpec, c *inferencepb.InferTensorContents) (*onnx.
 	if want := elemCount(spec.Shape); int64(n) != want {
 		return nil, fmt.Errorf("%w: input %q: %d elements for shape %v, which holds %d", ErrBadRequest, spec.Name, n, spec.Shape, want)
 	}
-	if spec.Type == onnx.Float {
+	switch spec.Type {
+	case onnx.Float:
 		return onnx.NewFloat32(spec.Name, spec.Shape, c.GetFp32Contents()), nil
+	case onnx.Uint64:
+		return onnx.NewUint64(spec.Name, spec.Shape, c.GetUint64Contents())
 	}
 	t, err := onnx.NewInt(spec.Name, spec.Type, spec.Shape, ints)
 	if err != nil {
@@ -181,9 +177,13 @@ func grpcResponse(model, ver string, req *inferRequest, raw bool, outs []*onnx.T
 
 // tensorContents is t's data in the typed contents field of its datatype.
 func tensorContents(t *onnx.Tensor) (*inferencepb.InferTensorContents, error) {
-	if t.DataType == onnx.Float {
+	switch t.DataType {
+	case onnx.Float:
 		f, err := t.Float32s()
 		return &inferencepb.InferTensorContents{Fp32Contents: f}, err
+	case onnx.Uint64:
+		u, err := t.Uint64s()
+		return &inferencepb.InferTensorContents{Uint64Contents: u}, err
 	}
 	v, err := t.Int64s()
 	if err != nil {
@@ -204,10 +204,6 @@ func tensorContents(t *onnx.Tensor) (*inferencepb.InferTensorContents, error) {
 	case onnx.Uint8, onnx.Uint16, onnx.Uint32:
 		for _, x := range v {
 			c.UintContents = append(c.UintContents, uint32(x))
-		}
-	case onnx.Uint64:
-		for _, x := range v {
-			c.Uint64Contents = append(c.Uint64Contents, uint64(x))
 		}
 	default:
 		return nil, fmt.Errorf("%s has no typed contents here", datatypeName(t.DataType))

@@ -60,8 +60,7 @@ func TestGRPCRequestKinds(t *testing.T) {
 }
 
 // TestGRPCContentsRange refuses typed contents out of their datatype's
-// range, which the wider protobuf fields can hold, or of int64's, which
-// the engine's integers are.
+// range, which the wider protobuf fields can hold.
 func TestGRPCContentsRange(t *testing.T) {
 	for _, c := range []struct {
 		spec tensorSpec
@@ -70,7 +69,6 @@ func TestGRPCContentsRange(t *testing.T) {
 	}{
 		{tensorSpec{"i", onnx.Int8, []int64{1}}, &inferencepb.InferTensorContents{IntContents: []int32{128}}, "128 out of INT8 range"},
 		{tensorSpec{"u", onnx.Uint8, []int64{1}}, &inferencepb.InferTensorContents{UintContents: []uint32{256}}, "256 out of UINT8 range"},
-		{tensorSpec{"w", onnx.Uint64, []int64{1}}, &inferencepb.InferTensorContents{Uint64Contents: []uint64{math.MaxUint64}}, "overflows int64"},
 	} {
 		if _, err := contentsTensor(c.spec, c.c); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s %v: %v, want ErrBadRequest saying %q", datatypeName(c.spec.Type), c.c, err, c.says)
@@ -103,8 +101,21 @@ func TestTensorContentsRoundTrip(t *testing.T) {
 			t.Errorf("%s: %v came back as %s", datatypeName(dt), v, got)
 		}
 	}
+	// UINT64 beyond int64's range.
+	w, err := onnx.NewUint64("w", []int64{2}, []uint64{math.MaxInt64 + 1, math.MaxUint64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tensorContents(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := contentsTensor(tensorSpec{"w", onnx.Uint64, []int64{2}}, c)
+	if u, _ := back.Uint64s(); err != nil || !slices.Equal(u, []uint64{math.MaxInt64 + 1, math.MaxUint64}) {
+		t.Errorf("UINT64: contents %v came back as %v, %v", c, u, err)
+	}
 	f := onnx.NewFloat32("f", []int64{3}, []float32{-1.5, 0, float32(math.Inf(1))})
-	c, err := tensorContents(f)
+	c, err = tensorContents(f)
 	if err != nil || !slices.Equal(c.GetFp32Contents(), floats(t, f)) {
 		t.Errorf("FP32: %v, %v", c, err)
 	}

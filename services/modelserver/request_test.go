@@ -2,6 +2,7 @@ package modelserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -109,6 +110,32 @@ func fmtSlice[T int64 | float32](v []T) string {
 	}
 	b.WriteByte(']')
 	return b.String()
+}
+
+// TestUint64Data reads UINT64 inputs of the whole range from JSON, binary
+// data and typed contents alike, and refuses values beyond it.
+func TestUint64Data(t *testing.T) {
+	want := []uint64{0, math.MaxInt64 + 1, math.MaxUint64}
+	in, err := jsonTensor("w", onnx.Uint64, []int64{3}, json.RawMessage(`[0, 9223372036854775808, 18446744073709551615]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := in.Uint64s(); !slices.Equal(got, want) {
+		t.Errorf("JSON: %v, want %v", got, want)
+	}
+	b, err := tensorBytes(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := binaryTensor("w", onnx.Uint64, []int64{3}, b)
+	if got, _ := bin.Uint64s(); err != nil || !slices.Equal(got, want) {
+		t.Errorf("binary: %v, %v, want %v", got, err, want)
+	}
+	for _, data := range []string{`[-1, 0, 0]`, `[18446744073709551616, 0, 0]`, `[1.5, 0, 0]`} {
+		if _, err := jsonTensor("w", onnx.Uint64, []int64{3}, json.RawMessage(data)); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("%s: %v, want ErrBadRequest", data, err)
+		}
+	}
 }
 
 // TestBinaryRoundTrip converts extreme values of every integer type and

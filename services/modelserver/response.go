@@ -118,6 +118,19 @@ func appendTensorJSON(b []byte, t *onnx.Tensor) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	}
+	if t.DataType == onnx.Uint64 {
+		u, err := t.Uint64s()
+		if err != nil {
+			return nil, err
+		}
+		for i, x := range u {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendUint(b, x, 10)
+		}
+		return append(b, ']'), nil
+	}
 	v, err := t.Int64s()
 	if err != nil {
 		return nil, err

@@ -45,7 +45,11 @@ func TestResponseJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs := []*onnx.Tensor{onnx.NewFloat32("f", []int64{1, int64(len(f))}, f), ints, bools, onnx.NewFloat32("scalar", nil, []float32{2})}
+	wide, err := onnx.NewUint64("w", []int64{3}, []uint64{0, math.MaxInt64 + 1, math.MaxUint64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := []*onnx.Tensor{onnx.NewFloat32("f", []int64{1, int64(len(f))}, f), ints, bools, onnx.NewFloat32("scalar", nil, []float32{2}), wide}
 	for _, id := range []string{"", "r-1", "\x01\u2028<x>"} {
 		for _, binary := range []bool{false, true} {
 			req := &inferRequest{ID: id}
@@ -65,6 +69,8 @@ func TestResponseJSON(t *testing.T) {
 				case o.DataType == onnx.Bool:
 					v, _ := o.Int64s()
 					ro.Data = []bool{v[0] != 0, v[1] != 0}
+				case o.DataType == onnx.Uint64:
+					ro.Data, _ = o.Uint64s()
 				default:
 					ro.Data, _ = o.Int64s()
 				}

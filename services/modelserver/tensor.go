@@ -2,10 +2,8 @@ package modelserver
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
@@ -72,6 +70,7 @@ func tokenTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessa
 	dec.UseNumber()
 	var floats []float32
 	var ints []int64
+	var uints []uint64 // UINT64's, all of its range
 	depth := 0
 	for {
 		tok, err := dec.Token()
@@ -91,13 +90,20 @@ func tokenTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessa
 			if dt == onnx.Bool {
 				return nil, fmt.Errorf("%w: input %q: BOOL data holds the number %s", ErrBadRequest, name, v)
 			}
-			if dt == onnx.Float {
+			switch dt {
+			case onnx.Float:
 				f, err := strconv.ParseFloat(string(v), 32)
 				if err != nil {
 					return nil, fmt.Errorf("%w: input %q: %s is not an FP32", ErrBadRequest, name, v)
 				}
 				floats = append(floats, float32(f))
-			} else {
+			case onnx.Uint64:
+				u, err := strconv.ParseUint(string(v), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%w: input %q: %s is not an integer of UINT64's range", ErrBadRequest, name, v)
+				}
+				uints = append(uints, u)
+			default:
 				i, err := strconv.ParseInt(string(v), 10, 64)
 				if err != nil {
 					return nil, fmt.Errorf("%w: input %q: %s is not an integer of int64's range", ErrBadRequest, name, v)
@@ -118,47 +124,43 @@ func tokenTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessa
 		if depth > maxNesting {
 			return nil, fmt.Errorf("%w: input %q: data nests deeper than %d", ErrBadRequest, name, maxNesting)
 		}
-		if int64(len(floats)+len(ints)) > n {
+		if int64(len(floats)+len(ints)+len(uints)) > n {
 			return nil, fmt.Errorf("%w: input %q: more than the %d elements of shape %v", ErrBadRequest, name, n, dims)
 		}
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: input %q: data is not one array", ErrBadRequest, name)
 	}
-	if got := int64(len(floats) + len(ints)); got != n {
+	if got := int64(len(floats) + len(ints) + len(uints)); got != n {
 		return nil, fmt.Errorf("%w: input %q: %d elements for shape %v, which holds %d", ErrBadRequest, name, got, dims, n)
+	}
+	if dt == onnx.Uint64 {
+		return onnx.NewUint64(name, dims, uints)
 	}
 	return newTensor(name, dt, dims, floats, ints)
 }
 
 // binaryTensor turns the binary tensor data extension's bytes of an input
 // (little-endian, row-major, BOOL one byte of 0 or 1) into a tensor. The
-// wire's layout is onnx's raw data: but for BOOL and UINT64, whose values
-// are checked, the tensor keeps b itself, without a copy, so b must not
-// change while the tensor is in use (the request's body is not reused).
+// wire's layout is onnx's raw data: but for BOOL, whose values are
+// checked, the tensor keeps b itself, without a copy, so b must not change
+// while the tensor is in use (the request's body is not reused).
 func binaryTensor(name string, dt onnx.DataType, dims []int64, b []byte) (*onnx.Tensor, error) {
 	size := dt.Size()
 	if n := elemCount(dims); int64(len(b)) != n*int64(size) {
 		return nil, fmt.Errorf("%w: input %q: %d bytes of binary data, but shape %v of %s takes %d bytes",
 			ErrBadRequest, name, len(b), dims, datatypeName(dt), n*int64(size))
 	}
-	if dt != onnx.Bool && dt != onnx.Uint64 {
+	if dt != onnx.Bool {
 		t, err := onnx.NewRaw(name, dt, dims, b)
 		if err != nil {
 			return nil, fmt.Errorf("%w: input %q: %v", ErrBadRequest, name, err)
 		}
 		return t, nil
 	}
-	v := make([]int64, len(b)/size)
+	v := make([]int64, len(b))
 	for i := range v {
-		u := uint64(b[i])
-		if size == 8 {
-			u = binary.LittleEndian.Uint64(b[8*i:])
-		}
-		if u > math.MaxInt64 {
-			return nil, fmt.Errorf("%w: input %q: element %d = %d overflows int64", ErrBadRequest, name, i, u)
-		}
-		v[i] = int64(u)
+		v[i] = int64(b[i])
 	}
 	t, err := onnx.NewInt(name, dt, dims, v)
 	if err != nil {

@@ -183,6 +183,8 @@ func compare(got, want *onnx.Tensor, int8 bool) (float64, error) {
 		return compareFloat(got, want, int8)
 	case want.DataType.IsFloat():
 		return compareExact(got, want)
+	case want.DataType == onnx.Uint64:
+		return compareUint64(got, want)
 	}
 	g, err := got.Int64s()
 	if err != nil {
@@ -204,6 +206,25 @@ func compare(got, want *onnx.Tensor, int8 bool) (float64, error) {
 		worst = max(worst, float64(d))
 	}
 	return worst, nil
+}
+
+// compareUint64 compares UINT64 outputs exactly, over the whole range
+// (Int64s stops at 2⁶³ − 1).
+func compareUint64(got, want *onnx.Tensor) (float64, error) {
+	g, err := got.Uint64s()
+	if err != nil {
+		return 0, err
+	}
+	w, err := want.Uint64s()
+	if err != nil {
+		return 0, err
+	}
+	for k := range w {
+		if g[k] != w[k] {
+			return 0, fmt.Errorf("element %d: %d, want %d", k, g[k], w[k])
+		}
+	}
+	return 0, nil
 }
 
 func compareFloat(got, want *onnx.Tensor, int8 bool) (float64, error) {

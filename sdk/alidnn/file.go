@@ -233,13 +233,17 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case b.IsConst:
-		if len(b.ConstF)+len(b.ConstI) != total {
-			return fmt.Errorf("constant of %d values for shape %v", len(b.ConstF)+len(b.ConstI), b.Shape)
-		}
-		return nil
-	case b.Host == wordsOp:
+	if b.Host != "" {
+		return checkHostBinding(b, p, depth)
+	}
+	return checkDeviceData(b, p, total)
+}
+
+// checkHostBinding validates an output the host computes from other
+// bindings (Host): the operator, its parameters and its sources.
+func checkHostBinding(b *Binding, p *Program, depth int) error {
+	switch b.Host {
+	case wordsOp:
 		if err := checkWords(b); err != nil {
 			return err
 		}
@@ -247,28 +251,33 @@ func checkBinding(b *Binding, p *Program, depth int) error {
 			return err
 		}
 		return checkBinding(b.High, p, depth+1)
-	case b.Host == castOp:
+	case castOp:
 		if b.Src == nil || !b.Src.HostOnly || b.Src.Type != onnx.Double || !narrowFloat(b.Type) || b.Quant != nil || !eqInts(b.Src.Shape, b.Shape) {
 			return fmt.Errorf("host Cast to %v of no DOUBLE input of shape %v", b.Type, b.Shape)
 		}
 		return checkBinding(b.Src, p, depth+1)
-	case b.Host != "":
-		if b.Src == nil || (b.Host != "Softmax" && b.Host != "Softmax-1" && b.Host != quantizeOp) || b.Axis < 0 || b.Axis >= max(len(b.Shape), 1) {
-			return fmt.Errorf("host operator %q on axis %d", b.Host, b.Axis)
-		}
-		if (b.Host == quantizeOp) != (b.Quant != nil) {
-			return fmt.Errorf("host operator %q with QuantizeLinear parameters %v", b.Host, b.Quant != nil)
-		}
-		if b.Quant != nil {
-			if err := b.Quant.check(b.Type, b.Shape); err != nil {
-				return err
-			}
-		}
-		if !eqInts(b.Src.Shape, b.Shape) {
-			return fmt.Errorf("host operator changes the shape %v to %v", b.Src.Shape, b.Shape)
-		}
-		return checkBinding(b.Src, p, depth+1)
 	}
+	if b.Src == nil || (b.Host != "Softmax" && b.Host != "Softmax-1" && b.Host != quantizeOp) || b.Axis < 0 || b.Axis >= max(len(b.Shape), 1) {
+		return fmt.Errorf("host operator %q on axis %d", b.Host, b.Axis)
+	}
+	if (b.Host == quantizeOp) != (b.Quant != nil) {
+		return fmt.Errorf("host operator %q with QuantizeLinear parameters %v", b.Host, b.Quant != nil)
+	}
+	if b.Quant != nil {
+		if err := b.Quant.check(b.Type, b.Shape); err != nil {
+			return err
+		}
+	}
+	if !eqInts(b.Src.Shape, b.Shape) {
+		return fmt.Errorf("host operator changes the shape %v to %v", b.Src.Shape, b.Shape)
+	}
+	return checkBinding(b.Src, p, depth+1)
+}
+
+// checkDeviceData validates a device tensor's binding of total elements:
+// its layout's axes cover its shape, and its data lies inside the
+// activation segment.
+func checkDeviceData(b *Binding, p *Program, total int) error {
 	el, err := elemOf(b.Elem)
 	if err != nil {
 		return err

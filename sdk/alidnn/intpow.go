@@ -145,10 +145,15 @@ func (d divider) bit(k int) []step {
 	return []step{d.intRow(sMulRow, int64(int32(uint32(1)<<(31-k)))), d.toFP(), d.fpRow(sLtRow, 0)}
 }
 
-// notUnit returns [x ≠ ±1] in fp32: (fp32(x)² − 1)², at most 1.
+// notUnit returns [x ≠ ±1] in fp32: (fp32(x)² − 1)², at most 1, of an
+// int32 x or of fp32 integers x.
 func (d divider) notUnit(x *value) (*value, error) {
 	sq := step{kind: sSquare, fp: true}
-	return d.layer(x, onnx.Float, true, d.toFP(), sq, d.fpRow(sAddRow, -1), sq, d.fpRow(sMinRow, 1))
+	st := []step{sq, d.fpRow(sAddRow, -1), sq, d.fpRow(sMinRow, 1)}
+	if x.root().el() != f32 {
+		st = append([]step{d.toFP()}, st...)
+	}
+	return d.layer(x, onnx.Float, true, st...)
 }
 
 // powTensor returns x^y for the INT32 or FLOAT tensor y.

@@ -67,16 +67,16 @@ func (c *compiler) widePow(n *onnx.Node, x, y *value) error {
 	var p *value
 	switch {
 	case y.isConst && uniform(y):
-		p, err = o.powConst(x, xw, y)
+		p, err = o.pow64Const(x, xw, y)
 	case y.isConst && y.i != nil:
-		p, err = o.powInts(x, xw, y)
+		p, err = o.pow64Ints(x, xw, y)
 	default:
 		if y.isConst {
 			if y, err = expand(r.lay, y); err != nil {
 				return err
 			}
 		}
-		p, err = o.powTensor(x, xw, y)
+		p, err = o.pow64Tensor(x, xw, y)
 	}
 	if err != nil {
 		return err
@@ -98,11 +98,11 @@ func clampExp(k int64) int64 {
 	return k
 }
 
-// powConst returns x^y for the constant y of one value, exact modulo 2⁶⁴
+// pow64Const returns x^y for the constant y of one value, exact modulo 2⁶⁴
 // for every integer.
-func (o wideOps) powConst(x, xw, y *value) (*value, error) {
+func (o wideOps) pow64Const(x, xw, y *value) (*value, error) {
 	if y.i != nil {
-		return o.powBy(x, xw, y.i[0])
+		return o.pow64By(x, xw, y.i[0])
 	}
 	f := float64(y.f[0])
 	switch {
@@ -115,18 +115,18 @@ func (o wideOps) powConst(x, xw, y *value) (*value, error) {
 		}
 		return o.fromFloat(v)
 	case f >= 0x1p63:
-		return o.powBy(x, xw, 1<<62+int64(math.Mod(f, 0x1p62)))
+		return o.pow64By(x, xw, 1<<62+int64(math.Mod(f, 0x1p62)))
 	case f < -0x1p63:
-		return o.powBy(x, xw, -2) // fp32 is even there
+		return o.pow64By(x, xw, -2) // fp32 is even there
 	}
-	return o.powBy(x, xw, int64(f))
+	return o.pow64By(x, xw, int64(f))
 }
 
-// powBy returns x^k: for k ≥ 0 the squares up to k's top bit, each
+// pow64By returns x^k: for k ≥ 0 the squares up to k's top bit, each
 // multiplied in where k has its bit; for k ≥ 64 an even x gives 0 and an
 // odd one x^(k mod 2⁶²), odd numbers having orders dividing 2⁶² modulo
 // 2⁶⁴; for k < 0 [x = ±1]·x^(k mod 2).
-func (o wideOps) powBy(x, xw *value, k int64) (*value, error) {
+func (o wideOps) pow64By(x, xw *value, k int64) (*value, error) {
 	if k < 0 {
 		one, err := o.unit(x, k)
 		if err != nil {
@@ -138,22 +138,22 @@ func (o wideOps) powBy(x, xw *value, k int64) (*value, error) {
 		return o.times(xw, one)
 	}
 	if k < 64 {
-		return o.powBits(x, xw, k)
+		return o.pow64Bits(x, xw, k)
 	}
 	odd, err := o.layer(x, onnx.Int32, false, append([]step{o.fpRow(sMulRow, 0.5), step{kind: sRound, fp: true}, o.fpRow(sMulRow, -2),
 		fpT(sAddTensor, x), step{kind: sSquare, fp: true}}, o.toInt()...)...)
 	if err != nil {
 		return nil, err
 	}
-	p, err := o.powBits(x, xw, k&(1<<62-1))
+	p, err := o.pow64Bits(x, xw, k&(1<<62-1))
 	if err != nil {
 		return nil, err
 	}
 	return o.times(p, odd)
 }
 
-// powBits returns x^k for 0 ≤ k, by the squares up to k's top bit.
-func (o wideOps) powBits(x, xw *value, k int64) (*value, error) {
+// pow64Bits returns x^k for 0 ≤ k, by the squares up to k's top bit.
+func (o wideOps) pow64Bits(x, xw *value, k int64) (*value, error) {
 	if k == 0 {
 		one, err := o.unit(x, 0)
 		if err != nil {
@@ -207,13 +207,6 @@ func (o wideOps) unit(x *value, k int64) (*value, error) {
 	return o.layer(nu, onnx.Int32, false, append([]step{o.fpRow(sMulRow, -1), o.fpRow(sAddRow, 1)}, o.toInt()...)...)
 }
 
-// notUnit returns [x ≠ ±1] in fp32 of the fp32 integers x: (x² − 1)², at
-// most 1.
-func (o wideOps) notUnit(x *value) (*value, error) {
-	sq := step{kind: sSquare, fp: true}
-	return o.layer(x, onnx.Float, true, sq, o.fpRow(sAddRow, -1), sq, o.fpRow(sMinRow, 1))
-}
-
 // extend returns the int32 v ≥ 0 as a 64-bit integer.
 func (o wideOps) extend(v *value) (*value, error) {
 	hi, err := o.layer(v, onnx.Uint32, false, o.intRow(sMulRow, 0))
@@ -223,9 +216,9 @@ func (o wideOps) extend(v *value) (*value, error) {
 	return wideValue(onnx.Int64, v, hi), nil
 }
 
-// powInts returns x^y for the integer constant y of several values, laid
+// pow64Ints returns x^y for the integer constant y of several values, laid
 // out as int32 lanes as x is: bits up to the largest value's top one.
-func (o wideOps) powInts(x, xw, y *value) (*value, error) {
+func (o wideOps) pow64Ints(x, xw, y *value) (*value, error) {
 	idx := broadcastIndex(x.shape, y.shape)
 	e := make([]int64, len(idx))
 	for k, i := range idx {
@@ -234,7 +227,7 @@ func (o wideOps) powInts(x, xw, y *value) (*value, error) {
 	ev := constInt(y.name, onnx.Int32, x.shape, e)
 	ev.lay, ev.elem = x.root().lay, i32
 	// A negative value needs bit 0 only, its parity.
-	return o.squares(x, xw, ev, nil, bits.Len64(uint64(max(slices.Max(e), 1))))
+	return o.squares64(x, xw, ev, nil, bits.Len64(uint64(max(slices.Max(e), 1))))
 }
 
 // fracFloat returns trunc(e^(y·ln x)) of the fp32 integers x, saturated to
@@ -249,8 +242,8 @@ func (o wideOps) fracFloat(x *value, mul step, mask *value) (*value, error) {
 	return o.layer(x, onnx.Float, true, st...)
 }
 
-// powTensor returns x^y for the INT64 or FLOAT tensor y.
-func (o wideOps) powTensor(x, xw, y *value) (*value, error) {
+// pow64Tensor returns x^y for the INT64 or FLOAT tensor y.
+func (o wideOps) pow64Tensor(x, xw, y *value) (*value, error) {
 	fp := y.typ == onnx.Float
 	n := 25 // an INT64 y is within ±2²⁴
 	var frac *value
@@ -268,7 +261,7 @@ func (o wideOps) powTensor(x, xw, y *value) (*value, error) {
 		return nil, err
 	}
 	if frac == nil {
-		return o.squares(x, xw, e, nil, n)
+		return o.squares64(x, xw, e, nil, n)
 	}
 	v, err := o.fracFloat(x, fpT(sMulTensor, y), frac)
 	if err != nil {
@@ -278,17 +271,17 @@ func (o wideOps) powTensor(x, xw, y *value) (*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return o.squares(x, xw, e, &fracPart{mask: frac, value: fw}, n)
+	return o.squares64(x, xw, e, &fracPart{mask: frac, value: fw}, n)
 }
 
 // fracPart is the power of a FLOAT y that is not an integer, where mask
 // is 1.
 type fracPart struct{ mask, value *value }
 
-// squares returns ∏ₖ (1 + bₖ·(sₖ − 1)) over bits k < n of the int32
+// squares64 returns ∏ₖ (1 + bₖ·(sₖ − 1)) over bits k < n of the int32
 // exponent e, times keep = 1 − max(lt(e, 0)·[x ≠ ±1], frac's mask), plus
 // frac's value.
-func (o wideOps) squares(x, xw, e *value, frac *fracPart, n int) (*value, error) {
+func (o wideOps) squares64(x, xw, e *value, frac *fracPart, n int) (*value, error) {
 	nu, err := o.notUnit(x)
 	if err != nil {
 		return nil, err

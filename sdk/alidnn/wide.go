@@ -123,20 +123,23 @@ func (c *compiler) wideOutput(v *value) error {
 // packWord packs derived tensor b, one word of each element of the 64-bit
 // input t.
 func packWord(b Binding, t *onnx.Tensor) ([]byte, error) {
-	if t == nil || t.DataType != onnx.Uint64 {
-		return nil, fmt.Errorf("%w: input %q is missing or not UINT64", ErrInput, b.Word.From)
+	if t == nil {
+		return nil, fmt.Errorf("%w: input %q missing", ErrInput, b.Word.From)
 	}
-	raw := t.RawData()
-	if len(raw) != 8*size(b.Shape) {
-		return nil, fmt.Errorf("%w: input %q has %d bytes, want %d", ErrInput, b.Word.From, len(raw), 8*size(b.Shape))
+	u, err := t.Uint64s()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if len(u) != size(b.Shape) {
+		return nil, fmt.Errorf("%w: input %q has %d elements, want %d", ErrInput, b.Word.From, len(u), size(b.Shape))
 	}
 	shift := 0
 	if b.Word.High {
 		shift = 32
 	}
-	iv := make([]int64, size(b.Shape))
-	for k := range iv {
-		iv[k] = int64(int32(uint32(binary.LittleEndian.Uint64(raw[8*k:]) >> shift)))
+	iv := make([]int64, len(u))
+	for k, x := range u {
+		iv[k] = int64(int32(uint32(x >> shift)))
 	}
 	return packInt(b.Lay.internal(), i32, iv, nil), nil
 }

@@ -1,7 +1,6 @@
 package alidnn_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -12,11 +11,7 @@ import (
 )
 
 func uint64s(name string, v []uint64) *onnx.Tensor {
-	raw := make([]byte, 0, 8*len(v))
-	for _, x := range v {
-		raw = binary.LittleEndian.AppendUint64(raw, x)
-	}
-	t, err := onnx.NewRaw(name, onnx.Uint64, []int64{int64(len(v))}, raw)
+	t, err := onnx.NewUint64(name, []int64{int64(len(v))}, v)
 	if err != nil {
 		panic(err)
 	}
@@ -106,9 +101,9 @@ func TestWideArithmetic(t *testing.T) {
 		out := res.Outputs[k]
 		var got []uint64
 		if out.DataType == onnx.Uint64 {
-			raw := out.RawData()
-			for i := range a {
-				got = append(got, binary.LittleEndian.Uint64(raw[8*i:]))
+			var err error
+			if got, err = out.Uint64s(); err != nil {
+				t.Fatal(err)
 			}
 		} else {
 			iv, err := out.Int64s()

@@ -74,9 +74,7 @@ func TestBrowserLogoAndDocs(t *testing.T) {
 	c.run("editor", chromedp.Navigate(r.url+"/isv/listings/"+id), chromedp.WaitVisible("#l-logo", chromedp.ByID),
 		chromedp.SetUploadFiles("#l-logo", []string{svgPath}, chromedp.ByID))
 	c.follow("upload the SVG", chromedp.Submit("#l-logo", chromedp.ByID), "#l-logo-err")
-	var focused string
-	c.run("focus", chromedp.Evaluate(`document.activeElement.id`, &focused))
-	if got := c.text("#l-logo-err"); focused != "l-logo" || !strings.Contains(got, "never SVG") {
+	if got, focused := c.text("#l-logo-err"), c.focused("l-logo"); focused != "l-logo" || !strings.Contains(got, "never SVG") {
 		t.Fatalf("SVG logo: focus on %q, beside the field %q", focused, got)
 	}
 	c.shot("30-isv-logo-svg-refused")

@@ -151,6 +151,21 @@ func (c *chrome) follow(what string, act chromedp.Action, sel string) {
 	}
 }
 
+// focused waits up to ten seconds for the element with id want to hold the
+// focus and returns the id of the one that does. Chromium moves the focus
+// to an autofocus field at the page's first rendering update, which under
+// load comes after follow has seen the page complete.
+func (c *chrome) focused(want string) string {
+	c.t.Helper()
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c.run("focus", chromedp.Evaluate(`document.activeElement ? document.activeElement.id : ""`, &id))
+		if id == want || time.Now().After(deadline) {
+			return id
+		}
+	}
+}
+
 func (c *chrome) text(sel string) string {
 	c.t.Helper()
 	var s string
@@ -266,9 +281,7 @@ func TestBrowserISVJourney(t *testing.T) {
 	// The namespace is fixed text: typing it again is refused on the field,
 	// which has the focus.
 	c.follow("create listing", chromedp.Submit("#l-name", chromedp.ByID), "#l-repo-err")
-	var focused string
-	c.run("focus", chromedp.Evaluate(`document.activeElement.id`, &focused))
-	if got := c.text("#l-repo-err"); focused != "l-repo" || !strings.Contains(got, "acme/ is there already") {
+	if got, focused := c.text("#l-repo-err"), c.focused("l-repo"); focused != "l-repo" || !strings.Contains(got, "acme/ is there already") {
 		t.Fatalf("repository typed with its namespace: focus on %q, beside it %q", focused, got)
 	}
 	c.shot("12a-isv-listing-field-error")

@@ -150,9 +150,11 @@
 // "binary_data_size" parameter its bytes, an output's "binary_data"
 // parameter (or the request's "binary_data_output") asks for binary
 // outputs, answered the same way. Datatypes are those of the model's
-// tensors: FP32, INT8 to INT64, UINT8 to UINT64 and BOOL; FP16, FP64 and
-// BYTES are refused. The answer echoes "id" and names model_name and
-// model_version.
+// tensors: FP32, INT8 to INT64, UINT8 to UINT64, BOOL and BYTES; FP16 and
+// FP64 are refused. BYTES elements are JSON strings (UTF-8 only), in
+// binary data each a 4-byte little-endian length and its bytes (any
+// bytes), over gRPC bytes_contents. The answer echoes "id" and names
+// model_name and model_version.
 //
 // The repository extension (Triton's model repository extension) loads and
 // unloads models at run time. The index lists every version of every

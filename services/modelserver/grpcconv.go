@@ -99,7 +99,7 @@ func jsonParams(p map[string]*inferencepb.InferParameter) map[string]json.RawMes
 // contentsTensor turns the typed contents of an input into a tensor of
 // the spec's type and shape. The contents must be in the field of the
 // spec's datatype (fp32_contents for FP32, int_contents for INT8 to INT32,
-// and so on) and in no other.
+// bytes_contents for BYTES, and so on) and in no other.
 func contentsTensor(spec tensorSpec, c *inferencepb.InferTensorContents) (*onnx.Tensor, error) {
 	var n int // elements in the datatype's field
 	var ints []int64
@@ -125,6 +125,8 @@ func contentsTensor(spec tensorSpec, c *inferencepb.InferTensorContents) (*onnx.
 		}
 	case onnx.Uint64:
 		n = len(c.GetUint64Contents())
+	case onnx.String:
+		n = len(c.GetBytesContents())
 	default:
 		return nil, fmt.Errorf("%w: input %q: %s has no typed contents here", ErrBadRequest, spec.Name, datatypeName(spec.Type))
 	}
@@ -141,6 +143,8 @@ func contentsTensor(spec tensorSpec, c *inferencepb.InferTensorContents) (*onnx.
 		return onnx.NewFloat32(spec.Name, spec.Shape, c.GetFp32Contents()), nil
 	case onnx.Uint64:
 		return onnx.NewUint64(spec.Name, spec.Shape, c.GetUint64Contents())
+	case onnx.String:
+		return onnx.NewString(spec.Name, spec.Shape, c.GetBytesContents())
 	}
 	t, err := onnx.NewInt(spec.Name, spec.Type, spec.Shape, ints)
 	if err != nil {
@@ -184,6 +188,9 @@ func tensorContents(t *onnx.Tensor) (*inferencepb.InferTensorContents, error) {
 	case onnx.Uint64:
 		u, err := t.Uint64s()
 		return &inferencepb.InferTensorContents{Uint64Contents: u}, err
+	case onnx.String:
+		s, err := t.Strings()
+		return &inferencepb.InferTensorContents{BytesContents: s}, err
 	}
 	v, err := t.Int64s()
 	if err != nil {

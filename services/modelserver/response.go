@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
@@ -98,10 +99,27 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendTensorJSON appends t's data as a flat JSON array: numbers, or
-// booleans for BOOL. NaN and infinities have no JSON.
+// appendTensorJSON appends t's data as a flat JSON array: numbers,
+// booleans for BOOL, strings for BYTES. NaN, infinities and bytes that
+// are not UTF-8 have no JSON.
 func appendTensorJSON(b []byte, t *onnx.Tensor) ([]byte, error) {
 	b = append(b, '[')
+	if t.DataType == onnx.String {
+		strs, err := t.Strings()
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range strs {
+			if !utf8.Valid(s) {
+				return nil, fmt.Errorf("element %d is not UTF-8, which JSON cannot carry: ask for binary_data", i)
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, string(s))
+		}
+		return append(b, ']'), nil
+	}
 	if t.DataType == onnx.Float {
 		f, err := t.Float32s()
 		if err != nil {

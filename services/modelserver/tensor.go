@@ -2,17 +2,18 @@ package modelserver
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 // The protocol's datatype names ("Tensor Data Types" of the Open Inference
-// Protocol) of the ONNX element types the server converts. FP16, FP64 and
-// BYTES have names but no conversion: the onnx package builds FLOAT and
-// integer tensors only, and the engine takes no other.
+// Protocol) of the ONNX element types the server converts. FP16 and FP64
+// have names but no conversion: the engine takes neither.
 var protocolTypes = map[onnx.DataType]string{
 	onnx.Bool: "BOOL", onnx.Uint8: "UINT8", onnx.Uint16: "UINT16", onnx.Uint32: "UINT32", onnx.Uint64: "UINT64",
 	onnx.Int8: "INT8", onnx.Int16: "INT16", onnx.Int32: "INT32", onnx.Int64: "INT64",
@@ -29,7 +30,7 @@ func datatypeName(t onnx.DataType) string {
 
 // convertible reports whether tensors of type t can cross the protocol.
 func convertible(t onnx.DataType) bool {
-	return t == onnx.Float || (t.Size() > 0 && !t.IsFloat())
+	return t == onnx.Float || t == onnx.String || (t.Size() > 0 && !t.IsFloat())
 }
 
 // maxNesting bounds how deeply "data" arrays nest: a tensor has at most
@@ -39,12 +40,19 @@ const maxNesting = onnx.MaxDims + 1
 // jsonTensor turns the "data" of a $request_input, nested or flat, into a
 // tensor of type dt and shape dims. Elements are coerced as the protocol
 // allows a server to: numbers to the input's type (integers must be whole
-// and in range), booleans only for BOOL. Arrays of the right count of
-// well-formed elements are read by scanElements; anything else by
-// encoding/json's tokens, for its errors.
+// and in range), booleans only for BOOL, strings only for BYTES. Arrays of
+// the right count of well-formed numbers are read by scanElements;
+// anything else by encoding/json's tokens, for its errors.
 func jsonTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessage) (*onnx.Tensor, error) {
-	n := elemCount(dims)
-	if floats, ints, ok := scanElements(data, dt, n); ok {
+	if dt == onnx.String {
+		// encoding/json would read bytes that are not UTF-8 as U+FFFD:
+		// another string than the one sent.
+		if !utf8.Valid(data) {
+			return nil, fmt.Errorf("%w: input %q: BYTES data is not UTF-8: send such bytes as binary data", ErrBadRequest, name)
+		}
+		return tokenTensor(name, dt, dims, data)
+	}
+	if floats, ints, ok := scanElements(data, dt, elemCount(dims)); ok {
 		return newTensor(name, dt, dims, floats, ints)
 	}
 	return tokenTensor(name, dt, dims, data)
@@ -71,6 +79,7 @@ func tokenTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessa
 	var floats []float32
 	var ints []int64
 	var uints []uint64 // UINT64's, all of its range
+	var strs [][]byte  // BYTES'
 	depth := 0
 	for {
 		tok, err := dec.Token()
@@ -87,8 +96,8 @@ func tokenTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessa
 				return nil, fmt.Errorf("%w: input %q: data holds an object", ErrBadRequest, name)
 			}
 		case json.Number:
-			if dt == onnx.Bool {
-				return nil, fmt.Errorf("%w: input %q: BOOL data holds the number %s", ErrBadRequest, name, v)
+			if dt == onnx.Bool || dt == onnx.String {
+				return nil, fmt.Errorf("%w: input %q: %s data holds the number %s", ErrBadRequest, name, datatypeName(dt), v)
 			}
 			switch dt {
 			case onnx.Float:
@@ -115,6 +124,15 @@ func tokenTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessa
 				return nil, fmt.Errorf("%w: input %q: %s data holds a boolean", ErrBadRequest, name, datatypeName(dt))
 			}
 			ints = append(ints, map[bool]int64{false: 0, true: 1}[v])
+		case string:
+			if dt != onnx.String {
+				want := "a number"
+				if dt == onnx.Bool {
+					want = "a boolean"
+				}
+				return nil, fmt.Errorf("%w: input %q: %s data holds the string %q, not %s", ErrBadRequest, name, datatypeName(dt), v, want)
+			}
+			strs = append(strs, []byte(v))
 		default:
 			return nil, fmt.Errorf("%w: input %q: data holds %v, not a number", ErrBadRequest, name, tok)
 		}
@@ -124,28 +142,35 @@ func tokenTensor(name string, dt onnx.DataType, dims []int64, data json.RawMessa
 		if depth > maxNesting {
 			return nil, fmt.Errorf("%w: input %q: data nests deeper than %d", ErrBadRequest, name, maxNesting)
 		}
-		if int64(len(floats)+len(ints)+len(uints)) > n {
+		if int64(len(floats)+len(ints)+len(uints)+len(strs)) > n {
 			return nil, fmt.Errorf("%w: input %q: more than the %d elements of shape %v", ErrBadRequest, name, n, dims)
 		}
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: input %q: data is not one array", ErrBadRequest, name)
 	}
-	if got := int64(len(floats) + len(ints) + len(uints)); got != n {
+	if got := int64(len(floats) + len(ints) + len(uints) + len(strs)); got != n {
 		return nil, fmt.Errorf("%w: input %q: %d elements for shape %v, which holds %d", ErrBadRequest, name, got, dims, n)
 	}
-	if dt == onnx.Uint64 {
+	switch dt {
+	case onnx.Uint64:
 		return onnx.NewUint64(name, dims, uints)
+	case onnx.String:
+		return onnx.NewString(name, dims, strs)
 	}
 	return newTensor(name, dt, dims, floats, ints)
 }
 
 // binaryTensor turns the binary tensor data extension's bytes of an input
-// (little-endian, row-major, BOOL one byte of 0 or 1) into a tensor. The
-// wire's layout is onnx's raw data: but for BOOL, whose values are
-// checked, the tensor keeps b itself, without a copy, so b must not change
+// (little-endian, row-major, BOOL one byte of 0 or 1, BYTES each element's
+// length in 4 bytes before it) into a tensor. The wire's layout is onnx's
+// raw data: but for BOOL, whose values are checked, and BYTES, which onnx
+// copies, the tensor keeps b itself, without a copy, so b must not change
 // while the tensor is in use (the request's body is not reused).
 func binaryTensor(name string, dt onnx.DataType, dims []int64, b []byte) (*onnx.Tensor, error) {
+	if dt == onnx.String {
+		return binaryStrings(name, dims, b)
+	}
 	size := dt.Size()
 	if n := elemCount(dims); int64(len(b)) != n*int64(size) {
 		return nil, fmt.Errorf("%w: input %q: %d bytes of binary data, but shape %v of %s takes %d bytes",
@@ -169,6 +194,35 @@ func binaryTensor(name string, dt onnx.DataType, dims []int64, b []byte) (*onnx.
 	return t, nil
 }
 
+// binaryStrings reads BYTES binary data: elements in row-major order, each
+// a 4-byte little-endian length and as many bytes.
+func binaryStrings(name string, dims []int64, b []byte) (*onnx.Tensor, error) {
+	n := elemCount(dims)
+	if n > int64(len(b))/4 {
+		return nil, fmt.Errorf("%w: input %q: %d bytes of binary data cannot hold the %d lengths of shape %v",
+			ErrBadRequest, name, len(b), n, dims)
+	}
+	strs := make([][]byte, n)
+	off := 0
+	for i := range strs {
+		if len(b)-off < 4 {
+			return nil, fmt.Errorf("%w: input %q: binary data ends at byte %d, before element %d's length", ErrBadRequest, name, off, i)
+		}
+		size := binary.LittleEndian.Uint32(b[off:])
+		off += 4
+		if uint64(size) > uint64(len(b)-off) {
+			return nil, fmt.Errorf("%w: input %q: element %d is %d bytes long, but %d bytes are left at byte %d",
+				ErrBadRequest, name, i, size, len(b)-off, off)
+		}
+		strs[i] = b[off : off+int(size) : off+int(size)]
+		off += int(size)
+	}
+	if off != len(b) {
+		return nil, fmt.Errorf("%w: input %q: %d bytes of binary data after its %d elements", ErrBadRequest, name, len(b)-off, n)
+	}
+	return onnx.NewString(name, dims, strs)
+}
+
 // elemCount is the number of elements of a shape whose dimensions were
 // checked against onnx's limits.
 func elemCount(dims []int64) int64 {
@@ -180,8 +234,24 @@ func elemCount(dims []int64) int64 {
 }
 
 // tensorBytes is t's data as the binary tensor data extension sends it:
-// onnx's raw data, which it is not a copy of.
+// onnx's raw data, which it is not a copy of, or BYTES' lengths and bytes.
 func tensorBytes(t *onnx.Tensor) ([]byte, error) {
+	if t.DataType == onnx.String {
+		strs, err := t.Strings()
+		if err != nil {
+			return nil, err
+		}
+		n := 4 * len(strs)
+		for _, s := range strs {
+			n += len(s)
+		}
+		b := make([]byte, 0, n)
+		for _, s := range strs {
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+			b = append(b, s...)
+		}
+		return b, nil
+	}
 	if want := t.Len() * int64(t.DataType.Size()); t.DataType.Size() == 0 || int64(len(t.RawData())) != want {
 		return nil, fmt.Errorf("tensor %q: %d bytes of %v data for shape %v", t.Name, len(t.RawData()), t.DataType, t.Dims)
 	}

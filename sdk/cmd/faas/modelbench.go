@@ -329,6 +329,14 @@ func benchInputs(p *alidnn.Program) ([]*onnx.Tensor, error) {
 			ts = append(ts, onnx.NewFloat32(b.Name, dims, data))
 			continue
 		}
+		if b.Type == onnx.String {
+			t, err := onnx.NewString(b.Name, dims, benchStrings(rng, p.Strings, n))
+			if err != nil {
+				return nil, fmt.Errorf("input %q: %w", b.Name, err)
+			}
+			ts = append(ts, t)
+			continue
+		}
 		lo, span := int64(0), int64(10)
 		switch b.Type {
 		case onnx.Uint8:
@@ -352,4 +360,21 @@ func benchInputs(p *alidnn.Program) ([]*onnx.Tensor, error) {
 		ts = append(ts, t)
 	}
 	return ts, nil
+}
+
+// benchStrings are n strings for a STRING input: half of them the
+// program's own constants (which Equal finds), half 1 to 8 random bytes.
+func benchStrings(rng *rand.Rand, consts [][]byte, n int) [][]byte {
+	strs := make([][]byte, n)
+	for k := range strs {
+		if len(consts) > 0 && rng.IntN(2) == 0 {
+			strs[k] = consts[rng.IntN(len(consts))]
+			continue
+		}
+		strs[k] = make([]byte, 1+rng.IntN(8))
+		for i := range strs[k] {
+			strs[k][i] = byte(rng.UintN(256))
+		}
+	}
+	return strs
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fpga-faas/faas/internal/testenv"
+	"github.com/fpga-faas/faas/sdk/alidnn"
+	"github.com/fpga-faas/faas/sdk/onnx"
 )
 
 func TestModelBench(t *testing.T) {
@@ -102,5 +106,55 @@ func TestModelBenchFlags(t *testing.T) {
 	// An unreadable model is bad input, as for the other model commands.
 	if _, stderr, code := run(t, "", "model", "bench", filepath.Join(t.TempDir(), "none.onnx"), "--duration", "10ms"); code != 2 {
 		t.Errorf("missing model: exit %d, %s", code, stderr)
+	}
+}
+
+// TestModelBenchStrings benchmarks a program whose STRING input Equal
+// compares with its constants: the invented strings are half constants,
+// half random bytes, so that Equal finds some.
+func TestModelBenchStrings(t *testing.T) {
+	k, err := onnx.NewString("k", []int64{4}, [][]byte{[]byte("cat"), []byte("dog"), []byte(""), []byte("\xff")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := []onnx.Dim{{Value: 64}, {Value: 4}}
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{k},
+		Nodes:        []*onnx.Node{{OpType: "Equal", Name: "eq", Inputs: []string{"s", "k"}, Outputs: []string{"eq"}}},
+		Inputs:       []onnx.ValueInfo{{Name: "s", ElemType: onnx.String, Dims: dims}},
+		Outputs:      []onnx.ValueInfo{{Name: "eq", ElemType: onnx.Bool, Dims: dims}},
+	}
+	p, err := alidnn.Compile(&onnx.Model{IRVersion: 8, Opsets: []onnx.Opset{{Version: 17}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := benchInputs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strs, err := in[0].Strings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, s := range strs {
+		if slices.ContainsFunc(p.Strings, func(c []byte) bool { return bytes.Equal(c, s) }) {
+			found++
+		}
+	}
+	if len(strs) != 256 || found < 64 || found > 192 {
+		t.Errorf("%d strings, %d of them the program's constants; want 256, about half", len(strs), found)
+	}
+
+	prog := filepath.Join(t.TempDir(), "match.adnn")
+	if err := p.WriteFile(prog); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "", "model", "bench", prog, "--batch", "1", "--duration", "100ms", "--json")
+	var got struct {
+		Results []benchRow `json:"results"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &got) != nil || len(got.Results) != 1 || got.Results[0].Runs <= 0 {
+		t.Fatalf("bench: exit %d: %s%s", code, stdout, stderr)
 	}
 }

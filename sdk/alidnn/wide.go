@@ -7,7 +7,9 @@ package alidnn
 // and joined by the host. In between, widearith.go computes on the words
 // exactly — Add and Sub with their carry, Mul's low 64 bits, the
 // comparisons — as ONNX does, modulo 2⁶⁴, and widediv.go Div. Only those operators read a
-// 64-bit value; anything else is refused naming it.
+// 64-bit value; anything else is refused naming it. Their operands are two
+// computed 64-bit values of one shape, or one and a constant of its type,
+// broadcast to it.
 
 import (
 	"encoding/binary"
@@ -74,11 +76,29 @@ func (c *compiler) wideNode(n *onnx.Node) (bool, error) {
 	if err != nil {
 		return true, err
 	}
+	x := a // a computed operand, whose words are materialized first
+	if x.words == nil {
+		x = b
+	}
+	for _, w := range x.words {
+		if err := c.materialize(w); err != nil {
+			return true, err
+		}
+	}
+	o := wideOps{divider{c: c, C: max(x.words[0].root().lay.c(), 1)}}
+	if a.isConst {
+		a, err = o.constWords(n, a, b)
+	} else if b.isConst {
+		b, err = o.constWords(n, b, a)
+	}
+	if err != nil {
+		return true, err
+	}
 	switch {
 	case a.words == nil || b.words == nil || a.typ != b.typ:
-		return true, fmt.Errorf("%s of %v %s and %v %s: 64-bit integer operators read two 64-bit graph inputs or results of one type: %w", n.OpType, a.typ, a, b.typ, b, ErrUnsupported)
+		return true, fmt.Errorf("%s of %v %s and %v %s: 64-bit integer operators read two 64-bit graph inputs, results or constants of one type: %w", n.OpType, a.typ, a, b.typ, b, ErrUnsupported)
 	case !eqInts(a.shape, b.shape):
-		return true, fmt.Errorf("%s of %v %s and %s: 64-bit integer operators do not broadcast: %w", n.OpType, a.typ, a, b, ErrUnsupported)
+		return true, fmt.Errorf("%s of %v %s and %s: 64-bit integer operators broadcast only constants: %w", n.OpType, a.typ, a, b, ErrUnsupported)
 	case a.typ == onnx.Int64 && n.OpType != "Add" && n.OpType != "Sub" && n.OpType != "Mul" && n.OpType != "Equal":
 		return true, fmt.Errorf("%s of INT64 %s and %s: the words compute it as UINT64 only: %w", n.OpType, a, b, ErrUnsupported)
 	}
@@ -89,7 +109,6 @@ func (c *compiler) wideNode(n *onnx.Node) (bool, error) {
 			}
 		}
 	}
-	o := wideOps{divider{c: c, C: max(a.words[0].root().lay.c(), 1)}}
 	switch n.OpType {
 	case "Add", "Sub", "Mul", "Div":
 		y, err := o.arith(n.OpType, a, b)
@@ -105,6 +124,36 @@ func (c *compiler) wideNode(n *onnx.Node) (bool, error) {
 	}
 	c.set(n, 0, y)
 	return true, c.typeBool(n.Outputs[0])
+}
+
+// constWords is the 64-bit constant k, an operand of n beside the computed
+// 64-bit x, as the words of a value of x's shape (k broadcast to it). The
+// words are computed as 0·w + k from x's words w, so that they are device
+// tensors as every word the operators read is. A UINT64 constant beyond
+// 2⁶³ − 1 does not get here: reading it as a graph's constant fails first.
+func (o wideOps) constWords(n *onnx.Node, k, x *value) (*value, error) {
+	if k.typ != x.typ || k.i == nil {
+		return k, nil // refused by the caller, naming both
+	}
+	if shape, err := broadcastShape(k.shape, x.shape); err != nil || !eqInts(shape, x.shape) {
+		return nil, fmt.Errorf("%s of %v %s and the constant %s %v: 64-bit integer operators broadcast only constants, to the computed operand's shape: %w",
+			n.OpType, x.typ, x, k, k.shape, ErrUnsupported)
+	}
+	idx := broadcastIndex(x.shape, k.shape)
+	var w [2]*value
+	for h, wx := range x.words {
+		bits := make([]int64, len(idx))
+		for e, i := range idx {
+			bits[e] = int64(int32(uint32(uint64(k.i[i]) >> (32 * h))))
+		}
+		kw := constInt(fmt.Sprintf("%s/%d", k.name, h), onnx.Uint32, x.shape, bits)
+		kw.lay, kw.elem = wx.root().lay, i32
+		var err error
+		if w[h], err = o.layer(wx, onnx.Uint32, false, o.intRow(sMulRow, 0), intT(sAddTensor, kw)); err != nil {
+			return nil, err
+		}
+	}
+	return wideValue(x.typ, w[0], w[1]), nil
 }
 
 // wideOutput readies the words of the 64-bit graph output v.

@@ -3,6 +3,7 @@ package alidnn_test
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,7 +133,8 @@ func TestWideArithmetic(t *testing.T) {
 }
 
 // TestWideRefusals: a UINT64 input read by an operator the words do not
-// compute, or broadcast, is refused naming it.
+// compute, broadcast, or with a constant of another type or shape, is
+// refused naming it.
 func TestWideRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -141,17 +143,145 @@ func TestWideRefusals(t *testing.T) {
 		want  string
 	}{
 		{"relu", []*onnx.Node{{OpType: "Relu", Inputs: []string{"a"}, Outputs: []string{"y"}}}, 4, `read by Relu`},
-		{"broadcast", []*onnx.Node{{OpType: "Add", Inputs: []string{"a", "b"}, Outputs: []string{"y"}}}, 1, "do not broadcast"},
+		{"broadcast", []*onnx.Node{{OpType: "Add", Inputs: []string{"a", "b"}, Outputs: []string{"y"}}}, 1, "broadcast only constants"},
+		{"constant of another type", []*onnx.Node{{OpType: "Add", Inputs: []string{"a", "k32"}, Outputs: []string{"y"}}}, 4, "constants of one type"},
+		{"constant broadcast beyond", []*onnx.Node{{OpType: "Add", Inputs: []string{"a", "k24"}, Outputs: []string{"y"}}}, 4, "to the computed operand's shape"},
 		{"after", []*onnx.Node{{OpType: "Add", Inputs: []string{"a", "b"}, Outputs: []string{"s"}},
 			{OpType: "Neg", Inputs: []string{"s"}, Outputs: []string{"y"}}}, 4, "Neg"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &onnx.Graph{Nodes: tc.nodes, Outputs: []onnx.ValueInfo{{Name: "y"}},
-				Inputs: []onnx.ValueInfo{typed(vinfo("a", 4), onnx.Uint64), typed(vinfo("b", tc.dimsB), onnx.Uint64)}}
+				Inputs: []onnx.ValueInfo{typed(vinfo("a", 4), onnx.Uint64), typed(vinfo("b", tc.dimsB), onnx.Uint64)},
+				Initializers: []*onnx.Tensor{ints64("k32", onnx.Uint32, []int64{4}, 1, 2, 3, 4),
+					ints64("k24", onnx.Uint64, []int64{2, 4}, 1, 2, 3, 4, 5, 6, 7, 8)}}
 			_, err := alidnn.Compile(&onnx.Model{Opsets: []onnx.Opset{{Version: 13}}, Graph: g})
 			if !errors.Is(err, alidnn.ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrUnsupported naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestWideConstants computes 64-bit operators of a computed operand and a
+// constant, either side, broadcast from a row of 4 and from a scalar:
+// UINT64 inputs of every edge, and an INT64 power (computed on words) plus
+// negative constants, against Go's arithmetic.
+func TestWideConstants(t *testing.T) {
+	edges := wideEdges()
+	for len(edges)%4 != 0 {
+		edges = append(edges, uint64(len(edges))<<40)
+	}
+	m := int64(len(edges) / 4)
+	row := []uint64{3, 1<<32 + 5, 1<<63 - 1, 0x5EADBEEF12345678}
+	const scalar = 0xFFFFFFFF
+	bin := func(op, x, y, out string) *onnx.Node {
+		return &onnx.Node{OpType: op, Inputs: []string{x, y}, Outputs: []string{out}}
+	}
+	rowT, err := onnx.NewUint64("row", []int64{4}, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scalarT, err := onnx.NewUint64("s", nil, []uint64{scalar})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2u := func(c bool) uint64 {
+		if c {
+			return 1
+		}
+		return 0
+	}
+	checks := []struct {
+		node *onnx.Node
+		want func(a, k uint64) uint64 // k: the row's or the scalar's element
+	}{
+		{bin("Add", "a", "row", "add"), func(a, k uint64) uint64 { return a + k }},
+		{bin("Sub", "row", "a", "sub"), func(a, k uint64) uint64 { return k - a }},
+		{bin("Mul", "a", "row", "mul"), func(a, k uint64) uint64 { return a * k }},
+		{bin("Div", "a", "row", "div"), func(a, k uint64) uint64 { return a / k }},
+		{bin("Less", "row", "a", "lt"), func(a, k uint64) uint64 { return b2u(k < a) }},
+		{bin("Add", "s", "a", "adds"), func(a, k uint64) uint64 { return k + a }},
+		{bin("Mul", "a", "s", "muls"), func(a, k uint64) uint64 { return a * k }},
+		{bin("Equal", "a", "s", "eqs"), func(a, k uint64) uint64 { return b2u(a == k) }},
+		{bin("GreaterOrEqual", "a", "s", "ges"), func(a, k uint64) uint64 { return b2u(a >= k) }},
+	}
+	g := &onnx.Graph{
+		Initializers: []*onnx.Tensor{rowT, scalarT},
+		Inputs:       []onnx.ValueInfo{typed(vinfo("a", m, 4), onnx.Uint64)},
+	}
+	for _, c := range checks {
+		typ := onnx.Uint64
+		if len(c.node.Outputs[0]) == 2 || c.node.OpType == "Equal" || c.node.OpType == "GreaterOrEqual" {
+			typ = onnx.Bool
+		}
+		g.Nodes = append(g.Nodes, c.node)
+		g.Outputs = append(g.Outputs, typed(vinfo(c.node.Outputs[0], m, 4), typ))
+	}
+	p := compileThroughFile(t, 13, g)
+	a, err := onnx.NewUint64("a", []int64{m, 4}, edges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runResult(t, p, a)
+	for k, c := range checks {
+		out := res.Outputs[k]
+		var got []uint64
+		if out.DataType == onnx.Uint64 {
+			got, err = out.Uint64s()
+		} else {
+			var iv []int64
+			iv, err = out.Int64s()
+			for _, v := range iv {
+				got = append(got, uint64(v))
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for i, x := range edges {
+			kv := uint64(scalar)
+			if slices.Contains(c.node.Inputs, "row") {
+				kv = row[i%4]
+			}
+			if want := c.want(x, kv); got[i] != want {
+				if bad++; bad <= 5 {
+					t.Errorf("%s: element %d of a = %#x with %#x: %#x, want %#x", c.node.Outputs[0], i, x, kv, got[i], want)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %d of %d wrong", c.node.Outputs[0], bad, len(edges))
+		}
+	}
+
+	// INT64: a power on words (x³, x within ±2²⁴ as INT64 inputs are)
+	// plus a row of negative constants, and compared with a constant.
+	xs := []int64{0, 1, -1, 2, -3, 1 << 12, -(1 << 20), 1<<24 - 1, -(1 << 24), 12345, -99999, 77}
+	g = &onnx.Graph{
+		Initializers: []*onnx.Tensor{ints64("three", onnx.Int64, nil, 3),
+			ints64("krow", onnx.Int64, []int64{4}, -1, -(1 << 40), 1<<62, -(1 << 63)), ints64("k", onnx.Int64, nil, -(1 << 36))},
+		Nodes:   []*onnx.Node{bin("Pow", "x", "three", "cube"), bin("Add", "krow", "cube", "sum"), bin("Equal", "cube", "k", "eq")},
+		Inputs:  []onnx.ValueInfo{typed(vinfo("x", 3, 4), onnx.Int64)},
+		Outputs: []onnx.ValueInfo{typed(vinfo("sum", 3, 4), onnx.Int64), typed(vinfo("eq", 3, 4), onnx.Bool)},
+	}
+	res = runResult(t, compileThroughFile(t, 13, g), ints64("x", onnx.Int64, []int64{3, 4}, xs...))
+	sum, err := res.Outputs[0].Int64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq, err := res.Outputs[1].Int64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	krow := []int64{-1, -(1 << 40), 1 << 62, -(1 << 63)}
+	for i, x := range xs {
+		cube := x * x * x
+		if want := krow[i%4] + cube; sum[i] != want {
+			t.Errorf("%d³ + %d = %d, want %d", x, krow[i%4], sum[i], want)
+		}
+		if want := b2u(cube == -(1 << 36)); uint64(eq[i]) != want {
+			t.Errorf("%d³ = −2³⁶: %d, want %d", x, eq[i], want)
+		}
 	}
 }

@@ -14,11 +14,14 @@ import (
 
 // whereNode compiles Where(cond, x, y) with a constant condition and one
 // computed operand t, the other a constant k: GPT-2's causal mask,
-// Where(mask, scores, finfo.min or −Inf). It is t·S + K, where S is 1 where
-// t is selected and 0 elsewhere, and K is 0 where t is selected and k
-// elsewhere: exact for finite t (t·1 + 0 = t, t·0 + k = k, even for
-// k = −Inf). Two computed operands are refused; a computed condition goes
-// to whereComputed.
+// Where(mask, scores, finfo.min or −Inf). It is max(min(t, B), K), where B
+// is +∞ where t is picked and −∞ elsewhere, and K is −∞ where t is picked
+// and k elsewhere, the ALU having no select: exact for every t, infinities
+// included, even where t is not picked (a masked −Inf or NaN, which t·0
+// would turn into NaN), but a picked NaN, which the ALU's min drops (it
+// gives +∞), as in whereTwo. A NaN k is t·S + K' instead (S 1 where t is
+// picked, else 0; K' 0 where t is picked, else k), exact for finite t. Two
+// computed operands go to whereTwo, a computed condition to whereComputed.
 func (c *compiler) whereNode(n *onnx.Node) error {
 	cond, err := c.need(n, 0)
 	if err != nil {
@@ -60,32 +63,46 @@ func (c *compiler) whereNode(n *onnx.Node) error {
 	total := t.len()
 	ci, ki := broadcastIndex(shape, cond.shape), broadcastIndex(shape, k.shape)
 	cv, kv := cond.ints(), k.floats()
-	sel, add := make([]float32, total), make([]float32, total)
+	inf := float32(math.Inf(1))
+	ops := [2]string{"Min", "Max"}
+	if slices.ContainsFunc(kv, func(f float32) bool { return f != f }) {
+		ops = [2]string{"Mul", "Add"}
+	}
+	bound, fill := make([]float32, total), make([]float32, total)
 	for i := range total {
-		if (cv[pick(i, ci)] != 0) == pickT {
-			sel[i] = 1
-		} else {
-			add[i] = kv[pick(i, ki)]
+		picked := (cv[pick(i, ci)] != 0) == pickT
+		switch {
+		case ops[0] == "Mul" && picked:
+			bound[i] = 1
+		case ops[0] == "Mul":
+			fill[i] = kv[pick(i, ki)]
+		case picked:
+			bound[i], fill[i] = inf, -inf
+		default:
+			bound[i], fill[i] = -inf, kv[pick(i, ki)]
 		}
 	}
 	out := n.Outputs[0]
-	selName, addName, mid := out+"/where_select", out+"/where_fill", out+"/where_kept"
-	c.vals[selName] = constFloat(selName, shape, sel)
-	c.vals[addName] = constFloat(addName, shape, add)
+	boundName, fillName, mid := out+"/where_bound", out+"/where_fill", out+"/where_kept"
+	c.vals[boundName] = constFloat(boundName, shape, bound)
+	c.vals[fillName] = constFloat(fillName, shape, fill)
 	c.uses[mid] = 1
-	if err := c.binary(&onnx.Node{OpType: "Mul", Name: n.Name, Inputs: []string{tName, selName}, Outputs: []string{mid}}); err != nil {
+	if err := c.binary(&onnx.Node{OpType: ops[0], Name: n.Name, Inputs: []string{tName, boundName}, Outputs: []string{mid}}); err != nil {
 		return err
 	}
-	return c.binary(&onnx.Node{OpType: "Add", Name: n.Name, Inputs: []string{mid, addName}, Outputs: []string{out}})
+	return c.binary(&onnx.Node{OpType: ops[1], Name: n.Name, Inputs: []string{mid, fillName}, Outputs: []string{out}})
 }
 
 // whereComputed compiles Where(cond, t, k) (or (cond, k, t): pickT false)
 // whose condition is a computed BOOL — a view of a BOOL graph input or a
 // comparison's result, both 0 and 1 in fp32 (see embed.go, compare.go) — a padding mask [N,1,1,S] over scores [N,H,S,S] — and k
-// a constant scalar. With p the 0/1 tensor that picks t, it is
-// t·p + k·(1 − p) for a finite k, exact for finite t; and min(t, (2p − 1)·∞)
-// for k = −∞ (max(t, (1 − 2p)·∞) for +∞), as 0·∞ would be NaN. p
-// broadcasts over t as an attention mask does (see broadcast.go).
+// a constant scalar. With p the 0/1 tensor that picks t and b = (2p − 1)·∞
+// (±1 times ∞, never 0·∞), it is max(min(t, b), min(−b, k)) for a finite
+// k, min(t, b) for k = −∞ and max(t, −b) for +∞: exact for every t, also
+// where t is not picked (a NaN or infinity there, which t·0 would make
+// NaN), but a picked NaN, which the ALU's min and max drop (see whereTwo).
+// p, b and min(−b, k) are of the mask's shape; they broadcast over t as an
+// attention mask does (see broadcast.go).
 func (c *compiler) whereComputed(n *onnx.Node, cond, k *value, pickT bool, tName string) error {
 	if k.len() != 1 {
 		return fmt.Errorf("Where of a computed condition with the constant %s: only a scalar: %w", k, ErrUnsupported)
@@ -106,23 +123,23 @@ func (c *compiler) whereComputed(n *onnx.Node, cond, k *value, pickT bool, tName
 		ops = append(ops, &onnx.Node{OpType: "Sub", Inputs: []string{konst("one", 1), p}, Outputs: []string{tmp("q")}})
 		p = tmp("q")
 	}
+	inf := float32(math.Inf(1))
+	node := func(op, a, b, out string) *onnx.Node {
+		return &onnx.Node{OpType: op, Inputs: []string{a, b}, Outputs: []string{out}}
+	}
+	ops = append(ops, node("Mul", p, konst("two", 2), tmp("2p")), node("Add", tmp("2p"), konst("m1", -1), tmp("pm")))
 	switch {
+	case kv < 0 && math.IsInf(float64(kv), 0):
+		ops = append(ops, node("Mul", tmp("pm"), konst("inf", inf), tmp("b")), node("Min", tName, tmp("b"), out))
 	case math.IsInf(float64(kv), 0):
-		op, sign := "Min", float32(1)
-		if kv > 0 {
-			op, sign = "Max", -1
-		}
-		ops = append(ops,
-			&onnx.Node{OpType: "Mul", Inputs: []string{p, konst("two", 2*sign)}, Outputs: []string{tmp("2p")}},
-			&onnx.Node{OpType: "Add", Inputs: []string{tmp("2p"), konst("m1", -sign)}, Outputs: []string{tmp("pm")}},
-			&onnx.Node{OpType: "Mul", Inputs: []string{tmp("pm"), konst("inf", float32(math.Inf(1)))}, Outputs: []string{tmp("bound")}},
-			&onnx.Node{OpType: op, Inputs: []string{tName, tmp("bound")}, Outputs: []string{out}})
+		ops = append(ops, node("Mul", tmp("pm"), konst("ninf", -inf), tmp("nb")), node("Max", tName, tmp("nb"), out))
 	default:
 		ops = append(ops,
-			&onnx.Node{OpType: "Mul", Inputs: []string{p, konst("mk", -kv)}, Outputs: []string{tmp("pk")}},
-			&onnx.Node{OpType: "Add", Inputs: []string{tmp("pk"), konst("k", kv)}, Outputs: []string{tmp("kq")}},
-			&onnx.Node{OpType: "Mul", Inputs: []string{tName, p}, Outputs: []string{tmp("tp")}},
-			&onnx.Node{OpType: "Add", Inputs: []string{tmp("tp"), tmp("kq")}, Outputs: []string{out}})
+			node("Mul", tmp("pm"), konst("inf", inf), tmp("b")),
+			node("Mul", tmp("pm"), konst("ninf", -inf), tmp("nb")),
+			node("Min", tmp("nb"), konst("k", kv), tmp("kb")),
+			node("Min", tName, tmp("b"), tmp("tb")),
+			node("Max", tmp("tb"), tmp("kb"), out))
 	}
 	return c.lowered(n, ops, tmp(""), c.run)
 }

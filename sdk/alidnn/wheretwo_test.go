@@ -1,6 +1,7 @@
 package alidnn_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -96,6 +97,84 @@ func checkExact(t *testing.T, got []float32, want []float64) {
 	for k := range want {
 		if float64(got[k]) != want[k] {
 			t.Fatalf("value %d: %g, want %g", k, got[k], want[k])
+		}
+	}
+}
+
+// TestWhereMasksNonFinite picks between a computed tensor t = −x [4,16]
+// holding infinities and NaN and a constant fill, by a constant condition
+// and by a BOOL input [1,16] (a mask over the rows), the fill finite,
+// −Inf, +Inf and (constant condition) NaN:
+// where t is not picked the fill comes out whatever t is, where it is
+// picked t does, infinities included; a picked NaN gives an infinity (the
+// ALU's min and max drop it), or NaN with a NaN fill (t·1 + 0).
+func TestWhereMasksNonFinite(t *testing.T) {
+	const n = 64
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	xf, cond := make([]float32, n), make([]int64, n)
+	for k := range n {
+		xf[k] = float32(k)*0.5 - 9
+		switch k % 4 {
+		case 1:
+			xf[k] = inf
+		case 2:
+			xf[k] = -inf
+		case 3:
+			xf[k] = nan
+		}
+		cond[k] = int64(k % 16 / 4 % 2) // each kind of value picked and not, the same in each row
+	}
+	condT, err := onnx.NewInt("c", onnx.Bool, []int64{4, 16}, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fills := []float32{2.5, -inf, inf, nan}
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", 4, 16), typed(vinfo("m", 1, 16), onnx.Bool)},
+		Initializers: []*onnx.Tensor{condT},
+		Nodes:        []*onnx.Node{{Name: "neg", OpType: "Neg", Inputs: []string{"x"}, Outputs: []string{"t"}}},
+	}
+	type pick struct {
+		name    string
+		flipped bool // Where(c, fill, t)
+		fill    float32
+	}
+	var picks []pick
+	for k, f := range fills {
+		for _, c := range []string{"c", "m"} {
+			if c == "m" && f != f {
+				continue // refused: a computed condition with a NaN fill
+			}
+			name := fmt.Sprintf("%s%d", c, k)
+			p := pick{name: name, flipped: k%2 == 1, fill: f}
+			g.Initializers = append(g.Initializers, onnx.NewFloat32("f"+name, nil, []float32{f}))
+			ins := []string{c, "t", "f" + name}
+			if p.flipped {
+				ins = []string{c, "f" + name, "t"}
+			}
+			g.Nodes = append(g.Nodes, &onnx.Node{Name: name, OpType: "Where", Inputs: ins, Outputs: []string{name}})
+			g.Outputs = append(g.Outputs, vinfo(name, 4, 16))
+			picks = append(picks, p)
+		}
+	}
+	res := runGraphResult(t, g, onnx.NewFloat32("x", []int64{4, 16}, xf), ints64("m", onnx.Bool, []int64{1, 16}, cond[:16]...))
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+	for k, p := range picks {
+		got, err := res.Outputs[k].Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			want := p.fill
+			if (cond[i] != 0) != p.flipped {
+				want = -xf[i]
+				if want != want && p.fill == p.fill && math.IsInf(float64(got[i]), 0) {
+					continue
+				}
+			}
+			if !same(got[i], want) {
+				t.Errorf("%s (fill %v): element %d, t = %v, condition %d: %v, want %v", p.name, p.fill, i, -xf[i], cond[i], got[i], want)
+			}
 		}
 	}
 }

@@ -178,3 +178,46 @@ func TestWhereMasksNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestMaskOfFullShape applies a BOOL input mask of the scores' own shape
+// [4,20] (laid out for broadcasting, outer rows, where the computed scores
+// are one tile of rows): the mask is gathered into the scores' layout for
+// Add and Where, both exact.
+func TestMaskOfFullShape(t *testing.T) {
+	const R, S = 4, 20
+	xf, mask := make([]float32, R*S), make([]int64, R*S)
+	for k := range xf {
+		xf[k] = float32(k)*0.25 - 7
+		mask[k] = int64(k * 7 % 5 % 2)
+	}
+	toF := &onnx.Attribute{Name: "to", Type: onnx.AttrInt, I: int64(onnx.Float)}
+	g := &onnx.Graph{
+		Inputs:       []onnx.ValueInfo{vinfo("x", R, S), typed(vinfo("m", R, S), onnx.Bool)},
+		Initializers: []*onnx.Tensor{onnx.NewFloat32("fill", nil, []float32{-1e9})},
+		Nodes: []*onnx.Node{
+			{Name: "neg", OpType: "Neg", Inputs: []string{"x"}, Outputs: []string{"t"}},
+			{Name: "cast", OpType: "Cast", Inputs: []string{"m"}, Outputs: []string{"mf"}, Attrs: []*onnx.Attribute{toF}},
+			{Name: "add", OpType: "Add", Inputs: []string{"t", "mf"}, Outputs: []string{"sum"}},
+			{Name: "where", OpType: "Where", Inputs: []string{"m", "t", "fill"}, Outputs: []string{"w"}},
+		},
+		Outputs: []onnx.ValueInfo{vinfo("sum", R, S), vinfo("w", R, S)},
+	}
+	res := runGraphResult(t, g, onnx.NewFloat32("x", []int64{R, S}, xf), ints64("m", onnx.Bool, []int64{R, S}, mask...))
+	sum, err := res.Outputs[0].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := res.Outputs[1].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range xf {
+		wantW := float32(-1e9)
+		if mask[k] != 0 {
+			wantW = -xf[k]
+		}
+		if sum[k] != -xf[k]+float32(mask[k]) || w[k] != wantW {
+			t.Errorf("element %d (x %v, mask %d): sum %v, where %v; want %v and %v", k, xf[k], mask[k], sum[k], w[k], -xf[k]+float32(mask[k]), wantW)
+		}
+	}
+}

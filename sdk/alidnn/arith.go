@@ -204,28 +204,6 @@ func (c *compiler) tensorOperands(n *onnx.Node, op string, a, b *value, shape []
 	return nil
 }
 
-// relaid returns b, of a's shape, stored as a is, for a step of a's layer
-// to read: b itself, or when b's producer laid it out otherwise (a BOOL
-// mask staged for broadcasting, beside a computed tensor of its shape) a
-// permute layer gathering it into a's layout, which keeps each value in
-// its lane. Layouts a permute cannot reach stay as they are, for the
-// caller to refuse.
-func (c *compiler) relaid(b, a *value) (*value, error) {
-	r, ar := b.root(), a.root()
-	if r.lay.shape == nil || ar.lay.shape == nil || !eqInts(a.shape, ar.shape) || !eqInts(b.shape, a.shape) ||
-		r.bcast != nil || r.el() != f32 || r.lay.equal(ar.lay) || sameStorage(r.lay, ar.lay) {
-		return b, nil
-	}
-	src, ok := gatherMap(r.lay, b.shape, seq(len(b.shape)), ar.lay)
-	if !ok {
-		return b, nil
-	}
-	if err := c.settle(r, false); err != nil {
-		return nil, err
-	}
-	return c.permuteLayer(r, b.shape, ar.lay, src), nil
-}
-
 // negate returns −x, computed by a layer that only the caller reads.
 func (c *compiler) negate(x *value) (*value, error) {
 	x, err := c.floatOperand(x)

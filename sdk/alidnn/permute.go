@@ -80,6 +80,28 @@ func (c *compiler) permuteTo(node string, x *value, perm, shape []int) (*value, 
 		node, perm, x, lanes, ErrUnsupported)
 }
 
+// relaid returns b, of a's shape, stored as a is, for a step of a's layer
+// to read: b itself, or when b's producer laid it out otherwise (a BOOL
+// mask staged for broadcasting, beside a computed tensor of its shape) a
+// permute layer gathering it into a's layout, which keeps each value in
+// its lane. Layouts a permute cannot reach stay as they are, for the
+// caller to refuse.
+func (c *compiler) relaid(b, a *value) (*value, error) {
+	r, ar := b.root(), a.root()
+	if r.lay.shape == nil || ar.lay.shape == nil || !eqInts(a.shape, ar.shape) || !eqInts(b.shape, a.shape) ||
+		r.bcast != nil || r.el() != f32 || r.lay.equal(ar.lay) || sameStorage(r.lay, ar.lay) {
+		return b, nil
+	}
+	src, ok := gatherMap(r.lay, b.shape, seq(len(b.shape)), ar.lay)
+	if !ok {
+		return b, nil
+	}
+	if err := c.settle(r, false); err != nil {
+		return nil, err
+	}
+	return c.permuteLayer(r, b.shape, ar.lay, src), nil
+}
+
 // permuteLayer adds the layer gathering r's elements src (−1 for a zero
 // element) into a new fp32 tensor of shape laid out as lay.
 func (c *compiler) permuteLayer(r *value, shape []int, lay layout, src []int) *value {

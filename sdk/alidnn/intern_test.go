@@ -136,21 +136,10 @@ func TestEqualStringsCoalesced(t *testing.T) {
 		}, func(run [3][]string) [][]int64 { return equalWant(run[0][:3], y, run[2][:3]) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			s, g := gatedSession(t, tc.p)
-			type out struct {
-				n   int
-				res *alidnn.Result
-				err error
-			}
-			results := make(chan out)
-			run := func(n int) {
-				res, err := s.Run(ctx, tc.ins(stringRuns[n%len(stringRuns)])...)
-				results <- out{n, res, err}
-			}
 			// The first run holds the engine while the others queue: they
 			// go as one job.
-			holdAndQueue(t, s, g, 3, run)
+			results := holdAndQueue(t, s, g, 3, func(k int) []*onnx.Tensor { return tc.ins(stringRuns[k%len(stringRuns)]) })
 			shared := 0
 			for range 4 {
 				o := <-results

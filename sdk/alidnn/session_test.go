@@ -130,11 +130,24 @@ func gatedSession(t *testing.T, p *alidnn.Program) (*alidnn.Session, *gated) {
 	return s, g
 }
 
-// holdAndQueue starts run(0), which holds the engine at g's gate, then
-// runs 1 to n, and opens the gate once all n wait: they go as jobs of the
-// session's batch.
-func holdAndQueue(t *testing.T, s *alidnn.Session, g *gated, n int, run func(int)) {
+// queuedRun is the end of run n of holdAndQueue.
+type queuedRun struct {
+	n   int
+	res *alidnn.Result
+	err error
+}
+
+// holdAndQueue starts run 0 of s on inputs ins(0), which holds the engine
+// at g's gate, then runs 1 to n, and opens the gate once all n wait: they
+// go as jobs of the session's batch. The n + 1 runs end on the channel
+// returned, in any order.
+func holdAndQueue(t *testing.T, s *alidnn.Session, g *gated, n int, ins func(k int) []*onnx.Tensor) <-chan queuedRun {
 	t.Helper()
+	results := make(chan queuedRun, n+1)
+	run := func(k int) {
+		res, err := s.Run(context.Background(), ins(k)...)
+		results <- queuedRun{k, res, err}
+	}
 	go run(0)
 	<-g.entered
 	for k := 1; k <= n; k++ {
@@ -148,6 +161,7 @@ func holdAndQueue(t *testing.T, s *alidnn.Session, g *gated, n int, run func(int
 		time.Sleep(time.Millisecond)
 	}
 	close(g.release)
+	return results
 }
 
 // TestSessionCoalesces checks that runs waiting for a busy engine go as
@@ -156,19 +170,8 @@ func holdAndQueue(t *testing.T, s *alidnn.Session, g *gated, n int, run func(int
 // one of 1, and every run gets the logits of its own input.
 func TestSessionCoalesces(t *testing.T) {
 	m := loadMNIST(t)
-	ctx := context.Background()
 	s, g := gatedSession(t, m.prog)
-	type out struct {
-		n   int
-		res *alidnn.Result
-		err error
-	}
-	results := make(chan out)
-	run := func(n int) {
-		res, err := s.Run(ctx, m.ins[n%2])
-		results <- out{n, res, err}
-	}
-	holdAndQueue(t, s, g, 5, run)
+	results := holdAndQueue(t, s, g, 5, func(k int) []*onnx.Tensor { return []*onnx.Tensor{m.ins[k%2]} })
 	count := map[int]int{}
 	for range 6 {
 		o := <-results

@@ -63,23 +63,19 @@ func (c *compiler) whereNode(n *onnx.Node) error {
 	total := t.len()
 	ci, ki := broadcastIndex(shape, cond.shape), broadcastIndex(shape, k.shape)
 	cv, kv := cond.ints(), k.floats()
+	// Where t is picked, (t op₀ kept[0]) op₁ kept[1] is t; elsewhere
+	// (t op₀ dropped) op₁ k is k.
 	inf := float32(math.Inf(1))
-	ops := [2]string{"Min", "Max"}
+	ops, kept, dropped := [2]string{"Min", "Max"}, [2]float32{inf, -inf}, -inf
 	if slices.ContainsFunc(kv, func(f float32) bool { return f != f }) {
-		ops = [2]string{"Mul", "Add"}
+		ops, kept, dropped = [2]string{"Mul", "Add"}, [2]float32{1, 0}, 0
 	}
 	bound, fill := make([]float32, total), make([]float32, total)
 	for i := range total {
-		picked := (cv[pick(i, ci)] != 0) == pickT
-		switch {
-		case ops[0] == "Mul" && picked:
-			bound[i] = 1
-		case ops[0] == "Mul":
-			fill[i] = kv[pick(i, ki)]
-		case picked:
-			bound[i], fill[i] = inf, -inf
-		default:
-			bound[i], fill[i] = -inf, kv[pick(i, ki)]
+		if (cv[pick(i, ci)] != 0) == pickT {
+			bound[i], fill[i] = kept[0], kept[1]
+		} else {
+			bound[i], fill[i] = dropped, kv[pick(i, ki)]
 		}
 	}
 	out := n.Outputs[0]

@@ -76,14 +76,21 @@ func (c *compiler) wideNode(n *onnx.Node) (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	x := a // a computed operand, whose words are materialized first
+	// Words have their layouts before a constant's words are laid out as
+	// the computed operand's.
+	for _, v := range []*value{a, b} {
+		if v.words == nil {
+			continue // a constant, or refused below
+		}
+		for _, w := range v.words {
+			if err := c.materialize(w); err != nil {
+				return true, err
+			}
+		}
+	}
+	x := a // a computed operand
 	if x.words == nil {
 		x = b
-	}
-	for _, w := range x.words {
-		if err := c.materialize(w); err != nil {
-			return true, err
-		}
 	}
 	o := wideOps{divider{c: c, C: max(x.words[0].root().lay.c(), 1)}}
 	if a.isConst {
@@ -101,13 +108,6 @@ func (c *compiler) wideNode(n *onnx.Node) (bool, error) {
 		return true, fmt.Errorf("%s of %v %s and %s: 64-bit integer operators broadcast only constants: %w", n.OpType, a.typ, a, b, ErrUnsupported)
 	case a.typ == onnx.Int64 && n.OpType != "Add" && n.OpType != "Sub" && n.OpType != "Mul" && n.OpType != "Equal":
 		return true, fmt.Errorf("%s of INT64 %s and %s: the words compute it as UINT64 only: %w", n.OpType, a, b, ErrUnsupported)
-	}
-	for _, w := range [][2]*value{*a.words, *b.words} {
-		for _, x := range w {
-			if err := c.materialize(x); err != nil {
-				return true, err
-			}
-		}
 	}
 	switch n.OpType {
 	case "Add", "Sub", "Mul", "Div":

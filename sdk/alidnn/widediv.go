@@ -35,11 +35,7 @@ func (o wideOps) div(a, b *value) (*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := o.layer(af, onnx.Float, true, fpT(sDivTensor, bf), step{kind: sRound, fp: true})
-	if err != nil {
-		return nil, err
-	}
-	q, err := o.fromFloat(v)
+	q, err := o.estimate(af, bf)
 	if err != nil {
 		return nil, err
 	}
@@ -52,11 +48,7 @@ func (o wideOps) div(a, b *value) (*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := o.layer(rf, onnx.Float, true, fpT(sDivTensor, bf), step{kind: sRound, fp: true})
-		if err != nil {
-			return nil, err
-		}
-		d, err := o.fromFloat(v)
+		d, err := o.estimate(rf, bf)
 		if err != nil {
 			return nil, err
 		}
@@ -114,6 +106,15 @@ func (o wideOps) bigDivisor(a, b, q *value) (*value, error) {
 		return nil, err
 	}
 	return wideValue(q.typ, lo, hi), nil
+}
+
+// estimate returns round(f / bf) of two fp32 tensors, as words.
+func (o wideOps) estimate(f, bf *value) (*value, error) {
+	v, err := o.layer(f, onnx.Float, true, fpT(sDivTensor, bf), step{kind: sRound, fp: true})
+	if err != nil {
+		return nil, err
+	}
+	return o.fromFloat(v)
 }
 
 // float returns fl(w) (see above), w read as INT64 if signed, else as

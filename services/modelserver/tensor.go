@@ -214,7 +214,7 @@ func binaryStrings(name string, dims []int64, b []byte) (*onnx.Tensor, error) {
 			return nil, fmt.Errorf("%w: input %q: element %d is %d bytes long, but %d bytes are left at byte %d",
 				ErrBadRequest, name, i, size, len(b)-off, off)
 		}
-		strs[i] = b[off : off+int(size) : off+int(size)]
+		strs[i] = b[off : off+int(size)]
 		off += int(size)
 	}
 	if off != len(b) {

@@ -294,23 +294,28 @@ func (p *pool) letGo(ctx context.Context, a poolapi.Assignment, unseen bool) boo
 		return a.Share
 	}
 	defer unhold()
+	if _, err := s.cfg.Slots.Slot(a.Slot); err != nil {
+		return true
+	}
+	rec := s.cfg.Slots.Record(a.Slot)
 	switch {
 	case a.Share && !p.owns(a.Slot):
 		// The last share on a chip someone else loaded: its sessions
 		// ended, their memory zeroed; the chip stays its loader's.
 		return true
-	case a.Share:
-		// The last share on a chip the pool loaded for shares.
-		return p.clearLogged(ctx, a, "pool release: clearing")
 	case !p.owns(a.Slot):
 		// The tenant's own load, which the attachment used as it was:
 		// the attachment's sessions ended, the load stays the tenant's.
 		return false
+	case !holds(rec, a):
+		// Cleared or reloaded since, or another attachment's image is
+		// still there: nothing of a's is left.
+		p.stray(ctx, a.Slot, rec)
+		return true
+	case a.Share:
+		// The last share on a chip the pool loaded for shares.
+		return p.clearLogged(ctx, a, "pool release: clearing")
 	}
-	if _, err := s.cfg.Slots.Slot(a.Slot); err != nil || !holds(s.cfg.Slots.Record(a.Slot), a) {
-		return true // cleared or reloaded since: nothing of a's is left
-	}
-	rec := s.cfg.Slots.Record(a.Slot)
 	group := []int{a.Slot}
 	if len(rec.Group) > 0 {
 		group = rec.Group
@@ -325,6 +330,25 @@ func (p *pool) letGo(ctx context.Context, a poolapi.Assignment, unseen bool) boo
 		return false
 	}
 	return p.clearLogged(ctx, a, "pool release: clearing")
+}
+
+// stray takes care of slot i, which the pool loaded for another attachment
+// and no live attachment holds (the caller holds it), as a ends there. Its
+// attachment left the image to a: it ended, or its keep-warm ran out,
+// while a was placed on the slot, and a's own load then failed before
+// replacing the image (the soak found a chip left so, loaded for nobody).
+// Nothing else would clear it: a slot still kept warm gets its clear armed
+// again, any other is cleared now.
+func (p *pool) stray(ctx context.Context, i int, rec slots.Record) {
+	if rec.State != agentapi.Loaded || rec.Image == nil || !leads(i, rec) {
+		return
+	}
+	b := poolAssignment(i, rec)
+	if rec.Pool.WarmUntil.After(time.Now()) {
+		p.coolAt(b, rec.Pool.WarmUntil)
+		return
+	}
+	p.clearLogged(ctx, b, "pool release: clearing an image left to an attachment that failed")
 }
 
 // clearLogged clears a's slot and reports whether it was cleared, logging

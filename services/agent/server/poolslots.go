@@ -118,22 +118,27 @@ func (p *pool) coolAt(a poolapi.Assignment, until time.Time) {
 		t.Stop()
 	}
 	var t *time.Timer
-	t = time.AfterFunc(time.Until(until), func() {
-		p.mu.Lock()
-		current := p.warm[a.Slot] == t
-		if current {
-			delete(p.warm, a.Slot)
-		}
-		p.mu.Unlock()
-		if !current || p.s.base.Err() != nil {
-			return
-		}
-		if unhold, free := p.hold(p.s.base, a.Slot, a.ID); free {
-			p.clearLogged(p.s.base, a, "pool: clearing a slot kept warm")
-			unhold()
-		}
-	})
+	t = time.AfterFunc(time.Until(until), func() { p.cool(a, t) })
 	p.warm[a.Slot] = t
+}
+
+// cool clears a's slot kept warm, its time up, if t is still its timer and
+// no live attachment holds the slot. One that does takes the image warm,
+// or loads its own over it, or fails and leaves it to its release (stray).
+func (p *pool) cool(a poolapi.Assignment, t *time.Timer) {
+	p.mu.Lock()
+	current := p.warm[a.Slot] == t
+	if current {
+		delete(p.warm, a.Slot)
+	}
+	p.mu.Unlock()
+	if !current || p.s.base.Err() != nil {
+		return
+	}
+	if unhold, free := p.hold(p.s.base, a.Slot, a.ID); free {
+		p.clearLogged(p.s.base, a, "pool: clearing a slot kept warm")
+		unhold()
+	}
 }
 
 // keep stops the clear of slot i, which an attachment takes warm.
